@@ -1,0 +1,123 @@
+/* node/base/mem.c: thin wrappers over jemalloc. */
+#include "node/base/mem.h"
+
+#ifdef RV_NO_JEMALLOC
+#include <malloc.h>
+#else
+#include <jemalloc/jemalloc.h>
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+mem_oom(size_t n)
+{
+    fprintf(stderr, "ruvio: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *
+rv_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (rv_unlikely(p == NULL)) {
+        mem_oom(n);
+    }
+    return p;
+}
+
+void *
+rv_calloc(size_t nmemb, size_t n)
+{
+    void *p = calloc(nmemb ? nmemb : 1, n ? n : 1);
+    if (rv_unlikely(p == NULL)) {
+        mem_oom(nmemb * n);
+    }
+    return p;
+}
+
+void *
+rv_realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (rv_unlikely(q == NULL)) {
+        mem_oom(n);
+    }
+    return q;
+}
+
+void
+rv_free(void *p)
+{
+    free(p);
+}
+
+char *
+rv_strndup(const char *s, size_t n)
+{
+    char *d = rv_malloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+size_t
+rv_usable_size(const void *p)
+{
+    return p ? malloc_usable_size((void *)p) : 0;
+}
+
+#ifdef RV_NO_JEMALLOC
+static int
+mallctl(const char *name, void *o, size_t *osz, void *n, size_t nsz)
+{
+    (void)name; (void)o; (void)osz; (void)n; (void)nsz;
+    return -1;
+}
+#endif
+
+static size_t
+mem_stat(const char *name)
+{
+    uint64_t epoch = 1;
+    size_t sz = sizeof(epoch);
+    size_t v = 0, vsz = sizeof(v);
+    mallctl("epoch", &epoch, &sz, &epoch, sz);
+    if (mallctl(name, &v, &vsz, NULL, 0) != 0) {
+        return 0;
+    }
+    return v;
+}
+
+size_t
+rv_mem_allocated(void)
+{
+    return mem_stat("stats.allocated");
+}
+
+size_t
+rv_mem_resident(void)
+{
+    return mem_stat("stats.resident");
+}
+
+size_t
+rv_mem_active(void)
+{
+    return mem_stat("stats.active");
+}
+
+const char *
+rv_mem_allocator(void)
+{
+    const char *v = NULL;
+    size_t sz = sizeof(v);
+    static char buf[64];
+    if (mallctl("version", &v, &sz, NULL, 0) == 0 && v) {
+        snprintf(buf, sizeof(buf), "jemalloc-%.*s", (int)strcspn(v, "-"), v);
+        return buf;
+    }
+    return "jemalloc";
+}

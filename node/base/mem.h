@@ -1,0 +1,26 @@
+/* node/base/mem.h: every heap allocation goes through these (jemalloc underneath).
+ * rv_malloc/rv_realloc never return NULL: out of memory is fatal (logged, abort),
+ * since the memory budget is enforced above this layer. */
+#pragma once
+#include <stddef.h>
+
+void *rv_malloc(size_t n);
+void *rv_calloc(size_t nmemb, size_t n);
+void *rv_realloc(void *p, size_t n);
+void rv_free(void *p);
+char *rv_strndup(const char *s, size_t n);
+/* Bytes actually reserved by the allocator for p (its size class). */
+size_t rv_usable_size(const void *p);
+/* Allocator statistics (jemalloc "stats.*"); 0 when unavailable. */
+size_t rv_mem_allocated(void);
+size_t rv_mem_resident(void);
+size_t rv_mem_active(void);
+const char *rv_mem_allocator(void);
+
+#if defined(__GNUC__)
+#define rv_likely(x) __builtin_expect(!!(x), 1)
+#define rv_unlikely(x) __builtin_expect(!!(x), 0)
+#else
+#define rv_likely(x) (x)
+#define rv_unlikely(x) (x)
+#endif

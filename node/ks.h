@@ -1,0 +1,128 @@
+/* node/ks.h: one shard's keyspace.
+ *
+ * Keys live in a seeded-hash open-addressing table (robin hood, linear probing)
+ * that grows and shrinks by incremental rehashing: no pause proportional to the
+ * table. Each key is one allocation (struct ks_entry) holding a small header,
+ * the key bytes and, for strings, the value inline; integers are stored as
+ * integers. Keys with a deadline are also indexed in a second table that the
+ * active expiry cycle walks.
+ *
+ * Ownership: the keyspace owns every entry. A struct ks_entry * returned by any
+ * call is valid until the next call that modifies the keyspace (an insert,
+ * delete, resize of a value, rehash step or cron), like an LMDB view. Only the
+ * shard's own thread touches its keyspace. */
+#pragma once
+#include "proto/resp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ks;
+struct ks_entry;
+
+enum ks_type {
+    KS_STRING = 0,
+    KS_LIST = 1,
+    KS_SET = 2,
+    KS_ZSET = 3,
+    KS_HASH = 4,
+    KS_STREAM = 5,
+};
+
+enum ks_enc {            /* what OBJECT ENCODING reports for strings */
+    KS_ENC_INT = 0,      /* "int" */
+    KS_ENC_EMBSTR = 1,   /* "embstr": value inline, <= 44 bytes */
+    KS_ENC_RAW = 2,      /* "raw" */
+};
+
+#define KS_NO_EXPIRE (-1)
+
+struct ks_stats {
+    uint64_t expired_keys;        /* removed by lazy or active expiry */
+    uint64_t expired_stale_perc;  /* last active cycle: percent of sampled keys found expired */
+    uint64_t expire_cycle_time_us;/* total time spent in active expiry */
+    uint64_t rehashing;           /* 1 while an incremental rehash is in progress */
+};
+
+struct ks *ks_create(uint64_t seed0, uint64_t seed1);
+void ks_destroy(struct ks *ks);                        /* NULL is a no-op */
+size_t ks_size(const struct ks *ks);                   /* keys, including not-yet-reclaimed expired ones */
+size_t ks_expires_size(const struct ks *ks);           /* keys with a deadline */
+const struct ks_stats *ks_stats(const struct ks *ks);
+/* The seeded 64-bit hash the table uses (exposed for tests). */
+uint64_t ks_hash(const struct ks *ks, const char *p, size_t n);
+
+/* ---- lookup ---- */
+/* The live entry for key, or NULL. An entry whose deadline is <= now_ms is
+ * deleted here (lazy expiry) and NULL returned. Updates the access clock. */
+struct ks_entry *ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms);
+/* As ks_lookup, but neither expires nor touches the access clock. */
+struct ks_entry *ks_peek(struct ks *ks, const char *key, size_t klen);
+
+/* ---- entry accessors ---- */
+enum ks_type ks_entry_type(const struct ks_entry *e);
+struct rv_str ks_entry_key(const struct ks_entry *e);   /* view into the entry */
+int64_t ks_entry_expire(const struct ks_entry *e);      /* unix ms, or KS_NO_EXPIRE */
+uint64_t ks_entry_idle_ms(const struct ks_entry *e, int64_t now_ms);
+size_t ks_entry_mem(const struct ks_entry *e);          /* bytes charged: allocation incl. value */
+
+/* Strings. */
+enum ks_enc ks_str_enc(const struct ks_entry *e);
+bool ks_str_is_int(const struct ks_entry *e);
+int64_t ks_str_int(const struct ks_entry *e);           /* only when ks_str_is_int */
+/* The value as bytes; int-encoded values are formatted into scratch. */
+struct rv_str ks_str_get(const struct ks_entry *e, char scratch[24]);
+size_t ks_str_len(const struct ks_entry *e);
+
+/* ---- writes ---- */
+/* Insert or replace key with a string value (any previous type is dropped).
+ * A value in canonical integer form ("-12", not "012" or "+1") that fits int64
+ * is stored int-encoded. expire_ms: absolute unix ms or KS_NO_EXPIRE; with
+ * keep_ttl the old deadline (if any) is kept instead. Returns the entry. */
+struct ks_entry *ks_set_str(struct ks *ks, const char *key, size_t klen,
+                            const char *val, size_t vlen, int64_t expire_ms, bool keep_ttl);
+/* Insert or replace with an int-encoded value; same deadline rules. */
+struct ks_entry *ks_set_int(struct ks *ks, const char *key, size_t klen,
+                            int64_t v, int64_t expire_ms, bool keep_ttl);
+/* In-place integer update of an existing int-encoded string (INCR fast path). */
+void ks_str_set_int(struct ks *ks, struct ks_entry *e, int64_t v);
+/* Make the string value of *ep raw and exactly newlen bytes long (zero-filling
+ * growth, truncating shrink), keeping key and deadline; *ep may move. Returns
+ * a writable pointer to the value bytes (valid until the next keyspace call). */
+char *ks_str_resize(struct ks *ks, struct ks_entry **ep, size_t newlen);
+
+/* Non-string values (later issues): ks stores an owned pointer; free_fn is
+ * called when the entry is deleted or overwritten. */
+typedef void ks_free_fn(void *ptr);
+struct ks_entry *ks_set_ptr(struct ks *ks, const char *key, size_t klen, enum ks_type type,
+                            void *ptr, ks_free_fn *free_fn, int64_t expire_ms);
+void *ks_entry_ptr(const struct ks_entry *e);
+
+/* true when the key existed (expired or not) and was removed. */
+bool ks_delete(struct ks *ks, const char *key, size_t klen);
+/* Set or clear (KS_NO_EXPIRE) the deadline of e. */
+void ks_set_expire(struct ks *ks, struct ks_entry *e, int64_t expire_ms);
+/* Move src's entry to dst (replacing dst); false when src is absent. */
+bool ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t dlen);
+/* Copy the value of e to dst (replacing dst); the deadline is copied too. */
+struct ks_entry *ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen);
+/* Remove everything. */
+void ks_flush(struct ks *ks);
+
+/* ---- iteration ---- */
+typedef void ks_scan_fn(void *arg, struct ks_entry *e);
+/* Visit a batch of about count entries starting at cursor (0 = start); returns
+ * the next cursor, 0 when done. Every key present for the whole scan is visited
+ * at least once, also across resizes (the cursor is a position in hash order).
+ * fn must not modify the keyspace. Expired entries are visited too. */
+uint64_t ks_scan(struct ks *ks, uint64_t cursor, size_t count, ks_scan_fn *fn, void *arg);
+/* A random entry (NULL when empty); may be expired. */
+struct ks_entry *ks_random(struct ks *ks, uint64_t rnd);
+
+/* ---- background work, called from the shard's timer ---- */
+/* Incremental rehash for up to budget_us; returns true while more remains. */
+bool ks_rehash_step(struct ks *ks, uint64_t budget_us);
+/* Active expiry: sample keys with deadlines, delete the expired ones, stop after
+ * budget_us; returns the number deleted. Repeats while >25% of a sample was stale. */
+size_t ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us);

@@ -1,0 +1,99 @@
+/* proto/resp.h: RESP2/RESP3 request parser and reply writer.
+ *
+ * Parser: incremental and zero-copy. resp_parse() reads one command from the
+ * caller's buffer; argument views point into that buffer and stay valid until
+ * the caller modifies or moves the buffer. Between calls that returned
+ * RV_EAGAIN the caller may move the unconsumed bytes (compaction, realloc):
+ * the parser keeps only offsets relative to the start of the pending command,
+ * so partial input is never scanned twice.
+ *
+ * Writer: appends replies to a struct buf, in RESP2 or RESP3 form as asked. */
+#pragma once
+#include "node/base/buf.h"
+#include "node/base/rv_err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A borrowed byte string: p is not NUL-terminated, valid as its owner says. */
+struct rv_str {
+    const char *p;
+    size_t len;
+};
+
+/* Redis's defaults. */
+#define RESP_MAX_BULK_DEFAULT (512ull * 1024 * 1024)   /* proto-max-bulk-len */
+#define RESP_MAX_MBULK 1048576ull                      /* multibulk count */
+#define RESP_MAX_MBULK_UNAUTH 10ull                    /* before AUTH */
+#define RESP_MAX_BULK_UNAUTH 16384ull                  /* before AUTH */
+#define RESP_MAX_INLINE (64u * 1024)                   /* inline line / count line */
+#define RESP_BIG_ARG (32u * 1024)                      /* bulks this large get an exact-size buffer */
+
+struct resp_limits {
+    uint64_t max_bulk;        /* proto-max-bulk-len */
+    bool authed;              /* false: unauthenticated limits apply */
+};
+
+enum resp_state { RESP_ST_IDLE, RESP_ST_MBULK, RESP_ST_INLINE };
+
+/* Embedded in the connection; fields are private to resp_parse.c. */
+struct resp_parser {
+    enum resp_state st;
+    uint32_t argc;            /* arguments expected (multibulk) */
+    uint32_t got;             /* arguments complete so far */
+    size_t scan;              /* offset (from command start) where parsing resumes */
+    int64_t bulklen;          /* length of the bulk being read, -1 when none */
+    size_t *offs;             /* got pairs of (offset, len), relative to command start */
+    size_t cap;               /* capacity of offs/argv, in arguments */
+    struct rv_str *argv;      /* views handed out by resp_parse() */
+    const char *errmsg;       /* static text after RV_EPROTO, e.g. "Protocol error: invalid bulk length" */
+    struct resp_limits lim;
+};
+
+void resp_parser_init(struct resp_parser *p, const struct resp_limits *lim);
+void resp_parser_deinit(struct resp_parser *p);
+/* Drop a partially parsed command (connection reset). */
+void resp_parser_reset(struct resp_parser *p);
+
+/*
+ * Parse one command from buf[*pos, len).
+ *  RV_OK:     *argc/*argv describe the command (argv owned by the parser, reused
+ *             by the next call; views into buf); *pos advanced past it. An empty
+ *             inline line is consumed and yields argc == 0.
+ *  RV_EAGAIN: incomplete; *pos unchanged. Call again with more bytes appended.
+ *  RV_EPROTO: malformed or over a limit; p->errmsg holds Redis's text (without
+ *             the leading "ERR "). The connection must reply and close.
+ */
+int resp_parse(struct resp_parser *p, const char *buf, size_t len, size_t *pos,
+               int *argc, struct rv_str **argv);
+
+/* Bytes still needed to finish the bulk in progress (0 when unknown), so the
+ * caller can size its read buffer exactly for large arguments. */
+size_t resp_parser_want(const struct resp_parser *p);
+
+/* ---- reply writer ---- proto is 2 or 3. */
+void resp_w_simple(struct buf *b, const char *s, size_t n);         /* +s */
+void resp_w_ok(struct buf *b);                                       /* +OK */
+void resp_w_error(struct buf *b, const char *s, size_t n);          /* -s (s has no CRLF) */
+void resp_w_int(struct buf *b, int64_t v);                           /* :v */
+void resp_w_bulk(struct buf *b, const void *p, size_t n);           /* $n */
+void resp_w_bulk_cstr(struct buf *b, const char *s);
+void resp_w_bulk_int(struct buf *b, int64_t v);                      /* integer as bulk string */
+void resp_w_bulk_double(struct buf *b, long double v);               /* %.17Lg-style, as INCRBYFLOAT */
+void resp_w_null(struct buf *b, int proto);                          /* $-1 or _ */
+void resp_w_null_array(struct buf *b, int proto);                    /* *-1 or _ */
+void resp_w_array(struct buf *b, size_t n);                          /* *n */
+void resp_w_map(struct buf *b, int proto, size_t npairs);            /* %n or *2n */
+void resp_w_set(struct buf *b, int proto, size_t n);                 /* ~n or *n */
+void resp_w_push(struct buf *b, int proto, size_t n);                /* >n or *n */
+void resp_w_double(struct buf *b, int proto, double v);              /* ,v or bulk */
+void resp_w_bool(struct buf *b, int proto, bool v);                  /* #t/#f or :1/:0 */
+void resp_w_verbatim(struct buf *b, int proto, const char *fmt3, const void *p, size_t n); /* =n txt:... or bulk */
+/* Reserve room for a count written later (for replies of unknown length):
+ * returns the offset to pass to resp_w_patch_len(). */
+size_t resp_w_defer_len(struct buf *b);
+void resp_w_patch_len(struct buf *b, size_t at, char type, size_t n);
+
+/* Formats v in decimal into out (at least 21 bytes); returns the length. */
+size_t resp_ll2str(char *out, int64_t v);
