@@ -85,7 +85,9 @@ struct ks_entry *ks_set_str(struct ks *ks, const char *key, size_t klen,
 /* Insert or replace with an int-encoded value; same deadline rules. */
 struct ks_entry *ks_set_int(struct ks *ks, const char *key, size_t klen,
                             int64_t v, int64_t expire_ms, bool keep_ttl);
-/* In-place integer update of an existing int-encoded string (INCR fast path). */
+/* In-place integer update of an existing int-encoded string (INCR fast path).
+ * Only when v needs a wider integer than the allocation holds does the entry
+ * move (e is then not valid afterwards). */
 void ks_str_set_int(struct ks *ks, struct ks_entry *e, int64_t v);
 /* Make the string value of *ep raw and exactly newlen bytes long (zero-filling
  * growth, truncating shrink), keeping key and deadline; *ep may move. Returns
@@ -101,11 +103,14 @@ void *ks_entry_ptr(const struct ks_entry *e);
 
 /* true when the key existed (expired or not) and was removed. */
 bool ks_delete(struct ks *ks, const char *key, size_t klen);
-/* Set or clear (KS_NO_EXPIRE) the deadline of e. */
+/* Set or clear (KS_NO_EXPIRE) the deadline of e. Adding or removing a deadline
+ * may move the entry: e is not valid afterwards (look the key up again). */
 void ks_set_expire(struct ks *ks, struct ks_entry *e, int64_t expire_ms);
 /* Move src's entry to dst (replacing dst); false when src is absent. */
 bool ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t dlen);
-/* Copy the value of e to dst (replacing dst); the deadline is copied too. */
+/* Copy the value of e to dst (replacing dst); the deadline is copied too.
+ * Strings only: for other types (ks cannot duplicate the object) NULL is
+ * returned and nothing changes; the caller duplicates and uses ks_set_ptr. */
 struct ks_entry *ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen);
 /* Remove everything. */
 void ks_flush(struct ks *ks);
@@ -119,6 +124,15 @@ typedef void ks_scan_fn(void *arg, struct ks_entry *e);
 uint64_t ks_scan(struct ks *ks, uint64_t cursor, size_t count, ks_scan_fn *fn, void *arg);
 /* A random entry (NULL when empty); may be expired. */
 struct ks_entry *ks_random(struct ks *ks, uint64_t rnd);
+
+/* ---- additions ---- */
+/* The clock the keyspace uses for new entries' access clock and for KEEPTTL on
+ * a logically expired key; ks_lookup and ks_active_expire also update it. The
+ * shard should call this once per event-loop turn. */
+void ks_set_clock(struct ks *ks, int64_t now_ms);
+/* true when p[0,n) is an integer in canonical form ("-12"; not "012", "+1",
+ * "-0", " 1") that fits int64; the value goes to *out. */
+bool ks_str_parse_int(const char *p, size_t n, int64_t *out);
 
 /* ---- background work, called from the shard's timer ---- */
 /* Incremental rehash for up to budget_us; returns true while more remains. */

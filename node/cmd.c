@@ -1,0 +1,326 @@
+/* node/cmd.c: command lookup and the one dispatcher every command goes through. */
+#include "node/cmd.h"
+
+#include "cluster/slot.h"
+#include "node/base/mem.h"
+#include "node/conn.h"
+#include "node/node.h"
+#include "node/reply.h"
+#include "node/shard.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <x86intrin.h>
+
+extern struct cmd_spec cmd_table[];
+extern const size_t cmd_table_len;
+
+#define LOOKUP_SLOTS 1024   /* power of two, > 2x the number of commands */
+
+/* Built once by cmd_init() before any shard starts, read-only after. */
+static const struct cmd_spec *lookup_tab[LOOKUP_SLOTS];
+static const struct cmd_spec **by_id;
+static size_t n_ids;
+
+static inline uint32_t
+name_hash(const char *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ (uint32_t)(unsigned char)tolower((unsigned char)p[i])) * 16777619u;
+    }
+    return h;
+}
+
+static inline bool
+name_eq(const char *lower, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (lower[i] != (char)tolower((unsigned char)p[i])) {
+            return false;
+        }
+    }
+    return lower[n] == '\0';
+}
+
+void
+cmd_init(void)
+{
+    if (by_id) {
+        return;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < cmd_table_len; i++) {
+        total++;
+        for (const struct cmd_spec *sub = cmd_table[i].subs; sub && sub->name; sub++) {
+            total++;
+        }
+    }
+    by_id = rv_calloc(total, sizeof(*by_id));
+    /* ids and parent links are filled in here, once: the table is otherwise const. */
+    for (size_t i = 0; i < cmd_table_len; i++) {
+        struct cmd_spec *s = (struct cmd_spec *)&cmd_table[i];
+        s->id = (uint32_t)n_ids;
+        by_id[n_ids++] = s;
+        uint32_t h = name_hash(s->name, strlen(s->name)) & (LOOKUP_SLOTS - 1);
+        while (lookup_tab[h]) {
+            h = (h + 1) & (LOOKUP_SLOTS - 1);
+        }
+        lookup_tab[h] = s;
+        for (struct cmd_spec *sub = (struct cmd_spec *)s->subs; sub && sub->name; sub++) {
+            sub->id = (uint32_t)n_ids;
+            sub->parent = s;
+            by_id[n_ids++] = sub;
+        }
+    }
+}
+
+const struct cmd_spec *
+cmd_lookup(const char *name, size_t len)
+{
+    uint32_t h = name_hash(name, len) & (LOOKUP_SLOTS - 1);
+    for (const struct cmd_spec *s; (s = lookup_tab[h]) != NULL; h = (h + 1) & (LOOKUP_SLOTS - 1)) {
+        if (name_eq(s->name, name, len)) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+const struct cmd_spec *
+cmd_lookup_sub(const struct cmd_spec *parent, const char *name, size_t len)
+{
+    for (const struct cmd_spec *sub = parent->subs; sub && sub->name; sub++) {
+        if (name_eq(sub->name, name, len)) {
+            return sub;
+        }
+    }
+    return NULL;
+}
+
+size_t cmd_count(void) { return cmd_table_len; }
+const struct cmd_spec *cmd_at(size_t i) { return &cmd_table[i]; }
+size_t cmd_id_count(void) { return n_ids; }
+const struct cmd_spec *cmd_by_id(uint32_t id) { return id < n_ids ? by_id[id] : NULL; }
+
+void
+cmd_fullname(const struct cmd_spec *s, char *out, size_t outsz)
+{
+    if (s->parent) {
+        snprintf(out, outsz, "%s|%s", s->parent->name, s->name);
+    } else {
+        snprintf(out, outsz, "%s", s->name);
+    }
+}
+
+int
+cmd_get_keys(const struct cmd_spec *s, int argc, struct rv_str *argv, int *out, int max)
+{
+    if (s->getkeys) {
+        return s->getkeys(argc, argv, out, max);
+    }
+    if (s->first <= 0) {
+        return 0;
+    }
+    int last = s->last < 0 ? argc + s->last : s->last;
+    int n = 0;
+    for (int i = s->first; i <= last && i < argc && n < max; i += s->step) {
+        out[n++] = i;
+    }
+    return n;
+}
+
+bool
+cmd_arg_is(struct rv_str a, const char *lower)
+{
+    return name_eq(lower, a.p, a.len);
+}
+
+bool
+cmd_arg_int(struct rv_str a, int64_t *out)
+{
+    const char *p = a.p;
+    size_t n = a.len, i = 0;
+    bool neg = false;
+    uint64_t v = 0;
+
+    if (n == 0 || n > 20) {
+        return false;
+    }
+    if (n == 1 && p[0] == '0') {
+        *out = 0;
+        return true;
+    }
+    if (p[0] == '-') {
+        neg = true;
+        i = 1;
+        if (n == 1) {
+            return false;
+        }
+    }
+    if (p[i] < '1' || p[i] > '9') {
+        return false;
+    }
+    for (; i < n; i++) {
+        unsigned d = (unsigned)(p[i] - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1) {
+            return false;
+        }
+        *out = (int64_t)(0 - v);
+    } else {
+        if (v > (uint64_t)INT64_MAX) {
+            return false;
+        }
+        *out = (int64_t)v;
+    }
+    return true;
+}
+
+bool
+cmd_arg_double(struct rv_str a, long double *out)
+{
+    char buf[5200];
+    if (a.len == 0 || a.len >= sizeof(buf) || isspace((unsigned char)a.p[0])) {
+        return false;
+    }
+    memcpy(buf, a.p, a.len);
+    buf[a.len] = '\0';
+    char *end;
+    errno = 0;
+    long double v = strtold(buf, &end);
+    if (*end != '\0' || isnan(v) || (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO))) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static void
+reply_unknown(struct conn *c, const char *what, int argc, struct rv_str *argv, int from)
+{
+    char args[512];
+    size_t off = 0;
+    args[0] = '\0';
+    for (int i = from; i < argc && off < sizeof(args) - 1; i++) {
+        int w = snprintf(args + off, sizeof(args) - off, "'%.*s' ",
+                         (int)(argv[i].len > 128 ? 128 : argv[i].len), argv[i].p);
+        off += w > 0 ? (size_t)w : 0;
+    }
+    reply_errf(c, "ERR unknown %s '%.*s', with args beginning with: %s", what,
+               (int)(argv[from - 1].len > 128 ? 128 : argv[from - 1].len), argv[from - 1].p, args);
+}
+
+/* Cluster routing on a multi-shard node: all keys in one slot, owned here. */
+static bool
+cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
+{
+    int keys[256];
+    int nk;
+    int last;
+    int slot = -1;
+
+    if (cmd->getkeys) {
+        nk = cmd->getkeys(argc, argv, keys, 256);
+        for (int i = 0; i < nk; i++) {
+            int sl = (int)slot_of(argv[keys[i]].p, argv[keys[i]].len);
+            if (slot >= 0 && sl != slot) {
+                reply_err(c, RV_ERR_CROSSSLOT);
+                return false;
+            }
+            slot = sl;
+        }
+    } else {
+        last = cmd->last < 0 ? argc + cmd->last : cmd->last;
+        for (int i = cmd->first; i <= last && i < argc; i += cmd->step) {
+            int sl = (int)slot_of(argv[i].p, argv[i].len);
+            if (slot >= 0 && sl != slot) {
+                reply_err(c, RV_ERR_CROSSSLOT);
+                return false;
+            }
+            slot = sl;
+        }
+    }
+    if (slot < 0 || shard_owns_slot(c->shard, (unsigned)slot)) {
+        return true;
+    }
+    struct node *n = shard_node(c->shard);
+    const struct cfg *cfg = shard_cfg(c->shard);
+    unsigned owner = node_slot_shard(n, (unsigned)slot);
+    reply_errf(c, "MOVED %d %s:%d", slot,
+               cfg->cluster_announce_ip[0] ? cfg->cluster_announce_ip : c->lip,
+               node_shard_port(n, owner));
+    return false;
+}
+
+void
+cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct shard *s = c->shard;
+    const struct cmd_spec *cmd = cmd_lookup(argv[0].p, argv[0].len);
+
+    if (rv_unlikely(cmd == NULL)) {
+        reply_unknown(c, "command", argc, argv, 1);
+        return;
+    }
+    if (rv_unlikely(cmd->subs != NULL) && argc >= 2) {
+        const struct cmd_spec *sub = cmd_lookup_sub(cmd, argv[1].p, argv[1].len);
+        if (sub == NULL) {
+            char up[64];
+            size_t i;
+            for (i = 0; cmd->name[i] && i < sizeof(up) - 1; i++) {
+                up[i] = (char)toupper((unsigned char)cmd->name[i]);
+            }
+            up[i] = '\0';
+            reply_errf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+                       (int)(argv[1].len > 128 ? 128 : argv[1].len), argv[1].p, up);
+            shard_cmdstats(s)[cmd->id].rejected++;
+            return;
+        }
+        cmd = sub;
+    }
+    struct cmd_stat *st = &shard_cmdstats(s)[cmd->id];
+    if (rv_unlikely((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity)) {
+        char full[96];
+        cmd_fullname(cmd, full, sizeof(full));
+        reply_err_arity(c, full);
+        st->rejected++;
+        return;
+    }
+    if (rv_unlikely(!c->authed) && !(cmd->flags & CMD_NOAUTH)) {
+        reply_err(c, RV_ERR_NOAUTH);
+        st->rejected++;
+        return;
+    }
+    if (shard_multi(s) && (cmd->first > 0 || cmd->getkeys) && !cmd_route(c, cmd, argc, argv)) {
+        st->rejected++;
+        return;
+    }
+
+    size_t mark = c->wbuf.len;
+    if (rv_unlikely(c->flags & CONN_REPLY_SKIP_NEXT)) {
+        c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
+    }
+    uint64_t t0 = __rdtsc();
+    cmd->fn(c, argc, argv);
+    st->cycles += __rdtsc() - t0;
+    st->calls++;
+    shard_stats(s)->commands++;
+    c->last_cmd = cmd;
+    if (rv_unlikely(c->wbuf.len > mark && c->wbuf.data[mark] == '-')) {
+        st->failed++;
+    }
+    if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {
+        c->wbuf.len = mark;
+        c->flags &= ~CONN_REPLY_SKIP;
+    }
+}

@@ -1,0 +1,106 @@
+/* node/cmd.h: the command table and dispatcher.
+ *
+ * Every command is one row of cmd_table.c: name, handler, arity, flags, key
+ * positions and docs. COMMAND INFO/DOCS/COUNT/LIST are derived from it.
+ * cmd_dispatch() runs the generic checks once (arity, auth, cluster routing,
+ * MULTI queueing, stats) so handlers hold only command semantics. A handler
+ * emits exactly one top-level reply. Argument views (argv) are borrowed from the
+ * connection's read buffer and are valid only until the handler returns. */
+#pragma once
+#include "proto/resp.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct conn;
+
+typedef void cmd_fn(struct conn *c, int argc, struct rv_str *argv);
+
+enum cmd_flag {
+    CMD_WRITE = 1u << 0,
+    CMD_READONLY = 1u << 1,
+    CMD_FAST = 1u << 2,
+    CMD_DENYOOM = 1u << 3,
+    CMD_ADMIN = 1u << 4,
+    CMD_NOAUTH = 1u << 5,       /* allowed before authentication ("no_auth") */
+    CMD_LOADING = 1u << 6,      /* allowed while loading */
+    CMD_STALE = 1u << 7,
+    CMD_NOSCRIPT = 1u << 8,
+    CMD_PUBSUB = 1u << 9,
+    CMD_BLOCKING = 1u << 10,
+    CMD_MOVABLEKEYS = 1u << 11, /* keys found by cmd_spec.getkeys */
+    CMD_NO_MULTI = 1u << 12,
+    CMD_SKIP_SLOWLOG = 1u << 13,
+    CMD_ALLOW_BUSY = 1u << 14,
+    CMD_DANGEROUS = 1u << 15,   /* ACL @dangerous */
+    CMD_RANDOM = 1u << 16,      /* nondeterministic output */
+};
+
+/* ACL categories, as COMMAND INFO reports them. */
+enum cmd_cat {
+    CAT_KEYSPACE = 1u << 0,
+    CAT_READ = 1u << 1,
+    CAT_WRITE = 1u << 2,
+    CAT_STRING = 1u << 3,
+    CAT_CONNECTION = 1u << 4,
+    CAT_SERVER = 1u << 5,
+    CAT_SLOW = 1u << 6,
+    CAT_FAST = 1u << 7,
+    CAT_ADMIN = 1u << 8,
+    CAT_DANGEROUS = 1u << 9,
+    CAT_PUBSUB = 1u << 10,
+    CAT_TRANSACTION = 1u << 11,
+    CAT_LIST = 1u << 12,
+    CAT_HASH = 1u << 13,
+    CAT_SET = 1u << 14,
+    CAT_SORTEDSET = 1u << 15,
+    CAT_BITMAP = 1u << 16,
+    CAT_HYPERLOGLOG = 1u << 17,
+    CAT_GEO = 1u << 18,
+    CAT_BLOCKING = 1u << 19,
+    CAT_SCRIPTING = 1u << 20,
+};
+
+/* Returns the number of key argument indexes written to out (at most max). */
+typedef int cmd_getkeys_fn(int argc, struct rv_str *argv, int *out, int max);
+
+struct cmd_spec {
+    const char *name;           /* lower case; for subcommands the subcommand name */
+    cmd_fn *fn;
+    int arity;                  /* > 0 exact, < 0 at least -arity (name included) */
+    uint32_t flags;             /* enum cmd_flag */
+    int first, last, step;      /* key positions as COMMAND reports them (0 = none) */
+    uint32_t cats;              /* enum cmd_cat */
+    const char *group;          /* docs group: "string", "generic", ... */
+    const char *since;          /* Redis version that introduced it */
+    const char *summary;
+    const char *complexity;
+    const char *args;           /* argument syntax for docs, e.g. "key value [NX | XX]" */
+    cmd_getkeys_fn *getkeys;    /* for CMD_MOVABLEKEYS */
+    const struct cmd_spec *subs;/* subcommand table, terminated by a row with name NULL */
+    uint32_t id;                /* index for per-command stats; set at start-up */
+    const struct cmd_spec *parent;
+};
+
+/* Build lookup structures; call once before any shard starts. */
+void cmd_init(void);
+/* Top-level command by name, case-insensitive, no allocation; NULL if unknown. */
+const struct cmd_spec *cmd_lookup(const char *name, size_t len);
+const struct cmd_spec *cmd_lookup_sub(const struct cmd_spec *parent, const char *name, size_t len);
+/* All commands (top level), and the number of ids (top + sub) for stats arrays. */
+size_t cmd_count(void);
+const struct cmd_spec *cmd_at(size_t i);
+size_t cmd_id_count(void);
+const struct cmd_spec *cmd_by_id(uint32_t id);
+/* Full name for stats/errors, e.g. "get" or "client|list". */
+void cmd_fullname(const struct cmd_spec *s, char *out, size_t outsz);
+/* Key indexes of argv for s; returns how many (<= max). */
+int cmd_get_keys(const struct cmd_spec *s, int argc, struct rv_str *argv, int *out, int max);
+
+/* Execute one parsed command on c (replies appended to c's output). */
+void cmd_dispatch(struct conn *c, int argc, struct rv_str *argv);
+
+/* Argument helpers shared by handlers. */
+bool cmd_arg_is(struct rv_str a, const char *lower);   /* case-insensitive equality */
+bool cmd_arg_int(struct rv_str a, int64_t *out);       /* strict Redis string2ll */
+bool cmd_arg_double(struct rv_str a, long double *out);/* strtold, rejects NaN and spaces */

@@ -1,0 +1,160 @@
+/* node/cmd_table.c: the only list of commands. COMMAND, COMMAND DOCS, INFO
+ * commandstats and docs/commands.md are derived from these rows. */
+#include "node/cmds.h"
+
+#include <stddef.h>
+
+#define W CMD_WRITE
+#define RO CMD_READONLY
+#define FA CMD_FAST
+#define DO CMD_DENYOOM
+#define AD CMD_ADMIN
+#define NA CMD_NOAUTH
+#define LO CMD_LOADING
+#define ST CMD_STALE
+
+#define ROW(nm, fn, ar, fl, f, l, s, ct, grp, since, cx, sum, args) \
+    { nm, fn, ar, fl, f, l, s, ct, grp, since, sum, cx, args, NULL, NULL, 0, NULL }
+#define SUBS(nm, ar, fl, ct, grp, since, sum, subs) \
+    { nm, NULL, ar, fl, 0, 0, 0, ct, grp, since, sum, "Depends on subcommand.", NULL, NULL, subs, 0, NULL }
+#define END { NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }
+
+#define K_R (CAT_KEYSPACE | CAT_READ)
+#define K_W (CAT_KEYSPACE | CAT_WRITE)
+#define S_R (CAT_STRING | CAT_READ)
+#define S_W (CAT_STRING | CAT_WRITE)
+#define CONN CAT_CONNECTION
+#define SRV CAT_SERVER
+
+static struct cmd_spec client_subs[] = {
+    ROW("id", cmd_client_id, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "5.0.0", "O(1)", "Returns the unique client ID of the connection.", ""),
+    ROW("setname", cmd_client_setname, 3, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "2.6.9", "O(1)", "Sets the connection name.", "connection-name"),
+    ROW("getname", cmd_client_getname, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "2.6.9", "O(1)", "Returns the name of the connection.", ""),
+    ROW("list", cmd_client_list, -2, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Lists open connections of the shard.", "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id ...]"),
+    ROW("info", cmd_client_info, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.2.0", "O(1)", "Returns information about the connection.", ""),
+    ROW("kill", cmd_client_kill, -3, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Terminates open connections.", "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes/no]"),
+    ROW("no-evict", cmd_client_no_evict, 3, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "7.0.0", "O(1)", "Sets the client eviction mode of the connection.", "ON|OFF"),
+    ROW("reply", cmd_client_reply, 3, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "3.2.0", "O(1)", "Instructs the server whether to reply to commands.", "ON|OFF|SKIP"),
+    ROW("help", cmd_client_help, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
+static struct cmd_spec command_subs[] = {
+    ROW("count", cmd_command_count, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(1)", "Returns a count of commands.", ""),
+    ROW("info", cmd_command_info, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of commands to look up", "Returns information about one, multiple or all commands.", "[command-name ...]"),
+    ROW("docs", cmd_command_docs, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the number of commands to look up", "Returns documentary information about one, multiple or all commands.", "[command-name ...]"),
+    ROW("list", cmd_command_list, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the total number of commands", "Returns a list of command names.", "[FILTERBY MODULE name | ACLCAT category | PATTERN pattern]"),
+    ROW("getkeys", cmd_command_getkeys, -3, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", "command [arg ...]"),
+    ROW("help", cmd_command_help, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
+static struct cmd_spec config_subs[] = {
+    ROW("get", cmd_config_get, -3, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Returns the effective values of configuration parameters.", "parameter [parameter ...]"),
+    ROW("set", cmd_config_set, -4, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Sets configuration parameters in-flight.", "parameter value [parameter value ...]"),
+    ROW("resetstat", cmd_config_resetstat, 2, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(1)", "Resets the server's statistics.", ""),
+    ROW("help", cmd_config_help, 2, LO | ST, 0, 0, 0, SRV | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
+static struct cmd_spec object_subs[] = {
+    ROW("encoding", cmd_object_encoding, 3, RO, 2, 2, 1, K_R | CAT_SLOW, "generic", "2.2.3", "O(1)", "Returns the internal encoding of a Redis object.", "key"),
+    ROW("freq", cmd_object_freq, 3, RO, 2, 2, 1, K_R | CAT_SLOW, "generic", "4.0.0", "O(1)", "Returns the logarithmic access frequency counter of a Redis object.", "key"),
+    ROW("idletime", cmd_object_idletime, 3, RO, 2, 2, 1, K_R | CAT_SLOW, "generic", "2.2.3", "O(1)", "Returns the time since the last access to a Redis object.", "key"),
+    ROW("refcount", cmd_object_refcount, 3, RO, 2, 2, 1, K_R | CAT_SLOW, "generic", "2.2.3", "O(1)", "Returns the reference count of a value of a key.", "key"),
+    ROW("help", cmd_object_help, 2, LO | ST, 0, 0, 0, K_R | CAT_SLOW, "generic", "6.2.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
+static struct cmd_spec memory_subs[] = {
+    ROW("usage", cmd_memory_usage, -3, RO, 2, 2, 1, K_R | CAT_SLOW, "server", "4.0.0", "O(N) where N is the number of samples.", "Estimates the memory usage of a key.", "key [SAMPLES count]"),
+    ROW("help", cmd_memory_help, 2, LO | ST, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
+static struct cmd_spec cluster_subs[] = {
+    ROW("keyslot", cmd_cluster_keyslot, 3, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "3.0.0", "O(N) where N is the number of bytes in the key", "Returns the hash slot for a key.", "key"),
+    ROW("slots", cmd_cluster_slots, 2, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "3.0.0", "O(N) where N is the total number of Cluster nodes", "Returns the mapping of cluster slots to nodes.", ""),
+    ROW("shards", cmd_cluster_shards, 2, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "7.0.0", "O(N) where N is the total number of cluster nodes", "Returns the mapping of cluster slots to shards.", ""),
+    ROW("nodes", cmd_cluster_nodes, 2, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "3.0.0", "O(N) where N is the total number of Cluster nodes", "Returns the cluster configuration for a node.", ""),
+    ROW("myid", cmd_cluster_myid, 2, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "3.0.0", "O(1)", "Returns the ID of a node.", ""),
+    ROW("info", cmd_cluster_info, 2, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "3.0.0", "O(1)", "Returns information about the state of a node.", ""),
+    ROW("countkeysinslot", cmd_cluster_countkeysinslot, 3, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "3.0.0", "O(N) over the shard's keys", "Returns the number of keys in a hash slot.", "slot"),
+    ROW("getkeysinslot", cmd_cluster_getkeysinslot, 4, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "3.0.0", "O(N) over the shard's keys", "Returns the key names in a hash slot.", "slot count"),
+    ROW("help", cmd_cluster_help, 2, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
+struct cmd_spec cmd_table[] = {
+    /* connection */
+    ROW("ping", cmd_ping, -1, FA | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Returns the server's liveliness response.", "[message]"),
+    ROW("echo", cmd_echo, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Returns the given string.", "message"),
+    ROW("hello", cmd_hello, -1, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "6.0.0", "O(1)", "Handshakes with the server.", "[protover [AUTH username password] [SETNAME clientname]]"),
+    ROW("auth", cmd_auth, -2, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(N) where N is the number of passwords defined for the user", "Authenticates the connection.", "[username] password"),
+    ROW("select", cmd_select, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Changes the selected database (only database 0 exists).", "index"),
+    ROW("quit", cmd_quit, -1, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Closes the connection.", ""),
+    ROW("reset", cmd_reset, 1, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "6.2.0", "O(1)", "Resets the connection.", ""),
+    ROW("readonly", cmd_readonly, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-only queries for a connection to a Redis Cluster replica node.", ""),
+    ROW("readwrite", cmd_readwrite, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-write queries for a connection to a Redis Cluster replica node.", ""),
+    SUBS("client", -2, CMD_SKIP_SLOWLOG, CONN | CAT_SLOW, "connection", "2.4.0", "A container for client connection commands.", client_subs),
+    { "command", cmd_command, -1, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "Returns detailed information about all commands.", "O(N) where N is the total number of Redis commands", "", NULL, command_subs, 0, NULL },
+
+    /* strings */
+    ROW("get", cmd_get, 2, RO | FA, 1, 1, 1, S_R | CAT_FAST, "string", "1.0.0", "O(1)", "Returns the string value of a key.", "key"),
+    ROW("set", cmd_set, -3, W | DO, 1, 1, 1, S_W | CAT_SLOW, "string", "1.0.0", "O(1)", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"),
+    ROW("setnx", cmd_setnx, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Set the string value of a key only when the key doesn't exist.", "key value"),
+    ROW("setex", cmd_setex, 4, W | DO, 1, 1, 1, S_W | CAT_SLOW, "string", "2.0.0", "O(1)", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "key seconds value"),
+    ROW("psetex", cmd_psetex, 4, W | DO, 1, 1, 1, S_W | CAT_SLOW, "string", "2.6.0", "O(1)", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "key milliseconds value"),
+    ROW("mget", cmd_mget, -2, RO | FA, 1, -1, 1, S_R | CAT_FAST, "string", "1.0.0", "O(N) where N is the number of keys to retrieve.", "Atomically returns the string values of one or more keys.", "key [key ...]"),
+    ROW("mset", cmd_mset, -3, W | DO, 1, -1, 2, S_W | CAT_SLOW, "string", "1.0.1", "O(N) where N is the number of keys to set.", "Atomically creates or modifies the string values of one or more keys.", "key value [key value ...]"),
+    ROW("msetnx", cmd_msetnx, -3, W | DO, 1, -1, 2, S_W | CAT_SLOW, "string", "1.0.1", "O(N) where N is the number of keys to set.", "Atomically modifies the string values of one or more keys only when all keys don't exist.", "key value [key value ...]"),
+    ROW("getset", cmd_getset, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Returns the previous string value of a key after setting it to a new value.", "key value"),
+    ROW("getdel", cmd_getdel, 2, W | FA, 1, 1, 1, S_W | CAT_FAST, "string", "6.2.0", "O(1)", "Returns the string value of a key after deleting the key.", "key"),
+    ROW("getex", cmd_getex, -2, W | FA, 1, 1, 1, S_W | CAT_FAST, "string", "6.2.0", "O(1)", "Returns the string value of a key after setting its expiration time.", "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]"),
+    ROW("append", cmd_append, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "2.0.0", "O(1)", "Appends a string to the value of a key. Creates the key if it doesn't exist.", "key value"),
+    ROW("strlen", cmd_strlen, 2, RO | FA, 1, 1, 1, S_R | CAT_FAST, "string", "2.2.0", "O(1)", "Returns the length of a string value.", "key"),
+    ROW("incr", cmd_incr, 2, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key"),
+    ROW("decr", cmd_decr, 2, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key"),
+    ROW("incrby", cmd_incrby, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment"),
+    ROW("decrby", cmd_decrby, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "key decrement"),
+    ROW("incrbyfloat", cmd_incrbyfloat, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "2.6.0", "O(1)", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment"),
+    ROW("getrange", cmd_getrange, 4, RO, 1, 1, 1, S_R | CAT_SLOW, "string", "2.4.0", "O(N) where N is the length of the returned string.", "Returns a substring of the string stored at a key.", "key start end"),
+    ROW("substr", cmd_getrange, 4, RO, 1, 1, 1, S_R | CAT_SLOW, "string", "1.0.0", "O(N) where N is the length of the returned string.", "Returns a substring from a string value.", "key start end"),
+    ROW("setrange", cmd_setrange, 4, W | DO, 1, 1, 1, S_W | CAT_SLOW, "string", "2.2.0", "O(1), not counting the time taken to copy the new string in place.", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "key offset value"),
+
+    /* generic */
+    ROW("del", cmd_del, -2, W, 1, -1, 1, K_W | CAT_SLOW, "generic", "1.0.0", "O(N) where N is the number of keys that will be removed.", "Deletes one or more keys.", "key [key ...]"),
+    ROW("unlink", cmd_unlink, -2, W | FA, 1, -1, 1, K_W | CAT_FAST, "generic", "4.0.0", "O(1) for each key removed regardless of its size.", "Asynchronously deletes one or more keys.", "key [key ...]"),
+    ROW("exists", cmd_exists, -2, RO | FA, 1, -1, 1, K_R | CAT_FAST, "generic", "1.0.0", "O(N) where N is the number of keys to check.", "Determines whether one or more keys exist.", "key [key ...]"),
+    ROW("type", cmd_type, 2, RO | FA, 1, 1, 1, K_R | CAT_FAST, "generic", "1.0.0", "O(1)", "Determines the type of value stored at a key.", "key"),
+    ROW("expire", cmd_expire, -3, W | FA, 1, 1, 1, K_W | CAT_FAST, "generic", "1.0.0", "O(1)", "Sets the expiration time of a key in seconds.", "key seconds [NX | XX | GT | LT]"),
+    ROW("pexpire", cmd_pexpire, -3, W | FA, 1, 1, 1, K_W | CAT_FAST, "generic", "2.6.0", "O(1)", "Sets the expiration time of a key in milliseconds.", "key milliseconds [NX | XX | GT | LT]"),
+    ROW("expireat", cmd_expireat, -3, W | FA, 1, 1, 1, K_W | CAT_FAST, "generic", "1.2.0", "O(1)", "Sets the expiration time of a key to a Unix timestamp.", "key unix-time-seconds [NX | XX | GT | LT]"),
+    ROW("pexpireat", cmd_pexpireat, -3, W | FA, 1, 1, 1, K_W | CAT_FAST, "generic", "2.6.0", "O(1)", "Sets the expiration time of a key to a Unix milliseconds timestamp.", "key unix-time-milliseconds [NX | XX | GT | LT]"),
+    ROW("ttl", cmd_ttl, 2, RO | FA, 1, 1, 1, K_R | CAT_FAST, "generic", "1.0.0", "O(1)", "Returns the expiration time in seconds of a key.", "key"),
+    ROW("pttl", cmd_pttl, 2, RO | FA, 1, 1, 1, K_R | CAT_FAST, "generic", "2.6.0", "O(1)", "Returns the expiration time in milliseconds of a key.", "key"),
+    ROW("expiretime", cmd_expiretime, 2, RO | FA, 1, 1, 1, K_R | CAT_FAST, "generic", "7.0.0", "O(1)", "Returns the expiration time of a key as a Unix timestamp.", "key"),
+    ROW("pexpiretime", cmd_pexpiretime, 2, RO | FA, 1, 1, 1, K_R | CAT_FAST, "generic", "7.0.0", "O(1)", "Returns the expiration time of a key as a Unix milliseconds timestamp.", "key"),
+    ROW("persist", cmd_persist, 2, W | FA, 1, 1, 1, K_W | CAT_FAST, "generic", "2.2.0", "O(1)", "Removes the expiration time of a key.", "key"),
+    ROW("keys", cmd_keys, 2, RO, 0, 0, 0, K_R | CAT_SLOW | CAT_DANGEROUS, "generic", "1.0.0", "O(N) with N being the number of keys in the database", "Returns all key names that match a pattern.", "pattern"),
+    ROW("scan", cmd_scan, -2, RO, 0, 0, 0, K_R | CAT_SLOW, "generic", "2.8.0", "O(1) for every call. O(N) for a complete iteration.", "Iterates over the key names in the database.", "cursor [MATCH pattern] [COUNT count] [TYPE type]"),
+    ROW("randomkey", cmd_randomkey, 1, RO, 0, 0, 0, K_R | CAT_SLOW, "generic", "1.0.0", "O(1)", "Returns a random key name from the database.", ""),
+    ROW("rename", cmd_rename, 3, W, 1, 2, 1, K_W | CAT_SLOW, "generic", "1.0.0", "O(1)", "Renames a key and overwrites the destination.", "key newkey"),
+    ROW("renamenx", cmd_renamenx, 3, W | FA, 1, 2, 1, K_W | CAT_FAST, "generic", "1.0.0", "O(1)", "Renames a key only when the target key name doesn't exist.", "key newkey"),
+    ROW("copy", cmd_copy, -3, W | DO, 1, 2, 1, K_W | CAT_SLOW, "generic", "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", "Copies the value of a key to a new key.", "source destination [DB destination-db] [REPLACE]"),
+    ROW("touch", cmd_touch, -2, RO | FA, 1, -1, 1, K_R | CAT_FAST, "generic", "3.2.1", "O(N) where N is the number of keys that will be touched.", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "key [key ...]"),
+    SUBS("object", -2, 0, CAT_SLOW, "generic", "2.2.3", "A container for object introspection commands.", object_subs),
+    SUBS("memory", -2, 0, CAT_SLOW, "server", "4.0.0", "A container for memory diagnostics commands.", memory_subs),
+
+    /* server */
+    ROW("dbsize", cmd_dbsize, 1, RO | FA, 0, 0, 0, K_R | CAT_FAST, "server", "1.0.0", "O(1)", "Returns the number of keys in the database.", ""),
+    ROW("flushdb", cmd_flushdb, -1, W, 0, 0, 0, K_W | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) where N is the number of keys in the selected database", "Remove all keys from the current database.", "[ASYNC | SYNC]"),
+    ROW("flushall", cmd_flushall, -1, W, 0, 0, 0, K_W | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) where N is the total number of keys in all databases", "Removes all keys from all databases.", "[ASYNC | SYNC]"),
+    ROW("info", cmd_info, -1, LO | ST, 0, 0, 0, CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(1)", "Returns information and statistics about the server.", "[section [section ...]]"),
+    SUBS("config", -2, 0, CAT_SLOW, "server", "2.0.0", "A container for server configuration commands.", config_subs),
+    ROW("time", cmd_time, 1, LO | ST | FA, 0, 0, 0, CAT_FAST, "server", "2.6.0", "O(1)", "Returns the server time.", ""),
+    ROW("shutdown", cmd_shutdown, -1, AD | LO | ST | CMD_NO_MULTI, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Synchronously saves the database(s) to disk and shuts down the server.", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"),
+    SUBS("cluster", -2, 0, CAT_SLOW, "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster_subs),
+};
+
+const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);

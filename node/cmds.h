@@ -1,0 +1,41 @@
+/* node/cmds.h: command handlers, one per row of cmd_table.c. Grouped by file. */
+#pragma once
+#include "node/cmd.h"
+
+#define CMD_HANDLER(name) void cmd_##name(struct conn *c, int argc, struct rv_str *argv)
+
+/* cmd_string.c */
+CMD_HANDLER(get); CMD_HANDLER(set); CMD_HANDLER(setnx); CMD_HANDLER(setex); CMD_HANDLER(psetex);
+CMD_HANDLER(mget); CMD_HANDLER(mset); CMD_HANDLER(msetnx); CMD_HANDLER(getset); CMD_HANDLER(getdel);
+CMD_HANDLER(getex); CMD_HANDLER(append); CMD_HANDLER(strlen); CMD_HANDLER(incr); CMD_HANDLER(decr);
+CMD_HANDLER(incrby); CMD_HANDLER(decrby); CMD_HANDLER(incrbyfloat); CMD_HANDLER(getrange);
+CMD_HANDLER(setrange);
+
+/* cmd_generic.c */
+CMD_HANDLER(del); CMD_HANDLER(unlink); CMD_HANDLER(exists); CMD_HANDLER(type); CMD_HANDLER(expire);
+CMD_HANDLER(pexpire); CMD_HANDLER(expireat); CMD_HANDLER(pexpireat); CMD_HANDLER(ttl); CMD_HANDLER(pttl);
+CMD_HANDLER(expiretime); CMD_HANDLER(pexpiretime); CMD_HANDLER(persist); CMD_HANDLER(keys);
+CMD_HANDLER(scan); CMD_HANDLER(randomkey); CMD_HANDLER(rename); CMD_HANDLER(renamenx);
+CMD_HANDLER(copy); CMD_HANDLER(touch); CMD_HANDLER(dbsize); CMD_HANDLER(flushdb);
+CMD_HANDLER(flushall); CMD_HANDLER(object_encoding); CMD_HANDLER(object_freq);
+CMD_HANDLER(object_idletime); CMD_HANDLER(object_refcount); CMD_HANDLER(object_help);
+CMD_HANDLER(memory_usage);
+
+/* cmd_conn.c */
+CMD_HANDLER(ping); CMD_HANDLER(echo); CMD_HANDLER(hello); CMD_HANDLER(auth); CMD_HANDLER(select);
+CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite);
+CMD_HANDLER(client_id); CMD_HANDLER(client_setname); CMD_HANDLER(client_getname);
+CMD_HANDLER(client_list); CMD_HANDLER(client_info); CMD_HANDLER(client_kill);
+CMD_HANDLER(client_no_evict); CMD_HANDLER(client_reply); CMD_HANDLER(client_help);
+CMD_HANDLER(command); CMD_HANDLER(command_count); CMD_HANDLER(command_info);
+CMD_HANDLER(command_docs); CMD_HANDLER(command_list); CMD_HANDLER(command_getkeys);
+CMD_HANDLER(command_help);
+
+/* cmd_server.c */
+CMD_HANDLER(info); CMD_HANDLER(config_get); CMD_HANDLER(config_set); CMD_HANDLER(config_resetstat);
+CMD_HANDLER(config_help); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
+
+/* cmd_cluster.c */
+CMD_HANDLER(cluster_keyslot); CMD_HANDLER(cluster_slots); CMD_HANDLER(cluster_shards);
+CMD_HANDLER(cluster_nodes); CMD_HANDLER(cluster_myid); CMD_HANDLER(cluster_info);
+CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HANDLER(cluster_help);

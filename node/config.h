@@ -1,0 +1,63 @@
+/* node/config.h: redis.conf-style configuration.
+ *
+ * Sources, later ones win: built-in defaults, the config file (argv[1] when it
+ * does not start with "--", else $RUVIO_CONFIG), $RUVIO_DATA_DIR, then
+ * "--key value..." flags. Keys are case-insensitive and '-' and '_' are
+ * interchangeable. A struct cfg is an immutable snapshot: CONFIG SET builds a
+ * new one and publishes it; each shard picks it up at a safe point. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cfg_durability { CFG_DUR_MEMORY = 0, CFG_DUR_EVERYSEC = 1, CFG_DUR_ALWAYS = 2 };
+enum cfg_loglevel { CFG_LOG_DEBUG = 0, CFG_LOG_VERBOSE = 1, CFG_LOG_NOTICE = 2, CFG_LOG_WARNING = 3 };
+
+struct cfg {
+    int64_t port;
+    char *bind;                 /* space-separated addresses; "*" = all IPv4 */
+    bool bind_explicit;         /* set by file/flag (protected mode needs to know) */
+    bool protected_mode;
+    int64_t shards;
+    char *shard_cpus;           /* "" or a CPU list: "0,1,2" or "0-3" */
+    int64_t durability;         /* enum cfg_durability */
+    char *dir;
+    char *requirepass;
+    int64_t maxclients;
+    int64_t timeout;            /* idle client timeout, seconds, 0 = never */
+    int64_t tcp_keepalive;
+    int64_t tcp_backlog;
+    int64_t hz;
+    int64_t proto_max_bulk_len;
+    int64_t client_query_buffer_limit;
+    int64_t loglevel;           /* enum cfg_loglevel */
+    char *logfile;
+    int64_t databases;
+    char *cluster_announce_ip;
+    int64_t shutdown_timeout;   /* seconds to finish replies in flight on SIGTERM */
+    int64_t active_expire_effort;
+    int64_t maxmemory;
+    char *maxmemory_policy;
+};
+
+/* Parse argv/env into a fresh snapshot. On error writes one line naming the
+ * key, where it came from and why into err and returns NULL. */
+struct cfg *cfg_load(int argc, char **argv, char *err, size_t errsz);
+struct cfg *cfg_dup(const struct cfg *c);
+void cfg_destroy(struct cfg *c);
+const char *cfg_file(void);          /* the config file used, "" if none */
+
+/* CONFIG GET: calls fn for every key matching the glob pattern, with its
+ * canonical name and the value formatted as CONFIG GET shows it. */
+typedef void cfg_visit_fn(void *arg, const char *name, const char *value);
+void cfg_get(const struct cfg *c, const char *pattern, size_t plen, cfg_visit_fn *fn, void *arg);
+/* CONFIG SET one key on c (a private copy). Returns 0, or -1 with a Redis
+ * error text in err ("ERR Unknown option ...", "ERR CONFIG SET failed ..."). */
+int cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vlen,
+            char *err, size_t errsz);
+/* true when the key exists and can be changed at run time. */
+bool cfg_is_live(const char *name, size_t nlen);
+/* Parse a CPU list for shard_cpus: fills cpus (at most max); returns count or -1. */
+int cfg_cpu_list(const char *s, int *cpus, int max);
+/* Redis memory units: 1k=1000 1kb=1024 1m 1mb 1g 1gb; false when invalid. */
+bool cfg_parse_mem(const char *s, int64_t *out);

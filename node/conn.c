@@ -1,0 +1,282 @@
+/* node/conn.c: client connections. The hot path is conn_on_readable():
+ * one read() into rbuf, parse every complete command in place, dispatch each
+ * (replies appended to wbuf), then queue the connection for one write in
+ * shard_before_poll(). */
+#include "node/conn.h"
+
+#include "node/base/log.h"
+#include "node/base/mem.h"
+#include "node/cmd.h"
+#include "node/ks.h"
+#include "node/shard.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONN_READ_LEN (16 * 1024)
+#define CONN_WBUF_KEEP (64 * 1024)
+
+static void conn_on_readable(evutil_socket_t fd, short what, void *arg);
+static void conn_on_writable(evutil_socket_t fd, short what, void *arg);
+
+struct ks *
+conn_ks(const struct conn *c)
+{
+    return shard_ks(c->shard);
+}
+
+int64_t
+conn_now_ms(const struct conn *c)
+{
+    return shard_now_ms(c->shard);
+}
+
+static void
+fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(out, outsz, "%s:%d", host, port);
+    if (ip) {
+        snprintf(ip, ipsz, "%s", host);
+    }
+}
+
+static bool
+is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family == AF_INET6) {
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+    }
+    return true;
+}
+
+struct conn *
+conn_create(struct shard *s, int fd)
+{
+    const struct cfg *cfg = shard_cfg(s);
+    struct sockaddr_storage peer, local;
+    socklen_t plen = sizeof(peer), llen = sizeof(local);
+    memset(&peer, 0, sizeof(peer));
+    memset(&local, 0, sizeof(local));
+    getpeername(fd, (struct sockaddr *)&peer, &plen);
+    getsockname(fd, (struct sockaddr *)&local, &llen);
+
+    if (cfg->protected_mode && !cfg->bind_explicit && cfg->requirepass[0] == '\0' &&
+        !is_loopback(&peer)) {
+        static const char msg[] =
+            "-DENIED Ruvio is running in protected mode because protected mode is enabled, no "
+            "bind address was specified and no authentication password is requested to clients. "
+            "In this mode connections are only accepted from the loopback interface. To accept "
+            "other clients set 'bind' to the addresses to listen on, set a password with "
+            "'requirepass', or disable protected mode ('protected-mode no').\r\n";
+        ssize_t w = write(fd, msg, sizeof(msg) - 1);
+        (void)w;
+        close(fd);
+        shard_stats(s)->conns_rejected++;
+        return NULL;
+    }
+
+    struct conn *c = rv_calloc(1, sizeof(*c));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (cfg->tcp_keepalive > 0) {
+        int idle = (int)cfg->tcp_keepalive;
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    }
+    c->shard = s;
+    c->fd = fd;
+    c->proto = 2;
+    c->authed = cfg->requirepass[0] == '\0';
+    c->id = shard_next_conn_id(s);
+    c->ctime_ms = c->last_ms = shard_refresh_clock(s);
+    fmt_addr(&peer, c->addr, sizeof(c->addr), NULL, 0);
+    fmt_addr(&local, c->laddr, sizeof(c->laddr), c->lip, sizeof(c->lip));
+    buf_init(&c->rbuf);
+    buf_init(&c->wbuf);
+    struct resp_limits lim = { .max_bulk = (uint64_t)cfg->proto_max_bulk_len, .authed = c->authed };
+    resp_parser_init(&c->parser, &lim);
+    event_assign(&c->rev, shard_base(s), fd, EV_READ | EV_PERSIST, conn_on_readable, c);
+    event_assign(&c->wev, shard_base(s), fd, EV_WRITE | EV_PERSIST, conn_on_writable, c);
+    event_add(&c->rev, NULL);
+    shard_conn_link(s, c);
+    return c;
+}
+
+void
+conn_close(struct conn *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    shard_conn_unlink(c->shard, c);
+    event_del(&c->rev);
+    event_del(&c->wev);
+    close(c->fd);
+    resp_parser_deinit(&c->parser);
+    buf_deinit(&c->rbuf);
+    buf_deinit(&c->wbuf);
+    rv_free(c->name);
+    rv_free(c);
+}
+
+void
+conn_close_after_reply(struct conn *c)
+{
+    if (!(c->flags & CONN_CLOSE_AFTER_REPLY)) {
+        c->flags |= CONN_CLOSE_AFTER_REPLY;
+        event_del(&c->rev);
+    }
+    shard_want_write(c->shard, c);
+}
+
+/* Answer a malformed request, then close once it is written. */
+static void
+conn_proto_error(struct conn *c, const char *msg)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), "-ERR %s\r\n", msg);
+    buf_append(&c->wbuf, line, (size_t)n);
+    shard_stats(c->shard)->protocol_errors++;
+    log_info("[shard %u] closing client %s: %s", shard_id(c->shard), c->addr, msg);
+    conn_close_after_reply(c);
+}
+
+/* One read into rbuf. RV_OK (maybe no data), RV_EIO when the peer is gone. */
+static int
+conn_fill(struct conn *c)
+{
+    size_t want = resp_parser_want(&c->parser);
+    size_t room = want > CONN_READ_LEN ? want : CONN_READ_LEN;
+    if (c->rbuf.off == c->rbuf.len) {
+        c->rbuf.off = c->rbuf.len = 0;
+    }
+    buf_reserve(&c->rbuf, room);
+    ssize_t n = read(c->fd, c->rbuf.data + c->rbuf.len, c->rbuf.cap - c->rbuf.len);
+    if (n > 0) {
+        c->rbuf.len += (size_t)n;
+        shard_stats(c->shard)->net_input_bytes += (uint64_t)n;
+        return RV_OK;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return RV_OK;
+    }
+    return RV_EIO;
+}
+
+static void
+conn_process(struct conn *c)
+{
+    int argc;
+    struct rv_str *argv;
+
+    while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
+        size_t pos = c->rbuf.off;
+        int rc = resp_parse(&c->parser, c->rbuf.data, c->rbuf.len, &pos, &argc, &argv);
+        if (rc == RV_EAGAIN) {
+            break;
+        }
+        if (rc != RV_OK) {
+            conn_proto_error(c, c->parser.errmsg);
+            return;
+        }
+        c->rbuf.off = pos;
+        if (argc > 0) {
+            cmd_dispatch(c, argc, argv);
+        }
+    }
+    if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)shard_cfg(c->shard)->client_query_buffer_limit)) {
+        shard_stats(c->shard)->client_qbuf_limit_disconnections++;
+        conn_proto_error(c, "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");
+    }
+}
+
+static void
+conn_on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+
+    if (conn_fill(c) != RV_OK) {
+        conn_close(c);
+        return;
+    }
+    shard_refresh_clock(c->shard);
+    c->last_ms = shard_now_ms(c->shard);
+    conn_process(c);
+    if (c->rbuf.off == c->rbuf.len && c->rbuf.cap > 4 * CONN_READ_LEN) {
+        c->rbuf.off = c->rbuf.len = 0;
+        buf_shrink(&c->rbuf, CONN_READ_LEN);
+    }
+    if (c->wbuf.len > c->wbuf.off || (c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
+        shard_want_write(c->shard, c);
+    }
+}
+
+bool
+conn_flush(struct conn *c)
+{
+    if (c->flags & CONN_CLOSE_ASAP) {
+        conn_close(c);
+        return false;
+    }
+    while (c->wbuf.off < c->wbuf.len) {
+        ssize_t n = write(c->fd, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
+        if (n > 0) {
+            c->wbuf.off += (size_t)n;
+            shard_stats(c->shard)->net_output_bytes += (uint64_t)n;
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if (!(c->flags & CONN_WRITE_WAIT)) {
+                c->flags |= CONN_WRITE_WAIT;
+                event_add(&c->wev, NULL);
+            }
+            return true;
+        }
+        conn_close(c);
+        return false;
+    }
+    c->wbuf.off = c->wbuf.len = 0;
+    if (c->wbuf.cap > CONN_WBUF_KEEP) {
+        buf_shrink(&c->wbuf, CONN_WBUF_KEEP);
+    }
+    if (c->flags & CONN_WRITE_WAIT) {
+        c->flags &= ~CONN_WRITE_WAIT;
+        event_del(&c->wev);
+    }
+    if (c->flags & CONN_CLOSE_AFTER_REPLY) {
+        conn_close(c);
+        return false;
+    }
+    return true;
+}
+
+static void
+conn_on_writable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_flush(arg);
+}

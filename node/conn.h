@@ -1,0 +1,63 @@
+/* node/conn.h: a client connection: read -> parse -> dispatch -> reply -> write.
+ * Owned by its shard's thread; destroyed by conn_close(). */
+#pragma once
+#include "node/base/buf.h"
+#include "proto/resp.h"
+
+#include <event2/event_struct.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct shard;
+struct ks;
+struct cmd_spec;
+
+enum conn_flag {
+    CONN_CLOSE_AFTER_REPLY = 1u << 0,
+    CONN_CLOSE_ASAP = 1u << 1,
+    CONN_REPLY_OFF = 1u << 2,
+    CONN_REPLY_SKIP_NEXT = 1u << 3,   /* set by CLIENT REPLY SKIP, applies to the next command */
+    CONN_REPLY_SKIP = 1u << 4,        /* suppress this command's reply */
+    CONN_NO_EVICT = 1u << 5,
+    CONN_PENDING = 1u << 6,           /* on the shard's pending-write list */
+    CONN_WRITE_WAIT = 1u << 7,        /* EV_WRITE armed: socket buffer was full */
+    CONN_NO_TOUCH = 1u << 8,
+};
+
+/* Fields are owned by conn.c; command handlers read them through the
+ * accessors below, except the client-introspection commands (cmd_client.c). */
+struct conn {
+    struct shard *shard;
+    int fd;
+    uint32_t flags;
+    uint8_t proto;                    /* 2 or 3 */
+    bool authed;
+    struct buf rbuf;
+    struct buf wbuf;
+    struct resp_parser parser;
+    struct event rev;
+    struct event wev;
+    uint64_t id;
+    char *name;
+    int64_t ctime_ms;
+    int64_t last_ms;
+    const struct cmd_spec *last_cmd;
+    struct conn *prev, *next;         /* shard's list of connections */
+    struct conn *pnext;               /* shard's pending-write list */
+    char addr[64];
+    char laddr[64];
+    char lip[48];                     /* local IP (for MOVED / CLUSTER SLOTS) */
+};
+
+/* Take ownership of an accepted socket. */
+struct conn *conn_create(struct shard *s, int fd);
+/* Close now: unlink, free buffers, close the socket. */
+void conn_close(struct conn *c);
+/* Write as much of the output as the socket takes; arms EV_WRITE if needed.
+ * Returns false when the connection was closed. */
+bool conn_flush(struct conn *c);
+/* Stop reading: close once the output buffer is written (QUIT, protocol errors). */
+void conn_close_after_reply(struct conn *c);
+
+struct ks *conn_ks(const struct conn *c);
+int64_t conn_now_ms(const struct conn *c);

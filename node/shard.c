@@ -1,0 +1,477 @@
+/* node/shard.c: shard threads, listeners, the per-loop flush and the timer. */
+#include "node/shard.h"
+
+#include "cluster/slot.h"
+#include "node/base/clock.h"
+#include "node/base/mem.h"
+#include "node/cmd.h"
+#include "node/conn.h"
+#include "node/ks.h"
+#include "node/base/log.h"
+#include "node/node.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#define SHARD_MAX_LISTEN 8
+
+struct shard {
+    unsigned id;
+    struct node *node;
+    struct event_base *base;
+    struct ks *ks;
+    const struct cfg *cfg;
+    uint64_t cfg_version;
+    int lfds[SHARD_MAX_LISTEN];
+    struct event *levs[SHARD_MAX_LISTEN];
+    int nlisten;
+    int wakefd;
+    struct event *wakeev;
+    struct event *cronev;
+    pthread_t thread;
+    int cpu;
+    atomic_bool done;
+    int64_t now_ms;
+    unsigned slot_lo, slot_hi;
+    uint64_t next_conn_id;
+    struct conn *conns;
+    size_t nconns;
+    struct conn *pending;
+    bool stopping;
+    int64_t stop_deadline_ms;
+    uint64_t rnd;
+    struct shard_stats stats;
+    struct cmd_stat *cmdstats;
+};
+
+static double tsc_per_us = 0;
+
+double
+shard_tsc_per_us(void)
+{
+    return tsc_per_us;
+}
+
+static void
+calibrate_tsc(void)
+{
+    if (tsc_per_us > 0) {
+        return;
+    }
+    uint64_t t0 = clock_mono_us(), c0 = __rdtsc();
+    struct timespec ts = { 0, 20 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    uint64_t t1 = clock_mono_us(), c1 = __rdtsc();
+    tsc_per_us = t1 > t0 ? (double)(c1 - c0) / (double)(t1 - t0) : 1000.0;
+}
+
+static int
+listen_one(struct shard *s, const char *addr, int port, char *err, size_t errsz)
+{
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    if (strcmp(addr, "*") == 0 || strcmp(addr, "0.0.0.0") == 0) {
+        sin.sin_addr.s_addr = htonl(INADDR_ANY);
+    } else if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
+        snprintf(err, errsz, "shard %u: cannot listen on %s:%d ('bind'): not an IPv4 address",
+                 s->id, addr, port);
+        return -1;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0) {
+        snprintf(err, errsz, "shard %u: socket(): %s", s->id, strerror(errno));
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+        listen(fd, (int)s->cfg->tcp_backlog) != 0) {
+        snprintf(err, errsz, "shard %u: cannot listen on %s:%d ('port'): %s", s->id, addr, port,
+                 strerror(errno));
+        close(fd);
+        return -1;
+    }
+    s->lfds[s->nlisten++] = fd;
+    return 0;
+}
+
+struct shard *
+shard_create(struct node *n, unsigned id, char *err, size_t errsz)
+{
+    struct shard *s = rv_calloc(1, sizeof(*s));
+    s->id = id;
+    s->node = n;
+    s->cfg = atomic_load(&n->cfg);
+    s->cfg_version = atomic_load(&n->cfg_version);
+    s->wakefd = -1;
+    s->cpu = -1;
+    slot_range(id, n->nshards, &s->slot_lo, &s->slot_hi);
+    s->next_conn_id = (uint64_t)id + 1;
+    s->rnd = clock_mono_us() ^ ((uint64_t)id << 32) ^ 0x9e3779b97f4a7c15ull;
+    s->cmdstats = rv_calloc(cmd_id_count(), sizeof(*s->cmdstats));
+    calibrate_tsc();
+
+    char binds[1024];
+    snprintf(binds, sizeof(binds), "%s", s->cfg->bind);
+    int port = (int)s->cfg->port + (int)id;
+    char *save = NULL;
+    for (char *a = strtok_r(binds, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
+        if (s->nlisten == SHARD_MAX_LISTEN) {
+            snprintf(err, errsz, "shard %u: too many bind addresses ('bind')", id);
+            goto fail;
+        }
+        if (listen_one(s, a, port, err, errsz) != 0) {
+            goto fail;
+        }
+    }
+    if (s->nlisten == 0) {
+        snprintf(err, errsz, "shard %u: no bind address ('bind')", id);
+        goto fail;
+    }
+    uint64_t seed0 = ((uint64_t)rand() << 32) ^ (uint64_t)rand() ^ clock_mono_us();
+    uint64_t seed1 = ((uint64_t)rand() << 32) ^ (uint64_t)rand() ^ ((uint64_t)getpid() << 16);
+    s->ks = ks_create(seed0, seed1);
+    return s;
+fail:
+    shard_destroy(s);
+    return NULL;
+}
+
+static void
+on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    struct shard *s = arg;
+    (void)what;
+    for (int i = 0; i < 32; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                log_warn("[shard %u] accept: %s", s->id, strerror(errno));
+            }
+            return;
+        }
+        if ((int64_t)s->nconns >= s->cfg->maxclients) {
+            static const char msg[] = "-ERR max number of clients reached\r\n";
+            ssize_t w = write(fd, msg, sizeof(msg) - 1);
+            (void)w;
+            close(fd);
+            s->stats.conns_rejected++;
+            continue;
+        }
+        s->stats.conns_received++;
+        conn_create(s, fd);
+    }
+}
+
+/* Adopt the newest published config snapshot. */
+static void
+shard_check_cfg(struct shard *s)
+{
+    uint64_t v = atomic_load_explicit(&s->node->cfg_version, memory_order_acquire);
+    if (v != s->cfg_version) {
+        s->cfg_version = v;
+        s->cfg = atomic_load(&s->node->cfg);
+    }
+}
+
+void
+shard_adopt_cfg(struct shard *s)
+{
+    shard_check_cfg(s);
+}
+
+static void
+shard_begin_stop(struct shard *s)
+{
+    if (s->stopping) {
+        return;
+    }
+    s->stopping = true;
+    s->stop_deadline_ms = clock_unix_ms() + s->cfg->shutdown_timeout * 1000;
+    for (int i = 0; i < s->nlisten; i++) {
+        event_free(s->levs[i]);
+        s->levs[i] = NULL;
+        close(s->lfds[i]);
+        s->lfds[i] = -1;
+    }
+    /* Stop reading from clients; what was already answered is still written. */
+    for (struct conn *c = s->conns; c; c = c->next) {
+        conn_close_after_reply(c);
+    }
+}
+
+static void
+on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct shard *s = arg;
+    uint64_t v;
+    (void)what;
+    ssize_t r = read(fd, &v, sizeof(v));
+    (void)r;
+    shard_check_cfg(s);
+    if (atomic_load(&s->node->shutdown)) {
+        shard_begin_stop(s);
+    }
+}
+
+static void
+on_cron(evutil_socket_t fd, short what, void *arg)
+{
+    struct shard *s = arg;
+    (void)fd;
+    (void)what;
+    int64_t now = shard_refresh_clock(s);
+    shard_check_cfg(s);
+    uint64_t budget = (uint64_t)(25000 / s->cfg->hz) * (uint64_t)s->cfg->active_expire_effort / 10;
+    if (budget < 1000) {
+        budget = 1000;
+    }
+    ks_active_expire(s->ks, now, budget);
+    ks_rehash_step(s->ks, 1000);
+    if (s->cfg->timeout > 0) {
+        for (struct conn *c = s->conns, *n; c; c = n) {
+            n = c->next;
+            if (now - c->last_ms > s->cfg->timeout * 1000 && !(c->flags & CONN_PENDING)) {
+                conn_close(c);
+            }
+        }
+    }
+    struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
+    event_add(s->cronev, &tv);
+}
+
+static void
+shard_before_poll(struct shard *s)
+{
+    struct conn *c = s->pending;
+    s->pending = NULL;
+    while (c) {
+        struct conn *n = c->pnext;
+        c->flags &= ~CONN_PENDING;
+        c->pnext = NULL;
+        conn_flush(c);
+        c = n;
+    }
+}
+
+static void *
+shard_main(void *arg)
+{
+    struct shard *s = arg;
+    char name[16];
+    snprintf(name, sizeof(name), "ruvio-shard-%u", s->id);
+    pthread_setname_np(pthread_self(), name);
+    if (s->cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(s->cpu, &set);
+        if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+            log_warn("[shard %u] cannot pin to CPU %d", s->id, s->cpu);
+        }
+    }
+    shard_refresh_clock(s);
+    while (!s->stopping || (s->conns && clock_unix_ms() < s->stop_deadline_ms)) {
+        shard_before_poll(s);
+        if (s->stopping && s->conns == NULL) {
+            break;
+        }
+        event_base_loop(s->base, EVLOOP_ONCE);
+    }
+    while (s->conns) {
+        conn_close(s->conns);
+    }
+    atomic_store(&s->done, true);
+    return NULL;
+}
+
+int
+shard_start(struct shard *s, int cpu)
+{
+    struct event_config *ec = event_config_new();
+    event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
+    s->base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    if (s->base == NULL) {
+        return RV_EIO;
+    }
+    s->cpu = cpu;
+    for (int i = 0; i < s->nlisten; i++) {
+        s->levs[i] = event_new(s->base, s->lfds[i], EV_READ | EV_PERSIST, on_accept, s);
+        event_add(s->levs[i], NULL);
+    }
+    s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    s->wakeev = event_new(s->base, s->wakefd, EV_READ | EV_PERSIST, on_wake, s);
+    event_add(s->wakeev, NULL);
+    s->cronev = evtimer_new(s->base, on_cron, s);
+    struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
+    event_add(s->cronev, &tv);
+    if (pthread_create(&s->thread, NULL, shard_main, s) != 0) {
+        return RV_EIO;
+    }
+    return RV_OK;
+}
+
+void
+shard_wake(struct shard *s)
+{
+    uint64_t one = 1;
+    if (s->wakefd >= 0) {
+        ssize_t w = write(s->wakefd, &one, sizeof(one));
+        (void)w;
+    }
+}
+
+bool
+shard_join(struct shard *s, int64_t timeout_ms)
+{
+    int64_t deadline = clock_unix_ms() + timeout_ms;
+    while (!atomic_load(&s->done)) {
+        if (clock_unix_ms() >= deadline) {
+            return false;
+        }
+        struct timespec ts = { 0, 5 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    pthread_join(s->thread, NULL);
+    return true;
+}
+
+void
+shard_destroy(struct shard *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    for (int i = 0; i < s->nlisten; i++) {
+        if (s->levs[i]) {
+            event_free(s->levs[i]);
+        }
+        if (s->lfds[i] >= 0) {
+            close(s->lfds[i]);
+        }
+    }
+    if (s->wakeev) {
+        event_free(s->wakeev);
+    }
+    if (s->cronev) {
+        event_free(s->cronev);
+    }
+    if (s->wakefd >= 0) {
+        close(s->wakefd);
+    }
+    if (s->base) {
+        event_base_free(s->base);
+    }
+    ks_destroy(s->ks);
+    rv_free(s->cmdstats);
+    rv_free(s);
+}
+
+unsigned shard_id(const struct shard *s) { return s->id; }
+struct node *shard_node(const struct shard *s) { return s->node; }
+struct ks *shard_ks(const struct shard *s) { return s->ks; }
+const struct cfg *shard_cfg(const struct shard *s) { return s->cfg; }
+struct event_base *shard_base(const struct shard *s) { return s->base; }
+int64_t shard_now_ms(const struct shard *s) { return s->now_ms; }
+struct shard_stats *shard_stats(struct shard *s) { return &s->stats; }
+struct cmd_stat *shard_cmdstats(struct shard *s) { return s->cmdstats; }
+bool shard_multi(const struct shard *s) { return s->node->nshards > 1; }
+struct conn *shard_conn_first(struct shard *s) { return s->conns; }
+size_t shard_conn_count(const struct shard *s) { return s->nconns; }
+
+int64_t
+shard_refresh_clock(struct shard *s)
+{
+    s->now_ms = clock_unix_ms();
+    return s->now_ms;
+}
+
+void
+shard_reset_stats(struct shard *s)
+{
+    memset(&s->stats, 0, sizeof(s->stats));
+    memset(s->cmdstats, 0, cmd_id_count() * sizeof(*s->cmdstats));
+}
+
+bool
+shard_owns_slot(const struct shard *s, unsigned slot)
+{
+    return slot >= s->slot_lo && slot <= s->slot_hi;
+}
+
+void
+shard_slots(const struct shard *s, unsigned *lo, unsigned *hi)
+{
+    *lo = s->slot_lo;
+    *hi = s->slot_hi;
+}
+
+uint64_t
+shard_next_conn_id(struct shard *s)
+{
+    /* Ids are unique across the node: shard i hands out i+1, i+1+N, ... */
+    uint64_t id = s->next_conn_id;
+    s->next_conn_id += s->node->nshards;
+    return id;
+}
+
+void
+shard_conn_link(struct shard *s, struct conn *c)
+{
+    c->prev = NULL;
+    c->next = s->conns;
+    if (s->conns) {
+        s->conns->prev = c;
+    }
+    s->conns = c;
+    s->nconns++;
+}
+
+void
+shard_conn_unlink(struct shard *s, struct conn *c)
+{
+    if (c->prev) {
+        c->prev->next = c->next;
+    } else {
+        s->conns = c->next;
+    }
+    if (c->next) {
+        c->next->prev = c->prev;
+    }
+    s->nconns--;
+    if (c->flags & CONN_PENDING) {
+        struct conn **pp = &s->pending;
+        while (*pp && *pp != c) {
+            pp = &(*pp)->pnext;
+        }
+        if (*pp) {
+            *pp = c->pnext;
+        }
+        c->flags &= ~CONN_PENDING;
+    }
+}
+
+void
+shard_want_write(struct shard *s, struct conn *c)
+{
+    if (!(c->flags & (CONN_PENDING | CONN_WRITE_WAIT))) {
+        c->flags |= CONN_PENDING;
+        c->pnext = s->pending;
+        s->pending = c;
+    }
+}

@@ -1,0 +1,72 @@
+/* node/shard.h: one shard = one thread with its own libevent loop, listening
+ * socket (base port + id), connections, keyspace and slot range. Nothing on
+ * the request path is shared with other shards or locked.
+ *
+ * Loop: for (;;) { shard_before_poll(); event_base_loop(EVLOOP_ONCE); }
+ * Read handlers parse and execute and leave replies in connection buffers;
+ * shard_before_poll() writes every pending connection once. */
+#pragma once
+#include "node/config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct shard;
+struct node;
+struct ks;
+struct conn;
+struct event_base;
+
+struct shard_stats {
+    uint64_t conns_received;
+    uint64_t conns_rejected;
+    uint64_t commands;
+    uint64_t net_input_bytes;
+    uint64_t net_output_bytes;
+    uint64_t keyspace_hits;
+    uint64_t keyspace_misses;
+    uint64_t unexpected_errors;
+    uint64_t total_error_replies;
+    uint64_t client_qbuf_limit_disconnections;
+    uint64_t protocol_errors;
+};
+
+struct cmd_stat {
+    uint64_t calls;
+    uint64_t cycles;      /* TSC cycles spent in the handler */
+    uint64_t failed;      /* handler replied with an error */
+    uint64_t rejected;    /* refused before running (arity, auth, routing) */
+};
+
+/* Create shard id: bind and listen (errors name the address and port). */
+struct shard *shard_create(struct node *n, unsigned id, char *err, size_t errsz);
+int shard_start(struct shard *s, int cpu);    /* cpu < 0: no pinning */
+void shard_wake(struct shard *s);              /* any thread: re-check shutdown/config */
+/* Wait up to timeout_ms for the thread to finish; false on timeout. */
+bool shard_join(struct shard *s, int64_t timeout_ms);
+void shard_destroy(struct shard *s);
+
+unsigned shard_id(const struct shard *s);
+struct node *shard_node(const struct shard *s);
+struct ks *shard_ks(const struct shard *s);
+const struct cfg *shard_cfg(const struct shard *s);
+struct event_base *shard_base(const struct shard *s);
+int64_t shard_now_ms(const struct shard *s);           /* cached, refreshed per read batch */
+int64_t shard_refresh_clock(struct shard *s);
+struct shard_stats *shard_stats(struct shard *s);
+struct cmd_stat *shard_cmdstats(struct shard *s);      /* indexed by cmd_spec.id */
+void shard_reset_stats(struct shard *s);
+bool shard_multi(const struct shard *s);                /* more than one shard in the node */
+bool shard_owns_slot(const struct shard *s, unsigned slot);
+void shard_slots(const struct shard *s, unsigned *lo, unsigned *hi);
+uint64_t shard_next_conn_id(struct shard *s);
+double shard_tsc_per_us(void);
+/* Adopt a config snapshot set on this shard right away (CONFIG SET). */
+void shard_adopt_cfg(struct shard *s);
+
+/* Connection bookkeeping (conn.c). */
+void shard_conn_link(struct shard *s, struct conn *c);
+void shard_conn_unlink(struct shard *s, struct conn *c);
+struct conn *shard_conn_first(struct shard *s);
+size_t shard_conn_count(const struct shard *s);
+void shard_want_write(struct shard *s, struct conn *c);
