@@ -5,7 +5,7 @@ import shutil
 import pytest
 import redis
 
-from conftest import IS_REDIS, ADDR, RespError, launch, resp_error
+from conftest import ADDR, RespError, launch, resp_error
 
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 NOAUTH = "NOAUTH Authentication required."

@@ -1,11 +1,10 @@
 """INFO and CONFIG."""
 
 import fnmatch
-import time
 
 import pytest
 
-from conftest import ADDR, IS_REDIS, poll_until, resp_error
+from conftest import ADDR, poll_until, resp_error
 
 
 def info(raw, *sections):
