@@ -189,7 +189,9 @@ conn_process(struct conn *c)
 {
     int argc;
     struct rv_str *argv;
+    const struct cfg *cfg = shard_cfg(c->shard);
 
+    c->parser.lim.max_bulk = (uint64_t)cfg->proto_max_bulk_len;   /* CONFIG SET applies live */
     while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
         size_t pos = c->rbuf.off;
         int rc = resp_parse(&c->parser, c->rbuf.data, c->rbuf.len, &pos, &argc, &argv);
@@ -205,7 +207,7 @@ conn_process(struct conn *c)
             cmd_dispatch(c, argc, argv);
         }
     }
-    if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)shard_cfg(c->shard)->client_query_buffer_limit)) {
+    if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)cfg->client_query_buffer_limit)) {
         shard_stats(c->shard)->client_qbuf_limit_disconnections++;
         conn_proto_error(c, "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");
     }

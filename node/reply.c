@@ -109,3 +109,21 @@ reply_defer_map(struct conn *c, size_t h, size_t npairs)
         resp_w_patch_len(&c->wbuf, h, '*', npairs * 2);
     }
 }
+
+void
+reply_help(struct conn *c, const char *cmd, const char *const *lines)
+{
+    size_t n = 0;
+    char head[128];
+    while (lines[n]) {
+        n++;
+    }
+    reply_array(c, n + 3);
+    snprintf(head, sizeof(head), "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd);
+    reply_simple(c, head);
+    for (size_t i = 0; i < n; i++) {
+        reply_simple(c, lines[i]);
+    }
+    reply_simple(c, "HELP");
+    reply_simple(c, "    Print this help.");
+}

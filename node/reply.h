@@ -30,6 +30,8 @@ void reply_array(struct conn *c, size_t n);
 void reply_map(struct conn *c, size_t npairs);
 void reply_set(struct conn *c, size_t n);
 void reply_verbatim(struct conn *c, const char *s, size_t n);   /* "txt" verbatim */
+/* A HELP reply: "<CMD> <subcommand> ...", the lines, then HELP's own line. */
+void reply_help(struct conn *c, const char *cmd, const char *const *lines);
 /* Unknown-length aggregate: begin returns a handle, end writes the count. */
 size_t reply_defer(struct conn *c);
 void reply_defer_array(struct conn *c, size_t h, size_t n);

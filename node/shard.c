@@ -35,6 +35,7 @@ struct shard {
     struct ks *ks;
     const struct cfg *cfg;
     uint64_t cfg_version;
+    uint64_t stat_gen;
     int lfds[SHARD_MAX_LISTEN];
     struct event *levs[SHARD_MAX_LISTEN];
     int nlisten;
@@ -182,6 +183,11 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 static void
 shard_check_cfg(struct shard *s)
 {
+    uint64_t g = atomic_load_explicit(&s->node->stat_gen, memory_order_relaxed);
+    if (g != s->stat_gen) {
+        s->stat_gen = g;
+        shard_reset_stats(s);
+    }
     uint64_t v = atomic_load_explicit(&s->node->cfg_version, memory_order_acquire);
     if (v != s->cfg_version) {
         s->cfg_version = v;

@@ -1,0 +1,409 @@
+/* node/cmd_server.c: INFO, CONFIG, TIME, SHUTDOWN. INFO describes the shard that
+ * received the command (Redis Cluster clients see each shard as a node);
+ * memory and CPU figures of the whole process are labelled as such. */
+#include "node/base/buf.h"
+#include "node/base/mem.h"
+#include "node/base/log.h"
+#include "node/cmds.h"
+#include "node/conn.h"
+#include "node/ks.h"
+#include "node/node.h"
+#include "node/reply.h"
+#include "node/shard.h"
+
+#include <ctype.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define RV_REDIS_VERSION "7.4.0"
+
+static void
+addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+addf(struct buf *b, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    }
+}
+
+static void
+human(char *out, size_t outsz, double v)
+{
+    static const char *const units[] = { "B", "K", "M", "G", "T" };
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(out, outsz, "%.2f%s", v, units[u]);
+}
+
+static size_t
+rss_bytes(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &rss) != 2) {
+            rss = 0;
+        }
+        fclose(f);
+    }
+    return (size_t)rss * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void
+info_server(struct conn *c, struct buf *b)
+{
+    struct shard *s = c->shard;
+    struct node *n = shard_node(s);
+    struct utsname u;
+    struct timeval tv;
+    uname(&u);
+    gettimeofday(&tv, NULL);
+    int64_t up = (shard_now_ms(s) - n->start_ms) / 1000;
+    addf(b, "# Server\r\nredis_version:%s\r\nruvio_version:%s\r\nredis_git_sha1:00000000\r\n"
+            "redis_git_dirty:0\r\nredis_mode:%s\r\nos:%s %s %s\r\narch_bits:64\r\n"
+            "multiplexing_api:epoll\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\nrun_id:%s\r\n"
+            "tcp_port:%d\r\nserver_time_usec:%lld\r\nuptime_in_seconds:%lld\r\n"
+            "uptime_in_days:%lld\r\nhz:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\n"
+            "shard_id:%u\r\nshards:%u\r\n\r\n",
+         RV_REDIS_VERSION, RUVIO_VERSION, shard_multi(s) ? "cluster" : "standalone", u.sysname,
+         u.release, u.machine, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)getpid(),
+         n->run_id, node_shard_port(n, shard_id(s)),
+         (long long)tv.tv_sec * 1000000 + tv.tv_usec, (long long)up, (long long)(up / 86400),
+         (long long)shard_cfg(s)->hz, n->executable, n->config_file, shard_id(s), n->nshards);
+}
+
+static void
+info_clients(struct conn *c, struct buf *b)
+{
+    addf(b, "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\nmaxclients:%lld\r\n"
+            "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
+            "blocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n\r\n",
+         shard_conn_count(c->shard), (long long)shard_cfg(c->shard)->maxclients);
+}
+
+static void
+info_memory(struct conn *c, struct buf *b)
+{
+    const struct cfg *cfg = shard_cfg(c->shard);
+    size_t used = rv_mem_allocated(), rss = rss_bytes();
+    char h1[32], h2[32], h3[32];
+    human(h1, sizeof(h1), (double)used);
+    human(h2, sizeof(h2), (double)rss);
+    human(h3, sizeof(h3), (double)cfg->maxmemory);
+    addf(b, "# Memory\r\nused_memory:%zu\r\nused_memory_human:%s\r\nused_memory_rss:%zu\r\n"
+            "used_memory_rss_human:%s\r\nmaxmemory:%lld\r\nmaxmemory_human:%s\r\n"
+            "maxmemory_policy:%s\r\nallocator_allocated:%zu\r\nallocator_active:%zu\r\n"
+            "allocator_resident:%zu\r\nmem_fragmentation_ratio:%.2f\r\nmem_allocator:%s\r\n"
+            "memory_scope:process\r\n\r\n",
+         used, h1, rss, h2, (long long)cfg->maxmemory, h3, cfg->maxmemory_policy, used,
+         rv_mem_active(), rv_mem_resident(), used ? (double)rss / (double)used : 0.0,
+         rv_mem_allocator());
+}
+
+static void
+info_persistence(struct conn *c, struct buf *b)
+{
+    addf(b, "# Persistence\r\nloading:0\r\nasync_loading:0\r\ndurability:memory\r\n"
+            "rdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n"
+            "rdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n");
+}
+
+static void
+info_stats(struct conn *c, struct buf *b)
+{
+    struct shard_stats *st = shard_stats(c->shard);
+    const struct ks_stats *ks = ks_stats(conn_ks(c));
+    addf(b, "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
+            "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\n"
+            "rejected_connections:%llu\r\nexpired_keys:%llu\r\nexpired_stale_perc:%.2f\r\n"
+            "expire_cycle_cpu_milliseconds:%llu\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\n"
+            "keyspace_misses:%llu\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
+            "client_query_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
+            "protocol_errors:%llu\r\n\r\n",
+         (unsigned long long)st->conns_received, (unsigned long long)st->commands,
+         (unsigned long long)st->net_input_bytes, (unsigned long long)st->net_output_bytes,
+         (unsigned long long)st->conns_rejected, (unsigned long long)ks->expired_keys,
+         (double)ks->expired_stale_perc, (unsigned long long)(ks->expire_cycle_time_us / 1000),
+         (unsigned long long)st->keyspace_hits, (unsigned long long)st->keyspace_misses,
+         (unsigned long long)st->client_qbuf_limit_disconnections,
+         (unsigned long long)st->total_error_replies, (unsigned long long)st->protocol_errors);
+}
+
+static void
+info_replication(struct conn *c, struct buf *b)
+{
+    addf(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n"
+            "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n"
+            "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\r\n",
+         shard_node(c->shard)->run_id);
+}
+
+static double
+tv_sec(struct timeval tv)
+{
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static void
+info_cpu(struct conn *c, struct buf *b)
+{
+    struct rusage self, th;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_THREAD, &th);
+    addf(b, "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_shard:%.6f\r\n"
+            "used_cpu_user_shard:%.6f\r\n\r\n",
+         tv_sec(self.ru_stime), tv_sec(self.ru_utime), tv_sec(th.ru_stime), tv_sec(th.ru_utime));
+}
+
+static void
+info_commandstats(struct conn *c, struct buf *b)
+{
+    struct cmd_stat *cs = shard_cmdstats(c->shard);
+    double tpu = shard_tsc_per_us();
+    addf(b, "# Commandstats\r\n");
+    for (uint32_t id = 0; id < cmd_id_count(); id++) {
+        if (cs[id].calls == 0 && cs[id].rejected == 0) {
+            continue;
+        }
+        char full[96];
+        cmd_fullname(cmd_by_id(id), full, sizeof(full));
+        double usec = tpu > 0 ? (double)cs[id].cycles / tpu : 0;
+        addf(b, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,"
+                "failed_calls=%llu\r\n",
+             full, (unsigned long long)cs[id].calls, (unsigned long long)usec,
+             cs[id].calls ? usec / (double)cs[id].calls : 0.0,
+             (unsigned long long)cs[id].rejected, (unsigned long long)cs[id].failed);
+    }
+    addf(b, "\r\n");
+}
+
+static void
+info_cluster(struct conn *c, struct buf *b)
+{
+    addf(b, "# Cluster\r\ncluster_enabled:%d\r\n\r\n", shard_multi(c->shard) ? 1 : 0);
+}
+
+static void
+info_keyspace(struct conn *c, struct buf *b)
+{
+    struct ks *ks = conn_ks(c);
+    addf(b, "# Keyspace\r\n");
+    if (ks_size(ks) > 0) {
+        addf(b, "db0:keys=%zu,expires=%zu,avg_ttl=0\r\n", ks_size(ks), ks_expires_size(ks));
+    }
+    addf(b, "\r\n");
+}
+
+static void
+info_shards(struct conn *c, struct buf *b)
+{
+    unsigned lo, hi;
+    shard_slots(c->shard, &lo, &hi);
+    addf(b, "# Shards\r\nshard_id:%u\r\nshards:%u\r\nshard_slots:%u-%u\r\nshard_keys:%zu\r\n\r\n",
+         shard_id(c->shard), shard_node(c->shard)->nshards, lo, hi, ks_size(conn_ks(c)));
+}
+
+typedef void info_fn(struct conn *c, struct buf *b);
+
+static const struct {
+    const char *name;
+    info_fn *fn;
+    bool dflt;    /* part of plain INFO */
+} sections[] = {
+    { "server", info_server, true },           { "clients", info_clients, true },
+    { "memory", info_memory, true },           { "persistence", info_persistence, true },
+    { "stats", info_stats, true },             { "replication", info_replication, true },
+    { "cpu", info_cpu, true },                 { "commandstats", info_commandstats, false },
+    { "cluster", info_cluster, true },         { "keyspace", info_keyspace, true },
+    { "shards", info_shards, true },
+};
+#define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
+
+void
+cmd_info(struct conn *c, int argc, struct rv_str *argv)
+{
+    bool want[NSECTIONS] = { false };
+    if (argc == 1) {
+        for (size_t i = 0; i < NSECTIONS; i++) {
+            want[i] = sections[i].dflt;
+        }
+    }
+    for (int a = 1; a < argc; a++) {
+        bool all = cmd_arg_is(argv[a], "all") || cmd_arg_is(argv[a], "everything");
+        for (size_t i = 0; i < NSECTIONS; i++) {
+            if (all || (cmd_arg_is(argv[a], "default") && sections[i].dflt) ||
+                cmd_arg_is(argv[a], sections[i].name)) {
+                want[i] = true;
+            }
+        }
+    }
+    struct buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < NSECTIONS; i++) {
+        if (want[i]) {
+            sections[i].fn(c, &b);
+        }
+    }
+    if (b.len >= 2) {
+        b.len -= 2;   /* no blank line after the last section */
+    }
+    reply_verbatim(c, b.data ? b.data : "", b.len);
+    buf_deinit(&b);
+}
+
+/* ---- CONFIG ---- */
+
+struct cfg_get_ctx {
+    struct conn *c;
+    size_t n;
+    const char *seen[64];
+    size_t nseen;
+};
+
+static void
+cfg_get_visit(void *arg, const char *name, const char *value)
+{
+    struct cfg_get_ctx *x = arg;
+    for (size_t i = 0; i < x->nseen; i++) {
+        if (x->seen[i] == name) {
+            return;
+        }
+    }
+    if (x->nseen < 64) {
+        x->seen[x->nseen++] = name;
+    }
+    reply_bulk_cstr(x->c, name);
+    reply_bulk_cstr(x->c, value);
+    x->n++;
+}
+
+void
+cmd_config_get(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct cfg_get_ctx x = { .c = c };
+    size_t h = reply_defer(c);
+    for (int i = 2; i < argc; i++) {
+        cfg_get(shard_cfg(c->shard), argv[i].p, argv[i].len, cfg_get_visit, &x);
+    }
+    reply_defer_map(c, h, x.n);
+}
+
+void
+cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
+{
+    char err[512];
+    if ((argc - 2) % 2 != 0) {
+        reply_err_arity(c, "config|set");
+        return;
+    }
+    struct node *n = shard_node(c->shard);
+    struct cfg *next = cfg_dup(shard_cfg(c->shard));
+    for (int i = 2; i < argc; i += 2) {
+        for (int j = 2; j < i; j += 2) {
+            if (argv[j].len == argv[i].len && strncasecmp(argv[j].p, argv[i].p, argv[i].len) == 0) {
+                reply_errf(c, "ERR CONFIG SET failed (possibly related to argument '%.*s') - "
+                              "duplicate parameter", (int)argv[i].len, argv[i].p);
+                cfg_destroy(next);
+                return;
+            }
+        }
+        if (cfg_set(next, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, err,
+                    sizeof(err)) != 0) {
+            reply_errf(c, "%s", err);
+            cfg_destroy(next);
+            return;
+        }
+    }
+    log_set_level((int)next->loglevel);
+    node_publish_cfg(n, next);
+    shard_adopt_cfg(c->shard);
+    for (unsigned i = 0; i < n->nshards; i++) {
+        if (n->shards[i] != c->shard) {
+            shard_wake(n->shards[i]);
+        }
+    }
+    reply_ok(c);
+}
+
+void
+cmd_config_resetstat(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct node *n = shard_node(c->shard);
+    atomic_fetch_add(&n->stat_gen, 1);
+    shard_reset_stats(c->shard);
+    for (unsigned i = 0; i < n->nshards; i++) {
+        if (n->shards[i] != c->shard) {
+            shard_wake(n->shards[i]);
+        }
+    }
+    reply_ok(c);
+}
+
+void
+cmd_config_help(struct conn *c, int argc, struct rv_str *argv)
+{
+    static const char *const lines[] = {
+        "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+        "RESETSTAT", "    Reset statistics reported by the INFO command.",
+        NULL,
+    };
+    reply_help(c, "CONFIG", lines);
+}
+
+void
+cmd_time(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    reply_array(c, 2);
+    reply_bulk_int(c, tv.tv_sec);
+    reply_bulk_int(c, tv.tv_usec);
+}
+
+void
+cmd_shutdown(struct conn *c, int argc, struct rv_str *argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (cmd_arg_is(argv[i], "abort")) {
+            reply_errf(c, "ERR No shutdown in progress.");
+            return;
+        }
+        if (!cmd_arg_is(argv[i], "nosave") && !cmd_arg_is(argv[i], "save") &&
+            !cmd_arg_is(argv[i], "now") && !cmd_arg_is(argv[i], "force")) {
+            reply_err(c, RV_ERR_SYNTAX);
+            return;
+        }
+    }
+    /* Like Redis, a successful SHUTDOWN sends no reply: the connection closes. */
+    kill(getpid(), SIGTERM);
+    conn_close_after_reply(c);
+}
+
+void
+cmd_memory_help(struct conn *c, int argc, struct rv_str *argv)
+{
+    static const char *const lines[] = {
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+        NULL,
+    };
+    reply_help(c, "MEMORY", lines);
+}

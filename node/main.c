@@ -1,0 +1,139 @@
+/* node/main.c: parse the configuration, start the shards, wait for a signal,
+ * stop within a bounded time. All logic lives in the libraries. */
+#include "node/base/clock.h"
+#include "node/base/log.h"
+#include "node/cmd.h"
+#include "node/config.h"
+#include "node/node.h"
+#include "node/shard.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void
+random_hex(char *out, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    FILE *f = fopen("/dev/urandom", "r");
+    for (size_t i = 0; i < n; i++) {
+        int b = f ? fgetc(f) : rand();
+        out[i] = hex[(unsigned)b & 15];
+    }
+    out[n] = '\0';
+    if (f) {
+        fclose(f);
+    }
+}
+
+static int
+mkdir_p(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+                return -1;
+            }
+            *p = '/';
+        }
+    }
+    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    char err[8192];
+    static struct node node;
+
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-v") == 0)) {
+        printf("Ruvio v=%s\n", RUVIO_VERSION);
+        return 0;
+    }
+    struct cfg *cfg = cfg_load(argc, argv, err, sizeof(err));
+    if (cfg == NULL) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
+    if (log_setup((int)cfg->loglevel, cfg->logfile) != 0) {
+        fprintf(stderr, "ruvio: config error: 'logfile': cannot open '%s': %s\n", cfg->logfile,
+                strerror(errno));
+        return 1;
+    }
+    if (mkdir_p(cfg->dir) != 0) {
+        fprintf(stderr, "ruvio: config error: 'dir': cannot create '%s': %s\n", cfg->dir,
+                strerror(errno));
+        return 1;
+    }
+    int cpus[1024];
+    int ncpus = cfg->shard_cpus[0] ? cfg_cpu_list(cfg->shard_cpus, cpus, 1024) : 0;
+
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);   /* shard threads inherit the mask */
+
+    srand((unsigned)(clock_mono_us() ^ (uint64_t)getpid()));
+    cmd_init();
+    node.nshards = (unsigned)cfg->shards;
+    node.shards = calloc(node.nshards, sizeof(*node.shards));
+    node.ids = calloc(node.nshards, sizeof(*node.ids));
+    node.start_ms = clock_unix_ms();
+    random_hex(node.run_id, 40);
+    snprintf(node.config_file, sizeof(node.config_file), "%s", cfg_file());
+    if (realpath(argv[0], node.executable) == NULL) {
+        snprintf(node.executable, sizeof(node.executable), "%s", argv[0]);
+    }
+    for (unsigned i = 0; i < node.nshards; i++) {
+        random_hex(node.ids[i], 40);
+    }
+    node_publish_cfg(&node, cfg);
+
+    for (unsigned i = 0; i < node.nshards; i++) {
+        node.shards[i] = shard_create(&node, i, err, sizeof(err));
+        if (node.shards[i] == NULL) {
+            fprintf(stderr, "ruvio: %s\n", err);
+            return 1;
+        }
+    }
+    for (unsigned i = 0; i < node.nshards; i++) {
+        int cpu = ncpus > 0 ? cpus[i % (unsigned)ncpus] : -1;
+        if (shard_start(node.shards[i], cpu) != 0) {
+            fprintf(stderr, "ruvio: shard %u: cannot start its thread\n", i);
+            return 1;
+        }
+    }
+    log_notice("Ruvio %s started: %u shard(s), ports %lld-%lld, pid %d", RUVIO_VERSION,
+               node.nshards, (long long)cfg->port, (long long)(cfg->port + node.nshards - 1),
+               (int)getpid());
+    log_notice("Ready to accept connections tcp");
+
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT)) {
+    }
+    log_notice("Received %s, shutting down (finishing replies in flight)",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    atomic_store(&node.shutdown, true);
+    for (unsigned i = 0; i < node.nshards; i++) {
+        shard_wake(node.shards[i]);
+    }
+    int64_t grace = atomic_load(&node.cfg)->shutdown_timeout * 1000 + 1000;
+    for (unsigned i = 0; i < node.nshards; i++) {
+        if (!shard_join(node.shards[i], grace)) {
+            log_warn("shard %u did not stop in time; exiting anyway", i);
+            _exit(0);
+        }
+    }
+    log_notice("Ruvio is now ready to exit, bye bye...");
+    return 0;
+}
