@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Build and run the whole test suite: a Release build with warnings as errors
+# (unit, integration and fuzz tests), then an AddressSanitizer+UBSan build that
+# runs the unit and integration tests again. Every step is bounded in time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh test
+jobs=$(nproc)
+
+echo "== release build (-Werror)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRUVIO_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -L 'unit|integ' --timeout 900)
+
+echo "== fuzz (libFuzzer, clang, bounded)"
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRUVIO_FUZZ=ON -DRUVIO_SANITIZE=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_resp
+(cd build-fuzz && ctest --output-on-failure -L fuzz --timeout 300)
+
+echo "== ASan+UBSan build"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRUVIO_WERROR=ON -DRUVIO_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+   ctest --output-on-failure -L 'unit|integ' --timeout 1200)
+echo "== all tests passed"
