@@ -310,12 +310,12 @@ cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
     if (rv_unlikely(c->flags & CONN_REPLY_SKIP_NEXT)) {
         c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
     }
+    c->last_cmd = cmd;
     uint64_t t0 = __rdtsc();
     cmd->fn(c, argc, argv);
     st->cycles += __rdtsc() - t0;
     st->calls++;
     shard_stats(s)->commands++;
-    c->last_cmd = cmd;
     if (rv_unlikely(c->wbuf.len > mark && c->wbuf.data[mark] == '-')) {
         st->failed++;
     }

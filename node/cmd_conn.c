@@ -95,7 +95,7 @@ cmd_hello(struct conn *c, int argc, struct rv_str *argv)
     int i = 1;
     if (argc >= 2) {
         if (!cmd_arg_int(argv[1], &ver)) {
-            reply_err(c, RV_ERR_NOTINT);
+            reply_errf(c, "ERR Protocol version is not an integer or out of range");
             return;
         }
         if (ver < 2 || ver > 3) {
@@ -256,9 +256,6 @@ client_line(struct conn *me, struct conn *c, struct buf *out)
     flags[nf] = '\0';
     if (c->last_cmd) {
         cmd_fullname(c->last_cmd, full, sizeof(full));
-    }
-    if (c == me) {
-        snprintf(full, sizeof(full), "client|%s", "list");
     }
     size_t qbuf = c->rbuf.len - c->rbuf.off;
     int n = snprintf(line, sizeof(line),

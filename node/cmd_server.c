@@ -130,15 +130,19 @@ info_stats(struct conn *c, struct buf *b)
     struct shard_stats *st = shard_stats(c->shard);
     const struct ks_stats *ks = ks_stats(conn_ks(c));
     addf(b, "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
-            "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\n"
+            "instantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%llu\r\n"
+            "total_net_output_bytes:%llu\r\ninstantaneous_input_kbps:%.2f\r\n"
+            "instantaneous_output_kbps:%.2f\r\n"
             "rejected_connections:%llu\r\nexpired_keys:%llu\r\nexpired_stale_perc:%.2f\r\n"
             "expire_cycle_cpu_milliseconds:%llu\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\n"
             "keyspace_misses:%llu\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
             "client_query_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
             "protocol_errors:%llu\r\n\r\n",
          (unsigned long long)st->conns_received, (unsigned long long)st->commands,
-         (unsigned long long)st->net_input_bytes, (unsigned long long)st->net_output_bytes,
-         (unsigned long long)st->conns_rejected, (unsigned long long)ks->expired_keys,
+         shard_ops_per_sec(c->shard), (unsigned long long)st->net_input_bytes,
+         (unsigned long long)st->net_output_bytes, shard_input_kbps(c->shard),
+         shard_output_kbps(c->shard), (unsigned long long)st->conns_rejected,
+         (unsigned long long)(ks->expired_keys - st->expired_keys_base),
          (double)ks->expired_stale_perc, (unsigned long long)(ks->expire_cycle_time_us / 1000),
          (unsigned long long)st->keyspace_hits, (unsigned long long)st->keyspace_misses,
          (unsigned long long)st->client_qbuf_limit_disconnections,

@@ -44,7 +44,7 @@ static struct cmd_spec command_subs[] = {
     ROW("info", cmd_command_info, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of commands to look up", "Returns information about one, multiple or all commands.", "[command-name ...]"),
     ROW("docs", cmd_command_docs, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the number of commands to look up", "Returns documentary information about one, multiple or all commands.", "[command-name ...]"),
     ROW("list", cmd_command_list, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the total number of commands", "Returns a list of command names.", "[FILTERBY MODULE name | ACLCAT category | PATTERN pattern]"),
-    ROW("getkeys", cmd_command_getkeys, -3, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", "command [arg ...]"),
+    ROW("getkeys", cmd_command_getkeys, -4, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", "command [arg ...]"),
     ROW("help", cmd_command_help, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
 };

@@ -11,6 +11,7 @@
 #include "node/node.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -27,6 +28,12 @@
 #include <x86intrin.h>
 
 #define SHARD_MAX_LISTEN 8
+#define SHARD_SAMPLES 16
+
+/* Per-second rates from one timer interval. */
+struct shard_sample {
+    double ops, in, out;
+};
 
 struct shard {
     unsigned id;
@@ -56,6 +63,10 @@ struct shard {
     uint64_t rnd;
     struct shard_stats stats;
     struct cmd_stat *cmdstats;
+    struct shard_sample samples[SHARD_SAMPLES];
+    unsigned sample_idx;
+    uint64_t last_sample_ms;
+    struct shard_sample last;
 };
 
 static double tsc_per_us = 0;
@@ -236,6 +247,40 @@ on_wake(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
+shard_sample_rates(struct shard *s, int64_t now)
+{
+    if (s->last_sample_ms == 0 || now <= (int64_t)s->last_sample_ms) {
+        s->last_sample_ms = (uint64_t)now;
+        s->last = (struct shard_sample){ (double)s->stats.commands, (double)s->stats.net_input_bytes,
+                                         (double)s->stats.net_output_bytes };
+        return;
+    }
+    double dt = (double)(now - (int64_t)s->last_sample_ms) / 1000.0;
+    struct shard_sample cur = { (double)s->stats.commands, (double)s->stats.net_input_bytes,
+                                (double)s->stats.net_output_bytes };
+    struct shard_sample *smp = &s->samples[s->sample_idx++ % SHARD_SAMPLES];
+    smp->ops = cur.ops >= s->last.ops ? (cur.ops - s->last.ops) / dt : 0;
+    smp->in = cur.in >= s->last.in ? (cur.in - s->last.in) / dt : 0;
+    smp->out = cur.out >= s->last.out ? (cur.out - s->last.out) / dt : 0;
+    s->last = cur;
+    s->last_sample_ms = (uint64_t)now;
+}
+
+static double
+sample_mean(const struct shard *s, size_t off)
+{
+    double sum = 0;
+    for (unsigned i = 0; i < SHARD_SAMPLES; i++) {
+        sum += *(const double *)((const char *)&s->samples[i] + off);
+    }
+    return sum / SHARD_SAMPLES;
+}
+
+double shard_ops_per_sec(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, ops)); }
+double shard_input_kbps(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, in)) / 1024; }
+double shard_output_kbps(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, out)) / 1024; }
+
+static void
 on_cron(evutil_socket_t fd, short what, void *arg)
 {
     struct shard *s = arg;
@@ -247,6 +292,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     if (budget < 1000) {
         budget = 1000;
     }
+    shard_sample_rates(s, now);
     ks_active_expire(s->ks, now, budget);
     ks_rehash_step(s->ks, 1000);
     if (s->cfg->timeout > 0) {
@@ -411,6 +457,9 @@ void
 shard_reset_stats(struct shard *s)
 {
     memset(&s->stats, 0, sizeof(s->stats));
+    s->stats.expired_keys_base = ks_stats(s->ks)->expired_keys;
+    memset(s->samples, 0, sizeof(s->samples));
+    s->last_sample_ms = 0;
     memset(s->cmdstats, 0, cmd_id_count() * sizeof(*s->cmdstats));
 }
 

@@ -29,6 +29,7 @@ struct shard_stats {
     uint64_t total_error_replies;
     uint64_t client_qbuf_limit_disconnections;
     uint64_t protocol_errors;
+    uint64_t expired_keys_base;   /* keyspace counter at the last CONFIG RESETSTAT */
 };
 
 struct cmd_stat {
@@ -56,6 +57,10 @@ int64_t shard_refresh_clock(struct shard *s);
 struct shard_stats *shard_stats(struct shard *s);
 struct cmd_stat *shard_cmdstats(struct shard *s);      /* indexed by cmd_spec.id */
 void shard_reset_stats(struct shard *s);
+/* Rates over the last ~1.6 s, sampled by the shard's timer (INFO instantaneous_*). */
+double shard_ops_per_sec(const struct shard *s);
+double shard_input_kbps(const struct shard *s);
+double shard_output_kbps(const struct shard *s);
 bool shard_multi(const struct shard *s);                /* more than one shard in the node */
 bool shard_owns_slot(const struct shard *s, unsigned slot);
 void shard_slots(const struct shard *s, unsigned *lo, unsigned *hi);
