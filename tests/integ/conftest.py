@@ -417,10 +417,12 @@ def launch(args=(), expect_fail=False, env=None, argv=None, nports=None, port=No
             return srv
         if _wait_ready(proc, srv.ports):
             return srv
+        exited = proc.poll() is not None
         last_err = srv.stderr()[-2000:] + srv.stdout()[-2000:]
         srv.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-        if port is not None:
+        # retry only when another process grabbed the free port we picked (a bind race)
+        if port is not None or not exited or "in use" not in last_err:
             break
     raise StartFailed("server did not answer PING within %ss: %s\n%s" % (TIMEOUT, " ".join(cmd), last_err))
 
