@@ -44,28 +44,39 @@ struct resp_parser {
     uint32_t got;             /* arguments complete so far */
     size_t scan;              /* offset (from command start) where parsing resumes */
     int64_t bulklen;          /* length of the bulk being read, -1 when none */
-    size_t *offs;             /* got pairs of (offset, len), relative to command start */
+    size_t *offs;             /* offsets (from command start) of arguments parsed by earlier
+                                 calls; their lengths stay in argv[i].len */
     size_t cap;               /* capacity of offs/argv, in arguments */
     struct rv_str *argv;      /* views handed out by resp_parse() */
-    const char *errmsg;       /* static text after RV_EPROTO, e.g. "Protocol error: invalid bulk length" */
+    const char *errmsg;       /* text after RV_EPROTO, e.g. "Protocol error: invalid bulk length";
+                                 valid until the next resp_parse() or deinit */
     struct resp_limits lim;
+    size_t have;              /* bytes of the pending command seen by the last RV_EAGAIN */
+    char errbuf[48];          /* errmsg storage for formatted messages */
 };
 
+/* lim NULL: Redis's defaults, authenticated. */
 void resp_parser_init(struct resp_parser *p, const struct resp_limits *lim);
+/* Change the limits (e.g. after AUTH); applies from the next length read. */
+void resp_parser_set_limits(struct resp_parser *p, const struct resp_limits *lim);
 void resp_parser_deinit(struct resp_parser *p);
 /* Drop a partially parsed command (connection reset). */
 void resp_parser_reset(struct resp_parser *p);
 
 /*
  * Parse one command from buf[*pos, len).
- *  RV_OK:     *argc/*argv describe the command (argv owned by the parser, reused
+ *  RV_OK:     *argc and *argv describe the command (argv owned by the parser, reused
  *             by the next call; views into buf); *pos advanced past it. An empty
- *             inline line is consumed and yields argc == 0.
+ *             inline line, *0 or *-1 is consumed and yields argc == 0.
  *  RV_EAGAIN: incomplete; *pos unchanged. Call again with more bytes appended.
  *  RV_EPROTO: malformed or over a limit; p->errmsg holds Redis's text (without
  *             the leading "ERR "). The connection must reply and close.
+ *
+ * buf is writable: inline arguments with quotes or escapes are unescaped in
+ * place inside the consumed line (the result is never longer than its source),
+ * so every argv view points into buf. Multibulk input is never written.
  */
-int resp_parse(struct resp_parser *p, const char *buf, size_t len, size_t *pos,
+int resp_parse(struct resp_parser *p, char *buf, size_t len, size_t *pos,
                int *argc, struct rv_str **argv);
 
 /* Bytes still needed to finish the bulk in progress (0 when unknown), so the
@@ -89,11 +100,14 @@ void resp_w_set(struct buf *b, int proto, size_t n);                 /* ~n or *n
 void resp_w_push(struct buf *b, int proto, size_t n);                /* >n or *n */
 void resp_w_double(struct buf *b, int proto, double v);              /* ,v or bulk */
 void resp_w_bool(struct buf *b, int proto, bool v);                  /* #t/#f or :1/:0 */
+/* fmt3 is exactly 3 characters, e.g. "txt", "mkd". */
 void resp_w_verbatim(struct buf *b, int proto, const char *fmt3, const void *p, size_t n); /* =n txt:... or bulk */
 /* Reserve room for a count written later (for replies of unknown length):
- * returns the offset to pass to resp_w_patch_len(). */
+ * returns the offset to pass to resp_w_patch_len(). The offset is b->len - b->off,
+ * i.e. relative to the unread start, so it survives buf_compact()/buf_reserve()
+ * in between; do not consume (advance b->off past) it before patching. */
 size_t resp_w_defer_len(struct buf *b);
 void resp_w_patch_len(struct buf *b, size_t at, char type, size_t n);
 
-/* Formats v in decimal into out (at least 21 bytes); returns the length. */
+/* Formats v in decimal into out (at least 21 bytes), NUL-terminated; returns the length. */
 size_t resp_ll2str(char *out, int64_t v);
