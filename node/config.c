@@ -26,6 +26,7 @@ struct cfg_key {
 };
 
 static const char *const dur_names[] = { "memory", "everysec", "always", NULL };
+static const char *const fsync_names[] = { "no", "everysec", "always", NULL };
 static const char *const log_names[] = { "debug", "verbose", "notice", "warning", NULL };
 
 #define F(field) offsetof(struct cfg, field)
@@ -38,6 +39,9 @@ static const struct cfg_key cfg_keys[] = {
     { "shards", NULL, K_INT, F(shards), "1", 1, 1024, false, NULL },
     { "shard_cpus", NULL, K_STR, F(shard_cpus), "", 0, 0, false, NULL },
     { "durability", NULL, K_ENUM, F(durability), "memory", 0, 0, false, dur_names },
+    { "appendonly", NULL, K_BOOL, F(appendonly), "no", 0, 1, false, NULL },
+    { "appendfsync", NULL, K_ENUM, F(appendfsync), "everysec", 0, 0, false, fsync_names },
+    { "save", NULL, K_STR, F(save), "", 0, 0, true, NULL },
     { "dir", "data_dir", K_STR, F(dir), "./data", 0, 0, false, NULL },
     { "requirepass", NULL, K_STR, F(requirepass), "", 0, 0, true, NULL },
     { "maxclients", NULL, K_INT, F(maxclients), "10000", 1, 1000000, true, NULL },
@@ -242,8 +246,8 @@ cfg_check(const struct cfg *c, const char **key)
         *key = "shard_cpus";
         return "expected a CPU list such as '0,1,2' or '0-3'";
     }
-    if (c->durability != CFG_DUR_MEMORY) {
-        *key = "durability";
+    if (c->durability != CFG_DUR_MEMORY || c->appendonly) {
+        *key = c->appendonly ? "appendonly" : "durability";
         return "only 'memory' is available in this build (the WAL is not built yet)";
     }
     if (c->port + c->shards - 1 > 65535) {

@@ -21,6 +21,9 @@ struct cfg {
     int64_t shards;
     char *shard_cpus;           /* "" or a CPU list: "0,1,2" or "0-3" */
     int64_t durability;         /* enum cfg_durability */
+    bool appendonly;            /* Redis alias of durability (WAL issue) */
+    int64_t appendfsync;
+    char *save;                 /* accepted for redis.conf compatibility; unused until checkpoints */
     char *dir;
     char *requirepass;
     int64_t maxclients;
