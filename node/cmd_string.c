@@ -32,7 +32,7 @@ enum {
 /* Redis's MAX_LONG_DOUBLE_CHARS: longer float arguments are rejected. */
 #define LD_MAX_CHARS (5 * 1024)
 /* "%.17Lf" of LDBL_MAX (4933 integer digits) plus sign, point and decimals. */
-#define LD_BUF 5200
+#define LD_BUF RESP_LD_MAX
 
 /* Read lookup: lazy expiry, access clock, hit/miss stats (Redis lookupKeyRead). */
 static inline struct ks_entry *
@@ -521,33 +521,6 @@ parse_ldouble(struct rv_str a, long double *out)
     return a.len < LD_MAX_CHARS && cmd_arg_double(a, out);
 }
 
-/* Redis's human-friendly long double text: "%.17Lf" without trailing zeros
- * (and without a trailing point); "-0" becomes "0". v is finite. */
-static size_t
-fmt_ldouble(char *out, size_t cap, long double v)
-{
-    int r = snprintf(out, cap, "%.17Lf", v);
-    size_t n;
-
-    if (r < 0 || (size_t)r >= cap) {
-        return 0;
-    }
-    n = (size_t)r;
-    if (memchr(out, '.', n) != NULL) {
-        while (out[n - 1] == '0') {
-            n--;
-        }
-        if (out[n - 1] == '.') {
-            n--;
-        }
-    }
-    if (n == 2 && out[0] == '-' && out[1] == '0') {
-        out[0] = '0';
-        n = 1;
-    }
-    return n;
-}
-
 CMD_HANDLER(incrbyfloat)
 {
     struct ks *ks = conn_ks(c);
@@ -581,7 +554,7 @@ CMD_HANDLER(incrbyfloat)
         reply_err(c, RV_ERR_NANINF);
         return;
     }
-    n = fmt_ldouble(buf, sizeof(buf), cur);
+    n = resp_fmt_ldouble(buf, sizeof(buf), cur);
     /* Stored as a string like Redis; an existing key keeps its TTL. */
     ks_set_str(ks, argv[1].p, argv[1].len, buf, n, KS_NO_EXPIRE, true);
     reply_bulk(c, buf, n);

@@ -13,7 +13,6 @@
     X(WRONGPASS, "WRONGPASS invalid username-password pair or user is disabled.")            \
     X(NOPASS, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?") \
     X(DBINDEX, "ERR DB index is out of range")                                               \
-    X(EXPIRE_TIME, "ERR invalid expire time in '%s' command")                                \
     X(OFFSET_RANGE, "ERR offset is out of range")                                            \
     X(STRING_SIZE, "ERR string exceeds maximum allowed size (proto-max-bulk-len)")           \
     X(CROSSSLOT, "CROSSSLOT Keys in request don't hash to the same slot")                    \

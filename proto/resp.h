@@ -109,5 +109,10 @@ void resp_w_verbatim(struct buf *b, int proto, const char *fmt3, const void *p, 
 size_t resp_w_defer_len(struct buf *b);
 void resp_w_patch_len(struct buf *b, size_t at, char type, size_t n);
 
+#define RESP_LD_MAX 5200 /* "%.17Lf" of LDBL_MAX: 4933 integer digits + 18 */
+/* Redis's human-friendly long double text (INCRBYFLOAT): "%.17Lf" without
+ * trailing zeros or point, "-0" as "0"; out needs RESP_LD_MAX bytes. */
+size_t resp_fmt_ldouble(char *out, size_t cap, long double v);
+
 /* Formats v in decimal into out (at least 21 bytes), NUL-terminated; returns the length. */
 size_t resp_ll2str(char *out, int64_t v);

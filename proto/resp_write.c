@@ -7,7 +7,6 @@
 #include <string.h>
 
 #define RESP_HDR_MAX 24 /* type byte + 20 digits + CRLF, rounded up */
-#define RESP_LD_MAX 5200 /* "%.17Lf" of LDBL_MAX: 4933 integer digits + 18 */
 
 static const char resp_d2[201] =
     "00010203040506070809"
@@ -210,7 +209,7 @@ resp_w_bulk_int(struct buf *b, int64_t v)
 
 /* Redis's human-friendly long double text (INCRBYFLOAT): "%.17Lf", trailing
  * zeros and then a trailing '.' removed, "-0" as "0"; inf/-inf/nan spelled out. */
-static size_t
+size_t
 resp_fmt_ldouble(char *out, size_t cap, long double v)
 {
     int n;
