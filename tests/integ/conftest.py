@@ -418,13 +418,15 @@ def launch(args=(), expect_fail=False, env=None, argv=None, nports=None, port=No
         if _wait_ready(proc, srv.ports):
             return srv
         exited = proc.poll() is not None
-        last_err = srv.stderr()[-2000:] + srv.stdout()[-2000:]
+        last_err = ("exited with status %s; " % proc.returncode if exited else "still running; ") + \
+            srv.stderr()[-2000:] + srv.stdout()[-2000:]
         srv.stop()
         shutil.rmtree(workdir, ignore_errors=True)
         # retry only when another process grabbed the free port we picked (a bind race)
         if port is not None or not exited or "in use" not in last_err:
             break
-    raise StartFailed("server did not answer PING within %ss: %s\n%s" % (TIMEOUT, " ".join(cmd), last_err))
+    raise StartFailed("server did not answer PING on %s within %ss: %s\n%s"
+                      % (srv.ports, TIMEOUT, " ".join(cmd), last_err))
 
 
 # --------------------------------------------------------------------------------------------------------------
