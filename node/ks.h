@@ -79,7 +79,8 @@ size_t ks_str_len(const struct ks_entry *e);
 /* Insert or replace key with a string value (any previous type is dropped).
  * A value in canonical integer form ("-12", not "012" or "+1") that fits int64
  * is stored int-encoded. expire_ms: absolute unix ms or KS_NO_EXPIRE; with
- * keep_ttl the old deadline (if any) is kept instead. Returns the entry. */
+ * keep_ttl the old deadline (if any) is kept instead. Returns the entry.
+ * val must not point into the keyspace (e.g. another entry's value view). */
 struct ks_entry *ks_set_str(struct ks *ks, const char *key, size_t klen,
                             const char *val, size_t vlen, int64_t expire_ms, bool keep_ttl);
 /* Insert or replace with an int-encoded value; same deadline rules. */
