@@ -450,6 +450,7 @@ int64_t
 shard_refresh_clock(struct shard *s)
 {
     s->now_ms = clock_unix_ms();
+    ks_set_clock(s->ks, s->now_ms);
     return s->now_ms;
 }
 
