@@ -22,6 +22,10 @@
 
 #define CONN_READ_LEN (16 * 1024)
 #define CONN_WBUF_KEEP (64 * 1024)
+/* A client that sends faster than it reads stops being read once this much
+ * output waits for it; the rest of its input is parsed when the backlog is
+ * written. Memory per client stays bounded without dropping anyone. */
+#define CONN_WBUF_PAUSE (64u * 1024 * 1024)
 
 static void conn_on_readable(evutil_socket_t fd, short what, void *arg);
 static void conn_on_writable(evutil_socket_t fd, short what, void *arg);
@@ -193,6 +197,13 @@ conn_process(struct conn *c)
 
     c->parser.lim.max_bulk = (uint64_t)cfg->proto_max_bulk_len;   /* CONFIG SET applies live */
     while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
+        if (rv_unlikely(c->wbuf.len - c->wbuf.off > CONN_WBUF_PAUSE)) {
+            if (!(c->flags & CONN_READ_PAUSED)) {
+                c->flags |= CONN_READ_PAUSED;
+                event_del(&c->rev);
+            }
+            return;
+        }
         size_t pos = c->rbuf.off;
         int rc = resp_parse(&c->parser, c->rbuf.data, c->rbuf.len, &pos, &argc, &argv);
         if (rc == RV_EAGAIN) {
@@ -271,6 +282,14 @@ conn_flush(struct conn *c)
     if (c->flags & CONN_CLOSE_AFTER_REPLY) {
         conn_close(c);
         return false;
+    }
+    if (rv_unlikely(c->flags & CONN_READ_PAUSED)) {
+        c->flags &= ~CONN_READ_PAUSED;
+        event_add(&c->rev, NULL);
+        conn_process(c);
+        if (c->wbuf.len > c->wbuf.off || (c->flags & CONN_CLOSE_AFTER_REPLY)) {
+            shard_want_write(c->shard, c);
+        }
     }
     return true;
 }

@@ -22,6 +22,7 @@ enum conn_flag {
     CONN_PENDING = 1u << 6,           /* on the shard's pending-write list */
     CONN_WRITE_WAIT = 1u << 7,        /* EV_WRITE armed: socket buffer was full */
     CONN_NO_TOUCH = 1u << 8,
+    CONN_READ_PAUSED = 1u << 9,       /* output backlog too large: input waits */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the

@@ -342,7 +342,8 @@ shard_main(void *arg)
         if (s->stopping && s->conns == NULL) {
             break;
         }
-        event_base_loop(s->base, EVLOOP_ONCE);
+        /* Work queued by the flush itself (a paused client resumed) must not wait for I/O. */
+        event_base_loop(s->base, s->pending ? EVLOOP_NONBLOCK : EVLOOP_ONCE);
     }
     while (s->conns) {
         conn_close(s->conns);
