@@ -1,0 +1,776 @@
+#!/usr/bin/python3
+"""Ruvio vs Redis benchmark: paired throughput rounds, server CPU per op, memory per key.
+
+Stdlib only.  Run with Debian's /usr/bin/python3.  See docs/BENCHMARKS.md.
+
+Throughput
+    For every round r and pipeline depth P: start a fresh server, do an
+    unmeasured warm-up, run every selected test once with redis-benchmark,
+    stop it; then the same for the other server.  The server that goes first
+    alternates from round to round.  Only one server is alive at a time.
+    Servers are pinned to CPU 0 and redis-benchmark to CPU 1 (taskset).
+    Per run we record rps (redis-benchmark --csv) and the CPU time the server
+    consumed during the run (sum of /proc/PID/task/*/schedstat field 1, ns),
+    i.e. server CPU ns per request.
+
+Memory
+    For each server and each load (1M SET with 64-byte values, 1M INCR
+    counters) a fresh server: RSS idle, load over one raw connection at
+    pipeline 200 (every reply verified), DBSIZE check, settle 1 s, RSS again.
+
+The "ruvio" side can be any command line (--ruvio-cmd), which is how the
+script is validated with redis-server standing in for both sides.
+"""
+
+import argparse
+import atexit
+import datetime
+import json
+import math
+import os
+import platform
+import resource
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+
+DEFAULT_RUVIO_CMD = ("{bin} --port {port} --bind 127.0.0.1 --dir {dir} "
+                     "--shards 1 --durability memory")
+DEFAULT_REDIS_CMD = ("redis-server --port {port} --save '' --appendonly no "
+                     "--bind 127.0.0.1 --dir {dir}")
+TESTS = ["PING_MBULK", "SET", "GET", "INCR", "MSET"]
+SERVER_CPU = "0"
+CLIENT_CPU = "1"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+MAX_FOREIGN_SHOWN = [0.15]
+_live = []  # Server objects still running; killed at exit / on signals
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class BenchError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------
+# RESP helpers (raw sockets, bounded timeouts)
+# --------------------------------------------------------------------------
+
+def resp_cmd(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = b"%d" % a
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Conn:
+    def __init__(self, port, timeout=10.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.settimeout(timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise BenchError("server closed the connection")
+        self.buf += chunk
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line, self.buf = self.buf[:i], self.buf[i + 2:]
+                return line
+            self._fill()
+
+    def read_reply(self):
+        """Parse one RESP2/3 reply into python values (errors -> BenchError obj)."""
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t in (b"+",):
+            return rest.decode()
+        if t == b"-":
+            return BenchError(rest.decode(errors="replace"))
+        if t == b":":
+            return int(rest)
+        if t in (b"$", b"="):
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self._fill()
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return data
+        if t in (b"*", b">", b"~"):
+            n = int(rest)
+            return None if n < 0 else [self.read_reply() for _ in range(n)]
+        if t == b"%":
+            n = int(rest)
+            return [self.read_reply() for _ in range(2 * n)]
+        if t == b"_":
+            return None
+        raise BenchError("unexpected RESP type byte %r" % t)
+
+    def call(self, *args):
+        self.sock.sendall(resp_cmd(*args))
+        return self.read_reply()
+
+    def expect_simple_batch(self, expected_one, count):
+        """Read `count` single-line replies and require each == expected_one."""
+        want = expected_one * count
+        while self.buf.count(b"\r\n") < count:
+            self._fill()
+        # replies are single-line, so the first `count` CRLFs delimit them
+        end = 0
+        for _ in range(count):
+            end = self.buf.index(b"\r\n", end) + 2
+        got, self.buf = self.buf[:end], self.buf[end:]
+        if got != want:
+            for j, line in enumerate(got.split(b"\r\n")[:count]):
+                if line + b"\r\n" != expected_one:
+                    raise BenchError("reply %d of batch: expected %r, got %r"
+                                     % (j, expected_one, line[:200]))
+            raise BenchError("batch reply mismatch")
+
+
+# --------------------------------------------------------------------------
+# Process helpers
+# --------------------------------------------------------------------------
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def cpu_ns(pid):
+    """CPU time of all live threads of pid in ns (schedstat field 1)."""
+    total = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except FileNotFoundError:
+        raise BenchError("server process %d vanished" % pid)
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # thread exited between listdir and open
+    return total
+
+
+def stat_cpu_ns(pid):
+    """utime+stime (incl. exited threads) from /proc/PID/stat, in ns (tick resolution)."""
+    with open("/proc/%d/stat" % pid) as f:
+        data = f.read()
+    fields = data[data.rindex(")") + 2:].split()
+    # fields[0] is field 3 (state); utime=14, stime=15 -> indexes 11, 12
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // CLK_TCK
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise BenchError("no VmRSS for pid %d" % pid)
+
+
+def proc_stat():
+    """Machine CPU counters from /proc/stat in seconds:
+    busy = user+nice+system (task time, all CPUs), irq = irq+softirq on the
+    server's CPU, steal = hypervisor steal (all CPUs)."""
+    out = {"busy": 0.0, "irq": 0.0, "steal": 0.0}
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if not line.startswith("cpu"):
+                    break
+                f_ = line.split()
+                v = [int(x) for x in f_[1:9]]
+                if f_[0] == "cpu":
+                    out["busy"] = (v[0] + v[1] + v[2]) / CLK_TCK
+                    out["steal"] = v[7] / CLK_TCK
+                elif f_[0] == "cpu" + SERVER_CPU:
+                    out["irq"] = (v[5] + v[6]) / CLK_TCK
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def nthreads(pid):
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except FileNotFoundError:
+        return 0
+
+
+class Server:
+    def __init__(self, name, cmd_template, ruvio_bin, startup_timeout=20.0):
+        self.name = name
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="ruvio-bench-%s-" % name)
+        cmd = cmd_template.format(bin=ruvio_bin, port=self.port, dir=self.dir)
+        self.argv = ["taskset", "-c", SERVER_CPU] + shlex.split(cmd)
+        self.logpath = os.path.join(self.dir, "server.log")
+        self.proc = None
+        self.startup_timeout = startup_timeout
+
+    def start(self):
+        logf = open(self.logpath, "wb")
+        try:
+            # taskset execs the server, so proc.pid is the server's pid.
+            # New session: a terminal ^C reaches only us; we stop it in order.
+            self.proc = subprocess.Popen(self.argv, cwd=self.dir, stdin=subprocess.DEVNULL,
+                                         stdout=logf, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        except FileNotFoundError as e:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise BenchError("cannot start %s: %s" % (self.name, e))
+        finally:
+            logf.close()
+        _live.append(self)
+        deadline = time.monotonic() + self.startup_timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BenchError("%s exited with %s during startup:\n%s"
+                                 % (self.name, self.proc.returncode, self.log_tail()))
+            try:
+                c = Conn(self.port, timeout=2.0)
+                try:
+                    r = c.call("PING")
+                finally:
+                    c.close()
+                if r == "PONG":
+                    return self
+                last = r
+            except (OSError, BenchError) as e:
+                last = e
+            time.sleep(0.05)
+        raise BenchError("%s not ready after %.0fs (last: %r):\n%s"
+                         % (self.name, self.startup_timeout, last, self.log_tail()))
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, n=2000):
+        try:
+            with open(self.logpath, "rb") as f:
+                return f.read()[-n:].decode(errors="replace")
+        except OSError:
+            return "(no log)"
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.terminate()
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+            except ProcessLookupError:
+                pass
+        if self in _live:
+            _live.remove(self)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _cleanup():
+    for s in list(_live):
+        try:
+            s.stop()
+        except Exception:
+            pass
+
+
+atexit.register(_cleanup)
+
+
+def _on_signal(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through finally/with blocks
+
+
+def run_bounded(argv, timeout):
+    """Run argv, return (rc, stdout, stderr); kill it on timeout or exception."""
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except BaseException:
+        p.kill()
+        try:
+            p.communicate(timeout=10)
+        except Exception:
+            pass
+        raise
+    return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+# --------------------------------------------------------------------------
+# Throughput
+# --------------------------------------------------------------------------
+
+def sanity_check(srv):
+    """Guard against a server that answers fast but wrong (redis-benchmark
+    does not check replies)."""
+    c = Conn(srv.port)
+    try:
+        checks = [
+            (("PING",), "PONG"),
+            (("SET", "bench:sanity", "v" * 64), "OK"),
+            (("GET", "bench:sanity"), b"v" * 64),
+            (("INCR", "bench:ctr"), 1),
+            (("MSET", "bench:a", "1", "bench:b", "2"), "OK"),
+            (("GET", "bench:b"), b"2"),
+            (("DEL", "bench:sanity", "bench:ctr", "bench:a", "bench:b"), 4),
+        ]
+        for args, want in checks:
+            got = c.call(*args)
+            if got != want:
+                raise BenchError("%s sanity: %s -> %r, expected %r"
+                                 % (srv.name, " ".join(args[:2]), got, want))
+    finally:
+        c.close()
+
+
+def wait_quiet(threshold, max_wait, window=0.3):
+    """Wait (bounded) until the machine's CPU use over a short window is below
+    `threshold` cores (our idle server counts too; it should be ~0)."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        b0, t0 = proc_stat()["busy"], time.monotonic()
+        time.sleep(window)
+        load = (proc_stat()["busy"] - b0) / (time.monotonic() - t0)
+        if load <= threshold:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+
+
+def redis_benchmark(srv, test, n, pipeline, clients, dsize, timeout):
+    argv = ["taskset", "-c", CLIENT_CPU, "redis-benchmark", "-h", "127.0.0.1",
+            "-p", str(srv.port), "-n", str(n), "-c", str(clients), "-P", str(pipeline),
+            "-d", str(dsize), "-t", test.lower(), "--csv", "-q"]
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ps0 = proc_stat()
+    c0, s0 = cpu_ns(srv.pid), stat_cpu_ns(srv.pid)
+    t0 = time.monotonic()
+    try:
+        rc, out, err = run_bounded(argv, timeout)
+    except subprocess.TimeoutExpired:
+        raise BenchError("redis-benchmark %s -P%d against %s timed out after %ds "
+                         "(server alive: %s)" % (test, pipeline, srv.name, timeout, srv.alive()))
+    wall = time.monotonic() - t0
+    c1, s1 = cpu_ns(srv.pid), stat_cpu_ns(srv.pid)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ps1 = proc_stat()
+    if not srv.alive():
+        raise BenchError("%s died during %s:\n%s" % (srv.name, test, srv.log_tail()))
+    if rc != 0:
+        raise BenchError("redis-benchmark rc=%d: %s %s" % (rc, out[-500:], err[-500:]))
+    rps = None
+    for line in out.splitlines():
+        parts = [p.strip('"') for p in line.split('","')]
+        if len(parts) >= 2 and parts[0].split(" ")[0].upper() == test:
+            rps = float(parts[1])
+    if rps is None or rps <= 0:
+        raise BenchError("cannot parse redis-benchmark output for %s: %r %r"
+                         % (test, out[-500:], err[-500:]))
+    if "ERR" in out or "ERR" in err:
+        log("  warning: redis-benchmark reported errors: %s" % (out + err)[-300:].strip())
+    client_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    cpu = c1 - c0
+    # CPU used on the machine by anything other than this server and this
+    # client (other users' builds, tests...): contaminates the run.
+    foreign = (ps1["busy"] - ps0["busy"]) - cpu / 1e9 - client_cpu
+    return {
+        "rps": rps,
+        "requests": n,
+        "wall_s": round(wall, 4),
+        "server_cpu_ns": cpu,
+        "server_cpu_ns_per_op": cpu / n,
+        "server_stat_cpu_ns_per_op": (s1 - s0) / n,  # cross-check, 10 ms resolution
+        "server_cpu_util": round(cpu / 1e9 / wall, 3) if wall > 0 else None,
+        "client_cpu_util": round(client_cpu / wall, 3) if wall > 0 else None,
+        "server_threads": nthreads(srv.pid),
+        "steal_s": round(ps1["steal"] - ps0["steal"], 3),
+        "server_core_irq_ns_per_op": (ps1["irq"] - ps0["irq"]) * 1e9 / n,
+        "foreign_cpu_util": round(max(0.0, foreign) / wall, 3) if wall > 0 else None,
+    }
+
+
+def throughput(args, cmds):
+    # results[P][test][server] = list of per-round dicts (index = round)
+    results = {}
+    for p in args.pipelines:
+        results[p] = {t: {"ruvio": [], "redis": []} for t in args.tests}
+    for r in range(args.rounds):
+        order = ["ruvio", "redis"] if r % 2 == 0 else ["redis", "ruvio"]
+        for p in args.pipelines:
+            n = args.n_p1 if p == 1 else args.n
+            timeout = int(args.bench_timeout or (60 + n / 1000))
+            for name in order:
+                with Server(name, cmds[name], args.ruvio_bin) as srv:
+                    sanity_check(srv)
+                    # unmeasured warm-up: fault in buffers, settle the allocator
+                    redis_benchmark(srv, "PING_MBULK", max(1000, n // 20), p,
+                                    args.clients, args.dsize, timeout)
+                    for t in args.tests:
+                        for attempt in range(args.retries + 1):
+                            if args.quiet_wait > 0 and not wait_quiet(args.max_foreign,
+                                                                      args.quiet_wait):
+                                log("  machine still busy after %.0fs; running anyway"
+                                    % args.quiet_wait)
+                            res = redis_benchmark(srv, t, n, p, args.clients, args.dsize,
+                                                  timeout)
+                            res["attempt"] = attempt
+                            res["contaminated"] = res["foreign_cpu_util"] > args.max_foreign
+                            log("round %d/%d P%-2d %-10s %-5s %10.0f rps %7.0f ns/op "
+                                "(srv cpu %.2f, client cpu %.2f, foreign %.2f)%s"
+                                % (r + 1, args.rounds, p, t, name, res["rps"],
+                                   res["server_cpu_ns_per_op"], res["server_cpu_util"],
+                                   res["client_cpu_util"], res["foreign_cpu_util"],
+                                   "  <- other load on the machine" if res["contaminated"]
+                                   else ""))
+                            if not res["contaminated"]:
+                                break
+                        results[p][t][name].append(res)
+    return results
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summarize_throughput(results):
+    summary = {}
+    for p, per_test in results.items():
+        rows = {}
+        for t, runs in per_test.items():
+            a, b = runs["ruvio"], runs["redis"]
+            rps_ratios = [x["rps"] / y["rps"] for x, y in zip(a, b)]
+            cpu_ratios = [y["server_cpu_ns_per_op"] / x["server_cpu_ns_per_op"]
+                          for x, y in zip(a, b) if x["server_cpu_ns_per_op"] > 0]
+            rows[t] = {
+                "ruvio_rps_median": statistics.median(x["rps"] for x in a),
+                "redis_rps_median": statistics.median(y["rps"] for y in b),
+                "rps_ratio_median": statistics.median(rps_ratios),
+                "rps_ratio_min": min(rps_ratios),
+                "rps_ratio_max": max(rps_ratios),
+                "ruvio_cpu_ns_per_op_median": statistics.median(x["server_cpu_ns_per_op"] for x in a),
+                "redis_cpu_ns_per_op_median": statistics.median(y["server_cpu_ns_per_op"] for y in b),
+                "cpu_ratio_median": statistics.median(cpu_ratios) if cpu_ratios else None,
+                "cpu_ratio_min": min(cpu_ratios) if cpu_ratios else None,
+                "cpu_ratio_max": max(cpu_ratios) if cpu_ratios else None,
+                "ruvio_client_cpu_util_median": statistics.median(x["client_cpu_util"] for x in a),
+                "redis_client_cpu_util_median": statistics.median(y["client_cpu_util"] for y in b),
+                "rounds": len(rps_ratios),
+            }
+        summary[p] = {
+            "tests": rows,
+            "rps_ratio_geomean": geomean([v["rps_ratio_median"] for v in rows.values()]),
+            "cpu_ratio_geomean": geomean([v["cpu_ratio_median"] for v in rows.values()]),
+            "contaminated_runs": sum(x["contaminated"] for runs in per_test.values()
+                                     for side in runs.values() for x in side),
+            "steal_s_total": round(sum(x["steal_s"] for runs in per_test.values()
+                                       for side in runs.values() for x in side), 3),
+        }
+    return summary
+
+
+def print_throughput(summary):
+    hdr = ("%-10s %11s %11s %7s %13s  %9s %9s %7s %13s  %5s"
+           % ("test", "ruvio rps", "redis rps", "rps x", "(min..max)",
+              "ruvio ns", "redis ns", "cpu x", "(min..max)", "cli%"))
+    for p, s in summary.items():
+        print("\nThroughput, pipeline %d  (rps x = ruvio/redis; cpu x = redis/ruvio "
+              "server CPU ns per op, >1 means ruvio is cheaper; medians over rounds)" % p)
+        print(hdr)
+        print("-" * len(hdr))
+        for t, v in s["tests"].items():
+            cr = v["cpu_ratio_median"]
+            print("%-10s %11.0f %11.0f %7.3f %13s  %9.0f %9.0f %7s %13s  %5.0f" % (
+                t, v["ruvio_rps_median"], v["redis_rps_median"], v["rps_ratio_median"],
+                "(%.3f..%.3f)" % (v["rps_ratio_min"], v["rps_ratio_max"]),
+                v["ruvio_cpu_ns_per_op_median"], v["redis_cpu_ns_per_op_median"],
+                "%.3f" % cr if cr else "n/a",
+                "(%.3f..%.3f)" % (v["cpu_ratio_min"], v["cpu_ratio_max"]) if cr else "",
+                100 * max(v["ruvio_client_cpu_util_median"], v["redis_client_cpu_util_median"])))
+        print("%-10s %11s %11s %7.3f %13s  %9s %9s %7.3f" % (
+            "geomean", "", "", s["rps_ratio_geomean"], "", "", "",
+            s["cpu_ratio_geomean"] or float("nan")))
+        print("(hypervisor steal during these runs: %.2f s)" % s["steal_s_total"])
+        if s["contaminated_runs"]:
+            print("WARNING: %d runs kept despite foreign CPU load > %.2f cores after retries; "
+                  "the machine was not quiet, treat these figures with care"
+                  % (s["contaminated_runs"], MAX_FOREIGN_SHOWN[0]))
+    print("(cli% = redis-benchmark CPU utilisation on its core; ~100 means the client is the bottleneck)")
+
+
+# --------------------------------------------------------------------------
+# Memory
+# --------------------------------------------------------------------------
+
+def value_for(i):
+    v = b"v%d:" % i
+    return v + b"x" * (64 - len(v))
+
+
+def load_keys(srv, kind, count, pipeline, timeout):
+    c = Conn(srv.port, timeout=timeout)
+    try:
+        if kind == "set":
+            ok = b"+OK\r\n"
+            for base in range(0, count, pipeline):
+                parts = []
+                for i in range(base, min(base + pipeline, count)):
+                    k = b"k%d" % i
+                    parts.append(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$64\r\n%s\r\n"
+                                 % (len(k), k, value_for(i)))
+                c.sock.sendall(b"".join(parts))
+                c.expect_simple_batch(ok, len(parts))
+        else:
+            one = b":1\r\n"
+            for base in range(0, count, pipeline):
+                parts = []
+                for i in range(base, min(base + pipeline, count)):
+                    k = b"c%d" % i
+                    parts.append(b"*2\r\n$4\r\nINCR\r\n$%d\r\n%s\r\n" % (len(k), k))
+                c.sock.sendall(b"".join(parts))
+                c.expect_simple_batch(one, len(parts))
+        n = c.call("DBSIZE")
+        if n != count:
+            raise BenchError("%s: DBSIZE %r after loading %d keys" % (srv.name, n, count))
+        # spot-check a few values
+        for i in (0, count // 2, count - 1):
+            if kind == "set":
+                got, want = c.call("GET", b"k%d" % i), value_for(i)
+            else:
+                got, want = c.call("GET", b"c%d" % i), b"1"
+            if got != want:
+                raise BenchError("%s: spot check key %d: %r != %r" % (srv.name, i, got, want))
+    finally:
+        c.close()
+
+
+def memory(args, cmds):
+    res = {}
+    for kind in ("set", "incr"):
+        res[kind] = {}
+        for name in ("ruvio", "redis"):
+            with Server(name, cmds[name], args.ruvio_bin) as srv:
+                time.sleep(args.settle)
+                idle = rss_bytes(srv.pid)
+                t0 = time.monotonic()
+                load_keys(srv, kind, args.keys, args.mem_pipeline, args.socket_timeout)
+                load_s = time.monotonic() - t0
+                time.sleep(args.settle)
+                after = rss_bytes(srv.pid)
+                res[kind][name] = {
+                    "rss_idle": idle, "rss_after": after,
+                    "bytes_per_key": (after - idle) / args.keys,
+                    "load_s": round(load_s, 2),
+                }
+                log("memory %-4s %-5s idle %7.1f MB  after %7.1f MB  %6.1f B/key  (load %.1fs)"
+                    % (kind, name, idle / 1e6, after / 1e6, (after - idle) / args.keys, load_s))
+        a, b = res[kind]["ruvio"]["bytes_per_key"], res[kind]["redis"]["bytes_per_key"]
+        res[kind]["ratio_ruvio_over_redis"] = a / b if b > 0 else None
+    return res
+
+
+def print_memory(res, keys):
+    print("\nMemory, %d keys, RSS delta per key (ratio = ruvio/redis, <1 means ruvio is smaller)" % keys)
+    hdr = "%-26s %10s %10s %10s %10s %7s" % ("load", "ruvio idle", "ruvio B/k",
+                                             "redis idle", "redis B/k", "ratio")
+    print(hdr)
+    print("-" * len(hdr))
+    labels = {"set": "SET k<i> <64-byte value>", "incr": "INCR c<i> (counter = 1)"}
+    for kind, v in res.items():
+        r = v["ratio_ruvio_over_redis"]
+        print("%-26s %8.1fMB %10.1f %8.1fMB %10.1f %7s" % (
+            labels[kind], v["ruvio"]["rss_idle"] / 1e6, v["ruvio"]["bytes_per_key"],
+            v["redis"]["rss_idle"] / 1e6, v["redis"]["bytes_per_key"],
+            "%.3f" % r if r else "n/a"))
+
+
+# --------------------------------------------------------------------------
+
+def machine_info():
+    info = {"kernel": platform.release(), "python": platform.python_version()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info["cpus"] = os.cpu_count()
+    try:
+        with open("/etc/debian_version") as f:
+            info["debian_version"] = f.read().strip()
+    except OSError:
+        pass
+    try:
+        rc, out, _ = run_bounded(["redis-server", "--version"], 10)
+        info["redis_server"] = out.strip()
+    except Exception:
+        pass
+    return info
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ruvio-bin", default=os.environ.get("RUVIO_BIN",
+                                                          os.path.join(REPO, "build", "ruvio")),
+                    help="ruvio binary (env RUVIO_BIN; default build/ruvio)")
+    ap.add_argument("--ruvio-cmd", default=DEFAULT_RUVIO_CMD,
+                    help="command line template for the 'ruvio' side; placeholders "
+                         "{bin} {port} {dir} (default: %(default)s)")
+    ap.add_argument("--redis-cmd", default=DEFAULT_REDIS_CMD,
+                    help="command line template for the 'redis' side (default: %(default)s)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--tests", default=",".join(TESTS),
+                    help="comma list from %s" % ",".join(TESTS))
+    ap.add_argument("--pipelines", default="16,1", help="comma list of -P values (default 16,1)")
+    ap.add_argument("-n", "--n", type=int, default=1_000_000,
+                    help="requests per run at pipeline > 1 (default 1000000)")
+    ap.add_argument("--n-p1", type=int, default=200_000,
+                    help="requests per run at pipeline 1 (default 200000)")
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--dsize", type=int, default=64)
+    ap.add_argument("--keys", type=int, default=1_000_000, help="keys per memory load")
+    ap.add_argument("--mem-pipeline", type=int, default=200)
+    ap.add_argument("--settle", type=float, default=1.0, help="seconds before RSS samples")
+    ap.add_argument("--socket-timeout", type=float, default=30.0)
+    ap.add_argument("--bench-timeout", type=int, default=0,
+                    help="per redis-benchmark run, seconds (default 60 + n/1000)")
+    ap.add_argument("--max-foreign", type=float, default=0.15,
+                    help="a run during which other processes used more than this many "
+                         "cores is retried (default 0.15)")
+    ap.add_argument("--retries", type=int, default=2,
+                    help="retries of a run disturbed by foreign load (default 2)")
+    ap.add_argument("--quiet-wait", type=float, default=10.0,
+                    help="before each run wait up to this many seconds for the machine "
+                         "to be quiet (0 disables; default 10)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 1 round, -n 100000, --n-p1 20000, 100000 keys")
+    ap.add_argument("--only-memory", action="store_true")
+    ap.add_argument("--only-throughput", action="store_true")
+    ap.add_argument("--json", default=None,
+                    help="output path (default tests/bench/results/bench-<date>.json)")
+    ap.add_argument("--label", default="", help="free text stored in the JSON")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.rounds, a.n, a.n_p1, a.keys = 1, 100_000, 20_000, 100_000
+    a.tests = [t.strip().upper() for t in a.tests.split(",") if t.strip()]
+    bad = [t for t in a.tests if t not in TESTS]
+    if bad:
+        ap.error("unknown tests %s" % bad)
+    a.pipelines = [int(p) for p in a.pipelines.split(",") if p.strip()]
+    if a.only_memory and a.only_throughput:
+        ap.error("--only-memory and --only-throughput are exclusive")
+    if a.rounds < 1:
+        ap.error("--rounds must be >= 1")
+    MAX_FOREIGN_SHOWN[0] = a.max_foreign
+    if a.json is None:
+        a.json = os.path.join(HERE, "results", "bench-%s.json"
+                              % datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    return a
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # explicit: SIGINT may arrive ignored when started in the background
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+    cmds = {"ruvio": args.ruvio_cmd, "redis": args.redis_cmd}
+    if "{bin}" in args.ruvio_cmd and not os.access(args.ruvio_bin, os.X_OK):
+        log("error: ruvio binary %s not found/executable (use --ruvio-bin, RUVIO_BIN "
+            "or --ruvio-cmd)" % args.ruvio_bin)
+        return 2
+    for tool in ("taskset", "redis-benchmark", "redis-server"):
+        if shutil.which(tool) is None:
+            log("error: %s not on PATH" % tool)
+            return 2
+    if os.cpu_count() < 2:
+        log("warning: fewer than 2 CPUs; server and client will share a core")
+    out = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "label": args.label,
+        "machine": machine_info(),
+        "config": {k: v for k, v in vars(args).items()},
+        "commands": {k: v.format(bin=args.ruvio_bin, port="P", dir="D") for k, v in cmds.items()},
+    }
+    t_start = time.monotonic()
+    try:
+        if not args.only_memory:
+            raw = throughput(args, cmds)
+            summ = summarize_throughput(raw)
+            out["throughput_runs"] = {str(p): v for p, v in raw.items()}
+            out["throughput"] = {str(p): v for p, v in summ.items()}
+            print_throughput(summ)
+        if not args.only_throughput:
+            mem = memory(args, cmds)
+            out["memory"] = mem
+            print_memory(mem, args.keys)
+    except BenchError as e:
+        log("error: %s" % e)
+        return 1
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    finally:
+        _cleanup()
+    out["runtime_s"] = round(time.monotonic() - t_start, 1)
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=False)
+    print("\nruntime %.0f s; results written to %s" % (out["runtime_s"], args.json))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
