@@ -26,12 +26,19 @@ static const struct cmd_spec *lookup_tab[LOOKUP_SLOTS];
 static const struct cmd_spec **by_id;
 static size_t n_ids;
 
+/* ASCII-only lower case: locale-free and inlined (this runs for every command). */
+static inline unsigned char
+ascii_lower(unsigned char ch)
+{
+    return (unsigned char)(ch - 'A') < 26 ? (unsigned char)(ch | 0x20) : ch;
+}
+
 static inline uint32_t
 name_hash(const char *p, size_t n)
 {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < n; i++) {
-        h = (h ^ (uint32_t)(unsigned char)tolower((unsigned char)p[i])) * 16777619u;
+        h = (h ^ ascii_lower((unsigned char)p[i])) * 16777619u;
     }
     return h;
 }
@@ -40,7 +47,7 @@ static inline bool
 name_eq(const char *lower, const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (lower[i] != (char)tolower((unsigned char)p[i])) {
+        if ((unsigned char)lower[i] != ascii_lower((unsigned char)p[i])) {
             return false;
         }
     }

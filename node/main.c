@@ -134,6 +134,12 @@ main(int argc, char **argv)
             _exit(0);
         }
     }
+    for (unsigned i = 0; i < node.nshards; i++) {
+        shard_destroy(node.shards[i]);
+    }
+    cfg_destroy(atomic_load(&node.cfg));
+    free(node.shards);
+    free(node.ids);
     log_notice("Ruvio is now ready to exit, bye bye...");
     return 0;
 }

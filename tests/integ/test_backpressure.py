@@ -1,6 +1,7 @@
 """A client that sends far more than it reads: the server stops reading it once a bounded amount of output
 waits, keeps serving everyone else, and answers every command once the client reads."""
 
+import os
 import socket
 import time
 
@@ -32,7 +33,9 @@ def test_pipelining_without_reading_stays_bounded(start_server):
     s.sendall(encode_command("GET", "big") * n)
     time.sleep(1.0)              # let the server produce what it will before pausing
     grown = rss_kib(srv.proc.pid) - base
-    assert grown < 200 * 1024, "server buffered %d KiB for one slow reader" % grown
+    if os.environ.get("RUVIO_SANITIZED", "0") not in ("1", "ON", "TRUE"):
+        # ASan's quarantine keeps freed memory resident, so RSS says nothing there.
+        assert grown < 200 * 1024, "server buffered %d KiB for one slow reader" % grown
 
     # Everyone else is still served while the slow reader is paused.
     assert r.ping() is True
