@@ -375,13 +375,15 @@ tab_alloc(struct ks_tab *t, size_t n)
     t->n = n;
     t->cap = n + tab_overflow(n);
     t->count = 0;
-    t->slots = rv_calloc(t->cap + 1, sizeof(*t->slots));
+    t->slots = rv_calloc_big((t->cap + 1) * sizeof(*t->slots));
 }
 
 static void
 tab_free(struct ks_tab *t)
 {
-    rv_free(t->slots);
+    if (t->slots) {
+        rv_free_big(t->slots, (t->cap + 1) * sizeof(*t->slots));
+    }
     memset(t, 0, sizeof(*t));
 }
 

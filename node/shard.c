@@ -49,6 +49,7 @@ struct shard {
     int wakefd;
     struct event *wakeev;
     struct event *cronev;
+    struct event *rehashev;
     pthread_t thread;
     int cpu;
     atomic_bool done;
@@ -294,7 +295,10 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     }
     shard_sample_rates(s, now);
     ks_active_expire(s->ks, now, budget);
-    ks_rehash_step(s->ks, 1000);
+    if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
+        struct timeval one_ms = { 0, 1000 };
+        evtimer_add(s->rehashev, &one_ms);
+    }
     if (s->cfg->timeout > 0) {
         for (struct conn *c = s->conns, *n; c; c = n) {
             n = c->next;
@@ -305,6 +309,21 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     }
     struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
     event_add(s->cronev, &tv);
+}
+
+/* While a resize is in progress, spend up to 1 ms per millisecond on it: a
+ * resize then finishes in a fraction of a second (no old table lingers in
+ * memory) while no client ever waits more than 1 ms for it. */
+static void
+on_rehash(evutil_socket_t fd, short what, void *arg)
+{
+    struct shard *s = arg;
+    (void)fd;
+    (void)what;
+    if (ks_rehash_step(s->ks, 1000)) {
+        struct timeval one_ms = { 0, 1000 };
+        evtimer_add(s->rehashev, &one_ms);
+    }
 }
 
 static void
@@ -371,6 +390,7 @@ shard_start(struct shard *s, int cpu)
     s->wakeev = event_new(s->base, s->wakefd, EV_READ | EV_PERSIST, on_wake, s);
     event_add(s->wakeev, NULL);
     s->cronev = evtimer_new(s->base, on_cron, s);
+    s->rehashev = evtimer_new(s->base, on_rehash, s);
     struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
     event_add(s->cronev, &tv);
     if (pthread_create(&s->thread, NULL, shard_main, s) != 0) {
@@ -423,6 +443,9 @@ shard_destroy(struct shard *s)
     }
     if (s->cronev) {
         event_free(s->cronev);
+    }
+    if (s->rehashev) {
+        event_free(s->rehashev);
     }
     if (s->wakefd >= 0) {
         close(s->wakefd);

@@ -6,7 +6,9 @@
 #else
 #include <jemalloc/jemalloc.h>
 #endif
+#include <stdatomic.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,39 @@ rv_strndup(const char *s, size_t n)
     return d;
 }
 
+#define RV_BIG_MIN (1u << 20)
+
+/* Bytes mapped by rv_calloc_big, added to the allocator's figures. */
+static atomic_size_t big_bytes;
+
+void *
+rv_calloc_big(size_t n)
+{
+    if (n < RV_BIG_MIN) {
+        return rv_calloc(1, n);
+    }
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        mem_oom(n);
+    }
+    atomic_fetch_add_explicit(&big_bytes, n, memory_order_relaxed);
+    return p;
+}
+
+void
+rv_free_big(void *p, size_t n)
+{
+    if (p == NULL) {
+        return;
+    }
+    if (n < RV_BIG_MIN) {
+        rv_free(p);
+    } else {
+        munmap(p, n);
+        atomic_fetch_sub_explicit(&big_bytes, n, memory_order_relaxed);
+    }
+}
+
 size_t
 rv_usable_size(const void *p)
 {
@@ -105,19 +140,19 @@ mem_stat(const char *name)
 size_t
 rv_mem_allocated(void)
 {
-    return mem_stat("stats.allocated");
+    return mem_stat("stats.allocated") + atomic_load_explicit(&big_bytes, memory_order_relaxed);
 }
 
 size_t
 rv_mem_resident(void)
 {
-    return mem_stat("stats.resident");
+    return mem_stat("stats.resident") + atomic_load_explicit(&big_bytes, memory_order_relaxed);
 }
 
 size_t
 rv_mem_active(void)
 {
-    return mem_stat("stats.active");
+    return mem_stat("stats.active") + atomic_load_explicit(&big_bytes, memory_order_relaxed);
 }
 
 const char *

@@ -9,6 +9,12 @@ void *rv_calloc(size_t nmemb, size_t n);
 void *rv_realloc(void *p, size_t n);
 void rv_free(void *p);
 char *rv_strndup(const char *s, size_t n);
+/* Zeroed memory for large, long-lived arrays (hash tables). From 1 MiB up it
+ * is mapped directly, so rv_free_big() gives it back to the OS at once instead
+ * of leaving the old table of a finished resize resident as allocator cache.
+ * n must be the same in both calls. */
+void *rv_calloc_big(size_t n);
+void rv_free_big(void *p, size_t n);
 /* Bytes actually reserved by the allocator for p (its size class). */
 size_t rv_usable_size(const void *p);
 /* Allocator statistics (jemalloc "stats.*"); 0 when unavailable. */
