@@ -11,6 +11,7 @@
 #include "node/base/mem.h"
 #include "node/conn.h"
 #include "node/ks.h"
+#include "node/obj.h"
 #include "node/reply.h"
 #include "node/shard.h"
 
@@ -75,20 +76,6 @@ entry_expired(const struct ks_entry *e, int64_t now)
 {
     int64_t dl = ks_entry_expire(e);
     return dl != KS_NO_EXPIRE && dl <= now;
-}
-
-static const char *
-type_name(enum ks_type t)
-{
-    switch (t) {
-    case KS_STRING: return "string";
-    case KS_LIST: return "list";
-    case KS_SET: return "set";
-    case KS_ZSET: return "zset";
-    case KS_HASH: return "hash";
-    case KS_STREAM: return "stream";
-    }
-    return "none";
 }
 
 static bool
@@ -156,7 +143,7 @@ CMD_HANDLER(type)
     struct ks_entry *e = lookup_notouch(c, conn_ks(c), argv[1], true);
 
     (void)argc;
-    reply_simple(c, e != NULL ? type_name(ks_entry_type(e)) : "none");
+    reply_simple(c, e != NULL ? obj_type_name(ks_entry_type(e)) : "none");
 }
 
 /* ---------------------------------------------------------------- EXPIRE */
@@ -417,7 +404,7 @@ static bool
 type_is(const char *want, size_t wlen, enum ks_type t)
 {
     struct rv_str w = { want, wlen };
-    return cmd_arg_is(w, type_name(t));
+    return cmd_arg_is(w, obj_type_name(t));
 }
 
 static void
@@ -650,12 +637,15 @@ CMD_HANDLER(copy)
     }
     /* The destination lookup may have expired (modified) the keyspace: look again. */
     e = ks_peek(ks, argv[1].p, argv[1].len);
-    if (ks_entry_type(e) != KS_STRING) {
-        /* ks_copy duplicates strings only; other types arrive with their modules. */
-        reply_errf(c, "ERR COPY is not supported for this type");
-        return;
+    if (ks_entry_type(e) == KS_STRING) {
+        ks_copy(ks, e, argv[2].p, argv[2].len);
+    } else {
+        const struct obj_ops *ops = obj_ops_of(ks_entry_type(e));
+        int64_t dl = ks_entry_expire(e);
+        enum ks_type t = ks_entry_type(e);
+        void *v = ops->dup(ks_entry_ptr(e));
+        ks_set_ptr(ks, argv[2].p, argv[2].len, t, v, ops->free, dl);
     }
-    ks_copy(ks, e, argv[2].p, argv[2].len);
     reply_int(c, 1);
 }
 
@@ -703,13 +693,11 @@ enc_name(const struct ks_entry *e)
         case KS_ENC_RAW: return "raw";
         }
         return "raw";
-    case KS_LIST: return "quicklist";
-    case KS_SET: return "hashtable";
-    case KS_ZSET: return "skiplist";
-    case KS_HASH: return "hashtable";
-    case KS_STREAM: return "stream";
+    default: {
+        const struct obj_ops *ops = obj_ops_of(ks_entry_type(e));
+        return ops ? ops->encoding(ks_entry_ptr(e)) : "unknown";
     }
-    return "unknown";
+    }
 }
 
 CMD_HANDLER(object_encoding)
@@ -819,5 +807,9 @@ CMD_HANDLER(memory_usage)
         reply_null(c);
         return;
     }
-    reply_int(c, (int64_t)(ks_entry_mem(e) + TABLE_SLOT_BYTES));
+    size_t mem = ks_entry_mem(e) + TABLE_SLOT_BYTES;
+    if (ks_entry_type(e) != KS_STRING && obj_ops_of(ks_entry_type(e))) {
+        mem += obj_ops_of(ks_entry_type(e))->mem(ks_entry_ptr(e));
+    }
+    reply_int(c, (int64_t)mem);
 }

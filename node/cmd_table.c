@@ -15,6 +15,9 @@
 
 #define ROW(nm, fn, ar, fl, f, l, s, ct, grp, since, cx, sum, args) \
     { nm, fn, ar, fl, f, l, s, ct, grp, since, sum, cx, args, NULL, NULL, 0, NULL }
+/* A row whose keys are found by a function (CMD_MOVABLEKEYS), e.g. "numkeys key ...". */
+#define ROWK(nm, fn, ar, fl, f, l, s, ct, grp, since, cx, sum, args, gk) \
+    { nm, fn, ar, (fl) | CMD_MOVABLEKEYS, f, l, s, ct, grp, since, sum, cx, args, gk, NULL, 0, NULL }
 #define SUBS(nm, ar, fl, ct, grp, since, sum, subs) \
     { nm, NULL, ar, fl, 0, 0, 0, ct, grp, since, sum, "Depends on subcommand.", NULL, NULL, subs, 0, NULL }
 #define END { NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }
@@ -155,6 +158,20 @@ struct cmd_spec cmd_table[] = {
     ROW("time", cmd_time, 1, LO | ST | FA, 0, 0, 0, CAT_FAST, "server", "2.6.0", "O(1)", "Returns the server time.", ""),
     ROW("shutdown", cmd_shutdown, -1, AD | LO | ST | CMD_NO_MULTI, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Synchronously saves the database(s) to disk and shuts down the server.", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"),
     SUBS("cluster", -2, 0, CAT_SLOW, "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster_subs),
+
+    /* Collection types: each module keeps its rows in node/t_<type>_rows.h. */
+#if __has_include("node/t_list_rows.h")
+#include "node/t_list_rows.h"
+#endif
+#if __has_include("node/t_hash_rows.h")
+#include "node/t_hash_rows.h"
+#endif
+#if __has_include("node/t_set_rows.h")
+#include "node/t_set_rows.h"
+#endif
+#if __has_include("node/t_zset_rows.h")
+#include "node/t_zset_rows.h"
+#endif
 };
 
 const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);

@@ -39,6 +39,16 @@ struct cfg {
     char *cluster_announce_ip;
     int64_t shutdown_timeout;   /* seconds to finish replies in flight on SIGTERM */
     int64_t active_expire_effort;
+    /* Compact-encoding thresholds of the collection types (Redis's names). */
+    int64_t list_max_listpack_size;     /* > 0 entries per node, < 0: -1..-5 = 4..64 KiB */
+    int64_t list_compress_depth;
+    int64_t hash_max_listpack_entries;
+    int64_t hash_max_listpack_value;
+    int64_t set_max_intset_entries;
+    int64_t set_max_listpack_entries;
+    int64_t set_max_listpack_value;
+    int64_t zset_max_listpack_entries;
+    int64_t zset_max_listpack_value;
     int64_t maxmemory;
     char *maxmemory_policy;
 };
