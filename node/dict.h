@@ -48,3 +48,28 @@ uint64_t dict_scan(struct dict *d, uint64_t cursor, size_t count, dict_scan_fn *
 void dict_foreach(struct dict *d, dict_scan_fn *fn, void *arg);
 /* A uniformly chosen entry (NULL when empty). */
 struct dict_entry *dict_random(struct dict *d, uint64_t rnd);
+
+/* ---- additions: value layouts and helpers ----
+ *
+ * A dict's kind fixes what follows the key in each entry. dict_create() makes
+ * DICT_U64 (the 8-byte value above). DICT_KEYONLY entries have no value (set
+ * members); the value accessors must not be used on them. DICT_BYTES entries
+ * keep a byte string inline after the key (hash fields: one allocation per
+ * field); a new entry's value is empty. */
+enum dict_kind { DICT_U64 = 0, DICT_KEYONLY = 1, DICT_BYTES = 2 };
+struct dict *dict_create_kind(enum dict_kind kind);
+/* Size the table for about n entries (no-op while resizing or when smaller). */
+void dict_reserve(struct dict *d, size_t n);
+/* Deep copy: entries are copied bytewise, so a DICT_U64 value that is an
+ * owned pointer ends up shared (the caller must fix those up). */
+struct dict *dict_dup(const struct dict *d);
+
+/* DICT_BYTES only. The value is a view into the entry. */
+struct rv_str dict_val_bytes(const struct dict_entry *e);
+/* Insert or overwrite key with value v (v must not point into the dict); the
+ * entry may move: the returned pointer is the live one. */
+struct dict_entry *dict_put_bytes(struct dict *d, const char *key, size_t klen, const char *v,
+                                  size_t vlen, bool *created);
+/* Replace the value of e (found in d); returns the entry, which may move. */
+struct dict_entry *dict_set_bytes(struct dict *d, struct dict_entry *e, const char *v,
+                                  size_t vlen);
