@@ -4,6 +4,7 @@
 #include "cluster/slot.h"
 #include "node/base/mem.h"
 #include "node/conn.h"
+#include "node/multi.h"
 #include "node/node.h"
 #include "node/reply.h"
 #include "node/shard.h"
@@ -269,6 +270,46 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
     return false;
 }
 
+/* A command refused before running: counted, and inside MULTI the
+ * transaction is flagged so EXEC answers EXECABORT (as Redis). */
+static void
+cmd_reject(struct conn *c, struct cmd_stat *st)
+{
+    if (st) {
+        st->rejected++;
+    }
+    if (c->flags & CONN_MULTI) {
+        multi_flag_error(c);
+    }
+}
+
+void
+cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
+{
+    struct shard *s = c->shard;
+    struct cmd_stat *st = &shard_cmdstats(s)[cmd->id];
+    size_t mark = c->wbuf.len;
+
+    if (rv_unlikely(c->flags & CONN_REPLY_SKIP_NEXT)) {
+        c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
+    }
+    c->last_cmd = cmd;
+    uint64_t t0 = __rdtsc();
+    cmd->fn(c, argc, argv);
+    st->cycles += __rdtsc() - t0;
+    st->calls++;
+    shard_stats(s)->commands++;
+    if (rv_unlikely(c->wbuf.len > mark && c->wbuf.data[mark] == '-')) {
+        st->failed++;
+    } else if ((cmd->flags & CMD_WRITE) && rv_unlikely(*shard_watched(s) != NULL)) {
+        multi_touch(s, cmd, argc, argv);
+    }
+    if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {
+        c->wbuf.len = mark;
+        c->flags &= ~CONN_REPLY_SKIP;
+    }
+}
+
 void
 cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
 {
@@ -277,6 +318,7 @@ cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
 
     if (rv_unlikely(cmd == NULL)) {
         reply_unknown(c, "command", argc, argv, 1);
+        cmd_reject(c, NULL);
         return;
     }
     if (rv_unlikely(cmd->subs != NULL) && argc >= 2) {
@@ -290,7 +332,7 @@ cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
             up[i] = '\0';
             reply_errf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
                        (int)(argv[1].len > 128 ? 128 : argv[1].len), argv[1].p, up);
-            shard_cmdstats(s)[cmd->id].rejected++;
+            cmd_reject(c, &shard_cmdstats(s)[cmd->id]);
             return;
         }
         cmd = sub;
@@ -300,34 +342,26 @@ cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
         char full[96];
         cmd_fullname(cmd, full, sizeof(full));
         reply_err_arity(c, full);
-        st->rejected++;
+        cmd_reject(c, st);
         return;
     }
     if (rv_unlikely(!c->authed) && !(cmd->flags & CMD_NOAUTH)) {
         reply_err(c, RV_ERR_NOAUTH);
-        st->rejected++;
+        cmd_reject(c, st);
         return;
     }
     if (shard_multi(s) && (cmd->first > 0 || cmd->getkeys) && !cmd_route(c, cmd, argc, argv)) {
-        st->rejected++;
+        cmd_reject(c, st);
         return;
     }
-
-    size_t mark = c->wbuf.len;
-    if (rv_unlikely(c->flags & CONN_REPLY_SKIP_NEXT)) {
-        c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
+    if (rv_unlikely(c->flags & CONN_MULTI) && !(cmd->flags & CMD_NOQUEUE)) {
+        if (cmd->flags & CMD_NO_MULTI) {
+            reply_errf(c, "ERR Command not allowed inside a transaction");
+            cmd_reject(c, st);
+            return;
+        }
+        multi_queue(c, cmd, argc, argv);
+        return;
     }
-    c->last_cmd = cmd;
-    uint64_t t0 = __rdtsc();
-    cmd->fn(c, argc, argv);
-    st->cycles += __rdtsc() - t0;
-    st->calls++;
-    shard_stats(s)->commands++;
-    if (rv_unlikely(c->wbuf.len > mark && c->wbuf.data[mark] == '-')) {
-        st->failed++;
-    }
-    if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {
-        c->wbuf.len = mark;
-        c->flags &= ~CONN_REPLY_SKIP;
-    }
+    cmd_call(c, cmd, argc, argv);
 }

@@ -34,6 +34,7 @@ enum cmd_flag {
     CMD_ALLOW_BUSY = 1u << 14,
     CMD_DANGEROUS = 1u << 15,   /* ACL @dangerous */
     CMD_RANDOM = 1u << 16,      /* nondeterministic output */
+    CMD_NOQUEUE = 1u << 17,     /* runs at once even inside MULTI (EXEC, DISCARD, WATCH, ...) */
 };
 
 /* ACL categories, as COMMAND INFO reports them. */
@@ -99,6 +100,8 @@ int cmd_get_keys(const struct cmd_spec *s, int argc, struct rv_str *argv, int *o
 
 /* Execute one parsed command on c (replies appended to c's output). */
 void cmd_dispatch(struct conn *c, int argc, struct rv_str *argv);
+/* Run an already validated command: handler, stats, WATCH invalidation. */
+void cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
 
 /* Argument helpers shared by handlers. */
 bool cmd_arg_is(struct rv_str a, const char *lower);   /* case-insensitive equality */

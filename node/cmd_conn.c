@@ -3,6 +3,7 @@
 #include "node/base/mem.h"
 #include "node/cmds.h"
 #include "node/conn.h"
+#include "node/multi.h"
 #include "node/node.h"
 #include "node/reply.h"
 #include "node/shard.h"
@@ -180,6 +181,7 @@ cmd_quit(struct conn *c, int argc, struct rv_str *argv)
 void
 cmd_reset(struct conn *c, int argc, struct rv_str *argv)
 {
+    multi_release(c);
     c->proto = 2;
     set_name(c, (struct rv_str){ NULL, 0 });
     c->flags &= ~(CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT | CONN_NO_EVICT |

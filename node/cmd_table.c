@@ -95,12 +95,19 @@ struct cmd_spec cmd_table[] = {
     ROW("hello", cmd_hello, -1, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "6.0.0", "O(1)", "Handshakes with the server.", "[protover [AUTH username password] [SETNAME clientname]]"),
     ROW("auth", cmd_auth, -2, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(N) where N is the number of passwords defined for the user", "Authenticates the connection.", "[username] password"),
     ROW("select", cmd_select, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Changes the selected database (only database 0 exists).", "index"),
-    ROW("quit", cmd_quit, -1, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Closes the connection.", ""),
-    ROW("reset", cmd_reset, 1, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "6.2.0", "O(1)", "Resets the connection.", ""),
+    ROW("quit", cmd_quit, -1, FA | NA | LO | ST | CMD_NOQUEUE, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Closes the connection.", ""),
+    ROW("reset", cmd_reset, 1, FA | NA | LO | ST | CMD_NOQUEUE, 0, 0, 0, CONN | CAT_FAST, "connection", "6.2.0", "O(1)", "Resets the connection.", ""),
     ROW("readonly", cmd_readonly, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-only queries for a connection to a Redis Cluster replica node.", ""),
     ROW("readwrite", cmd_readwrite, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-write queries for a connection to a Redis Cluster replica node.", ""),
     SUBS("client", -2, CMD_SKIP_SLOWLOG, CONN | CAT_SLOW, "connection", "2.4.0", "A container for client connection commands.", client_subs),
     { "command", cmd_command, -1, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "Returns detailed information about all commands.", "O(N) where N is the total number of Redis commands", "", NULL, command_subs, 0, NULL },
+
+    /* transactions */
+    ROW("multi", cmd_multi, 1, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CAT_TRANSACTION | CAT_FAST, "transactions", "1.2.0", "O(1)", "Starts a transaction.", ""),
+    ROW("exec", cmd_exec, 1, LO | ST | CMD_NOQUEUE | CMD_SKIP_SLOWLOG, 0, 0, 0, CAT_TRANSACTION | CAT_SLOW, "transactions", "1.2.0", "Depends on commands in the transaction", "Executes all commands in a transaction.", ""),
+    ROW("discard", cmd_discard, 1, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CAT_TRANSACTION | CAT_FAST, "transactions", "2.0.0", "O(N), when N is the number of queued commands", "Discards a transaction.", ""),
+    ROW("watch", cmd_watch, -2, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 1, -1, 1, CAT_TRANSACTION | CAT_FAST, "transactions", "2.2.0", "O(1) for every key.", "Monitors changes to keys to determine the execution of a transaction.", "key [key ...]"),
+    ROW("unwatch", cmd_unwatch, 1, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CAT_TRANSACTION | CAT_FAST, "transactions", "2.2.0", "O(1)", "Forgets about watched keys of a transaction.", ""),
 
     /* strings */
     ROW("get", cmd_get, 2, RO | FA, 1, 1, 1, S_R | CAT_FAST, "string", "1.0.0", "O(1)", "Returns the string value of a key.", "key"),

@@ -35,6 +35,9 @@ CMD_HANDLER(command_help);
 CMD_HANDLER(info); CMD_HANDLER(config_get); CMD_HANDLER(config_set); CMD_HANDLER(config_resetstat);
 CMD_HANDLER(config_help); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
 
+/* multi.c */
+CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
+
 /* cmd_cluster.c */
 CMD_HANDLER(cluster_keyslot); CMD_HANDLER(cluster_slots); CMD_HANDLER(cluster_shards);
 CMD_HANDLER(cluster_nodes); CMD_HANDLER(cluster_myid); CMD_HANDLER(cluster_info);

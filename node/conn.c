@@ -8,6 +8,7 @@
 #include "node/base/mem.h"
 #include "node/cmd.h"
 #include "node/ks.h"
+#include "node/multi.h"
 #include "node/shard.h"
 
 #include <arpa/inet.h>
@@ -133,6 +134,7 @@ conn_close(struct conn *c)
     if (c == NULL) {
         return;
     }
+    multi_release(c);
     shard_conn_unlink(c->shard, c);
     event_del(&c->rev);
     event_del(&c->wev);

@@ -11,6 +11,7 @@
 struct shard;
 struct ks;
 struct cmd_spec;
+struct multi_state;
 
 enum conn_flag {
     CONN_CLOSE_AFTER_REPLY = 1u << 0,
@@ -23,6 +24,7 @@ enum conn_flag {
     CONN_WRITE_WAIT = 1u << 7,        /* EV_WRITE armed: socket buffer was full */
     CONN_NO_TOUCH = 1u << 8,
     CONN_READ_PAUSED = 1u << 9,       /* output backlog too large: input waits */
+    CONN_MULTI = 1u << 10,            /* inside MULTI: commands are queued */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the
@@ -43,6 +45,7 @@ struct conn {
     int64_t ctime_ms;
     int64_t last_ms;
     const struct cmd_spec *last_cmd;
+    struct multi_state *mstate;       /* MULTI queue and WATCHed keys (multi.c), or NULL */
     struct conn *prev, *next;         /* shard's list of connections */
     struct conn *pnext;               /* shard's pending-write list */
     char addr[64];

@@ -4,6 +4,7 @@
 #include "node/base/log.h"
 #include "node/cmd.h"
 #include "node/config.h"
+#include "node/dict.h"
 #include "node/node.h"
 #include "node/shard.h"
 
@@ -29,6 +30,20 @@ random_hex(char *out, size_t n)
     if (f) {
         fclose(f);
     }
+}
+
+static uint64_t
+random_u64(void)
+{
+    uint64_t v = 0;
+    FILE *f = fopen("/dev/urandom", "r");
+    if (f == NULL || fread(&v, sizeof(v), 1, f) != 1) {
+        v = clock_mono_us() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+    }
+    if (f) {
+        fclose(f);
+    }
+    return v;
 }
 
 static int
@@ -85,6 +100,7 @@ main(int argc, char **argv)
 
     srand((unsigned)(clock_mono_us() ^ (uint64_t)getpid()));
     cmd_init();
+    dict_seed(random_u64(), random_u64());
     node.nshards = (unsigned)cfg->shards;
     node.shards = calloc(node.nshards, sizeof(*node.shards));
     node.ids = calloc(node.nshards, sizeof(*node.ids));

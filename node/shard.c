@@ -6,6 +6,7 @@
 #include "node/base/mem.h"
 #include "node/cmd.h"
 #include "node/conn.h"
+#include "node/dict.h"
 #include "node/ks.h"
 #include "node/base/log.h"
 #include "node/node.h"
@@ -64,6 +65,7 @@ struct shard {
     uint64_t rnd;
     struct shard_stats stats;
     struct cmd_stat *cmdstats;
+    struct dict *watched;
     struct shard_sample samples[SHARD_SAMPLES];
     unsigned sample_idx;
     uint64_t last_sample_ms;
@@ -454,6 +456,7 @@ shard_destroy(struct shard *s)
         event_base_free(s->base);
     }
     ks_destroy(s->ks);
+    dict_destroy(s->watched, NULL);
     rv_free(s->cmdstats);
     rv_free(s);
 }
@@ -468,6 +471,7 @@ struct shard_stats *shard_stats(struct shard *s) { return &s->stats; }
 struct cmd_stat *shard_cmdstats(struct shard *s) { return s->cmdstats; }
 bool shard_multi(const struct shard *s) { return s->node->nshards > 1; }
 struct conn *shard_conn_first(struct shard *s) { return s->conns; }
+struct dict **shard_watched(struct shard *s) { return &s->watched; }
 size_t shard_conn_count(const struct shard *s) { return s->nconns; }
 
 int64_t

@@ -69,6 +69,10 @@ double shard_tsc_per_us(void);
 /* Adopt a config snapshot set on this shard right away (CONFIG SET). */
 void shard_adopt_cfg(struct shard *s);
 
+/* The shard's WATCH table (multi.c creates it on first use; NULL until then). */
+struct dict;
+struct dict **shard_watched(struct shard *s);
+
 /* Connection bookkeeping (conn.c). */
 void shard_conn_link(struct shard *s, struct conn *c);
 void shard_conn_unlink(struct shard *s, struct conn *c);
