@@ -354,6 +354,14 @@ cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
+    if (rv_unlikely(c->flags & CONN_PUBSUB) && c->proto == 2 && !(cmd->flags & CMD_SUBOK)) {
+        char full[96];
+        cmd_fullname(cmd, full, sizeof(full));
+        reply_errf(c, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+                      "QUIT / RESET are allowed in this context", full);
+        cmd_reject(c, st);
+        return;
+    }
     if (rv_unlikely(c->flags & CONN_MULTI) && !(cmd->flags & CMD_NOQUEUE)) {
         if (cmd->flags & CMD_NO_MULTI) {
             reply_errf(c, "ERR Command not allowed inside a transaction");

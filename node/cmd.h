@@ -35,6 +35,7 @@ enum cmd_flag {
     CMD_DANGEROUS = 1u << 15,   /* ACL @dangerous */
     CMD_RANDOM = 1u << 16,      /* nondeterministic output */
     CMD_NOQUEUE = 1u << 17,     /* runs at once even inside MULTI (EXEC, DISCARD, WATCH, ...) */
+    CMD_SUBOK = 1u << 18,       /* allowed in RESP2 subscribed mode */
 };
 
 /* ACL categories, as COMMAND INFO reports them. */

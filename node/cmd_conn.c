@@ -4,6 +4,7 @@
 #include "node/cmds.h"
 #include "node/conn.h"
 #include "node/multi.h"
+#include "node/pubsub.h"
 #include "node/node.h"
 #include "node/reply.h"
 #include "node/shard.h"
@@ -18,6 +19,11 @@ cmd_ping(struct conn *c, int argc, struct rv_str *argv)
 {
     if (argc > 2) {
         reply_err_arity(c, "ping");
+    } else if ((c->flags & CONN_PUBSUB) && c->proto == 2) {
+        /* RESP2 subscribed mode answers PING in the shape of a message. */
+        reply_array(c, 2);
+        reply_bulk_cstr(c, "pong");
+        reply_bulk(c, argc == 2 ? argv[1].p : "", argc == 2 ? argv[1].len : 0);
     } else if (argc == 2) {
         reply_bulk(c, argv[1].p, argv[1].len);
     } else {
@@ -182,6 +188,7 @@ void
 cmd_reset(struct conn *c, int argc, struct rv_str *argv)
 {
     multi_release(c);
+    pubsub_release(c);
     c->proto = 2;
     set_name(c, (struct rv_str){ NULL, 0 });
     c->flags &= ~(CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT | CONN_NO_EVICT |
@@ -252,6 +259,12 @@ client_line(struct conn *me, struct conn *c, struct buf *out)
     if (c->flags & CONN_NO_TOUCH) {
         flags[nf++] = 'T';
     }
+    if (c->flags & CONN_PUBSUB) {
+        flags[nf++] = 'P';
+    }
+    if (c->flags & CONN_MULTI) {
+        flags[nf++] = 'x';
+    }
     if (nf == 0) {
         flags[nf++] = 'N';
     }
@@ -260,14 +273,16 @@ client_line(struct conn *me, struct conn *c, struct buf *out)
         cmd_fullname(c->last_cmd, full, sizeof(full));
     }
     size_t qbuf = c->rbuf.len - c->rbuf.off;
+    size_t sub, psub, ssub;
+    pubsub_counts(c, &sub, &psub, &ssub);
     int n = snprintf(line, sizeof(line),
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
-                     "sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 "
+                     "sub=%zu psub=%zu ssub=%zu multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 "
                      "rbs=%zu rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=%s "
                      "user=default redir=-1 resp=%d\n",
                      (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
                      (long long)((now - c->ctime_ms) / 1000), (long long)((now - c->last_ms) / 1000),
-                     flags, qbuf, c->rbuf.cap - c->rbuf.len, c->rbuf.cap, c->rbuf.len,
+                     flags, sub, psub, ssub, (c->flags & CONN_MULTI) ? 0 : -1, qbuf, c->rbuf.cap - c->rbuf.len, c->rbuf.cap, c->rbuf.len,
                      c->wbuf.len - c->wbuf.off, sizeof(*c) + c->rbuf.cap + c->wbuf.cap,
                      (c->flags & CONN_WRITE_WAIT) ? "w" : "", full, c->proto);
     buf_append(out, line, (size_t)n);

@@ -136,7 +136,8 @@ info_stats(struct conn *c, struct buf *b)
             "rejected_connections:%llu\r\nexpired_keys:%llu\r\nexpired_stale_perc:%.2f\r\n"
             "expire_cycle_cpu_milliseconds:%llu\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\n"
             "keyspace_misses:%llu\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
-            "client_query_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
+            "client_query_buffer_limit_disconnections:%llu\r\n"
+            "client_output_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
             "protocol_errors:%llu\r\n\r\n",
          (unsigned long long)st->conns_received, (unsigned long long)st->commands,
          shard_ops_per_sec(c->shard), (unsigned long long)st->net_input_bytes,
@@ -146,6 +147,7 @@ info_stats(struct conn *c, struct buf *b)
          (double)ks->expired_stale_perc, (unsigned long long)(ks->expire_cycle_time_us / 1000),
          (unsigned long long)st->keyspace_hits, (unsigned long long)st->keyspace_misses,
          (unsigned long long)st->client_qbuf_limit_disconnections,
+         (unsigned long long)st->client_output_limit_disconnections,
          (unsigned long long)st->total_error_replies, (unsigned long long)st->protocol_errors);
 }
 

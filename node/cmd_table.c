@@ -60,6 +60,16 @@ static struct cmd_spec config_subs[] = {
     END,
 };
 
+static struct cmd_spec pubsub_subs[] = {
+    ROW("channels", cmd_pubsub_channels, -2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.8.0", "O(N) where N is the number of active channels", "Returns the active channels.", "[pattern]"),
+    ROW("numsub", cmd_pubsub_numsub, -2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels", "Returns a count of subscribers to channels.", "[channel [channel ...]]"),
+    ROW("numpat", cmd_pubsub_numpat, 2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.8.0", "O(1)", "Returns a count of unique pattern subscriptions.", ""),
+    ROW("shardchannels", cmd_pubsub_shardchannels, -2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "7.0.0", "O(N) where N is the number of active shard channels", "Returns the active shard channels.", "[pattern]"),
+    ROW("shardnumsub", cmd_pubsub_shardnumsub, -2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "7.0.0", "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels", "Returns the count of subscribers of shard channels.", "[shardchannel [shardchannel ...]]"),
+    ROW("help", cmd_pubsub_help, 2, LO | ST, 0, 0, 0, CAT_SLOW, "pubsub", "6.2.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
 static struct cmd_spec object_subs[] = {
     ROW("encoding", cmd_object_encoding, 3, RO, 2, 2, 1, K_R | CAT_SLOW, "generic", "2.2.3", "O(1)", "Returns the internal encoding of a Redis object.", "key"),
     ROW("freq", cmd_object_freq, 3, RO, 2, 2, 1, K_R | CAT_SLOW, "generic", "4.0.0", "O(1)", "Returns the logarithmic access frequency counter of a Redis object.", "key"),
@@ -90,17 +100,28 @@ static struct cmd_spec cluster_subs[] = {
 
 struct cmd_spec cmd_table[] = {
     /* connection */
-    ROW("ping", cmd_ping, -1, FA | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Returns the server's liveliness response.", "[message]"),
+    ROW("ping", cmd_ping, -1, FA | ST | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Returns the server's liveliness response.", "[message]"),
     ROW("echo", cmd_echo, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Returns the given string.", "message"),
     ROW("hello", cmd_hello, -1, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "6.0.0", "O(1)", "Handshakes with the server.", "[protover [AUTH username password] [SETNAME clientname]]"),
     ROW("auth", cmd_auth, -2, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(N) where N is the number of passwords defined for the user", "Authenticates the connection.", "[username] password"),
     ROW("select", cmd_select, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Changes the selected database (only database 0 exists).", "index"),
-    ROW("quit", cmd_quit, -1, FA | NA | LO | ST | CMD_NOQUEUE, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Closes the connection.", ""),
-    ROW("reset", cmd_reset, 1, FA | NA | LO | ST | CMD_NOQUEUE, 0, 0, 0, CONN | CAT_FAST, "connection", "6.2.0", "O(1)", "Resets the connection.", ""),
+    ROW("quit", cmd_quit, -1, FA | NA | LO | ST | CMD_NOQUEUE | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Closes the connection.", ""),
+    ROW("reset", cmd_reset, 1, FA | NA | LO | ST | CMD_NOQUEUE | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "6.2.0", "O(1)", "Resets the connection.", ""),
     ROW("readonly", cmd_readonly, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-only queries for a connection to a Redis Cluster replica node.", ""),
     ROW("readwrite", cmd_readwrite, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-write queries for a connection to a Redis Cluster replica node.", ""),
     SUBS("client", -2, CMD_SKIP_SLOWLOG, CONN | CAT_SLOW, "connection", "2.4.0", "A container for client connection commands.", client_subs),
     { "command", cmd_command, -1, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "Returns detailed information about all commands.", "O(N) where N is the total number of Redis commands", "", NULL, command_subs, 0, NULL },
+
+    /* pub/sub */
+    ROW("publish", cmd_publish, 3, CMD_PUBSUB | LO | ST | FA, 0, 0, 0, CAT_PUBSUB | CAT_FAST, "pubsub", "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", "Posts a message to a channel.", "channel message"),
+    ROW("spublish", cmd_spublish, 3, CMD_PUBSUB | LO | ST | FA, 1, 1, 1, CAT_PUBSUB | CAT_FAST, "pubsub", "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.", "Post a message to a shard channel", "shardchannel message"),
+    ROW("subscribe", cmd_subscribe, -2, CMD_PUBSUB | CMD_SUBOK | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.0.0", "O(N) where N is the number of channels to subscribe to.", "Listens for messages published to channels.", "channel [channel ...]"),
+    ROW("ssubscribe", cmd_ssubscribe, -2, CMD_PUBSUB | CMD_SUBOK | LO | ST, 1, -1, 1, CAT_PUBSUB | CAT_SLOW, "pubsub", "7.0.0", "O(N) where N is the number of shard channels to subscribe to.", "Listens for messages published to shard channels.", "shardchannel [shardchannel ...]"),
+    ROW("unsubscribe", cmd_unsubscribe, -1, CMD_PUBSUB | CMD_SUBOK | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.0.0", "O(N) where N is the number of channels to unsubscribe.", "Stops listening to messages posted to channels.", "[channel [channel ...]]"),
+    ROW("sunsubscribe", cmd_sunsubscribe, -1, CMD_PUBSUB | CMD_SUBOK | LO | ST, 1, -1, 1, CAT_PUBSUB | CAT_SLOW, "pubsub", "7.0.0", "O(N) where N is the number of shard channels to unsubscribe.", "Stops listening to messages posted to shard channels.", "[shardchannel [shardchannel ...]]"),
+    ROW("psubscribe", cmd_psubscribe, -2, CMD_PUBSUB | CMD_SUBOK | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.0.0", "O(N) where N is the number of patterns to subscribe to.", "Listens for messages published to channels that match one or more patterns.", "pattern [pattern ...]"),
+    ROW("punsubscribe", cmd_punsubscribe, -1, CMD_PUBSUB | CMD_SUBOK | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.0.0", "O(N) where N is the number of patterns to unsubscribe.", "Stops listening to messages published to channels that match one or more patterns.", "[pattern [pattern ...]]"),
+    SUBS("pubsub", -2, 0, CAT_SLOW, "pubsub", "2.8.0", "A container for Pub/Sub commands.", pubsub_subs),
 
     /* transactions */
     ROW("multi", cmd_multi, 1, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CAT_TRANSACTION | CAT_FAST, "transactions", "1.2.0", "O(1)", "Starts a transaction.", ""),

@@ -38,6 +38,13 @@ CMD_HANDLER(config_help); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(
 /* multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 
+/* pubsub.c */
+CMD_HANDLER(publish); CMD_HANDLER(spublish); CMD_HANDLER(subscribe); CMD_HANDLER(ssubscribe);
+CMD_HANDLER(unsubscribe); CMD_HANDLER(sunsubscribe); CMD_HANDLER(psubscribe);
+CMD_HANDLER(punsubscribe); CMD_HANDLER(pubsub_channels); CMD_HANDLER(pubsub_shardchannels);
+CMD_HANDLER(pubsub_numsub); CMD_HANDLER(pubsub_shardnumsub); CMD_HANDLER(pubsub_numpat);
+CMD_HANDLER(pubsub_help);
+
 /* cmd_cluster.c */
 CMD_HANDLER(cluster_keyslot); CMD_HANDLER(cluster_slots); CMD_HANDLER(cluster_shards);
 CMD_HANDLER(cluster_nodes); CMD_HANDLER(cluster_myid); CMD_HANDLER(cluster_info);

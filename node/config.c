@@ -66,6 +66,7 @@ static const struct cfg_key cfg_keys[] = {
     { "set-max-listpack-value", NULL, K_INT, F(set_max_listpack_value), "64", 0, INT_MAX, true, NULL },
     { "zset-max-listpack-entries", "zset-max-ziplist-entries", K_INT, F(zset_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
     { "zset-max-listpack-value", "zset-max-ziplist-value", K_INT, F(zset_max_listpack_value), "64", 0, INT_MAX, true, NULL },
+    { "client-output-buffer-limit", NULL, K_STR, F(client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
     { "maxmemory", NULL, K_MEM, F(maxmemory), "0", 0, INT64_MAX, true, NULL },
     { "maxmemory-policy", NULL, K_STR, F(maxmemory_policy), "noeviction", 0, 0, true, NULL },
 };
@@ -246,10 +247,53 @@ key_store(struct cfg *c, const struct cfg_key *k, const char *v)
     return "unsupported";
 }
 
+/* "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60": any subset of the
+ * classes, in groups of four, as redis.conf writes it. */
+static const char *
+parse_obl(struct cfg *c)
+{
+    char buf[512];
+    char *save = NULL, *tok[64];
+    int n = 0;
+    snprintf(buf, sizeof(buf), "%s", c->client_output_buffer_limit);
+    for (char *t = strtok_r(buf, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save)) {
+        tok[n++] = t;
+    }
+    if (n % 4 != 0) {
+        return "expected groups of '<class> <hard limit> <soft limit> <soft seconds>'";
+    }
+    for (int i = 0; i < n; i += 4) {
+        int cls;
+        int64_t hard, soft, secs;
+        if (strcasecmp(tok[i], "normal") == 0) {
+            cls = CFG_OBL_NORMAL;
+        } else if (strcasecmp(tok[i], "slave") == 0 || strcasecmp(tok[i], "replica") == 0) {
+            cls = CFG_OBL_REPLICA;
+        } else if (strcasecmp(tok[i], "pubsub") == 0) {
+            cls = CFG_OBL_PUBSUB;
+        } else {
+            return "class must be normal, replica (slave) or pubsub";
+        }
+        if (!cfg_parse_mem(tok[i + 1], &hard) || !cfg_parse_mem(tok[i + 2], &soft) ||
+            !parse_int(tok[i + 3], &secs) || secs < 0) {
+            return "limits must be memory values and seconds a non-negative integer";
+        }
+        c->obl_hard[cls] = hard;
+        c->obl_soft[cls] = soft;
+        c->obl_secs[cls] = secs;
+    }
+    return NULL;
+}
+
 /* Cross-key checks that apply to a whole snapshot. */
 static const char *
-cfg_check(const struct cfg *c, const char **key)
+cfg_check(struct cfg *c, const char **key)
 {
+    const char *why = parse_obl(c);
+    if (why) {
+        *key = "client-output-buffer-limit";
+        return why;
+    }
     int cpus[1024];
     if (c->shard_cpus[0] && cfg_cpu_list(c->shard_cpus, cpus, 1024) < 0) {
         *key = "shard_cpus";

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 enum cfg_durability { CFG_DUR_MEMORY = 0, CFG_DUR_EVERYSEC = 1, CFG_DUR_ALWAYS = 2 };
+enum cfg_obl_class { CFG_OBL_NORMAL = 0, CFG_OBL_REPLICA = 1, CFG_OBL_PUBSUB = 2 };
 enum cfg_loglevel { CFG_LOG_DEBUG = 0, CFG_LOG_VERBOSE = 1, CFG_LOG_NOTICE = 2, CFG_LOG_WARNING = 3 };
 
 struct cfg {
@@ -49,6 +50,8 @@ struct cfg {
     int64_t set_max_listpack_value;
     int64_t zset_max_listpack_entries;
     int64_t zset_max_listpack_value;
+    char *client_output_buffer_limit;   /* Redis syntax: "<class> <hard> <soft> <secs>" ... */
+    int64_t obl_hard[3], obl_soft[3], obl_secs[3];   /* parsed, by enum cfg_obl_class */
     int64_t maxmemory;
     char *maxmemory_policy;
 };

@@ -9,6 +9,7 @@
 #include "node/cmd.h"
 #include "node/ks.h"
 #include "node/multi.h"
+#include "node/pubsub.h"
 #include "node/shard.h"
 
 #include <arpa/inet.h>
@@ -135,6 +136,7 @@ conn_close(struct conn *c)
         return;
     }
     multi_release(c);
+    pubsub_release(c);
     shard_conn_unlink(c->shard, c);
     event_del(&c->rev);
     event_del(&c->wev);

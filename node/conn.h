@@ -12,6 +12,7 @@ struct shard;
 struct ks;
 struct cmd_spec;
 struct multi_state;
+struct pubsub_conn;
 
 enum conn_flag {
     CONN_CLOSE_AFTER_REPLY = 1u << 0,
@@ -25,6 +26,7 @@ enum conn_flag {
     CONN_NO_TOUCH = 1u << 8,
     CONN_READ_PAUSED = 1u << 9,       /* output backlog too large: input waits */
     CONN_MULTI = 1u << 10,            /* inside MULTI: commands are queued */
+    CONN_PUBSUB = 1u << 11,           /* has subscriptions: RESP2 subscribed-mode rules */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the
@@ -46,6 +48,8 @@ struct conn {
     int64_t last_ms;
     const struct cmd_spec *last_cmd;
     struct multi_state *mstate;       /* MULTI queue and WATCHed keys (multi.c), or NULL */
+    struct pubsub_conn *ps;           /* subscriptions (pubsub.c), or NULL */
+    int64_t obl_soft_since;           /* when output first exceeded the soft limit, 0 = not */
     struct conn *prev, *next;         /* shard's list of connections */
     struct conn *pnext;               /* shard's pending-write list */
     char addr[64];

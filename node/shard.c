@@ -10,6 +10,7 @@
 #include "node/ks.h"
 #include "node/base/log.h"
 #include "node/node.h"
+#include "node/pubsub.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -66,6 +67,9 @@ struct shard {
     struct shard_stats stats;
     struct cmd_stat *cmdstats;
     struct dict *watched;
+    struct pubsub *pubsub;
+    atomic_ulong pubsub_subs;
+    _Atomic(struct shard_msg *) inbox;
     struct shard_sample samples[SHARD_SAMPLES];
     unsigned sample_idx;
     uint64_t last_sample_ms;
@@ -235,6 +239,38 @@ shard_begin_stop(struct shard *s)
     }
 }
 
+void
+shard_post(struct shard *to, struct shard_msg *m)
+{
+    struct shard_msg *head = atomic_load_explicit(&to->inbox, memory_order_relaxed);
+    do {
+        m->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&to->inbox, &head, m, memory_order_release,
+                                                    memory_order_relaxed));
+    if (head == NULL) {
+        shard_wake(to);
+    }
+}
+
+static void
+shard_drain_inbox(struct shard *s)
+{
+    struct shard_msg *m = atomic_exchange_explicit(&s->inbox, NULL, memory_order_acquire);
+    struct shard_msg *fifo = NULL;
+    while (m) {                      /* the list is newest-first: reverse it */
+        struct shard_msg *n = m->next;
+        m->next = fifo;
+        fifo = m;
+        m = n;
+    }
+    shard_refresh_clock(s);
+    while (fifo) {
+        struct shard_msg *n = fifo->next;
+        fifo->run(s, fifo);
+        fifo = n;
+    }
+}
+
 static void
 on_wake(evutil_socket_t fd, short what, void *arg)
 {
@@ -243,6 +279,7 @@ on_wake(evutil_socket_t fd, short what, void *arg)
     (void)what;
     ssize_t r = read(fd, &v, sizeof(v));
     (void)r;
+    shard_drain_inbox(s);
     shard_check_cfg(s);
     if (atomic_load(&s->node->shutdown)) {
         shard_begin_stop(s);
@@ -455,6 +492,8 @@ shard_destroy(struct shard *s)
     if (s->base) {
         event_base_free(s->base);
     }
+    shard_drain_inbox(s);
+    pubsub_shard_destroy(s);
     ks_destroy(s->ks);
     dict_destroy(s->watched, NULL);
     rv_free(s->cmdstats);
@@ -472,6 +511,19 @@ struct cmd_stat *shard_cmdstats(struct shard *s) { return s->cmdstats; }
 bool shard_multi(const struct shard *s) { return s->node->nshards > 1; }
 struct conn *shard_conn_first(struct shard *s) { return s->conns; }
 struct dict **shard_watched(struct shard *s) { return &s->watched; }
+struct pubsub **shard_pubsub(struct shard *s) { return &s->pubsub; }
+
+void
+shard_pubsub_count_add(struct shard *s, long delta)
+{
+    atomic_fetch_add_explicit(&s->pubsub_subs, (unsigned long)delta, memory_order_relaxed);
+}
+
+unsigned long
+shard_pubsub_count(const struct shard *s)
+{
+    return atomic_load_explicit(&((struct shard *)s)->pubsub_subs, memory_order_relaxed);
+}
 size_t shard_conn_count(const struct shard *s) { return s->nconns; }
 
 int64_t
@@ -553,7 +605,10 @@ shard_conn_unlink(struct shard *s, struct conn *c)
 void
 shard_want_write(struct shard *s, struct conn *c)
 {
-    if (!(c->flags & (CONN_PENDING | CONN_WRITE_WAIT))) {
+    /* A connection waiting for EV_WRITE is flushed by that event, unless it
+     * must be closed now (killed, or over its output limit). */
+    if (!(c->flags & CONN_PENDING) &&
+        (!(c->flags & CONN_WRITE_WAIT) || (c->flags & CONN_CLOSE_ASAP))) {
         c->flags |= CONN_PENDING;
         c->pnext = s->pending;
         s->pending = c;

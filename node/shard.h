@@ -29,6 +29,7 @@ struct shard_stats {
     uint64_t total_error_replies;
     uint64_t client_qbuf_limit_disconnections;
     uint64_t protocol_errors;
+    uint64_t client_output_limit_disconnections;
     uint64_t expired_keys_base;   /* keyspace counter at the last CONFIG RESETSTAT */
 };
 
@@ -68,6 +69,23 @@ uint64_t shard_next_conn_id(struct shard *s);
 double shard_tsc_per_us(void);
 /* Adopt a config snapshot set on this shard right away (CONFIG SET). */
 void shard_adopt_cfg(struct shard *s);
+
+/* Messages between shards: posted by any thread, run on the receiving shard's
+ * thread (which then owns and frees the message). Lock-free: a push onto an
+ * atomic list, and one eventfd wake-up when the list was empty. */
+struct shard_msg {
+    struct shard_msg *next;
+    void (*run)(struct shard *s, struct shard_msg *m);
+};
+void shard_post(struct shard *to, struct shard_msg *m);
+
+/* Pub/Sub state of the shard (pubsub.c creates it on first use), and the
+ * number of subscriptions it holds, readable from other shards (relaxed): a
+ * publisher skips shards with none. */
+struct pubsub;
+struct pubsub **shard_pubsub(struct shard *s);
+void shard_pubsub_count_add(struct shard *s, long delta);
+unsigned long shard_pubsub_count(const struct shard *s);
 
 /* The shard's WATCH table (multi.c creates it on first use; NULL until then). */
 struct dict;
