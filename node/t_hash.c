@@ -1,0 +1,1194 @@
+/* node/t_hash.c: the hash type and the packed string list (hpk) that small
+ * hashes and sets use. See t_hash.h for the encodings.
+ *
+ * A hash is a 16-byte struct hobj the keyspace points to; it never moves while
+ * the key exists, so growing the packed array or converting it to a dict only
+ * changes the pointer inside. Per-field TTL (HEXPIRE, 7.4) would add a third
+ * encoding here (a dict whose entries carry a deadline) and an index of
+ * deadlines; nothing in the listpack or hashtable layouts needs to change. */
+#include "node/t_hash.h"
+
+#include "node/base/clock.h"
+#include "node/base/glob.h"
+#include "node/base/mem.h"
+#include "node/conn.h"
+#include "node/dict.h"
+#include "node/ks.h"
+#include "node/reply.h"
+#include "node/shard.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ packed list */
+
+struct hpk {
+    uint32_t used;    /* bytes of d in use (the allocation is exact) */
+    uint32_t count;   /* elements */
+    uint8_t d[];
+};
+
+#define HPK_STR_MAX 0xBFu   /* longest string with its length in the tag */
+#define HPK_TAG_VSTR 0xC0u
+#define HPK_TAG_INT 0xC0u   /* + bytes (1..8) */
+#define HPK_TAG_IMM 0xD0u   /* + value (0..47) */
+#define HPK_IMM_MAX 47
+
+/* The encoding of one string: tag (+ varint or integer bytes) and payload. */
+struct penc {
+    uint8_t hdr[11];
+    size_t hlen;
+    const char *pay;
+    size_t plen;
+};
+
+static inline size_t
+pk_vint_put(uint8_t *p, size_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static inline size_t
+pk_vint_get(const uint8_t *p, size_t *out)
+{
+    size_t v = 0, n = 0;
+    unsigned shift = 0;
+    while (p[n] & 0x80) {
+        v |= (size_t)(p[n++] & 0x7f) << shift;
+        shift += 7;
+    }
+    v |= (size_t)p[n++] << shift;
+    *out = v;
+    return n;
+}
+
+static void
+penc_make(struct penc *e, const char *s, size_t n)
+{
+    int64_t v;
+    if (n <= 20 && ks_str_parse_int(s, n, &v)) {
+        e->pay = NULL;
+        e->plen = 0;
+        if (v >= 0 && v <= HPK_IMM_MAX) {
+            e->hdr[0] = (uint8_t)(HPK_TAG_IMM + v);
+            e->hlen = 1;
+        } else {
+            unsigned w = 1;
+            uint64_t u = (uint64_t)v;
+            while (w < 8) {
+                int64_t lim = (int64_t)1 << (8 * w - 1);
+                if (v >= -lim && v < lim) {
+                    break;
+                }
+                w++;
+            }
+            e->hdr[0] = (uint8_t)(HPK_TAG_INT + w);
+            for (unsigned i = 0; i < w; i++) {
+                e->hdr[1 + i] = (uint8_t)(u >> (8 * i));
+            }
+            e->hlen = 1 + w;
+        }
+        return;
+    }
+    e->pay = s;
+    e->plen = n;
+    if (n <= HPK_STR_MAX) {
+        e->hdr[0] = (uint8_t)n;
+        e->hlen = 1;
+    } else {
+        e->hdr[0] = HPK_TAG_VSTR;
+        e->hlen = 1 + pk_vint_put(e->hdr + 1, n);
+    }
+}
+
+static inline size_t
+el_size(const uint8_t *p)
+{
+    unsigned tag = p[0];
+    if (tag <= HPK_STR_MAX) {
+        return 1 + tag;
+    }
+    if (tag == HPK_TAG_VSTR) {
+        size_t len, k = pk_vint_get(p + 1, &len);
+        return 1 + k + len;
+    }
+    if (tag < HPK_TAG_IMM) {
+        return 1 + (tag - HPK_TAG_INT);
+    }
+    return 1;
+}
+
+static inline int64_t
+el_int(const uint8_t *p)
+{
+    unsigned w = p[0] - HPK_TAG_INT;
+    uint64_t u = 0;
+    unsigned shift = 64 - 8 * w;
+    for (unsigned i = 0; i < w; i++) {
+        u |= (uint64_t)p[1 + i] << (8 * i);
+    }
+    return (int64_t)(u << shift) >> shift;
+}
+
+struct hpk *
+hpk_create(void)
+{
+    struct hpk *p = rv_malloc(sizeof(*p));
+    p->used = 0;
+    p->count = 0;
+    return p;
+}
+
+void
+hpk_free(struct hpk *p)
+{
+    rv_free(p);
+}
+
+size_t
+hpk_bytes(const struct hpk *p)
+{
+    return sizeof(*p) + p->used;
+}
+
+struct hpk *
+hpk_dup(const struct hpk *p)
+{
+    struct hpk *c = rv_malloc(hpk_bytes(p));
+    memcpy(c, p, hpk_bytes(p));
+    return c;
+}
+
+size_t
+hpk_count(const struct hpk *p)
+{
+    return p->count;
+}
+
+size_t
+hpk_end(const struct hpk *p)
+{
+    return p->used;
+}
+
+size_t
+hpk_next(const struct hpk *p, size_t off)
+{
+    return off + el_size(p->d + off);
+}
+
+bool
+hpk_get_int(const struct hpk *p, size_t off, int64_t *v)
+{
+    unsigned tag = p->d[off];
+    if (tag >= HPK_TAG_IMM) {
+        *v = tag - HPK_TAG_IMM;
+        return true;
+    }
+    if (tag > HPK_TAG_INT) {
+        *v = el_int(p->d + off);
+        return true;
+    }
+    return false;
+}
+
+size_t
+hpk_get(const struct hpk *p, size_t off, char scratch[HPK_SCRATCH], struct rv_str *out)
+{
+    const uint8_t *e = p->d + off;
+    unsigned tag = e[0];
+    int64_t v;
+
+    if (tag <= HPK_STR_MAX) {
+        out->p = (const char *)e + 1;
+        out->len = tag;
+        return off + 1 + tag;
+    }
+    if (tag == HPK_TAG_VSTR) {
+        size_t len, k = pk_vint_get(e + 1, &len);
+        out->p = (const char *)e + 1 + k;
+        out->len = len;
+        return off + 1 + k + len;
+    }
+    hpk_get_int(p, off, &v);
+    out->len = resp_ll2str(scratch, v);
+    out->p = scratch;
+    return off + el_size(e);
+}
+
+size_t
+hpk_find(const struct hpk *p, const char *s, size_t n, size_t stride)
+{
+    struct penc e;
+    size_t off = 0, idx = 0, want;
+
+    penc_make(&e, s, n);
+    want = e.hlen + e.plen;
+    while (off < p->used) {
+        const uint8_t *el = p->d + off;
+        size_t sz = el_size(el);
+        if (idx % stride == 0 && sz == want && el[0] == e.hdr[0] &&
+            memcmp(el, e.hdr, e.hlen) == 0 && (e.plen == 0 || memcmp(el + e.hlen, e.pay, e.plen) == 0)) {
+            return off;
+        }
+        off += sz;
+        idx++;
+    }
+    return HPK_NONE;
+}
+
+static void
+pk_write(uint8_t *dst, const struct penc *e)
+{
+    memcpy(dst, e->hdr, e->hlen);
+    if (e->plen) {
+        memcpy(dst + e->hlen, e->pay, e->plen);
+    }
+}
+
+void
+hpk_append(struct hpk **pp, const char *s, size_t n)
+{
+    struct penc e;
+    struct hpk *p = *pp;
+    size_t sz;
+
+    penc_make(&e, s, n);
+    sz = e.hlen + e.plen;
+    p = rv_realloc(p, sizeof(*p) + p->used + sz);
+    pk_write(p->d + p->used, &e);
+    p->used += (uint32_t)sz;
+    p->count++;
+    *pp = p;
+}
+
+void
+hpk_replace(struct hpk **pp, size_t off, const char *s, size_t n)
+{
+    struct penc e;
+    struct hpk *p = *pp;
+    size_t os = el_size(p->d + off), ns, tail;
+
+    penc_make(&e, s, n);
+    ns = e.hlen + e.plen;
+    tail = p->used - off - os;
+    if (ns > os) {
+        p = rv_realloc(p, sizeof(*p) + p->used + (ns - os));
+        memmove(p->d + off + ns, p->d + off + os, tail);
+    } else if (ns < os) {
+        memmove(p->d + off + ns, p->d + off + os, tail);
+        p = rv_realloc(p, sizeof(*p) + p->used - (os - ns));
+    }
+    pk_write(p->d + off, &e);
+    p->used = (uint32_t)(p->used - os + ns);
+    *pp = p;
+}
+
+void
+hpk_delete(struct hpk **pp, size_t off, size_t nelem)
+{
+    struct hpk *p = *pp;
+    size_t end = off;
+    for (size_t i = 0; i < nelem; i++) {
+        end += el_size(p->d + end);
+    }
+    memmove(p->d + off, p->d + end, p->used - end);
+    p->used -= (uint32_t)(end - off);
+    p->count -= (uint32_t)nelem;
+    *pp = rv_realloc(p, sizeof(*p) + p->used);
+}
+
+/* ----------------------------------------------------------- hash objects */
+
+enum { HENC_PK = 0, HENC_HT = 1 };
+
+struct hobj {
+    uint32_t enc;
+    union {
+        struct hpk *pk;   /* field, value, field, value, ... */
+        struct dict *d;   /* DICT_BYTES: field -> value */
+    } u;
+};
+
+struct hobj *
+hobj_create(void)
+{
+    struct hobj *h = rv_malloc(sizeof(*h));
+    h->enc = HENC_PK;
+    h->u.pk = hpk_create();
+    return h;
+}
+
+void
+hobj_free(void *v)
+{
+    struct hobj *h = v;
+    if (h == NULL) {
+        return;
+    }
+    if (h->enc == HENC_PK) {
+        hpk_free(h->u.pk);
+    } else {
+        dict_destroy(h->u.d, NULL);
+    }
+    rv_free(h);
+}
+
+size_t
+hobj_len(const struct hobj *h)
+{
+    return h->enc == HENC_PK ? hpk_count(h->u.pk) / 2 : dict_size(h->u.d);
+}
+
+const char *
+hobj_encoding(const void *v)
+{
+    const struct hobj *h = v;
+    return h->enc == HENC_PK ? "listpack" : "hashtable";
+}
+
+static void
+hobj_convert(struct hobj *h)
+{
+    struct hpk *pk = h->u.pk;
+    struct dict *d = dict_create_kind(DICT_BYTES);
+    char fs[HPK_SCRATCH], vs[HPK_SCRATCH];
+    size_t off = 0;
+
+    dict_reserve(d, hpk_count(pk) / 2 + 1);
+    while (off < hpk_end(pk)) {
+        struct rv_str f, v;
+        off = hpk_get(pk, off, fs, &f);
+        off = hpk_get(pk, off, vs, &v);
+        dict_put_bytes(d, f.p, f.len, v.p, v.len, NULL);
+    }
+    hpk_free(pk);
+    h->enc = HENC_HT;
+    h->u.d = d;
+}
+
+int
+hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
+         const struct hobj_lim *lim)
+{
+    bool created;
+    if (h->enc == HENC_PK) {
+        size_t off;
+        if (fl > lim->max_value || vl > lim->max_value) {
+            hobj_convert(h);
+        } else if ((off = hpk_find(h->u.pk, f, fl, 2)) != HPK_NONE) {
+            hpk_replace(&h->u.pk, hpk_next(h->u.pk, off), v, vl);
+            return 0;
+        } else if (hpk_count(h->u.pk) / 2 + 1 > lim->max_entries) {
+            hobj_convert(h);
+        } else {
+            hpk_append(&h->u.pk, f, fl);
+            hpk_append(&h->u.pk, v, vl);
+            return 1;
+        }
+    }
+    dict_put_bytes(h->u.d, f, fl, v, vl, &created);
+    return created ? 1 : 0;
+}
+
+bool
+hobj_get(const struct hobj *h, const char *f, size_t fl, char scratch[HPK_SCRATCH],
+         struct rv_str *out)
+{
+    if (h->enc == HENC_PK) {
+        size_t off = hpk_find(h->u.pk, f, fl, 2);
+        if (off == HPK_NONE) {
+            return false;
+        }
+        hpk_get(h->u.pk, hpk_next(h->u.pk, off), scratch, out);
+        return true;
+    } else {
+        struct dict_entry *e = dict_find(h->u.d, f, fl);
+        if (e == NULL) {
+            return false;
+        }
+        *out = dict_val_bytes(e);
+        return true;
+    }
+}
+
+bool
+hobj_del(struct hobj *h, const char *f, size_t fl)
+{
+    if (h->enc == HENC_PK) {
+        size_t off = hpk_find(h->u.pk, f, fl, 2);
+        if (off == HPK_NONE) {
+            return false;
+        }
+        hpk_delete(&h->u.pk, off, 2);
+        return true;
+    }
+    return dict_delete(h->u.d, f, fl, NULL);
+}
+
+typedef void hvisit_fn(void *arg, struct rv_str f, struct rv_str v);
+
+struct hvisit_dict {
+    hvisit_fn *fn;
+    void *arg;
+};
+
+static void
+hvisit_entry(void *arg, struct dict_entry *e)
+{
+    struct hvisit_dict *a = arg;
+    a->fn(a->arg, dict_key(e), dict_val_bytes(e));
+}
+
+/* Every field/value pair, in storage order; fn must not modify h. */
+static void
+hobj_foreach(struct hobj *h, hvisit_fn *fn, void *arg)
+{
+    if (h->enc == HENC_PK) {
+        char fs[HPK_SCRATCH], vs[HPK_SCRATCH];
+        size_t off = 0;
+        while (off < hpk_end(h->u.pk)) {
+            struct rv_str f, v;
+            off = hpk_get(h->u.pk, off, fs, &f);
+            off = hpk_get(h->u.pk, off, vs, &v);
+            fn(arg, f, v);
+        }
+    } else {
+        struct hvisit_dict a = { fn, arg };
+        dict_foreach(h->u.d, hvisit_entry, &a);
+    }
+}
+
+static size_t
+hobj_mem(const void *v)
+{
+    const struct hobj *h = v;
+    return sizeof(*h) + (h->enc == HENC_PK ? hpk_bytes(h->u.pk) : dict_mem(h->u.d));
+}
+
+static void *
+hobj_dup(const void *v)
+{
+    const struct hobj *h = v;
+    struct hobj *c = rv_malloc(sizeof(*c));
+    c->enc = h->enc;
+    if (h->enc == HENC_PK) {
+        c->u.pk = hpk_dup(h->u.pk);
+    } else {
+        c->u.d = dict_dup(h->u.d);
+    }
+    return c;
+}
+
+const struct obj_ops obj_hash_ops = {
+    .type_name = "hash",
+    .encoding = hobj_encoding,
+    .mem = hobj_mem,
+    .dup = hobj_dup,
+    .free = hobj_free,
+};
+
+/* --------------------------------------------------------------- commands */
+
+static void
+hash_lim(struct conn *c, struct hobj_lim *lim)
+{
+    const struct cfg *cfg = shard_cfg(c->shard);
+    lim->max_entries = cfg->hash_max_listpack_entries > 0 ? (size_t)cfg->hash_max_listpack_entries : 0;
+    lim->max_value = cfg->hash_max_listpack_value > 0 ? (size_t)cfg->hash_max_listpack_value : 0;
+}
+
+/* Read lookup with hit/miss stats. NULL when missing or of another type; in
+ * the latter case *err is set and WRONGTYPE replied. */
+static struct hobj *
+hash_read(struct conn *c, struct rv_str key, bool *err)
+{
+    struct ks_entry *e = ks_lookup(conn_ks(c), key.p, key.len, conn_now_ms(c));
+    struct shard_stats *st = shard_stats(c->shard);
+
+    *err = false;
+    if (e == NULL) {
+        st->keyspace_misses++;
+        return NULL;
+    }
+    st->keyspace_hits++;
+    if (ks_entry_type(e) != KS_HASH) {
+        reply_err(c, RV_ERR_WRONGTYPE);
+        *err = true;
+        return NULL;
+    }
+    return ks_entry_ptr(e);
+}
+
+/* Write lookup; with create, a missing key gets an empty hash (the caller
+ * must then add at least one field). */
+static struct hobj *
+hash_write(struct conn *c, struct rv_str key, bool create, bool *err)
+{
+    struct ks *ks = conn_ks(c);
+    struct ks_entry *e = ks_lookup(ks, key.p, key.len, conn_now_ms(c));
+    struct hobj *h;
+
+    *err = false;
+    if (e != NULL) {
+        if (ks_entry_type(e) != KS_HASH) {
+            reply_err(c, RV_ERR_WRONGTYPE);
+            *err = true;
+            return NULL;
+        }
+        return ks_entry_ptr(e);
+    }
+    if (!create) {
+        return NULL;
+    }
+    h = hobj_create();
+    ks_set_ptr(ks, key.p, key.len, KS_HASH, h, hobj_free, KS_NO_EXPIRE);
+    return h;
+}
+
+static void
+hash_drop_if_empty(struct conn *c, struct hobj *h, struct rv_str key)
+{
+    if (hobj_len(h) == 0) {
+        ks_delete(conn_ks(c), key.p, key.len);
+    }
+}
+
+static void
+hset_generic(struct conn *c, int argc, struct rv_str *argv, const char *name, bool ok_reply)
+{
+    struct hobj_lim lim;
+    struct hobj *h;
+    bool err;
+    int64_t created = 0;
+
+    if (argc % 2 != 0) {
+        reply_err_arity(c, name);
+        return;
+    }
+    if ((h = hash_write(c, argv[1], true, &err)) == NULL) {
+        return;
+    }
+    hash_lim(c, &lim);
+    for (int i = 2; i < argc; i += 2) {
+        created += hobj_set(h, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, &lim);
+    }
+    if (ok_reply) {
+        reply_ok(c);
+    } else {
+        reply_int(c, created);
+    }
+}
+
+CMD_HANDLER(hset)
+{
+    hset_generic(c, argc, argv, "hset", false);
+}
+
+CMD_HANDLER(hmset)
+{
+    hset_generic(c, argc, argv, "hmset", true);
+}
+
+CMD_HANDLER(hsetnx)
+{
+    struct hobj_lim lim;
+    struct hobj *h;
+    struct rv_str v;
+    char scratch[HPK_SCRATCH];
+    bool err;
+
+    (void)argc;
+    if ((h = hash_write(c, argv[1], false, &err)) == NULL && err) {
+        return;
+    }
+    if (h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v)) {
+        reply_int(c, 0);
+        return;
+    }
+    if (h == NULL) {
+        h = hash_write(c, argv[1], true, &err);
+    }
+    hash_lim(c, &lim);
+    hobj_set(h, argv[2].p, argv[2].len, argv[3].p, argv[3].len, &lim);
+    reply_int(c, 1);
+}
+
+CMD_HANDLER(hget)
+{
+    struct hobj *h;
+    struct rv_str v;
+    char scratch[HPK_SCRATCH];
+    bool err;
+
+    (void)argc;
+    if ((h = hash_read(c, argv[1], &err)) == NULL) {
+        if (!err) {
+            reply_null(c);
+        }
+        return;
+    }
+    if (hobj_get(h, argv[2].p, argv[2].len, scratch, &v)) {
+        reply_bulk(c, v.p, v.len);
+    } else {
+        reply_null(c);
+    }
+}
+
+CMD_HANDLER(hmget)
+{
+    struct hobj *h;
+    bool err;
+
+    if ((h = hash_read(c, argv[1], &err)) == NULL && err) {
+        return;
+    }
+    reply_array(c, (size_t)(argc - 2));
+    for (int i = 2; i < argc; i++) {
+        struct rv_str v;
+        char scratch[HPK_SCRATCH];
+        if (h != NULL && hobj_get(h, argv[i].p, argv[i].len, scratch, &v)) {
+            reply_bulk(c, v.p, v.len);
+        } else {
+            reply_null(c);
+        }
+    }
+}
+
+enum { HOUT_KEYS = 1, HOUT_VALS = 2 };
+
+struct hout {
+    struct conn *c;
+    int what;
+};
+
+static void
+hout_visit(void *arg, struct rv_str f, struct rv_str v)
+{
+    struct hout *o = arg;
+    if (o->what & HOUT_KEYS) {
+        reply_bulk(o->c, f.p, f.len);
+    }
+    if (o->what & HOUT_VALS) {
+        reply_bulk(o->c, v.p, v.len);
+    }
+}
+
+static void
+hgetall_generic(struct conn *c, struct rv_str key, int what)
+{
+    struct hout o = { c, what };
+    struct hobj *h;
+    bool err;
+    size_t n;
+
+    if ((h = hash_read(c, key, &err)) == NULL && err) {
+        return;
+    }
+    n = h != NULL ? hobj_len(h) : 0;
+    if (what == (HOUT_KEYS | HOUT_VALS)) {
+        reply_map(c, n);
+    } else {
+        reply_array(c, n);
+    }
+    if (h != NULL) {
+        hobj_foreach(h, hout_visit, &o);
+    }
+}
+
+CMD_HANDLER(hgetall)
+{
+    (void)argc;
+    hgetall_generic(c, argv[1], HOUT_KEYS | HOUT_VALS);
+}
+
+CMD_HANDLER(hkeys)
+{
+    (void)argc;
+    hgetall_generic(c, argv[1], HOUT_KEYS);
+}
+
+CMD_HANDLER(hvals)
+{
+    (void)argc;
+    hgetall_generic(c, argv[1], HOUT_VALS);
+}
+
+CMD_HANDLER(hdel)
+{
+    struct hobj *h;
+    bool err;
+    int64_t n = 0;
+
+    if ((h = hash_write(c, argv[1], false, &err)) == NULL) {
+        if (!err) {
+            reply_int(c, 0);
+        }
+        return;
+    }
+    for (int i = 2; i < argc; i++) {
+        n += hobj_del(h, argv[i].p, argv[i].len);
+        if (hobj_len(h) == 0) {
+            break;
+        }
+    }
+    hash_drop_if_empty(c, h, argv[1]);
+    reply_int(c, n);
+}
+
+CMD_HANDLER(hlen)
+{
+    struct hobj *h;
+    bool err;
+
+    (void)argc;
+    if ((h = hash_read(c, argv[1], &err)) == NULL && err) {
+        return;
+    }
+    reply_int(c, h != NULL ? (int64_t)hobj_len(h) : 0);
+}
+
+CMD_HANDLER(hexists)
+{
+    struct hobj *h;
+    struct rv_str v;
+    char scratch[HPK_SCRATCH];
+    bool err;
+
+    (void)argc;
+    if ((h = hash_read(c, argv[1], &err)) == NULL && err) {
+        return;
+    }
+    reply_int(c, h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v));
+}
+
+CMD_HANDLER(hstrlen)
+{
+    struct hobj *h;
+    struct rv_str v;
+    char scratch[HPK_SCRATCH];
+    bool err;
+
+    (void)argc;
+    if ((h = hash_read(c, argv[1], &err)) == NULL && err) {
+        return;
+    }
+    reply_int(c, h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v) ? (int64_t)v.len : 0);
+}
+
+CMD_HANDLER(hincrby)
+{
+    struct hobj_lim lim;
+    struct hobj *h;
+    struct rv_str v;
+    char scratch[HPK_SCRATCH], out[24];
+    int64_t incr, cur = 0;
+    bool err;
+
+    (void)argc;
+    if (!cmd_arg_int(argv[3], &incr)) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    if ((h = hash_write(c, argv[1], true, &err)) == NULL) {
+        return;
+    }
+    if (hobj_get(h, argv[2].p, argv[2].len, scratch, &v) && !cmd_arg_int(v, &cur)) {
+        reply_errf(c, "ERR hash value is not an integer");
+        return;
+    }
+    if ((incr < 0 && cur < INT64_MIN - incr) || (incr > 0 && cur > INT64_MAX - incr)) {
+        hash_drop_if_empty(c, h, argv[1]);
+        reply_err(c, RV_ERR_OVERFLOW);
+        return;
+    }
+    cur += incr;
+    hash_lim(c, &lim);
+    hobj_set(h, argv[2].p, argv[2].len, out, resp_ll2str(out, cur), &lim);
+    reply_int(c, cur);
+}
+
+CMD_HANDLER(hincrbyfloat)
+{
+    struct hobj_lim lim;
+    struct hobj *h;
+    struct rv_str v;
+    char scratch[HPK_SCRATCH], out[RESP_LD_MAX];
+    long double incr, cur = 0;
+    size_t n;
+    bool err;
+
+    (void)argc;
+    if (!cmd_arg_double(argv[3], &incr)) {
+        reply_err(c, RV_ERR_NOTFLOAT);
+        return;
+    }
+    if (isnan(incr) || isinf(incr)) {
+        reply_errf(c, "ERR value is NaN or Infinity");
+        return;
+    }
+    if ((h = hash_write(c, argv[1], true, &err)) == NULL) {
+        return;
+    }
+    if (hobj_get(h, argv[2].p, argv[2].len, scratch, &v) && !cmd_arg_double(v, &cur)) {
+        reply_errf(c, "ERR hash value is not a float");
+        return;
+    }
+    cur += incr;
+    if (isnan(cur) || isinf(cur)) {
+        hash_drop_if_empty(c, h, argv[1]);
+        reply_err(c, RV_ERR_NANINF);
+        return;
+    }
+    n = resp_fmt_ldouble(out, sizeof(out), cur);
+    hash_lim(c, &lim);
+    hobj_set(h, argv[2].p, argv[2].len, out, n, &lim);
+    reply_bulk(c, out, n);
+}
+
+/* ------------------------------------------------------------- HRANDFIELD */
+
+static inline uint64_t
+hrng(uint64_t *x)
+{
+    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint64_t
+hrng_seed(struct conn *c)
+{
+    return clock_mono_us() ^ (shard_stats(c->shard)->commands << 24) ^ ((uint64_t)c->id << 44);
+}
+
+/* Uniform in [0, n). */
+static inline size_t
+hrng_below(uint64_t *x, size_t n)
+{
+    return (size_t)(((unsigned __int128)hrng(x) * n) >> 64);
+}
+
+/* An item is an element offset (packed) or a dict entry pointer. */
+static void
+hr_emit(struct conn *c, const struct hobj *h, uintptr_t item, bool withvalues)
+{
+    struct rv_str f, v;
+    char fs[HPK_SCRATCH], vs[HPK_SCRATCH];
+
+    if (h->enc == HENC_PK) {
+        size_t off = hpk_get(h->u.pk, (size_t)item, fs, &f);
+        if (withvalues) {
+            hpk_get(h->u.pk, off, vs, &v);
+        }
+    } else {
+        const struct dict_entry *e = (const struct dict_entry *)item;
+        f = dict_key(e);
+        if (withvalues) {
+            v = dict_val_bytes(e);
+        }
+    }
+    if (withvalues && c->proto >= 3) {
+        reply_array(c, 2);
+    }
+    reply_bulk(c, f.p, f.len);
+    if (withvalues) {
+        reply_bulk(c, v.p, v.len);
+    }
+}
+
+struct items {
+    uintptr_t *v;
+    size_t n;
+};
+
+static void
+items_add_entry(void *arg, struct dict_entry *e)
+{
+    struct items *it = arg;
+    it->v[it->n++] = (uintptr_t)e;
+}
+
+/* Every field of h as items (caller frees it.v). */
+static void
+hr_items(struct hobj *h, struct items *it)
+{
+    size_t n = hobj_len(h);
+    it->v = rv_malloc((n ? n : 1) * sizeof(*it->v));
+    it->n = 0;
+    if (h->enc == HENC_PK) {
+        size_t off = 0;
+        while (off < hpk_end(h->u.pk)) {
+            it->v[it->n++] = off;
+            off = hpk_next(h->u.pk, hpk_next(h->u.pk, off));
+        }
+    } else {
+        dict_foreach(h->u.d, items_add_entry, it);
+    }
+}
+
+static void
+hrandfield_count(struct conn *c, struct hobj *h, int64_t count, bool withvalues)
+{
+    size_t size = hobj_len(h), n;
+    uint64_t rs = hrng_seed(c);
+    struct items it;
+
+    if (count == 0) {
+        reply_array(c, 0);
+        return;
+    }
+    if (count < 0) {
+        n = (size_t)(-count);
+        reply_array(c, withvalues && c->proto < 3 ? n * 2 : n);
+        if (h->enc == HENC_HT) {
+            for (size_t i = 0; i < n; i++) {
+                hr_emit(c, h, (uintptr_t)dict_random(h->u.d, hrng(&rs)), withvalues);
+            }
+            return;
+        }
+        hr_items(h, &it);
+        for (size_t i = 0; i < n; i++) {
+            hr_emit(c, h, it.v[hrng_below(&rs, it.n)], withvalues);
+        }
+        rv_free(it.v);
+        return;
+    }
+    n = (size_t)count < size ? (size_t)count : size;
+    reply_array(c, withvalues && c->proto < 3 ? n * 2 : n);
+    if (h->enc == HENC_HT && n * 3 <= size) {
+        /* Few of many: random picks, duplicates filtered by entry address. */
+        struct dict *seen = dict_create_kind(DICT_KEYONLY);
+        size_t got = 0;
+        while (got < n) {
+            struct dict_entry *e = dict_random(h->u.d, hrng(&rs));
+            bool created;
+            dict_add(seen, (const char *)&e, sizeof(e), &created);
+            if (created) {
+                hr_emit(c, h, (uintptr_t)e, withvalues);
+                got++;
+            }
+        }
+        dict_destroy(seen, NULL);
+        return;
+    }
+    /* Partial Fisher-Yates over all items (all of them when n == size). */
+    hr_items(h, &it);
+    for (size_t i = 0; i < n; i++) {
+        if (n < size) {
+            size_t j = i + hrng_below(&rs, it.n - i);
+            uintptr_t t = it.v[i];
+            it.v[i] = it.v[j];
+            it.v[j] = t;
+        }
+        hr_emit(c, h, it.v[i], withvalues);
+    }
+    rv_free(it.v);
+}
+
+CMD_HANDLER(hrandfield)
+{
+    struct hobj *h;
+    int64_t count = 0;
+    bool withvalues = false, err;
+
+    if (argc >= 3) {
+        if (!cmd_arg_int(argv[2], &count)) {
+            reply_err(c, RV_ERR_NOTINT);
+            return;
+        }
+        if (count == INT64_MIN) {
+            reply_errf(c, "ERR value is out of range, value must between -9223372036854775807 and "
+                          "9223372036854775807");
+            return;
+        }
+        if (argc == 4 && cmd_arg_is(argv[3], "withvalues")) {
+            withvalues = true;
+        } else if (argc >= 4) {
+            reply_err(c, RV_ERR_SYNTAX);
+            return;
+        }
+        if (withvalues && count < -(INT64_MAX / 2)) {
+            reply_errf(c, "ERR value is out of range");
+            return;
+        }
+    }
+    if ((h = hash_read(c, argv[1], &err)) == NULL) {
+        if (!err) {
+            if (argc >= 3) {
+                reply_array(c, 0);
+            } else {
+                reply_null(c);
+            }
+        }
+        return;
+    }
+    if (argc >= 3) {
+        hrandfield_count(c, h, count, withvalues);
+        return;
+    }
+    if (h->enc == HENC_PK) {
+        uint64_t rs = hrng_seed(c);
+        size_t k = hrng_below(&rs, hobj_len(h)), off = 0;
+        for (size_t i = 0; i < k; i++) {
+            off = hpk_next(h->u.pk, hpk_next(h->u.pk, off));
+        }
+        hr_emit(c, h, off, false);
+    } else {
+        uint64_t rs = hrng_seed(c);
+        hr_emit(c, h, (uintptr_t)dict_random(h->u.d, hrng(&rs)), false);
+    }
+}
+
+/* ------------------------------------------------------------------ HSCAN */
+
+/* SCAN cursor as Redis parses it (strtoul: optional sign, decimal, no spaces). */
+static bool
+hscan_cursor(struct rv_str a, uint64_t *out)
+{
+    size_t i = 0;
+    bool neg = false;
+    uint64_t v = 0;
+
+    if (a.len > 0 && (a.p[0] == '-' || a.p[0] == '+')) {
+        neg = a.p[0] == '-';
+        i = 1;
+        if (a.len == 1) {
+            *out = 0;   /* strtoul parses nothing and leaves "-" unconsumed */
+            return false;
+        }
+    }
+    for (; i < a.len; i++) {
+        unsigned d = (unsigned)(a.p[i] - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    *out = neg ? 0 - v : v;
+    return true;
+}
+
+struct hscan_ctx {
+    const char *pat;
+    size_t plen;
+    struct dict_entry **v;
+    size_t n, cap;
+};
+
+static void
+hscan_collect(void *arg, struct dict_entry *e)
+{
+    struct hscan_ctx *s = arg;
+    struct rv_str k;
+    if (s->pat != NULL) {
+        k = dict_key(e);
+        if (!glob_match(s->pat, s->plen, k.p, k.len, false)) {
+            return;
+        }
+    }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 16;
+        s->v = rv_realloc(s->v, s->cap * sizeof(*s->v));
+    }
+    s->v[s->n++] = e;
+}
+
+CMD_HANDLER(hscan)
+{
+    struct hscan_ctx s = { 0 };
+    struct hobj *h;
+    uint64_t cursor, next = 0;
+    int64_t count = 10;
+    bool novalues = false, err;
+
+    if (!hscan_cursor(argv[2], &cursor)) {
+        reply_errf(c, "ERR invalid cursor");
+        return;
+    }
+    if ((h = hash_read(c, argv[1], &err)) == NULL) {
+        if (!err) {
+            reply_array(c, 2);
+            reply_bulk(c, "0", 1);
+            reply_array(c, 0);
+        }
+        return;
+    }
+    for (int i = 3; i < argc; i++) {
+        bool has_val = i + 1 < argc;
+        if (has_val && cmd_arg_is(argv[i], "count")) {
+            if (!cmd_arg_int(argv[i + 1], &count)) {
+                reply_err(c, RV_ERR_NOTINT);
+                return;
+            }
+            if (count < 1) {
+                reply_err(c, RV_ERR_SYNTAX);
+                return;
+            }
+            i++;
+        } else if (has_val && cmd_arg_is(argv[i], "match")) {
+            bool star = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*';
+            s.pat = star ? NULL : argv[i + 1].p;
+            s.plen = argv[i + 1].len;
+            i++;
+        } else if (cmd_arg_is(argv[i], "novalues")) {
+            novalues = true;
+        } else {
+            reply_err(c, RV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (h->enc == HENC_PK) {
+        /* Small encodings are returned whole in one call, cursor 0 (as Redis). */
+        char fs[HPK_SCRATCH], vs[HPK_SCRATCH];
+        size_t off = 0, hd, n = 0;
+        reply_array(c, 2);
+        reply_bulk(c, "0", 1);
+        hd = reply_defer(c);
+        while (off < hpk_end(h->u.pk)) {
+            struct rv_str f, v;
+            off = hpk_get(h->u.pk, off, fs, &f);
+            off = hpk_get(h->u.pk, off, vs, &v);
+            if (s.pat != NULL && !glob_match(s.pat, s.plen, f.p, f.len, false)) {
+                continue;
+            }
+            reply_bulk(c, f.p, f.len);
+            n++;
+            if (!novalues) {
+                reply_bulk(c, v.p, v.len);
+                n++;
+            }
+        }
+        reply_defer_array(c, hd, n);
+        return;
+    }
+    next = dict_scan(h->u.d, cursor, (size_t)count, hscan_collect, &s);
+    {
+        char buf[24];
+        size_t bn = sizeof(buf);
+        uint64_t x = next;
+        do {
+            buf[--bn] = (char)('0' + x % 10);
+            x /= 10;
+        } while (x != 0);
+        reply_array(c, 2);
+        reply_bulk(c, buf + bn, sizeof(buf) - bn);
+    }
+    reply_array(c, novalues ? s.n : s.n * 2);
+    for (size_t i = 0; i < s.n; i++) {
+        struct rv_str f = dict_key(s.v[i]);
+        reply_bulk(c, f.p, f.len);
+        if (!novalues) {
+            struct rv_str v = dict_val_bytes(s.v[i]);
+            reply_bulk(c, v.p, v.len);
+        }
+    }
+    rv_free(s.v);
+}

@@ -1,0 +1,67 @@
+/* node/t_hash.h: the hash type (HSET, HGET, ...) and the packed string list
+ * both small hashes and small sets use.
+ *
+ * Encodings: "listpack" (struct hpk: field, value, field, value, ... in one
+ * byte array) while a hash has at most hash-max-listpack-entries fields and
+ * no field or value longer than hash-max-listpack-value bytes; then
+ * "hashtable" (a DICT_BYTES dict: one allocation per field holding field and
+ * value). Conversion is one way, as in Redis. */
+#pragma once
+#include "node/cmds.h"
+#include "node/obj.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- packed string list ----
+ * Elements are one tag byte plus payload: 0x00-0xBF a string of that many
+ * bytes; 0xC0 a string with a varint length; 0xC1-0xC8 a signed integer of
+ * 1-8 bytes; 0xD0-0xFF the integers 0-47. A string in canonical integer form
+ * is always stored as an integer, so equal strings have equal encodings and
+ * lookups compare encoded bytes. Offsets address elements; HPK_NONE = none. */
+struct hpk;
+#define HPK_NONE SIZE_MAX
+#define HPK_SCRATCH 24
+
+struct hpk *hpk_create(void);
+void hpk_free(struct hpk *p);                      /* NULL is a no-op */
+struct hpk *hpk_dup(const struct hpk *p);
+size_t hpk_count(const struct hpk *p);             /* elements */
+size_t hpk_bytes(const struct hpk *p);             /* allocation size */
+size_t hpk_end(const struct hpk *p);               /* offset past the last element */
+/* Element at off as bytes (integers formatted into scratch); returns the next offset. */
+size_t hpk_get(const struct hpk *p, size_t off, char scratch[HPK_SCRATCH], struct rv_str *out);
+/* true (and *v) when the element at off is stored as an integer. */
+bool hpk_get_int(const struct hpk *p, size_t off, int64_t *v);
+size_t hpk_next(const struct hpk *p, size_t off);
+/* First element equal to s among those at element index 0, stride, 2*stride, ... */
+size_t hpk_find(const struct hpk *p, const char *s, size_t n, size_t stride);
+void hpk_append(struct hpk **pp, const char *s, size_t n);
+void hpk_replace(struct hpk **pp, size_t off, const char *s, size_t n);
+void hpk_delete(struct hpk **pp, size_t off, size_t nelem);
+
+/* ---- hash objects (exposed for unit tests) ---- */
+struct hobj;
+struct hobj_lim {
+    size_t max_entries;   /* hash-max-listpack-entries */
+    size_t max_value;     /* hash-max-listpack-value */
+};
+struct hobj *hobj_create(void);
+void hobj_free(void *h);
+size_t hobj_len(const struct hobj *h);
+const char *hobj_encoding(const void *h);
+/* 1 when the field was created, 0 when its value was replaced. */
+int hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
+             const struct hobj_lim *lim);
+/* The value of f (a view valid until h changes; may use scratch). */
+bool hobj_get(const struct hobj *h, const char *f, size_t fl, char scratch[HPK_SCRATCH],
+              struct rv_str *out);
+bool hobj_del(struct hobj *h, const char *f, size_t fl);
+
+extern const struct obj_ops obj_hash_ops;
+
+CMD_HANDLER(hset); CMD_HANDLER(hsetnx); CMD_HANDLER(hget); CMD_HANDLER(hmset);
+CMD_HANDLER(hmget); CMD_HANDLER(hgetall); CMD_HANDLER(hdel); CMD_HANDLER(hexists);
+CMD_HANDLER(hlen); CMD_HANDLER(hkeys); CMD_HANDLER(hvals); CMD_HANDLER(hincrby);
+CMD_HANDLER(hincrbyfloat); CMD_HANDLER(hstrlen); CMD_HANDLER(hrandfield); CMD_HANDLER(hscan);
