@@ -11,6 +11,7 @@
 #include "node/base/mem.h"
 #include "node/conn.h"
 #include "node/ks.h"
+#include "node/lookup.h"
 #include "node/obj.h"
 #include "node/reply.h"
 #include "node/shard.h"
@@ -27,56 +28,6 @@
 #define RANDOMKEY_TRIES 100
 /* SCAN: keys collected on the stack before spilling to the heap. */
 #define SCAN_STACK_KEYS 64
-
-/* Read lookup: lazy expiry, access clock, hit/miss stats (lookupKeyRead). */
-static inline struct ks_entry *
-lookup_read(struct conn *c, struct ks *ks, struct rv_str k)
-{
-    struct ks_entry *e = ks_lookup(ks, k.p, k.len, conn_now_ms(c));
-    struct shard_stats *st = shard_stats(c->shard);
-
-    if (e != NULL) {
-        st->keyspace_hits++;
-    } else {
-        st->keyspace_misses++;
-    }
-    return e;
-}
-
-/* Lookup that expires but does not touch the access clock (LOOKUP_NOTOUCH). */
-static inline struct ks_entry *
-lookup_notouch(struct conn *c, struct ks *ks, struct rv_str k, bool stats)
-{
-    struct ks_entry *e = ks_peek(ks, k.p, k.len);
-    int64_t dl;
-
-    if (e != NULL && (dl = ks_entry_expire(e)) != KS_NO_EXPIRE && dl <= conn_now_ms(c)) {
-        e = ks_lookup(ks, k.p, k.len, conn_now_ms(c));   /* deletes it */
-    }
-    if (stats) {
-        struct shard_stats *st = shard_stats(c->shard);
-        if (e != NULL) {
-            st->keyspace_hits++;
-        } else {
-            st->keyspace_misses++;
-        }
-    }
-    return e;
-}
-
-/* Write lookup: lazy expiry, no stats (lookupKeyWrite). */
-static inline struct ks_entry *
-lookup_write(struct conn *c, struct ks *ks, struct rv_str k)
-{
-    return ks_lookup(ks, k.p, k.len, conn_now_ms(c));
-}
-
-static inline bool
-entry_expired(const struct ks_entry *e, int64_t now)
-{
-    int64_t dl = ks_entry_expire(e);
-    return dl != KS_NO_EXPIRE && dl <= now;
-}
 
 static bool
 str_eq(struct rv_str a, struct rv_str b)
@@ -118,29 +69,27 @@ CMD_HANDLER(unlink)
 
 CMD_HANDLER(exists)
 {
-    struct ks *ks = conn_ks(c);
     int64_t n = 0;
 
     for (int i = 1; i < argc; i++) {
-        n += lookup_notouch(c, ks, argv[i], true) != NULL;
+        n += lookup_notouch(c, argv[i], true) != NULL;
     }
     reply_int(c, n);
 }
 
 CMD_HANDLER(touch)
 {
-    struct ks *ks = conn_ks(c);
     int64_t n = 0;
 
     for (int i = 1; i < argc; i++) {
-        n += lookup_read(c, ks, argv[i]) != NULL;
+        n += lookup_read(c, argv[i]) != NULL;
     }
     reply_int(c, n);
 }
 
 CMD_HANDLER(type)
 {
-    struct ks_entry *e = lookup_notouch(c, conn_ks(c), argv[1], true);
+    struct ks_entry *e = lookup_notouch(c, argv[1], true);
 
     (void)argc;
     reply_simple(c, e != NULL ? obj_type_name(ks_entry_type(e)) : "none");
@@ -206,7 +155,7 @@ expire_generic(struct conn *c, int argc, struct rv_str *argv, bool seconds, bool
     }
     when += base;
 
-    e = lookup_write(c, ks, argv[1]);
+    e = lookup_write(c, argv[1]);
     if (e == NULL) {
         reply_int(c, 0);
         return;
@@ -250,7 +199,7 @@ CMD_HANDLER(pexpireat)
 static void
 ttl_generic(struct conn *c, struct rv_str key, bool ms, bool absolute)
 {
-    struct ks_entry *e = lookup_notouch(c, conn_ks(c), key, true);
+    struct ks_entry *e = lookup_notouch(c, key, true);
     int64_t dl, v;
 
     if (e == NULL) {
@@ -296,7 +245,7 @@ CMD_HANDLER(pexpiretime)
 CMD_HANDLER(persist)
 {
     struct ks *ks = conn_ks(c);
-    struct ks_entry *e = lookup_write(c, ks, argv[1]);
+    struct ks_entry *e = lookup_write(c, argv[1]);
 
     (void)argc;
     if (e == NULL || ks_entry_expire(e) == KS_NO_EXPIRE) {
@@ -562,7 +511,7 @@ rename_generic(struct conn *c, struct rv_str *argv, bool nx)
 {
     struct ks *ks = conn_ks(c);
 
-    if (lookup_write(c, ks, argv[1]) == NULL) {
+    if (lookup_write(c, argv[1]) == NULL) {
         reply_err(c, RV_ERR_NOSUCHKEY);
         return;
     }
@@ -574,7 +523,7 @@ rename_generic(struct conn *c, struct rv_str *argv, bool nx)
         }
         return;
     }
-    if (nx && lookup_write(c, ks, argv[2]) != NULL) {
+    if (nx && lookup_write(c, argv[2]) != NULL) {
         reply_int(c, 0);
         return;
     }
@@ -627,11 +576,11 @@ CMD_HANDLER(copy)
         reply_errf(c, "ERR source and destination objects are the same");
         return;
     }
-    if (lookup_read(c, ks, argv[1]) == NULL) {
+    if (lookup_read(c, argv[1]) == NULL) {
         reply_int(c, 0);
         return;
     }
-    if (lookup_write(c, ks, argv[2]) != NULL && !replace) {
+    if (lookup_write(c, argv[2]) != NULL && !replace) {
         reply_int(c, 0);
         return;
     }
@@ -702,7 +651,7 @@ enc_name(const struct ks_entry *e)
 
 CMD_HANDLER(object_encoding)
 {
-    struct ks_entry *e = lookup_notouch(c, conn_ks(c), argv[2], true);
+    struct ks_entry *e = lookup_notouch(c, argv[2], true);
 
     (void)argc;
     if (e == NULL) {
@@ -715,7 +664,7 @@ CMD_HANDLER(object_encoding)
 CMD_HANDLER(object_freq)
 {
     (void)argc;
-    if (lookup_notouch(c, conn_ks(c), argv[2], true) == NULL) {
+    if (lookup_notouch(c, argv[2], true) == NULL) {
         reply_null(c);
     } else {
         reply_err(c, RV_ERR_LFU);   /* the policy is noeviction: no LFU counters */
@@ -724,7 +673,7 @@ CMD_HANDLER(object_freq)
 
 CMD_HANDLER(object_idletime)
 {
-    struct ks_entry *e = lookup_notouch(c, conn_ks(c), argv[2], true);
+    struct ks_entry *e = lookup_notouch(c, argv[2], true);
 
     (void)argc;
     if (e == NULL) {
@@ -736,7 +685,7 @@ CMD_HANDLER(object_idletime)
 
 CMD_HANDLER(object_refcount)
 {
-    struct ks_entry *e = lookup_notouch(c, conn_ks(c), argv[2], true);
+    struct ks_entry *e = lookup_notouch(c, argv[2], true);
 
     (void)argc;
     if (e == NULL) {

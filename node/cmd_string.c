@@ -8,6 +8,7 @@
 #include "node/base/mem.h"
 #include "node/conn.h"
 #include "node/ks.h"
+#include "node/lookup.h"
 #include "node/reply.h"
 #include "node/shard.h"
 
@@ -33,28 +34,6 @@ enum {
 #define LD_MAX_CHARS (5 * 1024)
 /* "%.17Lf" of LDBL_MAX (4933 integer digits) plus sign, point and decimals. */
 #define LD_BUF RESP_LD_MAX
-
-/* Read lookup: lazy expiry, access clock, hit/miss stats (Redis lookupKeyRead). */
-static inline struct ks_entry *
-lookup_read(struct conn *c, struct ks *ks, struct rv_str k)
-{
-    struct ks_entry *e = ks_lookup(ks, k.p, k.len, conn_now_ms(c));
-    struct shard_stats *st = shard_stats(c->shard);
-
-    if (e != NULL) {
-        st->keyspace_hits++;
-    } else {
-        st->keyspace_misses++;
-    }
-    return e;
-}
-
-/* Write lookup: lazy expiry, no stats (Redis lookupKeyWrite). */
-static inline struct ks_entry *
-lookup_write(struct conn *c, struct ks *ks, struct rv_str k)
-{
-    return ks_lookup(ks, k.p, k.len, conn_now_ms(c));
-}
 
 static inline void
 reply_str_value(struct conn *c, const struct ks_entry *e)
@@ -173,7 +152,7 @@ set_generic(struct conn *c, struct rv_str key, struct rv_str val, unsigned f, in
     bool found;
 
     if (f & SO_GET) {
-        e = lookup_read(c, ks, key);
+        e = lookup_read(c, key);
         if (e != NULL && ks_entry_type(e) != KS_STRING) {
             reply_err(c, RV_ERR_WRONGTYPE);
             return;
@@ -185,7 +164,7 @@ set_generic(struct conn *c, struct rv_str key, struct rv_str val, unsigned f, in
         }
         found = e != NULL;
     } else if (f & (SO_NX | SO_XX)) {
-        found = lookup_write(c, ks, key) != NULL;
+        found = lookup_write(c, key) != NULL;
     } else {
         found = false;
     }
@@ -212,7 +191,7 @@ set_generic(struct conn *c, struct rv_str key, struct rv_str val, unsigned f, in
 
 CMD_HANDLER(get)
 {
-    struct ks_entry *e = lookup_read(c, conn_ks(c), argv[1]);
+    struct ks_entry *e = lookup_read(c, argv[1]);
 
     (void)argc;
     if (e == NULL) {
@@ -273,11 +252,9 @@ CMD_HANDLER(psetex)
 
 CMD_HANDLER(mget)
 {
-    struct ks *ks = conn_ks(c);
-
     reply_array(c, (size_t)(argc - 1));
     for (int i = 1; i < argc; i++) {
-        struct ks_entry *e = lookup_read(c, ks, argv[i]);
+        struct ks_entry *e = lookup_read(c, argv[i]);
         if (e == NULL || ks_entry_type(e) != KS_STRING) {
             reply_null(c);
         } else {
@@ -318,7 +295,7 @@ CMD_HANDLER(msetnx)
         return;
     }
     for (int i = 1; i < argc; i += 2) {
-        if (lookup_write(c, ks, argv[i]) != NULL) {
+        if (lookup_write(c, argv[i]) != NULL) {
             reply_int(c, 0);
             return;
         }
@@ -339,7 +316,7 @@ CMD_HANDLER(getset)
 CMD_HANDLER(getdel)
 {
     struct ks *ks = conn_ks(c);
-    struct ks_entry *e = lookup_read(c, ks, argv[1]);
+    struct ks_entry *e = lookup_read(c, argv[1]);
 
     (void)argc;
     if (e == NULL) {
@@ -365,7 +342,7 @@ CMD_HANDLER(getex)
     if (!parse_str_opts(c, argc, argv, 2, false, &f, &exp)) {
         return;
     }
-    e = lookup_read(c, ks, argv[1]);
+    e = lookup_read(c, argv[1]);
     if (e == NULL) {
         reply_null(c);
         return;
@@ -403,7 +380,7 @@ str_size_ok(struct conn *c, uint64_t size, uint64_t append)
 CMD_HANDLER(append)
 {
     struct ks *ks = conn_ks(c);
-    struct ks_entry *e = lookup_write(c, ks, argv[1]);
+    struct ks_entry *e = lookup_write(c, argv[1]);
     size_t olen;
     char *p;
 
@@ -428,7 +405,7 @@ CMD_HANDLER(append)
 
 CMD_HANDLER(strlen)
 {
-    struct ks_entry *e = lookup_read(c, conn_ks(c), argv[1]);
+    struct ks_entry *e = lookup_read(c, argv[1]);
 
     (void)argc;
     if (e == NULL) {
@@ -445,7 +422,7 @@ static void
 incr_by(struct conn *c, struct rv_str key, int64_t by)
 {
     struct ks *ks = conn_ks(c);
-    struct ks_entry *e = lookup_write(c, ks, key);
+    struct ks_entry *e = lookup_write(c, key);
     int64_t cur, v;
 
     if (e == NULL) {
@@ -524,7 +501,7 @@ parse_ldouble(struct rv_str a, long double *out)
 CMD_HANDLER(incrbyfloat)
 {
     struct ks *ks = conn_ks(c);
-    struct ks_entry *e = lookup_write(c, ks, argv[1]);
+    struct ks_entry *e = lookup_write(c, argv[1]);
     long double cur = 0, by;
     char buf[LD_BUF];
     size_t n;
@@ -572,7 +549,7 @@ CMD_HANDLER(getrange)
         reply_err(c, RV_ERR_NOTINT);
         return;
     }
-    e = lookup_read(c, conn_ks(c), argv[1]);
+    e = lookup_read(c, argv[1]);
     if (e == NULL) {
         reply_bulk(c, "", 0);
         return;
@@ -627,7 +604,7 @@ CMD_HANDLER(setrange)
         reply_err(c, RV_ERR_OFFSET_RANGE);
         return;
     }
-    e = lookup_write(c, ks, argv[1]);
+    e = lookup_write(c, argv[1]);
     if (e == NULL) {
         if (val.len == 0) {
             reply_int(c, 0);
