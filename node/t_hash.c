@@ -854,8 +854,8 @@ CMD_HANDLER(hincrbyfloat)
 
 /* ------------------------------------------------------------- HRANDFIELD */
 
-static inline uint64_t
-hrng(uint64_t *x)
+uint64_t
+hash_rng_next(uint64_t *x)
 {
     uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
     z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
@@ -863,17 +863,16 @@ hrng(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-static uint64_t
-hrng_seed(struct conn *c)
+uint64_t
+hash_rng_seed(struct conn *c)
 {
     return clock_mono_us() ^ (shard_stats(c->shard)->commands << 24) ^ ((uint64_t)c->id << 44);
 }
 
-/* Uniform in [0, n). */
-static inline size_t
-hrng_below(uint64_t *x, size_t n)
+size_t
+hash_rng_below(uint64_t *x, size_t n)
 {
-    return (size_t)(((unsigned __int128)hrng(x) * n) >> 64);
+    return (size_t)(((unsigned __int128)hash_rng_next(x) * n) >> 64);
 }
 
 /* An item is an element offset (packed) or a dict entry pointer. */
@@ -938,7 +937,7 @@ static void
 hrandfield_count(struct conn *c, struct hobj *h, int64_t count, bool withvalues)
 {
     size_t size = hobj_len(h), n;
-    uint64_t rs = hrng_seed(c);
+    uint64_t rs = hash_rng_seed(c);
     struct items it;
 
     if (count == 0) {
@@ -950,13 +949,13 @@ hrandfield_count(struct conn *c, struct hobj *h, int64_t count, bool withvalues)
         reply_array(c, withvalues && c->proto < 3 ? n * 2 : n);
         if (h->enc == HENC_HT) {
             for (size_t i = 0; i < n; i++) {
-                hr_emit(c, h, (uintptr_t)dict_random(h->u.d, hrng(&rs)), withvalues);
+                hr_emit(c, h, (uintptr_t)dict_random(h->u.d, hash_rng_next(&rs)), withvalues);
             }
             return;
         }
         hr_items(h, &it);
         for (size_t i = 0; i < n; i++) {
-            hr_emit(c, h, it.v[hrng_below(&rs, it.n)], withvalues);
+            hr_emit(c, h, it.v[hash_rng_below(&rs, it.n)], withvalues);
         }
         rv_free(it.v);
         return;
@@ -968,7 +967,7 @@ hrandfield_count(struct conn *c, struct hobj *h, int64_t count, bool withvalues)
         struct dict *seen = dict_create_kind(DICT_KEYONLY);
         size_t got = 0;
         while (got < n) {
-            struct dict_entry *e = dict_random(h->u.d, hrng(&rs));
+            struct dict_entry *e = dict_random(h->u.d, hash_rng_next(&rs));
             bool created;
             dict_add(seen, (const char *)&e, sizeof(e), &created);
             if (created) {
@@ -983,7 +982,7 @@ hrandfield_count(struct conn *c, struct hobj *h, int64_t count, bool withvalues)
     hr_items(h, &it);
     for (size_t i = 0; i < n; i++) {
         if (n < size) {
-            size_t j = i + hrng_below(&rs, it.n - i);
+            size_t j = i + hash_rng_below(&rs, it.n - i);
             uintptr_t t = it.v[i];
             it.v[i] = it.v[j];
             it.v[j] = t;
@@ -1035,23 +1034,22 @@ CMD_HANDLER(hrandfield)
         return;
     }
     if (h->enc == HENC_PK) {
-        uint64_t rs = hrng_seed(c);
-        size_t k = hrng_below(&rs, hobj_len(h)), off = 0;
+        uint64_t rs = hash_rng_seed(c);
+        size_t k = hash_rng_below(&rs, hobj_len(h)), off = 0;
         for (size_t i = 0; i < k; i++) {
             off = hpk_next(h->u.pk, hpk_next(h->u.pk, off));
         }
         hr_emit(c, h, off, false);
     } else {
-        uint64_t rs = hrng_seed(c);
-        hr_emit(c, h, (uintptr_t)dict_random(h->u.d, hrng(&rs)), false);
+        uint64_t rs = hash_rng_seed(c);
+        hr_emit(c, h, (uintptr_t)dict_random(h->u.d, hash_rng_next(&rs)), false);
     }
 }
 
 /* ------------------------------------------------------------------ HSCAN */
 
-/* SCAN cursor as Redis parses it (strtoul: optional sign, decimal, no spaces). */
-static bool
-hscan_cursor(struct rv_str a, uint64_t *out)
+bool
+hash_scan_cursor(struct rv_str a, uint64_t *out)
 {
     size_t i = 0;
     bool neg = false;
@@ -1101,6 +1099,18 @@ hscan_collect(void *arg, struct dict_entry *e)
     s->v[s->n++] = e;
 }
 
+void
+hash_reply_u64(struct conn *c, uint64_t v)
+{
+    char buf[24];
+    size_t n = sizeof(buf);
+    do {
+        buf[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    reply_bulk(c, buf + n, sizeof(buf) - n);
+}
+
 CMD_HANDLER(hscan)
 {
     struct hscan_ctx s = { 0 };
@@ -1109,7 +1119,7 @@ CMD_HANDLER(hscan)
     int64_t count = 10;
     bool novalues = false, err;
 
-    if (!hscan_cursor(argv[2], &cursor)) {
+    if (!hash_scan_cursor(argv[2], &cursor)) {
         reply_errf(c, "ERR invalid cursor");
         return;
     }
@@ -1170,17 +1180,8 @@ CMD_HANDLER(hscan)
         return;
     }
     next = dict_scan(h->u.d, cursor, (size_t)count, hscan_collect, &s);
-    {
-        char buf[24];
-        size_t bn = sizeof(buf);
-        uint64_t x = next;
-        do {
-            buf[--bn] = (char)('0' + x % 10);
-            x /= 10;
-        } while (x != 0);
-        reply_array(c, 2);
-        reply_bulk(c, buf + bn, sizeof(buf) - bn);
-    }
+    reply_array(c, 2);
+    hash_reply_u64(c, next);
     reply_array(c, novalues ? s.n : s.n * 2);
     for (size_t i = 0; i < s.n; i++) {
         struct rv_str f = dict_key(s.v[i]);

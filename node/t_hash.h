@@ -61,6 +61,16 @@ bool hobj_del(struct hobj *h, const char *f, size_t fl);
 
 extern const struct obj_ops obj_hash_ops;
 
+/* ---- helpers shared with the set type ---- */
+struct conn;
+/* Random stream for one command: seed, then draw (splitmix64). */
+uint64_t hash_rng_seed(struct conn *c);
+uint64_t hash_rng_next(uint64_t *x);
+size_t hash_rng_below(uint64_t *x, size_t n);   /* uniform in [0, n) */
+/* A SCAN cursor as Redis parses it (strtoul: optional sign, decimal). */
+bool hash_scan_cursor(struct rv_str a, uint64_t *out);
+void hash_reply_u64(struct conn *c, uint64_t v);   /* as a bulk string */
+
 CMD_HANDLER(hset); CMD_HANDLER(hsetnx); CMD_HANDLER(hget); CMD_HANDLER(hmset);
 CMD_HANDLER(hmget); CMD_HANDLER(hgetall); CMD_HANDLER(hdel); CMD_HANDLER(hexists);
 CMD_HANDLER(hlen); CMD_HANDLER(hkeys); CMD_HANDLER(hvals); CMD_HANDLER(hincrby);
