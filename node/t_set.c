@@ -450,11 +450,7 @@ CMD_HANDLER(spop)
         return;
     }
     if (argc == 3) {
-        if (!cmd_arg_int(argv[2], &count)) {
-            reply_err(c, RV_ERR_NOTINT);
-            return;
-        }
-        if (count < 0) {
+        if (!cmd_arg_int(argv[2], &count) || count < 0) {
             reply_errf(c, "ERR value is out of range, must be positive");
             return;
         }
