@@ -3,6 +3,7 @@
 
 #include "cluster/slot.h"
 #include "node/base/mem.h"
+#include "node/block.h"
 #include "node/conn.h"
 #include "node/multi.h"
 #include "node/node.h"
@@ -213,6 +214,43 @@ cmd_arg_double(struct rv_str a, long double *out)
     return true;
 }
 
+bool
+cmd_parse_mpop(struct conn *c, int argc, struct rv_str *argv, int at, const char *end0,
+               const char *end1, int *nkeys, int *which, int64_t *count)
+{
+    int64_t nk;
+    if (!cmd_arg_int(argv[at], &nk) || nk <= 0 || nk > INT32_MAX) {
+        reply_errf(c, "ERR numkeys should be greater than 0");
+        return false;
+    }
+    if (nk > argc - at - 2) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return false;
+    }
+    int end = at + 1 + (int)nk;
+    if (cmd_arg_is(argv[end], end0)) {
+        *which = 0;
+    } else if (cmd_arg_is(argv[end], end1)) {
+        *which = 1;
+    } else {
+        reply_err(c, RV_ERR_SYNTAX);
+        return false;
+    }
+    *count = 1;
+    for (int i = end + 1; i < argc; i += 2) {
+        if (i > end + 1 || !cmd_arg_is(argv[i], "count") || i + 1 >= argc) {
+            reply_err(c, RV_ERR_SYNTAX);
+            return false;
+        }
+        if (!cmd_arg_int(argv[i + 1], count) || *count <= 0) {
+            reply_errf(c, "ERR count should be greater than 0");
+            return false;
+        }
+    }
+    *nkeys = (int)nk;
+    return true;
+}
+
 static void
 reply_unknown(struct conn *c, const char *what, int argc, struct rv_str *argv, int from)
 {
@@ -301,8 +339,14 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
     shard_stats(s)->commands++;
     if (rv_unlikely(c->wbuf.len > mark && c->wbuf.data[mark] == '-')) {
         st->failed++;
-    } else if ((cmd->flags & CMD_WRITE) && rv_unlikely(*shard_watched(s) != NULL)) {
-        multi_touch(s, cmd, argc, argv);
+    } else if ((cmd->flags & CMD_WRITE) && c->wbuf.len > mark) {
+        /* (A blocking command that went on waiting replied nothing and wrote nothing.) */
+        if (rv_unlikely(*shard_watched(s) != NULL)) {
+            multi_touch(s, cmd, argc, argv);
+        }
+        if (rv_unlikely(*shard_blocking(s) != NULL)) {
+            block_signal(s, cmd, argc, argv);
+        }
     }
     if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {
         c->wbuf.len = mark;
@@ -310,8 +354,8 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
     }
 }
 
-void
-cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
+static void
+dispatch_one(struct conn *c, int argc, struct rv_str *argv)
 {
     struct shard *s = c->shard;
     const struct cmd_spec *cmd = cmd_lookup(argv[0].p, argv[0].len);
@@ -372,4 +416,14 @@ cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     cmd_call(c, cmd, argc, argv);
+}
+
+void
+cmd_dispatch(struct conn *c, int argc, struct rv_str *argv)
+{
+    dispatch_one(c, argc, argv);
+    /* Keys written by this command (or whole transaction) wake their waiters now. */
+    if (rv_unlikely(block_pending(c->shard))) {
+        block_serve(c->shard);
+    }
 }

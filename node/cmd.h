@@ -104,6 +104,13 @@ void cmd_dispatch(struct conn *c, int argc, struct rv_str *argv);
 /* Run an already validated command: handler, stats, WATCH invalidation. */
 void cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
 
+/* The shared tail of LMPOP/BLMPOP/ZMPOP/BZMPOP, from argv[at]:
+ * "numkeys key [key ...] <end0|end1> [COUNT count]". Sets the key count, which
+ * end word was given (0 or 1) and count (1 by default); on bad input replies
+ * Redis's error (through the connection) and returns false. */
+bool cmd_parse_mpop(struct conn *c, int argc, struct rv_str *argv, int at, const char *end0,
+                    const char *end1, int *nkeys, int *which, int64_t *count);
+
 /* Argument helpers shared by handlers. */
 bool cmd_arg_is(struct rv_str a, const char *lower);   /* case-insensitive equality */
 bool cmd_arg_int(struct rv_str a, int64_t *out);       /* strict Redis string2ll */

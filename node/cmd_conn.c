@@ -1,6 +1,7 @@
 /* node/cmd_conn.c: connection, CLIENT and COMMAND commands. */
 #include "node/base/glob.h"
 #include "node/base/mem.h"
+#include "node/block.h"
 #include "node/cmds.h"
 #include "node/conn.h"
 #include "node/multi.h"
@@ -187,6 +188,7 @@ cmd_quit(struct conn *c, int argc, struct rv_str *argv)
 void
 cmd_reset(struct conn *c, int argc, struct rv_str *argv)
 {
+    block_release(c);
     multi_release(c);
     pubsub_release(c);
     c->proto = 2;
@@ -264,6 +266,9 @@ client_line(struct conn *me, struct conn *c, struct buf *out)
     }
     if (c->flags & CONN_MULTI) {
         flags[nf++] = 'x';
+    }
+    if (c->flags & CONN_BLOCKED) {
+        flags[nf++] = 'b';
     }
     if (nf == 0) {
         flags[nf++] = 'N';
@@ -433,6 +438,32 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
 }
 
 void
+cmd_client_unblock(struct conn *c, int argc, struct rv_str *argv)
+{
+    int64_t id;
+    bool with_error = false;
+    if (!cmd_arg_int(argv[2], &id)) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    if (argc == 4) {
+        if (cmd_arg_is(argv[3], "error")) {
+            with_error = true;
+        } else if (!cmd_arg_is(argv[3], "timeout")) {
+            reply_errf(c, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+            return;
+        }
+    }
+    for (struct conn *o = shard_conn_first(c->shard); o; o = o->next) {
+        if (o->id == (uint64_t)id) {
+            reply_int(c, block_unblock(o, with_error) ? 1 : 0);
+            return;
+        }
+    }
+    reply_int(c, 0);
+}
+
+void
 cmd_client_no_evict(struct conn *c, int argc, struct rv_str *argv)
 {
     if (cmd_arg_is(argv[2], "on")) {
@@ -477,6 +508,7 @@ cmd_client_help(struct conn *c, int argc, struct rv_str *argv)
         "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
         "SETNAME <name>", "    Assign the name <name> to the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
         NULL,
     };
     reply_help(c, "CLIENT", lines);

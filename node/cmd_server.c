@@ -91,10 +91,17 @@ info_server(struct conn *c, struct buf *b)
 static void
 info_clients(struct conn *c, struct buf *b)
 {
+    size_t blocked = 0, pubsub = 0;
+    for (struct conn *o = shard_conn_first(c->shard); o; o = o->next) {
+        blocked += (o->flags & CONN_BLOCKED) != 0;
+        pubsub += (o->flags & CONN_PUBSUB) != 0;
+    }
     addf(b, "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\nmaxclients:%lld\r\n"
             "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
-            "blocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n\r\n",
-         shard_conn_count(c->shard), (long long)shard_cfg(c->shard)->maxclients);
+            "blocked_clients:%zu\r\ntracking_clients:0\r\nclients_in_timeout_table:%zu\r\n"
+            "pubsub_clients:%zu\r\n\r\n",
+         shard_conn_count(c->shard), (long long)shard_cfg(c->shard)->maxclients, blocked, blocked,
+         pubsub);
 }
 
 static void

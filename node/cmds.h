@@ -26,7 +26,7 @@ CMD_HANDLER(ping); CMD_HANDLER(echo); CMD_HANDLER(hello); CMD_HANDLER(auth); CMD
 CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite);
 CMD_HANDLER(client_id); CMD_HANDLER(client_setname); CMD_HANDLER(client_getname);
 CMD_HANDLER(client_list); CMD_HANDLER(client_info); CMD_HANDLER(client_kill);
-CMD_HANDLER(client_no_evict); CMD_HANDLER(client_reply); CMD_HANDLER(client_help);
+CMD_HANDLER(client_no_evict); CMD_HANDLER(client_unblock); CMD_HANDLER(client_reply); CMD_HANDLER(client_help);
 CMD_HANDLER(command); CMD_HANDLER(command_count); CMD_HANDLER(command_info);
 CMD_HANDLER(command_docs); CMD_HANDLER(command_list); CMD_HANDLER(command_getkeys);
 CMD_HANDLER(command_help);
@@ -44,6 +44,15 @@ CMD_HANDLER(unsubscribe); CMD_HANDLER(sunsubscribe); CMD_HANDLER(psubscribe);
 CMD_HANDLER(punsubscribe); CMD_HANDLER(pubsub_channels); CMD_HANDLER(pubsub_shardchannels);
 CMD_HANDLER(pubsub_numsub); CMD_HANDLER(pubsub_shardnumsub); CMD_HANDLER(pubsub_numpat);
 CMD_HANDLER(pubsub_help);
+
+/* t_list_block.c */
+CMD_HANDLER(blpop); CMD_HANDLER(brpop); CMD_HANDLER(blmove); CMD_HANDLER(brpoplpush);
+CMD_HANDLER(blmpop);
+int list_blmpop_keys(int argc, struct rv_str *argv, int *out, int max);
+
+/* t_zset_block.c */
+CMD_HANDLER(bzpopmin); CMD_HANDLER(bzpopmax); CMD_HANDLER(bzmpop);
+int zset_bzmpop_keys(int argc, struct rv_str *argv, int *out, int max);
 
 /* cmd_cluster.c */
 CMD_HANDLER(cluster_keyslot); CMD_HANDLER(cluster_slots); CMD_HANDLER(cluster_shards);

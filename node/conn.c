@@ -6,6 +6,7 @@
 
 #include "node/base/log.h"
 #include "node/base/mem.h"
+#include "node/block.h"
 #include "node/cmd.h"
 #include "node/ks.h"
 #include "node/multi.h"
@@ -135,6 +136,7 @@ conn_close(struct conn *c)
     if (c == NULL) {
         return;
     }
+    block_release(c);
     multi_release(c);
     pubsub_release(c);
     shard_conn_unlink(c->shard, c);
@@ -200,7 +202,7 @@ conn_process(struct conn *c)
     const struct cfg *cfg = shard_cfg(c->shard);
 
     c->parser.lim.max_bulk = (uint64_t)cfg->proto_max_bulk_len;   /* CONFIG SET applies live */
-    while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
+    while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP | CONN_BLOCKED))) {
         if (rv_unlikely(c->wbuf.len - c->wbuf.off > CONN_WBUF_PAUSE)) {
             if (!(c->flags & CONN_READ_PAUSED)) {
                 c->flags |= CONN_READ_PAUSED;
@@ -225,6 +227,15 @@ conn_process(struct conn *c)
     if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)cfg->client_query_buffer_limit)) {
         shard_stats(c->shard)->client_qbuf_limit_disconnections++;
         conn_proto_error(c, "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");
+    }
+}
+
+void
+conn_resume(struct conn *c)
+{
+    conn_process(c);
+    if (c->wbuf.len > c->wbuf.off || (c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
+        shard_want_write(c->shard, c);
     }
 }
 

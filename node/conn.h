@@ -13,6 +13,7 @@ struct ks;
 struct cmd_spec;
 struct multi_state;
 struct pubsub_conn;
+struct block_state;
 
 enum conn_flag {
     CONN_CLOSE_AFTER_REPLY = 1u << 0,
@@ -27,6 +28,9 @@ enum conn_flag {
     CONN_READ_PAUSED = 1u << 9,       /* output backlog too large: input waits */
     CONN_MULTI = 1u << 10,            /* inside MULTI: commands are queued */
     CONN_PUBSUB = 1u << 11,           /* has subscriptions: RESP2 subscribed-mode rules */
+    CONN_BLOCKED = 1u << 12,          /* waiting in a blocking command: input waits */
+    CONN_BLOCK_RETRY = 1u << 13,      /* re-running the blocking command after a wake-up */
+    CONN_IN_EXEC = 1u << 14,          /* running the commands of EXEC */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the
@@ -49,6 +53,7 @@ struct conn {
     const struct cmd_spec *last_cmd;
     struct multi_state *mstate;       /* MULTI queue and WATCHed keys (multi.c), or NULL */
     struct pubsub_conn *ps;           /* subscriptions (pubsub.c), or NULL */
+    struct block_state *bstate;       /* blocking command in progress (block.c), or NULL */
     int64_t obl_soft_since;           /* when output first exceeded the soft limit, 0 = not */
     struct conn *prev, *next;         /* shard's list of connections */
     struct conn *pnext;               /* shard's pending-write list */
@@ -64,6 +69,8 @@ void conn_close(struct conn *c);
 /* Write as much of the output as the socket takes; arms EV_WRITE if needed.
  * Returns false when the connection was closed. */
 bool conn_flush(struct conn *c);
+/* Go on with buffered input after a pause (blocking command served). */
+void conn_resume(struct conn *c);
 /* Stop reading: close once the output buffer is written (QUIT, protocol errors). */
 void conn_close_after_reply(struct conn *c);
 

@@ -298,8 +298,10 @@ CMD_HANDLER(exec)
     c->flags &= ~CONN_MULTI;
     m->in_multi = false;
     reply_array(c, m->nq);
+    c->flags |= CONN_IN_EXEC;
     for (size_t i = 0; i < m->nq; i++) {
         cmd_call(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
     }
+    c->flags &= ~CONN_IN_EXEC;
     multi_release(c);
 }

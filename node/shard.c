@@ -4,6 +4,7 @@
 #include "cluster/slot.h"
 #include "node/base/clock.h"
 #include "node/base/mem.h"
+#include "node/block.h"
 #include "node/cmd.h"
 #include "node/conn.h"
 #include "node/dict.h"
@@ -68,6 +69,7 @@ struct shard {
     struct cmd_stat *cmdstats;
     struct dict *watched;
     struct pubsub *pubsub;
+    struct block_shard *blocking;
     atomic_ulong pubsub_subs;
     _Atomic(struct shard_msg *) inbox;
     struct shard_sample samples[SHARD_SAMPLES];
@@ -262,6 +264,9 @@ shard_drain_inbox(struct shard *s)
         m->next = fifo;
         fifo = m;
         m = n;
+    }
+    if (fifo == NULL) {
+        return;
     }
     shard_refresh_clock(s);
     while (fifo) {
@@ -494,6 +499,7 @@ shard_destroy(struct shard *s)
     }
     shard_drain_inbox(s);
     pubsub_shard_destroy(s);
+    block_shard_destroy(s);
     ks_destroy(s->ks);
     dict_destroy(s->watched, NULL);
     rv_free(s->cmdstats);
@@ -512,6 +518,7 @@ bool shard_multi(const struct shard *s) { return s->node->nshards > 1; }
 struct conn *shard_conn_first(struct shard *s) { return s->conns; }
 struct dict **shard_watched(struct shard *s) { return &s->watched; }
 struct pubsub **shard_pubsub(struct shard *s) { return &s->pubsub; }
+struct block_shard **shard_blocking(struct shard *s) { return &s->blocking; }
 
 void
 shard_pubsub_count_add(struct shard *s, long delta)

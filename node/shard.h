@@ -87,6 +87,10 @@ struct pubsub **shard_pubsub(struct shard *s);
 void shard_pubsub_count_add(struct shard *s, long delta);
 unsigned long shard_pubsub_count(const struct shard *s);
 
+/* Blocked clients of the shard (block.c creates it on first use). */
+struct block_shard;
+struct block_shard **shard_blocking(struct shard *s);
+
 /* The shard's WATCH table (multi.c creates it on first use; NULL until then). */
 struct dict;
 struct dict **shard_watched(struct shard *s);

@@ -868,7 +868,13 @@ zset_pop_reply(struct conn *c, struct rv_str key, bool max, size_t count, enum z
     struct zset *z = ks_entry_ptr(e);
     size_t len = zset_len(z);
     size_t n = count < len ? count : len;
-    reply_array(c, form == ZSET_POP_FLAT ? n * 2 : n);
+    if (form == ZSET_POP_KEYED) {
+        n = n ? 1 : 0;
+        reply_array(c, 3);
+        reply_bulk(c, key.p, key.len);
+    } else {
+        reply_array(c, form == ZSET_POP_FLAT ? n * 2 : n);
+    }
     for (size_t i = 0; i < n; i++) {
         struct zset_it it;
         struct rv_str m;

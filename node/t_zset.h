@@ -25,6 +25,7 @@ int zset_getkeys_store(int argc, struct rv_str *argv, int *out, int max);
 enum zset_pop_form {
     ZSET_POP_FLAT,      /* member, score, member, score, ... */
     ZSET_POP_PAIRS,     /* [member, score] pairs */
+    ZSET_POP_KEYED,     /* [key, member, score] for one element (BZPOPMIN/BZPOPMAX) */
 };
 /* Pop up to count elements from the min (or max) end of the sorted set at key,
  * which must exist and hold a zset, replying with an array of them in form;
