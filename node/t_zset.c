@@ -931,39 +931,13 @@ CMD_HANDLER(zpopmax)
 
 CMD_HANDLER(zmpop)
 {
-    int64_t nk, count = 1;
-    if (!cmd_arg_int(argv[1], &nk) || nk <= 0 || nk > INT_MAX) {
-        reply_errf(c, "ERR numkeys should be greater than 0");
+    int64_t count;
+    int nk, which;
+    if (!cmd_parse_mpop(c, argc, argv, 1, "min", "max", &nk, &which, &count)) {
         return;
     }
-    if (nk >= argc - 2) {
-        reply_err(c, RV_ERR_SYNTAX);
-        return;
-    }
-    int where = 2 + (int)nk;
-    bool max;
-    if (cmd_arg_is(argv[where], "min")) {
-        max = false;
-    } else if (cmd_arg_is(argv[where], "max")) {
-        max = true;
-    } else {
-        reply_err(c, RV_ERR_SYNTAX);
-        return;
-    }
-    bool count_seen = false;
-    for (int j = where + 1; j < argc; j++) {
-        if (!count_seen && cmd_arg_is(argv[j], "count") && j + 1 < argc) {
-            if (!cmd_arg_int(argv[j + 1], &count) || count <= 0) {
-                reply_errf(c, "ERR count should be greater than 0");
-                return;
-            }
-            count_seen = true;
-            j++;
-        } else {
-            reply_err(c, RV_ERR_SYNTAX);
-            return;
-        }
-    }
+    int where = 2 + nk;
+    bool max = which == 1;
     for (int k = 2; k < where; k++) {
         bool wrong;
         struct zset *z = as_zset(lookup_write(c, argv[k]), &wrong);
