@@ -201,18 +201,10 @@ struct cmd_spec cmd_table[] = {
     SUBS("cluster", -2, 0, CAT_SLOW, "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster_subs),
 
     /* Collection types: each module keeps its rows in node/t_<type>_rows.h. */
-#if __has_include("node/t_list_rows.h")
 #include "node/t_list_rows.h"
-#endif
-#if __has_include("node/t_hash_rows.h")
 #include "node/t_hash_rows.h"
-#endif
-#if __has_include("node/t_set_rows.h")
 #include "node/t_set_rows.h"
-#endif
-#if __has_include("node/t_zset_rows.h")
 #include "node/t_zset_rows.h"
-#endif
 };
 
 const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);

@@ -60,15 +60,7 @@ CMD_HANDLER(cluster_nodes); CMD_HANDLER(cluster_myid); CMD_HANDLER(cluster_info)
 CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HANDLER(cluster_help);
 
 /* Collection types: each module declares its handlers in node/t_<type>.h. */
-#if __has_include("node/t_list.h")
 #include "node/t_list.h"
-#endif
-#if __has_include("node/t_hash.h")
 #include "node/t_hash.h"
-#endif
-#if __has_include("node/t_set.h")
 #include "node/t_set.h"
-#endif
-#if __has_include("node/t_zset.h")
 #include "node/t_zset.h"
-#endif

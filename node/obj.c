@@ -1,11 +1,10 @@
-/* node/obj.c: the type table. Type modules are linked in when present; a weak
- * reference is NULL for a module that is not built (yet). */
+/* node/obj.c: the type table. */
 #include "node/obj.h"
 
-extern const struct obj_ops obj_list_ops __attribute__((weak));
-extern const struct obj_ops obj_set_ops __attribute__((weak));
-extern const struct obj_ops obj_zset_ops __attribute__((weak));
-extern const struct obj_ops obj_hash_ops __attribute__((weak));
+extern const struct obj_ops obj_list_ops;
+extern const struct obj_ops obj_set_ops;
+extern const struct obj_ops obj_zset_ops;
+extern const struct obj_ops obj_hash_ops;
 
 const struct obj_ops *
 obj_ops_of(enum ks_type t)
