@@ -65,7 +65,7 @@ void list_pop_reply(struct conn *c, struct rv_str key, struct list *l, enum list
 bool list_move_reply(struct conn *c, struct rv_str src, struct list *sl, struct rv_str dst,
                      enum list_end from, enum list_end to);
 
-/* getkeys for LMPOP (and BLMPOP with first = 2): "numkeys key [key ...]" at argv[first]. */
+/* getkeys for LMPOP: "LMPOP numkeys key [key ...] ..." (keys from argv[2]). */
 int list_lmpop_keys(int argc, struct rv_str *argv, int *out, int max);
 
 CMD_HANDLER(lpush); CMD_HANDLER(rpush); CMD_HANDLER(lpushx); CMD_HANDLER(rpushx);
