@@ -1,5 +1,6 @@
 /* node/cmd.c: command lookup and the one dispatcher every command goes through. */
 #include "node/cmd.h"
+#include "node/base/strnum.h"
 
 #include "cluster/slot.h"
 #include "node/base/mem.h"
@@ -152,47 +153,7 @@ cmd_arg_is(struct rv_str a, const char *lower)
 bool
 cmd_arg_int(struct rv_str a, int64_t *out)
 {
-    const char *p = a.p;
-    size_t n = a.len, i = 0;
-    bool neg = false;
-    uint64_t v = 0;
-
-    if (n == 0 || n > 20) {
-        return false;
-    }
-    if (n == 1 && p[0] == '0') {
-        *out = 0;
-        return true;
-    }
-    if (p[0] == '-') {
-        neg = true;
-        i = 1;
-        if (n == 1) {
-            return false;
-        }
-    }
-    if (p[i] < '1' || p[i] > '9') {
-        return false;
-    }
-    for (; i < n; i++) {
-        unsigned d = (unsigned)(p[i] - '0');
-        if (d > 9 || v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    if (neg) {
-        if (v > (uint64_t)INT64_MAX + 1) {
-            return false;
-        }
-        *out = (int64_t)(0 - v);
-    } else {
-        if (v > (uint64_t)INT64_MAX) {
-            return false;
-        }
-        *out = (int64_t)v;
-    }
-    return true;
+    return str_to_i64(a.p, a.len, out);
 }
 
 bool

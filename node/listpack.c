@@ -1,5 +1,6 @@
 /* node/listpack.c: packed element arrays (see listpack.h for the layout). */
 #include "node/listpack.h"
+#include "node/base/strnum.h"
 
 #include "node/base/mem.h"
 
@@ -121,49 +122,7 @@ elem_total(const uint8_t *p)
 bool
 lp_str_is_int(const char *s, size_t n, int64_t *out)
 {
-    size_t i = 0;
-    bool neg = false;
-    uint64_t v = 0;
-
-    if (n == 0 || n > 20) {
-        return false;
-    }
-    if (s[0] == '-') {
-        neg = true;
-        i = 1;
-        if (n == 1) {
-            return false;
-        }
-    }
-    if (s[i] == '0') {
-        if (n == 1) {
-            *out = 0;
-            return true;
-        }
-        return false;           /* leading zero, or "-0" */
-    }
-    for (; i < n; i++) {
-        unsigned d = (unsigned)(s[i] - '0');
-        if (d > 9) {
-            return false;
-        }
-        if (v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    if (neg) {
-        if (v > (uint64_t)INT64_MAX + 1) {
-            return false;
-        }
-        *out = (int64_t)(0 - v);
-    } else {
-        if (v > (uint64_t)INT64_MAX) {
-            return false;
-        }
-        *out = (int64_t)v;
-    }
-    return true;
+    return str_to_i64(s, n, out);
 }
 
 /* Encoding header for s[0,n) into h (at most 9 bytes); *datalen is how many
