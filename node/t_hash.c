@@ -380,7 +380,8 @@ hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
     bool created;
     if (h->enc == HENC_PK) {
         size_t off;
-        if (fl > lim->max_value || vl > lim->max_value) {
+        if (fl > lim->max_value || vl > lim->max_value ||
+            hpk_end(h->u.pk) + fl + vl > HPK_SAFE_BYTES) {
             hobj_convert(h);
         } else if ((off = hpk_find(h->u.pk, f, fl, 2)) != HPK_NONE) {
             hpk_replace(&h->u.pk, hpk_next(h->u.pk, off), v, vl);

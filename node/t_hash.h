@@ -23,6 +23,9 @@
 struct hpk;
 #define HPK_NONE SIZE_MAX
 #define HPK_SCRATCH 24
+/* Offsets are 32-bit: the types convert away from the packed form long
+ * before it reaches this size, whatever the configured value limits. */
+#define HPK_SAFE_BYTES ((size_t)1 << 30)
 
 struct hpk *hpk_create(void);
 void hpk_free(struct hpk *p);                      /* NULL is a no-op */

@@ -191,7 +191,8 @@ sobj_add(struct sobj *s, const char *m, size_t n, const struct sobj_lim *lim)
         if (hpk_find(s->u.pk, m, n, 1) != HPK_NONE) {
             return false;
         }
-        if (hpk_count(s->u.pk) < lim->max_pk_entries && n <= lim->max_pk_value) {
+        if (hpk_count(s->u.pk) < lim->max_pk_entries && n <= lim->max_pk_value &&
+            hpk_end(s->u.pk) + n <= HPK_SAFE_BYTES) {
             hpk_append(&s->u.pk, m, n);
             return true;
         }
