@@ -156,6 +156,38 @@ cmd_arg_int(struct rv_str a, int64_t *out)
     return str_to_i64(a.p, a.len, out);
 }
 
+/* The cursor as strtoul() reads it (Redis parseScanCursorOrReply): no leading
+ * space, optional sign, decimal digits, nothing after, no overflow; a negative
+ * number wraps; an empty string is 0. */
+bool
+cmd_arg_cursor(struct rv_str a, uint64_t *out)
+{
+    size_t i = 0;
+    bool neg = false;
+    uint64_t v = 0;
+
+    if (a.len == 0) {
+        *out = 0;
+        return true;
+    }
+    if (a.p[0] == '+' || a.p[0] == '-') {
+        neg = a.p[0] == '-';
+        i = 1;
+    }
+    if (i == a.len) {
+        return false;
+    }
+    for (; i < a.len; i++) {
+        unsigned d = (unsigned)(a.p[i] - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    *out = neg ? 0 - v : v;
+    return true;
+}
+
 bool
 cmd_arg_double(struct rv_str a, long double *out)
 {

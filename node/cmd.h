@@ -115,3 +115,4 @@ bool cmd_parse_mpop(struct conn *c, int argc, struct rv_str *argv, int at, const
 bool cmd_arg_is(struct rv_str a, const char *lower);   /* case-insensitive equality */
 bool cmd_arg_int(struct rv_str a, int64_t *out);       /* strict Redis string2ll */
 bool cmd_arg_double(struct rv_str a, long double *out);/* strtold, rejects NaN and spaces */
+bool cmd_arg_cursor(struct rv_str a, uint64_t *out);   /* SCAN cursor, read as strtoul() does */

@@ -305,37 +305,6 @@ CMD_HANDLER(keys)
     reply_defer_array(c, h, k.n);
 }
 
-/* The cursor as strtoul() reads it (Redis parseScanCursorOrReply): no leading
- * space, optional sign, decimal digits, nothing after, no overflow; a negative
- * number wraps; an empty string is 0. */
-static bool
-parse_cursor(struct rv_str a, uint64_t *out)
-{
-    size_t i = 0;
-    bool neg = false;
-    uint64_t v = 0;
-
-    if (a.len == 0) {
-        *out = 0;
-        return true;
-    }
-    if (a.p[0] == '+' || a.p[0] == '-') {
-        neg = a.p[0] == '-';
-        i = 1;
-    }
-    if (i == a.len) {
-        return false;
-    }
-    for (; i < a.len; i++) {
-        unsigned d = (unsigned)(a.p[i] - '0');
-        if (d > 9 || v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = neg ? 0 - v : v;
-    return true;
-}
 
 struct scan_ctx {
     const char *pat;
@@ -418,7 +387,7 @@ CMD_HANDLER(scan)
     uint64_t cursor, next;
     int64_t count = 10;
 
-    if (!parse_cursor(argv[1], &cursor)) {
+    if (!cmd_arg_cursor(argv[1], &cursor)) {
         reply_errf(c, "ERR invalid cursor");
         return;
     }

@@ -1047,33 +1047,6 @@ CMD_HANDLER(hrandfield)
     }
 }
 
-/* ------------------------------------------------------------------ HSCAN */
-
-bool
-hash_scan_cursor(struct rv_str a, uint64_t *out)
-{
-    size_t i = 0;
-    bool neg = false;
-    uint64_t v = 0;
-
-    if (a.len > 0 && (a.p[0] == '-' || a.p[0] == '+')) {
-        neg = a.p[0] == '-';
-        i = 1;
-        if (a.len == 1) {
-            *out = 0;   /* strtoul parses nothing and leaves "-" unconsumed */
-            return false;
-        }
-    }
-    for (; i < a.len; i++) {
-        unsigned d = (unsigned)(a.p[i] - '0');
-        if (d > 9 || v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = neg ? 0 - v : v;
-    return true;
-}
 
 struct hscan_ctx {
     const char *pat;
@@ -1120,7 +1093,7 @@ CMD_HANDLER(hscan)
     int64_t count = 10;
     bool novalues = false, err;
 
-    if (!hash_scan_cursor(argv[2], &cursor)) {
+    if (!cmd_arg_cursor(argv[2], &cursor)) {
         reply_errf(c, "ERR invalid cursor");
         return;
     }

@@ -905,7 +905,7 @@ CMD_HANDLER(sscan)
     int64_t count = 10;
     bool err;
 
-    if (!hash_scan_cursor(argv[2], &cursor)) {
+    if (!cmd_arg_cursor(argv[2], &cursor)) {
         reply_errf(c, "ERR invalid cursor");
         return;
     }

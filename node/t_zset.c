@@ -1428,33 +1428,12 @@ zscan_add(void *arg, struct rv_str m, double s)
     a->n++;
 }
 
-static bool
-parse_cursor(struct rv_str a, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (a.len == 0 || a.len > 20) {
-        return false;
-    }
-    for (size_t i = 0; i < a.len; i++) {
-        if (a.p[i] < '0' || a.p[i] > '9') {
-            return false;
-        }
-        unsigned d = (unsigned)(a.p[i] - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
-
 CMD_HANDLER(zscan)
 {
     uint64_t cursor;
     int64_t count = 10;
     struct zscan_acc a = { 0 };
-    if (!parse_cursor(argv[2], &cursor)) {
+    if (!cmd_arg_cursor(argv[2], &cursor)) {
         reply_errf(c, "ERR invalid cursor");
         return;
     }
