@@ -544,11 +544,11 @@ Test(ks, int_roundtrip_and_inplace_update)
 static void
 expect_class(struct ks_entry *e, size_t cls)
 {
-    if (rv_mem_allocated() > 0) {
-        cr_assert_eq(ks_entry_mem(e), cls, "entry in class %zu, want %zu", ks_entry_mem(e), cls);
-    } else {
-        cr_assert_leq(ks_entry_mem(e), cls + 15);
-    }
+#ifndef RV_NO_JEMALLOC
+    cr_assert_eq(ks_entry_mem(e), cls, "entry in class %zu, want %zu", ks_entry_mem(e), cls);
+#else
+    cr_assert_leq(ks_entry_mem(e), cls + 15);
+#endif
 }
 
 Test(ks, entry_size_classes)
