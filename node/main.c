@@ -1,6 +1,8 @@
 /* node/main.c: parse the configuration, start the shards, wait for a signal,
  * stop within a bounded time. All logic lives in the libraries. */
 #include "node/base/clock.h"
+#include "node/base/fs.h"
+#include "node/base/rand.h"
 #include "node/base/log.h"
 #include "node/cmd.h"
 #include "node/config.h"
@@ -9,59 +11,11 @@
 #include "node/shard.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-static void
-random_hex(char *out, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    FILE *f = fopen("/dev/urandom", "r");
-    for (size_t i = 0; i < n; i++) {
-        int b = f ? fgetc(f) : rand();
-        out[i] = hex[(unsigned)b & 15];
-    }
-    out[n] = '\0';
-    if (f) {
-        fclose(f);
-    }
-}
-
-static uint64_t
-random_u64(void)
-{
-    uint64_t v = 0;
-    FILE *f = fopen("/dev/urandom", "r");
-    if (f == NULL || fread(&v, sizeof(v), 1, f) != 1) {
-        v = clock_mono_us() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-    }
-    if (f) {
-        fclose(f);
-    }
-    return v;
-}
-
-static int
-mkdir_p(const char *path)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
-                return -1;
-            }
-            *p = '/';
-        }
-    }
-    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-}
 
 int
 main(int argc, char **argv)
@@ -83,7 +37,7 @@ main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
-    if (mkdir_p(cfg->dir) != 0) {
+    if (fs_mkdir_p(cfg->dir) != 0) {
         fprintf(stderr, "ruvio: config error: 'dir': cannot create '%s': %s\n", cfg->dir,
                 strerror(errno));
         return 1;
@@ -98,20 +52,19 @@ main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);   /* shard threads inherit the mask */
 
-    srand((unsigned)(clock_mono_us() ^ (uint64_t)getpid()));
     cmd_init();
-    dict_seed(random_u64(), random_u64());
+    dict_seed(rand_u64(), rand_u64());
     node.nshards = (unsigned)cfg->shards;
     node.shards = calloc(node.nshards, sizeof(*node.shards));
     node.ids = calloc(node.nshards, sizeof(*node.ids));
     node.start_ms = clock_unix_ms();
-    random_hex(node.run_id, 40);
+    rand_hex(node.run_id, 40);
     snprintf(node.config_file, sizeof(node.config_file), "%s", cfg_file());
     if (realpath(argv[0], node.executable) == NULL) {
         snprintf(node.executable, sizeof(node.executable), "%s", argv[0]);
     }
     for (unsigned i = 0; i < node.nshards; i++) {
-        random_hex(node.ids[i], 40);
+        rand_hex(node.ids[i], 40);
     }
     node_publish_cfg(&node, cfg);
 

@@ -4,6 +4,7 @@
 #include "cluster/slot.h"
 #include "node/base/clock.h"
 #include "node/base/mem.h"
+#include "node/base/rand.h"
 #include "node/block.h"
 #include "node/cmd.h"
 #include "node/conn.h"
@@ -164,9 +165,7 @@ shard_create(struct node *n, unsigned id, char *err, size_t errsz)
         snprintf(err, errsz, "shard %u: no bind address ('bind')", id);
         goto fail;
     }
-    uint64_t seed0 = ((uint64_t)rand() << 32) ^ (uint64_t)rand() ^ clock_mono_us();
-    uint64_t seed1 = ((uint64_t)rand() << 32) ^ (uint64_t)rand() ^ ((uint64_t)getpid() << 16);
-    s->ks = ks_create(seed0, seed1);
+    s->ks = ks_create(rand_u64(), rand_u64());
     return s;
 fail:
     shard_destroy(s);
