@@ -244,6 +244,41 @@ cmd_parse_mpop(struct conn *c, int argc, struct rv_str *argv, int at, const char
     return true;
 }
 
+bool
+cmd_parse_scan_opts(struct conn *c, int argc, struct rv_str *argv, int from, unsigned allow,
+                    struct scan_opts *o)
+{
+    *o = (struct scan_opts){ .count = 10 };
+    for (int i = from; i < argc;) {
+        bool has_val = i + 1 < argc;
+        if (has_val && cmd_arg_is(argv[i], "count")) {
+            if (!cmd_arg_int(argv[i + 1], &o->count)) {
+                reply_err(c, RV_ERR_NOTINT);
+                return false;
+            }
+            if (o->count < 1) {
+                reply_err(c, RV_ERR_SYNTAX);
+                return false;
+            }
+            i += 2;
+        } else if (has_val && cmd_arg_is(argv[i], "match")) {
+            bool star = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*';
+            o->match = star ? (struct rv_str){ NULL, 0 } : argv[i + 1];
+            i += 2;
+        } else if (has_val && (allow & SCAN_ALLOW_TYPE) && cmd_arg_is(argv[i], "type")) {
+            o->type = argv[i + 1];
+            i += 2;
+        } else if ((allow & SCAN_ALLOW_NOVALUES) && cmd_arg_is(argv[i], "novalues")) {
+            o->novalues = true;
+            i++;
+        } else {
+            reply_err(c, RV_ERR_SYNTAX);
+            return false;
+        }
+    }
+    return true;
+}
+
 static void
 reply_unknown(struct conn *c, const char *what, int argc, struct rv_str *argv, int from)
 {

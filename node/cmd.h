@@ -111,6 +111,19 @@ void cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
 bool cmd_parse_mpop(struct conn *c, int argc, struct rv_str *argv, int at, const char *end0,
                     const char *end1, int *nkeys, int *which, int64_t *count);
 
+/* Options of the SCAN family after the cursor: [MATCH pattern] [COUNT count]
+ * [TYPE type] (SCAN only) [NOVALUES] (HSCAN only), parsed as Redis does. */
+enum scan_opt_allow { SCAN_ALLOW_TYPE = 1u << 0, SCAN_ALLOW_NOVALUES = 1u << 1 };
+struct scan_opts {
+    struct rv_str match;        /* p == NULL: no pattern (also for "*") */
+    struct rv_str type;         /* p == NULL: any type */
+    int64_t count;              /* 10 unless given */
+    bool novalues;
+};
+/* Parse argv[from..]; on bad input replies Redis's error and returns false. */
+bool cmd_parse_scan_opts(struct conn *c, int argc, struct rv_str *argv, int from, unsigned allow,
+                         struct scan_opts *o);
+
 /* Argument helpers shared by handlers. */
 bool cmd_arg_is(struct rv_str a, const char *lower);   /* case-insensitive equality */
 bool cmd_arg_int(struct rv_str a, int64_t *out);       /* strict Redis string2ll */

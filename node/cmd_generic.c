@@ -363,19 +363,6 @@ scan_visit(void *arg, struct ks_entry *e)
     s->keys[s->n++] = key;
 }
 
-static void
-reply_u64_bulk(struct conn *c, uint64_t v)
-{
-    char buf[24];
-    size_t n = sizeof(buf);
-
-    do {
-        buf[--n] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    reply_bulk(c, buf + n, sizeof(buf) - n);
-}
-
 CMD_HANDLER(scan)
 {
     struct rv_str stack[SCAN_STACK_KEYS];
@@ -385,39 +372,23 @@ CMD_HANDLER(scan)
         .cap = SCAN_STACK_KEYS,
     };
     uint64_t cursor, next;
-    int64_t count = 10;
+    struct scan_opts o;
 
     if (!cmd_arg_cursor(argv[1], &cursor)) {
         reply_errf(c, "ERR invalid cursor");
         return;
     }
-    for (int i = 2; i < argc; i += 2) {
-        bool has_val = i + 1 < argc;
-        if (has_val && cmd_arg_is(argv[i], "count")) {
-            if (!cmd_arg_int(argv[i + 1], &count)) {
-                reply_err(c, RV_ERR_NOTINT);
-                return;
-            }
-            if (count < 1) {
-                reply_err(c, RV_ERR_SYNTAX);
-                return;
-            }
-        } else if (has_val && cmd_arg_is(argv[i], "match")) {
-            bool star = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*';
-            s.pat = star ? NULL : argv[i + 1].p;
-            s.plen = argv[i + 1].len;
-        } else if (has_val && cmd_arg_is(argv[i], "type")) {
-            s.type = argv[i + 1].p;
-            s.tlen = argv[i + 1].len;
-        } else {
-            reply_err(c, RV_ERR_SYNTAX);
-            return;
-        }
+    if (!cmd_parse_scan_opts(c, argc, argv, 2, SCAN_ALLOW_TYPE, &o)) {
+        return;
     }
+    s.pat = o.match.p;
+    s.plen = o.match.len;
+    s.type = o.type.p;
+    s.tlen = o.type.len;
     /* Key views stay valid: nothing modifies the keyspace until the reply is written. */
-    next = ks_scan(conn_ks(c), cursor, (size_t)count, scan_visit, &s);
+    next = ks_scan(conn_ks(c), cursor, (size_t)o.count, scan_visit, &s);
     reply_array(c, 2);
-    reply_u64_bulk(c, next);
+    reply_bulk_u64(c, next);
     reply_array(c, s.n);
     for (size_t i = 0; i < s.n; i++) {
         reply_bulk(c, s.keys[i].p, s.keys[i].len);

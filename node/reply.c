@@ -73,6 +73,18 @@ void reply_int(struct conn *c, int64_t v) { resp_w_int(&c->wbuf, v); }
 void reply_bulk(struct conn *c, const void *p, size_t n) { resp_w_bulk(&c->wbuf, p, n); }
 void reply_bulk_cstr(struct conn *c, const char *s) { resp_w_bulk(&c->wbuf, s, strlen(s)); }
 void reply_bulk_int(struct conn *c, int64_t v) { resp_w_bulk_int(&c->wbuf, v); }
+void
+reply_bulk_u64(struct conn *c, uint64_t v)
+{
+    char buf[24];
+    size_t n = sizeof(buf);
+    do {
+        buf[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    resp_w_bulk(&c->wbuf, buf + n, sizeof(buf) - n);
+}
+
 void reply_bulk_ldouble(struct conn *c, long double v) { resp_w_bulk_double(&c->wbuf, v); }
 void reply_double(struct conn *c, double v) { resp_w_double(&c->wbuf, c->proto, v); }
 void reply_bool(struct conn *c, bool v) { resp_w_bool(&c->wbuf, c->proto, v); }

@@ -21,6 +21,7 @@ void reply_int(struct conn *c, int64_t v);
 void reply_bulk(struct conn *c, const void *p, size_t n);
 void reply_bulk_cstr(struct conn *c, const char *s);
 void reply_bulk_int(struct conn *c, int64_t v);
+void reply_bulk_u64(struct conn *c, uint64_t v);     /* e.g. SCAN cursors */
 void reply_bulk_ldouble(struct conn *c, long double v);
 void reply_double(struct conn *c, double v);
 void reply_bool(struct conn *c, bool v);

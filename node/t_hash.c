@@ -1073,18 +1073,6 @@ hscan_collect(void *arg, struct dict_entry *e)
     s->v[s->n++] = e;
 }
 
-void
-hash_reply_u64(struct conn *c, uint64_t v)
-{
-    char buf[24];
-    size_t n = sizeof(buf);
-    do {
-        buf[--n] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    reply_bulk(c, buf + n, sizeof(buf) - n);
-}
-
 CMD_HANDLER(hscan)
 {
     struct hscan_ctx s = { 0 };
@@ -1105,30 +1093,14 @@ CMD_HANDLER(hscan)
         }
         return;
     }
-    for (int i = 3; i < argc; i++) {
-        bool has_val = i + 1 < argc;
-        if (has_val && cmd_arg_is(argv[i], "count")) {
-            if (!cmd_arg_int(argv[i + 1], &count)) {
-                reply_err(c, RV_ERR_NOTINT);
-                return;
-            }
-            if (count < 1) {
-                reply_err(c, RV_ERR_SYNTAX);
-                return;
-            }
-            i++;
-        } else if (has_val && cmd_arg_is(argv[i], "match")) {
-            bool star = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*';
-            s.pat = star ? NULL : argv[i + 1].p;
-            s.plen = argv[i + 1].len;
-            i++;
-        } else if (cmd_arg_is(argv[i], "novalues")) {
-            novalues = true;
-        } else {
-            reply_err(c, RV_ERR_SYNTAX);
-            return;
-        }
+    struct scan_opts o;
+    if (!cmd_parse_scan_opts(c, argc, argv, 3, SCAN_ALLOW_NOVALUES, &o)) {
+        return;
     }
+    s.pat = o.match.p;
+    s.plen = o.match.len;
+    novalues = o.novalues;
+    count = o.count;
     if (h->enc == HENC_PK) {
         /* Small encodings are returned whole in one call, cursor 0 (as Redis). */
         char fs[HPK_SCRATCH], vs[HPK_SCRATCH];
@@ -1155,7 +1127,7 @@ CMD_HANDLER(hscan)
     }
     next = dict_scan(h->u.d, cursor, (size_t)count, hscan_collect, &s);
     reply_array(c, 2);
-    hash_reply_u64(c, next);
+    reply_bulk_u64(c, next);
     reply_array(c, novalues ? s.n : s.n * 2);
     for (size_t i = 0; i < s.n; i++) {
         struct rv_str f = dict_key(s.v[i]);

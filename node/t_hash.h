@@ -70,7 +70,6 @@ struct conn;
 uint64_t hash_rng_seed(struct conn *c);
 uint64_t hash_rng_next(uint64_t *x);
 size_t hash_rng_below(uint64_t *x, size_t n);   /* uniform in [0, n) */
-void hash_reply_u64(struct conn *c, uint64_t v);   /* as a bulk string */
 
 CMD_HANDLER(hset); CMD_HANDLER(hsetnx); CMD_HANDLER(hget); CMD_HANDLER(hmset);
 CMD_HANDLER(hmget); CMD_HANDLER(hgetall); CMD_HANDLER(hdel); CMD_HANDLER(hexists);

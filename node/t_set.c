@@ -917,26 +917,13 @@ CMD_HANDLER(sscan)
         }
         return;
     }
-    for (int i = 3; i < argc; i += 2) {
-        bool has_val = i + 1 < argc;
-        if (has_val && cmd_arg_is(argv[i], "count")) {
-            if (!cmd_arg_int(argv[i + 1], &count)) {
-                reply_err(c, RV_ERR_NOTINT);
-                return;
-            }
-            if (count < 1) {
-                reply_err(c, RV_ERR_SYNTAX);
-                return;
-            }
-        } else if (has_val && cmd_arg_is(argv[i], "match")) {
-            bool star = argv[i + 1].len == 1 && argv[i + 1].p[0] == '*';
-            s.pat = star ? NULL : argv[i + 1].p;
-            s.plen = argv[i + 1].len;
-        } else {
-            reply_err(c, RV_ERR_SYNTAX);
-            return;
-        }
+    struct scan_opts o;
+    if (!cmd_parse_scan_opts(c, argc, argv, 3, 0, &o)) {
+        return;
     }
+    s.pat = o.match.p;
+    s.plen = o.match.len;
+    count = o.count;
     if (set->enc != SENC_HT) {
         /* Small encodings are returned whole in one call, cursor 0 (as Redis). */
         struct sscan_small sm = { c, s.pat, s.plen, 0 };
@@ -950,7 +937,7 @@ CMD_HANDLER(sscan)
     }
     next = dict_scan(set->u.d, cursor, (size_t)count, sscan_collect, &s);
     reply_array(c, 2);
-    hash_reply_u64(c, next);
+    reply_bulk_u64(c, next);
     reply_array(c, s.n);
     for (size_t i = 0; i < s.n; i++) {
         reply_bulk(c, s.v[i].p, s.v[i].len);

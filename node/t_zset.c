@@ -1437,25 +1437,14 @@ CMD_HANDLER(zscan)
         reply_errf(c, "ERR invalid cursor");
         return;
     }
-    for (int j = 3; j < argc; j++) {
-        if (cmd_arg_is(argv[j], "count") && j + 1 < argc) {
-            if (!cmd_arg_int(argv[j + 1], &count)) {
-                reply_err(c, RV_ERR_NOTINT);
-                return;
-            }
-            if (count < 1) {
-                reply_err(c, RV_ERR_SYNTAX);
-                return;
-            }
-            j++;
-        } else if (cmd_arg_is(argv[j], "match") && j + 1 < argc) {
-            a.pat = argv[j + 1];
-            a.match = !(a.pat.len == 1 && a.pat.p[0] == '*');
-            j++;
-        } else {
-            reply_err(c, RV_ERR_SYNTAX);
-            return;
-        }
+    struct scan_opts o;
+    if (!cmd_parse_scan_opts(c, argc, argv, 3, 0, &o)) {
+        return;
+    }
+    count = o.count;
+    if (o.match.p != NULL) {
+        a.pat = o.match;
+        a.match = true;
     }
     bool wrong;
     struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
