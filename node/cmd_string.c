@@ -467,7 +467,10 @@ CMD_HANDLER(incrby)
 {
     int64_t by;
 
-    (void)argc;
+    if (rv_unlikely(argc > 3)) {
+        coord_incrby_max(c, argc, argv);    /* INCRBY key increment MAX limit (t_coord.c) */
+        return;
+    }
     if (!cmd_arg_int(argv[2], &by)) {
         reply_err(c, RV_ERR_NOTINT);
         return;

@@ -159,7 +159,7 @@ struct cmd_spec cmd_table[] = {
     ROW("strlen", cmd_strlen, 2, RO | FA, 1, 1, 1, S_R | CAT_FAST, "string", "2.2.0", "O(1)", "Returns the length of a string value.", "key"),
     ROW("incr", cmd_incr, 2, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key"),
     ROW("decr", cmd_decr, 2, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key"),
-    ROW("incrby", cmd_incrby, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment"),
+    ROW("incrby", cmd_incrby, -3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist. With MAX (Ruvio), only when the result stays <= limit, else a null reply and no write.", "key increment [MAX limit]"),
     ROW("decrby", cmd_decrby, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "1.0.0", "O(1)", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "key decrement"),
     ROW("incrbyfloat", cmd_incrbyfloat, 3, W | DO | FA, 1, 1, 1, S_W | CAT_FAST, "string", "2.6.0", "O(1)", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment"),
     ROW("getrange", cmd_getrange, 4, RO, 1, 1, 1, S_R | CAT_SLOW, "string", "2.4.0", "O(N) where N is the length of the returned string.", "Returns a substring of the string stored at a key.", "key start end"),
@@ -205,6 +205,7 @@ struct cmd_spec cmd_table[] = {
 #include "node/t_hash_rows.h"
 #include "node/t_set_rows.h"
 #include "node/t_zset_rows.h"
+#include "node/t_coord_rows.h"
 };
 
 const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);

@@ -64,3 +64,4 @@ CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HA
 #include "node/t_hash.h"
 #include "node/t_set.h"
 #include "node/t_zset.h"
+#include "node/t_coord.h"

@@ -28,6 +28,7 @@ enum ks_type {
     KS_ZSET = 3,
     KS_HASH = 4,
     KS_STREAM = 5,
+    KS_COORD = 6,        /* SEMAPHORE holders (node/t_coord.h) */
 };
 
 enum ks_enc {            /* what OBJECT ENCODING reports for strings */

@@ -5,6 +5,7 @@ extern const struct obj_ops obj_list_ops;
 extern const struct obj_ops obj_set_ops;
 extern const struct obj_ops obj_zset_ops;
 extern const struct obj_ops obj_hash_ops;
+extern const struct obj_ops obj_coord_ops;
 
 const struct obj_ops *
 obj_ops_of(enum ks_type t)
@@ -14,6 +15,7 @@ obj_ops_of(enum ks_type t)
     case KS_SET: return &obj_set_ops;
     case KS_ZSET: return &obj_zset_ops;
     case KS_HASH: return &obj_hash_ops;
+    case KS_COORD: return &obj_coord_ops;
     case KS_STRING:
     case KS_STREAM: break;
     }
@@ -30,6 +32,7 @@ obj_type_name(enum ks_type t)
     case KS_ZSET: return "zset";
     case KS_HASH: return "hash";
     case KS_STREAM: return "stream";
+    case KS_COORD: return "coord";
     }
     return "none";
 }
