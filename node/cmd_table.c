@@ -205,6 +205,8 @@ struct cmd_spec cmd_table[] = {
 #include "node/t_hash_rows.h"
 #include "node/t_set_rows.h"
 #include "node/t_zset_rows.h"
+#include "node/t_bitmap_rows.h"
+#include "node/t_hll_rows.h"
 #include "node/t_coord_rows.h"
 };
 

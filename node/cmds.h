@@ -64,4 +64,6 @@ CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HA
 #include "node/t_hash.h"
 #include "node/t_set.h"
 #include "node/t_zset.h"
+#include "node/t_bitmap.h"
+#include "node/t_hll.h"
 #include "node/t_coord.h"

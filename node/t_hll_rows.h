@@ -1,0 +1,1 @@
+/* node/t_hll_rows.h: command rows of t_hll.c, included inside cmd_table[]. */
