@@ -207,6 +207,7 @@ struct cmd_spec cmd_table[] = {
 #include "node/t_zset_rows.h"
 #include "node/t_bitmap_rows.h"
 #include "node/t_hll_rows.h"
+#include "node/t_geo_rows.h"
 #include "node/t_coord_rows.h"
 };
 

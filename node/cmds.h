@@ -66,4 +66,5 @@ CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HA
 #include "node/t_zset.h"
 #include "node/t_bitmap.h"
 #include "node/t_hll.h"
+#include "node/t_geo.h"
 #include "node/t_coord.h"
