@@ -10,6 +10,7 @@
 #include "node/conn.h"
 #include "node/dict.h"
 #include "node/ks.h"
+#include "node/t_hash.h"
 #include "node/base/log.h"
 #include "node/node.h"
 #include "node/pubsub.h"
@@ -338,6 +339,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     }
     shard_sample_rates(s, now);
     ks_active_expire(s->ks, now, budget);
+    hash_active_expire(s, now, budget / 4);
     if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);

@@ -19,6 +19,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 /* ------------------------------------------------------------ packed list */
 
@@ -314,6 +315,9 @@ struct hobj {
         struct hpk *pk;   /* field, value, field, value, ... */
         struct dict *d;   /* DICT_BYTES: field -> value */
     } u;
+    /* Field deadlines (unix ms in the uint64 value), NULL while no field has
+     * one; only hashtable-encoded hashes have it (HEXPIRE converts). */
+    struct dict *ttl;
 };
 
 struct hobj *
@@ -322,6 +326,7 @@ hobj_create(void)
     struct hobj *h = rv_malloc(sizeof(*h));
     h->enc = HENC_PK;
     h->u.pk = hpk_create();
+    h->ttl = NULL;
     return h;
 }
 
@@ -337,6 +342,9 @@ hobj_free(void *v)
     } else {
         dict_destroy(h->u.d, NULL);
     }
+    if (h->ttl != NULL) {
+        dict_destroy(h->ttl, NULL);
+    }
     rv_free(h);
 }
 
@@ -351,6 +359,18 @@ hobj_encoding(const void *v)
 {
     const struct hobj *h = v;
     return h->enc == HENC_PK ? "listpack" : "hashtable";
+}
+
+/* Forgets the deadline of f; frees the side dict once it is empty. */
+static bool
+hobj_ttl_clear(struct hobj *h, const char *f, size_t fl)
+{
+    bool had = dict_delete(h->ttl, f, fl, NULL);
+    if (dict_size(h->ttl) == 0) {
+        dict_destroy(h->ttl, NULL);
+        h->ttl = NULL;
+    }
+    return had;
 }
 
 static void
@@ -395,6 +415,9 @@ hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
         }
     }
     dict_put_bytes(h->u.d, f, fl, v, vl, &created);
+    if (!created && h->ttl != NULL) {
+        hobj_ttl_clear(h, f, fl);   /* overwriting a field drops its TTL */
+    }
     return created ? 1 : 0;
 }
 
@@ -430,7 +453,13 @@ hobj_del(struct hobj *h, const char *f, size_t fl)
         hpk_delete(&h->u.pk, off, 2);
         return true;
     }
-    return dict_delete(h->u.d, f, fl, NULL);
+    if (!dict_delete(h->u.d, f, fl, NULL)) {
+        return false;
+    }
+    if (h->ttl != NULL) {
+        hobj_ttl_clear(h, f, fl);
+    }
+    return true;
 }
 
 typedef void hvisit_fn(void *arg, struct rv_str f, struct rv_str v);
@@ -470,7 +499,8 @@ static size_t
 hobj_mem(const void *v)
 {
     const struct hobj *h = v;
-    return sizeof(*h) + (h->enc == HENC_PK ? hpk_bytes(h->u.pk) : dict_mem(h->u.d));
+    return sizeof(*h) + (h->enc == HENC_PK ? hpk_bytes(h->u.pk) : dict_mem(h->u.d)) +
+           (h->ttl != NULL ? dict_mem(h->ttl) : 0);
 }
 
 static void *
@@ -484,6 +514,7 @@ hobj_dup(const void *v)
     } else {
         c->u.d = dict_dup(h->u.d);
     }
+    c->ttl = h->ttl != NULL ? dict_dup(h->ttl) : NULL;
     return c;
 }
 
@@ -505,6 +536,169 @@ hash_lim(struct conn *c, struct hobj_lim *lim)
     lim->max_value = cfg->hash_max_listpack_value > 0 ? (size_t)cfg->hash_max_listpack_value : 0;
 }
 
+/* ------------------------------------------------ field expiration (7.4) */
+
+/* Deletes every field of h whose deadline is <= now. */
+struct reap_acc {
+    int64_t now;
+    struct rv_str *v;
+    size_t n, cap;
+};
+
+static void
+reap_collect(void *arg, struct dict_entry *e)
+{
+    struct reap_acc *a = arg;
+    if ((int64_t)dict_val(e) <= a->now) {
+        if (a->n == a->cap) {
+            a->cap = a->cap ? a->cap * 2 : 8;
+            a->v = rv_realloc(a->v, a->cap * sizeof(*a->v));
+        }
+        struct rv_str k = dict_key(e);
+        char *copy = rv_malloc(k.len + 1);
+        memcpy(copy, k.p, k.len);
+        a->v[a->n].p = copy;
+        a->v[a->n++].len = k.len;
+    }
+}
+
+size_t
+hobj_reap(struct hobj *h, int64_t now)
+{
+    struct reap_acc a = { now, NULL, 0, 0 };
+    size_t i;
+
+    if (h->ttl == NULL) {
+        return 0;
+    }
+    dict_foreach(h->ttl, reap_collect, &a);
+    for (i = 0; i < a.n; i++) {   /* names are copies: the deletes move entries */
+        dict_delete(h->u.d, a.v[i].p, a.v[i].len, NULL);
+        if (h->ttl != NULL) {
+            hobj_ttl_clear(h, a.v[i].p, a.v[i].len);
+        }
+        rv_free((void *)a.v[i].p);
+    }
+    rv_free(a.v);
+    return a.n;
+}
+
+void
+hobj_set_deadline(struct hobj *h, const char *f, size_t fl, int64_t when)
+{
+    if (h->enc == HENC_PK) {
+        hobj_convert(h);
+    }
+    if (h->ttl == NULL) {
+        h->ttl = dict_create_kind(DICT_U64);
+    }
+    dict_set_val(dict_add(h->ttl, f, fl, NULL), (uint64_t)when);
+}
+
+int64_t
+hobj_field_deadline(struct hobj *h, const char *f, size_t fl)
+{
+    struct dict_entry *e;
+    if (h->ttl == NULL || (e = dict_find(h->ttl, f, fl)) == NULL) {
+        return -1;
+    }
+    return (int64_t)dict_val(e);
+}
+
+/* Per-thread registry of hash keys that have timed fields, for the active
+ * sweep. Entry key: the struct ks pointer bytes, then the key name, so shards
+ * that share a thread keep apart. Entries go stale harmlessly (the sweep drops
+ * an entry whose key is gone, is no hash, or has no timed field left). */
+static _Thread_local struct dict *hfe_keys;
+static _Thread_local uint64_t hfe_cursor;
+
+static void
+hfe_register(struct ks *ks, struct rv_str key)
+{
+    char stack[256];
+    size_t n = sizeof(ks) + key.len;
+    char *buf = n <= sizeof(stack) ? stack : rv_malloc(n);
+    if (hfe_keys == NULL) {
+        hfe_keys = dict_create_kind(DICT_KEYONLY);
+    }
+    memcpy(buf, &ks, sizeof(ks));
+    memcpy(buf + sizeof(ks), key.p, key.len);
+    dict_add(hfe_keys, buf, n, NULL);
+    if (buf != stack) {
+        rv_free(buf);
+    }
+}
+
+/* Lazy reclaim on access: true when the key was deleted (its last field expired). */
+static bool
+hash_reap_key(struct ks *ks, struct rv_str key, struct hobj *h, int64_t now)
+{
+    if (h->ttl == NULL || hobj_reap(h, now) == 0) {
+        return false;
+    }
+    if (hobj_len(h) == 0) {
+        ks_delete(ks, key.p, key.len);
+        return true;
+    }
+    return false;
+}
+
+struct hfe_batch {
+    struct rv_str v[32];
+    size_t n;
+};
+
+static void
+hfe_collect(void *arg, struct dict_entry *e)
+{
+    struct hfe_batch *b = arg;
+    if (b->n < sizeof(b->v) / sizeof(b->v[0])) {
+        b->v[b->n++] = dict_key(e);
+    }
+}
+
+void
+hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
+{
+    struct ks *ks = shard_ks(s);
+    uint64_t start = clock_mono_us();
+    size_t rounds = 0;
+
+    if (hfe_keys == NULL || dict_size(hfe_keys) == 0) {
+        return;
+    }
+    do {
+        struct hfe_batch b = { .n = 0 };
+        char *names[32];
+        size_t lens[32], i;
+
+        hfe_cursor = dict_scan(hfe_keys, hfe_cursor, 4, hfe_collect, &b);
+        for (i = 0; i < b.n; i++) {   /* copy: deletes below move the entries */
+            lens[i] = b.v[i].len;
+            names[i] = rv_malloc(lens[i]);
+            memcpy(names[i], b.v[i].p, lens[i]);
+        }
+        for (i = 0; i < b.n; i++) {
+            struct ks *owner;
+            bool keep = false;
+            memcpy(&owner, names[i], sizeof(owner));
+            if (owner == ks) {
+                struct rv_str key = { names[i] + sizeof(owner), lens[i] - sizeof(owner) };
+                struct ks_entry *e = ks_lookup(ks, key.p, key.len, now);
+                if (e != NULL && ks_entry_type(e) == KS_HASH) {
+                    struct hobj *h = ks_entry_ptr(e);
+                    keep = !hash_reap_key(ks, key, h, now) && h->ttl != NULL;
+                }
+                if (!keep) {
+                    dict_delete(hfe_keys, names[i], lens[i], NULL);
+                }
+            }
+            rv_free(names[i]);
+        }
+        rounds++;
+    } while (hfe_cursor != 0 && clock_mono_us() - start < budget_us && rounds < 256);
+}
+
 /* Read lookup with hit/miss stats. NULL when missing or of another type; in
  * the latter case *err is set and WRONGTYPE replied. */
 static struct hobj *
@@ -518,12 +712,17 @@ hash_read(struct conn *c, struct rv_str key, bool *err)
         st->keyspace_misses++;
         return NULL;
     }
-    st->keyspace_hits++;
     if (ks_entry_type(e) != KS_HASH) {
+        st->keyspace_hits++;
         reply_err(c, RV_ERR_WRONGTYPE);
         *err = true;
         return NULL;
     }
+    if (hash_reap_key(conn_ks(c), key, ks_entry_ptr(e), conn_now_ms(c))) {
+        st->keyspace_misses++;
+        return NULL;
+    }
+    st->keyspace_hits++;
     return ks_entry_ptr(e);
 }
 
@@ -543,7 +742,9 @@ hash_write(struct conn *c, struct rv_str key, bool create, bool *err)
             *err = true;
             return NULL;
         }
-        return ks_entry_ptr(e);
+        if (!hash_reap_key(ks, key, ks_entry_ptr(e), conn_now_ms(c))) {
+            return ks_entry_ptr(e);
+        }
     }
     if (!create) {
         return NULL;
@@ -1139,3 +1340,173 @@ CMD_HANDLER(hscan)
     }
     rv_free(s.v);
 }
+
+/* ------------------------------------------- HEXPIRE family, HTTL, HPERSIST */
+
+#define HFE_MAX_MS ((int64_t)281474976710655)   /* 2^48 - 1, as Redis 7.4 */
+
+/* Parses "FIELDS numfields field ..." at argv[at]; the fields start at *first.
+ * false once an error is replied. */
+static bool
+hfe_parse_fields(struct conn *c, int argc, struct rv_str *argv, int at, int *first, int64_t *n)
+{
+    if (at >= argc || argv[at].len != 6 || strncasecmp(argv[at].p, "FIELDS", 6) != 0) {
+        reply_errf(c, "ERR Mandatory argument FIELDS is missing or not at the right position");
+        return false;
+    }
+    if (at + 1 >= argc || !ks_str_parse_int(argv[at + 1].p, argv[at + 1].len, n)) {
+        reply_err(c, RV_ERR_NOTINT);
+        return false;
+    }
+    if (*n <= 0) {
+        reply_errf(c, "ERR Parameter `numFields` should be greater than 0");
+        return false;
+    }
+    if (*n != argc - at - 2) {
+        reply_errf(c, "ERR The `numfields` parameter must match the number of arguments");
+        return false;
+    }
+    *first = at + 2;
+    return true;
+}
+
+enum hfe_cond { HFE_NONE, HFE_NX, HFE_XX, HFE_GT, HFE_LT };
+
+/* unit_ms: 1000 for seconds, 1 for ms; absolute: *AT forms. */
+static void
+hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name, int64_t unit_ms,
+                bool absolute)
+{
+    int64_t t, when, n, now = conn_now_ms(c);
+    enum hfe_cond cond = HFE_NONE;
+    int at = 3, first;
+    struct hobj *h;
+    bool err;
+
+    if (!ks_str_parse_int(argv[2].p, argv[2].len, &t)) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    if (at < argc && argv[at].len == 2) {
+        static const char *names[] = { "NX", "XX", "GT", "LT" };
+        for (int i = 0; i < 4; i++) {
+            if (strncasecmp(argv[at].p, names[i], 2) == 0) {
+                cond = (enum hfe_cond)(i + 1);
+                at++;
+                break;
+            }
+        }
+    }
+    if (!hfe_parse_fields(c, argc, argv, at, &first, &n)) {
+        return;
+    }
+    if (t < 0) {
+        reply_errf(c, "ERR invalid expire time, must be >= 0");
+        return;
+    }
+    if (t > INT64_MAX / unit_ms || (!absolute && t * unit_ms > INT64_MAX - now)) {
+        reply_errf(c, "ERR invalid expire time in '%s' command", name);
+        return;
+    }
+    when = t * unit_ms + (absolute ? 0 : now);
+    if (when > HFE_MAX_MS) {
+        reply_errf(c, "ERR invalid expire time, must be < %lld msec", (long long)HFE_MAX_MS);
+        return;
+    }
+    if ((h = hash_write(c, argv[1], false, &err)) == NULL) {
+        if (!err) {
+            reply_array(c, (size_t)n);
+            for (int64_t i = 0; i < n; i++) {
+                reply_int(c, -2);
+            }
+        }
+        return;
+    }
+    if (h->enc == HENC_PK) {
+        hobj_convert(h);   /* timed fields live in the hashtable encoding only */
+    }
+    reply_array(c, (size_t)n);
+    for (int i = first; i < argc; i++) {
+        int64_t cur;
+        bool ok;
+        if (dict_find(h->u.d, argv[i].p, argv[i].len) == NULL) {
+            reply_int(c, -2);
+            continue;
+        }
+        cur = hobj_field_deadline(h, argv[i].p, argv[i].len);
+        switch (cond) {
+        case HFE_NX: ok = cur < 0; break;
+        case HFE_XX: ok = cur >= 0; break;
+        case HFE_GT: ok = cur >= 0 && when > cur; break;
+        case HFE_LT: ok = cur < 0 || when < cur; break;
+        default: ok = true; break;
+        }
+        if (!ok) {
+            reply_int(c, 0);
+        } else if (when <= now) {
+            hobj_del(h, argv[i].p, argv[i].len);
+            reply_int(c, 2);
+        } else {
+            if (h->ttl == NULL) {
+                hfe_register(conn_ks(c), argv[1]);
+            }
+            hobj_set_deadline(h, argv[i].p, argv[i].len, when);
+            reply_int(c, 1);
+        }
+    }
+    hash_drop_if_empty(c, h, argv[1]);
+}
+
+CMD_HANDLER(hexpire) { hexpire_generic(c, argc, argv, "hexpire", 1000, false); }
+CMD_HANDLER(hpexpire) { hexpire_generic(c, argc, argv, "hpexpire", 1, false); }
+CMD_HANDLER(hexpireat) { hexpire_generic(c, argc, argv, "hexpireat", 1000, true); }
+CMD_HANDLER(hpexpireat) { hexpire_generic(c, argc, argv, "hpexpireat", 1, true); }
+
+enum hfe_what { HFE_TTL_S, HFE_TTL_MS, HFE_AT_S, HFE_AT_MS, HFE_PERSIST };
+
+static void
+httl_generic(struct conn *c, int argc, struct rv_str *argv, enum hfe_what what)
+{
+    int64_t n, now = conn_now_ms(c);
+    struct hobj *h;
+    int first;
+    bool err;
+
+    if (!hfe_parse_fields(c, argc, argv, 2, &first, &n)) {
+        return;
+    }
+    h = what == HFE_PERSIST ? hash_write(c, argv[1], false, &err) : hash_read(c, argv[1], &err);
+    if (h == NULL && err) {
+        return;
+    }
+    reply_array(c, (size_t)n);
+    for (int i = first; i < argc; i++) {
+        char scratch[HPK_SCRATCH];
+        struct rv_str v;
+        int64_t d;
+        if (h == NULL || !hobj_get(h, argv[i].p, argv[i].len, scratch, &v)) {
+            reply_int(c, -2);
+            continue;
+        }
+        if ((d = hobj_field_deadline(h, argv[i].p, argv[i].len)) < 0) {
+            reply_int(c, -1);
+            continue;
+        }
+        switch (what) {
+        case HFE_TTL_S: reply_int(c, (d - now + 500) / 1000); break;
+        case HFE_TTL_MS: reply_int(c, d - now); break;
+        case HFE_AT_S: reply_int(c, d / 1000); break;
+        case HFE_AT_MS: reply_int(c, d); break;
+        default:
+            hobj_ttl_clear(h, argv[i].p, argv[i].len);
+            reply_int(c, 1);
+            break;
+        }
+    }
+}
+
+CMD_HANDLER(httl) { httl_generic(c, argc, argv, HFE_TTL_S); }
+CMD_HANDLER(hpttl) { httl_generic(c, argc, argv, HFE_TTL_MS); }
+CMD_HANDLER(hexpiretime) { httl_generic(c, argc, argv, HFE_AT_S); }
+CMD_HANDLER(hpexpiretime) { httl_generic(c, argc, argv, HFE_AT_MS); }
+CMD_HANDLER(hpersist) { httl_generic(c, argc, argv, HFE_PERSIST); }

@@ -61,8 +61,22 @@ int hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
 bool hobj_get(const struct hobj *h, const char *f, size_t fl, char scratch[HPK_SCRATCH],
               struct rv_str *out);
 bool hobj_del(struct hobj *h, const char *f, size_t fl);
+/* Field expiration (HEXPIRE, Redis 7.4). Deadlines live in a side dict
+ * (field -> unix ms) that exists only while some field has one, so plain
+ * hashes pay one NULL pointer; the first HEXPIRE converts the hash to the
+ * hashtable encoding. hobj_reap deletes the fields due at now and returns how
+ * many; hobj_field_deadline is -1 for a field without one. */
+size_t hobj_reap(struct hobj *h, int64_t now);
+int64_t hobj_field_deadline(struct hobj *h, const char *f, size_t fl);
+/* Sets f's deadline (f must exist); converts a listpack hash to hashtable. */
+void hobj_set_deadline(struct hobj *h, const char *f, size_t fl, int64_t when);
 
 extern const struct obj_ops obj_hash_ops;
+
+struct shard;
+/* Active reclaim of expired hash fields for the shard's keyspace, from the
+ * shard cron; stops after about budget_us. */
+void hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us);
 
 /* ---- helpers shared with the set type ---- */
 struct conn;
@@ -75,3 +89,6 @@ CMD_HANDLER(hset); CMD_HANDLER(hsetnx); CMD_HANDLER(hget); CMD_HANDLER(hmset);
 CMD_HANDLER(hmget); CMD_HANDLER(hgetall); CMD_HANDLER(hdel); CMD_HANDLER(hexists);
 CMD_HANDLER(hlen); CMD_HANDLER(hkeys); CMD_HANDLER(hvals); CMD_HANDLER(hincrby);
 CMD_HANDLER(hincrbyfloat); CMD_HANDLER(hstrlen); CMD_HANDLER(hrandfield); CMD_HANDLER(hscan);
+CMD_HANDLER(hexpire); CMD_HANDLER(hpexpire); CMD_HANDLER(hexpireat); CMD_HANDLER(hpexpireat);
+CMD_HANDLER(httl); CMD_HANDLER(hpttl); CMD_HANDLER(hexpiretime); CMD_HANDLER(hpexpiretime);
+CMD_HANDLER(hpersist);

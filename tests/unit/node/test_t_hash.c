@@ -165,3 +165,38 @@ Test(hobj, many_fields_values_survive)
     }
     hobj_free(h);
 }
+
+Test(hobj, field_deadlines_reap_and_clear)
+{
+    struct hobj_lim lim = { 128, 64 };
+    struct hobj *h = hobj_create();
+    char scratch[HPK_SCRATCH];
+    struct rv_str out;
+    hobj_set(h, "a", 1, "1", 1, &lim);
+    hobj_set(h, "b", 1, "2", 1, &lim);
+    hobj_set(h, "c", 1, "3", 1, &lim);
+    cr_assert_str_eq(hobj_encoding(h), "listpack");
+    cr_assert_eq(hobj_field_deadline(h, "a", 1), -1);
+    cr_assert_eq(hobj_reap(h, 1000), 0);
+    hobj_set_deadline(h, "a", 1, 100);
+    hobj_set_deadline(h, "b", 1, 200);
+    hobj_set_deadline(h, "c", 1, 300);
+    cr_assert_str_eq(hobj_encoding(h), "hashtable");
+    cr_assert_eq(hobj_field_deadline(h, "b", 1), 200);
+    {
+        void *c = obj_hash_ops.dup(h);
+        cr_assert_eq(hobj_field_deadline(c, "c", 1), 300);
+        obj_hash_ops.free(c);
+    }
+    hobj_set(h, "c", 1, "9", 1, &lim);   /* overwrite drops the TTL */
+    cr_assert_eq(hobj_field_deadline(h, "c", 1), -1);
+    cr_assert_eq(hobj_reap(h, 99), 0);
+    cr_assert_eq(hobj_reap(h, 150), 1);
+    cr_assert(!hobj_get(h, "a", 1, scratch, &out));
+    cr_assert_eq(hobj_len(h), 2);
+    cr_assert(hobj_del(h, "b", 1));
+    cr_assert_eq(hobj_field_deadline(h, "b", 1), -1);
+    cr_assert_eq(hobj_reap(h, 1000), 0);
+    expect_field(h, "c", "9");
+    hobj_free(h);
+}
