@@ -72,6 +72,7 @@ struct shard {
     struct dict *watched;
     struct pubsub *pubsub;
     struct block_shard *blocking;
+    struct hash_ttl_index *hash_ttl;
     atomic_ulong pubsub_subs;
     _Atomic(struct shard_msg *) inbox;
     struct shard_sample samples[SHARD_SAMPLES];
@@ -501,6 +502,7 @@ shard_destroy(struct shard *s)
     shard_drain_inbox(s);
     pubsub_shard_destroy(s);
     block_shard_destroy(s);
+    hash_ttl_index_destroy(s->hash_ttl);
     ks_destroy(s->ks);
     dict_destroy(s->watched, NULL);
     rv_free(s->cmdstats);
@@ -520,6 +522,7 @@ struct conn *shard_conn_first(struct shard *s) { return s->conns; }
 struct dict **shard_watched(struct shard *s) { return &s->watched; }
 struct pubsub **shard_pubsub(struct shard *s) { return &s->pubsub; }
 struct block_shard **shard_blocking(struct shard *s) { return &s->blocking; }
+struct hash_ttl_index **shard_hash_ttl(struct shard *s) { return &s->hash_ttl; }
 
 void
 shard_pubsub_count_add(struct shard *s, long delta)

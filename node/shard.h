@@ -87,6 +87,10 @@ struct pubsub **shard_pubsub(struct shard *s);
 void shard_pubsub_count_add(struct shard *s, long delta);
 unsigned long shard_pubsub_count(const struct shard *s);
 
+/* Hash keys with timed fields (t_hash.c creates it on first HEXPIRE). */
+struct hash_ttl_index;
+struct hash_ttl_index **shard_hash_ttl(struct shard *s);
+
 /* Blocked clients of the shard (block.c creates it on first use). */
 struct block_shard;
 struct block_shard **shard_blocking(struct shard *s);

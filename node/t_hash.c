@@ -605,28 +605,33 @@ hobj_field_deadline(struct hobj *h, const char *f, size_t fl)
     return (int64_t)dict_val(e);
 }
 
-/* Per-thread registry of hash keys that have timed fields, for the active
- * sweep. Entry key: the struct ks pointer bytes, then the key name, so shards
- * that share a thread keep apart. Entries go stale harmlessly (the sweep drops
- * an entry whose key is gone, is no hash, or has no timed field left). */
-static _Thread_local struct dict *hfe_keys;
-static _Thread_local uint64_t hfe_cursor;
+/* The shard's registry of hash keys that have timed fields, for the active
+ * sweep. Entries go stale harmlessly: the sweep drops an entry whose key is
+ * gone, is no longer a hash, or has no timed field left. */
+struct hash_ttl_index {
+    struct dict *keys;            /* key-only: key names */
+    uint64_t cursor;              /* where the sweep goes on */
+};
+
+void
+hash_ttl_index_destroy(struct hash_ttl_index *x)
+{
+    if (x == NULL) {
+        return;
+    }
+    dict_destroy(x->keys, NULL);
+    rv_free(x);
+}
 
 static void
-hfe_register(struct ks *ks, struct rv_str key)
+hfe_register(struct shard *s, struct rv_str key)
 {
-    char stack[256];
-    size_t n = sizeof(ks) + key.len;
-    char *buf = n <= sizeof(stack) ? stack : rv_malloc(n);
-    if (hfe_keys == NULL) {
-        hfe_keys = dict_create_kind(DICT_KEYONLY);
+    struct hash_ttl_index **xp = shard_hash_ttl(s);
+    if (*xp == NULL) {
+        *xp = rv_calloc(1, sizeof(**xp));
+        (*xp)->keys = dict_create_kind(DICT_KEYONLY);
     }
-    memcpy(buf, &ks, sizeof(ks));
-    memcpy(buf + sizeof(ks), key.p, key.len);
-    dict_add(hfe_keys, buf, n, NULL);
-    if (buf != stack) {
-        rv_free(buf);
-    }
+    dict_add((*xp)->keys, key.p, key.len, NULL);
 }
 
 /* Lazy reclaim on access: true when the key was deleted (its last field expired). */
@@ -661,10 +666,11 @@ void
 hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
 {
     struct ks *ks = shard_ks(s);
+    struct hash_ttl_index *x = *shard_hash_ttl(s);
     uint64_t start = clock_mono_us();
     size_t rounds = 0;
 
-    if (hfe_keys == NULL || dict_size(hfe_keys) == 0) {
+    if (x == NULL || dict_size(x->keys) == 0) {
         return;
     }
     do {
@@ -672,31 +678,27 @@ hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
         char *names[32];
         size_t lens[32], i;
 
-        hfe_cursor = dict_scan(hfe_keys, hfe_cursor, 4, hfe_collect, &b);
+        x->cursor = dict_scan(x->keys, x->cursor, 4, hfe_collect, &b);
         for (i = 0; i < b.n; i++) {   /* copy: deletes below move the entries */
             lens[i] = b.v[i].len;
             names[i] = rv_malloc(lens[i]);
             memcpy(names[i], b.v[i].p, lens[i]);
         }
         for (i = 0; i < b.n; i++) {
-            struct ks *owner;
+            struct rv_str key = { names[i], lens[i] };
+            struct ks_entry *e = ks_lookup(ks, key.p, key.len, now);
             bool keep = false;
-            memcpy(&owner, names[i], sizeof(owner));
-            if (owner == ks) {
-                struct rv_str key = { names[i] + sizeof(owner), lens[i] - sizeof(owner) };
-                struct ks_entry *e = ks_lookup(ks, key.p, key.len, now);
-                if (e != NULL && ks_entry_type(e) == KS_HASH) {
-                    struct hobj *h = ks_entry_ptr(e);
-                    keep = !hash_reap_key(ks, key, h, now) && h->ttl != NULL;
-                }
-                if (!keep) {
-                    dict_delete(hfe_keys, names[i], lens[i], NULL);
-                }
+            if (e != NULL && ks_entry_type(e) == KS_HASH) {
+                struct hobj *h = ks_entry_ptr(e);
+                keep = !hash_reap_key(ks, key, h, now) && h->ttl != NULL;
+            }
+            if (!keep) {
+                dict_delete(x->keys, names[i], lens[i], NULL);
             }
             rv_free(names[i]);
         }
         rounds++;
-    } while (hfe_cursor != 0 && clock_mono_us() - start < budget_us && rounds < 256);
+    } while (x->cursor != 0 && clock_mono_us() - start < budget_us && rounds < 256);
 }
 
 /* Read lookup with hit/miss stats. NULL when missing or of another type; in
@@ -1448,7 +1450,7 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
             reply_int(c, 2);
         } else {
             if (h->ttl == NULL) {
-                hfe_register(conn_ks(c), argv[1]);
+                hfe_register(c->shard, argv[1]);
             }
             hobj_set_deadline(h, argv[i].p, argv[i].len, when);
             reply_int(c, 1);

@@ -74,6 +74,9 @@ void hobj_set_deadline(struct hobj *h, const char *f, size_t fl, int64_t when);
 extern const struct obj_ops obj_hash_ops;
 
 struct shard;
+struct hash_ttl_index;
+/* The shard's index of hash keys with timed fields (kept in struct shard). */
+void hash_ttl_index_destroy(struct hash_ttl_index *x);       /* NULL is a no-op */
 /* Active reclaim of expired hash fields for the shard's keyspace, from the
  * shard cron; stops after about budget_us. */
 void hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us);
