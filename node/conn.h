@@ -31,6 +31,7 @@ enum conn_flag {
     CONN_BLOCKED = 1u << 12,          /* waiting in a blocking command: input waits */
     CONN_BLOCK_RETRY = 1u << 13,      /* re-running the blocking command after a wake-up */
     CONN_IN_EXEC = 1u << 14,          /* running the commands of EXEC */
+    CONN_REPLAY = 1u << 15,           /* internal: replays records (recovery, RESTORE); no socket */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the

@@ -618,7 +618,7 @@ shard_want_write(struct shard *s, struct conn *c)
 {
     /* A connection waiting for EV_WRITE is flushed by that event, unless it
      * must be closed now (killed, or over its output limit). */
-    if (!(c->flags & CONN_PENDING) &&
+    if (!(c->flags & (CONN_PENDING | CONN_REPLAY)) &&
         (!(c->flags & CONN_WRITE_WAIT) || (c->flags & CONN_CLOSE_ASAP))) {
         c->flags |= CONN_PENDING;
         c->pnext = s->pending;
