@@ -21,6 +21,9 @@ CMD_HANDLER(flushall); CMD_HANDLER(object_encoding); CMD_HANDLER(object_freq);
 CMD_HANDLER(object_idletime); CMD_HANDLER(object_refcount); CMD_HANDLER(object_help);
 CMD_HANDLER(memory_usage);
 
+/* cmd_dump.c */
+CMD_HANDLER(dump); CMD_HANDLER(restore);
+
 /* cmd_conn.c */
 CMD_HANDLER(ping); CMD_HANDLER(echo); CMD_HANDLER(hello); CMD_HANDLER(auth); CMD_HANDLER(select);
 CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite);

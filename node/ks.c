@@ -992,6 +992,16 @@ ks_entry_idle_ms(const struct ks_entry *e, int64_t now_ms)
     return (uint64_t)((now - ent_clk_get(e)) & KS_CLK_MASK) * 1000;
 }
 
+void
+ks_entry_set_idle(struct ks_entry *e, int64_t now_ms, uint64_t idle_ms)
+{
+    uint64_t idle_s = idle_ms / 1000;
+    if (idle_s > KS_CLK_MASK) {
+        idle_s = KS_CLK_MASK;
+    }
+    ent_clk_set(e, (uint32_t)(((uint64_t)(now_ms / 1000) - idle_s) & KS_CLK_MASK));
+}
+
 size_t
 ks_entry_mem(const struct ks_entry *e)
 {

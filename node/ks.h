@@ -67,6 +67,9 @@ struct rv_str ks_entry_key(const struct ks_entry *e);   /* view into the entry *
 int64_t ks_entry_expire(const struct ks_entry *e);      /* unix ms, or KS_NO_EXPIRE */
 uint64_t ks_entry_idle_ms(const struct ks_entry *e, int64_t now_ms);
 size_t ks_entry_mem(const struct ks_entry *e);          /* bytes charged: allocation incl. value */
+/* Sets the access clock so that ks_entry_idle_ms(e, now_ms) is about idle_ms
+ * (RESTORE ... IDLETIME); whole seconds, at most the clock's 2^24 s range. */
+void ks_entry_set_idle(struct ks_entry *e, int64_t now_ms, uint64_t idle_ms);
 
 /* Strings. */
 enum ks_enc ks_str_enc(const struct ks_entry *e);

@@ -6,6 +6,7 @@
 #include "node/ks.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Rebuild commands: emit() calls fn once per command that, run in order on a
  * missing key, recreates the value exactly (elements, scores, field deadlines;
@@ -23,6 +24,38 @@ struct obj_ops {
     ks_free_fn *free;                           /* passed to ks_set_ptr */
     void (*emit)(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
 };
+
+/* A command under construction for an emitter (on the caller's stack, about
+ * 6 KiB): argv[0] is the command name and argv[1] the key, then optional
+ * leading arguments repeated in every command, then elements of one or more
+ * arguments each. obj_emit_elem() ends an element and sends the command once
+ * it holds OBJ_EMIT_BATCH elements; obj_emit_flush() sends what is left. An
+ * argument's bytes must stay valid until its command is sent: use
+ * obj_emit_scratch() for formatted ones. */
+#define OBJ_EMIT_SCRATCH 32
+#define OBJ_EMIT_MAXARGS (4 + 2 * OBJ_EMIT_BATCH)
+struct obj_emitter {
+    obj_emit_fn *fn;
+    void *arg;
+    int head;                   /* arguments repeated in every command */
+    int argc;
+    int nel;                    /* elements in the pending command */
+    struct rv_str argv[OBJ_EMIT_MAXARGS];
+    char scratch[OBJ_EMIT_MAXARGS][OBJ_EMIT_SCRATCH];
+};
+/* Starts commands "name key" (no element sent until the first obj_emit_elem). */
+void obj_emit_init(struct obj_emitter *b, obj_emit_fn *fn, void *arg, const char *name,
+                   struct rv_str key);
+/* Appends an argument to the leading part (before any element). */
+void obj_emit_head(struct obj_emitter *b, struct rv_str s);
+/* Appends an argument; obj_emit_scratch is the buffer for the next one. */
+void obj_emit_arg(struct obj_emitter *b, struct rv_str s);
+char *obj_emit_scratch(struct obj_emitter *b);
+void obj_emit_int(struct obj_emitter *b, int64_t v);
+/* A score as the shortest decimal that parses back to the same double ("inf", "-inf"). */
+void obj_emit_double(struct obj_emitter *b, double v);
+void obj_emit_elem(struct obj_emitter *b);
+void obj_emit_flush(struct obj_emitter *b);
 
 /* The ops of type t; NULL for strings and for types not built in. */
 const struct obj_ops *obj_ops_of(enum ks_type t);

@@ -208,12 +208,38 @@ sem_dup(const void *v)
     return coord_sem_dup_cap(s, s->cap);
 }
 
+/* SEMAPHORE key RESTORE next [token deadline ...]: the holders as stored
+ * (expired ones included), with their tokens and absolute deadlines. */
+static void
+sem_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+{
+    const struct coord_sem *s = ks_entry_ptr(e);
+    struct obj_emitter b;
+    char *next;
+
+    obj_emit_init(&b, fn, arg, "SEMAPHORE", ks_entry_key(e));
+    obj_emit_head(&b, (struct rv_str){ "RESTORE", 7 });
+    next = obj_emit_scratch(&b);
+    obj_emit_head(&b, (struct rv_str){ next, coord_token_fmt(s->next, next) });
+    for (uint32_t i = 0; i < s->n; i++) {
+        char *tok = obj_emit_scratch(&b);
+        obj_emit_arg(&b, (struct rv_str){ tok, coord_token_fmt(s->h[i].token, tok) });
+        obj_emit_int(&b, s->h[i].deadline);
+        obj_emit_elem(&b);
+    }
+    if (s->n == 0) {
+        b.fn(b.arg, b.argc, b.argv);
+    }
+    obj_emit_flush(&b);
+}
+
 const struct obj_ops obj_coord_ops = {
     .type_name = "coord",
     .encoding = sem_encoding,
     .mem = sem_mem,
     .dup = sem_dup,
     .free = coord_sem_free,
+    .emit = sem_emit,
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -405,6 +431,49 @@ sem_update(struct conn *c, struct rv_str key, struct rv_str token, int64_t dl)
     reply_int(c, 1);
 }
 
+/* SEMAPHORE key RESTORE next [token deadline_ms ...] (internal: DUMP/RESTORE,
+ * checkpoints): adds the holders exactly as given, creating the key when
+ * missing, and sets the next token to issue. The key's TTL becomes the latest
+ * holder deadline, as after any SEMAPHORE write. */
+static void
+sem_restore(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct ks *ks = conn_ks(c);
+    struct coord_sem *s, *t;
+    struct ks_entry *e;
+    uint64_t next, tok;
+    uint32_t add = (uint32_t)(argc - 4) / 2;
+    bool bad;
+
+    if ((argc - 4) % 2 != 0 || !coord_token_parse(argv[3].p, argv[3].len, &next)) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    for (int i = 4; i < argc; i += 2) {
+        int64_t dl;
+        if (!coord_token_parse(argv[i].p, argv[i].len, &tok) || !cmd_arg_int(argv[i + 1], &dl)) {
+            reply_err(c, RV_ERR_SYNTAX);
+            return;
+        }
+    }
+    s = sem_lookup(c, argv[1], &e, &bad);
+    if (bad) {
+        return;
+    }
+    t = s == NULL ? coord_sem_create(add, next) : coord_sem_dup_cap(s, coord_sem_len(s) + add);
+    t->next = next;
+    for (int i = 4; i < argc; i += 2) {
+        int64_t dl;
+        coord_token_parse(argv[i].p, argv[i].len, &tok);
+        cmd_arg_int(argv[i + 1], &dl);
+        t->h[t->n].token = tok;
+        t->h[t->n].deadline = dl;
+        t->n++;
+    }
+    ks_set_ptr(ks, argv[1].p, argv[1].len, KS_COORD, t, coord_sem_free, coord_sem_max_deadline(t));
+    reply_ok(c);
+}
+
 /* SEMAPHORE key limit ttl_ms | key RELEASE token | key RENEW token ttl_ms | key COUNT */
 CMD_HANDLER(semaphore)
 {
@@ -413,7 +482,9 @@ CMD_HANDLER(semaphore)
     int64_t limit, dl;
     bool bad;
 
-    if (argc == 3 && cmd_arg_is(argv[2], "count")) {
+    if (argc >= 4 && cmd_arg_is(argv[2], "restore")) {
+        sem_restore(c, argc, argv);
+    } else if (argc == 3 && cmd_arg_is(argv[2], "count")) {
         s = sem_lookup(c, argv[1], &e, &bad);
         if (!bad) {
             reply_int(c, s ? coord_sem_live(s, conn_now_ms(c)) : 0);

@@ -518,12 +518,68 @@ hobj_dup(const void *v)
     return c;
 }
 
+struct hemit {
+    obj_emit_fn *fn;
+    void *arg;
+    struct rv_str key;
+};
+
+static void
+hemit_pair(void *arg, struct dict_entry *e)
+{
+    struct obj_emitter *b = arg;
+    obj_emit_arg(b, dict_key(e));
+    obj_emit_arg(b, dict_val_bytes(e));
+    obj_emit_elem(b);
+}
+
+static void
+hemit_ttl(void *arg, struct dict_entry *e)
+{
+    struct hemit *x = arg;
+    char ms[24];
+    struct rv_str av[6] = {
+        { "HPEXPIREAT", 10 }, x->key, { ms, resp_ll2str(ms, (int64_t)dict_val(e)) },
+        { "FIELDS", 6 },      { "1", 1 }, dict_key(e),
+    };
+    x->fn(x->arg, 6, av);
+}
+
+/* HSET key f v ..., then HPEXPIREAT key <unix-ms> FIELDS 1 f per timed field. */
+static void
+hobj_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+{
+    struct hobj *h = ks_entry_ptr(e);
+    struct hemit x = { fn, arg, ks_entry_key(e) };
+    struct obj_emitter b;
+
+    obj_emit_init(&b, fn, arg, "HSET", x.key);
+    if (h->enc == HENC_PK) {
+        size_t off = 0;
+        while (off < hpk_end(h->u.pk)) {
+            struct rv_str f, v;
+            off = hpk_get(h->u.pk, off, obj_emit_scratch(&b), &f);
+            obj_emit_arg(&b, f);
+            off = hpk_get(h->u.pk, off, obj_emit_scratch(&b), &v);
+            obj_emit_arg(&b, v);
+            obj_emit_elem(&b);
+        }
+    } else {
+        dict_foreach(h->u.d, hemit_pair, &b);
+    }
+    obj_emit_flush(&b);
+    if (h->ttl != NULL) {
+        dict_foreach(h->ttl, hemit_ttl, &x);
+    }
+}
+
 const struct obj_ops obj_hash_ops = {
     .type_name = "hash",
     .encoding = hobj_encoding,
     .mem = hobj_mem,
     .dup = hobj_dup,
     .free = hobj_free,
+    .emit = hobj_emit,
 };
 
 /* --------------------------------------------------------------- commands */

@@ -600,12 +600,46 @@ list_dup_op(const void *v)
     return list_dup(v);
 }
 
+static void
+emit_lp(struct obj_emitter *b, const uint8_t *lp)
+{
+    for (const uint8_t *p = lp_first(lp); p != NULL; p = lp_next(lp, p)) {
+        struct lp_val v;
+        lp_get(p, &v);
+        if (v.p != NULL) {
+            obj_emit_arg(b, (struct rv_str){ v.p, v.len });
+        } else {
+            obj_emit_int(b, v.v);
+        }
+        obj_emit_elem(b);
+    }
+}
+
+/* RPUSH key e1 .. eN, head to tail. */
+static void
+list_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+{
+    const struct list *l = ks_entry_ptr(e);
+    struct obj_emitter b;
+
+    obj_emit_init(&b, fn, arg, "RPUSH", ks_entry_key(e));
+    if (!is_ql(l)) {
+        emit_lp(&b, l->u.lp);
+    } else {
+        for (const struct qnode *n = ql_of(l)->head; n != NULL; n = n->next) {
+            emit_lp(&b, n->lp);
+        }
+    }
+    obj_emit_flush(&b);
+}
+
 const struct obj_ops obj_list_ops = {
     .type_name = "list",
     .encoding = list_encoding,
     .mem = list_mem_op,
     .dup = list_dup_op,
     .free = list_destroy,
+    .emit = list_emit,
 };
 
 /* ------------------------------------------------------------- commands */

@@ -277,12 +277,48 @@ sobj_dup(const void *v)
     return c;
 }
 
+static void
+semit_member(void *arg, struct dict_entry *e)
+{
+    struct obj_emitter *b = arg;
+    obj_emit_arg(b, dict_key(e));
+    obj_emit_elem(b);
+}
+
+/* SADD key m1 .. mN. */
+static void
+sobj_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+{
+    const struct sobj *s = ks_entry_ptr(e);
+    struct obj_emitter b;
+
+    obj_emit_init(&b, fn, arg, "SADD", ks_entry_key(e));
+    if (s->enc == SENC_IS) {
+        for (size_t i = 0; i < intset_len(s->u.is); i++) {
+            obj_emit_int(&b, intset_get(s->u.is, i));
+            obj_emit_elem(&b);
+        }
+    } else if (s->enc == SENC_PK) {
+        size_t off = 0;
+        while (off < hpk_end(s->u.pk)) {
+            struct rv_str m;
+            off = hpk_get(s->u.pk, off, obj_emit_scratch(&b), &m);
+            obj_emit_arg(&b, m);
+            obj_emit_elem(&b);
+        }
+    } else {
+        dict_foreach(s->u.d, semit_member, &b);
+    }
+    obj_emit_flush(&b);
+}
+
 const struct obj_ops obj_set_ops = {
     .type_name = "set",
     .encoding = sobj_encoding,
     .mem = sobj_mem,
     .dup = sobj_dup,
     .free = sobj_free,
+    .emit = sobj_emit,
 };
 
 /* --------------------------------------------------------------- commands */

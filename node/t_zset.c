@@ -25,12 +25,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ZADD key score member ..., in order; scores round-trip exactly. */
+static void
+zset_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+{
+    const struct zset *z = ks_entry_ptr(e);
+    struct obj_emitter b;
+    struct zset_it it;
+
+    obj_emit_init(&b, fn, arg, "ZADD", ks_entry_key(e));
+    if (zset_len(z) > 0) {
+        zset_it_init(&it, z, 0);
+        do {
+            struct rv_str m;
+            double score;
+            zset_it_get(&it, &m, &score);
+            obj_emit_double(&b, score);
+            obj_emit_arg(&b, m);
+            obj_emit_elem(&b);
+        } while (zset_it_next(&it));
+        zset_it_done(&it);
+    }
+    obj_emit_flush(&b);
+}
+
 const struct obj_ops obj_zset_ops = {
     .type_name = "zset",
     .encoding = zset_encoding,
     .mem = zset_mem,
     .dup = zset_dup,
     .free = zset_destroy,
+    .emit = zset_emit,
 };
 
 #define ERR_NAN "ERR resulting score is not a number (NaN)"
