@@ -6,6 +6,7 @@
 #include "node/base/mem.h"
 #include "node/block.h"
 #include "node/conn.h"
+#include "node/persist.h"
 #include "node/multi.h"
 #include "node/node.h"
 #include "node/reply.h"
@@ -360,6 +361,9 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
         c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
     }
     c->last_cmd = cmd;
+    if (rv_unlikely(cmd->flags & CMD_WRITE) && *shard_persist(s) != NULL) {
+        persist_before_write(c, cmd, argc, argv);   /* checkpoint copy-on-write */
+    }
     uint64_t t0 = __rdtsc();
     cmd->fn(c, argc, argv);
     st->cycles += __rdtsc() - t0;
@@ -375,6 +379,7 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
         if (rv_unlikely(*shard_blocking(s) != NULL)) {
             block_signal(s, cmd, argc, argv);
         }
+        persist_log(c, cmd, argc, argv, mark);
     }
     if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {
         c->wbuf.len = mark;
@@ -431,6 +436,10 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_fullname(cmd, full, sizeof(full));
         reply_errf(c, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
                       "QUIT / RESET are allowed in this context", full);
+        cmd_reject(c, st);
+        return;
+    }
+    if (rv_unlikely(cmd->flags & CMD_WRITE) && persist_refuse_write(c)) {
         cmd_reject(c, st);
         return;
     }

@@ -8,6 +8,7 @@
 #include "node/conn.h"
 #include "node/ks.h"
 #include "node/node.h"
+#include "node/persist.h"
 #include "node/reply.h"
 #include "node/shard.h"
 
@@ -126,9 +127,7 @@ info_memory(struct conn *c, struct buf *b)
 static void
 info_persistence(struct conn *c, struct buf *b)
 {
-    addf(b, "# Persistence\r\nloading:0\r\nasync_loading:0\r\ndurability:memory\r\n"
-            "rdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n"
-            "rdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\r\n");
+    persist_info(c->shard, b);
 }
 
 static void

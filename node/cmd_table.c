@@ -193,6 +193,10 @@ struct cmd_spec cmd_table[] = {
     SUBS("memory", -2, 0, CAT_SLOW, "server", "4.0.0", "A container for memory diagnostics commands.", memory_subs),
 
     /* server */
+    ROW("save", cmd_save, 1, AD | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) where N is the total number of keys in the shard", "Synchronously writes a checkpoint of the shard.", ""),
+    ROW("bgsave", cmd_bgsave, -1, AD | CMD_NOSCRIPT, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(1)", "Starts a checkpoint of the shard in the background.", "[SCHEDULE]"),
+    ROW("bgrewriteaof", cmd_bgrewriteaof, 1, AD | CMD_NOSCRIPT, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(1)", "Compacts the WAL by starting a checkpoint in the background.", ""),
+    ROW("lastsave", cmd_lastsave, 1, LO | ST | FA | CMD_RANDOM, 0, 0, 0, CAT_FAST, "server", "1.0.0", "O(1)", "Returns the Unix timestamp of the last successful checkpoint.", ""),
     ROW("dbsize", cmd_dbsize, 1, RO | FA, 0, 0, 0, K_R | CAT_FAST, "server", "1.0.0", "O(1)", "Returns the number of keys in the database.", ""),
     ROW("flushdb", cmd_flushdb, -1, W, 0, 0, 0, K_W | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) where N is the number of keys in the selected database", "Remove all keys from the current database.", "[ASYNC | SYNC]"),
     ROW("flushall", cmd_flushall, -1, W, 0, 0, 0, K_W | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) where N is the total number of keys in all databases", "Removes all keys from all databases.", "[ASYNC | SYNC]"),

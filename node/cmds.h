@@ -71,3 +71,6 @@ CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HA
 #include "node/t_hll.h"
 #include "node/t_geo.h"
 #include "node/t_coord.h"
+
+/* snap.c: checkpoints */
+CMD_HANDLER(save); CMD_HANDLER(bgsave); CMD_HANDLER(bgrewriteaof); CMD_HANDLER(lastsave);

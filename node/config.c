@@ -42,6 +42,9 @@ static const struct cfg_key cfg_keys[] = {
     { "appendonly", NULL, K_BOOL, F(appendonly), "no", 0, 1, false, NULL },
     { "appendfsync", NULL, K_ENUM, F(appendfsync), "everysec", 0, 0, false, fsync_names },
     { "save", NULL, K_STR, F(save), "", 0, 0, true, NULL },
+    { "wal_segment_bytes", NULL, K_MEM, F(wal_segment_bytes), "64mb", 4096, INT64_MAX, false, NULL },
+    { "checkpoint_wal_bytes", NULL, K_MEM, F(checkpoint_wal_bytes), "256mb", 0, INT64_MAX, true, NULL },
+    { "wal_accept_loss", NULL, K_BOOL, F(wal_accept_loss), "no", 0, 1, false, NULL },
     { "dir", "data_dir", K_STR, F(dir), "./data", 0, 0, false, NULL },
     { "requirepass", NULL, K_STR, F(requirepass), "", 0, 0, true, NULL },
     { "maxclients", NULL, K_INT, F(maxclients), "10000", 1, 1000000, true, NULL },
@@ -299,9 +302,15 @@ cfg_check(struct cfg *c, const char **key)
         *key = "shard_cpus";
         return "expected a CPU list such as '0,1,2' or '0-3'";
     }
-    if (c->durability != CFG_DUR_MEMORY || c->appendonly) {
-        *key = c->appendonly ? "appendonly" : "durability";
-        return "only 'memory' is available in this build (the WAL is not built yet)";
+    if (c->appendonly) {
+        /* Redis names: appendonly yes + appendfsync always|everysec|no ("no"
+         * still writes every record; the syncer runs every second). */
+        int64_t want = c->appendfsync == 2 ? CFG_DUR_ALWAYS : CFG_DUR_EVERYSEC;
+        if (c->durability != CFG_DUR_MEMORY && c->durability != want) {
+            *key = "appendfsync";
+            return "conflicts with 'durability': set one or the other";
+        }
+        c->durability = want;
     }
     if (c->port + c->shards - 1 > 65535) {
         *key = "shards";

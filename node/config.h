@@ -22,7 +22,7 @@ struct cfg {
     int64_t shards;
     char *shard_cpus;           /* "" or a CPU list: "0,1,2" or "0-3" */
     int64_t durability;         /* enum cfg_durability */
-    bool appendonly;            /* Redis alias of durability (WAL issue) */
+    bool appendonly;            /* Redis alias: yes = durability from appendfsync */
     int64_t appendfsync;
     char *save;                 /* accepted for redis.conf compatibility; unused until checkpoints */
     char *dir;
@@ -52,6 +52,9 @@ struct cfg {
     int64_t zset_max_listpack_value;
     char *client_output_buffer_limit;   /* Redis syntax: "<class> <hard> <soft> <secs>" ... */
     int64_t obl_hard[3], obl_soft[3], obl_secs[3];   /* parsed, by enum cfg_obl_class */
+    int64_t wal_segment_bytes;          /* rotate WAL segments past this size */
+    int64_t checkpoint_wal_bytes;       /* checkpoint once the WAL grew this much (0 = never) */
+    bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;
 };

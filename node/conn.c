@@ -10,6 +10,7 @@
 #include "node/cmd.h"
 #include "node/ks.h"
 #include "node/multi.h"
+#include "node/persist.h"
 #include "node/pubsub.h"
 #include "node/shard.h"
 
@@ -136,6 +137,7 @@ conn_close(struct conn *c)
     if (c == NULL) {
         return;
     }
+    persist_conn_gone(c);
     block_release(c);
     multi_release(c);
     pubsub_release(c);
@@ -253,6 +255,9 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
     shard_refresh_clock(c->shard);
     c->last_ms = shard_now_ms(c->shard);
     conn_process(c);
+    if (rv_unlikely(*shard_persist(c->shard) != NULL)) {
+        persist_note_output(c);
+    }
     if (c->rbuf.off == c->rbuf.len && c->rbuf.cap > 4 * CONN_READ_LEN) {
         c->rbuf.off = c->rbuf.len = 0;
         buf_shrink(&c->rbuf, CONN_READ_LEN);
@@ -268,6 +273,9 @@ conn_flush(struct conn *c)
     if (c->flags & CONN_CLOSE_ASAP) {
         conn_close(c);
         return false;
+    }
+    if (rv_unlikely(c->wait_lsn != 0) && persist_hold(c)) {
+        return true;                  /* released by persist_before_poll() */
     }
     while (c->wbuf.off < c->wbuf.len) {
         ssize_t n = write(c->fd, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);

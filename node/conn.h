@@ -31,7 +31,8 @@ enum conn_flag {
     CONN_BLOCKED = 1u << 12,          /* waiting in a blocking command: input waits */
     CONN_BLOCK_RETRY = 1u << 13,      /* re-running the blocking command after a wake-up */
     CONN_IN_EXEC = 1u << 14,          /* running the commands of EXEC */
-    CONN_REPLAY = 1u << 15,           /* internal: replays records (recovery, RESTORE); no socket */
+    CONN_REPLAY = 1u << 15,
+    CONN_HELD = 1u << 16,             /* output waits for the WAL (persist.c) */           /* internal: replays records (recovery, RESTORE); no socket */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the
@@ -58,6 +59,8 @@ struct conn {
     int64_t obl_soft_since;           /* when output first exceeded the soft limit, 0 = not */
     struct conn *prev, *next;         /* shard's list of connections */
     struct conn *pnext;               /* shard's pending-write list */
+    struct conn *hnext;               /* persist.c: held until the WAL covers wait_lsn */
+    uint64_t wait_lsn;                /* last WAL record this client may have seen */
     char addr[64];
     char laddr[64];
     char lip[48];                     /* local IP (for MOVED / CLUSTER SLOTS) */

@@ -296,6 +296,8 @@ struct ks {
     size_t sync_rebuilds;
     size_t overflow_grows;
     struct ks_stats stats;
+    ks_expire_hook_fn *on_expire;  /* before an expired entry is freed (WAL: logged as DEL) */
+    void *on_expire_arg;
 };
 
 static inline unsigned
@@ -943,6 +945,9 @@ ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms)
     e = slot_ent(*sl);
     if (rv_unlikely(e->flags & EF_EXP) && ent_deadline(e) <= now_ms) {
         ks_step(ks);
+        if (ks->on_expire) {
+            ks->on_expire(ks->on_expire_arg, e);
+        }
         ks_unlink(ks, h, e);
         ent_free(e);
         ks->stats.expired_keys++;
@@ -1374,6 +1379,13 @@ scan_in_range(const struct ks *ks, const struct ks_entry *e, uint64_t lo, uint64
     return h >= lo && (hi == 0 || h < hi);
 }
 
+void
+ks_set_expire_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg)
+{
+    ks->on_expire = fn;
+    ks->on_expire_arg = arg;
+}
+
 uint64_t
 ks_scan(struct ks *ks, uint64_t cursor, size_t count, ks_scan_fn *fn, void *arg)
 {
@@ -1539,6 +1551,9 @@ ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us)
             sampled++;
             if (ent_deadline(e) <= now_ms) {
                 /* Deleting shifts the next resident into this slot: stay. */
+                if (ks->on_expire) {
+                    ks->on_expire(ks->on_expire_arg, e);
+                }
                 ks_unlink(ks, ent_hash(ks, e), e);
                 ent_free(e);
                 expired++;

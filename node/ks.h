@@ -139,6 +139,11 @@ void ks_set_clock(struct ks *ks, int64_t now_ms);
  * "-0", " 1") that fits int64; the value goes to *out. */
 bool ks_str_parse_int(const char *p, size_t n, int64_t *out);
 
+/* Called with an entry that lazy or active expiry is about to delete (the
+ * entry is still valid; fn must not modify the keyspace). */
+typedef void ks_expire_hook_fn(void *arg, const struct ks_entry *e);
+void ks_set_expire_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg);
+
 /* ---- background work, called from the shard's timer ---- */
 /* Incremental rehash for up to budget_us; returns true while more remains. */
 bool ks_rehash_step(struct ks *ks, uint64_t budget_us);

@@ -8,6 +8,7 @@
 #include "node/dict.h"
 #include "node/ks.h"
 #include "node/reply.h"
+#include "node/persist.h"
 #include "node/shard.h"
 
 #include <string.h>
@@ -303,5 +304,6 @@ CMD_HANDLER(exec)
         cmd_call(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
     }
     c->flags &= ~CONN_IN_EXEC;
+    persist_exec_end(c);
     multi_release(c);
 }

@@ -13,6 +13,7 @@
 #include "node/t_hash.h"
 #include "node/base/log.h"
 #include "node/node.h"
+#include "node/persist.h"
 #include "node/pubsub.h"
 
 #include <errno.h>
@@ -73,6 +74,8 @@ struct shard {
     struct pubsub *pubsub;
     struct block_shard *blocking;
     struct hash_ttl_index *hash_ttl;
+    struct persist *persist;
+    int64_t clock_floor;          /* recovery: the clock never goes below replayed time */
     atomic_ulong pubsub_subs;
     _Atomic(struct shard_msg *) inbox;
     struct shard_sample samples[SHARD_SAMPLES];
@@ -168,6 +171,10 @@ shard_create(struct node *n, unsigned id, char *err, size_t errsz)
         goto fail;
     }
     s->ks = ks_create(rand_u64(), rand_u64());
+    s->now_ms = clock_unix_ms();
+    if (persist_open(s, err, errsz) != 0) {
+        goto fail;
+    }
     return s;
 fail:
     shard_destroy(s);
@@ -339,6 +346,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
         budget = 1000;
     }
     shard_sample_rates(s, now);
+    persist_cron(s);
     ks_active_expire(s->ks, now, budget);
     hash_active_expire(s, now, budget / 4);
     if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
@@ -375,6 +383,7 @@ on_rehash(evutil_socket_t fd, short what, void *arg)
 static void
 shard_before_poll(struct shard *s)
 {
+    persist_before_poll(s);
     struct conn *c = s->pending;
     s->pending = NULL;
     while (c) {
@@ -413,6 +422,7 @@ shard_main(void *arg)
     while (s->conns) {
         conn_close(s->conns);
     }
+    persist_close(s);
     atomic_store(&s->done, true);
     return NULL;
 }
@@ -502,6 +512,7 @@ shard_destroy(struct shard *s)
     shard_drain_inbox(s);
     pubsub_shard_destroy(s);
     block_shard_destroy(s);
+    persist_close(s);
     hash_ttl_index_destroy(s->hash_ttl);
     ks_destroy(s->ks);
     dict_destroy(s->watched, NULL);
@@ -540,7 +551,8 @@ size_t shard_conn_count(const struct shard *s) { return s->nconns; }
 int64_t
 shard_refresh_clock(struct shard *s)
 {
-    s->now_ms = clock_unix_ms();
+    int64_t now = clock_unix_ms();
+    s->now_ms = now > s->clock_floor ? now : s->clock_floor;
     ks_set_clock(s->ks, s->now_ms);
     return s->now_ms;
 }
@@ -613,9 +625,27 @@ shard_conn_unlink(struct shard *s, struct conn *c)
     }
 }
 
+struct persist **shard_persist(struct shard *s) { return &s->persist; }
+
+void
+shard_set_clock(struct shard *s, int64_t ms)
+{
+    s->now_ms = ms;
+    ks_set_clock(s->ks, ms);
+}
+
+void
+shard_set_clock_floor(struct shard *s, int64_t ms)
+{
+    s->clock_floor = ms;
+}
+
 void
 shard_want_write(struct shard *s, struct conn *c)
 {
+    if (rv_unlikely(s->persist != NULL)) {
+        persist_note_output(c);
+    }
     /* A connection waiting for EV_WRITE is flushed by that event, unless it
      * must be closed now (killed, or over its output limit). */
     if (!(c->flags & (CONN_PENDING | CONN_REPLAY)) &&

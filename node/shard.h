@@ -55,6 +55,11 @@ const struct cfg *shard_cfg(const struct shard *s);
 struct event_base *shard_base(const struct shard *s);
 int64_t shard_now_ms(const struct shard *s);           /* cached, refreshed per read batch */
 int64_t shard_refresh_clock(struct shard *s);
+/* Replay: run with a record's clock. Recovery: the clock never goes below ms. */
+void shard_set_clock(struct shard *s, int64_t ms);
+void shard_set_clock_floor(struct shard *s, int64_t ms);
+struct persist;
+struct persist **shard_persist(struct shard *s);
 struct shard_stats *shard_stats(struct shard *s);
 struct cmd_stat *shard_cmdstats(struct shard *s);      /* indexed by cmd_spec.id */
 void shard_reset_stats(struct shard *s);

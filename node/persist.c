@@ -1,0 +1,849 @@
+/* node/persist.c: WAL glue, group commit, recovery (see persist.h). The
+ * checkpoint snapshot lives in snap.c. */
+#include "node/persist.h"
+#include "node/persist_int.h"
+
+#include "node/base/clock.h"
+#include "node/base/fs.h"
+#include "node/base/log.h"
+#include "node/base/mem.h"
+#include "node/base/strnum.h"
+#include "node/cmd.h"
+#include "node/conn.h"
+#include "node/ks.h"
+#include "node/obj.h"
+#include "node/replay.h"
+#include "node/reply.h"
+#include "node/shard.h"
+#include "wal/wal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Commands whose effect is logged differently from their arguments. */
+enum rw {
+    RW_NONE = 0, RW_SPOP, RW_INCRBYFLOAT, RW_EXPIRE, RW_PEXPIRE, RW_SETEX, RW_PSETEX, RW_SET,
+    RW_GETEX, RW_BLPOP, RW_BRPOP, RW_BLMOVE, RW_BRPOPLPUSH, RW_BLMPOP, RW_BZPOPMIN,
+    RW_BZPOPMAX, RW_BZMPOP, RW_STATE,
+};
+static const struct { const char *name; enum rw rw; } rw_names[] = {
+    { "spop", RW_SPOP }, { "incrbyfloat", RW_INCRBYFLOAT }, { "expire", RW_EXPIRE },
+    { "pexpire", RW_PEXPIRE }, { "setex", RW_SETEX }, { "psetex", RW_PSETEX }, { "set", RW_SET },
+    { "getex", RW_GETEX }, { "blpop", RW_BLPOP }, { "brpop", RW_BRPOP }, { "blmove", RW_BLMOVE },
+    { "brpoplpush", RW_BRPOPLPUSH }, { "blmpop", RW_BLMPOP }, { "bzpopmin", RW_BZPOPMIN },
+    { "bzpopmax", RW_BZPOPMAX }, { "bzmpop", RW_BZMPOP }, { "semaphore", RW_STATE },
+};
+#define NRW (sizeof(rw_names) / sizeof(rw_names[0]))
+static const struct cmd_spec *rw_specs[NRW];
+
+static void
+rw_init(void)
+{
+    for (size_t i = 0; i < NRW; i++) {
+        if (rw_specs[i] == NULL) {
+            rw_specs[i] = cmd_lookup(rw_names[i].name, strlen(rw_names[i].name));
+        }
+    }
+}
+
+static enum rw
+rw_of(const struct cmd_spec *cmd)
+{
+    if (cmd->parent) {
+        cmd = cmd->parent;
+    }
+    for (size_t i = 0; i < NRW; i++) {
+        if (rw_specs[i] == cmd) {
+            return rw_names[i].rw;
+        }
+    }
+    return RW_NONE;
+}
+
+struct persist *
+persist_of(struct shard *s)
+{
+    return *shard_persist(s);
+}
+
+/* ---------------------------------------------------------------- records */
+
+static void
+rec_open(struct persist *p)
+{
+    if (p->rec_open) {
+        return;
+    }
+    p->rec_mark = wal_rec_begin(p->w);
+    p->pay_start = wal_buf(p->w)->len;
+    wal_pay_begin(wal_buf(p->w), WAL_P_CMDS);
+    p->rec_open = true;
+}
+
+static void
+rec_close(struct persist *p)
+{
+    if (!p->rec_open) {
+        return;
+    }
+    p->rec_open = false;
+    if (wal_pay_ncmds(wal_buf(p->w), p->pay_start) == 0) {
+        wal_rec_abort(p->w, p->rec_mark);
+        return;
+    }
+    wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s));
+    p->changes++;
+}
+
+static void
+rec_cmd(struct persist *p, int argc, const struct rv_str *argv)
+{
+    wal_pay_cmd(wal_buf(p->w), p->pay_start, argc, argv);
+}
+
+static void
+emit_to_rec(void *arg, int argc, const struct rv_str *argv)
+{
+    rec_cmd(arg, argc, argv);
+}
+
+#define S(lit) ((struct rv_str){ lit, sizeof(lit) - 1 })
+
+static struct rv_str
+fmt_i64(char *buf, int64_t v)
+{
+    int n = snprintf(buf, 24, "%" PRId64, v);
+    return (struct rv_str){ buf, (size_t)n };
+}
+
+/* DEL key, then the commands that rebuild its current value (and deadline). */
+static void
+rec_key_state(struct persist *p, struct rv_str key)
+{
+    struct rv_str del[2] = { S("DEL"), key };
+    rec_cmd(p, 2, del);
+    struct ks_entry *e = ks_peek(shard_ks(p->s), key.p, key.len);
+    if (e == NULL) {
+        return;
+    }
+    snap_emit_entry(e, emit_to_rec, p);
+}
+
+/* ---- a small reader for our own replies (RESP2 and RESP3) ---- */
+struct rd {
+    const char *p, *end;
+};
+
+static bool
+rd_line(struct rd *r, char *type, const char **s, size_t *n)
+{
+    if (r->p >= r->end) {
+        return false;
+    }
+    const char *e = memchr(r->p, '\r', (size_t)(r->end - r->p));
+    if (e == NULL || e + 1 >= r->end) {
+        return false;
+    }
+    *type = r->p[0];
+    *s = r->p + 1;
+    *n = (size_t)(e - r->p - 1);
+    r->p = e + 2;
+    return true;
+}
+
+/* One scalar: bulk/simple/double/integer; *isnull for nulls. */
+static bool
+rd_scalar(struct rd *r, struct rv_str *out, bool *isnull)
+{
+    char t;
+    const char *s;
+    size_t n;
+    *isnull = false;
+    if (!rd_line(r, &t, &s, &n)) {
+        return false;
+    }
+    if (t == '_' || ((t == '$' || t == '*') && n == 2 && s[0] == '-')) {
+        *isnull = true;
+        return true;
+    }
+    if (t == '$') {
+        int64_t len;
+        if (!str_to_i64(s, n, &len) || len < 0 || r->end - r->p < len + 2) {
+            return false;
+        }
+        *out = (struct rv_str){ r->p, (size_t)len };
+        r->p += len + 2;
+        return true;
+    }
+    if (t == '+' || t == ',' || t == ':') {
+        *out = (struct rv_str){ s, n };
+        return true;
+    }
+    return false;
+}
+
+/* An aggregate header: count, or -1 for null. */
+static bool
+rd_agg(struct rd *r, int64_t *count)
+{
+    char t;
+    const char *s;
+    size_t n;
+    if (!rd_line(r, &t, &s, &n)) {
+        return false;
+    }
+    if (t == '_' || (n == 2 && s[0] == '-')) {
+        *count = -1;
+        return true;
+    }
+    if (t != '*' && t != '~' && t != '>') {
+        return false;
+    }
+    return str_to_i64(s, n, count);
+}
+
+/* ---- rewrites ---- */
+
+static bool
+arg_is(struct rv_str a, const char *lower)
+{
+    return cmd_arg_is(a, lower);
+}
+
+/* SET/GETEX: EX/PX -> PXAT; EXAT -> PXAT. */
+static void
+rw_ttl_opts(struct persist *p, int argc, struct rv_str *argv, int from, int64_t now)
+{
+    struct rv_str v[argc];
+    char num[24];
+    int n = 0;
+    for (int i = 0; i < from; i++) {
+        v[n++] = argv[i];
+    }
+    for (int i = from; i < argc; i++) {
+        int64_t x;
+        bool ex = arg_is(argv[i], "ex"), px = arg_is(argv[i], "px"), exat = arg_is(argv[i], "exat");
+        if ((ex || px || exat) && i + 1 < argc && cmd_arg_int(argv[i + 1], &x)) {
+            int64_t at = ex ? now + x * 1000 : px ? now + x : x * 1000;
+            v[n++] = S("PXAT");
+            v[n++] = fmt_i64(num, at);
+            i++;
+            continue;
+        }
+        v[n++] = argv[i];
+    }
+    rec_cmd(p, n, v);
+}
+
+static void
+log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int argc,
+            struct rv_str *argv, size_t mark)
+{
+    enum rw rw = rw_of(cmd);
+    struct rd r = { c->wbuf.data + mark, c->wbuf.data + c->wbuf.len };
+    int64_t now = shard_now_ms(p->s);
+    char num[24];
+    struct rv_str a, b;
+    bool isnull;
+    int64_t cnt;
+
+    switch (rw) {
+    case RW_NONE:
+        rec_cmd(p, argc, argv);
+        return;
+    case RW_SPOP: {              /* SREM key <popped...> */
+        if (argc == 2) {
+            if (!rd_scalar(&r, &a, &isnull) || isnull) {
+                return;
+            }
+            struct rv_str v[3] = { S("SREM"), argv[1], a };
+            rec_cmd(p, 3, v);
+            return;
+        }
+        if (!rd_agg(&r, &cnt) || cnt <= 0) {
+            return;
+        }
+        struct rv_str *v = rv_malloc(((size_t)cnt + 2) * sizeof(*v));
+        v[0] = S("SREM");
+        v[1] = argv[1];
+        int64_t i;
+        for (i = 0; i < cnt && rd_scalar(&r, &v[i + 2], &isnull); i++) {
+        }
+        if (i == cnt) {
+            rec_cmd(p, (int)cnt + 2, v);
+        } else {
+            rec_key_state(p, argv[1]);
+        }
+        rv_free(v);
+        return;
+    }
+    case RW_INCRBYFLOAT:
+        if (rd_scalar(&r, &a, &isnull) && !isnull) {
+            struct rv_str v[4] = { S("SET"), argv[1], a, S("KEEPTTL") };
+            rec_cmd(p, 4, v);
+        }
+        return;
+    case RW_EXPIRE:
+    case RW_PEXPIRE: {           /* PEXPIREAT key abs [NX|XX|GT|LT] */
+        int64_t x;
+        if (!rd_scalar(&r, &a, &isnull) || isnull || a.len != 1 || a.p[0] != '1' ||
+            !cmd_arg_int(argv[2], &x)) {
+            return;                  /* nothing changed */
+        }
+        int64_t at = rw == RW_EXPIRE ? now + x * 1000 : now + x;
+        struct rv_str v[4] = { S("PEXPIREAT"), argv[1], fmt_i64(num, at), argc > 3 ? argv[3] : S("") };
+        rec_cmd(p, argc > 3 ? 4 : 3, v);
+        return;
+    }
+    case RW_SETEX:
+    case RW_PSETEX: {            /* SET key value PXAT abs */
+        int64_t x;
+        if (!cmd_arg_int(argv[2], &x)) {
+            return;
+        }
+        int64_t at = rw == RW_SETEX ? now + x * 1000 : now + x;
+        struct rv_str v[5] = { S("SET"), argv[1], argv[3], S("PXAT"), fmt_i64(num, at) };
+        rec_cmd(p, 5, v);
+        return;
+    }
+    case RW_SET:
+        rw_ttl_opts(p, argc, argv, 3, now);
+        return;
+    case RW_GETEX:
+        if (rd_scalar(&r, &a, &isnull) && !isnull) {
+            rw_ttl_opts(p, argc, argv, 2, now);
+        }
+        return;
+    case RW_BLPOP:
+    case RW_BRPOP:
+    case RW_BZPOPMIN:
+    case RW_BZPOPMAX: {          /* [key, ...] -> LPOP/RPOP/ZPOPMIN/ZPOPMAX key */
+        if (!rd_agg(&r, &cnt) || cnt < 2 || !rd_scalar(&r, &a, &isnull) || isnull) {
+            return;
+        }
+        static const char *const names[] = { "LPOP", "RPOP", "ZPOPMIN", "ZPOPMAX" };
+        const char *nm = names[rw == RW_BLPOP ? 0 : rw == RW_BRPOP ? 1 : rw == RW_BZPOPMIN ? 2 : 3];
+        struct rv_str v[2] = { { nm, strlen(nm) }, a };
+        rec_cmd(p, 2, v);
+        return;
+    }
+    case RW_BLMOVE:              /* BLMOVE src dst from to timeout */
+        if (rd_scalar(&r, &a, &isnull) && !isnull) {
+            struct rv_str v[5] = { S("LMOVE"), argv[1], argv[2], argv[3], argv[4] };
+            rec_cmd(p, 5, v);
+        }
+        return;
+    case RW_BRPOPLPUSH:
+        if (rd_scalar(&r, &a, &isnull) && !isnull) {
+            struct rv_str v[3] = { S("RPOPLPUSH"), argv[1], argv[2] };
+            rec_cmd(p, 3, v);
+        }
+        return;
+    case RW_BLMPOP:
+    case RW_BZMPOP: {            /* [key, [elements]] -> xPOP key count */
+        int64_t nk, inner;
+        if (!rd_agg(&r, &cnt) || cnt != 2 || !rd_scalar(&r, &a, &isnull) || isnull ||
+            !rd_agg(&r, &inner) || inner <= 0 || !cmd_arg_int(argv[2], &nk) || nk <= 0 ||
+            3 + nk >= argc) {
+            return;
+        }
+        struct rv_str dir = argv[3 + nk];
+        const char *nm = rw == RW_BLMPOP ? (arg_is(dir, "left") ? "LPOP" : "RPOP")
+                                         : (arg_is(dir, "min") ? "ZPOPMIN" : "ZPOPMAX");
+        struct rv_str v[3] = { { nm, strlen(nm) }, a, fmt_i64(num, inner) };
+        rec_cmd(p, 3, v);
+        return;
+    }
+    case RW_STATE:
+        rec_key_state(p, argv[1]);
+        return;
+    }
+    (void)b;
+}
+
+void
+persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
+            size_t mark)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p == NULL || p->w == NULL || p->loading || (c->flags & CONN_REPLAY)) {
+        return;
+    }
+    rw_init();
+    bool txn = (c->flags & CONN_IN_EXEC) != 0;
+    rec_open(p);
+    log_effects(p, c, cmd, argc, argv, mark);
+    if (!txn) {
+        rec_close(p);
+    }
+}
+
+void
+persist_exec_end(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p && p->w) {
+        rec_close(p);
+    }
+}
+
+/* Lazy or active expiry deleted a key: log it as DEL. */
+static void
+on_expire(void *arg, const struct ks_entry *e)
+{
+    struct persist *p = arg;
+    if (p->loading || p->w == NULL) {
+        return;
+    }
+    bool was_open = p->rec_open;
+    rec_open(p);
+    struct rv_str v[2] = { S("DEL"), ks_entry_key(e) };
+    rec_cmd(p, 2, v);
+    if (!was_open) {
+        rec_close(p);
+    }
+}
+
+/* ---------------------------------------------------------------- refusing, holding */
+
+bool
+persist_refuse_write(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p == NULL || p->w == NULL) {
+        return false;
+    }
+    int se = wal_sync_error(p->w), we = wal_write_error(p->w);
+    if (se) {
+        reply_errf(c, "MISCONF WAL fsync failed on shard %u: %s. Writes are refused until the "
+                      "node is restarted; see the log.", shard_id(c->shard), strerror(se));
+        return true;
+    }
+    if (we) {
+        reply_errf(c, "MISCONF Errors writing to the WAL of shard %u: %s. Writes resume by "
+                      "themselves once the record can be written.", shard_id(c->shard), strerror(we));
+        return true;
+    }
+    return false;
+}
+
+static uint64_t
+release_lsn(const struct persist *p)
+{
+    return p->mode == WAL_ALWAYS ? wal_durable_lsn(p->w) : wal_written_lsn(p->w);
+}
+
+void
+persist_note_output(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p && p->w) {
+        c->wait_lsn = wal_last_lsn(p->w);
+    }
+}
+
+bool
+persist_hold(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p == NULL || p->w == NULL || c->wait_lsn == 0) {
+        return false;
+    }
+    if (wal_staged(p->w) && wal_write_error(p->w) == 0) {
+        wal_write(p->w);             /* the kernel first, then the reply */
+    }
+    if (c->wait_lsn <= release_lsn(p)) {
+        return false;
+    }
+    if (!(c->flags & CONN_HELD)) {
+        c->flags |= CONN_HELD;
+        c->hnext = p->held;
+        p->held = c;
+        p->nheld++;
+    }
+    return true;
+}
+
+void
+persist_conn_gone(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p == NULL || !(c->flags & CONN_HELD)) {
+        return;
+    }
+    for (struct conn **pp = &p->held; *pp; pp = &(*pp)->hnext) {
+        if (*pp == c) {
+            *pp = c->hnext;
+            p->nheld--;
+            break;
+        }
+    }
+    c->flags &= ~CONN_HELD;
+}
+
+void
+persist_before_poll(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    if (p == NULL || p->w == NULL) {
+        return;
+    }
+    if (wal_staged(p->w) && wal_write_error(p->w) == 0) {
+        wal_write(p->w);
+    }
+    uint64_t written = wal_written_lsn(p->w);
+    if (p->mode == WAL_ALWAYS && written > wal_durable_lsn(p->w) && written > p->sync_asked) {
+        /* One fdatasync covers this whole wave; the next wave is processed
+         * (and written) while it runs. */
+        p->sync_asked = written;
+        wal_request_sync(p->w);
+    }
+    if (p->held == NULL) {
+        return;
+    }
+    uint64_t rel = release_lsn(p);
+    for (struct conn **pp = &p->held; *pp;) {
+        struct conn *c = *pp;
+        if (c->wait_lsn <= rel) {
+            *pp = c->hnext;
+            p->nheld--;
+            c->flags &= ~CONN_HELD;
+            c->hnext = NULL;
+            conn_flush(c);           /* not shard_want_write: that would move wait_lsn on */
+        } else {
+            pp = &c->hnext;
+        }
+    }
+}
+
+/* Syncer thread: the durable LSN moved; the shard releases replies. */
+static void
+on_synced(void *arg)
+{
+    shard_wake(arg);
+}
+
+/* ---------------------------------------------------------------- recovery */
+
+bool
+persist_loading(const struct shard *s)
+{
+    struct persist *p = *shard_persist((struct shard *)s);
+    return p && p->loading;
+}
+
+struct replayer {
+    struct persist *p;
+    struct replay *rp;
+    struct rv_str *argv;
+    size_t cap;
+    uint64_t cmds, errors;
+};
+
+/* Apply one record; -1 when its payload is malformed. */
+static int
+apply_rec(struct replayer *x, const struct wal_rec *rec)
+{
+    struct wal_pay_it it;
+    int argc, rc;
+    char err[256];
+    if (!wal_pay_open(&it, rec->payload, rec->len)) {
+        return -1;
+    }
+    shard_set_clock(x->p->s, rec->ts_ms);
+    while ((rc = wal_pay_next(&it, &argc, &x->argv, &x->cap)) == 1) {
+        x->cmds++;
+        if (!replay_exec(x->rp, argc, x->argv, err, sizeof(err))) {
+            if (x->errors++ < 5) {
+                log_warn("[shard %u] replaying LSN %" PRIu64 " (%.*s): %s", shard_id(x->p->s),
+                         rec->lsn, (int)(x->argv[0].len > 32 ? 32 : x->argv[0].len), x->argv[0].p, err);
+            }
+        }
+    }
+    return rc;
+}
+
+static int
+load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *lsn, int64_t *created,
+          char *err, size_t errsz)
+{
+    struct wal_reader r;
+    struct wal_rec rec;
+    enum wal_rd rd;
+    bool end = false;
+    if (wal_reader_open(&r, f->path, true, err, errsz) != 0) {
+        return -1;
+    }
+    *lsn = r.ck.lsn;
+    *created = r.ck.created_ms;
+    while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
+        if (rec.len >= 1 && rec.payload[0] == WAL_P_END) {
+            end = true;
+            break;
+        }
+        if (apply_rec(x, &rec) != 0) {
+            rd = WAL_RD_CORRUPT;
+            r.why = "malformed record";
+            break;
+        }
+        x->p->keys_loaded++;
+    }
+    if (!end) {
+        const char *why = rd == WAL_RD_OK || rd == WAL_RD_END ? "no end record" : r.why;
+        if (!accept) {
+            snprintf(err, errsz, "checkpoint %s is corrupt at offset %zu (%s); start with "
+                     "wal-accept-loss yes to load its valid prefix", f->path, r.off, why);
+            wal_reader_close(&r);
+            return -1;
+        }
+        log_warn("[shard %u] checkpoint %s is corrupt at offset %zu (%s): loaded its valid "
+                 "prefix (wal-accept-loss yes)", shard_id(x->p->s), f->path, r.off, why);
+    }
+    wal_reader_close(&r);
+    return 0;
+}
+
+/* Move a file out of the way (kept for inspection, never read again). */
+static void
+set_aside(const char *path)
+{
+    char to[4200];
+    snprintf(to, sizeof(to), "%s.discarded", path);
+    if (rename(path, to) != 0) {
+        log_warn("cannot rename %s: %s", path, strerror(errno));
+    }
+}
+
+static int
+replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t after, bool accept,
+                uint64_t *last, char *err, size_t errsz)
+{
+    uint64_t expect = 0;              /* 0: the first record sets it */
+    for (size_t i = 0; i < n; i++) {
+        struct wal_reader r;
+        struct wal_rec rec;
+        enum wal_rd rd;
+        bool is_last = i + 1 == n;
+        if (i + 1 < n && segs[i + 1].lsn <= after + 1) {
+            continue;                 /* wholly covered by the checkpoint */
+        }
+        if (wal_reader_open(&r, segs[i].path, false, err, errsz) != 0) {
+            if (is_last) {           /* a crash right after creating it */
+                log_warn("[shard %u] %s; removing the empty last segment", shard_id(x->p->s), err);
+                unlink(segs[i].path);
+                return 0;
+            }
+            return -1;
+        }
+        while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
+            if (expect != 0 && rec.lsn != expect) {
+                rd = WAL_RD_CORRUPT;
+                r.why = "LSN out of sequence";
+                break;
+            }
+            expect = rec.lsn + 1;
+            if (rec.lsn <= after) {
+                continue;
+            }
+            if (apply_rec(x, &rec) != 0) {
+                rd = WAL_RD_CORRUPT;
+                r.why = "malformed record";
+                break;
+            }
+            *last = rec.lsn;
+            x->p->records_replayed++;
+        }
+        size_t off = r.off;
+        const char *why = r.why;
+        wal_reader_close(&r);
+        if (rd == WAL_RD_END) {
+            continue;
+        }
+        if (rd == WAL_RD_TORN && is_last) {
+            /* Never acknowledged: the write of this record did not complete. */
+            log_warn("[shard %u] WAL %s: torn record at offset %zu (%s): cut off", shard_id(x->p->s),
+                     segs[i].path, off, why);
+            int rc = wal_truncate(segs[i].path, off);
+            if (rc < 0) {
+                snprintf(err, errsz, "cannot truncate %s: %s", segs[i].path, strerror(-rc));
+                return -1;
+            }
+            x->p->torn_tails++;
+            return 0;
+        }
+        if (!accept) {
+            snprintf(err, errsz, "WAL %s is corrupt at offset %zu (%s); start with "
+                     "wal-accept-loss yes to keep the valid prefix and drop the rest",
+                     segs[i].path, off, why);
+            return -1;
+        }
+        log_warn("[shard %u] WAL %s is corrupt at offset %zu (%s): keeping the valid prefix, "
+                 "later segments set aside (wal-accept-loss yes)", shard_id(x->p->s), segs[i].path,
+                 off, why);
+        int rc = wal_truncate(segs[i].path, off);
+        if (rc < 0) {
+            snprintf(err, errsz, "cannot truncate %s: %s", segs[i].path, strerror(-rc));
+            return -1;
+        }
+        for (size_t j = i + 1; j < n; j++) {
+            set_aside(segs[j].path);
+        }
+        return 0;
+    }
+    return 0;
+}
+
+int
+persist_open(struct shard *s, char *err, size_t errsz)
+{
+    const struct cfg *cfg = shard_cfg(s);
+    struct persist *p = rv_calloc(1, sizeof(*p));
+    *shard_persist(s) = p;
+    p->s = s;
+    p->mode = (int)cfg->durability;
+    p->last_ckpt_ok = true;
+    snprintf(p->dir, sizeof(p->dir), "%s/shard-%u", cfg->dir, shard_id(s));
+    if (fs_mkdir_p(p->dir) != 0) {
+        snprintf(err, errsz, "cannot create data directory %s: %s", p->dir, strerror(errno));
+        return -1;
+    }
+
+    struct wal_file *segs = NULL, *cks = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(p->dir, &segs, &ns, &cks, &nc) != 0) {
+        snprintf(err, errsz, "cannot read data directory %s: %s", p->dir, strerror(errno));
+        return -1;
+    }
+    snap_remove_tmp(p->dir);
+    int64_t t0 = clock_mono_us();
+    struct replayer x = { .p = p, .rp = replay_create(s) };
+    uint64_t ck_lsn = 0, last = 0;
+    int64_t created = 0;
+    int rc = 0;
+    p->loading = true;
+    if (nc > 0) {
+        struct wal_file *f = &cks[nc - 1];
+        rc = load_ckpt(&x, f, cfg->wal_accept_loss, &ck_lsn, &created, err, errsz);
+        if (rc == 0) {
+            p->ckpt_lsn = ck_lsn;
+            p->lastsave_ms = created;
+            last = ck_lsn;
+        }
+    }
+    if (rc == 0) {
+        rc = replay_segments(&x, segs, ns, ck_lsn, cfg->wal_accept_loss, &last, err, errsz);
+    }
+    p->loading = false;
+    replay_destroy(x.rp);
+    rv_free(x.argv);
+    rv_free(segs);
+    rv_free(cks);
+    if (rc != 0) {
+        return -1;
+    }
+    p->replay_errors = x.errors;
+    p->load_us = clock_mono_us() - t0;
+    /* No deadline moves backwards: the clock never goes below what was replayed. */
+    int64_t floor = created;
+    if (x.cmds > 0 && shard_now_ms(s) > floor) {
+        floor = shard_now_ms(s);
+    }
+    shard_set_clock_floor(s, floor);
+    shard_refresh_clock(s);
+    if (x.cmds > 0 || nc > 0) {
+        log_notice("[shard %u] loaded %" PRIu64 " keys from checkpoint LSN %" PRIu64 " and %" PRIu64
+                 " WAL records in %.3f s (%" PRIu64 " replay errors)", shard_id(s), p->keys_loaded,
+                 ck_lsn, p->records_replayed, (double)p->load_us / 1e6, x.errors);
+    }
+    p->next_lsn = last + 1;
+    ks_set_expire_hook(shard_ks(s), on_expire, p);
+    if (p->mode != WAL_MEMORY) {
+        struct wal_opts o = {
+            .dir = p->dir, .shard = shard_id(s), .mode = p->mode,
+            .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
+            .notify = on_synced, .notify_arg = s,
+        };
+        p->w = wal_open(&o, p->next_lsn, err, errsz);
+        if (p->w == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void
+persist_start(struct shard *s)
+{
+    (void)s;
+}
+
+void
+persist_close(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    if (p == NULL) {
+        return;
+    }
+    snap_abort(p);
+    wal_close(p->w);
+    p->w = NULL;
+    snap_wait_finish(p);
+    rv_free(p);
+    *shard_persist(s) = NULL;
+}
+
+void
+persist_cron(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    if (p == NULL) {
+        return;
+    }
+    if (p->w && wal_write_error(p->w) != 0 && wal_staged(p->w)) {
+        if (wal_write(p->w) == 0) {
+            log_warn("[shard %u] WAL writes work again; accepting writes", shard_id(s));
+        }
+    }
+    snap_cron(p);
+}
+
+void
+persist_info(struct shard *s, struct buf *b)
+{
+    struct persist *p = persist_of(s);
+    static const char *const modes[] = { "memory", "everysec", "always" };
+    char line[2048];
+    int n;
+    if (p == NULL) {
+        return;
+    }
+    uint64_t last = p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+    n = snprintf(line, sizeof(line),
+                 "# Persistence\r\nloading:%d\r\nasync_loading:0\r\ndurability:%s\r\n"
+                 "rdb_changes_since_last_save:%" PRIu64 "\r\nrdb_bgsave_in_progress:%d\r\n"
+                 "rdb_last_save_time:%" PRId64 "\r\nrdb_last_bgsave_status:%s\r\n"
+                 "rdb_last_bgsave_time_sec:%" PRId64 "\r\nrdb_saves:%" PRIu64 "\r\n"
+                 "aof_enabled:%d\r\naof_rewrite_in_progress:%d\r\naof_last_write_status:%s\r\n"
+                 "aof_last_bgrewrite_status:%s\r\n"
+                 "wal_last_lsn:%" PRIu64 "\r\nwal_written_lsn:%" PRIu64 "\r\nwal_durable_lsn:%" PRIu64 "\r\n"
+                 "wal_bytes:%" PRIu64 "\r\nwal_segments:%zu\r\nwal_write_error:%s\r\n"
+                 "wal_fsync_error:%s\r\nwal_held_clients:%zu\r\ncheckpoint_lsn:%" PRIu64 "\r\n"
+                 "checkpoint_in_progress:%d\r\ncheckpoint_keys_written:%" PRIu64 "\r\n"
+                 "loading_keys:%" PRIu64 "\r\nloading_wal_records:%" PRIu64 "\r\n"
+                 "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
+                 "loading_time_ms:%" PRIu64 "\r\n\r\n",
+                 p->loading, modes[p->mode], p->changes, snap_active(p), p->lastsave_ms / 1000,
+                 p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves,
+                 p->w != NULL, snap_active(p),
+                 p->w && wal_write_error(p->w) ? "err" : "ok", p->last_ckpt_ok ? "ok" : "err",
+                 last, p->w ? wal_written_lsn(p->w) : last, p->w ? wal_durable_lsn(p->w) : last,
+                 p->w ? wal_bytes(p->w) : 0, p->w ? wal_segments(p->w) : (size_t)0,
+                 p->w && wal_write_error(p->w) ? strerror(wal_write_error(p->w)) : "none",
+                 p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none",
+                 p->nheld, p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
+                 p->torn_tails, p->replay_errors, p->load_us / 1000);
+    buf_append(b, line, (size_t)n);
+}

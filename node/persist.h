@@ -1,0 +1,55 @@
+/* node/persist.h: a shard's durability: the WAL glue (what each write logs),
+ * group commit (replies held until their records are written or synced),
+ * checkpoints (consistent snapshots taken while serving) and recovery.
+ *
+ * What is logged: every write command that did not reply an error, as the
+ * effects that replay deterministically with the record's timestamp as the
+ * clock: relative TTLs become absolute (PEXPIREAT, SET ... PXAT), SPOP becomes
+ * SREM of what was popped, INCRBYFLOAT the resulting SET, a served blocking
+ * pop the matching non-blocking pop, a SEMAPHORE change the resulting holder
+ * set; expiries are logged as DEL; the writes of one EXEC form one record.
+ * The details and the guarantees of each mode are in docs/durability.md. */
+#pragma once
+#include "proto/resp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct shard;
+struct conn;
+struct cmd_spec;
+struct buf;
+
+/* Recover the shard's data directory (newest checkpoint, then the WAL after
+ * it) and open the WAL for appending. Runs before the shard serves. On error
+ * writes a message naming the file and offset and returns -1. */
+int persist_open(struct shard *s, char *err, size_t errsz);
+/* Register the shard-loop parts (after the event base exists). */
+void persist_start(struct shard *s);
+/* Write and sync what is staged; stop background work. */
+void persist_close(struct shard *s);
+
+/* ---- hooks on the command path ---- */
+/* Before a write command runs: copy-on-write for a checkpoint in progress. */
+void persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+/* After a write command replied (reply starts at reply_mark in c's output). */
+void persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
+                 size_t reply_mark);
+/* End of EXEC: seal the transaction's record. */
+void persist_exec_end(struct conn *c);
+/* A write that cannot be logged now: replies -MISCONF and returns true. */
+bool persist_refuse_write(struct conn *c);
+/* c produced output: it may leave only once the WAL covers what c could see. */
+void persist_note_output(struct conn *c);
+/* conn_flush: true when c's output must wait (c is queued and released later). */
+bool persist_hold(struct conn *c);
+void persist_conn_gone(struct conn *c);
+/* Shard loop, before polling: write staged records, start syncs, release held clients. */
+void persist_before_poll(struct shard *s);
+void persist_cron(struct shard *s);
+/* True while the shard is replaying its data directory. */
+bool persist_loading(const struct shard *s);
+
+/* INFO persistence. */
+void persist_info(struct shard *s, struct buf *b);

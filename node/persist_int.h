@@ -1,0 +1,56 @@
+/* node/persist_int.h: state shared by persist.c (WAL glue, recovery) and
+ * snap.c (checkpoints). Not for other modules. */
+#pragma once
+#include "node/obj.h"
+#include "wal/wal.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct shard;
+struct conn;
+struct snap;
+
+struct persist {
+    struct shard *s;
+    int mode;                        /* enum wal_mode */
+    char dir[4096];                  /* data_dir/shard-<i> */
+    struct wal *w;                   /* NULL in memory mode */
+    bool loading;
+    uint64_t next_lsn;               /* after recovery */
+    /* the record being built (one command, or one EXEC) */
+    bool rec_open;
+    size_t rec_mark, pay_start;
+    uint64_t changes;                /* records since the last checkpoint */
+    uint64_t sync_asked;             /* always: highest LSN a sync was requested for */
+    struct conn *held;               /* replies waiting for the WAL */
+    size_t nheld;
+    /* checkpoints */
+    struct snap *snap;
+    uint64_t ckpt_lsn;
+    int64_t lastsave_ms;
+    int64_t last_ckpt_ms;            /* duration of the last one */
+    bool last_ckpt_ok;
+    uint64_t saves;
+    uint64_t wal_at_ckpt;            /* wal_bytes() when the last checkpoint started */
+    /* recovery figures */
+    uint64_t keys_loaded, records_replayed, torn_tails, replay_errors, load_us;
+};
+
+struct persist *persist_of(struct shard *s);
+
+/* snap.c */
+void snap_emit_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
+void snap_remove_tmp(const char *dir);
+/* Start a checkpoint; -1 with a Redis error text when one is running or the
+ * file cannot be created. */
+int snap_start(struct persist *p, char *err, size_t errsz);
+/* Run the whole snapshot now (SAVE); 0 or -1 with err. */
+int snap_run_sync(struct persist *p, char *err, size_t errsz);
+void snap_touch(struct persist *p, const char *key, size_t len);
+void snap_all_changed(struct persist *p);      /* FLUSHALL: the snapshot restarts */
+void snap_abort(struct persist *p);
+void snap_wait_finish(struct persist *p);
+void snap_cron(struct persist *p);
+int snap_active(const struct persist *p);
+uint64_t snap_keys(const struct persist *p);

@@ -1,0 +1,1012 @@
+/* wal/wal.c: segment writer, syncer thread, payload codec, reader, checkpoint
+ * files (see wal.h for the formats). */
+#include "wal/wal.h"
+
+#include "node/base/log.h"
+#include "node/base/mem.h"
+#include "wal/crc32c.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char SEG_MAGIC[8] = { 'R', 'V', 'W', 'A', 'L', '0', '0', '1' };
+static const char CKPT_MAGIC[8] = { 'R', 'V', 'C', 'K', 'P', 'T', '0', '1' };
+
+/* ---------------------------------------------------------------- failpoints */
+
+static const char *fp_site;
+static pthread_once_t fp_once = PTHREAD_ONCE_INIT;
+
+static void
+fp_init(void)
+{
+    fp_site = getenv("RUVIO_FAILPOINT");
+    if (fp_site && !*fp_site) {
+        fp_site = NULL;
+    }
+}
+
+void
+wal_failpoint(const char *site)
+{
+    pthread_once(&fp_once, fp_init);
+    if (__builtin_expect(fp_site != NULL, 0) && strcmp(fp_site, site) == 0) {
+        fprintf(stderr, "failpoint %s: exiting\n", site);
+        _exit(77);
+    }
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static inline void
+put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+static inline void
+put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+static inline uint32_t
+get32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t
+get64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static int
+write_all(int fd, const void *p, size_t n, size_t *done)
+{
+    const char *c = p;
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, c + off, n - off);
+        if (w > 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (done) {
+            *done = off;
+        }
+        return w < 0 ? -errno : -ENOSPC;
+    }
+    if (done) {
+        *done = off;
+    }
+    return 0;
+}
+
+void
+wal_path_seg(char *out, size_t outsz, const char *dir, uint64_t first_lsn)
+{
+    snprintf(out, outsz, "%s/wal-%020" PRIu64 ".log", dir, first_lsn);
+}
+
+void
+wal_path_ckpt(char *out, size_t outsz, const char *dir, uint64_t lsn, bool tmp)
+{
+    snprintf(out, outsz, "%s/ckpt-%020" PRIu64 ".ckpt%s", dir, lsn, tmp ? ".tmp" : "");
+}
+
+int
+wal_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- writer */
+
+struct io_job {
+    struct io_job *next;
+    void (*fn)(void *arg);
+    void *arg;
+};
+
+struct wal {
+    char dir[4096];
+    unsigned shard;
+    int mode;
+    uint64_t seg_max;
+    int64_t interval_ms;
+    void (*notify)(void *arg);
+    void *notify_arg;
+
+    /* shard thread */
+    struct buf stage;
+    uint64_t next_lsn;               /* LSN of the next record */
+    uint64_t seg_first;              /* first LSN of the current segment */
+    uint64_t seg_size;
+    int write_err;
+    uint64_t *seg_starts;            /* first LSNs of the segment files, oldest first */
+    uint64_t *seg_sizes;
+    size_t nseg, capseg;
+
+    /* shared with the syncer; the mutex guards fd, retired fds and jobs */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int fd;
+    int retired[64];
+    size_t nretired;
+    bool dir_dirty;
+    bool sync_req;
+    bool stop;
+    struct io_job *jobs, **jobs_tail;
+    _Atomic uint64_t written_lsn;
+    _Atomic uint64_t durable_lsn;
+    _Atomic int sync_err;
+    pthread_t th;
+};
+
+static int
+seg_create(struct wal *w, uint64_t first, char *err, size_t errsz)
+{
+    char path[4200];
+    uint8_t hdr[WAL_SEG_HDR] = { 0 };
+    wal_path_seg(path, sizeof(path), w->dir, first);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        if (err) {
+            snprintf(err, errsz, "cannot create WAL segment %s: %s", path, strerror(e));
+        }
+        return -e;
+    }
+    memcpy(hdr, SEG_MAGIC, 8);
+    put32(hdr + 8, 1);
+    put32(hdr + 12, w->shard);
+    put64(hdr + 16, first);
+    put32(hdr + 28, wal_crc32c(0, hdr, 28));
+    int rc = write_all(fd, hdr, sizeof(hdr), NULL);
+    if (rc < 0) {
+        if (err) {
+            snprintf(err, errsz, "cannot write WAL segment header %s: %s", path, strerror(-rc));
+        }
+        close(fd);
+        unlink(path);
+        return rc;
+    }
+    if (w->nseg == w->capseg) {
+        w->capseg = w->capseg ? 2 * w->capseg : 16;
+        w->seg_starts = rv_realloc(w->seg_starts, w->capseg * sizeof(uint64_t));
+        w->seg_sizes = rv_realloc(w->seg_sizes, w->capseg * sizeof(uint64_t));
+    }
+    w->seg_starts[w->nseg] = first;
+    w->seg_sizes[w->nseg] = WAL_SEG_HDR;
+    w->nseg++;
+    w->seg_first = first;
+    w->seg_size = WAL_SEG_HDR;
+    return fd;
+}
+
+static void
+sync_once(struct wal *w)
+{
+    int retired[64];
+    size_t nr;
+    bool dirsync;
+
+    pthread_mutex_lock(&w->mu);
+    nr = w->nretired;
+    memcpy(retired, w->retired, nr * sizeof(int));
+    w->nretired = 0;
+    dirsync = w->dir_dirty;
+    w->dir_dirty = false;
+    int fd = w->fd;
+    uint64_t target = atomic_load_explicit(&w->written_lsn, memory_order_acquire);
+    w->sync_req = false;
+    pthread_mutex_unlock(&w->mu);
+
+    if (target <= atomic_load(&w->durable_lsn) && nr == 0 && !dirsync) {
+        return;
+    }
+    wal_failpoint("wal-sync");
+    int bad = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (fdatasync(retired[i]) != 0) {
+            bad = errno;
+        }
+        close(retired[i]);
+    }
+    if (!bad && fdatasync(fd) != 0) {
+        bad = errno;
+    }
+    if (!bad && dirsync && wal_fsync_dir(w->dir) != 0) {
+        bad = errno;
+    }
+    if (bad) {
+        /* A failed fsync may have dropped dirty pages: nothing after the last
+         * good sync can be trusted, and retrying could report success over
+         * lost data. Durability stops here (the shard refuses writes). */
+        log_warn("[shard %u] WAL fdatasync failed: %s; writes are refused from now on", w->shard,
+                 strerror(bad));
+        atomic_store(&w->sync_err, bad);
+    } else {
+        atomic_store_explicit(&w->durable_lsn, target, memory_order_release);
+    }
+    if (w->notify) {
+        w->notify(w->notify_arg);
+    }
+}
+
+static void *
+syncer_main(void *arg)
+{
+    struct wal *w = arg;
+    char name[16];
+    snprintf(name, sizeof(name), "ruvio-wal-%u", w->shard);
+    pthread_setname_np(pthread_self(), name);
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        if (w->stop && w->jobs == NULL) {
+            break;
+        }
+        if (!w->sync_req && w->jobs == NULL && !w->stop) {
+            if (w->mode == WAL_EVERYSEC) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                int64_t ns = ts.tv_nsec + (w->interval_ms % 1000) * 1000000;
+                ts.tv_sec += w->interval_ms / 1000 + ns / 1000000000;
+                ts.tv_nsec = ns % 1000000000;
+                if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT) {
+                    w->sync_req = true;
+                }
+            } else {
+                pthread_cond_wait(&w->cv, &w->mu);
+            }
+            continue;
+        }
+        if (w->sync_req || w->stop) {
+            pthread_mutex_unlock(&w->mu);
+            if (atomic_load(&w->sync_err) == 0) {
+                sync_once(w);
+            }
+            pthread_mutex_lock(&w->mu);
+            w->sync_req = false;
+        }
+        while (w->jobs) {
+            struct io_job *j = w->jobs;
+            w->jobs = j->next;
+            if (w->jobs == NULL) {
+                w->jobs_tail = &w->jobs;
+            }
+            pthread_mutex_unlock(&w->mu);
+            j->fn(j->arg);
+            rv_free(j);
+            pthread_mutex_lock(&w->mu);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+struct wal *
+wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
+{
+    struct wal *w = rv_calloc(1, sizeof(*w));
+    snprintf(w->dir, sizeof(w->dir), "%s", o->dir);
+    w->shard = o->shard;
+    w->mode = o->mode;
+    w->seg_max = o->seg_bytes ? o->seg_bytes : (64u << 20);
+    w->interval_ms = o->sync_interval_ms > 0 ? o->sync_interval_ms : 1000;
+    w->notify = o->notify;
+    w->notify_arg = o->notify_arg;
+    buf_init(&w->stage);
+    w->next_lsn = next_lsn;
+    atomic_init(&w->written_lsn, next_lsn - 1);
+    atomic_init(&w->durable_lsn, next_lsn - 1);
+    atomic_init(&w->sync_err, 0);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->jobs_tail = &w->jobs;
+
+    /* Older segments still on disk count for wal_bytes and are dropped by checkpoints. */
+    struct wal_file *segs = NULL, *ck = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(w->dir, &segs, &ns, &ck, &nc) == 0) {
+        for (size_t i = 0; i < ns; i++) {
+            struct stat st;
+            if (w->nseg == w->capseg) {
+                w->capseg = w->capseg ? 2 * w->capseg : 16;
+                w->seg_starts = rv_realloc(w->seg_starts, w->capseg * sizeof(uint64_t));
+                w->seg_sizes = rv_realloc(w->seg_sizes, w->capseg * sizeof(uint64_t));
+            }
+            w->seg_starts[w->nseg] = segs[i].lsn;
+            w->seg_sizes[w->nseg] = stat(segs[i].path, &st) == 0 ? (uint64_t)st.st_size : 0;
+            w->nseg++;
+        }
+    }
+    rv_free(segs);
+    rv_free(ck);
+    /* A previous run may have left an empty segment with this very name. */
+    if (w->nseg > 0 && w->seg_starts[w->nseg - 1] == next_lsn) {
+        w->nseg--;
+    }
+    int fd = seg_create(w, next_lsn, err, errsz);
+    if (fd < 0) {
+        rv_free(w->seg_starts);
+        rv_free(w->seg_sizes);
+        buf_deinit(&w->stage);
+        rv_free(w);
+        return NULL;
+    }
+    w->fd = fd;
+    w->dir_dirty = true;
+    if (pthread_create(&w->th, NULL, syncer_main, w) != 0) {
+        snprintf(err, errsz, "cannot start the WAL sync thread");
+        close(fd);
+        rv_free(w->seg_starts);
+        rv_free(w->seg_sizes);
+        buf_deinit(&w->stage);
+        rv_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void
+wal_close(struct wal *w)
+{
+    if (w == NULL) {
+        return;
+    }
+    wal_write(w);
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    w->sync_req = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    for (size_t i = 0; i < w->nretired; i++) {
+        close(w->retired[i]);
+    }
+    close(w->fd);
+    buf_deinit(&w->stage);
+    rv_free(w->seg_starts);
+    rv_free(w->seg_sizes);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    rv_free(w);
+}
+
+size_t
+wal_rec_begin(struct wal *w)
+{
+    size_t mark = w->stage.len;
+    buf_reserve(&w->stage, WAL_REC_HDR);
+    w->stage.len += WAL_REC_HDR;
+    return mark;
+}
+
+struct buf *
+wal_buf(struct wal *w)
+{
+    return &w->stage;
+}
+
+uint64_t
+wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms)
+{
+    uint8_t *h = (uint8_t *)w->stage.data + mark;
+    size_t len = w->stage.len - mark - WAL_REC_HDR;
+    uint64_t lsn = w->next_lsn++;
+    put32(h, (uint32_t)len);
+    put64(h + 8, lsn);
+    put64(h + 16, (uint64_t)ts_ms);
+    put32(h + 4, wal_crc32c(0, h + 8, 16 + len));
+    return lsn;
+}
+
+void
+wal_rec_abort(struct wal *w, size_t mark)
+{
+    w->stage.len = mark;
+}
+
+bool
+wal_staged(const struct wal *w)
+{
+    return w->stage.len > w->stage.off;
+}
+
+static void
+rotate_locked_swap(struct wal *w, int nfd)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->nretired < sizeof(w->retired) / sizeof(w->retired[0])) {
+        w->retired[w->nretired++] = w->fd;
+    } else {
+        /* The syncer is far behind: sync inline rather than leak (rare). */
+        if (fdatasync(w->fd) != 0) {
+            atomic_store(&w->sync_err, errno);
+        }
+        close(w->fd);
+    }
+    w->fd = nfd;
+    w->dir_dirty = true;
+    pthread_mutex_unlock(&w->mu);
+}
+
+int
+wal_rotate(struct wal *w)
+{
+    if (wal_staged(w)) {
+        int rc = wal_write(w);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    if (w->seg_size == WAL_SEG_HDR) {
+        return 0;                    /* the current segment is empty: nothing to do */
+    }
+    wal_failpoint("wal-rotate");
+    char err[256];
+    int nfd = seg_create(w, w->next_lsn, err, sizeof(err));
+    if (nfd < 0) {
+        log_warn("[shard %u] %s", w->shard, err);
+        return nfd;
+    }
+    rotate_locked_swap(w, nfd);
+    return 0;
+}
+
+int
+wal_write(struct wal *w)
+{
+    size_t n = w->stage.len - w->stage.off;
+    if (n == 0) {
+        return 0;
+    }
+    wal_failpoint("wal-append");
+    size_t done = 0;
+    int rc = write_all(w->fd, w->stage.data + w->stage.off, n, &done);
+    w->stage.off += done;
+    w->seg_size += done;
+    w->seg_sizes[w->nseg - 1] += done;
+    if (rc < 0) {
+        w->write_err = -rc;
+        return rc;
+    }
+    w->write_err = 0;
+    w->stage.off = w->stage.len = 0;
+    if (w->stage.cap > (4u << 20)) {
+        buf_shrink(&w->stage, 1u << 20);
+    }
+    atomic_store_explicit(&w->written_lsn, w->next_lsn - 1, memory_order_release);
+    if (w->seg_size >= w->seg_max) {
+        wal_rotate(w);               /* on failure the current segment grows on */
+    }
+    return 0;
+}
+
+void
+wal_request_sync(struct wal *w)
+{
+    pthread_mutex_lock(&w->mu);
+    if (!w->sync_req) {
+        w->sync_req = true;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void
+wal_io_run(struct wal *w, void (*fn)(void *arg), void *arg)
+{
+    struct io_job *j = rv_malloc(sizeof(*j));
+    j->next = NULL;
+    j->fn = fn;
+    j->arg = arg;
+    pthread_mutex_lock(&w->mu);
+    *w->jobs_tail = j;
+    w->jobs_tail = &j->next;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void
+wal_drop_covered(struct wal *w, uint64_t lsn)
+{
+    size_t keep = 0;
+    /* Segment i holds [start_i, start_{i+1}); the last one is current. */
+    while (keep + 1 < w->nseg && w->seg_starts[keep + 1] - 1 <= lsn) {
+        char path[4200];
+        wal_path_seg(path, sizeof(path), w->dir, w->seg_starts[keep]);
+        if (unlink(path) != 0 && errno != ENOENT) {
+            log_warn("[shard %u] cannot delete %s: %s", w->shard, path, strerror(errno));
+            break;
+        }
+        keep++;
+    }
+    if (keep) {
+        memmove(w->seg_starts, w->seg_starts + keep, (w->nseg - keep) * sizeof(uint64_t));
+        memmove(w->seg_sizes, w->seg_sizes + keep, (w->nseg - keep) * sizeof(uint64_t));
+        w->nseg -= keep;
+    }
+}
+
+uint64_t wal_last_lsn(const struct wal *w) { return w->next_lsn - 1; }
+uint64_t wal_written_lsn(const struct wal *w) { return atomic_load_explicit(&((struct wal *)w)->written_lsn, memory_order_acquire); }
+uint64_t wal_durable_lsn(const struct wal *w) { return atomic_load_explicit(&((struct wal *)w)->durable_lsn, memory_order_acquire); }
+int wal_write_error(const struct wal *w) { return w->write_err; }
+int wal_sync_error(const struct wal *w) { return atomic_load(&((struct wal *)w)->sync_err); }
+size_t wal_segments(const struct wal *w) { return w->nseg; }
+
+uint64_t
+wal_bytes(const struct wal *w)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; i < w->nseg; i++) {
+        t += w->seg_sizes[i];
+    }
+    return t;
+}
+
+/* ---------------------------------------------------------------- payload */
+
+static inline void
+vint_put(struct buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        tmp[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    tmp[n++] = (uint8_t)v;
+    buf_append(b, tmp, n);
+}
+
+static inline bool
+vint_get(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (p >= end) {
+            return false;
+        }
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+void
+wal_pay_begin(struct buf *b, enum wal_kind kind)
+{
+    uint8_t h[5] = { (uint8_t)kind, 0, 0, 0, 0 };
+    buf_append(b, h, 5);
+}
+
+void
+wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
+{
+    size_t need = 10;
+    for (int i = 0; i < argc; i++) {
+        need += 10 + argv[i].len;
+    }
+    buf_reserve(b, need);
+    vint_put(b, (uint64_t)argc);
+    for (int i = 0; i < argc; i++) {
+        vint_put(b, argv[i].len);
+        memcpy(b->data + b->len, argv[i].p, argv[i].len);
+        b->len += argv[i].len;
+    }
+    uint8_t *n = (uint8_t *)b->data + start + 1;
+    put32(n, get32(n) + 1);
+}
+
+uint32_t
+wal_pay_ncmds(const struct buf *b, size_t start)
+{
+    return get32((const uint8_t *)b->data + start + 1);
+}
+
+bool
+wal_pay_open(struct wal_pay_it *it, const uint8_t *p, size_t len)
+{
+    if (len < 5 || (p[0] != WAL_P_CMDS && p[0] != WAL_P_END)) {
+        return false;
+    }
+    it->kind = (enum wal_kind)p[0];
+    it->left = it->kind == WAL_P_CMDS ? get32(p + 1) : 0;
+    it->p = p + 5;
+    it->end = p + len;
+    return true;
+}
+
+int
+wal_pay_next(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap)
+{
+    uint64_t n;
+    if (it->left == 0) {
+        return it->p == it->end || it->kind != WAL_P_CMDS ? 0 : -1;
+    }
+    if (!vint_get(&it->p, it->end, &n) || n == 0 || n > (uint64_t)(it->end - it->p)) {
+        return -1;
+    }
+    if (n > *cap) {
+        *cap = n < 16 ? 16 : n;
+        *argv = rv_realloc(*argv, *cap * sizeof(**argv));
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t l;
+        if (!vint_get(&it->p, it->end, &l) || l > (uint64_t)(it->end - it->p)) {
+            return -1;
+        }
+        (*argv)[i].p = (const char *)it->p;
+        (*argv)[i].len = l;
+        it->p += l;
+    }
+    *argc = (int)n;
+    it->left--;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- listing */
+
+static int
+cmp_file(const void *a, const void *b)
+{
+    uint64_t x = ((const struct wal_file *)a)->lsn, y = ((const struct wal_file *)b)->lsn;
+    return x < y ? -1 : x > y;
+}
+
+/* prefix, exactly 20 digits, suffix. */
+static bool
+parse_name(const char *name, const char *pre, const char *suf, uint64_t *out)
+{
+    size_t pl = strlen(pre), sl = strlen(suf);
+    if (strlen(name) != pl + 20 + sl || strncmp(name, pre, pl) != 0 ||
+        strcmp(name + pl + 20, suf) != 0) {
+        return false;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < 20; i++) {
+        unsigned d = (unsigned)(name[pl + i] - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+int
+wal_list(const char *dir, struct wal_file **segs, size_t *nsegs, struct wal_file **ckpts,
+         size_t *nckpts)
+{
+    DIR *d = opendir(dir);
+    size_t ns = 0, nc = 0, cs = 0, cc = 0;
+    struct wal_file *s = NULL, *c = NULL;
+    if (d == NULL) {
+        *segs = *ckpts = NULL;
+        *nsegs = *nckpts = 0;
+        return -errno;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        uint64_t v;
+        bool ck;
+        if (parse_name(de->d_name, "wal-", ".log", &v)) {
+            ck = false;
+        } else if (parse_name(de->d_name, "ckpt-", ".ckpt", &v)) {
+            ck = true;
+        } else {
+            continue;
+        }
+        struct wal_file **arr = ck ? &c : &s;
+        size_t *n = ck ? &nc : &ns, *cap = ck ? &cc : &cs;
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 8;
+            *arr = rv_realloc(*arr, *cap * sizeof(**arr));
+        }
+        (*arr)[*n].lsn = v;
+        (*arr)[*n].ckpt = ck;
+        snprintf((*arr)[*n].path, sizeof((*arr)[*n].path), "%s/%s", dir, de->d_name);
+        (*n)++;
+    }
+    closedir(d);
+    if (ns) {
+        qsort(s, ns, sizeof(*s), cmp_file);
+    }
+    if (nc) {
+        qsort(c, nc, sizeof(*c), cmp_file);
+    }
+    *segs = s;
+    *nsegs = ns;
+    *ckpts = c;
+    *nckpts = nc;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+int
+wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, size_t errsz)
+{
+    memset(r, 0, sizeof(*r));
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        snprintf(err, errsz, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(r->fd, &st) != 0) {
+        snprintf(err, errsz, "cannot stat %s: %s", path, strerror(errno));
+        close(r->fd);
+        return -1;
+    }
+    r->size = (size_t)st.st_size;
+    size_t hdr = ckpt ? WAL_CKPT_HDR : WAL_SEG_HDR;
+    if (r->size > 0) {
+        void *m = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
+        if (m == MAP_FAILED) {
+            snprintf(err, errsz, "cannot map %s: %s", path, strerror(errno));
+            close(r->fd);
+            return -1;
+        }
+        madvise(m, r->size, MADV_SEQUENTIAL);
+        r->map = m;
+    }
+    const uint8_t *h = r->map;
+    if (r->size < hdr || memcmp(h, ckpt ? CKPT_MAGIC : SEG_MAGIC, 8) != 0 || get32(h + 8) != 1 ||
+        get32(h + hdr - 4) != wal_crc32c(0, h, hdr - 4)) {
+        snprintf(err, errsz, "%s: bad or truncated header at offset 0", path);
+        wal_reader_close(r);
+        return -1;
+    }
+    if (ckpt) {
+        r->ck.shard = get32(h + 12);
+        r->ck.nshards = get32(h + 16);
+        r->ck.lsn = get64(h + 24);
+        r->ck.created_ms = (int64_t)get64(h + 32);
+    } else {
+        r->first_lsn = get64(h + 16);
+    }
+    r->off = hdr;
+    return 0;
+}
+
+static bool
+all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+enum wal_rd
+wal_reader_next(struct wal_reader *r, struct wal_rec *rec)
+{
+    size_t left = r->size - r->off;
+    const uint8_t *p = r->map + r->off;
+    if (left == 0) {
+        return WAL_RD_END;
+    }
+    /* A record cut short, or zeros a crash left past the last write: a torn
+     * tail. Bad bytes followed by more data: corruption. */
+    if (left < WAL_REC_HDR) {
+        r->why = "truncated record header";
+        return WAL_RD_TORN;
+    }
+    uint32_t len = get32(p);
+    if (len == 0 && all_zero(p, left)) {
+        r->why = "zero-filled tail";
+        return WAL_RD_TORN;
+    }
+    if ((uint64_t)len + WAL_REC_HDR > left) {
+        r->why = "truncated record";
+        return WAL_RD_TORN;
+    }
+    if (get32(p + 4) != wal_crc32c(0, p + 8, 16 + (size_t)len)) {
+        size_t after = left - WAL_REC_HDR - len;
+        r->why = "CRC mismatch";
+        return after == 0 || all_zero(p + WAL_REC_HDR + len, after) ? WAL_RD_TORN : WAL_RD_CORRUPT;
+    }
+    rec->lsn = get64(p + 8);
+    rec->ts_ms = (int64_t)get64(p + 16);
+    rec->payload = p + WAL_REC_HDR;
+    rec->len = len;
+    r->off += WAL_REC_HDR + len;
+    return WAL_RD_OK;
+}
+
+void
+wal_reader_close(struct wal_reader *r)
+{
+    if (r->map) {
+        munmap((void *)r->map, r->size);
+    }
+    if (r->fd >= 0) {
+        close(r->fd);
+    }
+    r->map = NULL;
+    r->fd = -1;
+}
+
+int
+wal_truncate(const char *path, size_t off)
+{
+    if (truncate(path, (off_t)off) != 0) {
+        return -errno;
+    }
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    int rc = fdatasync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- checkpoints */
+
+struct wal_ckpt {
+    char dir[4096];
+    char tmp[4200];
+    char final[4200];
+    int fd;
+    struct buf b;
+    struct wal_ckpt_info info;
+    uint64_t bytes;
+};
+
+struct wal_ckpt *
+wal_ckpt_create(const char *dir, const struct wal_ckpt_info *info, char *err, size_t errsz)
+{
+    struct wal_ckpt *k = rv_calloc(1, sizeof(*k));
+    snprintf(k->dir, sizeof(k->dir), "%s", dir);
+    wal_path_ckpt(k->tmp, sizeof(k->tmp), dir, info->lsn, true);
+    wal_path_ckpt(k->final, sizeof(k->final), dir, info->lsn, false);
+    k->fd = open(k->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (k->fd < 0) {
+        snprintf(err, errsz, "cannot create %s: %s", k->tmp, strerror(errno));
+        rv_free(k);
+        return NULL;
+    }
+    k->info = *info;
+    buf_init(&k->b);
+    uint8_t h[WAL_CKPT_HDR] = { 0 };
+    memcpy(h, CKPT_MAGIC, 8);
+    put32(h + 8, 1);
+    put32(h + 12, info->shard);
+    put32(h + 16, info->nshards);
+    put64(h + 24, info->lsn);
+    put64(h + 32, (uint64_t)info->created_ms);
+    put32(h + WAL_CKPT_HDR - 4, wal_crc32c(0, h, WAL_CKPT_HDR - 4));
+    buf_append(&k->b, h, sizeof(h));
+    return k;
+}
+
+size_t
+wal_ckpt_rec_begin(struct wal_ckpt *k)
+{
+    size_t mark = k->b.len;
+    buf_reserve(&k->b, WAL_REC_HDR);
+    k->b.len += WAL_REC_HDR;
+    return mark;
+}
+
+struct buf *
+wal_ckpt_buf(struct wal_ckpt *k)
+{
+    return &k->b;
+}
+
+void
+wal_ckpt_rec_end(struct wal_ckpt *k, size_t mark)
+{
+    uint8_t *h = (uint8_t *)k->b.data + mark;
+    size_t len = k->b.len - mark - WAL_REC_HDR;
+    put32(h, (uint32_t)len);
+    put64(h + 8, k->info.lsn);
+    put64(h + 16, (uint64_t)k->info.created_ms);
+    put32(h + 4, wal_crc32c(0, h + 8, 16 + len));
+}
+
+int
+wal_ckpt_flush(struct wal_ckpt *k, size_t min)
+{
+    if (k->b.len < min || k->b.len == 0) {
+        return 0;
+    }
+    wal_failpoint("ckpt-write");
+    int rc = write_all(k->fd, k->b.data, k->b.len, NULL);
+    if (rc == 0) {
+        k->bytes += k->b.len;
+        k->b.len = k->b.off = 0;
+        if (k->b.cap > (8u << 20)) {
+            buf_shrink(&k->b, 1u << 20);
+        }
+    }
+    return rc;
+}
+
+uint64_t
+wal_ckpt_bytes(const struct wal_ckpt *k)
+{
+    return k->bytes + k->b.len;
+}
+
+void
+wal_ckpt_abort(struct wal_ckpt *k)
+{
+    if (k == NULL) {
+        return;
+    }
+    close(k->fd);
+    unlink(k->tmp);
+    buf_deinit(&k->b);
+    rv_free(k);
+}
+
+int
+wal_ckpt_finish(struct wal_ckpt *k, uint64_t nkeys)
+{
+    size_t mark = wal_ckpt_rec_begin(k);
+    wal_pay_begin(&k->b, WAL_P_END);
+    uint8_t n[8];
+    put64(n, nkeys);
+    buf_append(&k->b, n, 8);
+    wal_ckpt_rec_end(k, mark);
+    int rc = wal_ckpt_flush(k, 0);
+    if (rc == 0 && fdatasync(k->fd) != 0) {
+        rc = -errno;
+    }
+    if (rc == 0) {
+        wal_failpoint("ckpt-rename");
+        if (rename(k->tmp, k->final) != 0) {
+            rc = -errno;
+        }
+    }
+    if (rc == 0) {
+        rc = wal_fsync_dir(k->dir);
+    }
+    close(k->fd);
+    if (rc != 0) {
+        unlink(k->tmp);
+    }
+    buf_deinit(&k->b);
+    rv_free(k);
+    return rc;
+}

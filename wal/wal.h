@@ -1,0 +1,165 @@
+/* wal/wal.h: one shard's write-ahead log: framed records in segment files,
+ * group-committed writes, a background syncer, and the reader recovery and
+ * ruvio-check use. Checkpoint files use the same record framing.
+ *
+ * Files, under the shard's directory (data_dir/shard-<i>/):
+ *   wal-<first lsn, 20 digits>.log   segment: 32-byte header, then records
+ *   ckpt-<lsn, 20 digits>.ckpt       checkpoint covering records <= lsn
+ *
+ * Record (little-endian): u32 len | u32 crc32c | u64 lsn | i64 ts_ms | payload
+ * (len bytes). The CRC covers lsn, ts and payload. LSNs start at 1 and grow by
+ * one per record with no gaps, across segments; a record's ts is the shard
+ * clock when it was executed, and replay runs it with that clock.
+ *
+ * Payload: u8 kind, then for WAL_P_CMDS u32 ncmds and per command varint argc
+ * and per argument varint length + bytes (the effects of one client command,
+ * or of a whole MULTI/EXEC, so a transaction is all-or-nothing on recovery);
+ * for WAL_P_END (last record of a checkpoint) u64 number of keys.
+ *
+ * Threads: everything except the syncer runs on the shard's thread. The
+ * syncer calls fdatasync() on its own thread (every interval in everysec, on
+ * request in always) and publishes the durable LSN; the shard never syncs. */
+#pragma once
+#include "node/base/buf.h"
+#include "proto/resp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WAL_REC_HDR 24
+#define WAL_SEG_HDR 32
+#define WAL_CKPT_HDR 48
+#define WAL_MAX_REC (1ull << 32)          /* payload bytes; larger commands are refused */
+
+enum wal_mode { WAL_MEMORY = 0, WAL_EVERYSEC = 1, WAL_ALWAYS = 2 };
+enum wal_kind { WAL_P_CMDS = 1, WAL_P_END = 2 };
+
+struct wal;
+
+struct wal_opts {
+    const char *dir;                 /* the shard's directory; must exist */
+    unsigned shard;
+    int mode;                        /* enum wal_mode (not WAL_MEMORY) */
+    uint64_t seg_bytes;              /* rotate past this size */
+    int64_t sync_interval_ms;        /* everysec */
+    void (*notify)(void *arg);       /* syncer thread: durable LSN advanced (always) */
+    void *notify_arg;
+};
+
+/* Start a new segment whose first record will be next_lsn. */
+struct wal *wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz);
+/* Write and sync what is staged, stop the syncer, close. NULL is a no-op. */
+void wal_close(struct wal *w);
+
+/* ---- appending (shard thread) ---- */
+/* Start a record: returns a mark; append the payload to wal_buf(w), then seal
+ * it with wal_rec_end(), which returns its LSN. Or drop it with wal_rec_abort. */
+size_t wal_rec_begin(struct wal *w);
+struct buf *wal_buf(struct wal *w);
+uint64_t wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms);
+void wal_rec_abort(struct wal *w, size_t mark);
+/* write() everything staged to the segment (rotating when full). 0, or
+ * -errno when the kernel refused bytes (they stay staged; call again). */
+int wal_write(struct wal *w);
+bool wal_staged(const struct wal *w);
+/* Ask the syncer for an fdatasync covering everything written. */
+void wal_request_sync(struct wal *w);
+/* Start the next segment now (checkpoints); -errno on failure. */
+int wal_rotate(struct wal *w);
+/* Delete segments whose records are all <= lsn (never the current one). */
+void wal_drop_covered(struct wal *w, uint64_t lsn);
+
+uint64_t wal_last_lsn(const struct wal *w);     /* last staged */
+uint64_t wal_written_lsn(const struct wal *w);  /* the kernel has it */
+uint64_t wal_durable_lsn(const struct wal *w);  /* fdatasync covered it */
+int wal_write_error(const struct wal *w);       /* errno of the last failed write, 0 once it succeeds */
+int wal_sync_error(const struct wal *w);        /* errno of a failed fdatasync: sticky, fatal */
+uint64_t wal_bytes(const struct wal *w);        /* bytes in segment files now */
+size_t wal_segments(const struct wal *w);
+
+/* Run fn(arg) on the syncer thread after any sync in progress (fsync of a
+ * finished checkpoint, renames). fn must not touch shard state. */
+void wal_io_run(struct wal *w, void (*fn)(void *arg), void *arg);
+
+/* ---- payload ---- */
+void wal_pay_begin(struct buf *b, enum wal_kind kind);  /* kind + ncmds placeholder */
+void wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv);
+/* Number of commands in the payload started at start. */
+uint32_t wal_pay_ncmds(const struct buf *b, size_t start);
+
+struct wal_pay_it {
+    const uint8_t *p, *end;
+    uint32_t left;
+    enum wal_kind kind;
+};
+/* false when the payload is malformed. */
+bool wal_pay_open(struct wal_pay_it *it, const uint8_t *p, size_t len);
+/* 1 with the next command (argv grown as needed, views into the payload),
+ * 0 when done, -1 when malformed. */
+int wal_pay_next(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap);
+
+/* ---- files ---- */
+struct wal_file {
+    uint64_t lsn;                    /* segment: first LSN; checkpoint: covered LSN */
+    bool ckpt;
+    char path[4096];
+};
+/* Segments and checkpoints in dir, each list sorted by LSN. -errno on error. */
+int wal_list(const char *dir, struct wal_file **segs, size_t *nsegs, struct wal_file **ckpts,
+             size_t *nckpts);
+void wal_path_seg(char *out, size_t outsz, const char *dir, uint64_t first_lsn);
+void wal_path_ckpt(char *out, size_t outsz, const char *dir, uint64_t lsn, bool tmp);
+int wal_fsync_dir(const char *dir);
+
+/* ---- reading (recovery, ruvio-check) ---- */
+struct wal_rec {
+    uint64_t lsn;
+    int64_t ts_ms;
+    const uint8_t *payload;
+    size_t len;
+};
+struct wal_ckpt_info {
+    unsigned shard, nshards;
+    uint64_t lsn;
+    int64_t created_ms;
+};
+enum wal_rd { WAL_RD_OK = 0, WAL_RD_END, WAL_RD_TORN, WAL_RD_CORRUPT };
+struct wal_reader {
+    int fd;
+    const uint8_t *map;
+    size_t size;
+    size_t off;                      /* next record; the bad one after TORN/CORRUPT */
+    uint64_t first_lsn;              /* segments */
+    struct wal_ckpt_info ck;         /* checkpoints */
+    const char *why;                 /* after TORN/CORRUPT */
+};
+/* Map a segment (ckpt false) or checkpoint and check its header; -1 with a
+ * message naming the file on failure. */
+int wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, size_t errsz);
+enum wal_rd wal_reader_next(struct wal_reader *r, struct wal_rec *rec);
+void wal_reader_close(struct wal_reader *r);
+/* Cut a segment at off (a torn tail); -errno on failure. */
+int wal_truncate(const char *path, size_t off);
+
+/* ---- checkpoint writer (shard thread; finish on the syncer) ---- */
+struct wal_ckpt;
+struct wal_ckpt *wal_ckpt_create(const char *dir, const struct wal_ckpt_info *info, char *err,
+                                 size_t errsz);
+size_t wal_ckpt_rec_begin(struct wal_ckpt *k);
+struct buf *wal_ckpt_buf(struct wal_ckpt *k);
+void wal_ckpt_rec_end(struct wal_ckpt *k, size_t mark);
+/* write() the buffer when it holds at least min bytes; -errno on failure. */
+int wal_ckpt_flush(struct wal_ckpt *k, size_t min);
+/* End record, write, fdatasync, rename into place, fsync the directory. Slow:
+ * run it on the syncer (wal_io_run). 0 or -errno; k is freed either way and
+ * the temporary file removed on failure. */
+int wal_ckpt_finish(struct wal_ckpt *k, uint64_t nkeys);
+void wal_ckpt_abort(struct wal_ckpt *k);
+uint64_t wal_ckpt_bytes(const struct wal_ckpt *k);
+
+/* Failpoints for crash tests: with RUVIO_FAILPOINT=<site> in the environment
+ * the process dies (_exit(77)) when it reaches that site; sites: wal-append,
+ * wal-sync, wal-rotate, ckpt-write, ckpt-rename. One getenv at start-up; a
+ * predictable branch otherwise. */
+void wal_failpoint(const char *site);
