@@ -37,6 +37,13 @@ fp_init(void)
     }
 }
 
+bool
+wal_failpoint_hit(const char *site)
+{
+    pthread_once(&fp_once, fp_init);
+    return __builtin_expect(fp_site != NULL, 0) && strcmp(fp_site, site) == 0;
+}
+
 void
 wal_failpoint(const char *site)
 {
@@ -238,6 +245,9 @@ sync_once(struct wal *w)
     }
     if (!bad && fdatasync(fd) != 0) {
         bad = errno;
+    }
+    if (!bad && wal_failpoint_hit("wal-sync-eio")) {
+        bad = EIO;                   /* fault injection: a disk that lost the write */
     }
     if (!bad && dirsync && wal_fsync_dir(w->dir) != 0) {
         bad = errno;

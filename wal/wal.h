@@ -163,3 +163,6 @@ uint64_t wal_ckpt_bytes(const struct wal_ckpt *k);
  * wal-sync, wal-rotate, ckpt-write, ckpt-rename. One getenv at start-up; a
  * predictable branch otherwise. */
 void wal_failpoint(const char *site);
+/* Fault injection without dying: true when RUVIO_FAILPOINT names site
+ * (wal-sync-eio: the syncer reports EIO as if the disk failed). */
+bool wal_failpoint_hit(const char *site);
