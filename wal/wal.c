@@ -297,11 +297,14 @@ syncer_main(void *arg)
         }
         if (w->sync_req || w->stop) {
             pthread_mutex_unlock(&w->mu);
-            if (atomic_load(&w->sync_err) == 0) {
-                sync_once(w);
+            bool failed = atomic_load(&w->sync_err) != 0;
+            if (!failed) {
+                sync_once(w);        /* clears sync_req when it takes its snapshot */
             }
             pthread_mutex_lock(&w->mu);
-            w->sync_req = false;
+            if (failed) {
+                w->sync_req = false; /* nothing more is ever synced */
+            }
         }
         while (w->jobs) {
             struct io_job *j = w->jobs;
