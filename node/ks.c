@@ -296,6 +296,7 @@ struct ks {
     size_t sync_rebuilds;
     size_t overflow_grows;
     struct ks_stats stats;
+    size_t reserved;              /* ks_reserve(): no shrinking below this many slots */
     ks_expire_hook_fn *on_expire;  /* before an expired entry is freed (WAL: logged as DEL) */
     void *on_expire_arg;
 };
@@ -538,7 +539,7 @@ dict_check_resize(struct ks *ks, struct ks_dict *d)
     if (dict_rehashing(d)) {
         return;
     }
-    if (c * 10 > n * 9 || (n > TAB_MIN && c * 10 < n)) {
+    if (c * 10 > n * 9 || (n > TAB_MIN && n > ks->reserved && c * 10 < n)) {
         nn = dict_target(c);
         if (nn < TAB_MIN) {
             nn = TAB_MIN;
@@ -1377,6 +1378,19 @@ scan_in_range(const struct ks *ks, const struct ks_entry *e, uint64_t lo, uint64
 {
     uint64_t h = ent_hash(ks, e);
     return h >= lo && (hi == 0 || h < hi);
+}
+
+void
+ks_reserve(struct ks *ks, size_t n)
+{
+    struct ks_dict *d = &ks->main;
+    size_t nn = dict_target(n);
+    ks->reserved = n ? nn : 0;
+    if (dict_rehashing(d) || nn <= d->cur.n) {
+        return;
+    }
+    tab_rebuild(ks, &d->cur, nn);   /* synchronous: only called before serving */
+    ks->sync_rebuilds--;            /* not an overflow rebuild */
 }
 
 void

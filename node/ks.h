@@ -139,6 +139,11 @@ void ks_set_clock(struct ks *ks, int64_t now_ms);
  * "-0", " 1") that fits int64; the value goes to *out. */
 bool ks_str_parse_int(const char *p, size_t n, int64_t *out);
 
+/* Size the table for n keys at once and do not shrink it below that until
+ * ks_reserve(ks, 0) (loading a checkpoint; not while serving: the rebuild is
+ * synchronous). */
+void ks_reserve(struct ks *ks, size_t n);
+
 /* Called with an entry that lazy or active expiry is about to delete (the
  * entry is still valid; fn must not modify the keyspace). */
 typedef void ks_expire_hook_fn(void *arg, const struct ks_entry *e);

@@ -579,6 +579,7 @@ load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *l
     }
     *lsn = r.ck.lsn;
     *created = r.ck.created_ms;
+    ks_reserve(shard_ks(x->p->s), r.ck.keys_hint + r.ck.keys_hint / 8);
     while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
         if (rec.len >= 1 && rec.payload[0] == WAL_P_END) {
             end = true;
@@ -737,6 +738,7 @@ persist_open(struct shard *s, char *err, size_t errsz)
         rc = replay_segments(&x, segs, ns, ck_lsn, cfg->wal_accept_loss, &last, err, errsz);
     }
     p->loading = false;
+    ks_reserve(shard_ks(s), 0);
     replay_destroy(x.rp);
     rv_free(x.argv);
     rv_free(segs);

@@ -346,6 +346,8 @@ snap_start(struct persist *p, char *err, size_t errsz)
     const struct cfg *cfg = shard_cfg(p->s);
     struct wal_ckpt_info info = { .shard = shard_id(p->s), .nshards = (unsigned)cfg->shards,
                                   .lsn = lsn, .created_ms = shard_now_ms(p->s) };
+    size_t nk = ks_size(shard_ks(p->s));
+    info.keys_hint = nk > UINT32_MAX ? UINT32_MAX : (uint32_t)nk;
     char why[512];
     struct wal_ckpt *k = wal_ckpt_create(p->dir, &info, why, sizeof(why));
     if (k == NULL) {

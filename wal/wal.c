@@ -808,6 +808,7 @@ wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, si
     if (ckpt) {
         r->ck.shard = get32(h + 12);
         r->ck.nshards = get32(h + 16);
+        r->ck.keys_hint = get32(h + 20);
         r->ck.lsn = get64(h + 24);
         r->ck.created_ms = (int64_t)get64(h + 32);
     } else {
@@ -924,6 +925,7 @@ wal_ckpt_create(const char *dir, const struct wal_ckpt_info *info, char *err, si
     put32(h + 8, 1);
     put32(h + 12, info->shard);
     put32(h + 16, info->nshards);
+    put32(h + 20, info->keys_hint);
     put64(h + 24, info->lsn);
     put64(h + 32, (uint64_t)info->created_ms);
     put32(h + WAL_CKPT_HDR - 4, wal_crc32c(0, h, WAL_CKPT_HDR - 4));

@@ -121,6 +121,7 @@ struct wal_rec {
 };
 struct wal_ckpt_info {
     unsigned shard, nshards;
+    uint32_t keys_hint;              /* keys when it started (to size the table on load) */
     uint64_t lsn;
     int64_t created_ms;
 };
