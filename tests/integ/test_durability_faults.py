@@ -195,6 +195,27 @@ def test_failpoint_then_recovery_keeps_a_prefix(start_server, tmp_path, site, mo
     assert_prefix(third, m + 1, m + 1, expect_m=m + 1)
 
 
+@pytest.mark.parametrize("mode", ["everysec", "always"])
+def test_replies_flow_while_a_client_keeps_pipelining(start_server, tmp_path, mode):
+    """Group commit must release a reply once its own wave is durable, even while the same client keeps
+    sending: a client that never pauses must not wait for a moment when the WAL has caught up with it."""
+    srv = start(start_server, tmp_path / "data", mode)
+    w = PipelinedWriter(srv.port).start()             # no window: never waits for replies
+    try:
+        first = w.wait_acked(1, timeout=5)
+        sent_then = w.sent_hi
+        more = first and w.wait_acked(w.acked + 1000, timeout=5)
+        still_sending = w._tx.is_alive()
+        got = w.acked
+    finally:
+        w.finish(timeout=5)
+    assert w.nerrors == 0, w.errors
+    assert first, ("%s: no reply at all within 5 s while the client kept pipelining (k:1..k:%d sent): replies "
+                   "wait for the WAL to catch up with everything the client sent since" % (mode, sent_then))
+    assert still_sending
+    assert more, "%s: replies stopped at k:%d while the client kept pipelining" % (mode, got)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # disk full
 
@@ -293,6 +314,45 @@ def test_disk_full_refuses_writes_keeps_reads_and_resumes(start_server, small_fs
             missing = [k for k, v in zip(keys, vals) if v != val]
             assert not missing, "acknowledged writes lost after the restart: %s" % missing[:5]
         assert c.get("after") == "1"
+    finally:
+        c.close()
+
+
+def test_checkpoint_on_a_full_disk_fails_cleanly(start_server, small_fs):
+    """BGSAVE that runs out of space: the checkpoint fails and is removed, the WAL and the keyspace are intact,
+    writes go on once the temporary file is gone, and a restart recovers everything from the WAL."""
+    mnt, holders = small_fs
+    d = mnt / "data"
+    d.mkdir()
+    (mnt / "filler").write_bytes(b"\0" * (2 << 20) + b"\0" * (512 << 10))   # ~1.5 MiB left
+    srv = start(start_server, d, "always")
+    holders.append(srv)
+    c = srv.client()
+    val = "v" * 1000
+    n = 900                                    # ~0.9 MiB of WAL; the checkpoint needs as much again
+    for lo in range(1, n + 1, 100):
+        p = c.pipeline(transaction=False)
+        for i in range(lo, min(n, lo + 99) + 1):
+            p.set("f:%d" % i, val)
+        assert all(p.execute())
+    with pytest.raises(Exception) as ei:
+        c.save()
+    assert "No space left on device" in str(ei.value), str(ei.value)
+    inf = info(srv)
+    assert inf["rdb_last_bgsave_status"] == "err", inf
+    assert inf["checkpoint_in_progress"] == "0", inf
+    assert checkpoints(d) == [] and list(shard_dir(d).glob("*.tmp")) == []
+    assert c.get("f:1") == val and c.dbsize() == n
+    assert c.set("after", "1")
+    c.close()
+    srv.proc.send_signal(signal.SIGKILL)
+    srv.wait_exit(5)
+    again = start(start_server, d, "always")
+    holders.append(again)
+    c = again.client()
+    try:
+        assert c.dbsize() == n + 1
+        assert c.get("f:%d" % n) == val and c.get("after") == "1"
     finally:
         c.close()
 
@@ -500,3 +560,49 @@ def test_corrupt_checkpoint_stops_startup_naming_the_file(start_server, tmp_path
     out = server_output(bad)
     assert ck.name in out and ("offset %d" % off) in out, out[-2000:]
     assert ck.exists(), "the corrupt checkpoint was removed"
+
+
+@pytest.mark.parametrize("which", ["first-segment", "first-after-checkpoint"])
+def test_missing_segment_is_not_silently_skipped(start_server, tmp_path, which):
+    """Recovery must start at LSN 1 (no checkpoint) or at the checkpoint's LSN + 1: a missing segment there is
+    a gap of acknowledged writes, exactly like one in the middle (which stops start-up as out of sequence)."""
+    d = tmp_path / "data"
+    seg = ["--wal_segment_bytes", "4096"]
+    srv = start(start_server, d, "always", *seg)
+    write_keys(srv, N, batch=10)
+    if which == "first-after-checkpoint":
+        c = srv.client()
+        assert c.save()
+        c.close()
+        write_keys(srv, N, first=N + 1, batch=10)
+    srv.stop()
+    segs = segments(d)
+    if which == "first-segment":
+        victim = segs[0]
+    else:
+        (ck,) = checkpoints(d)
+        ck_lsn = int(ck.name[5:25])
+        victim = [p for p in segs if int(p.name[4:24]) > ck_lsn][0]
+    assert len(segs) >= 2, segs
+    victim.unlink()
+    bad = start(start_server, d, "always", *seg, expect_fail=True)
+    out = server_output(bad)
+    assert bad.returncode not in (None, 0), (
+        "started without %s (LSN %d onwards missing): %s" % (victim.name, int(victim.name[4:24]), out[-1500:]))
+    assert "LSN" in out or "segment" in out, out[-2000:]
+
+
+def test_partial_header_of_an_empty_last_segment_is_removed(start_server, tmp_path):
+    """A crash right after creating a segment can leave it shorter than its header: that one may go."""
+    d = tmp_path / "data"
+    make_wal(start_server, d, N)
+    segs = segments(d)
+    last = segs[-1]
+    if records(last):
+        nxt = shard_dir(d) / ("wal-%020d.log" % (N + 1))
+        nxt.write_bytes(segs[0].read_bytes()[:10])
+    else:
+        os.truncate(last, 10)
+    srv = start(start_server, d, "always")
+    assert_prefix(srv, N, N, expect_m=N)
+    assert_recovered(srv, N)
