@@ -8,6 +8,7 @@
 #include "node/config.h"
 #include "node/dict.h"
 #include "node/node.h"
+#include "node/reshard.h"
 #include "node/shard.h"
 
 #include <errno.h>
@@ -68,12 +69,25 @@ main(int argc, char **argv)
     }
     node_publish_cfg(&node, cfg);
 
+    unsigned old_n = 0;
+    int resh = reshard_prepare(cfg->dir, node.nshards, &old_n, err, sizeof(err));
+    if (resh < 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
     for (unsigned i = 0; i < node.nshards; i++) {
         node.shards[i] = shard_create(&node, i, err, sizeof(err));
         if (node.shards[i] == NULL) {
             fprintf(stderr, "ruvio: %s\n", err);
             return 1;
         }
+    }
+    if (resh == 1 && reshard_run(&node, cfg->dir, old_n, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: redistributing the data directory: %s\n", err);
+        return 1;
+    }
+    if (reshard_write_layout(cfg->dir, node.nshards) != 0) {
+        log_warn("cannot write %s/layout: %s", cfg->dir, strerror(errno));
     }
     for (unsigned i = 0; i < node.nshards; i++) {
         int cpu = ncpus > 0 ? cpus[i % (unsigned)ncpus] : -1;

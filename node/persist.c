@@ -700,13 +700,33 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
 int
 persist_open(struct shard *s, char *err, size_t errsz)
 {
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/shard-%u", shard_cfg(s)->dir, shard_id(s));
+    return persist_open_dir(s, dir, false, err, errsz);
+}
+
+void
+persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+{
+    snap_emit_entry(e, fn, arg);
+}
+
+int
+persist_save_now(struct shard *s, char *err, size_t errsz)
+{
+    return snap_run_sync(persist_of(s), err, errsz);
+}
+
+int
+persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz)
+{
     const struct cfg *cfg = shard_cfg(s);
     struct persist *p = rv_calloc(1, sizeof(*p));
     *shard_persist(s) = p;
     p->s = s;
-    p->mode = (int)cfg->durability;
+    p->mode = readonly ? WAL_MEMORY : (int)cfg->durability;
     p->last_ckpt_ok = true;
-    snprintf(p->dir, sizeof(p->dir), "%s/shard-%u", cfg->dir, shard_id(s));
+    snprintf(p->dir, sizeof(p->dir), "%s", dir);
     if (fs_mkdir_p(p->dir) != 0) {
         snprintf(err, errsz, "cannot create data directory %s: %s", p->dir, strerror(errno));
         return -1;

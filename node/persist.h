@@ -10,6 +10,7 @@
  * set; expiries are logged as DEL; the writes of one EXEC form one record.
  * The details and the guarantees of each mode are in docs/durability.md. */
 #pragma once
+#include "node/obj.h"
 #include "proto/resp.h"
 
 #include <stdbool.h>
@@ -25,6 +26,10 @@ struct buf;
  * it) and open the WAL for appending. Runs before the shard serves. On error
  * writes a message naming the file and offset and returns -1. */
 int persist_open(struct shard *s, char *err, size_t errsz);
+/* The same on another directory; readonly opens no WAL (resharding's source). */
+int persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz);
+/* Write a checkpoint now (resharding); 0 or -1 with err. */
+int persist_save_now(struct shard *s, char *err, size_t errsz);
 /* Register the shard-loop parts (after the event base exists). */
 void persist_start(struct shard *s);
 /* Write and sync what is staged; stop background work. */
@@ -50,6 +55,9 @@ void persist_before_poll(struct shard *s);
 void persist_cron(struct shard *s);
 /* True while the shard is replaying its data directory. */
 bool persist_loading(const struct shard *s);
+
+/* The commands that rebuild e: its value, then its deadline. */
+void persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
 
 /* INFO persistence. */
 void persist_info(struct shard *s, struct buf *b);

@@ -137,8 +137,23 @@ listen_one(struct shard *s, const char *addr, int port, char *err, size_t errsz)
     return 0;
 }
 
+static struct shard *shard_create_impl(struct node *n, unsigned id, const char *dir, char *err,
+                                       size_t errsz);
+
 struct shard *
 shard_create(struct node *n, unsigned id, char *err, size_t errsz)
+{
+    return shard_create_impl(n, id, NULL, err, errsz);
+}
+
+struct shard *
+shard_create_offline(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
+{
+    return shard_create_impl(n, id, dir, err, errsz);
+}
+
+static struct shard *
+shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
 {
     struct shard *s = rv_calloc(1, sizeof(*s));
     s->id = id;
@@ -153,6 +168,14 @@ shard_create(struct node *n, unsigned id, char *err, size_t errsz)
     s->cmdstats = rv_calloc(cmd_id_count(), sizeof(*s->cmdstats));
     calibrate_tsc();
 
+    if (dir != NULL) {
+        s->ks = ks_create(rand_u64(), rand_u64());
+        s->now_ms = clock_unix_ms();
+        if (persist_open_dir(s, dir, true, err, errsz) != 0) {
+            goto fail;
+        }
+        return s;
+    }
     char binds[1024];
     snprintf(binds, sizeof(binds), "%s", s->cfg->bind);
     int port = (int)s->cfg->port + (int)id;

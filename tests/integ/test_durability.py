@@ -335,7 +335,7 @@ def test_multi_shard_restart(start_server, tmp_path):
         rc.set("k%d" % i, i)
     rc.close()
     srv.stop()
-    assert sorted(os.listdir(tmp_path)) == ["shard-0", "shard-1", "shard-2"]
+    assert sorted(os.listdir(tmp_path)) == ["layout", "shard-0", "shard-1", "shard-2"]
     srv2 = start(start_server, tmp_path, "everysec", "--shards", "3")
     rc = redis.RedisCluster(host="127.0.0.1", port=srv2.port, decode_responses=True)
     assert all(rc.get("k%d" % i) == str(i) for i in range(300))
@@ -416,3 +416,65 @@ def test_ruvio_check(start_server, tmp_path):
     open(seg, "wb").write(bytes(data))
     out = subprocess.run([chk, str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "corrupt at offset 32" in out.stdout, out.stdout
+
+
+def _cluster(srv):
+    return redis.RedisCluster(host="127.0.0.1", port=srv.port, decode_responses=True)
+
+
+@pytest.mark.parametrize("mode", ["everysec", "memory"])
+def test_restart_with_another_shard_count_redistributes(start_server, tmp_path, mode):
+    srv = start(start_server, tmp_path, mode, "--shards", "3")
+    rc = _cluster(srv)
+    for i in range(3000):
+        rc.set("k%d" % i, i)
+    rc.rpush("{tag}list", *range(100))
+    rc.set("exp", "1", px=300000)
+    rc.close()
+    if mode == "memory":
+        for port in srv.ports:
+            redis.Redis(port=port).save()
+    srv.stop()
+    # 3 -> 1: every key lands in the single shard
+    srv1 = start(start_server, tmp_path, mode)
+    c = srv1.client()
+    assert c.dbsize() == 3002
+    assert c.get("k2999") == "2999" and c.lrange("{tag}list", 0, -1) == [str(i) for i in range(100)]
+    assert 0 < c.pttl("exp") <= 300000
+    assert "redistributed 3002 keys from 3 to 1" in srv1.stderr() + srv1.stdout()
+    assert sorted(x for x in os.listdir(tmp_path) if x.startswith("shard")) == ["shard-0"]
+    c.set("added", "x")
+    if mode == "memory":
+        c.save()
+    srv1.stop()
+    # 1 -> 2: keys follow their slots; CLUSTER routing finds every one
+    srv2 = start(start_server, tmp_path, mode, "--shards", "2")
+    rc = _cluster(srv2)
+    assert all(rc.get("k%d" % i) == str(i) for i in range(0, 3000, 7))
+    assert rc.get("added") == "x"
+    total = sum(redis.Redis(port=p).dbsize() for p in srv2.ports)
+    assert total == 3003
+    for p in srv2.ports:      # each shard holds only keys of its own slots
+        r = redis.Redis(port=p, decode_responses=True)
+        for k in r.scan_iter(count=1000):
+            assert r.exists(k) == 1   # MOVED if the key were in the wrong shard
+    rc.close()
+    assert open(tmp_path / "layout").read().strip() == "shards 2"
+
+
+def test_interrupted_redistribution_resumes(start_server, tmp_path):
+    srv = start(start_server, tmp_path, "everysec", "--shards", "2")
+    rc = _cluster(srv)
+    for i in range(500):
+        rc.set("k%d" % i, i)
+    rc.close()
+    srv.stop()
+    # as if a crash happened after the old data was moved aside: partial new dirs exist
+    os.mkdir(tmp_path / "resharding")
+    for k in range(2):
+        os.rename(tmp_path / ("shard-%d" % k), tmp_path / "resharding" / ("shard-%d" % k))
+    os.mkdir(tmp_path / "shard-0")
+    open(tmp_path / "shard-0" / "wal-00000000000000000001.log", "wb").write(b"garbage")
+    srv1 = start(start_server, tmp_path, "everysec")
+    assert srv1.client().dbsize() == 500
+    assert not os.path.exists(tmp_path / "resharding")
