@@ -491,6 +491,18 @@ def _parse_rps(out, name):
     return rps
 
 
+def _parse_latency(out, name):
+    """(p50, p99) in ms from redis-benchmark's --csv line, or (None, None)."""
+    for line in out.splitlines():
+        parts = [p.strip('"') for p in line.split('","')]
+        if len(parts) >= 7 and parts[0].split(" ")[0].upper() == name:
+            try:
+                return float(parts[4]), float(parts[6])
+            except ValueError:
+                pass
+    return None, None
+
+
 def redis_benchmark(srv, test, n, pipeline, clients, dsize, timeout):
     argv = ["taskset", "-c", CLIENT_CPU, "redis-benchmark", "-h", "127.0.0.1",
             "-p", str(srv.port), "-n", str(n), "-c", str(clients), "-P", str(pipeline),
@@ -560,6 +572,7 @@ def redis_benchmark(srv, test, n, pipeline, clients, dsize, timeout):
         "server_core_irq_ns_per_op": (ps1["irq"] - ps0["irq"]) * 1e9 / n,
         "foreign_cpu_util": round(max(0.0, foreign) / wall, 3) if wall > 0 else None,
     }
+    res["p50_ms"], res["p99_ms"] = _parse_latency(out, test)
     if prefill is not None:
         res["prefill"] = prefill
     return res
