@@ -403,6 +403,11 @@ cmd_shutdown(struct conn *c, int argc, struct rv_str *argv)
             return;
         }
     }
+    for (int i = 1; i < argc; i++) {
+        if (cmd_arg_is(argv[i], "save")) {
+            atomic_store(&shard_node(c->shard)->save_on_exit, true);
+        }
+    }
     /* Like Redis, a successful SHUTDOWN sends no reply: the connection closes. */
     kill(getpid(), SIGTERM);
     conn_close_after_reply(c);

@@ -18,6 +18,7 @@ struct node {
     _Atomic(struct cfg *) cfg;       /* latest snapshot; older ones are kept until exit */
     atomic_uint_fast64_t cfg_version;
     atomic_bool shutdown;
+    atomic_bool save_on_exit;        /* SHUTDOWN SAVE: every shard checkpoints before exiting */
     atomic_uint_fast64_t stat_gen;   /* CONFIG RESETSTAT generation */
     int64_t start_ms;
     char executable[4096];

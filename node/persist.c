@@ -714,7 +714,10 @@ persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
 int
 persist_save_now(struct shard *s, char *err, size_t errsz)
 {
-    return snap_run_sync(persist_of(s), err, errsz);
+    struct persist *p = persist_of(s);
+    snap_wait_finish(p);             /* a background one that is already writing its file */
+    snap_abort(p);                   /* one still walking: this one replaces it */
+    return snap_run_sync(p, err, errsz);
 }
 
 int

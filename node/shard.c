@@ -445,6 +445,12 @@ shard_main(void *arg)
     while (s->conns) {
         conn_close(s->conns);
     }
+    if (atomic_load(&s->node->save_on_exit)) {
+        char err[512];
+        if (persist_save_now(s, err, sizeof(err)) != 0) {
+            log_warn("[shard %u] SHUTDOWN SAVE: %s", s->id, err);
+        }
+    }
     persist_close(s);
     atomic_store(&s->done, true);
     return NULL;

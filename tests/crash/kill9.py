@@ -103,6 +103,10 @@ def run_trial(args, mode, trial, rng, workroot):
         rc = again.stop()
         if rc not in (0, None) and not v:
             v.append("restarted server exited %s on SIGTERM" % rc)
+    log_text = again.log_tail(1 << 20)
+    for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+        if mark in log_text:
+            v.append("sanitizer report in %s (%s)" % (log, mark))
     return res
 
 

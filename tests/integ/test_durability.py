@@ -478,3 +478,24 @@ def test_interrupted_redistribution_resumes(start_server, tmp_path):
     srv1 = start(start_server, tmp_path, "everysec")
     assert srv1.client().dbsize() == 500
     assert not os.path.exists(tmp_path / "resharding")
+
+
+def test_shutdown_save_writes_a_checkpoint(start_server, tmp_path):
+    srv = start(start_server, tmp_path, "everysec", "--shards", "2")
+    rc = _cluster(srv)
+    for i in range(200):
+        rc.set("k%d" % i, i)
+    rc.close()
+    c = redis.Redis(port=srv.port)
+    try:
+        c.execute_command("SHUTDOWN", "SAVE")
+    except redis.ConnectionError:
+        pass
+    assert srv.wait_exit(10) == 0
+    for k in range(2):
+        ck = glob.glob(str(tmp_path / ("shard-%d" % k) / "ckpt-*.ckpt"))
+        assert len(ck) == 1
+    srv2 = start(start_server, tmp_path, "everysec", "--shards", "2")
+    info = [redis.Redis(port=p).info("persistence") for p in srv2.ports]
+    assert sum(i["loading_keys"] for i in info) == 200
+    assert sum(i["loading_wal_records"] for i in info) == 0

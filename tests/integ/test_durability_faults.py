@@ -98,6 +98,16 @@ def server_output(srv):
     return srv.stderr() + srv.stdout()
 
 
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def assert_no_sanitizer_report(*servers):
+    for srv in servers:
+        out = server_output(srv)
+        hits = [m for m in SANITIZER_MARKS if m in out]
+        assert not hits, "sanitizer report in %s: %s" % (" ".join(srv.cmdline[:1]), out[-3000:])
+
+
 def write_keys(srv, n, first=1, batch=1000):
     """SET k:i i for i in first..first+n-1, every one acknowledged; batch commands per round trip."""
     c = srv.client()
@@ -193,6 +203,8 @@ def test_failpoint_then_recovery_keeps_a_prefix(start_server, tmp_path, site, mo
     again.stop()
     third = start(start_server, d, mode)
     assert_prefix(third, m + 1, m + 1, expect_m=m + 1)
+    third.stop()
+    assert_no_sanitizer_report(srv, again, third)
 
 
 @pytest.mark.parametrize("mode", ["everysec", "always"])
@@ -454,6 +466,8 @@ def test_crc_mismatch_mid_wal_stops_startup_naming_file_and_offset(start_server,
     srv.stop()
     again = start(start_server, d, "always")
     assert_prefix(again, m + 1, m + 1, expect_m=m + 1)
+    again.stop()
+    assert_no_sanitizer_report(bad, srv, again)
 
 
 def test_corrupt_length_field_mid_wal_is_not_a_torn_tail(start_server, tmp_path):
@@ -522,6 +536,8 @@ def test_torn_last_record_is_cut_off_and_counted(start_server, tmp_path):
     again = start(start_server, d, "always")
     assert info(again)["loading_torn_tails"] == "0"
     assert_prefix(again, N, N - 1, expect_m=N - 1)
+    again.stop()
+    assert_no_sanitizer_report(srv, again)
 
 
 def test_zero_filled_tail_is_a_torn_tail(start_server, tmp_path):
@@ -560,6 +576,7 @@ def test_corrupt_checkpoint_stops_startup_naming_the_file(start_server, tmp_path
     out = server_output(bad)
     assert ck.name in out and ("offset %d" % off) in out, out[-2000:]
     assert ck.exists(), "the corrupt checkpoint was removed"
+    assert_no_sanitizer_report(bad)
 
 
 @pytest.mark.parametrize("which", ["first-segment", "first-after-checkpoint"])
