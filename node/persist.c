@@ -37,30 +37,31 @@ static const struct { const char *name; enum rw rw; } rw_names[] = {
     { "bzpopmax", RW_BZPOPMAX }, { "bzmpop", RW_BZMPOP }, { "semaphore", RW_STATE },
 };
 #define NRW (sizeof(rw_names) / sizeof(rw_names[0]))
-static const struct cmd_spec *rw_specs[NRW];
+/* enum rw by cmd_spec.id; built once by the main thread before shards run. */
+static uint8_t *rw_by_id;
 
 static void
 rw_init(void)
 {
+    if (rw_by_id != NULL) {
+        return;
+    }
+    rw_by_id = rv_calloc(cmd_id_count(), 1);
     for (size_t i = 0; i < NRW; i++) {
-        if (rw_specs[i] == NULL) {
-            rw_specs[i] = cmd_lookup(rw_names[i].name, strlen(rw_names[i].name));
+        const struct cmd_spec *s = cmd_lookup(rw_names[i].name, strlen(rw_names[i].name));
+        if (s != NULL) {
+            rw_by_id[s->id] = (uint8_t)rw_names[i].rw;
+            for (const struct cmd_spec *sub = s->subs; sub && sub->name; sub++) {
+                rw_by_id[sub->id] = (uint8_t)rw_names[i].rw;
+            }
         }
     }
 }
 
-static enum rw
+static inline enum rw
 rw_of(const struct cmd_spec *cmd)
 {
-    if (cmd->parent) {
-        cmd = cmd->parent;
-    }
-    for (size_t i = 0; i < NRW; i++) {
-        if (rw_specs[i] == cmd) {
-            return rw_names[i].rw;
-        }
-    }
-    return RW_NONE;
+    return (enum rw)rw_by_id[cmd->id];
 }
 
 struct persist *
@@ -372,7 +373,6 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
     if (p == NULL || p->w == NULL || p->loading || (c->flags & CONN_REPLAY)) {
         return;
     }
-    rw_init();
     bool txn = (c->flags & CONN_IN_EXEC) != 0;
     rec_open(p);
     log_effects(p, c, cmd, argc, argv, mark);
@@ -724,6 +724,7 @@ int
 persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz)
 {
     const struct cfg *cfg = shard_cfg(s);
+    rw_init();
     struct persist *p = rv_calloc(1, sizeof(*p));
     *shard_persist(s) = p;
     p->s = s;
