@@ -269,7 +269,7 @@ def test_checkpoint_is_consistent_under_concurrent_writes(start_server, tmp_path
         for j in range(300):
             k = "c%d" % ((writes * 7919) % n)
             p.incr(k)
-            expect[k] = expect.get(k, 0) + 1
+            expect[k] = (expect.get(k) or 0) + 1
             writes += 1
         p.delete("c%d" % (writes % n))
         expect["c%d" % (writes % n)] = None
