@@ -136,9 +136,21 @@ class RuvioProc:
             c.close()
 
 
-def set_cmd(i):
+def set_cmd(i, prefix=b"k:"):
     s = b"%d" % i
-    return b"*3\r\n$3\r\nSET\r\n$%d\r\nk:%s\r\n$%d\r\n%s\r\n" % (len(s) + 2, s, len(s), s)
+    return b"*3\r\n$3\r\nSET\r\n$%d\r\n%s%s\r\n$%d\r\n%s\r\n" % (len(s) + len(prefix), prefix, s, len(s), s)
+
+
+MULTI = b"*1\r\n$5\r\nMULTI\r\n"
+EXEC = b"*1\r\n$4\r\nEXEC\r\n"
+
+
+def txn_cmd(i):
+    """MULTI, SET k:i i, SET t:i i, EXEC: one WAL record, so both keys or neither after a crash."""
+    return MULTI + set_cmd(i) + set_cmd(i, b"t:") + EXEC
+
+
+TXN_LINES = 6        # +OK +QUEUED +QUEUED *2 +OK +OK
 
 
 class PipelinedWriter:
@@ -150,8 +162,10 @@ class PipelinedWriter:
     limit: stop after that many keys (None: until stop()).  batch: commands per send.  window: at most that many
     SETs sent and not yet answered (0: no bound, the client never waits for replies)."""
 
-    def __init__(self, port, batch=512, limit=None, window=0, io_timeout=0.2):
+    def __init__(self, port, batch=512, limit=None, window=0, txn=False, io_timeout=0.2):
         self.port = port
+        self.txn = txn                     # units are MULTI/SET k:i/SET t:i/EXEC instead of SET k:i
+        self._lines = 0
         self.batch = min(batch, window) if window else batch
         self.limit = limit
         self.window = window               # at most this many unanswered SETs (0: no bound)
@@ -187,7 +201,8 @@ class PipelinedWriter:
                     n = min(n, self.limit - i + 1)
                     if n <= 0:
                         return
-                data = b"".join(set_cmd(j) for j in range(i, i + n))
+                unit = txn_cmd if self.txn else set_cmd
+                data = b"".join(unit(j) for j in range(i, i + n))
                 if self.window:
                     with self._cv:
                         while (self.sent_done - self.replies + n > self.window and self._rx.is_alive()
@@ -228,7 +243,9 @@ class PipelinedWriter:
                 chunk, buf = buf[:j + 2], buf[j + 2:]
                 n = chunk.count(b"\r\n")
                 ok = chunk.count(b"+OK\r\n")
-                if ok == n:
+                if self.txn:
+                    self._txn_lines(chunk, n)
+                elif ok == n:
                     self.replies += n
                     self.acked = self.replies
                 else:
@@ -245,6 +262,18 @@ class PipelinedWriter:
                         self._cv.notify()
         except OSError as e:
             self.recv_exc = e
+
+    def _txn_lines(self, chunk, n):
+        if chunk.startswith((b"-", b"*-1")) or b"\n-" in chunk or b"*-1\r\n" in chunk:
+            for k, line in enumerate(chunk.split(b"\r\n")[:-1]):
+                if line.startswith(b"-") or line == b"*-1":
+                    self.nerrors += 1
+                    if len(self.errors) < 5:
+                        self.errors.append(((self._lines + k) // TXN_LINES + 1, line.decode(errors="replace")))
+        self._lines += n
+        self.replies = self._lines // TXN_LINES
+        if not self.nerrors:
+            self.acked = self.replies
 
     def stop_sending(self):
         self._stop_send.set()
@@ -273,33 +302,39 @@ class PipelinedWriter:
         return self.acked >= n
 
 
-def check_prefix(client, sent_hi, batch=5000):
-    """The keyspace must be exactly k:1..k:m with value i for k:i.  Returns (m, problems)."""
+def check_prefix(client, sent_hi, batch=5000, prefixes=("k:",)):
+    """The keyspace must be exactly k:1..k:m with value i for k:i (and t:1..t:m too with prefixes
+    ("k:", "t:"), the transaction workload).  Returns (m, problems)."""
     problems = []
-    n = int(client.dbsize())
+    total = int(client.dbsize())
+    n = total // len(prefixes)
+    if total % len(prefixes):
+        problems.append("dbsize %d is not a multiple of %d: a transaction was half applied" % (total, len(prefixes)))
     missing = []
     wrong = []
-    for lo in range(1, n + 1, batch):
-        hi = min(n, lo + batch - 1)
-        vals = client.mget(["k:%d" % i for i in range(lo, hi + 1)])
-        for i, v in zip(range(lo, hi + 1), vals):
-            if v is None:
-                if len(missing) < 5:
-                    missing.append(i)
-            elif v != str(i):
-                if len(wrong) < 5:
-                    wrong.append((i, v))
-        if len(missing) >= 5 and len(wrong) >= 5:
-            break
+    for pre in prefixes:
+        for lo in range(1, n + 1, batch):
+            hi = min(n, lo + batch - 1)
+            vals = client.mget(["%s%d" % (pre, i) for i in range(lo, hi + 1)])
+            for i, v in zip(range(lo, hi + 1), vals):
+                if v is None:
+                    if len(missing) < 5:
+                        missing.append(pre + str(i))
+                elif v != str(i):
+                    if len(wrong) < 5:
+                        wrong.append((pre + str(i), v))
+            if len(missing) >= 5 and len(wrong) >= 5:
+                break
     if missing or wrong:
         extra = []
         for k in client.scan_iter(count=1000):
-            if not k.startswith("k:") or not k[2:].isdigit() or not 1 <= int(k[2:]) <= n:
+            pre, num = k[:2], k[2:]
+            if pre not in prefixes or not num.isdigit() or not 1 <= int(num) <= n:
                 extra.append(k)
                 if len(extra) >= 5:
                     break
-        problems.append("not a prefix: dbsize=%d but missing %s wrong values %s keys outside k:1..k:%d %s"
-                        % (n, missing, wrong, n, extra))
+        problems.append("not a prefix: dbsize=%d but missing %s wrong values %s keys outside %s1..%d %s"
+                        % (total, missing, wrong, "/".join(prefixes), n, extra))
     if n > sent_hi:
         problems.append("%d keys but only k:1..k:%d were ever sent" % (n, sent_hi))
     return n, problems

@@ -51,7 +51,7 @@ def run_trial(args, mode, trial, rng, workroot):
         return res
     w = None
     try:
-        w = PipelinedWriter(srv.port, batch=args.batch, window=window).start()
+        w = PipelinedWriter(srv.port, batch=args.batch, window=window, txn=args.txn).start()
         time.sleep(delay_ms / 1000.0)
         srv.proc.kill()
         rc = srv.wait(10)
@@ -77,7 +77,7 @@ def run_trial(args, mode, trial, rng, workroot):
         info = again.info()
         c = again.client()
         try:
-            m, problems = check_prefix(c, w.sent_hi)
+            m, problems = check_prefix(c, w.sent_hi, prefixes=("k:", "t:") if args.txn else ("k:",))
         finally:
             c.close()
         v.extend(problems)
@@ -90,7 +90,7 @@ def run_trial(args, mode, trial, rng, workroot):
         if info.get("durability") != mode:
             v.append("restarted in durability %s, not %s" % (info.get("durability"), mode))
         if int(info.get("wal_last_lsn", -1)) != m:
-            v.append("recovered WAL position wal_last_lsn=%s but %d keys (one record per SET)"
+            v.append("recovered WAL position wal_last_lsn=%s but %d keys (one record per SET or EXEC)"
                      % (info.get("wal_last_lsn"), m))
         if m > 0 and int(info.get("checkpoint_lsn", 0)) == 0 and res["wal_records"] != m:
             v.append("loading_wal_records=%d but %d keys" % (res["wal_records"], m))
@@ -134,6 +134,8 @@ def main():
     ap.add_argument("--min-ms", type=int, default=50)
     ap.add_argument("--max-ms", type=int, default=350)
     ap.add_argument("--batch", type=int, default=256, help="SETs per send() (default 256)")
+    ap.add_argument("--txn", action="store_true",
+                    help="each unit is MULTI, SET k:i i, SET t:i i, EXEC: both keys or neither after the crash")
     ap.add_argument("--window", type=int, default=None,
                     help="at most N unanswered SETs, 0 for no bound (default: odd trials 0, even trials 1024)")
     ap.add_argument("--start-timeout", type=float, default=15.0, help="bound on each start / restart (s)")
@@ -155,8 +157,9 @@ def main():
     def out(obj, text):
         print(json.dumps(obj, sort_keys=True) if args.json else text, flush=True)
 
-    out({"start": True, "seed": args.seed, "modes": modes, "trials": args.trials, "bin": args.bin},
-        "kill9: seed=%d modes=%s trials=%d bin=%s" % (args.seed, ",".join(modes), args.trials, args.bin))
+    out({"start": True, "seed": args.seed, "modes": modes, "trials": args.trials, "bin": args.bin, "txn": args.txn},
+        "kill9: seed=%d modes=%s trials=%d%s bin=%s" % (args.seed, ",".join(modes), args.trials,
+                                                       " txn" if args.txn else "", args.bin))
     t0 = time.monotonic()
     results = []
     harness_error = False
