@@ -274,13 +274,15 @@ conn_flush(struct conn *c)
         conn_close(c);
         return false;
     }
-    if (rv_unlikely(c->wait_lsn != 0) && persist_hold(c)) {
-        return true;                  /* released by persist_before_poll() */
+    size_t limit = c->wbuf.len;
+    if (rv_unlikely(c->nmarks != 0)) {
+        limit = c->wbuf.off + persist_flush_limit(c);   /* the rest waits for the WAL */
     }
-    while (c->wbuf.off < c->wbuf.len) {
-        ssize_t n = write(c->fd, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
+    while (c->wbuf.off < limit) {
+        ssize_t n = write(c->fd, c->wbuf.data + c->wbuf.off, limit - c->wbuf.off);
         if (n > 0) {
             c->wbuf.off += (size_t)n;
+            c->out_done += (uint64_t)n;
             shard_stats(c->shard)->net_output_bytes += (uint64_t)n;
             continue;
         }
@@ -293,6 +295,14 @@ conn_flush(struct conn *c)
         }
         conn_close(c);
         return false;
+    }
+    if (rv_unlikely(c->wbuf.off < c->wbuf.len)) {
+        /* held: persist_before_poll() flushes the rest; no EV_WRITE meanwhile */
+        if (c->flags & CONN_WRITE_WAIT) {
+            c->flags &= ~CONN_WRITE_WAIT;
+            event_del(&c->wev);
+        }
+        return true;
     }
     c->wbuf.off = c->wbuf.len = 0;
     if (c->wbuf.cap > CONN_WBUF_KEEP) {

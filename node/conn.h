@@ -59,8 +59,14 @@ struct conn {
     int64_t obl_soft_since;           /* when output first exceeded the soft limit, 0 = not */
     struct conn *prev, *next;         /* shard's list of connections */
     struct conn *pnext;               /* shard's pending-write list */
-    struct conn *hnext;               /* persist.c: held until the WAL covers wait_lsn */
-    uint64_t wait_lsn;                /* last WAL record this client may have seen */
+    /* persist.c: output may leave only once the WAL covers what the client
+     * could have seen. marks[i]: output up to stream position pos needs LSN
+     * lsn (written or synced, by mode); positions count bytes ever queued. */
+    struct conn *hnext;               /* on the shard's held list (CONN_HELD) */
+    uint64_t own_lsn;                 /* last record this client's writes produced */
+    uint64_t out_done;                /* output bytes written to the socket so far */
+    struct { uint64_t pos, lsn; } marks[4];
+    uint8_t nmarks;
     char addr[64];
     char laddr[64];
     char lip[48];                     /* local IP (for MOVED / CLUSTER SLOTS) */

@@ -378,6 +378,7 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
     log_effects(p, c, cmd, argc, argv, mark);
     if (!txn) {
         rec_close(p);
+        c->own_lsn = wal_last_lsn(p->w);
     }
 }
 
@@ -387,6 +388,7 @@ persist_exec_end(struct conn *c)
     struct persist *p = persist_of(c->shard);
     if (p && p->w) {
         rec_close(p);
+        c->own_lsn = wal_last_lsn(p->w);
     }
 }
 
@@ -436,35 +438,94 @@ release_lsn(const struct persist *p)
     return p->mode == WAL_ALWAYS ? wal_durable_lsn(p->w) : wal_written_lsn(p->w);
 }
 
+static bool
+wal_failing(const struct persist *p)
+{
+    return wal_write_error(p->w) != 0 || wal_sync_error(p->w) != 0;
+}
+
+/* write() what is staged; the first failure of an episode is logged. */
+static void
+wal_flush_staged(struct persist *p)
+{
+    if (!wal_staged(p->w) || wal_write_error(p->w) != 0) {
+        return;
+    }
+    int rc = wal_write(p->w);
+    if (rc < 0) {
+        log_warn("[shard %u] cannot write the WAL in %s: %s; writes are refused and their replies "
+                 "held until it can be written (retried 10 times a second)", shard_id(p->s), p->dir,
+                 strerror(-rc));
+    }
+}
+
+/* The LSN c's newest output depends on: everything staged so far (c may have
+ * read it), except while the WAL fails: then only c's own records and what
+ * is already safe, so that reads (and the -MISCONF errors) keep flowing. */
 void
 persist_note_output(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
-    if (p && p->w) {
-        c->wait_lsn = wal_last_lsn(p->w);
+    if (p == NULL || p->w == NULL) {
+        return;
     }
+    uint64_t need = wal_failing(p) ? release_lsn(p) : wal_last_lsn(p->w);
+    if (c->own_lsn > need) {
+        need = c->own_lsn;
+    }
+    uint64_t pos = c->out_done + (c->wbuf.len - c->wbuf.off);
+    if (need <= release_lsn(p) && c->nmarks == 0) {
+        return;                       /* already safe: nothing to hold */
+    }
+    unsigned n = c->nmarks;
+    if (n > 0 && (c->marks[n - 1].lsn >= need || n == sizeof(c->marks) / sizeof(c->marks[0]))) {
+        /* extend the newest mark (merging keeps the larger LSN) */
+        c->marks[n - 1].pos = pos;
+        if (need > c->marks[n - 1].lsn) {
+            c->marks[n - 1].lsn = need;
+        }
+        return;
+    }
+    c->marks[n].pos = pos;
+    c->marks[n].lsn = need;
+    c->nmarks = (uint8_t)(n + 1);
 }
 
-bool
-persist_hold(struct conn *c)
+static void
+held_add(struct persist *p, struct conn *c)
 {
-    struct persist *p = persist_of(c->shard);
-    if (p == NULL || p->w == NULL || c->wait_lsn == 0) {
-        return false;
-    }
-    if (wal_staged(p->w) && wal_write_error(p->w) == 0) {
-        wal_write(p->w);             /* the kernel first, then the reply */
-    }
-    if (c->wait_lsn <= release_lsn(p)) {
-        return false;
-    }
     if (!(c->flags & CONN_HELD)) {
         c->flags |= CONN_HELD;
         c->hnext = p->held;
         p->held = c;
         p->nheld++;
     }
-    return true;
+}
+
+size_t
+persist_flush_limit(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    size_t unread = c->wbuf.len - c->wbuf.off;
+    if (p == NULL || p->w == NULL) {
+        c->nmarks = 0;
+        return unread;
+    }
+    wal_flush_staged(p);              /* the kernel first, then the reply */
+    uint64_t rel = release_lsn(p);
+    unsigned i = 0;
+    while (i < c->nmarks && c->marks[i].lsn <= rel) {
+        i++;
+    }
+    uint64_t upto = i > 0 ? c->marks[i - 1].pos : c->out_done;
+    memmove(c->marks, c->marks + i, (c->nmarks - i) * sizeof(c->marks[0]));
+    c->nmarks = (uint8_t)(c->nmarks - i);
+    if (c->nmarks == 0) {
+        return unread;
+    }
+    held_add(p, c);
+    uint64_t allowed = upto > c->out_done ? upto - c->out_done : 0;
+    return allowed < unread ? (size_t)allowed : unread;
 }
 
 void
@@ -491,9 +552,7 @@ persist_before_poll(struct shard *s)
     if (p == NULL || p->w == NULL) {
         return;
     }
-    if (wal_staged(p->w) && wal_write_error(p->w) == 0) {
-        wal_write(p->w);
-    }
+    wal_flush_staged(p);
     uint64_t written = wal_written_lsn(p->w);
     if (p->mode == WAL_ALWAYS && written > wal_durable_lsn(p->w) && written > p->sync_asked) {
         /* One fdatasync covers this whole wave; the next wave is processed
@@ -501,21 +560,36 @@ persist_before_poll(struct shard *s)
         p->sync_asked = written;
         wal_request_sync(p->w);
     }
-    if (p->held == NULL) {
+    uint64_t rel = release_lsn(p);
+    if (p->held == NULL || (rel == p->last_release && wal_sync_error(p->w) == 0)) {
         return;
     }
-    uint64_t rel = release_lsn(p);
-    for (struct conn **pp = &p->held; *pp;) {
-        struct conn *c = *pp;
-        if (c->wait_lsn <= rel) {
-            *pp = c->hnext;
-            p->nheld--;
-            c->flags &= ~CONN_HELD;
-            c->hnext = NULL;
-            conn_flush(c);           /* not shard_want_write: that would move wait_lsn on */
-        } else {
-            pp = &c->hnext;
+    p->last_release = rel;
+    struct conn *list = p->held;
+    p->held = NULL;
+    p->nheld = 0;
+    size_t closed = 0;
+    while (list) {
+        struct conn *c = list;
+        list = c->hnext;
+        c->hnext = NULL;
+        c->flags &= ~CONN_HELD;
+        if (wal_sync_error(p->w) != 0) {
+            if (c->own_lsn > rel) {
+                /* Its writes can never be made durable: the client must not
+                 * read them as acknowledged. Closing leaves the outcome
+                 * unknown, which is the truth. */
+                conn_close(c);
+                closed++;
+                continue;
+            }
+            c->nmarks = 0;           /* readers go on being answered */
         }
+        conn_flush(c);               /* re-queues itself if part must still wait */
+    }
+    if (closed) {
+        log_warn("[shard %u] closed %zu client(s) whose writes cannot be made durable (fsync failed)",
+                 shard_id(s), closed);
     }
 }
 
@@ -618,11 +692,56 @@ set_aside(const char *path)
     }
 }
 
+/* A last segment whose header never made it to disk (a crash right after
+ * creating it): shorter than a header, or a header of zeros. */
+static bool
+seg_never_written(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t h[WAL_SEG_HDR];
+    if (f == NULL) {
+        return false;
+    }
+    size_t n = fread(h, 1, sizeof(h), f);
+    fclose(f);
+    if (n < sizeof(h)) {
+        return true;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (h[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Keep the valid prefix (wal_accept_loss): cut segment i at off (or set it
+ * aside when off is 0) and set every later segment aside. */
+static int
+keep_prefix(struct wal_file *segs, size_t n, size_t i, size_t off, char *err, size_t errsz)
+{
+    if (off == 0) {
+        set_aside(segs[i].path);
+    } else {
+        int rc = wal_truncate(segs[i].path, off);
+        if (rc < 0) {
+            snprintf(err, errsz, "cannot truncate %s: %s", segs[i].path, strerror(-rc));
+            return -1;
+        }
+    }
+    for (size_t j = i + 1; j < n; j++) {
+        set_aside(segs[j].path);
+    }
+    return 0;
+}
+
 static int
 replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t after, bool accept,
                 uint64_t *last, char *err, size_t errsz)
 {
-    uint64_t expect = 0;              /* 0: the first record sets it */
+    unsigned sid = shard_id(x->p->s);
+    uint64_t next = after + 1;        /* the LSN the next record must have */
+    bool started = false;
     for (size_t i = 0; i < n; i++) {
         struct wal_reader r;
         struct wal_rec rec;
@@ -631,27 +750,64 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
         if (i + 1 < n && segs[i + 1].lsn <= after + 1) {
             continue;                 /* wholly covered by the checkpoint */
         }
+        /* Segments chain without gaps: the first one needed starts at or
+         * before the checkpoint's next record, each later one right after
+         * its predecessor's last record. */
+        if ((!started && segs[i].lsn > next) || (started && segs[i].lsn != next)) {
+            char why[4400];
+            snprintf(why, sizeof(why), "WAL records %" PRIu64 "..%" PRIu64 " are missing before %s",
+                     next, segs[i].lsn - 1, segs[i].path);
+            if (!accept) {
+                snprintf(err, errsz, "%s (a deleted or lost segment); start with "
+                         "wal-accept-loss yes to keep what precedes the gap", why);
+                return -1;
+            }
+            log_warn("[shard %u] %s: later segments set aside (wal-accept-loss yes)", sid, why);
+            return keep_prefix(segs, n, i, 0, err, errsz);
+        }
+        if (!started) {
+            next = segs[i].lsn;
+            started = true;
+        }
         if (wal_reader_open(&r, segs[i].path, false, err, errsz) != 0) {
-            if (is_last) {           /* a crash right after creating it */
-                log_warn("[shard %u] %s; removing the empty last segment", shard_id(x->p->s), err);
+            if (is_last && seg_never_written(segs[i].path)) {
+                log_warn("[shard %u] %s: removing the last segment, whose header was never "
+                         "written", sid, err);
                 unlink(segs[i].path);
                 return 0;
             }
-            return -1;
+            if (!accept) {
+                size_t m = strlen(err);
+                snprintf(err + m, errsz - m, "; start with wal-accept-loss yes to drop it and the "
+                         "segments after it");
+                return -1;
+            }
+            log_warn("[shard %u] %s: set aside with the later segments (wal-accept-loss yes)", sid, err);
+            return keep_prefix(segs, n, i, 0, err, errsz);
+        }
+        if (r.first_lsn != segs[i].lsn) {
+            wal_reader_close(&r);
+            snprintf(err, errsz, "WAL %s: header says first LSN %" PRIu64, segs[i].path, r.first_lsn);
+            if (!accept) {
+                return -1;
+            }
+            return keep_prefix(segs, n, i, 0, err, errsz);
         }
         while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
-            if (expect != 0 && rec.lsn != expect) {
+            if (rec.lsn != next) {
                 rd = WAL_RD_CORRUPT;
                 r.why = "LSN out of sequence";
+                r.off -= WAL_REC_HDR + rec.len;
                 break;
             }
-            expect = rec.lsn + 1;
+            next++;
             if (rec.lsn <= after) {
                 continue;
             }
             if (apply_rec(x, &rec) != 0) {
                 rd = WAL_RD_CORRUPT;
                 r.why = "malformed record";
+                r.off -= WAL_REC_HDR + rec.len;
                 break;
             }
             *last = rec.lsn;
@@ -665,7 +821,7 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
         }
         if (rd == WAL_RD_TORN && is_last) {
             /* Never acknowledged: the write of this record did not complete. */
-            log_warn("[shard %u] WAL %s: torn record at offset %zu (%s): cut off", shard_id(x->p->s),
+            log_warn("[shard %u] WAL %s: torn record at offset %zu (%s): cut off", sid,
                      segs[i].path, off, why);
             int rc = wal_truncate(segs[i].path, off);
             if (rc < 0) {
@@ -682,17 +838,8 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
             return -1;
         }
         log_warn("[shard %u] WAL %s is corrupt at offset %zu (%s): keeping the valid prefix, "
-                 "later segments set aside (wal-accept-loss yes)", shard_id(x->p->s), segs[i].path,
-                 off, why);
-        int rc = wal_truncate(segs[i].path, off);
-        if (rc < 0) {
-            snprintf(err, errsz, "cannot truncate %s: %s", segs[i].path, strerror(-rc));
-            return -1;
-        }
-        for (size_t j = i + 1; j < n; j++) {
-            set_aside(segs[j].path);
-        }
-        return 0;
+                 "later segments set aside (wal-accept-loss yes)", sid, segs[i].path, off, why);
+        return keep_prefix(segs, n, i, off == WAL_SEG_HDR ? 0 : off, err, errsz);
     }
     return 0;
 }
@@ -831,6 +978,7 @@ persist_cron(struct shard *s)
     if (p->w && wal_write_error(p->w) != 0 && wal_staged(p->w)) {
         if (wal_write(p->w) == 0) {
             log_warn("[shard %u] WAL writes work again; accepting writes", shard_id(s));
+            p->last_release = 0;     /* release what waited */
         }
     }
     snap_cron(p);

@@ -47,8 +47,9 @@ void persist_exec_end(struct conn *c);
 bool persist_refuse_write(struct conn *c);
 /* c produced output: it may leave only once the WAL covers what c could see. */
 void persist_note_output(struct conn *c);
-/* conn_flush: true when c's output must wait (c is queued and released later). */
-bool persist_hold(struct conn *c);
+/* conn_flush: how many of c's unread output bytes may be written now; when
+ * not all, c is queued and flushed again once the WAL has moved on. */
+size_t persist_flush_limit(struct conn *c);
 void persist_conn_gone(struct conn *c);
 /* Shard loop, before polling: write staged records, start syncs, release held clients. */
 void persist_before_poll(struct shard *s);

@@ -24,6 +24,7 @@ struct persist {
     uint64_t changes;                /* records since the last checkpoint */
     uint64_t sync_asked;             /* always: highest LSN a sync was requested for */
     struct conn *held;               /* replies waiting for the WAL */
+    uint64_t last_release;           /* release LSN when the held list was last walked */
     size_t nheld;
     /* checkpoints */
     struct snap *snap;

@@ -82,17 +82,32 @@ check_ckpt(const struct wal_file *f, struct shard_report *rep)
 }
 
 static void
-check_segments(struct wal_file *segs, size_t n, struct shard_report *rep, bool fix)
+check_segments(struct wal_file *segs, size_t n, struct shard_report *rep, bool fix, uint64_t after)
 {
-    uint64_t expect = 0;
+    uint64_t next = after + 1;
+    bool started = false;
     rep->segments = n;
     for (size_t i = 0; i < n && rep->status != 2; i++) {
         struct wal_reader r;
         struct wal_rec rec;
         enum wal_rd rd;
         char err[4300];
+        if (i + 1 < n && segs[i + 1].lsn <= after + 1) {
+            continue;                 /* covered by the checkpoint */
+        }
+        if ((!started && segs[i].lsn > next) || (started && segs[i].lsn != next)) {
+            rep->status = 2;
+            snprintf(rep->problem, sizeof(rep->problem),
+                     "WAL records %" PRIu64 "..%" PRIu64 " are missing before %s", next,
+                     segs[i].lsn - 1, segs[i].path);
+            return;
+        }
+        if (!started) {
+            next = segs[i].lsn;
+            started = true;
+        }
         if (wal_reader_open(&r, segs[i].path, false, err, sizeof(err)) != 0) {
-            rep->status = i + 1 == n ? 1 : 2;
+            rep->status = 2;
             snprintf(rep->problem, sizeof(rep->problem), "%s", err);
             return;
         }
@@ -105,20 +120,22 @@ check_segments(struct wal_file *segs, size_t n, struct shard_report *rep, bool f
             return;
         }
         while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
-            if (expect != 0 && rec.lsn != expect) {
+            if (rec.lsn != next) {
                 rd = WAL_RD_CORRUPT;
                 r.why = "LSN out of sequence";
+                r.off -= WAL_REC_HDR + rec.len;
                 break;
             }
             if (check_payload(&rec) != 0) {
                 rd = WAL_RD_CORRUPT;
                 r.why = "malformed payload";
+                r.off -= WAL_REC_HDR + rec.len;
                 break;
             }
+            next++;
             if (rep->first_lsn == 0) {
                 rep->first_lsn = rec.lsn;
             }
-            expect = rec.lsn + 1;
             rep->last_lsn = rec.lsn;
             rep->records++;
         }
@@ -212,7 +229,7 @@ main(int argc, char **argv)
             check_ckpt(&cks[nck - 1], &rep);
         }
         if (rep.status != 2) {
-            check_segments(segs, nseg, &rep, fix);
+            check_segments(segs, nseg, &rep, fix, rep.ckpt_lsn);
         }
         uint64_t last_valid = rep.last_lsn > rep.ckpt_lsn ? rep.last_lsn : rep.ckpt_lsn;
         static const char *const st[] = { "ok", "torn-tail", "corrupt" };

@@ -811,8 +811,10 @@ wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, si
         r->ck.keys_hint = get32(h + 20);
         r->ck.lsn = get64(h + 24);
         r->ck.created_ms = (int64_t)get64(h + 32);
+        r->last_lsn = r->ck.lsn;
     } else {
         r->first_lsn = get64(h + 16);
+        r->last_lsn = r->first_lsn;
     }
     r->off = hdr;
     return 0;
@@ -827,6 +829,25 @@ all_zero(const uint8_t *p, size_t n)
         }
     }
     return true;
+}
+
+/* Is there a well-formed record (sane LSN, matching CRC) anywhere after
+ * offset from? Then what precedes it was not a torn tail but damage. */
+static bool
+valid_record_after(const struct wal_reader *r, size_t from)
+{
+    for (size_t pos = from + 1; pos + WAL_REC_HDR <= r->size; pos++) {
+        const uint8_t *p = r->map + pos;
+        uint64_t len = get32(p), lsn = get64(p + 8);
+        if (len == 0 || len > r->size - pos - WAL_REC_HDR || lsn < r->last_lsn ||
+            lsn > r->last_lsn + (1ull << 32)) {
+            continue;
+        }
+        if (get32(p + 4) == wal_crc32c(0, p + 8, 16 + (size_t)len)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 enum wal_rd
@@ -849,6 +870,10 @@ wal_reader_next(struct wal_reader *r, struct wal_rec *rec)
         return WAL_RD_TORN;
     }
     if ((uint64_t)len + WAL_REC_HDR > left) {
+        if (valid_record_after(r, r->off)) {
+            r->why = "bad record length";
+            return WAL_RD_CORRUPT;
+        }
         r->why = "truncated record";
         return WAL_RD_TORN;
     }
@@ -858,6 +883,7 @@ wal_reader_next(struct wal_reader *r, struct wal_rec *rec)
         return after == 0 || all_zero(p + WAL_REC_HDR + len, after) ? WAL_RD_TORN : WAL_RD_CORRUPT;
     }
     rec->lsn = get64(p + 8);
+    r->last_lsn = rec->lsn;
     rec->ts_ms = (int64_t)get64(p + 16);
     rec->payload = p + WAL_REC_HDR;
     rec->len = len;

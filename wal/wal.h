@@ -132,6 +132,7 @@ struct wal_reader {
     size_t size;
     size_t off;                      /* next record; the bad one after TORN/CORRUPT */
     uint64_t first_lsn;              /* segments */
+    uint64_t last_lsn;               /* of the last good record (internal) */
     struct wal_ckpt_info ck;         /* checkpoints */
     const char *why;                 /* after TORN/CORRUPT */
 };
