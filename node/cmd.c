@@ -355,7 +355,9 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
 {
     struct shard *s = c->shard;
     struct cmd_stat *st = &shard_cmdstats(s)[cmd->id];
-    size_t mark = c->wbuf.len;
+    /* Unread output before the handler: appending may compact the buffer
+     * (after a partial write), so positions are taken relative to off. */
+    size_t before = c->wbuf.len - c->wbuf.off;
 
     if (rv_unlikely(c->flags & CONN_REPLY_SKIP_NEXT)) {
         c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
@@ -369,6 +371,7 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
     st->cycles += __rdtsc() - t0;
     st->calls++;
     shard_stats(s)->commands++;
+    size_t mark = c->wbuf.off + before;   /* where this command's reply starts */
     if (rv_unlikely(c->wbuf.len > mark && c->wbuf.data[mark] == '-')) {
         st->failed++;
     } else if ((cmd->flags & CMD_WRITE) && c->wbuf.len > mark) {
