@@ -499,3 +499,69 @@ def test_shutdown_save_writes_a_checkpoint(start_server, tmp_path):
     info = [redis.Redis(port=p).info("persistence") for p in srv2.ports]
     assert sum(i["loading_keys"] for i in info) == 200
     assert sum(i["loading_wal_records"] for i in info) == 0
+
+
+def _random_ops(c, rng, nkeys, count):
+    """A seeded mix of writes over every type (and multi-key commands)."""
+    p = c.pipeline(transaction=False)
+    for _ in range(count):
+        k = rng.randrange(nkeys)
+        op = rng.randrange(16)
+        if op == 0:
+            p.set("s%d" % k, rng.randrange(1000))
+        elif op == 1:
+            p.incrby("s%d" % k, 3)
+        elif op == 2:
+            p.rpush("l%d" % k, *[rng.randrange(100) for _ in range(rng.randrange(1, 5))])
+        elif op == 3:
+            p.lpop("l%d" % k)
+        elif op == 4:
+            p.hset("h%d" % k, "f%d" % rng.randrange(20), rng.randrange(100))
+        elif op == 5:
+            p.hincrby("h%d" % k, "n", 1)
+        elif op == 6:
+            p.sadd("t%d" % k, *[rng.randrange(50) for _ in range(3)])
+        elif op == 7:
+            p.srem("t%d" % k, rng.randrange(50))
+        elif op == 8:
+            p.zadd("z%d" % k, {"m%d" % rng.randrange(30): rng.random()})
+        elif op == 9:
+            p.zincrby("z%d" % k, 1.5, "m0")
+        elif op == 10:
+            p.delete("s%d" % k, "l%d" % k)
+        elif op == 11:
+            p.mset({"s%d" % rng.randrange(nkeys): "m" for _ in range(100)})
+        elif op == 12:
+            p.rename("s%d" % k, "s%d" % rng.randrange(nkeys)) if rng.random() < 0.5 else p.exists("s0")
+        elif op == 13:
+            p.expire("s%d" % k, 1000)
+        elif op == 14:
+            p.lmove("l%d" % k, "l%d" % rng.randrange(nkeys), "LEFT", "RIGHT")
+        else:
+            p.sinterstore("t%d" % k, ["t%d" % rng.randrange(nkeys), "t%d" % rng.randrange(nkeys)])
+    try:
+        p.execute(raise_on_error=False)
+    except redis.ResponseError:
+        pass
+
+
+def test_checkpoint_under_random_writes_of_every_type(start_server, tmp_path):
+    """The checkpoint plus the WAL after it equal the live state, whatever the writes during it."""
+    import random
+    rng = random.Random(1234)
+    srv = start(start_server, tmp_path, "always")
+    c = srv.client()
+    _random_ops(c, rng, 3000, 60000)
+    for _ in range(3):
+        c.bgsave()
+        while persistence(c)["rdb_bgsave_in_progress"] == 1:
+            _random_ops(c, rng, 3000, 2000)
+        _random_ops(c, rng, 3000, 3000)
+    assert persistence(c)["rdb_saves"] == 3
+    before = snapshot_state(c)
+    srv2 = restart(start_server, srv, tmp_path, "always", hard=True)
+    c2 = srv2.client()
+    assert persistence(c2)["loading_replay_errors"] == 0
+    after = snapshot_state(c2)
+    assert after.keys() == before.keys()
+    assert after == before
