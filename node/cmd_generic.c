@@ -526,13 +526,11 @@ CMD_HANDLER(copy)
     }
     /* The destination lookup may have expired (modified) the keyspace: look again. */
     e = ks_peek(ks, argv[1].p, argv[1].len);
-    if (ks_entry_type(e) == KS_STRING) {
-        ks_copy(ks, e, argv[2].p, argv[2].len);
-    } else {
+    if (ks_copy(ks, e, argv[2].p, argv[2].len) == NULL) {   /* not a string or an inline value */
         const struct obj_ops *ops = obj_ops_of(ks_entry_type(e));
         int64_t dl = ks_entry_expire(e);
         enum ks_type t = ks_entry_type(e);
-        void *v = ops->dup(ks_entry_ptr(e));
+        void *v = ops->dup(e);
         ks_set_ptr(ks, argv[2].p, argv[2].len, t, v, ops->free, dl);
     }
     reply_int(c, 1);
@@ -584,7 +582,7 @@ enc_name(const struct ks_entry *e)
         return "raw";
     default: {
         const struct obj_ops *ops = obj_ops_of(ks_entry_type(e));
-        return ops ? ops->encoding(ks_entry_ptr(e)) : "unknown";
+        return ops ? ops->encoding(e) : "unknown";
     }
     }
 }
@@ -698,7 +696,7 @@ CMD_HANDLER(memory_usage)
     }
     size_t mem = ks_entry_mem(e) + TABLE_SLOT_BYTES;
     if (ks_entry_type(e) != KS_STRING && obj_ops_of(ks_entry_type(e))) {
-        mem += obj_ops_of(ks_entry_type(e))->mem(ks_entry_ptr(e));
+        mem += obj_ops_of(ks_entry_type(e))->mem(e);
     }
     reply_int(c, (int64_t)mem);
 }

@@ -2,13 +2,15 @@
  *
  * Entries. Each key is one allocation:
  *
- *   byte 0      flags: type (3 bits), INT, int width (2 bits), RAW, EXP
+ *   byte 0      flags: type (3 bits), INT, int width (2 bits), RAW, EXP;
+ *               for other types RAW means INL (the value is inline bytes)
  *   bytes 1-3   access clock, unix seconds mod 2^24, little-endian
  *   varint      key length
- *   varint      value length (non-int strings only)
+ *   varint      value length (non-int strings and INL values only)
  *   8 bytes     absolute deadline in unix ms (only with EXP)
  *   key bytes
  *   value       string bytes | int64 in 1/2/4/8 bytes LE | (ptr, free_fn)
+ *               | a small collection's packed bytes (INL)
  *
  * Nothing in an entry is aligned; multi-byte fields go through memcpy.
  *
@@ -66,6 +68,7 @@ struct ks_entry {
 #define EF_ISZ_SHIFT 4
 #define EF_ISZ 0x30u
 #define EF_RAW 0x40u
+#define EF_INL EF_RAW    /* non-string types: the value is inline bytes */
 #define EF_EXP 0x80u
 
 #define KS_EMBSTR_MAX 44
@@ -128,7 +131,7 @@ ent_lay(const struct ks_entry *e, struct ent_lay *l)
     size_t klen, vlen;
 
     p = vint_get(p, &klen);
-    if ((f & EF_TYPE) != KS_STRING) {
+    if ((f & EF_TYPE) != KS_STRING && !(f & EF_INL)) {
         vlen = KS_PTRVAL_LEN;
     } else if (f & EF_INT) {
         vlen = (size_t)1 << ((f & EF_ISZ) >> EF_ISZ_SHIFT);
@@ -146,12 +149,19 @@ ent_lay(const struct ks_entry *e, struct ent_lay *l)
     l->vlen = vlen;
 }
 
+/* Whether the value length is stored: raw strings and inline values. */
+static inline bool
+ent_has_vlen(unsigned flags)
+{
+    return (flags & EF_TYPE) == KS_STRING ? !(flags & EF_INT) : (flags & EF_INL) != 0;
+}
+
 /* Header bytes before the key for these flags and lengths. */
 static inline size_t
 ent_hdr_size(unsigned flags, size_t klen, size_t vlen)
 {
     size_t n = sizeof(struct ks_entry) + vint_len(klen);
-    if ((flags & EF_TYPE) == KS_STRING && !(flags & EF_INT)) {
+    if (ent_has_vlen(flags)) {
         n += vint_len(vlen);
     }
     if (flags & EF_EXP) {
@@ -210,7 +220,7 @@ ent_write_hdr(struct ks_entry *e, unsigned flags, uint32_t clk, const void *key,
     e->flags = (uint8_t)flags;
     ent_clk_set(e, clk);
     p = vint_put(p, klen);
-    if ((flags & EF_TYPE) == KS_STRING && !(flags & EF_INT)) {
+    if (ent_has_vlen(flags)) {
         p = vint_put(p, vlen);
     }
     if (flags & EF_EXP) {
@@ -725,7 +735,7 @@ ent_realloc(struct ks_entry *e, size_t size)
 static void
 ent_free(struct ks_entry *e)
 {
-    if ((e->flags & EF_TYPE) != KS_STRING) {
+    if ((e->flags & EF_TYPE) != KS_STRING && !(e->flags & EF_INL)) {
         struct ent_lay l;
         void *ptr;
         ks_free_fn *fn;
@@ -1132,6 +1142,74 @@ ks_set_ptr(struct ks *ks, const char *key, size_t klen, enum ks_type type, void 
     return ks_put(ks, key, klen, &v, expire_ms, false);
 }
 
+struct ks_entry *
+ks_set_inl(struct ks *ks, const char *key, size_t klen, enum ks_type type, const void *val,
+           size_t vlen, int64_t expire_ms)
+{
+    struct ks_val v;
+    v.flags = ((unsigned)type & EF_TYPE) | EF_INL;
+    v.p = val;
+    v.len = vlen;
+    return ks_put(ks, key, klen, &v, expire_ms, false);
+}
+
+bool
+ks_entry_inl(const struct ks_entry *e)
+{
+    return (e->flags & EF_TYPE) != KS_STRING && (e->flags & EF_INL);
+}
+
+uint8_t *
+ks_inl_val(const struct ks_entry *e, size_t *len)
+{
+    struct ent_lay l;
+    ent_lay(e, &l);
+    *len = l.vlen;
+    return l.val;
+}
+
+uint8_t *
+ks_inl_resize(struct ks *ks, struct ks_entry **ep, size_t newlen)
+{
+    struct ks_entry *e = *ep, *ne;
+    struct ent_lay l;
+    unsigned flags = e->flags;
+    size_t hdr, size;
+    uint8_t *val;
+    bool rebuilt;
+
+    ent_lay(e, &l);
+    if (newlen == l.vlen) {
+        return l.val;
+    }
+    ks_step(ks);
+    hdr = ent_hdr_size(flags, l.klen, newlen);
+    size = hdr + l.klen + newlen;
+    rebuilt = hdr != (size_t)(l.key - (uint8_t *)e);
+    if (rebuilt) {
+        /* The length's varint changes size: the key moves too. */
+        size_t keep = l.vlen < newlen ? l.vlen : newlen;
+        ne = ent_alloc(size);
+        val = ent_write_hdr(ne, flags, ent_clk_get(e), l.key, l.klen, newlen, ent_deadline(e));
+        memcpy(val, l.val, keep);
+    } else {
+        if (newlen < l.vlen) {
+            /* Shrink the recorded length first: realloc keeps only the new size. */
+            ent_write_hdr(e, flags, ent_clk_get(e), NULL, l.klen, newlen, ent_deadline(e));
+        }
+        ne = ent_realloc(e, size);
+        val = ent_write_hdr(ne, flags, ent_clk_get(ne), NULL, l.klen, newlen, ent_deadline(ne));
+    }
+    if (ne != e) {
+        ks_repoint(ks, ent_hash(ks, ne), e, ne, (flags & EF_EXP) != 0, (flags & EF_EXP) != 0);
+        if (rebuilt) {
+            rv_free(e);
+        }
+    }
+    *ep = ne;
+    return val;
+}
+
 void
 ks_str_set_int(struct ks *ks, struct ks_entry *e, int64_t x)
 {
@@ -1337,7 +1415,7 @@ ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen)
     struct ks_val v;
     struct rv_str k = ks_entry_key(e);
 
-    if ((e->flags & EF_TYPE) != KS_STRING) {
+    if ((e->flags & EF_TYPE) != KS_STRING && !(e->flags & EF_INL)) {
         return NULL;
     }
     if (k.len == dlen && memcmp(k.p, dst, dlen) == 0) {

@@ -106,6 +106,21 @@ struct ks_entry *ks_set_ptr(struct ks *ks, const char *key, size_t klen, enum ks
                             void *ptr, ks_free_fn *free_fn, int64_t expire_ms);
 void *ks_entry_ptr(const struct ks_entry *e);
 
+/* Inline values: a small collection stored as bytes inside its entry, like a
+ * string (the type module defines the bytes; nothing to free). The value
+ * moves with the entry: views are valid until the next keyspace call. */
+/* Insert or replace key with an inline value of type (not KS_STRING). val
+ * may point into the entry being replaced. */
+struct ks_entry *ks_set_inl(struct ks *ks, const char *key, size_t klen, enum ks_type type,
+                            const void *val, size_t vlen, int64_t expire_ms);
+bool ks_entry_inl(const struct ks_entry *e);            /* a non-string with an inline value */
+/* The inline value's bytes (writable in place) and length. */
+uint8_t *ks_inl_val(const struct ks_entry *e, size_t *len);
+/* Make the inline value of *ep exactly newlen bytes, keeping its first
+ * min(old, new) bytes, the key, type and deadline; *ep may move. Returns the
+ * value's bytes. */
+uint8_t *ks_inl_resize(struct ks *ks, struct ks_entry **ep, size_t newlen);
+
 /* true when the key existed (expired or not) and was removed. */
 bool ks_delete(struct ks *ks, const char *key, size_t klen);
 /* Set or clear (KS_NO_EXPIRE) the deadline of e. Adding or removing a deadline
@@ -114,8 +129,9 @@ void ks_set_expire(struct ks *ks, struct ks_entry *e, int64_t expire_ms);
 /* Move src's entry to dst (replacing dst); false when src is absent. */
 bool ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t dlen);
 /* Copy the value of e to dst (replacing dst); the deadline is copied too.
- * Strings only: for other types (ks cannot duplicate the object) NULL is
- * returned and nothing changes; the caller duplicates and uses ks_set_ptr. */
+ * Strings and inline values only: for pointer values (ks cannot duplicate the
+ * object) NULL is returned and nothing changes; the caller duplicates and
+ * uses ks_set_ptr. */
 struct ks_entry *ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen);
 /* Remove everything. */
 void ks_flush(struct ks *ks);

@@ -16,12 +16,14 @@
 #define OBJ_EMIT_BATCH 64
 typedef void obj_emit_fn(void *arg, int argc, const struct rv_str *argv);
 
+/* Small collections may be stored inline in their entry (ks_entry_inl):
+ * ks_copy copies those, and dup is only called for pointer values. */
 struct obj_ops {
-    const char *type_name;                      /* TYPE reply, e.g. "list" */
-    const char *(*encoding)(const void *v);     /* OBJECT ENCODING, e.g. "listpack" */
-    size_t (*mem)(const void *v);               /* bytes owned by the value (MEMORY USAGE) */
-    void *(*dup)(const void *v);                /* deep copy (COPY); caller owns the result */
-    ks_free_fn *free;                           /* passed to ks_set_ptr */
+    const char *type_name;                                /* TYPE reply, e.g. "list" */
+    const char *(*encoding)(const struct ks_entry *e);    /* OBJECT ENCODING, e.g. "listpack" */
+    size_t (*mem)(const struct ks_entry *e);              /* bytes owned outside the entry (MEMORY USAGE) */
+    void *(*dup)(const struct ks_entry *e);               /* deep copy of a pointer value (COPY); caller owns it */
+    ks_free_fn *free;                                     /* frees what dup returns (passed to ks_set_ptr) */
     void (*emit)(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
 };
 

@@ -188,23 +188,23 @@ coord_token_parse(const char *p, size_t n, uint64_t *out)
 }
 
 static const char *
-sem_encoding(const void *v)
+sem_encoding(const struct ks_entry *e)
 {
-    (void)v;
+    (void)e;
     return "semaphore";
 }
 
 static size_t
-sem_mem(const void *v)
+sem_mem(const struct ks_entry *e)
 {
-    const struct coord_sem *s = v;
+    const struct coord_sem *s = ks_entry_ptr(e);
     return sizeof(*s) + (size_t)s->cap * sizeof(s->h[0]);
 }
 
 static void *
-sem_dup(const void *v)
+sem_dup(const struct ks_entry *e)
 {
-    const struct coord_sem *s = v;
+    const struct coord_sem *s = ks_entry_ptr(e);
     return coord_sem_dup_cap(s, s->cap);
 }
 

@@ -233,7 +233,7 @@ reply_coord(struct conn *c, double lon, double lat)
 
 /* Lookup of a geo key: NULL when missing; *wrong set (and replied) when not a zset. */
 static struct zset *
-geo_lookup(struct conn *c, struct rv_str key, bool *wrong)
+geo_lookup(struct conn *c, struct rv_str key, bool *wrong, struct zset *z)
 {
     struct ks_entry *e = ks_lookup(conn_ks(c), key.p, key.len, conn_now_ms(c));
     struct shard_stats *st = shard_stats(c->shard);
@@ -248,7 +248,8 @@ geo_lookup(struct conn *c, struct rv_str key, bool *wrong)
         reply_err(c, RV_ERR_WRONGTYPE);
         return NULL;
     }
-    return ks_entry_ptr(e);
+    zset_bind(z, conn_ks(c), e);
+    return z;
 }
 
 /* ------------------------------------------------------------------ GEOADD */
@@ -277,7 +278,7 @@ CMD_HANDLER(geoadd)
         }
     }
     bool wrong;
-    struct zset *z = geo_lookup(c, argv[1], &wrong);
+    struct zset zb, *z = geo_lookup(c, argv[1], &wrong, &zb);
     if (wrong) {
         return;
     }
@@ -308,7 +309,7 @@ CMD_HANDLER(geoadd)
     reply_int(c, (flags & GA_CH) ? added + changed : added);
     if (fresh) {
         if (zset_len(z) > 0) {
-            ks_set_ptr(conn_ks(c), argv[1].p, argv[1].len, KS_ZSET, z, zset_destroy, KS_NO_EXPIRE);
+            zset_store(z, conn_ks(c), argv[1].p, argv[1].len);
         } else {
             zset_destroy(z);
         }
@@ -320,7 +321,7 @@ CMD_HANDLER(geoadd)
 CMD_HANDLER(geopos)
 {
     bool wrong;
-    struct zset *z = geo_lookup(c, argv[1], &wrong);
+    struct zset zb, *z = geo_lookup(c, argv[1], &wrong, &zb);
     if (wrong) {
         return;
     }
@@ -348,7 +349,7 @@ CMD_HANDLER(geodist)
         return;
     }
     bool wrong;
-    struct zset *z = geo_lookup(c, argv[1], &wrong);
+    struct zset zb, *z = geo_lookup(c, argv[1], &wrong, &zb);
     if (wrong) {
         return;
     }
@@ -366,7 +367,7 @@ CMD_HANDLER(geodist)
 CMD_HANDLER(geohash)
 {
     bool wrong;
-    struct zset *z = geo_lookup(c, argv[1], &wrong);
+    struct zset zb, *z = geo_lookup(c, argv[1], &wrong, &zb);
     if (wrong) {
         return;
     }
@@ -766,7 +767,7 @@ store_hits(struct conn *c, const struct geo_req *q, const struct geo_hits *h, si
         double sc = q->storedist ? x->dist / q->shape.conv : x->score;
         zset_insert(out, x->m, x->mlen, sc, &lim);
     }
-    ks_set_ptr(conn_ks(c), q->store.p, q->store.len, KS_ZSET, out, zset_destroy, KS_NO_EXPIRE);
+    zset_store(out, conn_ks(c), q->store.p, q->store.len);
     reply_int(c, (int64_t)n);
 }
 
@@ -805,7 +806,7 @@ geo_search(struct conn *c, int argc, struct rv_str *argv, enum geo_kind k, int f
         q.has_store = true;
     }
     bool wrong;
-    struct zset *z = geo_lookup(c, argv[src], &wrong);
+    struct zset zb, *z = geo_lookup(c, argv[src], &wrong, &zb);
     if (wrong) {
         return;
     }

@@ -23,11 +23,31 @@
 
 /* ------------------------------------------------------------ packed list */
 
+/* The header is bytes (no alignment): a packed list may live inline in a
+ * keyspace entry at any address. */
 struct hpk {
-    uint32_t used;    /* bytes of d in use (the allocation is exact) */
-    uint32_t count;   /* elements */
+    uint8_t used[4];  /* bytes of d in use (the allocation is exact), LE */
+    uint8_t count[4]; /* elements, LE */
     uint8_t d[];
 };
+
+static inline uint32_t
+u32_get(const uint8_t b[4])
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static inline void
+u32_put(uint8_t b[4], uint32_t v)
+{
+    b[0] = (uint8_t)v;
+    b[1] = (uint8_t)(v >> 8);
+    b[2] = (uint8_t)(v >> 16);
+    b[3] = (uint8_t)(v >> 24);
+}
+
+#define PK_USED(p) u32_get((p)->used)
+#define PK_COUNT(p) u32_get((p)->count)
 
 #define HPK_STR_MAX 0xBFu   /* longest string with its length in the tag */
 #define HPK_TAG_VSTR 0xC0u
@@ -141,8 +161,8 @@ struct hpk *
 hpk_create(void)
 {
     struct hpk *p = rv_malloc(sizeof(*p));
-    p->used = 0;
-    p->count = 0;
+    u32_put(p->used, 0);
+    u32_put(p->count, 0);
     return p;
 }
 
@@ -155,7 +175,7 @@ hpk_free(struct hpk *p)
 size_t
 hpk_bytes(const struct hpk *p)
 {
-    return sizeof(*p) + p->used;
+    return sizeof(*p) + PK_USED(p);
 }
 
 struct hpk *
@@ -169,13 +189,13 @@ hpk_dup(const struct hpk *p)
 size_t
 hpk_count(const struct hpk *p)
 {
-    return p->count;
+    return PK_COUNT(p);
 }
 
 size_t
 hpk_end(const struct hpk *p)
 {
-    return p->used;
+    return PK_USED(p);
 }
 
 size_t
@@ -231,7 +251,8 @@ hpk_find(const struct hpk *p, const char *s, size_t n, size_t stride)
 
     penc_make(&e, s, n);
     want = e.hlen + e.plen;
-    while (off < p->used) {
+    size_t used = PK_USED(p);
+    while (off < used) {
         const uint8_t *el = p->d + off;
         size_t sz = el_size(el);
         if (idx % stride == 0 && sz == want && el[0] == e.hdr[0] &&
@@ -253,97 +274,148 @@ pk_write(uint8_t *dst, const struct penc *e)
     }
 }
 
+/* Sizes r's packed list to bytes (header included), wherever it lives. */
+static struct hpk *
+hpk_resize(struct hpk_ref *r, size_t bytes)
+{
+    if (r->ks != NULL) {
+        r->p = (struct hpk *)(void *)ks_inl_resize(r->ks, &r->e, bytes);
+    } else {
+        r->p = rv_realloc(r->p, bytes);
+    }
+    return r->p;
+}
+
 void
-hpk_append(struct hpk **pp, const char *s, size_t n)
+hpk_append(struct hpk_ref *r, const char *s, size_t n)
 {
     struct penc e;
-    struct hpk *p = *pp;
-    size_t sz;
+    struct hpk *p = r->p;
+    size_t sz, used = PK_USED(p);
 
     penc_make(&e, s, n);
     sz = e.hlen + e.plen;
-    p = rv_realloc(p, sizeof(*p) + p->used + sz);
-    pk_write(p->d + p->used, &e);
-    p->used += (uint32_t)sz;
-    p->count++;
-    *pp = p;
+    p = hpk_resize(r, sizeof(*p) + used + sz);
+    pk_write(p->d + used, &e);
+    u32_put(p->used, (uint32_t)(used + sz));
+    u32_put(p->count, PK_COUNT(p) + 1);
 }
 
 void
-hpk_replace(struct hpk **pp, size_t off, const char *s, size_t n)
+hpk_replace(struct hpk_ref *r, size_t off, const char *s, size_t n)
 {
     struct penc e;
-    struct hpk *p = *pp;
-    size_t os = el_size(p->d + off), ns, tail;
+    struct hpk *p = r->p;
+    size_t os = el_size(p->d + off), ns, used = PK_USED(p), tail;
 
     penc_make(&e, s, n);
     ns = e.hlen + e.plen;
-    tail = p->used - off - os;
+    tail = used - off - os;
     if (ns > os) {
-        p = rv_realloc(p, sizeof(*p) + p->used + (ns - os));
+        p = hpk_resize(r, sizeof(*p) + used + (ns - os));
         memmove(p->d + off + ns, p->d + off + os, tail);
     } else if (ns < os) {
         memmove(p->d + off + ns, p->d + off + os, tail);
-        p = rv_realloc(p, sizeof(*p) + p->used - (os - ns));
+        p = hpk_resize(r, sizeof(*p) + used - (os - ns));
     }
     pk_write(p->d + off, &e);
-    p->used = (uint32_t)(p->used - os + ns);
-    *pp = p;
+    u32_put(p->used, (uint32_t)(used - os + ns));
 }
 
 void
-hpk_delete(struct hpk **pp, size_t off, size_t nelem)
+hpk_delete(struct hpk_ref *r, size_t off, size_t nelem)
 {
-    struct hpk *p = *pp;
-    size_t end = off;
+    struct hpk *p = r->p;
+    size_t end = off, used = PK_USED(p);
     for (size_t i = 0; i < nelem; i++) {
         end += el_size(p->d + end);
     }
-    memmove(p->d + off, p->d + end, p->used - end);
-    p->used -= (uint32_t)(end - off);
-    p->count -= (uint32_t)nelem;
-    *pp = rv_realloc(p, sizeof(*p) + p->used);
+    memmove(p->d + off, p->d + end, used - end);
+    used -= end - off;
+    u32_put(p->used, (uint32_t)used);
+    u32_put(p->count, (uint32_t)(PK_COUNT(p) - nelem));
+    hpk_resize(r, sizeof(*p) + used);
 }
 
 /* ----------------------------------------------------------- hash objects */
 
 enum { HENC_PK = 0, HENC_HT = 1 };
 
-struct hobj {
-    uint32_t enc;
-    union {
-        struct hpk *pk;   /* field, value, field, value, ... */
-        struct dict *d;   /* DICT_BYTES: field -> value */
-    } u;
+/* The hashtable encoding: what the keyspace points to for a big hash. */
+struct hht {
+    struct dict *d;     /* DICT_BYTES: field -> value */
     /* Field deadlines (unix ms in the uint64 value), NULL while no field has
      * one; only hashtable-encoded hashes have it (HEXPIRE converts). */
     struct dict *ttl;
 };
+
+static void
+hht_free(void *v)
+{
+    struct hht *t = v;
+    if (t == NULL) {
+        return;
+    }
+    dict_destroy(t->d, NULL);
+    if (t->ttl != NULL) {
+        dict_destroy(t->ttl, NULL);
+    }
+    rv_free(t);
+}
+
+static inline struct dict *
+hobj_ttl(const struct hobj *h)
+{
+    return h->enc == HENC_HT ? h->ht->ttl : NULL;
+}
 
 struct hobj *
 hobj_create(void)
 {
     struct hobj *h = rv_malloc(sizeof(*h));
     h->enc = HENC_PK;
-    h->u.pk = hpk_create();
-    h->ttl = NULL;
+    h->pk = (struct hpk_ref){ hpk_create(), NULL, NULL };
+    h->ht = NULL;
     return h;
 }
 
 void
-hobj_free(void *v)
+hobj_free(struct hobj *h)
 {
-    struct hobj *h = v;
     if (h == NULL) {
         return;
     }
     if (h->enc == HENC_PK) {
-        hpk_free(h->u.pk);
+        hpk_free(h->pk.p);
     } else {
-        dict_destroy(h->u.d, NULL);
+        hht_free(h->ht);
     }
-    if (h->ttl != NULL) {
-        dict_destroy(h->ttl, NULL);
+    rv_free(h);
+}
+
+void
+hobj_bind(struct hobj *h, struct ks *ks, struct ks_entry *e)
+{
+    if (ks_entry_inl(e)) {
+        size_t n;
+        h->enc = HENC_PK;
+        h->pk = (struct hpk_ref){ (struct hpk *)(void *)ks_inl_val(e, &n), ks, e };
+        h->ht = NULL;
+    } else {
+        h->enc = HENC_HT;
+        h->pk = (struct hpk_ref){ NULL, NULL, NULL };
+        h->ht = ks_entry_ptr(e);
+    }
+}
+
+void
+hobj_store(struct hobj *h, struct ks *ks, const char *key, size_t klen)
+{
+    if (h->enc == HENC_PK) {
+        ks_set_inl(ks, key, klen, KS_HASH, h->pk.p, hpk_bytes(h->pk.p), KS_NO_EXPIRE);
+        hpk_free(h->pk.p);
+    } else {
+        ks_set_ptr(ks, key, klen, KS_HASH, h->ht, hht_free, KS_NO_EXPIRE);
     }
     rv_free(h);
 }
@@ -351,13 +423,12 @@ hobj_free(void *v)
 size_t
 hobj_len(const struct hobj *h)
 {
-    return h->enc == HENC_PK ? hpk_count(h->u.pk) / 2 : dict_size(h->u.d);
+    return h->enc == HENC_PK ? hpk_count(h->pk.p) / 2 : dict_size(h->ht->d);
 }
 
 const char *
-hobj_encoding(const void *v)
+hobj_encoding(const struct hobj *h)
 {
-    const struct hobj *h = v;
     return h->enc == HENC_PK ? "listpack" : "hashtable";
 }
 
@@ -365,32 +436,43 @@ hobj_encoding(const void *v)
 static bool
 hobj_ttl_clear(struct hobj *h, const char *f, size_t fl)
 {
-    bool had = dict_delete(h->ttl, f, fl, NULL);
-    if (dict_size(h->ttl) == 0) {
-        dict_destroy(h->ttl, NULL);
-        h->ttl = NULL;
+    struct hht *t = h->ht;
+    bool had = dict_delete(t->ttl, f, fl, NULL);
+    if (dict_size(t->ttl) == 0) {
+        dict_destroy(t->ttl, NULL);
+        t->ttl = NULL;
     }
     return had;
 }
 
+/* Listpack to hashtable. A hash stored inline in its entry is then stored as
+ * a pointer to the hashtable (same key and deadline). */
 static void
 hobj_convert(struct hobj *h)
 {
-    struct hpk *pk = h->u.pk;
-    struct dict *d = dict_create_kind(DICT_BYTES);
+    struct hpk *pk = h->pk.p;
+    struct hht *t = rv_malloc(sizeof(*t));
     char fs[HPK_SCRATCH], vs[HPK_SCRATCH];
     size_t off = 0;
 
-    dict_reserve(d, hpk_count(pk) / 2 + 1);
+    t->d = dict_create_kind(DICT_BYTES);
+    t->ttl = NULL;
+    dict_reserve(t->d, hpk_count(pk) / 2 + 1);
     while (off < hpk_end(pk)) {
         struct rv_str f, v;
         off = hpk_get(pk, off, fs, &f);
         off = hpk_get(pk, off, vs, &v);
-        dict_put_bytes(d, f.p, f.len, v.p, v.len, NULL);
+        dict_put_bytes(t->d, f.p, f.len, v.p, v.len, NULL);
     }
-    hpk_free(pk);
+    if (h->pk.ks != NULL) {
+        struct rv_str key = ks_entry_key(h->pk.e);
+        ks_set_ptr(h->pk.ks, key.p, key.len, KS_HASH, t, hht_free, ks_entry_expire(h->pk.e));
+    } else {
+        hpk_free(pk);
+    }
     h->enc = HENC_HT;
-    h->u.d = d;
+    h->pk = (struct hpk_ref){ NULL, NULL, NULL };
+    h->ht = t;
 }
 
 int
@@ -401,21 +483,21 @@ hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
     if (h->enc == HENC_PK) {
         size_t off;
         if (fl > lim->max_value || vl > lim->max_value ||
-            hpk_end(h->u.pk) + fl + vl > HPK_SAFE_BYTES) {
+            hpk_end(h->pk.p) + fl + vl > HPK_SAFE_BYTES) {
             hobj_convert(h);
-        } else if ((off = hpk_find(h->u.pk, f, fl, 2)) != HPK_NONE) {
-            hpk_replace(&h->u.pk, hpk_next(h->u.pk, off), v, vl);
+        } else if ((off = hpk_find(h->pk.p, f, fl, 2)) != HPK_NONE) {
+            hpk_replace(&h->pk, hpk_next(h->pk.p, off), v, vl);
             return 0;
-        } else if (hpk_count(h->u.pk) / 2 + 1 > lim->max_entries) {
+        } else if (hpk_count(h->pk.p) / 2 + 1 > lim->max_entries) {
             hobj_convert(h);
         } else {
-            hpk_append(&h->u.pk, f, fl);
-            hpk_append(&h->u.pk, v, vl);
+            hpk_append(&h->pk, f, fl);
+            hpk_append(&h->pk, v, vl);
             return 1;
         }
     }
-    dict_put_bytes(h->u.d, f, fl, v, vl, &created);
-    if (!created && h->ttl != NULL) {
+    dict_put_bytes(h->ht->d, f, fl, v, vl, &created);
+    if (!created && h->ht->ttl != NULL) {
         hobj_ttl_clear(h, f, fl);   /* overwriting a field drops its TTL */
     }
     return created ? 1 : 0;
@@ -426,14 +508,14 @@ hobj_get(const struct hobj *h, const char *f, size_t fl, char scratch[HPK_SCRATC
          struct rv_str *out)
 {
     if (h->enc == HENC_PK) {
-        size_t off = hpk_find(h->u.pk, f, fl, 2);
+        size_t off = hpk_find(h->pk.p, f, fl, 2);
         if (off == HPK_NONE) {
             return false;
         }
-        hpk_get(h->u.pk, hpk_next(h->u.pk, off), scratch, out);
+        hpk_get(h->pk.p, hpk_next(h->pk.p, off), scratch, out);
         return true;
     } else {
-        struct dict_entry *e = dict_find(h->u.d, f, fl);
+        struct dict_entry *e = dict_find(h->ht->d, f, fl);
         if (e == NULL) {
             return false;
         }
@@ -446,17 +528,17 @@ bool
 hobj_del(struct hobj *h, const char *f, size_t fl)
 {
     if (h->enc == HENC_PK) {
-        size_t off = hpk_find(h->u.pk, f, fl, 2);
+        size_t off = hpk_find(h->pk.p, f, fl, 2);
         if (off == HPK_NONE) {
             return false;
         }
-        hpk_delete(&h->u.pk, off, 2);
+        hpk_delete(&h->pk, off, 2);
         return true;
     }
-    if (!dict_delete(h->u.d, f, fl, NULL)) {
+    if (!dict_delete(h->ht->d, f, fl, NULL)) {
         return false;
     }
-    if (h->ttl != NULL) {
+    if (h->ht->ttl != NULL) {
         hobj_ttl_clear(h, f, fl);
     }
     return true;
@@ -483,38 +565,52 @@ hobj_foreach(struct hobj *h, hvisit_fn *fn, void *arg)
     if (h->enc == HENC_PK) {
         char fs[HPK_SCRATCH], vs[HPK_SCRATCH];
         size_t off = 0;
-        while (off < hpk_end(h->u.pk)) {
+        while (off < hpk_end(h->pk.p)) {
             struct rv_str f, v;
-            off = hpk_get(h->u.pk, off, fs, &f);
-            off = hpk_get(h->u.pk, off, vs, &v);
+            off = hpk_get(h->pk.p, off, fs, &f);
+            off = hpk_get(h->pk.p, off, vs, &v);
             fn(arg, f, v);
         }
     } else {
         struct hvisit_dict a = { fn, arg };
-        dict_foreach(h->u.d, hvisit_entry, &a);
+        dict_foreach(h->ht->d, hvisit_entry, &a);
     }
 }
 
-static size_t
-hobj_mem(const void *v)
+size_t
+hobj_mem(const struct hobj *h)
 {
-    const struct hobj *h = v;
-    return sizeof(*h) + (h->enc == HENC_PK ? hpk_bytes(h->u.pk) : dict_mem(h->u.d)) +
-           (h->ttl != NULL ? dict_mem(h->ttl) : 0);
+    if (h->enc == HENC_PK) {
+        return h->pk.e != NULL ? 0 : sizeof(*h) + hpk_bytes(h->pk.p);
+    }
+    return sizeof(*h->ht) + dict_mem(h->ht->d) + (h->ht->ttl != NULL ? dict_mem(h->ht->ttl) : 0);
+}
+
+static const char *
+hash_encoding_op(const struct ks_entry *e)
+{
+    return ks_entry_inl(e) ? "listpack" : "hashtable";
+}
+
+/* Bytes outside the entry: none for the inline listpack. */
+static size_t
+hash_mem_op(const struct ks_entry *e)
+{
+    struct hobj h;
+    if (ks_entry_inl(e)) {
+        return 0;
+    }
+    hobj_bind(&h, NULL, (struct ks_entry *)(uintptr_t)e);
+    return hobj_mem(&h);
 }
 
 static void *
-hobj_dup(const void *v)
+hash_dup_op(const struct ks_entry *e)
 {
-    const struct hobj *h = v;
-    struct hobj *c = rv_malloc(sizeof(*c));
-    c->enc = h->enc;
-    if (h->enc == HENC_PK) {
-        c->u.pk = hpk_dup(h->u.pk);
-    } else {
-        c->u.d = dict_dup(h->u.d);
-    }
-    c->ttl = h->ttl != NULL ? dict_dup(h->ttl) : NULL;
+    const struct hht *t = ks_entry_ptr(e);
+    struct hht *c = rv_malloc(sizeof(*c));
+    c->d = dict_dup(t->d);
+    c->ttl = t->ttl != NULL ? dict_dup(t->ttl) : NULL;
     return c;
 }
 
@@ -547,39 +643,40 @@ hemit_ttl(void *arg, struct dict_entry *e)
 
 /* HSET key f v ..., then HPEXPIREAT key <unix-ms> FIELDS 1 f per timed field. */
 static void
-hobj_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+hash_emit_op(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
 {
-    struct hobj *h = ks_entry_ptr(e);
+    struct hobj h;
     struct hemit x = { fn, arg, ks_entry_key(e) };
     struct obj_emitter b;
 
+    hobj_bind(&h, NULL, (struct ks_entry *)(uintptr_t)e);
     obj_emit_init(&b, fn, arg, "HSET", x.key);
-    if (h->enc == HENC_PK) {
+    if (h.enc == HENC_PK) {
         size_t off = 0;
-        while (off < hpk_end(h->u.pk)) {
+        while (off < hpk_end(h.pk.p)) {
             struct rv_str f, v;
-            off = hpk_get(h->u.pk, off, obj_emit_scratch(&b), &f);
+            off = hpk_get(h.pk.p, off, obj_emit_scratch(&b), &f);
             obj_emit_arg(&b, f);
-            off = hpk_get(h->u.pk, off, obj_emit_scratch(&b), &v);
+            off = hpk_get(h.pk.p, off, obj_emit_scratch(&b), &v);
             obj_emit_arg(&b, v);
             obj_emit_elem(&b);
         }
     } else {
-        dict_foreach(h->u.d, hemit_pair, &b);
+        dict_foreach(h.ht->d, hemit_pair, &b);
     }
     obj_emit_flush(&b);
-    if (h->ttl != NULL) {
-        dict_foreach(h->ttl, hemit_ttl, &x);
+    if (hobj_ttl(&h) != NULL) {
+        dict_foreach(h.ht->ttl, hemit_ttl, &x);
     }
 }
 
 const struct obj_ops obj_hash_ops = {
     .type_name = "hash",
-    .encoding = hobj_encoding,
-    .mem = hobj_mem,
-    .dup = hobj_dup,
-    .free = hobj_free,
-    .emit = hobj_emit,
+    .encoding = hash_encoding_op,
+    .mem = hash_mem_op,
+    .dup = hash_dup_op,
+    .free = hht_free,
+    .emit = hash_emit_op,
 };
 
 /* --------------------------------------------------------------- commands */
@@ -624,13 +721,13 @@ hobj_reap(struct hobj *h, int64_t now)
     struct reap_acc a = { now, NULL, 0, 0 };
     size_t i;
 
-    if (h->ttl == NULL) {
+    if (hobj_ttl(h) == NULL) {
         return 0;
     }
-    dict_foreach(h->ttl, reap_collect, &a);
+    dict_foreach(h->ht->ttl, reap_collect, &a);
     for (i = 0; i < a.n; i++) {   /* names are copies: the deletes move entries */
-        dict_delete(h->u.d, a.v[i].p, a.v[i].len, NULL);
-        if (h->ttl != NULL) {
+        dict_delete(h->ht->d, a.v[i].p, a.v[i].len, NULL);
+        if (h->ht->ttl != NULL) {
             hobj_ttl_clear(h, a.v[i].p, a.v[i].len);
         }
         rv_free((void *)a.v[i].p);
@@ -645,17 +742,17 @@ hobj_set_deadline(struct hobj *h, const char *f, size_t fl, int64_t when)
     if (h->enc == HENC_PK) {
         hobj_convert(h);
     }
-    if (h->ttl == NULL) {
-        h->ttl = dict_create_kind(DICT_U64);
+    if (h->ht->ttl == NULL) {
+        h->ht->ttl = dict_create_kind(DICT_U64);
     }
-    dict_set_val(dict_add(h->ttl, f, fl, NULL), (uint64_t)when);
+    dict_set_val(dict_add(h->ht->ttl, f, fl, NULL), (uint64_t)when);
 }
 
 int64_t
 hobj_field_deadline(struct hobj *h, const char *f, size_t fl)
 {
     struct dict_entry *e;
-    if (h->ttl == NULL || (e = dict_find(h->ttl, f, fl)) == NULL) {
+    if (hobj_ttl(h) == NULL || (e = dict_find(h->ht->ttl, f, fl)) == NULL) {
         return -1;
     }
     return (int64_t)dict_val(e);
@@ -694,7 +791,7 @@ hfe_register(struct shard *s, struct rv_str key)
 static bool
 hash_reap_key(struct ks *ks, struct rv_str key, struct hobj *h, int64_t now)
 {
-    if (h->ttl == NULL || hobj_reap(h, now) == 0) {
+    if (hobj_ttl(h) == NULL || hobj_reap(h, now) == 0) {
         return false;
     }
     if (hobj_len(h) == 0) {
@@ -745,8 +842,9 @@ hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
             struct ks_entry *e = ks_lookup(ks, key.p, key.len, now);
             bool keep = false;
             if (e != NULL && ks_entry_type(e) == KS_HASH) {
-                struct hobj *h = ks_entry_ptr(e);
-                keep = !hash_reap_key(ks, key, h, now) && h->ttl != NULL;
+                struct hobj h;
+                hobj_bind(&h, ks, e);
+                keep = !hash_reap_key(ks, key, &h, now) && hobj_ttl(&h) != NULL;
             }
             if (!keep) {
                 dict_delete(x->keys, names[i], lens[i], NULL);
@@ -760,7 +858,7 @@ hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
 /* Read lookup with hit/miss stats. NULL when missing or of another type; in
  * the latter case *err is set and WRONGTYPE replied. */
 static struct hobj *
-hash_read(struct conn *c, struct rv_str key, bool *err)
+hash_read(struct conn *c, struct rv_str key, bool *err, struct hobj *h)
 {
     struct ks_entry *e = ks_lookup(conn_ks(c), key.p, key.len, conn_now_ms(c));
     struct shard_stats *st = shard_stats(c->shard);
@@ -776,22 +874,23 @@ hash_read(struct conn *c, struct rv_str key, bool *err)
         *err = true;
         return NULL;
     }
-    if (hash_reap_key(conn_ks(c), key, ks_entry_ptr(e), conn_now_ms(c))) {
+    hobj_bind(h, conn_ks(c), e);
+    if (hash_reap_key(conn_ks(c), key, h, conn_now_ms(c))) {
         st->keyspace_misses++;
         return NULL;
     }
     st->keyspace_hits++;
-    return ks_entry_ptr(e);
+    return h;
 }
 
 /* Write lookup; with create, a missing key gets an empty hash (the caller
- * must then add at least one field). */
+ * must then add at least one field). The hash is bound to *h. */
 static struct hobj *
-hash_write(struct conn *c, struct rv_str key, bool create, bool *err)
+hash_write(struct conn *c, struct rv_str key, bool create, bool *err, struct hobj *h)
 {
+    static const uint8_t empty[HPK_HDR] = { 0 };
     struct ks *ks = conn_ks(c);
     struct ks_entry *e = ks_lookup(ks, key.p, key.len, conn_now_ms(c));
-    struct hobj *h;
 
     *err = false;
     if (e != NULL) {
@@ -800,15 +899,17 @@ hash_write(struct conn *c, struct rv_str key, bool create, bool *err)
             *err = true;
             return NULL;
         }
-        if (!hash_reap_key(ks, key, ks_entry_ptr(e), conn_now_ms(c))) {
-            return ks_entry_ptr(e);
+        hobj_bind(h, ks, e);
+        if (!hash_reap_key(ks, key, h, conn_now_ms(c))) {
+            return h;
         }
     }
     if (!create) {
         return NULL;
     }
-    h = hobj_create();
-    ks_set_ptr(ks, key.p, key.len, KS_HASH, h, hobj_free, KS_NO_EXPIRE);
+    /* New hashes start as an empty listpack inline in the entry. */
+    e = ks_set_inl(ks, key.p, key.len, KS_HASH, empty, sizeof(empty), KS_NO_EXPIRE);
+    hobj_bind(h, ks, e);
     return h;
 }
 
@@ -824,7 +925,7 @@ static void
 hset_generic(struct conn *c, int argc, struct rv_str *argv, const char *name, bool ok_reply)
 {
     struct hobj_lim lim;
-    struct hobj *h;
+    struct hobj hb, *h;
     bool err;
     int64_t created = 0;
 
@@ -832,7 +933,7 @@ hset_generic(struct conn *c, int argc, struct rv_str *argv, const char *name, bo
         reply_err_arity(c, name);
         return;
     }
-    if ((h = hash_write(c, argv[1], true, &err)) == NULL) {
+    if ((h = hash_write(c, argv[1], true, &err, &hb)) == NULL) {
         return;
     }
     hash_lim(c, &lim);
@@ -859,13 +960,13 @@ CMD_HANDLER(hmset)
 CMD_HANDLER(hsetnx)
 {
     struct hobj_lim lim;
-    struct hobj *h;
+    struct hobj hb, *h;
     struct rv_str v;
     char scratch[HPK_SCRATCH];
     bool err;
 
     (void)argc;
-    if ((h = hash_write(c, argv[1], false, &err)) == NULL && err) {
+    if ((h = hash_write(c, argv[1], false, &err, &hb)) == NULL && err) {
         return;
     }
     if (h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v)) {
@@ -873,7 +974,7 @@ CMD_HANDLER(hsetnx)
         return;
     }
     if (h == NULL) {
-        h = hash_write(c, argv[1], true, &err);
+        h = hash_write(c, argv[1], true, &err, &hb);
     }
     hash_lim(c, &lim);
     hobj_set(h, argv[2].p, argv[2].len, argv[3].p, argv[3].len, &lim);
@@ -882,13 +983,13 @@ CMD_HANDLER(hsetnx)
 
 CMD_HANDLER(hget)
 {
-    struct hobj *h;
+    struct hobj hb, *h;
     struct rv_str v;
     char scratch[HPK_SCRATCH];
     bool err;
 
     (void)argc;
-    if ((h = hash_read(c, argv[1], &err)) == NULL) {
+    if ((h = hash_read(c, argv[1], &err, &hb)) == NULL) {
         if (!err) {
             reply_null(c);
         }
@@ -903,10 +1004,10 @@ CMD_HANDLER(hget)
 
 CMD_HANDLER(hmget)
 {
-    struct hobj *h;
+    struct hobj hb, *h;
     bool err;
 
-    if ((h = hash_read(c, argv[1], &err)) == NULL && err) {
+    if ((h = hash_read(c, argv[1], &err, &hb)) == NULL && err) {
         return;
     }
     reply_array(c, (size_t)(argc - 2));
@@ -944,11 +1045,11 @@ static void
 hgetall_generic(struct conn *c, struct rv_str key, int what)
 {
     struct hout o = { c, what };
-    struct hobj *h;
+    struct hobj hb, *h;
     bool err;
     size_t n;
 
-    if ((h = hash_read(c, key, &err)) == NULL && err) {
+    if ((h = hash_read(c, key, &err, &hb)) == NULL && err) {
         return;
     }
     n = h != NULL ? hobj_len(h) : 0;
@@ -982,11 +1083,11 @@ CMD_HANDLER(hvals)
 
 CMD_HANDLER(hdel)
 {
-    struct hobj *h;
+    struct hobj hb, *h;
     bool err;
     int64_t n = 0;
 
-    if ((h = hash_write(c, argv[1], false, &err)) == NULL) {
+    if ((h = hash_write(c, argv[1], false, &err, &hb)) == NULL) {
         if (!err) {
             reply_int(c, 0);
         }
@@ -1004,11 +1105,11 @@ CMD_HANDLER(hdel)
 
 CMD_HANDLER(hlen)
 {
-    struct hobj *h;
+    struct hobj hb, *h;
     bool err;
 
     (void)argc;
-    if ((h = hash_read(c, argv[1], &err)) == NULL && err) {
+    if ((h = hash_read(c, argv[1], &err, &hb)) == NULL && err) {
         return;
     }
     reply_int(c, h != NULL ? (int64_t)hobj_len(h) : 0);
@@ -1016,13 +1117,13 @@ CMD_HANDLER(hlen)
 
 CMD_HANDLER(hexists)
 {
-    struct hobj *h;
+    struct hobj hb, *h;
     struct rv_str v;
     char scratch[HPK_SCRATCH];
     bool err;
 
     (void)argc;
-    if ((h = hash_read(c, argv[1], &err)) == NULL && err) {
+    if ((h = hash_read(c, argv[1], &err, &hb)) == NULL && err) {
         return;
     }
     reply_int(c, h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v));
@@ -1030,13 +1131,13 @@ CMD_HANDLER(hexists)
 
 CMD_HANDLER(hstrlen)
 {
-    struct hobj *h;
+    struct hobj hb, *h;
     struct rv_str v;
     char scratch[HPK_SCRATCH];
     bool err;
 
     (void)argc;
-    if ((h = hash_read(c, argv[1], &err)) == NULL && err) {
+    if ((h = hash_read(c, argv[1], &err, &hb)) == NULL && err) {
         return;
     }
     reply_int(c, h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v) ? (int64_t)v.len : 0);
@@ -1045,7 +1146,7 @@ CMD_HANDLER(hstrlen)
 CMD_HANDLER(hincrby)
 {
     struct hobj_lim lim;
-    struct hobj *h;
+    struct hobj hb, *h;
     struct rv_str v;
     char scratch[HPK_SCRATCH], out[24];
     int64_t incr, cur = 0;
@@ -1056,7 +1157,7 @@ CMD_HANDLER(hincrby)
         reply_err(c, RV_ERR_NOTINT);
         return;
     }
-    if ((h = hash_write(c, argv[1], true, &err)) == NULL) {
+    if ((h = hash_write(c, argv[1], true, &err, &hb)) == NULL) {
         return;
     }
     if (hobj_get(h, argv[2].p, argv[2].len, scratch, &v) && !cmd_arg_int(v, &cur)) {
@@ -1077,7 +1178,7 @@ CMD_HANDLER(hincrby)
 CMD_HANDLER(hincrbyfloat)
 {
     struct hobj_lim lim;
-    struct hobj *h;
+    struct hobj hb, *h;
     struct rv_str v;
     char scratch[HPK_SCRATCH], out[RESP_LD_MAX];
     long double incr, cur = 0;
@@ -1093,7 +1194,7 @@ CMD_HANDLER(hincrbyfloat)
         reply_errf(c, "ERR value is NaN or Infinity");
         return;
     }
-    if ((h = hash_write(c, argv[1], true, &err)) == NULL) {
+    if ((h = hash_write(c, argv[1], true, &err, &hb)) == NULL) {
         return;
     }
     if (hobj_get(h, argv[2].p, argv[2].len, scratch, &v) && !cmd_arg_double(v, &cur)) {
@@ -1143,9 +1244,9 @@ hr_emit(struct conn *c, const struct hobj *h, uintptr_t item, bool withvalues)
     char fs[HPK_SCRATCH], vs[HPK_SCRATCH];
 
     if (h->enc == HENC_PK) {
-        size_t off = hpk_get(h->u.pk, (size_t)item, fs, &f);
+        size_t off = hpk_get(h->pk.p, (size_t)item, fs, &f);
         if (withvalues) {
-            hpk_get(h->u.pk, off, vs, &v);
+            hpk_get(h->pk.p, off, vs, &v);
         }
     } else {
         const struct dict_entry *e = (const struct dict_entry *)item;
@@ -1184,12 +1285,12 @@ hr_items(struct hobj *h, struct items *it)
     it->n = 0;
     if (h->enc == HENC_PK) {
         size_t off = 0;
-        while (off < hpk_end(h->u.pk)) {
+        while (off < hpk_end(h->pk.p)) {
             it->v[it->n++] = off;
-            off = hpk_next(h->u.pk, hpk_next(h->u.pk, off));
+            off = hpk_next(h->pk.p, hpk_next(h->pk.p, off));
         }
     } else {
-        dict_foreach(h->u.d, items_add_entry, it);
+        dict_foreach(h->ht->d, items_add_entry, it);
     }
 }
 
@@ -1209,7 +1310,7 @@ hrandfield_count(struct conn *c, struct hobj *h, int64_t count, bool withvalues)
         reply_array(c, withvalues && c->proto < 3 ? n * 2 : n);
         if (h->enc == HENC_HT) {
             for (size_t i = 0; i < n; i++) {
-                hr_emit(c, h, (uintptr_t)dict_random(h->u.d, hash_rng_next(&rs)), withvalues);
+                hr_emit(c, h, (uintptr_t)dict_random(h->ht->d, hash_rng_next(&rs)), withvalues);
             }
             return;
         }
@@ -1227,7 +1328,7 @@ hrandfield_count(struct conn *c, struct hobj *h, int64_t count, bool withvalues)
         struct dict *seen = dict_create_kind(DICT_KEYONLY);
         size_t got = 0;
         while (got < n) {
-            struct dict_entry *e = dict_random(h->u.d, hash_rng_next(&rs));
+            struct dict_entry *e = dict_random(h->ht->d, hash_rng_next(&rs));
             bool created;
             dict_add(seen, (const char *)&e, sizeof(e), &created);
             if (created) {
@@ -1254,7 +1355,7 @@ hrandfield_count(struct conn *c, struct hobj *h, int64_t count, bool withvalues)
 
 CMD_HANDLER(hrandfield)
 {
-    struct hobj *h;
+    struct hobj hb, *h;
     int64_t count = 0;
     bool withvalues = false, err;
 
@@ -1279,7 +1380,7 @@ CMD_HANDLER(hrandfield)
             return;
         }
     }
-    if ((h = hash_read(c, argv[1], &err)) == NULL) {
+    if ((h = hash_read(c, argv[1], &err, &hb)) == NULL) {
         if (!err) {
             if (argc >= 3) {
                 reply_array(c, 0);
@@ -1297,12 +1398,12 @@ CMD_HANDLER(hrandfield)
         uint64_t rs = hash_rng_seed(c);
         size_t k = hash_rng_below(&rs, hobj_len(h)), off = 0;
         for (size_t i = 0; i < k; i++) {
-            off = hpk_next(h->u.pk, hpk_next(h->u.pk, off));
+            off = hpk_next(h->pk.p, hpk_next(h->pk.p, off));
         }
         hr_emit(c, h, off, false);
     } else {
         uint64_t rs = hash_rng_seed(c);
-        hr_emit(c, h, (uintptr_t)dict_random(h->u.d, hash_rng_next(&rs)), false);
+        hr_emit(c, h, (uintptr_t)dict_random(h->ht->d, hash_rng_next(&rs)), false);
     }
 }
 
@@ -1335,7 +1436,7 @@ hscan_collect(void *arg, struct dict_entry *e)
 CMD_HANDLER(hscan)
 {
     struct hscan_ctx s = { 0 };
-    struct hobj *h;
+    struct hobj hb, *h;
     uint64_t cursor, next = 0;
     int64_t count = 10;
     bool novalues = false, err;
@@ -1344,7 +1445,7 @@ CMD_HANDLER(hscan)
         reply_errf(c, "ERR invalid cursor");
         return;
     }
-    if ((h = hash_read(c, argv[1], &err)) == NULL) {
+    if ((h = hash_read(c, argv[1], &err, &hb)) == NULL) {
         if (!err) {
             reply_array(c, 2);
             reply_bulk(c, "0", 1);
@@ -1367,10 +1468,10 @@ CMD_HANDLER(hscan)
         reply_array(c, 2);
         reply_bulk(c, "0", 1);
         hd = reply_defer(c);
-        while (off < hpk_end(h->u.pk)) {
+        while (off < hpk_end(h->pk.p)) {
             struct rv_str f, v;
-            off = hpk_get(h->u.pk, off, fs, &f);
-            off = hpk_get(h->u.pk, off, vs, &v);
+            off = hpk_get(h->pk.p, off, fs, &f);
+            off = hpk_get(h->pk.p, off, vs, &v);
             if (s.pat != NULL && !glob_match(s.pat, s.plen, f.p, f.len, false)) {
                 continue;
             }
@@ -1384,7 +1485,7 @@ CMD_HANDLER(hscan)
         reply_defer_array(c, hd, n);
         return;
     }
-    next = dict_scan(h->u.d, cursor, (size_t)count, hscan_collect, &s);
+    next = dict_scan(h->ht->d, cursor, (size_t)count, hscan_collect, &s);
     reply_array(c, 2);
     reply_bulk_u64(c, next);
     reply_array(c, novalues ? s.n : s.n * 2);
@@ -1438,7 +1539,7 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
     int64_t t, when, n, now = conn_now_ms(c);
     enum hfe_cond cond = HFE_NONE;
     int at = 3, first;
-    struct hobj *h;
+    struct hobj hb, *h;
     bool err;
 
     if (!ks_str_parse_int(argv[2].p, argv[2].len, &t)) {
@@ -1471,7 +1572,7 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
         reply_errf(c, "ERR invalid expire time, must be < %lld msec", (long long)HFE_MAX_MS);
         return;
     }
-    if ((h = hash_write(c, argv[1], false, &err)) == NULL) {
+    if ((h = hash_write(c, argv[1], false, &err, &hb)) == NULL) {
         if (!err) {
             reply_array(c, (size_t)n);
             for (int64_t i = 0; i < n; i++) {
@@ -1487,7 +1588,7 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
     for (int i = first; i < argc; i++) {
         int64_t cur;
         bool ok;
-        if (dict_find(h->u.d, argv[i].p, argv[i].len) == NULL) {
+        if (dict_find(h->ht->d, argv[i].p, argv[i].len) == NULL) {
             reply_int(c, -2);
             continue;
         }
@@ -1505,7 +1606,7 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
             hobj_del(h, argv[i].p, argv[i].len);
             reply_int(c, 2);
         } else {
-            if (h->ttl == NULL) {
+            if (hobj_ttl(h) == NULL) {
                 hfe_register(c->shard, argv[1]);
             }
             hobj_set_deadline(h, argv[i].p, argv[i].len, when);
@@ -1526,14 +1627,14 @@ static void
 httl_generic(struct conn *c, int argc, struct rv_str *argv, enum hfe_what what)
 {
     int64_t n, now = conn_now_ms(c);
-    struct hobj *h;
+    struct hobj hb, *h;
     int first;
     bool err;
 
     if (!hfe_parse_fields(c, argc, argv, 2, &first, &n)) {
         return;
     }
-    h = what == HFE_PERSIST ? hash_write(c, argv[1], false, &err) : hash_read(c, argv[1], &err);
+    h = what == HFE_PERSIST ? hash_write(c, argv[1], false, &err, &hb) : hash_read(c, argv[1], &err, &hb);
     if (h == NULL && err) {
         return;
     }

@@ -5,55 +5,44 @@
  * byte array) while a hash has at most hash-max-listpack-entries fields and
  * no field or value longer than hash-max-listpack-value bytes; then
  * "hashtable" (a DICT_BYTES dict: one allocation per field holding field and
- * value). Conversion is one way, as in Redis. */
+ * value). Conversion is one way, as in Redis.
+ *
+ * In the keyspace a listpack hash is stored inline in its entry (the hpk
+ * bytes, ks_set_inl); a hashtable hash is a pointer to a small struct holding
+ * the dict and the field-deadline dict. Commands work on a struct hobj bound
+ * to the entry (hobj_bind), which follows the entry when growing the packed
+ * list moves it, and re-stores the key as a pointer when it converts. */
 #pragma once
 #include "node/cmds.h"
+#include "node/hpk.h"
 #include "node/obj.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- packed string list ----
- * Elements are one tag byte plus payload: 0x00-0xBF a string of that many
- * bytes; 0xC0 a string with a varint length; 0xC1-0xC8 a signed integer of
- * 1-8 bytes; 0xD0-0xFF the integers 0-47. A string in canonical integer form
- * is always stored as an integer, so equal strings have equal encodings and
- * lookups compare encoded bytes. Offsets address elements; HPK_NONE = none. */
-struct hpk;
-#define HPK_NONE SIZE_MAX
-#define HPK_SCRATCH 24
-/* Offsets are 32-bit: the types convert away from the packed form long
- * before it reaches this size, whatever the configured value limits. */
-#define HPK_SAFE_BYTES ((size_t)1 << 30)
-
-struct hpk *hpk_create(void);
-void hpk_free(struct hpk *p);                      /* NULL is a no-op */
-struct hpk *hpk_dup(const struct hpk *p);
-size_t hpk_count(const struct hpk *p);             /* elements */
-size_t hpk_bytes(const struct hpk *p);             /* allocation size */
-size_t hpk_end(const struct hpk *p);               /* offset past the last element */
-/* Element at off as bytes (integers formatted into scratch); returns the next offset. */
-size_t hpk_get(const struct hpk *p, size_t off, char scratch[HPK_SCRATCH], struct rv_str *out);
-/* true (and *v) when the element at off is stored as an integer. */
-bool hpk_get_int(const struct hpk *p, size_t off, int64_t *v);
-size_t hpk_next(const struct hpk *p, size_t off);
-/* First element equal to s among those at element index 0, stride, 2*stride, ... */
-size_t hpk_find(const struct hpk *p, const char *s, size_t n, size_t stride);
-void hpk_append(struct hpk **pp, const char *s, size_t n);
-void hpk_replace(struct hpk **pp, size_t off, const char *s, size_t n);
-void hpk_delete(struct hpk **pp, size_t off, size_t nelem);
-
-/* ---- hash objects (exposed for unit tests) ---- */
-struct hobj;
+/* ---- hash objects (exposed for unit tests) ----
+ * A struct hobj is a handle: on the heap for a standalone hash (hobj_create,
+ * tests), or on a command's stack bound to a keyspace entry (hobj_bind). */
+struct hht;
+struct hobj {
+    uint32_t enc;          /* listpack or hashtable */
+    struct hpk_ref pk;     /* listpack */
+    struct hht *ht;        /* hashtable (dict and field deadlines) */
+};
 struct hobj_lim {
     size_t max_entries;   /* hash-max-listpack-entries */
     size_t max_value;     /* hash-max-listpack-value */
 };
-struct hobj *hobj_create(void);
-void hobj_free(void *h);
+struct hobj *hobj_create(void);                    /* standalone, empty listpack */
+void hobj_free(struct hobj *h);                    /* standalone only; NULL is a no-op */
+/* Binds h to hash entry e of ks (ks NULL: read only). */
+void hobj_bind(struct hobj *h, struct ks *ks, struct ks_entry *e);
+/* Stores standalone h at key (replacing it, no deadline) and frees h. */
+void hobj_store(struct hobj *h, struct ks *ks, const char *key, size_t klen);
 size_t hobj_len(const struct hobj *h);
-const char *hobj_encoding(const void *h);
+const char *hobj_encoding(const struct hobj *h);
+size_t hobj_mem(const struct hobj *h);             /* bytes outside the keyspace entry */
 /* 1 when the field was created, 0 when its value was replaced. */
 int hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
              const struct hobj_lim *lim);

@@ -583,21 +583,21 @@ list_valid(const struct list *l, int64_t fill)
 /* ------------------------------------------------------------ obj_ops */
 
 static const char *
-list_encoding(const void *v)
+list_encoding(const struct ks_entry *e)
 {
-    return is_ql(v) ? "quicklist" : "listpack";
+    return is_ql(ks_entry_ptr(e)) ? "quicklist" : "listpack";
 }
 
 static size_t
-list_mem_op(const void *v)
+list_mem_op(const struct ks_entry *e)
 {
-    return list_mem(v);
+    return list_mem(ks_entry_ptr(e));
 }
 
 static void *
-list_dup_op(const void *v)
+list_dup_op(const struct ks_entry *e)
 {
-    return list_dup(v);
+    return list_dup(ks_entry_ptr(e));
 }
 
 static void

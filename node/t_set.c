@@ -22,14 +22,70 @@
 
 enum { SENC_IS = 0, SENC_PK = 1, SENC_HT = 2 };
 
-struct sobj {
+/* What the keyspace points to for the intset and hashtable encodings (a
+ * listpack set is stored inline in its entry: the hpk bytes). */
+struct sbig {
     uint32_t enc;
     union {
         struct intset *is;
-        struct hpk *pk;
         struct dict *d;   /* DICT_KEYONLY */
-    } u;
+    };
 };
+
+static void
+sbig_free(void *v)
+{
+    struct sbig *b = v;
+    if (b == NULL) {
+        return;
+    }
+    if (b->enc == SENC_IS) {
+        intset_destroy(b->is);
+    } else {
+        dict_destroy(b->d, NULL);
+    }
+    rv_free(b);
+}
+
+static struct sbig *
+sbig_create(uint32_t enc)
+{
+    struct sbig *b = rv_malloc(sizeof(*b));
+    b->enc = enc;
+    if (enc == SENC_IS) {
+        b->is = intset_create();
+    } else {
+        b->d = dict_create_kind(DICT_KEYONLY);
+    }
+    return b;
+}
+
+void
+sobj_bind(struct sobj *s, struct ks *ks, struct ks_entry *e)
+{
+    if (ks_entry_inl(e)) {
+        size_t n;
+        s->enc = SENC_PK;
+        s->pk = (struct hpk_ref){ (struct hpk *)(void *)ks_inl_val(e, &n), ks, e };
+        s->b = NULL;
+    } else {
+        s->b = ks_entry_ptr(e);
+        s->enc = s->b->enc;
+        s->pk = (struct hpk_ref){ NULL, ks, e };
+    }
+}
+
+void
+sobj_store(struct sobj *s, struct ks *ks, const char *key, size_t klen)
+{
+    if (s->enc == SENC_PK) {
+        ks_set_inl(ks, key, klen, KS_SET, s->pk.p, hpk_bytes(s->pk.p), KS_NO_EXPIRE);
+        hpk_free(s->pk.p);
+    } else {
+        ks_set_ptr(ks, key, klen, KS_SET, s->b, sbig_free, KS_NO_EXPIRE);
+    }
+    rv_free(s);
+}
 
 static inline bool
 as_int(const char *m, size_t n, int64_t *v)
@@ -42,31 +98,32 @@ sobj_create(const char *m, size_t n, size_t hint, const struct sobj_lim *lim)
 {
     struct sobj *s = rv_malloc(sizeof(*s));
     int64_t v;
+    s->pk = (struct hpk_ref){ NULL, NULL, NULL };
+    s->b = NULL;
     if (as_int(m, n, &v) && hint <= lim->max_intset) {
         s->enc = SENC_IS;
-        s->u.is = intset_create();
+        s->b = sbig_create(SENC_IS);
     } else if (hint <= lim->max_pk_entries) {
         s->enc = SENC_PK;
-        s->u.pk = hpk_create();
+        s->pk.p = hpk_create();
     } else {
         s->enc = SENC_HT;
-        s->u.d = dict_create_kind(DICT_KEYONLY);
-        dict_reserve(s->u.d, hint);
+        s->b = sbig_create(SENC_HT);
+        dict_reserve(s->b->d, hint);
     }
     return s;
 }
 
 void
-sobj_free(void *v)
+sobj_free(struct sobj *s)
 {
-    struct sobj *s = v;
     if (s == NULL) {
         return;
     }
-    switch (s->enc) {
-    case SENC_IS: intset_destroy(s->u.is); break;
-    case SENC_PK: hpk_free(s->u.pk); break;
-    default: dict_destroy(s->u.d, NULL); break;
+    if (s->enc == SENC_PK) {
+        hpk_free(s->pk.p);
+    } else {
+        sbig_free(s->b);
     }
     rv_free(s);
 }
@@ -75,16 +132,15 @@ size_t
 sobj_len(const struct sobj *s)
 {
     switch (s->enc) {
-    case SENC_IS: return intset_len(s->u.is);
-    case SENC_PK: return hpk_count(s->u.pk);
-    default: return dict_size(s->u.d);
+    case SENC_IS: return intset_len(s->b->is);
+    case SENC_PK: return hpk_count(s->pk.p);
+    default: return dict_size(s->b->d);
     }
 }
 
 const char *
-sobj_encoding(const void *v)
+sobj_encoding(const struct sobj *s)
 {
-    const struct sobj *s = v;
     switch (s->enc) {
     case SENC_IS: return "intset";
     case SENC_PK: return "listpack";
@@ -113,20 +169,20 @@ sobj_foreach(const struct sobj *s, svisit_fn *fn, void *arg)
     char buf[HPK_SCRATCH];
     struct rv_str m;
     if (s->enc == SENC_IS) {
-        for (size_t i = 0; i < intset_len(s->u.is); i++) {
-            m.len = resp_ll2str(buf, intset_get(s->u.is, i));
+        for (size_t i = 0; i < intset_len(s->b->is); i++) {
+            m.len = resp_ll2str(buf, intset_get(s->b->is, i));
             m.p = buf;
             fn(arg, m);
         }
     } else if (s->enc == SENC_PK) {
         size_t off = 0;
-        while (off < hpk_end(s->u.pk)) {
-            off = hpk_get(s->u.pk, off, buf, &m);
+        while (off < hpk_end(s->pk.p)) {
+            off = hpk_get(s->pk.p, off, buf, &m);
             fn(arg, m);
         }
     } else {
         struct svisit_dict a = { fn, arg };
-        dict_foreach(s->u.d, svisit_entry, &a);
+        dict_foreach(s->b->d, svisit_entry, &a);
     }
 }
 
@@ -136,30 +192,61 @@ conv_add_pk(void *arg, struct rv_str m)
     hpk_append(arg, m.p, m.len);
 }
 
+/* The key s is bound to (a view into its entry). */
+static struct rv_str
+sobj_key(const struct sobj *s)
+{
+    return ks_entry_key(s->pk.e);
+}
+
 static void
 conv_add_ht(void *arg, struct rv_str m)
 {
     dict_add(arg, m.p, m.len, NULL);
 }
 
+/* Intset to listpack or hashtable, listpack to hashtable. A bound set is
+ * re-stored: inline for the listpack, a pointer for the hashtable. */
 static void
 sobj_convert(struct sobj *s, int enc)
 {
+    struct ks *ks = s->pk.ks;
     if (enc == SENC_PK) {
-        struct hpk *pk = hpk_create();
-        sobj_foreach(s, conv_add_pk, &pk);
-        intset_destroy(s->u.is);
-        s->u.pk = pk;
+        struct hpk_ref r = { hpk_create(), NULL, NULL };
+        sobj_foreach(s, conv_add_pk, &r);
+        if (ks != NULL) {
+            struct rv_str key = sobj_key(s);
+            /* Replacing the entry frees the intset. */
+            r.e = ks_set_inl(ks, key.p, key.len, KS_SET, r.p, hpk_bytes(r.p), ks_entry_expire(s->pk.e));
+            hpk_free(r.p);
+            r.p = (struct hpk *)(void *)ks_inl_val(r.e, &(size_t){ 0 });
+            r.ks = ks;
+        } else {
+            sbig_free(s->b);
+        }
+        s->pk = r;
+        s->b = NULL;
     } else {
         struct dict *d = dict_create_kind(DICT_KEYONLY);
         dict_reserve(d, sobj_len(s) + 1);
         sobj_foreach(s, conv_add_ht, d);
         if (s->enc == SENC_IS) {
-            intset_destroy(s->u.is);
+            intset_destroy(s->b->is);
+            s->b->enc = SENC_HT;
+            s->b->d = d;
         } else {
-            hpk_free(s->u.pk);
+            struct sbig *b = rv_malloc(sizeof(*b));
+            b->enc = SENC_HT;
+            b->d = d;
+            if (ks != NULL) {
+                struct rv_str key = sobj_key(s);
+                s->pk.e = ks_set_ptr(ks, key.p, key.len, KS_SET, b, sbig_free, ks_entry_expire(s->pk.e));
+            } else {
+                hpk_free(s->pk.p);
+            }
+            s->pk.p = NULL;
+            s->b = b;
         }
-        s->u.d = d;
     }
     s->enc = (uint32_t)enc;
 }
@@ -172,33 +259,33 @@ sobj_add(struct sobj *s, const char *m, size_t n, const struct sobj_lim *lim)
 
     if (s->enc == SENC_IS) {
         if (as_int(m, n, &v)) {
-            if (!intset_add(&s->u.is, v)) {
+            if (!intset_add(&s->b->is, v)) {
                 return false;
             }
-            if (intset_len(s->u.is) > lim->max_intset) {
+            if (intset_len(s->b->is) > lim->max_intset) {
                 sobj_convert(s, SENC_HT);
             }
             return true;
         }
-        if (intset_len(s->u.is) < lim->max_pk_entries && n <= lim->max_pk_value &&
-            intset_max_strlen(s->u.is) <= lim->max_pk_value) {
+        if (intset_len(s->b->is) < lim->max_pk_entries && n <= lim->max_pk_value &&
+            intset_max_strlen(s->b->is) <= lim->max_pk_value) {
             sobj_convert(s, SENC_PK);
         } else {
             sobj_convert(s, SENC_HT);
         }
     }
     if (s->enc == SENC_PK) {
-        if (hpk_find(s->u.pk, m, n, 1) != HPK_NONE) {
+        if (hpk_find(s->pk.p, m, n, 1) != HPK_NONE) {
             return false;
         }
-        if (hpk_count(s->u.pk) < lim->max_pk_entries && n <= lim->max_pk_value &&
-            hpk_end(s->u.pk) + n <= HPK_SAFE_BYTES) {
-            hpk_append(&s->u.pk, m, n);
+        if (hpk_count(s->pk.p) < lim->max_pk_entries && n <= lim->max_pk_value &&
+            hpk_end(s->pk.p) + n <= HPK_SAFE_BYTES) {
+            hpk_append(&s->pk, m, n);
             return true;
         }
         sobj_convert(s, SENC_HT);
     }
-    dict_add(s->u.d, m, n, &created);
+    dict_add(s->b->d, m, n, &created);
     return created;
 }
 
@@ -207,9 +294,9 @@ sobj_has(const struct sobj *s, const char *m, size_t n)
 {
     int64_t v;
     switch (s->enc) {
-    case SENC_IS: return as_int(m, n, &v) && intset_find(s->u.is, v);
-    case SENC_PK: return hpk_find(s->u.pk, m, n, 1) != HPK_NONE;
-    default: return dict_find(s->u.d, m, n) != NULL;
+    case SENC_IS: return as_int(m, n, &v) && intset_find(s->b->is, v);
+    case SENC_PK: return hpk_find(s->pk.p, m, n, 1) != HPK_NONE;
+    default: return dict_find(s->b->d, m, n) != NULL;
     }
 }
 
@@ -219,14 +306,14 @@ sobj_rem(struct sobj *s, const char *m, size_t n)
     int64_t v;
     size_t off;
     switch (s->enc) {
-    case SENC_IS: return as_int(m, n, &v) && intset_remove(&s->u.is, v);
+    case SENC_IS: return as_int(m, n, &v) && intset_remove(&s->b->is, v);
     case SENC_PK:
-        if ((off = hpk_find(s->u.pk, m, n, 1)) == HPK_NONE) {
+        if ((off = hpk_find(s->pk.p, m, n, 1)) == HPK_NONE) {
             return false;
         }
-        hpk_delete(&s->u.pk, off, 1);
+        hpk_delete(&s->pk, off, 1);
         return true;
-    default: return dict_delete(s->u.d, m, n, NULL);
+    default: return dict_delete(s->b->d, m, n, NULL);
     }
 }
 
@@ -236,43 +323,58 @@ sobj_random(const struct sobj *s, uint64_t *rs, char scratch[HPK_SCRATCH])
 {
     struct rv_str m;
     if (s->enc == SENC_IS) {
-        size_t k = hash_rng_below(rs, intset_len(s->u.is));
-        m.len = resp_ll2str(scratch, intset_get(s->u.is, k));
+        size_t k = hash_rng_below(rs, intset_len(s->b->is));
+        m.len = resp_ll2str(scratch, intset_get(s->b->is, k));
         m.p = scratch;
     } else if (s->enc == SENC_PK) {
-        size_t k = hash_rng_below(rs, hpk_count(s->u.pk)), off = 0;
+        size_t k = hash_rng_below(rs, hpk_count(s->pk.p)), off = 0;
         for (size_t i = 0; i < k; i++) {
-            off = hpk_next(s->u.pk, off);
+            off = hpk_next(s->pk.p, off);
         }
-        hpk_get(s->u.pk, off, scratch, &m);
+        hpk_get(s->pk.p, off, scratch, &m);
     } else {
-        m = dict_key(dict_random(s->u.d, hash_rng_next(rs)));
+        m = dict_key(dict_random(s->b->d, hash_rng_next(rs)));
     }
     return m;
 }
 
-static size_t
-sobj_mem(const void *v)
+size_t
+sobj_mem(const struct sobj *s)
 {
-    const struct sobj *s = v;
-    size_t n = sizeof(*s);
     switch (s->enc) {
-    case SENC_IS: return n + intset_bytes(s->u.is);
-    case SENC_PK: return n + hpk_bytes(s->u.pk);
-    default: return n + dict_mem(s->u.d);
+    case SENC_IS: return sizeof(*s->b) + intset_bytes(s->b->is);
+    case SENC_PK: return s->pk.e != NULL ? 0 : sizeof(*s) + hpk_bytes(s->pk.p);
+    default: return sizeof(*s->b) + dict_mem(s->b->d);
     }
 }
 
-static void *
-sobj_dup(const void *v)
+static const char *
+set_encoding_op(const struct ks_entry *e)
 {
-    const struct sobj *s = v;
-    struct sobj *c = rv_malloc(sizeof(*c));
-    c->enc = s->enc;
-    switch (s->enc) {
-    case SENC_IS: c->u.is = intset_dup(s->u.is); break;
-    case SENC_PK: c->u.pk = hpk_dup(s->u.pk); break;
-    default: c->u.d = dict_dup(s->u.d); break;
+    struct sobj s;
+    sobj_bind(&s, NULL, (struct ks_entry *)(uintptr_t)e);
+    return sobj_encoding(&s);
+}
+
+/* Bytes outside the entry: none for the inline listpack. */
+static size_t
+set_mem_op(const struct ks_entry *e)
+{
+    struct sobj s;
+    sobj_bind(&s, NULL, (struct ks_entry *)(uintptr_t)e);
+    return s.enc == SENC_PK ? 0 : sobj_mem(&s);
+}
+
+static void *
+set_dup_op(const struct ks_entry *e)
+{
+    const struct sbig *b = ks_entry_ptr(e);
+    struct sbig *c = rv_malloc(sizeof(*c));
+    c->enc = b->enc;
+    if (b->enc == SENC_IS) {
+        c->is = intset_dup(b->is);
+    } else {
+        c->d = dict_dup(b->d);
     }
     return c;
 }
@@ -289,35 +391,36 @@ semit_member(void *arg, struct dict_entry *e)
 static void
 sobj_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
 {
-    const struct sobj *s = ks_entry_ptr(e);
+    struct sobj set, *s = &set;
     struct obj_emitter b;
 
+    sobj_bind(s, NULL, (struct ks_entry *)(uintptr_t)e);
     obj_emit_init(&b, fn, arg, "SADD", ks_entry_key(e));
     if (s->enc == SENC_IS) {
-        for (size_t i = 0; i < intset_len(s->u.is); i++) {
-            obj_emit_int(&b, intset_get(s->u.is, i));
+        for (size_t i = 0; i < intset_len(s->b->is); i++) {
+            obj_emit_int(&b, intset_get(s->b->is, i));
             obj_emit_elem(&b);
         }
     } else if (s->enc == SENC_PK) {
         size_t off = 0;
-        while (off < hpk_end(s->u.pk)) {
+        while (off < hpk_end(s->pk.p)) {
             struct rv_str m;
-            off = hpk_get(s->u.pk, off, obj_emit_scratch(&b), &m);
+            off = hpk_get(s->pk.p, off, obj_emit_scratch(&b), &m);
             obj_emit_arg(&b, m);
             obj_emit_elem(&b);
         }
     } else {
-        dict_foreach(s->u.d, semit_member, &b);
+        dict_foreach(s->b->d, semit_member, &b);
     }
     obj_emit_flush(&b);
 }
 
 const struct obj_ops obj_set_ops = {
     .type_name = "set",
-    .encoding = sobj_encoding,
-    .mem = sobj_mem,
-    .dup = sobj_dup,
-    .free = sobj_free,
+    .encoding = set_encoding_op,
+    .mem = set_mem_op,
+    .dup = set_dup_op,
+    .free = sbig_free,
     .emit = sobj_emit,
 };
 
@@ -335,7 +438,7 @@ set_lim(struct conn *c, struct sobj_lim *lim)
 /* Lookup; read lookups count hits/misses. NULL when missing or of another
  * type; in the latter case *err is set and WRONGTYPE replied. */
 static struct sobj *
-set_lookup(struct conn *c, struct rv_str key, bool read, bool *err)
+set_lookup(struct conn *c, struct rv_str key, bool read, bool *err, struct sobj *s)
 {
     struct ks_entry *e = ks_lookup(conn_ks(c), key.p, key.len, conn_now_ms(c));
 
@@ -356,7 +459,8 @@ set_lookup(struct conn *c, struct rv_str key, bool read, bool *err)
         *err = true;
         return NULL;
     }
-    return ks_entry_ptr(e);
+    sobj_bind(s, conn_ks(c), e);
+    return s;
 }
 
 static void
@@ -370,19 +474,23 @@ set_drop_if_empty(struct conn *c, struct sobj *s, struct rv_str key)
 CMD_HANDLER(sadd)
 {
     struct sobj_lim lim;
-    struct sobj *s;
+    struct sobj sb, *s;
     bool err;
     int64_t n = 0;
 
-    if ((s = set_lookup(c, argv[1], false, &err)) == NULL) {
+    set_lim(c, &lim);
+    if ((s = set_lookup(c, argv[1], false, &err, &sb)) == NULL) {
         if (err) {
             return;
         }
-        set_lim(c, &lim);
+        /* Built standalone, then stored (inline when it is a listpack). */
         s = sobj_create(argv[2].p, argv[2].len, (size_t)(argc - 2), &lim);
-        ks_set_ptr(conn_ks(c), argv[1].p, argv[1].len, KS_SET, s, sobj_free, KS_NO_EXPIRE);
-    } else {
-        set_lim(c, &lim);
+        for (int i = 2; i < argc; i++) {
+            n += sobj_add(s, argv[i].p, argv[i].len, &lim);
+        }
+        sobj_store(s, conn_ks(c), argv[1].p, argv[1].len);
+        reply_int(c, n);
+        return;
     }
     for (int i = 2; i < argc; i++) {
         n += sobj_add(s, argv[i].p, argv[i].len, &lim);
@@ -392,11 +500,11 @@ CMD_HANDLER(sadd)
 
 CMD_HANDLER(srem)
 {
-    struct sobj *s;
+    struct sobj sb, *s;
     bool err;
     int64_t n = 0;
 
-    if ((s = set_lookup(c, argv[1], false, &err)) == NULL) {
+    if ((s = set_lookup(c, argv[1], false, &err, &sb)) == NULL) {
         if (!err) {
             reply_int(c, 0);
         }
@@ -420,11 +528,11 @@ out_member(void *arg, struct rv_str m)
 
 CMD_HANDLER(smembers)
 {
-    struct sobj *s;
+    struct sobj sb, *s;
     bool err;
 
     (void)argc;
-    if ((s = set_lookup(c, argv[1], true, &err)) == NULL) {
+    if ((s = set_lookup(c, argv[1], true, &err, &sb)) == NULL) {
         if (!err) {
             reply_set(c, 0);
         }
@@ -436,11 +544,11 @@ CMD_HANDLER(smembers)
 
 CMD_HANDLER(sismember)
 {
-    struct sobj *s;
+    struct sobj sb, *s;
     bool err;
 
     (void)argc;
-    if ((s = set_lookup(c, argv[1], true, &err)) == NULL && err) {
+    if ((s = set_lookup(c, argv[1], true, &err, &sb)) == NULL && err) {
         return;
     }
     reply_int(c, s != NULL && sobj_has(s, argv[2].p, argv[2].len));
@@ -448,10 +556,10 @@ CMD_HANDLER(sismember)
 
 CMD_HANDLER(smismember)
 {
-    struct sobj *s;
+    struct sobj sb, *s;
     bool err;
 
-    if ((s = set_lookup(c, argv[1], true, &err)) == NULL && err) {
+    if ((s = set_lookup(c, argv[1], true, &err, &sb)) == NULL && err) {
         return;
     }
     reply_array(c, (size_t)(argc - 2));
@@ -462,11 +570,11 @@ CMD_HANDLER(smismember)
 
 CMD_HANDLER(scard)
 {
-    struct sobj *s;
+    struct sobj sb, *s;
     bool err;
 
     (void)argc;
-    if ((s = set_lookup(c, argv[1], true, &err)) == NULL && err) {
+    if ((s = set_lookup(c, argv[1], true, &err, &sb)) == NULL && err) {
         return;
     }
     reply_int(c, s != NULL ? (int64_t)sobj_len(s) : 0);
@@ -474,7 +582,7 @@ CMD_HANDLER(scard)
 
 CMD_HANDLER(spop)
 {
-    struct sobj *s;
+    struct sobj sb, *s;
     char scratch[HPK_SCRATCH];
     struct rv_str m;
     uint64_t rs;
@@ -492,7 +600,7 @@ CMD_HANDLER(spop)
             return;
         }
     }
-    if ((s = set_lookup(c, argv[1], false, &err)) == NULL) {
+    if ((s = set_lookup(c, argv[1], false, &err, &sb)) == NULL) {
         if (!err) {
             if (argc == 3) {
                 reply_set(c, 0);
@@ -562,7 +670,7 @@ mlist_free(struct mlist *l)
 
 CMD_HANDLER(srandmember)
 {
-    struct sobj *s;
+    struct sobj sb, *s;
     char scratch[HPK_SCRATCH];
     struct rv_str m;
     uint64_t rs;
@@ -585,7 +693,7 @@ CMD_HANDLER(srandmember)
             return;
         }
     }
-    if ((s = set_lookup(c, argv[1], true, &err)) == NULL) {
+    if ((s = set_lookup(c, argv[1], true, &err, &sb)) == NULL) {
         if (!err) {
             if (argc == 3) {
                 reply_array(c, 0);
@@ -646,11 +754,11 @@ CMD_HANDLER(srandmember)
 CMD_HANDLER(smove)
 {
     struct sobj_lim lim;
-    struct sobj *src, *dst;
+    struct sobj srcb, dstb, *src, *dst;
     bool err;
 
     (void)argc;
-    src = set_lookup(c, argv[1], false, &err);
+    src = set_lookup(c, argv[1], false, &err, &srcb);
     if (err) {
         return;
     }
@@ -658,10 +766,10 @@ CMD_HANDLER(smove)
         reply_int(c, 0);
         return;
     }
-    if ((dst = set_lookup(c, argv[2], false, &err)) == NULL && err) {
+    if ((dst = set_lookup(c, argv[2], false, &err, &dstb)) == NULL && err) {
         return;
     }
-    if (src == dst) {
+    if (argv[1].len == argv[2].len && memcmp(argv[1].p, argv[2].p, argv[1].len) == 0) {
         reply_int(c, sobj_has(src, argv[3].p, argv[3].len));
         return;
     }
@@ -673,9 +781,11 @@ CMD_HANDLER(smove)
     set_lim(c, &lim);
     if (dst == NULL) {
         dst = sobj_create(argv[3].p, argv[3].len, 1, &lim);
-        ks_set_ptr(conn_ks(c), argv[2].p, argv[2].len, KS_SET, dst, sobj_free, KS_NO_EXPIRE);
+        sobj_add(dst, argv[3].p, argv[3].len, &lim);
+        sobj_store(dst, conn_ks(c), argv[2].p, argv[2].len);
+    } else {
+        sobj_add(dst, argv[3].p, argv[3].len, &lim);
     }
-    sobj_add(dst, argv[3].p, argv[3].len, &lim);
     reply_int(c, 1);
 }
 
@@ -686,11 +796,12 @@ enum set_op { SOP_INTER, SOP_UNION, SOP_DIFF };
 /* Looks up keys[0..n) as sets into out (NULL for missing ones). false when a
  * key holds another type (WRONGTYPE replied). */
 static bool
-set_gather(struct conn *c, struct rv_str *keys, int n, bool read, struct sobj **out)
+set_gather(struct conn *c, struct rv_str *keys, int n, bool read, struct sobj **out,
+           struct sobj *bufs)
 {
     for (int i = 0; i < n; i++) {
         bool err;
-        out[i] = set_lookup(c, keys[i], read, &err);
+        out[i] = set_lookup(c, keys[i], read, &err, &bufs[i]);
         if (err) {
             return false;
         }
@@ -780,17 +891,18 @@ algebra_cmd(struct conn *c, struct rv_str *keys, int n, struct rv_str *dstkey, e
 {
     struct sobj_lim lim;
     struct sobj *stack[16], **sets = n <= 16 ? stack : rv_malloc((size_t)n * sizeof(*sets));
+    struct sobj bstack[16], *bufs = n <= 16 ? bstack : rv_malloc((size_t)n * sizeof(*bufs));
     struct algebra a = { .op = op, .lim = &lim };
 
     set_lim(c, &lim);
-    if (!set_gather(c, keys, n, dstkey == NULL, sets)) {
+    if (!set_gather(c, keys, n, dstkey == NULL, sets, bufs)) {
         goto out;
     }
     algebra_run(sets, n, &a);
     if (dstkey != NULL) {
         size_t card = a.res != NULL ? sobj_len(a.res) : 0;
         if (a.res != NULL) {
-            ks_set_ptr(conn_ks(c), dstkey->p, dstkey->len, KS_SET, a.res, sobj_free, KS_NO_EXPIRE);
+            sobj_store(a.res, conn_ks(c), dstkey->p, dstkey->len);
         } else {
             ks_delete(conn_ks(c), dstkey->p, dstkey->len);
         }
@@ -805,6 +917,7 @@ algebra_cmd(struct conn *c, struct rv_str *keys, int n, struct rv_str *dstkey, e
 out:
     if (sets != stack) {
         rv_free(sets);
+        rv_free(bufs);
     }
 }
 
@@ -855,7 +968,7 @@ set_getkeys_numkeys(int argc, struct rv_str *argv, int *out, int max)
 CMD_HANDLER(sintercard)
 {
     struct sobj_lim lim;
-    struct sobj *stack[16], **sets;
+    struct sobj *stack[16], **sets, bstack[16], *bufs;
     struct algebra a = { .op = SOP_INTER, .lim = &lim, .count_only = true };
     int64_t nk, limit = 0;
 
@@ -880,13 +993,15 @@ CMD_HANDLER(sintercard)
     }
     set_lim(c, &lim);
     sets = nk <= 16 ? stack : rv_malloc((size_t)nk * sizeof(*sets));
-    if (set_gather(c, argv + 2, (int)nk, true, sets)) {
+    bufs = nk <= 16 ? bstack : rv_malloc((size_t)nk * sizeof(*bufs));
+    if (set_gather(c, argv + 2, (int)nk, true, sets, bufs)) {
         a.limit = (size_t)limit;
         algebra_run(sets, (int)nk, &a);
         reply_int(c, (int64_t)a.count);
     }
     if (sets != stack) {
         rv_free(sets);
+        rv_free(bufs);
     }
 }
 
@@ -936,7 +1051,7 @@ sscan_small_visit(void *arg, struct rv_str m)
 CMD_HANDLER(sscan)
 {
     struct sscan_ctx s = { .c = c };
-    struct sobj *set;
+    struct sobj sb, *set;
     uint64_t cursor, next;
     int64_t count = 10;
     bool err;
@@ -945,7 +1060,7 @@ CMD_HANDLER(sscan)
         reply_errf(c, "ERR invalid cursor");
         return;
     }
-    if ((set = set_lookup(c, argv[1], true, &err)) == NULL) {
+    if ((set = set_lookup(c, argv[1], true, &err, &sb)) == NULL) {
         if (!err) {
             reply_array(c, 2);
             reply_bulk(c, "0", 1);
@@ -971,7 +1086,7 @@ CMD_HANDLER(sscan)
         reply_defer_array(c, hd, sm.n);
         return;
     }
-    next = dict_scan(set->u.d, cursor, (size_t)count, sscan_collect, &s);
+    next = dict_scan(set->b->d, cursor, (size_t)count, sscan_collect, &s);
     reply_array(c, 2);
     reply_bulk_u64(c, next);
     reply_array(c, s.n);

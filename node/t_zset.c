@@ -29,10 +29,11 @@
 static void
 zset_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
 {
-    const struct zset *z = ks_entry_ptr(e);
+    struct zset zb, *z = &zb;
     struct obj_emitter b;
     struct zset_it it;
 
+    zset_bind(z, NULL, (struct ks_entry *)(uintptr_t)e);
     obj_emit_init(&b, fn, arg, "ZADD", ks_entry_key(e));
     if (zset_len(z) > 0) {
         zset_it_init(&it, z, 0);
@@ -49,12 +50,43 @@ zset_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
     obj_emit_flush(&b);
 }
 
+static const char *
+zset_encoding_op(const struct ks_entry *e)
+{
+    return ks_entry_inl(e) ? "listpack" : "skiplist";
+}
+
+/* Bytes outside the entry: none for the inline listpack. */
+static size_t
+zset_mem_op(const struct ks_entry *e)
+{
+    struct zset z;
+    if (ks_entry_inl(e)) {
+        return 0;
+    }
+    zset_bind(&z, NULL, (struct ks_entry *)(uintptr_t)e);
+    return zset_mem(&z);
+}
+
+/* A copy of a stored tree. */
+static void *
+zset_dup_op(const struct ks_entry *e)
+{
+    struct zset z, *c;
+    void *tree;
+    zset_bind(&z, NULL, (struct ks_entry *)(uintptr_t)e);
+    c = zset_dup(&z);
+    tree = c->p;
+    rv_free(c);
+    return tree;
+}
+
 const struct obj_ops obj_zset_ops = {
     .type_name = "zset",
-    .encoding = zset_encoding,
-    .mem = zset_mem,
-    .dup = zset_dup,
-    .free = zset_destroy,
+    .encoding = zset_encoding_op,
+    .mem = zset_mem_op,
+    .dup = zset_dup_op,
+    .free = zset_tree_free,
     .emit = zset_emit,
 };
 
@@ -86,9 +118,9 @@ lookup_write(struct conn *c, struct rv_str k)
     return ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
 }
 
-/* The zset at e; NULL with *wrong set when e holds another type. */
+/* The zset at e, bound to *z; NULL with *wrong set when e holds another type. */
 static struct zset *
-as_zset(struct ks_entry *e, bool *wrong)
+as_zset(struct conn *c, struct ks_entry *e, bool *wrong, struct zset *z)
 {
     *wrong = false;
     if (e == NULL) {
@@ -98,7 +130,8 @@ as_zset(struct ks_entry *e, bool *wrong)
         *wrong = true;
         return NULL;
     }
-    return ks_entry_ptr(e);
+    zset_bind(z, conn_ks(c), e);
+    return z;
 }
 
 static struct zset_lim
@@ -202,7 +235,7 @@ store_zset(struct conn *c, struct rv_str dst, struct zset *z)
         zset_destroy(z);
         ks_delete(conn_ks(c), dst.p, dst.len);
     } else {
-        ks_set_ptr(conn_ks(c), dst.p, dst.len, KS_ZSET, z, zset_destroy, KS_NO_EXPIRE);
+        zset_store(z, conn_ks(c), dst.p, dst.len);
     }
     reply_int(c, (int64_t)n);
 }
@@ -254,7 +287,7 @@ zadd_generic(struct conn *c, int argc, struct rv_str *argv, int flags, int first
 
     struct rv_str key = argv[1];
     bool wrong;
-    struct zset *z = as_zset(lookup_write(c, key), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_write(c, key), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
@@ -311,7 +344,7 @@ zadd_generic(struct conn *c, int argc, struct rv_str *argv, int flags, int first
 out:
     if (fresh) {
         if (zset_len(z) > 0) {
-            ks_set_ptr(conn_ks(c), key.p, key.len, KS_ZSET, z, zset_destroy, KS_NO_EXPIRE);
+            zset_store(z, conn_ks(c), key.p, key.len);
         } else {
             zset_destroy(z);
         }
@@ -333,7 +366,7 @@ CMD_HANDLER(zincrby)
 CMD_HANDLER(zrem)
 {
     bool wrong;
-    struct zset *z = as_zset(lookup_write(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_write(c, argv[1]), &wrong, &zb);
     int64_t n = 0;
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
@@ -354,7 +387,7 @@ CMD_HANDLER(zrem)
 CMD_HANDLER(zcard)
 {
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[1]), &wrong, &zb);
     (void)argc;
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
@@ -366,7 +399,7 @@ CMD_HANDLER(zcard)
 CMD_HANDLER(zscore)
 {
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[1]), &wrong, &zb);
     double s;
     (void)argc;
     if (wrong) {
@@ -381,7 +414,7 @@ CMD_HANDLER(zscore)
 CMD_HANDLER(zmscore)
 {
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[1]), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
@@ -406,7 +439,7 @@ zrank_generic(struct conn *c, int argc, struct rv_str *argv, bool rev)
     }
     bool withscore = argc == 4;
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[1]), &wrong, &zb);
     double s;
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
@@ -692,7 +725,7 @@ zrange_generic(struct conn *c, int argc, struct rv_str *argv, int type, bool rev
         return;
     }
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[k]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[k]), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
@@ -777,7 +810,7 @@ CMD_HANDLER(zcount)
         return;
     }
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[1]), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
@@ -798,7 +831,7 @@ CMD_HANDLER(zlexcount)
         return;
     }
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[1]), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
@@ -832,7 +865,7 @@ zremrange_generic(struct conn *c, struct rv_str *argv, int type)
         return;
     }
     bool wrong;
-    struct zset *z = as_zset(lookup_write(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_write(c, argv[1]), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
@@ -890,7 +923,8 @@ size_t
 zset_pop_reply(struct conn *c, struct rv_str key, bool max, size_t count, enum zset_pop_form form)
 {
     struct ks_entry *e = ks_peek(conn_ks(c), key.p, key.len);
-    struct zset *z = ks_entry_ptr(e);
+    struct zset zb, *z = &zb;
+    zset_bind(z, conn_ks(c), e);
     size_t len = zset_len(z);
     size_t n = count < len ? count : len;
     if (form == ZSET_POP_KEYED) {
@@ -931,7 +965,7 @@ zpop_generic(struct conn *c, int argc, struct rv_str *argv, bool max)
         return;
     }
     bool wrong;
-    struct zset *z = as_zset(lookup_write(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_write(c, argv[1]), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
@@ -965,7 +999,7 @@ CMD_HANDLER(zmpop)
     bool max = which == 1;
     for (int k = 2; k < where; k++) {
         bool wrong;
-        struct zset *z = as_zset(lookup_write(c, argv[k]), &wrong);
+        struct zset zb, *z = as_zset(c, lookup_write(c, argv[k]), &wrong, &zb);
         if (wrong) {
             reply_err(c, RV_ERR_WRONGTYPE);
             return;
@@ -1128,6 +1162,8 @@ setop_generic(struct conn *c, int argc, struct rv_str *argv, int nkidx, bool sto
     size_t ns = (size_t)nk;
     struct zsrc stack[16];
     struct zsrc *src = ns <= 16 ? stack : rv_malloc(ns * sizeof(*src));
+    struct zset hstack[16];
+    struct zset *hb = ns <= 16 ? hstack : rv_malloc(ns * sizeof(*hb));
     int how = AGG_SUM;
     bool withscores = false;
     for (size_t j = 0; j < ns; j++) {
@@ -1175,7 +1211,8 @@ setop_generic(struct conn *c, int argc, struct rv_str *argv, int nkidx, bool sto
             reply_err(c, RV_ERR_WRONGTYPE);
             goto done;
         }
-        src[j].z = ks_entry_ptr(e);
+        zset_bind(&hb[j], conn_ks(c), e);
+        src[j].z = &hb[j];
     }
     struct zset *out = setop_compute(c, src, ns, op, how);
     if (store) {
@@ -1199,6 +1236,7 @@ setop_generic(struct conn *c, int argc, struct rv_str *argv, int nkidx, bool sto
 done:
     if (src != stack) {
         rv_free(src);
+        rv_free(hb);
     }
 }
 
@@ -1266,6 +1304,8 @@ CMD_HANDLER(zintercard)
     size_t ns = (size_t)nk;
     struct zsrc stack[16];
     struct zsrc *src = ns <= 16 ? stack : rv_malloc(ns * sizeof(*src));
+    struct zset hstack[16];
+    struct zset *hb = ns <= 16 ? hstack : rv_malloc(ns * sizeof(*hb));
     bool missing = false;
     int64_t n = 0;
     for (size_t j = 0; j < ns; j++) {
@@ -1280,7 +1320,8 @@ CMD_HANDLER(zintercard)
             reply_err(c, RV_ERR_WRONGTYPE);
             goto done;
         }
-        src[j].z = ks_entry_ptr(e);
+        zset_bind(&hb[j], conn_ks(c), e);
+        src[j].z = &hb[j];
     }
     if (!missing) {
         qsort(src, ns, sizeof(src[0]), cmp_src_len);
@@ -1304,6 +1345,7 @@ CMD_HANDLER(zintercard)
 done:
     if (src != stack) {
         rv_free(src);
+        rv_free(hb);
     }
 }
 
@@ -1358,7 +1400,7 @@ CMD_HANDLER(zrandmember)
         }
     }
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[1]), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
@@ -1472,7 +1514,7 @@ CMD_HANDLER(zscan)
         a.match = true;
     }
     bool wrong;
-    struct zset *z = as_zset(lookup_read(c, argv[1]), &wrong);
+    struct zset zb, *z = as_zset(c, lookup_read(c, argv[1]), &wrong, &zb);
     if (wrong) {
         reply_err(c, RV_ERR_WRONGTYPE);
         return;

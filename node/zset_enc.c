@@ -3,6 +3,7 @@
 
 #include "node/base/mem.h"
 #include "node/dict.h"
+#include "node/ks.h"
 
 #include <math.h>
 #include <string.h>
@@ -16,18 +17,31 @@ enum { ZS_PACKED = 0, ZS_TREE = 1 };
 /* A leaf this empty is merged into a neighbour when the two fit. */
 #define ZT_LEAF_LOW (ZT_LEAF_MAX / 4)
 
-/* The key handle: stable 16 bytes; p is the packed buffer or the tree. */
-struct zset {
-    uint8_t enc;
-    void *p;
-};
-
-/* Packed buffer: header then entries. */
+/* Packed buffer: header then entries. The header is bytes (no alignment):
+ * the buffer may live inline in a keyspace entry at any address. */
 struct zpk {
-    uint32_t n;
-    uint32_t used;
+    unsigned char n_[4];      /* entries, LE */
+    unsigned char used_[4];   /* bytes of data in use, LE */
     unsigned char data[];
 };
+
+static inline uint32_t
+zpk_u32(const unsigned char b[4])
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static inline void
+zpk_put32(unsigned char b[4], uint32_t v)
+{
+    b[0] = (unsigned char)v;
+    b[1] = (unsigned char)(v >> 8);
+    b[2] = (unsigned char)(v >> 16);
+    b[3] = (unsigned char)(v >> 24);
+}
+
+#define ZN(pk) zpk_u32((pk)->n_)
+#define ZUSED(pk) zpk_u32((pk)->used_)
 
 struct zt_leaf {
     uint32_t n;
@@ -245,14 +259,27 @@ pk_reserve(struct zpk *pk, size_t need)
     size_t want = sizeof(*pk) + need;
     if (pk == NULL) {
         pk = rv_malloc(want);
-        pk->n = 0;
-        pk->used = 0;
+        zpk_put32(pk->n_, 0);
+        zpk_put32(pk->used_, 0);
         return pk;
     }
     if (rv_usable_size(pk) < want) {
         pk = rv_realloc(pk, want);
     }
     return pk;
+}
+
+/* Room for need data bytes in z's packed buffer: exact when it lives inline
+ * in a keyspace entry (the entry may move), with slack on the heap. */
+static struct zpk *
+pk_grow(struct zset *z, size_t need)
+{
+    if (z->ks != NULL) {
+        z->p = ks_inl_resize(z->ks, &z->e, sizeof(struct zpk) + need);
+    } else {
+        z->p = pk_reserve(z->p, need);
+    }
+    return z->p;
 }
 
 /* Give back slack after shrinking: only when a size class or more is free. */
@@ -271,7 +298,7 @@ static int64_t
 pk_find(const struct zpk *pk, const char *m, size_t ml, double *score, uint32_t *idx)
 {
     uint32_t o = 0;
-    for (uint32_t i = 0; i < pk->n; i++) {
+    for (uint32_t i = 0, n = ZN(pk); i < n; i++) {
         const char *em;
         size_t el;
         double s;
@@ -293,26 +320,31 @@ pk_insert(struct zset *z, const char *m, size_t ml, double s)
 {
     struct zpk *pk = z->p;
     struct zkey k = { s, m, ml };
-    uint32_t off;
+    uint32_t off, used = ZUSED(pk);
     size_t esz = ent_len(ml, s, false);
 
-    seg_lower(pk->data, pk->n, pred_gt_key, &k, &off);
-    pk = pk_reserve(pk, pk->used + esz);
-    memmove(pk->data + off + esz, pk->data + off, pk->used - off);
+    seg_lower(pk->data, ZN(pk), pred_gt_key, &k, &off);
+    pk = pk_grow(z, used + esz);
+    memmove(pk->data + off + esz, pk->data + off, used - off);
     ent_put(pk->data + off, m, ml, s, false);
-    pk->used += (uint32_t)esz;
-    pk->n++;
-    z->p = pk;
+    zpk_put32(pk->used_, used + (uint32_t)esz);
+    zpk_put32(pk->n_, ZN(pk) + 1);
 }
 
 static void
 pk_remove_at(struct zset *z, uint32_t off, uint32_t sz, uint32_t cnt)
 {
     struct zpk *pk = z->p;
-    memmove(pk->data + off, pk->data + off + sz, pk->used - off - sz);
-    pk->used -= sz;
-    pk->n -= cnt;
-    z->p = fit(pk, sizeof(*pk) + pk->used);
+    uint32_t used = ZUSED(pk);
+    memmove(pk->data + off, pk->data + off + sz, used - off - sz);
+    used -= sz;
+    zpk_put32(pk->used_, used);
+    zpk_put32(pk->n_, ZN(pk) - cnt);
+    if (z->ks != NULL) {
+        z->p = ks_inl_resize(z->ks, &z->e, sizeof(*pk) + used);
+    } else {
+        z->p = fit(pk, sizeof(*pk) + used);
+    }
 }
 
 /* ------------------------------------------------------------------ tree */
@@ -680,29 +712,69 @@ zset_create(void)
     struct zset *z = rv_malloc(sizeof(*z));
     z->enc = ZS_PACKED;
     z->p = pk_reserve(NULL, 0);
+    z->ks = NULL;
+    z->e = NULL;
     return z;
 }
 
 void
-zset_destroy(void *v)
+zset_tree_free(void *v)
 {
-    struct zset *z = v;
+    struct ztree *t = v;
+    if (t == NULL) {
+        return;
+    }
+    zt_free_node(t->root, t->height);
+    dict_destroy(t->d, NULL);
+    rv_free(t);
+}
+
+void
+zset_destroy(struct zset *z)
+{
     if (z == NULL) {
         return;
     }
     if (z->enc == ZS_TREE) {
-        struct ztree *t = TR(z);
-        zt_free_node(t->root, t->height);
-        dict_destroy(t->d, NULL);
+        zset_tree_free(z->p);
+    } else {
+        rv_free(z->p);
     }
-    rv_free(z->p);
+    rv_free(z);
+}
+
+void
+zset_bind(struct zset *z, struct ks *ks, struct ks_entry *e)
+{
+    size_t n;
+    z->ks = ks;
+    z->e = e;
+    if (ks_entry_inl(e)) {
+        z->enc = ZS_PACKED;
+        z->p = ks_inl_val(e, &n);
+    } else {
+        z->enc = ZS_TREE;
+        z->p = ks_entry_ptr(e);
+    }
+}
+
+void
+zset_store(struct zset *z, struct ks *ks, const char *key, size_t klen)
+{
+    if (z->enc == ZS_PACKED) {
+        const struct zpk *pk = PK(z);
+        ks_set_inl(ks, key, klen, KS_ZSET, pk, sizeof(*pk) + ZUSED(pk), KS_NO_EXPIRE);
+        rv_free(z->p);
+    } else {
+        ks_set_ptr(ks, key, klen, KS_ZSET, z->p, zset_tree_free, KS_NO_EXPIRE);
+    }
     rv_free(z);
 }
 
 size_t
 zset_len(const struct zset *z)
 {
-    return z->enc == ZS_PACKED ? PK(z)->n : TR(z)->n;
+    return z->enc == ZS_PACKED ? ZN(PK(z)) : TR(z)->n;
 }
 
 bool
@@ -712,21 +784,19 @@ zset_is_packed(const struct zset *z)
 }
 
 const char *
-zset_encoding(const void *v)
+zset_encoding(const struct zset *z)
 {
-    return ((const struct zset *)v)->enc == ZS_PACKED ? "listpack" : "skiplist";
+    return z->enc == ZS_PACKED ? "listpack" : "skiplist";
 }
 
 size_t
-zset_mem(const void *v)
+zset_mem(const struct zset *z)
 {
-    const struct zset *z = v;
-    size_t n = rv_usable_size(z) + rv_usable_size(z->p);
-    if (z->enc == ZS_TREE) {
-        const struct ztree *t = TR(z);
-        n += zt_node_mem(t->root, t->height) + dict_mem(t->d);
+    if (z->enc == ZS_PACKED) {
+        return z->e != NULL ? 0 : rv_usable_size(z) + rv_usable_size(z->p);
     }
-    return n;
+    const struct ztree *t = TR(z);
+    return rv_usable_size(t) + zt_node_mem(t->root, t->height) + dict_mem(t->d);
 }
 
 void
@@ -742,27 +812,32 @@ zset_convert(struct zset *z)
     t->n = 0;
     t->d = dict_create();
     uint32_t o = 0;
-    for (uint32_t i = 0; i < pk->n; i++) {
+    for (uint32_t i = 0, n = ZN(pk); i < n; i++) {
         struct zkey k;
         bool created;
         o += (uint32_t)ent_get(pk->data + o, &k.m, &k.ml, &k.s);
         zt_insert(t, &k);
         dict_set_val_double(dict_add(t->d, k.m, k.ml, &created), k.s);
     }
-    rv_free(pk);
+    if (z->ks != NULL) {
+        /* Inline in its entry: store the key as a pointer to the tree. */
+        struct rv_str key = ks_entry_key(z->e);
+        z->e = ks_set_ptr(z->ks, key.p, key.len, KS_ZSET, t, zset_tree_free, ks_entry_expire(z->e));
+    } else {
+        rv_free(pk);
+    }
     z->p = t;
     z->enc = ZS_TREE;
 }
 
-void *
-zset_dup(const void *v)
+struct zset *
+zset_dup(const struct zset *src)
 {
-    const struct zset *src = v;
     struct zset *z = zset_create();
     if (src->enc == ZS_PACKED) {
         const struct zpk *pk = PK(src);
-        z->p = pk_reserve(PK(z), pk->used);
-        memcpy(z->p, pk, sizeof(*pk) + pk->used);
+        z->p = pk_reserve(PK(z), ZUSED(pk));
+        memcpy(z->p, pk, sizeof(*pk) + ZUSED(pk));
         return z;
     }
     zset_convert(z);
@@ -797,7 +872,7 @@ void
 zset_insert(struct zset *z, const char *m, size_t ml, double s, const struct zset_lim *lim)
 {
     if (z->enc == ZS_PACKED &&
-        ((int64_t)PK(z)->n + 1 > lim->entries || (int64_t)ml > lim->value)) {
+        ((int64_t)ZN(PK(z)) + 1 > lim->entries || (int64_t)ml > lim->value)) {
         zset_convert(z);
     }
     if (z->enc == ZS_PACKED) {
@@ -908,7 +983,7 @@ zset_lower(const struct zset *z, zset_pred_fn *pred, const void *arg)
 {
     if (z->enc == ZS_PACKED) {
         uint32_t off;
-        return seg_lower(PK(z)->data, PK(z)->n, pred, arg, &off);
+        return seg_lower(PK(z)->data, ZN(PK(z)), pred, arg, &off);
     }
     return zt_lower(TR(z), pred, arg);
 }
@@ -961,7 +1036,7 @@ zset_it_init(struct zset_it *it, const struct zset *z, size_t rank)
     it->rank = rank;
     if (z->enc == ZS_PACKED) {
         it->seg = PK(z)->data;
-        it->segn = PK(z)->n;
+        it->segn = ZN(PK(z));
         it->idx = (uint32_t)rank;
         it->off = seg_off(it->seg, it->idx);
         return;
@@ -1146,7 +1221,7 @@ zset_check(const struct zset *z)
         const struct zpk *pk = PK(z);
         uint32_t o = 0;
         struct zkey prev = { 0, NULL, 0 };
-        for (uint32_t i = 0; i < pk->n; i++) {
+        for (uint32_t i = 0, n = ZN(pk); i < n; i++) {
             struct zkey k;
             o += (uint32_t)ent_get(pk->data + o, &k.m, &k.ml, &k.s);
             if (i > 0 && key_cmp(prev.s, prev.m, prev.ml, k.s, k.m, k.ml) >= 0) {
@@ -1154,7 +1229,7 @@ zset_check(const struct zset *z)
             }
             prev = k;
         }
-        return o == pk->used;
+        return o == ZUSED(pk);
     }
     const struct ztree *t = TR(z);
     uint64_t c;

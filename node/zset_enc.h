@@ -19,7 +19,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct zset;
+struct ks;
+struct ks_entry;
+
+/* A sorted set as commands and tests handle it: standalone on the heap
+ * (zset_create), or on a command's stack bound to a keyspace entry
+ * (zset_bind). In the keyspace a packed set is stored inline in its entry
+ * (ks_set_inl) and a tree is a pointer to it; a bound handle follows the
+ * entry when the packed buffer grows, and re-stores the key when the set
+ * converts. */
+struct zset {
+    uint8_t enc;
+    void *p;                /* the packed buffer or the tree */
+    struct ks *ks;          /* bound: p (packed) is e's inline value; NULL standalone */
+    struct ks_entry *e;
+};
 
 /* zset-max-listpack-entries / zset-max-listpack-value. */
 struct zset_lim {
@@ -30,11 +44,16 @@ struct zset_lim {
 /* A monotonic predicate over the order: false for a prefix, true after. */
 typedef bool zset_pred_fn(const void *arg, double score, const char *m, size_t mlen);
 
-struct zset *zset_create(void);                     /* empty, packed */
-void zset_destroy(void *z);                         /* ks_free_fn; NULL is a no-op */
-void *zset_dup(const void *z);
-size_t zset_mem(const void *z);
-const char *zset_encoding(const void *z);
+struct zset *zset_create(void);                     /* standalone, empty, packed */
+void zset_destroy(struct zset *z);                  /* standalone only; NULL is a no-op */
+void zset_tree_free(void *tree);                    /* ks_free_fn of a stored tree */
+/* Binds z to sorted-set entry e of ks (ks NULL: read only). */
+void zset_bind(struct zset *z, struct ks *ks, struct ks_entry *e);
+/* Stores standalone z at key (replacing it, no deadline) and frees z. */
+void zset_store(struct zset *z, struct ks *ks, const char *key, size_t klen);
+struct zset *zset_dup(const struct zset *z);        /* standalone copy */
+size_t zset_mem(const struct zset *z);              /* bytes outside the keyspace entry */
+const char *zset_encoding(const struct zset *z);
 size_t zset_len(const struct zset *z);
 bool zset_is_packed(const struct zset *z);
 /* Convert a packed set to the tree form (no-op when already there). */

@@ -1,6 +1,8 @@
 /* tests/unit/node/test_t_coord.c: the semaphore holder array and token encoding. */
 #include "node/t_coord.h"
 
+#include "node/ks.h"
+
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -95,9 +97,13 @@ Test(coord_sem, dup_cap_grows_and_keeps_tokens)
     cr_assert_eq(coord_sem_len(t), 1);
     cr_assert_eq(coord_sem_find(t, 7, 0), 0);
     cr_assert_eq(coord_sem_add(t, 60), 8);            /* token sequence continues */
-    cr_assert_eq(obj_coord_ops.mem(t), 16 + 2 * 16);
-    cr_assert_str_eq(obj_coord_ops.type_name, "coord");
-    cr_assert_str_eq(obj_coord_ops.encoding(t), "semaphore");
+    {
+        struct ks *ks = ks_create(1, 2);
+        struct ks_entry *e = ks_set_ptr(ks, "t", 1, KS_COORD, t, coord_sem_free, KS_NO_EXPIRE);
+        cr_assert_eq(obj_coord_ops.mem(e), 16 + 2 * 16);
+        cr_assert_str_eq(obj_coord_ops.type_name, "coord");
+        cr_assert_str_eq(obj_coord_ops.encoding(e), "semaphore");
+        ks_destroy(ks);                               /* frees t */
+    }
     coord_sem_free(s);
-    coord_sem_free(t);
 }

@@ -1,6 +1,8 @@
 /* tests/unit/node/test_t_set.c: set encodings and their conversions. */
 #include "node/t_set.h"
 
+#include "node/ks.h"
+
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,11 +106,65 @@ Test(sobj, dup_and_mem)
     }
     cr_assert_str_eq(sobj_encoding(s), "hashtable");
     {
-        struct sobj *c = obj_set_ops.dup(s);
-        cr_assert_eq(sobj_len(c), 1000);
-        cr_assert(sobj_has(c, "m999", 4));
-        cr_assert_gt(obj_set_ops.mem(c), 1000 * 8);
-        obj_set_ops.free(c);
+        struct ks *ks = ks_create(1, 2);
+        struct ks_entry *e;
+        struct sobj c;
+        sobj_store(s, ks, "s", 1);
+        e = ks_peek(ks, "s", 1);
+        e = ks_set_ptr(ks, "c", 1, KS_SET, obj_set_ops.dup(e), obj_set_ops.free, KS_NO_EXPIRE);
+        sobj_bind(&c, ks, e);
+        cr_assert_eq(sobj_len(&c), 1000);
+        cr_assert(sobj_has(&c, "m999", 4));
+        cr_assert_gt(obj_set_ops.mem(e), 1000 * 8);
+        cr_assert_str_eq(obj_set_ops.encoding(e), "hashtable");
+        ks_destroy(ks);
     }
-    sobj_free(s);
+}
+
+/* A set bound to a keyspace entry: stored inline as a listpack, re-stored as
+ * a pointer when it converts (intset to listpack goes inline), same deadline. */
+Test(sobj, bound_conversions_in_keyspace)
+{
+    struct ks *ks = ks_create(1, 2);
+    struct sobj *s = sobj_create("a", 1, 1, &LIM), b;
+    struct ks_entry *e;
+
+    add(s, "a");
+    sobj_store(s, ks, "k", 1);
+    e = ks_peek(ks, "k", 1);
+    cr_assert(ks_entry_inl(e));
+    cr_assert_eq(obj_set_ops.mem(e), 0);
+    ks_set_expire(ks, e, 88888888888);
+    sobj_bind(&b, ks, ks_peek(ks, "k", 1));
+    cr_assert(add(&b, "b"));
+    cr_assert(add(&b, "c"));
+    cr_assert(add(&b, "d"));
+    cr_assert(ks_entry_inl(ks_peek(ks, "k", 1)));
+    cr_assert_str_eq(obj_set_ops.encoding(ks_peek(ks, "k", 1)), "listpack");
+    cr_assert(add(&b, "e"));                               /* 5th: hashtable */
+    e = ks_peek(ks, "k", 1);
+    cr_assert(!ks_entry_inl(e));
+    cr_assert_str_eq(sobj_encoding(&b), "hashtable");
+    cr_assert_str_eq(obj_set_ops.encoding(e), "hashtable");
+    cr_assert_eq(ks_entry_expire(e), 88888888888);
+    cr_assert_eq(sobj_len(&b), 5);
+    cr_assert(sobj_rem(&b, "a", 1));
+
+    /* intset bound: a string member turns it into an inline listpack */
+    s = sobj_create("1", 1, 1, &LIM);
+    add(s, "1");
+    add(s, "2");
+    sobj_store(s, ks, "i", 1);
+    e = ks_peek(ks, "i", 1);
+    cr_assert(!ks_entry_inl(e));
+    cr_assert_str_eq(obj_set_ops.encoding(e), "intset");
+    sobj_bind(&b, ks, e);
+    cr_assert(add(&b, "x"));
+    e = ks_peek(ks, "i", 1);
+    cr_assert(ks_entry_inl(e));
+    cr_assert_str_eq(obj_set_ops.encoding(e), "listpack");
+    cr_assert(sobj_has(&b, "1", 1) && sobj_has(&b, "2", 1) && sobj_has(&b, "x", 1));
+    cr_assert(sobj_rem(&b, "x", 1));
+    cr_assert_eq(sobj_len(&b), 2);
+    ks_destroy(ks);
 }

@@ -1,5 +1,6 @@
 /* Sorted-set encodings: packed and B+tree forms against a simple model. */
 #include "node/dict.h"
+#include "node/ks.h"
 #include "node/obj.h"
 #include "node/zset_enc.h"
 
@@ -251,14 +252,71 @@ Test(zset, dup_and_ops_table)
         if (form == 0) {
             cr_assert(!zset_is_packed(z) || zset_len(z) <= 128);
         }
-        struct zset *d = ops->dup(z);
+        struct zset *d = zset_dup(z);
         cr_assert_eq(zset_len(d), zset_len(z));
         cr_assert(zset_check(d));
-        cr_assert_str_eq(ops->encoding(d), ops->encoding(z));
-        cr_assert_gt(ops->mem(d), 0);
-        ops->free(z);
-        ops->free(d);
+        cr_assert_str_eq(zset_encoding(d), zset_encoding(z));
+        cr_assert_gt(zset_mem(d), 0);
+        zset_destroy(d);
+        /* In a keyspace the ops work on the entry; COPY dups stored trees. */
+        struct ks *ks = ks_create(1, 2);
+        size_t n = zset_len(z);
+        bool packed = zset_is_packed(z);
+        zset_store(z, ks, "z", 1);
+        struct ks_entry *e = ks_peek(ks, "z", 1);
+        cr_assert_eq(ks_entry_inl(e), packed);
+        cr_assert_str_eq(ops->encoding(e), packed ? "listpack" : "skiplist");
+        if (packed) {
+            cr_assert_eq(ops->mem(e), 0);
+        } else {
+            cr_assert_gt(ops->mem(e), 0);
+            struct ks_entry *c = ks_set_ptr(ks, "c", 1, KS_ZSET, ops->dup(e), ops->free, KS_NO_EXPIRE);
+            struct zset b;
+            zset_bind(&b, ks, c);
+            cr_assert_eq(zset_len(&b), n);
+            cr_assert(zset_check(&b));
+        }
+        ks_destroy(ks);
     }
+}
+
+/* A packed set bound to a keyspace entry lives inline (the entry moves as it
+ * grows and shrinks) and is re-stored as a tree pointer when it converts,
+ * keeping the key's deadline. */
+Test(zset, bound_converts_in_keyspace)
+{
+    struct ks *ks = ks_create(1, 2);
+    struct zset *z = zset_create(), b;
+    struct zset_lim lim = { 8, 16 };
+    char m[32];
+
+    zset_insert(z, "m0", 2, 0.5, &lim);
+    zset_store(z, ks, "z", 1);
+    cr_assert_eq(obj_zset_ops.mem(ks_peek(ks, "z", 1)), 0);
+    cr_assert_str_eq(obj_zset_ops.encoding(ks_peek(ks, "z", 1)), "listpack");
+    ks_set_expire(ks, ks_peek(ks, "z", 1), 77777777777);
+    zset_bind(&b, ks, ks_peek(ks, "z", 1));
+    for (int i = 1; i < 8; i++) {
+        snprintf(m, sizeof(m), "m%d", i);
+        zset_insert(&b, m, strlen(m), i * 1.5, &lim);
+        cr_assert(ks_entry_inl(ks_peek(ks, "z", 1)));
+        cr_assert(zset_check(&b));
+    }
+    cr_assert(zset_delete(&b, "m3", 2));
+    zset_update(&b, "m4", 2, 6.0, -1.0);
+    zset_delete_range(&b, 0, 0);                         /* m4, now first */
+    cr_assert_eq(zset_len(&b), 6);
+    cr_assert(ks_entry_inl(ks_peek(ks, "z", 1)));
+    zset_insert(&b, "a-member-longer-than-16", 23, 2.0, &lim);
+    struct ks_entry *e = ks_peek(ks, "z", 1);
+    cr_assert(!ks_entry_inl(e));
+    cr_assert(!zset_is_packed(&b));
+    cr_assert_eq(ks_entry_expire(e), 77777777777);
+    cr_assert_eq(zset_len(&b), 7);
+    cr_assert(zset_check(&b));
+    double s;
+    cr_assert(zset_score(&b, "m7", 2, &s) && s == 10.5);
+    ks_destroy(ks);
 }
 
 static bool
