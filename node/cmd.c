@@ -363,7 +363,8 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
         c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
     }
     c->last_cmd = cmd;
-    if (rv_unlikely(cmd->flags & CMD_WRITE) && *shard_persist(s) != NULL) {
+    const struct persist_hot *ph = persist_hot(c->persist);
+    if (rv_unlikely(ph->cow) && (cmd->flags & CMD_WRITE)) {
         persist_before_write(c, cmd, argc, argv);   /* checkpoint copy-on-write */
     }
     uint64_t t0 = __rdtsc();
@@ -382,7 +383,9 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
         if (rv_unlikely(*shard_blocking(s) != NULL)) {
             block_signal(s, cmd, argc, argv);
         }
-        persist_log(c, cmd, argc, argv, mark);
+        if (ph->wal) {
+            persist_log(c, cmd, argc, argv, mark);
+        }
     }
     if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {
         c->wbuf.len = mark;
@@ -442,7 +445,8 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
-    if (rv_unlikely(cmd->flags & CMD_WRITE) && persist_refuse_write(c)) {
+    if (rv_unlikely(cmd->flags & CMD_WRITE) && persist_hot(c->persist)->wal &&
+        persist_refuse_write(c)) {
         cmd_reject(c, st);
         return;
     }

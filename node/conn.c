@@ -113,6 +113,7 @@ conn_create(struct shard *s, int fd)
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
     }
     c->shard = s;
+    c->persist = *shard_persist(s);
     c->fd = fd;
     c->proto = 2;
     c->authed = cfg->requirepass[0] == '\0';
@@ -255,7 +256,7 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
     shard_refresh_clock(c->shard);
     c->last_ms = shard_now_ms(c->shard);
     conn_process(c);
-    if (rv_unlikely(*shard_persist(c->shard) != NULL)) {
+    if (rv_unlikely(persist_hot(c->persist)->wal)) {
         persist_note_output(c);
     }
     if (c->rbuf.off == c->rbuf.len && c->rbuf.cap > 4 * CONN_READ_LEN) {

@@ -14,6 +14,7 @@ struct cmd_spec;
 struct multi_state;
 struct pubsub_conn;
 struct block_state;
+struct persist;
 
 enum conn_flag {
     CONN_CLOSE_AFTER_REPLY = 1u << 0,
@@ -62,6 +63,7 @@ struct conn {
     /* persist.c: output may leave only once the WAL covers what the client
      * could have seen. marks[i]: output up to stream position pos needs LSN
      * lsn (written or synced, by mode); positions count bytes ever queued. */
+    struct persist *persist;          /* the shard's (persist.h), for the inline checks */
     struct conn *hnext;               /* on the shard's held list (CONN_HELD) */
     uint64_t own_lsn;                 /* last record this client's writes produced */
     uint64_t out_done;                /* output bytes written to the socket so far */

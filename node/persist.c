@@ -27,7 +27,7 @@
 enum rw {
     RW_NONE = 0, RW_SPOP, RW_INCRBYFLOAT, RW_EXPIRE, RW_PEXPIRE, RW_SETEX, RW_PSETEX, RW_SET,
     RW_GETEX, RW_BLPOP, RW_BRPOP, RW_BLMOVE, RW_BRPOPLPUSH, RW_BLMPOP, RW_BZPOPMIN,
-    RW_BZPOPMAX, RW_BZMPOP, RW_STATE,
+    RW_BZPOPMAX, RW_BZMPOP, RW_STATE, RW_RESTORE,
 };
 static const struct { const char *name; enum rw rw; } rw_names[] = {
     { "spop", RW_SPOP }, { "incrbyfloat", RW_INCRBYFLOAT }, { "expire", RW_EXPIRE },
@@ -35,6 +35,7 @@ static const struct { const char *name; enum rw rw; } rw_names[] = {
     { "getex", RW_GETEX }, { "blpop", RW_BLPOP }, { "brpop", RW_BRPOP }, { "blmove", RW_BLMOVE },
     { "brpoplpush", RW_BRPOPLPUSH }, { "blmpop", RW_BLMPOP }, { "bzpopmin", RW_BZPOPMIN },
     { "bzpopmax", RW_BZPOPMAX }, { "bzmpop", RW_BZMPOP }, { "semaphore", RW_STATE },
+    { "restore", RW_RESTORE },
 };
 #define NRW (sizeof(rw_names) / sizeof(rw_names[0]))
 /* enum rw by cmd_spec.id; built once by the main thread before shards run. */
@@ -361,6 +362,24 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
     case RW_STATE:
         rec_key_state(p, argv[1]);
         return;
+    case RW_RESTORE: {           /* a relative ttl becomes ABSTTL */
+        int64_t ttl;
+        bool abs = false;
+        for (int i = 4; i < argc; i++) {
+            abs |= arg_is(argv[i], "absttl");
+        }
+        if (abs || !cmd_arg_int(argv[2], &ttl) || ttl == 0) {
+            rec_cmd(p, argc, argv);
+            return;
+        }
+        struct rv_str *v = rv_malloc(((size_t)argc + 1) * sizeof(*v));
+        memcpy(v, argv, (size_t)argc * sizeof(*v));
+        v[2] = fmt_i64(num, now + ttl);
+        v[argc] = S("ABSTTL");
+        rec_cmd(p, argc + 1, v);
+        rv_free(v);
+        return;
+    }
     }
     (void)b;
 }
@@ -943,6 +962,7 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         if (p->w == NULL) {
             return -1;
         }
+        p->hot.wal = true;
     }
     return 0;
 }
@@ -961,6 +981,7 @@ persist_close(struct shard *s)
         return;
     }
     snap_abort(p);
+    p->hot.wal = false;
     wal_close(p->w);
     p->w = NULL;
     snap_wait_finish(p);

@@ -21,6 +21,19 @@ struct shard;
 struct conn;
 struct cmd_spec;
 struct buf;
+struct persist;
+
+/* The first member of a shard's persistence state: what the request path
+ * checks inline before calling in (one load and a branch in memory mode). */
+struct persist_hot {
+    bool wal;                        /* a WAL is open: log writes, hold replies */
+    bool cow;                        /* a checkpoint is walking: copy keys before writes */
+};
+static inline const struct persist_hot *
+persist_hot(const struct persist *p)
+{
+    return (const struct persist_hot *)(const void *)p;
+}
 
 /* Recover the shard's data directory (newest checkpoint, then the WAL after
  * it) and open the WAL for appending. Runs before the shard serves. On error

@@ -2,6 +2,7 @@
  * snap.c (checkpoints). Not for other modules. */
 #pragma once
 #include "node/obj.h"
+#include "node/persist.h"
 #include "wal/wal.h"
 
 #include <stdbool.h>
@@ -12,6 +13,7 @@ struct conn;
 struct snap;
 
 struct persist {
+    struct persist_hot hot;          /* must stay first (persist.h) */
     struct shard *s;
     int mode;                        /* enum wal_mode */
     char dir[4096];                  /* data_dir/shard-<i> */

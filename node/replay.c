@@ -18,6 +18,7 @@ replay_create(struct shard *s)
 {
     struct replay *r = rv_calloc(1, sizeof(*r));
     r->c.shard = s;
+    r->c.persist = *shard_persist(s);
     r->c.fd = -1;
     r->c.proto = 2;
     r->c.authed = true;

@@ -672,7 +672,7 @@ shard_set_clock_floor(struct shard *s, int64_t ms)
 void
 shard_want_write(struct shard *s, struct conn *c)
 {
-    if (rv_unlikely(s->persist != NULL)) {
+    if (rv_unlikely(c->persist != NULL && persist_hot(c->persist)->wal)) {
         persist_note_output(c);
     }
     /* A connection waiting for EV_WRITE is flushed by that event, unless it

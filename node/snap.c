@@ -251,6 +251,7 @@ on_done_msg(struct shard *s, struct shard_msg *mm)
         pthread_join(m->sn->th, NULL);
         snap_done(p, m->sn);
         p->snap = NULL;
+        p->hot.cow = false;
         snap_free(m->sn);
     }
     rv_free(m);
@@ -272,6 +273,7 @@ snap_finish_async(struct persist *p)
         rv_free(m);
         snap_done(p, sn);
         p->snap = NULL;
+        p->hot.cow = false;
         snap_free(sn);
     }
 }
@@ -286,6 +288,7 @@ snap_step(struct persist *p, uint64_t budget_us)
         sn->cursor = ks_scan(shard_ks(p->s), sn->cursor, 64, scan_cb, p);
         if (sn->cursor == 0) {
             sn->scan_done = true;
+            p->hot.cow = false;
         }
         int rc = wal_ckpt_flush(sn->k, SNAP_FLUSH_BYTES);
         if (rc < 0 && !sn->failed) {
@@ -304,6 +307,7 @@ snap_end_scan(struct persist *p)
         sn->finish_rc = -EIO;
         snap_done(p, sn);
         p->snap = NULL;
+        p->hot.cow = false;
         snap_free(sn);
         return;
     }
@@ -363,6 +367,7 @@ snap_start(struct persist *p, char *err, size_t errsz)
     sn->changes_at_start = p->changes;
     sn->t0_ms = clock_unix_ms();
     p->snap = sn;
+    p->hot.cow = true;
     if (p->w) {
         p->wal_at_ckpt = wal_bytes(p->w);
     }
@@ -395,6 +400,7 @@ snap_run_sync(struct persist *p, char *err, size_t errsz)
     }
     snap_done(p, sn);
     p->snap = NULL;
+    p->hot.cow = false;
     snap_free(sn);
     return rc == 0 ? 0 : -1;
 }
@@ -424,6 +430,7 @@ snap_abort(struct persist *p)
         return;                       /* snap_wait_finish() collects it */
     }
     p->snap = NULL;
+    p->hot.cow = false;
     snap_free(sn);
 }
 
@@ -436,7 +443,8 @@ snap_wait_finish(struct persist *p)
     }
     pthread_join(sn->th, NULL);
     snap_done(p, sn);
-    p->snap = NULL;                   /* the posted message sees a different snap and only frees itself */
+    p->snap = NULL;
+    p->hot.cow = false;
     if (sn->ev) {
         event_free(sn->ev);
         sn->ev = NULL;

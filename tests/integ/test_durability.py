@@ -565,3 +565,19 @@ def test_checkpoint_under_random_writes_of_every_type(start_server, tmp_path):
     after = snapshot_state(c2)
     assert after.keys() == before.keys()
     assert after == before
+
+
+def test_restore_ttl_is_logged_absolute(start_server, tmp_path):
+    srv = start(start_server, tmp_path, "always")
+    c = srv.client()
+    c.rpush("src", "a", "b")
+    payload = c.dump("src")
+    c.restore("dst", 100000, payload)
+    want = c.execute_command("PEXPIRETIME", "dst")
+    time.sleep(0.3)
+    srv2 = restart(start_server, srv, tmp_path, "always")
+    c2 = srv2.client()
+    assert c2.execute_command("PEXPIRETIME", "dst") == want
+    assert c2.lrange("dst", 0, -1) == ["a", "b"]
+    wal = b"".join(open(p, "rb").read() for p in glob.glob(str(tmp_path / "shard-0" / "wal-*.log")))
+    assert b"ABSTTL" in wal
