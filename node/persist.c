@@ -312,6 +312,10 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
         return;
     }
     case RW_SET:
+        if (argc == 3) {
+            rec_cmd(p, argc, argv);  /* plain SET: nothing relative */
+            return;
+        }
         rw_ttl_opts(p, argc, argv, 3, now);
         return;
     case RW_GETEX:
@@ -468,6 +472,13 @@ static void
 wal_flush_staged(struct persist *p)
 {
     if (!wal_staged(p->w) || wal_write_error(p->w) != 0) {
+        return;
+    }
+    if (p->mode == WAL_ALWAYS && p->sync_asked > wal_durable_lsn(p->w) &&
+        wal_sync_error(p->w) == 0) {
+        /* A sync is running: appending to the file now makes it chase the
+         * new pages (measured: 15-30 ms syncs instead of 0.5 ms). The next
+         * wave is written, in one piece, when it returns. */
         return;
     }
     int rc = wal_write(p->w);

@@ -192,6 +192,12 @@ seg_create(struct wal *w, uint64_t first, char *err, size_t errsz)
     put32(hdr + 12, w->shard);
     put64(hdr + 16, first);
     put32(hdr + 28, wal_crc32c(0, hdr, 28));
+    /* Reserve the segment's blocks up front (the size stays as written):
+     * appends then skip the filesystem's delayed-allocation work. Best
+     * effort: not every filesystem supports it. */
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)w->seg_max + (1 << 20)) != 0) {
+        log_debug("[shard %u] fallocate %s: %s", w->shard, path, strerror(errno));
+    }
     int rc = write_all(fd, hdr, sizeof(hdr), NULL);
     if (rc < 0) {
         if (err) {
@@ -213,6 +219,8 @@ seg_create(struct wal *w, uint64_t first, char *err, size_t errsz)
     w->seg_size = WAL_SEG_HDR;
     return fd;
 }
+
+static void release_tail(struct wal *w, int fd);
 
 static void
 sync_once(struct wal *w)
@@ -355,6 +363,10 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
             }
             w->seg_starts[w->nseg] = segs[i].lsn;
             w->seg_sizes[w->nseg] = stat(segs[i].path, &st) == 0 ? (uint64_t)st.st_size : 0;
+            if (i + 1 == ns && st.st_blocks * 512 > st.st_size + (1 << 20)) {
+                /* a crash left the last segment's reserved blocks: free them */
+                (void)truncate(segs[i].path, st.st_size);
+            }
             w->nseg++;
         }
     }
@@ -402,6 +414,7 @@ wal_close(struct wal *w)
     for (size_t i = 0; i < w->nretired; i++) {
         close(w->retired[i]);
     }
+    release_tail(w, w->fd);
     close(w->fd);
     buf_deinit(&w->stage);
     rv_free(w->seg_starts);
@@ -414,6 +427,9 @@ wal_close(struct wal *w)
 size_t
 wal_rec_begin(struct wal *w)
 {
+    if (w->stage.off > 0) {
+        buf_compact(&w->stage);      /* marks inside a record must not move */
+    }
     size_t mark = w->stage.len;
     buf_reserve(&w->stage, WAL_REC_HDR);
     w->stage.len += WAL_REC_HDR;
@@ -451,6 +467,16 @@ wal_staged(const struct wal *w)
     return w->stage.len > w->stage.off;
 }
 
+/* Give back the blocks reserved past what a finished segment holds. */
+static void
+release_tail(struct wal *w, int fd)
+{
+    /* truncating to the current size frees the blocks reserved past it */
+    if (ftruncate(fd, (off_t)w->seg_size) != 0) {
+        log_debug("[shard %u] ftruncate: %s", w->shard, strerror(errno));
+    }
+}
+
 static void
 rotate_locked_swap(struct wal *w, int nfd)
 {
@@ -483,11 +509,17 @@ wal_rotate(struct wal *w)
     }
     wal_failpoint("wal-rotate");
     char err[256];
+    int ofd = w->fd;
+    uint64_t osize = w->seg_size;
     int nfd = seg_create(w, w->next_lsn, err, sizeof(err));
     if (nfd < 0) {
         log_warn("[shard %u] %s", w->shard, err);
         return nfd;
     }
+    uint64_t nsize = w->seg_size;
+    w->seg_size = osize;
+    release_tail(w, ofd);
+    w->seg_size = nsize;
     rotate_locked_swap(w, nfd);
     return 0;
 }
@@ -626,6 +658,17 @@ wal_pay_begin(struct buf *b, enum wal_kind kind)
     buf_append(b, h, 5);
 }
 
+static inline uint8_t *
+vint_raw(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
 void
 wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
 {
@@ -633,13 +676,17 @@ wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
     for (int i = 0; i < argc; i++) {
         need += 10 + argv[i].len;
     }
-    buf_reserve(b, need);
-    vint_put(b, (uint64_t)argc);
-    for (int i = 0; i < argc; i++) {
-        vint_put(b, argv[i].len);
-        memcpy(b->data + b->len, argv[i].p, argv[i].len);
-        b->len += argv[i].len;
+    if (b->cap - b->len < need) {
+        buf_reserve(b, need);
     }
+    uint8_t *p = (uint8_t *)b->data + b->len;
+    p = vint_raw(p, (uint64_t)argc);
+    for (int i = 0; i < argc; i++) {
+        p = vint_raw(p, argv[i].len);
+        memcpy(p, argv[i].p, argv[i].len);
+        p += argv[i].len;
+    }
+    b->len = (size_t)((char *)p - b->data);
     uint8_t *n = (uint8_t *)b->data + start + 1;
     put32(n, get32(n) + 1);
 }
