@@ -362,8 +362,9 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
                 w->seg_sizes = rv_realloc(w->seg_sizes, w->capseg * sizeof(uint64_t));
             }
             w->seg_starts[w->nseg] = segs[i].lsn;
-            w->seg_sizes[w->nseg] = stat(segs[i].path, &st) == 0 ? (uint64_t)st.st_size : 0;
-            if (i + 1 == ns && st.st_blocks * 512 > st.st_size + (1 << 20)) {
+            bool ok = stat(segs[i].path, &st) == 0;
+            w->seg_sizes[w->nseg] = ok ? (uint64_t)st.st_size : 0;
+            if (ok && i + 1 == ns && st.st_blocks * 512 > st.st_size + (1 << 20)) {
                 /* a crash left the last segment's reserved blocks: free them */
                 (void)truncate(segs[i].path, st.st_size);
             }
