@@ -26,6 +26,7 @@
 #include "node/dict.h"
 
 #include "node/base/mem.h"
+#include "node/base/varint.h"
 #include "node/base/siphash.h"
 
 #include <stdio.h>
@@ -57,46 +58,6 @@ struct dict_entry {
     uint8_t b[1];
 };
 
-static inline size_t
-vint_len(size_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static inline uint8_t *
-vint_put(uint8_t *p, size_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static inline const uint8_t *
-vint_get(const uint8_t *p, size_t *out)
-{
-    size_t v = 0;
-    unsigned shift = 0;
-    if (rv_likely(p[0] < 0x80)) {
-        *out = p[0];
-        return p + 1;
-    }
-    while (*p & 0x80) {
-        v |= (size_t)(*p++ & 0x7f) << shift;
-        shift += 7;
-    }
-    v |= (size_t)*p++ << shift;
-    *out = v;
-    return p;
-}
-
 /* The allocator's size class for n bytes (jemalloc's spacing: 8, 16, then 16
  * apart up to 128, then four classes per doubling). Used to charge entries
  * without an allocator metadata lookup per insert. */
@@ -117,7 +78,7 @@ mem_class(size_t n)
 static inline const uint8_t *
 ent_key(const struct dict_entry *e, size_t *klen)
 {
-    return vint_get(e->b, klen);
+    return varint_get(e->b, klen);
 }
 
 static inline uint8_t *
@@ -139,7 +100,7 @@ ent_size(const struct dict_entry *e, enum dict_kind kind)
     case DICT_KEYONLY:
         return (size_t)(v - e->b);
     case DICT_BYTES:
-        return (size_t)(vint_get(v, &vlen) + vlen - e->b);
+        return (size_t)(varint_get(v, &vlen) + vlen - e->b);
     }
     return 0;
 }
@@ -159,23 +120,23 @@ ent_check(void *p)
 static struct dict_entry *
 ent_new(enum dict_kind kind, const char *key, size_t klen, size_t vlen, size_t *size)
 {
-    size_t n = vint_len(klen) + klen;
+    size_t n = varint_len(klen) + klen;
     struct dict_entry *e;
     uint8_t *p;
 
     if (kind == DICT_U64) {
         n += 8;
     } else if (kind == DICT_BYTES) {
-        n += vint_len(vlen) + vlen;
+        n += varint_len(vlen) + vlen;
     }
     e = ent_check(rv_malloc(n));
-    p = vint_put(e->b, klen);
+    p = varint_put(e->b, klen);
     memcpy(p, key, klen);
     p += klen;
     if (kind == DICT_U64) {
         memset(p, 0, 8);
     } else if (kind == DICT_BYTES) {
-        vint_put(p, vlen);
+        varint_put(p, vlen);
     }
     *size = n;
     return e;
@@ -711,7 +672,7 @@ struct rv_str
 dict_val_bytes(const struct dict_entry *e)
 {
     size_t n;
-    const uint8_t *v = vint_get(ent_after_key(e), &n);
+    const uint8_t *v = varint_get(ent_after_key(e), &n);
     return (struct rv_str){ (const char *)v, n };
 }
 
@@ -724,11 +685,11 @@ dict_set_bytes(struct dict *d, struct dict_entry *e, const char *v, size_t vlen)
     struct dict_entry *ne;
     uint8_t *p;
 
-    newsz = voff + vint_len(vlen) + vlen;
+    newsz = voff + varint_len(vlen) + vlen;
     /* In place only when shrinking within the size class: without jemalloc
      * (sanitizer builds) the allocation may be exactly oldsz bytes. */
     if (newsz <= oldsz && mem_class(newsz) == mem_class(oldsz)) {
-        p = vint_put(e->b + voff, vlen);
+        p = varint_put(e->b + voff, vlen);
         memcpy(p, v, vlen);
         return e;
     }
@@ -739,7 +700,7 @@ dict_set_bytes(struct dict *d, struct dict_entry *e, const char *v, size_t vlen)
         ne = ent_check(rv_realloc(e, newsz));
         *sl = (*sl & ~SLOT_PTR_MASK) | ((uint64_t)(uintptr_t)ne >> 3);
     }
-    p = vint_put(ne->b + voff, vlen);
+    p = varint_put(ne->b + voff, vlen);
     memcpy(p, v, vlen);
     d->ent_bytes += mem_class(newsz) - mem_class(oldsz);
     return ne;
@@ -756,7 +717,7 @@ dict_put_bytes(struct dict *d, const char *key, size_t klen, const char *v, size
     }
     if (c) {
         uint8_t *p = ent_after_key(e);
-        p = vint_put(p, vlen);
+        p = varint_put(p, vlen);
         memcpy(p, v, vlen);
         return e;
     }

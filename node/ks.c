@@ -46,6 +46,7 @@
 
 #include "node/base/clock.h"
 #include "node/base/mem.h"
+#include "node/base/varint.h"
 #include "node/base/siphash.h"
 #include "node/ks_int.h"
 
@@ -83,46 +84,6 @@ struct ent_lay {
     size_t vlen;       /* bytes stored: int width, 16 for pointers */
 };
 
-static inline size_t
-vint_len(size_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static inline uint8_t *
-vint_put(uint8_t *p, size_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static inline const uint8_t *
-vint_get(const uint8_t *p, size_t *out)
-{
-    size_t v = 0;
-    unsigned shift = 0;
-    if (rv_likely(p[0] < 0x80)) {
-        *out = p[0];
-        return p + 1;
-    }
-    while (*p & 0x80) {
-        v |= (size_t)(*p++ & 0x7f) << shift;
-        shift += 7;
-    }
-    v |= (size_t)*p++ << shift;
-    *out = v;
-    return p;
-}
-
 static inline void
 ent_lay(const struct ks_entry *e, struct ent_lay *l)
 {
@@ -130,13 +91,13 @@ ent_lay(const struct ks_entry *e, struct ent_lay *l)
     unsigned f = e->flags;
     size_t klen, vlen;
 
-    p = vint_get(p, &klen);
+    p = varint_get(p, &klen);
     if ((f & EF_TYPE) != KS_STRING && !(f & EF_INL)) {
         vlen = KS_PTRVAL_LEN;
     } else if (f & EF_INT) {
         vlen = (size_t)1 << ((f & EF_ISZ) >> EF_ISZ_SHIFT);
     } else {
-        p = vint_get(p, &vlen);
+        p = varint_get(p, &vlen);
     }
     l->dl = NULL;
     if (f & EF_EXP) {
@@ -160,9 +121,9 @@ ent_has_vlen(unsigned flags)
 static inline size_t
 ent_hdr_size(unsigned flags, size_t klen, size_t vlen)
 {
-    size_t n = sizeof(struct ks_entry) + vint_len(klen);
+    size_t n = sizeof(struct ks_entry) + varint_len(klen);
     if (ent_has_vlen(flags)) {
-        n += vint_len(vlen);
+        n += varint_len(vlen);
     }
     if (flags & EF_EXP) {
         n += 8;
@@ -219,9 +180,9 @@ ent_write_hdr(struct ks_entry *e, unsigned flags, uint32_t clk, const void *key,
     }
     e->flags = (uint8_t)flags;
     ent_clk_set(e, clk);
-    p = vint_put(p, klen);
+    p = varint_put(p, klen);
     if (ent_has_vlen(flags)) {
-        p = vint_put(p, vlen);
+        p = varint_put(p, vlen);
     }
     if (flags & EF_EXP) {
         memcpy(p, &dl, sizeof(dl));
