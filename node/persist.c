@@ -770,108 +770,58 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
                 uint64_t *last, char *err, size_t errsz)
 {
     unsigned sid = shard_id(x->p->s);
-    uint64_t next = after + 1;        /* the LSN the next record must have */
-    bool started = false;
-    for (size_t i = 0; i < n; i++) {
-        struct wal_reader r;
-        struct wal_rec rec;
-        enum wal_rd rd;
-        bool is_last = i + 1 == n;
-        if (i + 1 < n && segs[i + 1].lsn <= after + 1) {
-            continue;                 /* wholly covered by the checkpoint */
-        }
-        /* Segments chain without gaps: the first one needed starts at or
-         * before the checkpoint's next record, each later one right after
-         * its predecessor's last record. */
-        if ((!started && segs[i].lsn > next) || (started && segs[i].lsn != next)) {
-            char why[4400];
-            snprintf(why, sizeof(why), "WAL records %" PRIu64 "..%" PRIu64 " are missing before %s",
-                     next, segs[i].lsn - 1, segs[i].path);
-            if (!accept) {
-                snprintf(err, errsz, "%s (a deleted or lost segment); start with "
-                         "wal-accept-loss yes to keep what precedes the gap", why);
-                return -1;
-            }
-            log_warn("[shard %u] %s: later segments set aside (wal-accept-loss yes)", sid, why);
-            return keep_prefix(segs, n, i, 0, err, errsz);
-        }
-        if (!started) {
-            next = segs[i].lsn;
-            started = true;
-        }
-        if (wal_reader_open(&r, segs[i].path, false, err, errsz) != 0) {
-            if (is_last && seg_never_written(segs[i].path)) {
-                log_warn("[shard %u] %s: removing the last segment, whose header was never "
-                         "written", sid, err);
-                unlink(segs[i].path);
-                return 0;
-            }
-            if (!accept) {
-                size_t m = strlen(err);
-                snprintf(err + m, errsz - m, "; start with wal-accept-loss yes to drop it and the "
-                         "segments after it");
-                return -1;
-            }
-            log_warn("[shard %u] %s: set aside with the later segments (wal-accept-loss yes)", sid, err);
-            return keep_prefix(segs, n, i, 0, err, errsz);
-        }
-        if (r.first_lsn != segs[i].lsn) {
-            wal_reader_close(&r);
-            snprintf(err, errsz, "WAL %s: header says first LSN %" PRIu64, segs[i].path, r.first_lsn);
-            if (!accept) {
-                return -1;
-            }
-            return keep_prefix(segs, n, i, 0, err, errsz);
-        }
-        while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
-            if (rec.lsn != next) {
-                rd = WAL_RD_CORRUPT;
-                r.why = "LSN out of sequence";
-                r.off -= WAL_REC_HDR + rec.len;
-                break;
-            }
-            next++;
-            if (rec.lsn <= after) {
-                continue;
-            }
-            if (apply_rec(x, &rec) != 0) {
-                rd = WAL_RD_CORRUPT;
-                r.why = "malformed record";
-                r.off -= WAL_REC_HDR + rec.len;
-                break;
-            }
-            *last = rec.lsn;
-            x->p->records_replayed++;
-        }
-        size_t off = r.off;
-        const char *why = r.why;
-        wal_reader_close(&r);
-        if (rd == WAL_RD_END) {
+    struct wal_walk k;
+    struct wal_rec rec;
+    enum wal_rd rd;
+    wal_walk_init(&k, segs, n, after);
+    while ((rd = wal_walk_next(&k, &rec)) == WAL_RD_OK) {
+        if (rec.lsn <= after) {
             continue;
         }
-        if (rd == WAL_RD_TORN && is_last) {
-            /* Never acknowledged: the write of this record did not complete. */
-            log_warn("[shard %u] WAL %s: torn record at offset %zu (%s): cut off", sid,
-                     segs[i].path, off, why);
-            int rc = wal_truncate(segs[i].path, off);
-            if (rc < 0) {
-                snprintf(err, errsz, "cannot truncate %s: %s", segs[i].path, strerror(-rc));
-                return -1;
-            }
-            x->p->torn_tails++;
-            return 0;
+        if (apply_rec(x, &rec) != 0) {
+            rd = wal_walk_reject(&k, "malformed record");
+            break;
         }
-        if (!accept) {
-            snprintf(err, errsz, "WAL %s is corrupt at offset %zu (%s); start with "
-                     "wal-accept-loss yes to keep the valid prefix and drop the rest",
-                     segs[i].path, off, why);
+        *last = rec.lsn;
+        x->p->records_replayed++;
+    }
+    wal_walk_close(&k);
+    if (rd == WAL_RD_END) {
+        return 0;
+    }
+    const char *path = segs[k.seg].path;
+    if (rd == WAL_RD_TORN) {
+        /* Never acknowledged: the write of this record did not complete. */
+        log_warn("[shard %u] WAL %s: torn record at offset %zu (%s): cut off", sid, path, k.off, k.why);
+        int rc = wal_truncate(path, k.off);
+        if (rc < 0) {
+            snprintf(err, errsz, "cannot truncate %s: %s", path, strerror(-rc));
             return -1;
         }
-        log_warn("[shard %u] WAL %s is corrupt at offset %zu (%s): keeping the valid prefix, "
-                 "later segments set aside (wal-accept-loss yes)", sid, segs[i].path, off, why);
-        return keep_prefix(segs, n, i, off == WAL_SEG_HDR ? 0 : off, err, errsz);
+        x->p->torn_tails++;
+        return 0;
     }
-    return 0;
+    if (k.whole_file && k.seg + 1 == n && seg_never_written(path)) {
+        log_warn("[shard %u] %s: removing the last segment, whose header was never written", sid,
+                 k.why);
+        unlink(path);
+        return 0;
+    }
+    char where[9000];
+    if (k.whole_file) {
+        snprintf(where, sizeof(where), "%s", k.why);
+    } else {
+        snprintf(where, sizeof(where), "WAL %s is corrupt at offset %zu (%s)", path, k.off, k.why);
+    }
+    if (!accept) {
+        snprintf(err, errsz, "%s; start with wal-accept-loss yes to keep the valid prefix and drop "
+                 "the rest", where);
+        return -1;
+    }
+    log_warn("[shard %u] %s: keeping the valid prefix, later segments set aside (wal-accept-loss yes)",
+             sid, where);
+    size_t off = k.whole_file || k.off == WAL_SEG_HDR ? 0 : k.off;
+    return keep_prefix(segs, n, k.seg, off, err, errsz);
 }
 
 int
@@ -976,12 +926,6 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         p->hot.wal = true;
     }
     return 0;
-}
-
-void
-persist_start(struct shard *s)
-{
-    (void)s;
 }
 
 void

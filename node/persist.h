@@ -43,8 +43,6 @@ int persist_open(struct shard *s, char *err, size_t errsz);
 int persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz);
 /* Write a checkpoint now (resharding); 0 or -1 with err. */
 int persist_save_now(struct shard *s, char *err, size_t errsz);
-/* Register the shard-loop parts (after the event base exists). */
-void persist_start(struct shard *s);
 /* Write and sync what is staged; stop background work. */
 void persist_close(struct shard *s);
 

@@ -441,16 +441,11 @@ snap_wait_finish(struct persist *p)
     if (sn == NULL || !sn->finishing) {
         return;
     }
-    pthread_join(sn->th, NULL);
+    pthread_join(sn->th, NULL);      /* the thread has finished (and released) the file */
     snap_done(p, sn);
-    p->snap = NULL;
+    p->snap = NULL;                  /* its posted message then sees no snap and only frees itself */
     p->hot.cow = false;
-    if (sn->ev) {
-        event_free(sn->ev);
-        sn->ev = NULL;
-    }
-    dict_destroy(sn->dumped, NULL);
-    rv_free(sn);
+    snap_free(sn);
 }
 
 void

@@ -35,7 +35,7 @@ struct shard_report {
     int status;                      /* 0 ok, 1 torn tail, 2 corrupt */
     uint64_t ckpt_lsn, ckpt_keys, first_lsn, last_lsn, records, bytes;
     size_t segments;
-    char problem[4400];
+    char problem[9000];
 };
 
 static void
@@ -84,77 +84,38 @@ check_ckpt(const struct wal_file *f, struct shard_report *rep)
 static void
 check_segments(struct wal_file *segs, size_t n, struct shard_report *rep, bool fix, uint64_t after)
 {
-    uint64_t next = after + 1;
-    bool started = false;
+    struct wal_walk k;
+    struct wal_rec rec;
+    enum wal_rd rd;
     rep->segments = n;
-    for (size_t i = 0; i < n && rep->status != 2; i++) {
-        struct wal_reader r;
-        struct wal_rec rec;
-        enum wal_rd rd;
-        char err[4300];
-        if (i + 1 < n && segs[i + 1].lsn <= after + 1) {
-            continue;                 /* covered by the checkpoint */
+    wal_walk_init(&k, segs, n, after);
+    while ((rd = wal_walk_next(&k, &rec)) == WAL_RD_OK) {
+        if (check_payload(&rec) != 0) {
+            rd = wal_walk_reject(&k, "malformed payload");
+            break;
         }
-        if ((!started && segs[i].lsn > next) || (started && segs[i].lsn != next)) {
-            rep->status = 2;
-            snprintf(rep->problem, sizeof(rep->problem),
-                     "WAL records %" PRIu64 "..%" PRIu64 " are missing before %s", next,
-                     segs[i].lsn - 1, segs[i].path);
-            return;
+        if (rep->first_lsn == 0) {
+            rep->first_lsn = rec.lsn;
         }
-        if (!started) {
-            next = segs[i].lsn;
-            started = true;
-        }
-        if (wal_reader_open(&r, segs[i].path, false, err, sizeof(err)) != 0) {
-            rep->status = 2;
-            snprintf(rep->problem, sizeof(rep->problem), "%s", err);
-            return;
-        }
-        rep->bytes += r.size;
-        if (r.first_lsn != segs[i].lsn) {
-            rep->status = 2;
-            snprintf(rep->problem, sizeof(rep->problem), "%s: header says first LSN %" PRIu64,
-                     segs[i].path, r.first_lsn);
-            wal_reader_close(&r);
-            return;
-        }
-        while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
-            if (rec.lsn != next) {
-                rd = WAL_RD_CORRUPT;
-                r.why = "LSN out of sequence";
-                r.off -= WAL_REC_HDR + rec.len;
-                break;
-            }
-            if (check_payload(&rec) != 0) {
-                rd = WAL_RD_CORRUPT;
-                r.why = "malformed payload";
-                r.off -= WAL_REC_HDR + rec.len;
-                break;
-            }
-            next++;
-            if (rep->first_lsn == 0) {
-                rep->first_lsn = rec.lsn;
-            }
-            rep->last_lsn = rec.lsn;
-            rep->records++;
-        }
-        if (rd != WAL_RD_END) {
-            bool torn = rd == WAL_RD_TORN && i + 1 == n;
-            rep->status = torn ? 1 : 2;
-            snprintf(rep->problem, sizeof(rep->problem), "%s: %s at offset %zu (%s)", segs[i].path,
-                     torn ? "torn tail" : "corrupt", r.off, r.why);
-            if (torn && fix) {
-                size_t off = r.off;
-                wal_reader_close(&r);
-                if (wal_truncate(segs[i].path, off) == 0) {
-                    rep->status = 0;
-                    strncat(rep->problem, " - cut off (--fix)", sizeof(rep->problem) - strlen(rep->problem) - 1);
-                }
-                return;
-            }
-        }
-        wal_reader_close(&r);
+        rep->last_lsn = rec.lsn;
+        rep->records++;
+    }
+    wal_walk_close(&k);
+    rep->bytes = k.bytes;
+    if (rd == WAL_RD_END) {
+        return;
+    }
+    bool torn = rd == WAL_RD_TORN;
+    rep->status = torn ? 1 : 2;
+    if (k.whole_file) {
+        snprintf(rep->problem, sizeof(rep->problem), "%s", k.why);
+        return;
+    }
+    snprintf(rep->problem, sizeof(rep->problem), "%s: %s at offset %zu (%s)", segs[k.seg].path,
+             torn ? "torn tail" : "corrupt", k.off, k.why);
+    if (torn && fix && wal_truncate(segs[k.seg].path, k.off) == 0) {
+        rep->status = 0;
+        strncat(rep->problem, " - cut off (--fix)", sizeof(rep->problem) - strlen(rep->problem) - 1);
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include "node/base/log.h"
 #include "node/base/mem.h"
+#include "node/base/varint.h"
 #include "wal/crc32c.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,39 +621,6 @@ wal_bytes(const struct wal *w)
 
 /* ---------------------------------------------------------------- payload */
 
-static inline void
-vint_put(struct buf *b, uint64_t v)
-{
-    uint8_t tmp[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-        tmp[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    tmp[n++] = (uint8_t)v;
-    buf_append(b, tmp, n);
-}
-
-static inline bool
-vint_get(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-    const uint8_t *p = *pp;
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (p >= end) {
-            return false;
-        }
-        uint8_t b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *pp = p;
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
 void
 wal_pay_begin(struct buf *b, enum wal_kind kind)
 {
@@ -659,31 +628,20 @@ wal_pay_begin(struct buf *b, enum wal_kind kind)
     buf_append(b, h, 5);
 }
 
-static inline uint8_t *
-vint_raw(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
 void
 wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
 {
-    size_t need = 10;
+    size_t need = VARINT_MAX;
     for (int i = 0; i < argc; i++) {
-        need += 10 + argv[i].len;
+        need += VARINT_MAX + argv[i].len;
     }
     if (b->cap - b->len < need) {
         buf_reserve(b, need);
     }
     uint8_t *p = (uint8_t *)b->data + b->len;
-    p = vint_raw(p, (uint64_t)argc);
+    p = varint_put(p, (uint64_t)argc);
     for (int i = 0; i < argc; i++) {
-        p = vint_raw(p, argv[i].len);
+        p = varint_put(p, argv[i].len);
         memcpy(p, argv[i].p, argv[i].len);
         p += argv[i].len;
     }
@@ -718,7 +676,7 @@ wal_pay_next(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap
     if (it->left == 0) {
         return it->p == it->end || it->kind != WAL_P_CMDS ? 0 : -1;
     }
-    if (!vint_get(&it->p, it->end, &n) || n == 0 || n > (uint64_t)(it->end - it->p)) {
+    if (!varint_get_checked(&it->p, it->end, &n) || n == 0 || n > (uint64_t)(it->end - it->p)) {
         return -1;
     }
     if (n > *cap) {
@@ -727,7 +685,7 @@ wal_pay_next(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap
     }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t l;
-        if (!vint_get(&it->p, it->end, &l) || l > (uint64_t)(it->end - it->p)) {
+        if (!varint_get_checked(&it->p, it->end, &l) || l > (uint64_t)(it->end - it->p)) {
             return -1;
         }
         (*argv)[i].p = (const char *)it->p;
@@ -967,6 +925,105 @@ wal_truncate(const char *path, size_t off)
     return rc;
 }
 
+/* ---------------------------------------------------------------- walking */
+
+void
+wal_walk_init(struct wal_walk *k, const struct wal_file *segs, size_t n, uint64_t after)
+{
+    memset(k, 0, sizeof(*k));
+    k->segs = segs;
+    k->n = n;
+    k->after = after;
+    k->next = after + 1;
+    k->r.fd = -1;
+    /* segments wholly covered by the checkpoint are not needed */
+    while (k->seg + 1 < n && segs[k->seg + 1].lsn <= after + 1) {
+        k->seg++;
+    }
+}
+
+static enum wal_rd
+walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static enum wal_rd
+walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->why, sizeof(k->why), fmt, ap);
+    va_end(ap);
+    k->off = off;
+    k->whole_file = whole;
+    return rd;
+}
+
+enum wal_rd
+wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
+{
+    for (;;) {
+        if (!k->open) {
+            if (k->seg >= k->n) {
+                return WAL_RD_END;
+            }
+            const struct wal_file *f = &k->segs[k->seg];
+            if ((!k->started && f->lsn > k->next) || (k->started && f->lsn != k->next)) {
+                return walk_fail(k, WAL_RD_CORRUPT, 0, true,
+                                 "WAL records %" PRIu64 "..%" PRIu64 " are missing before %s "
+                                 "(a deleted or lost segment)", k->next, f->lsn - 1, f->path);
+            }
+            if (!k->started) {
+                k->next = f->lsn;
+                k->started = true;
+            }
+            char err[4300];
+            if (wal_reader_open(&k->r, f->path, false, err, sizeof(err)) != 0) {
+                return walk_fail(k, WAL_RD_CORRUPT, 0, true, "%s", err);
+            }
+            k->open = true;
+            k->bytes += k->r.size;
+            if (k->r.first_lsn != f->lsn) {
+                return walk_fail(k, WAL_RD_CORRUPT, 0, true, "WAL %s: header says first LSN %" PRIu64,
+                                 f->path, k->r.first_lsn);
+            }
+        }
+        size_t at = k->r.off;
+        enum wal_rd rd = wal_reader_next(&k->r, rec);
+        if (rd == WAL_RD_OK) {
+            k->rec_off = at;
+            if (rec->lsn != k->next) {
+                return walk_fail(k, WAL_RD_CORRUPT, at, false, "LSN out of sequence");
+            }
+            k->next++;
+            return WAL_RD_OK;
+        }
+        if (rd == WAL_RD_END) {
+            wal_reader_close(&k->r);
+            k->open = false;
+            k->seg++;
+            continue;
+        }
+        /* a damaged tail is torn only in the last segment: older ones were complete */
+        return walk_fail(k, rd == WAL_RD_TORN && k->seg + 1 == k->n ? WAL_RD_TORN : WAL_RD_CORRUPT,
+                         k->r.off, false, "%s", k->r.why);
+    }
+}
+
+enum wal_rd
+wal_walk_reject(struct wal_walk *k, const char *why)
+{
+    return walk_fail(k, WAL_RD_CORRUPT, k->rec_off, false, "%s", why);
+}
+
+void
+wal_walk_close(struct wal_walk *k)
+{
+    if (k->open) {
+        wal_reader_close(&k->r);
+        k->open = false;
+    }
+}
+
 /* ---------------------------------------------------------------- checkpoints */
 
 struct wal_ckpt {
@@ -976,7 +1033,6 @@ struct wal_ckpt {
     int fd;
     struct buf b;
     struct wal_ckpt_info info;
-    uint64_t bytes;
 };
 
 struct wal_ckpt *
@@ -1042,19 +1098,12 @@ wal_ckpt_flush(struct wal_ckpt *k, size_t min)
     wal_failpoint("ckpt-write");
     int rc = write_all(k->fd, k->b.data, k->b.len, NULL);
     if (rc == 0) {
-        k->bytes += k->b.len;
         k->b.len = k->b.off = 0;
         if (k->b.cap > (8u << 20)) {
             buf_shrink(&k->b, 1u << 20);
         }
     }
     return rc;
-}
-
-uint64_t
-wal_ckpt_bytes(const struct wal_ckpt *k)
-{
-    return k->bytes + k->b.len;
 }
 
 void

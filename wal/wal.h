@@ -144,6 +144,37 @@ void wal_reader_close(struct wal_reader *r);
 /* Cut a segment at off (a torn tail); -errno on failure. */
 int wal_truncate(const char *path, size_t off);
 
+/* ---- walking the WAL after a checkpoint (recovery, ruvio-check) ---- */
+/* Every record of the segments still needed after a checkpoint covering
+ * LSNs <= after (segments wholly covered are skipped; records <= after in a
+ * partly covered one are returned too), with the checks both readers share:
+ * the first needed segment starts at or before after + 1, each later one
+ * right after its predecessor's last record, each header names its file's
+ * first LSN, records come in LSN order without gaps. */
+struct wal_walk {
+    const struct wal_file *segs;
+    size_t n;
+    size_t seg;                      /* the segment being read, or the one a problem is in */
+    uint64_t after, next;
+    bool started, open;
+    struct wal_reader r;
+    size_t rec_off;                  /* offset of the record last returned */
+    uint64_t bytes;                  /* sizes of the segments opened */
+    /* after WAL_RD_TORN / WAL_RD_CORRUPT: */
+    size_t off;                      /* where in segs[seg]; 0 with whole_file */
+    bool whole_file;                 /* a missing segment before it, or an unreadable/bad header */
+    char why[4400];
+};
+void wal_walk_init(struct wal_walk *k, const struct wal_file *segs, size_t n, uint64_t after);
+/* WAL_RD_OK with the next record; WAL_RD_END; WAL_RD_TORN (a torn tail of the
+ * last segment: never acknowledged, may be cut off at off) or WAL_RD_CORRUPT,
+ * with seg, off and why set. */
+enum wal_rd wal_walk_next(struct wal_walk *k, struct wal_rec *rec);
+/* The caller found the record last returned unusable (malformed payload):
+ * turns it into WAL_RD_CORRUPT at its offset. */
+enum wal_rd wal_walk_reject(struct wal_walk *k, const char *why);
+void wal_walk_close(struct wal_walk *k);
+
 /* ---- checkpoint writer (shard thread; finish on the syncer) ---- */
 struct wal_ckpt;
 struct wal_ckpt *wal_ckpt_create(const char *dir, const struct wal_ckpt_info *info, char *err,
@@ -158,7 +189,6 @@ int wal_ckpt_flush(struct wal_ckpt *k, size_t min);
  * the temporary file removed on failure. */
 int wal_ckpt_finish(struct wal_ckpt *k, uint64_t nkeys);
 void wal_ckpt_abort(struct wal_ckpt *k);
-uint64_t wal_ckpt_bytes(const struct wal_ckpt *k);
 
 /* Failpoints for crash tests: with RUVIO_FAILPOINT=<site> in the environment
  * the process dies (_exit(77)) when it reaches that site; sites: wal-append,
