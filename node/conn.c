@@ -256,15 +256,12 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
     shard_refresh_clock(c->shard);
     c->last_ms = shard_now_ms(c->shard);
     conn_process(c);
-    if (rv_unlikely(persist_hot(c->persist)->wal)) {
-        persist_note_output(c);
-    }
     if (c->rbuf.off == c->rbuf.len && c->rbuf.cap > 4 * CONN_READ_LEN) {
         c->rbuf.off = c->rbuf.len = 0;
         buf_shrink(&c->rbuf, CONN_READ_LEN);
     }
     if (c->wbuf.len > c->wbuf.off || (c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
-        shard_want_write(c->shard, c);
+        shard_want_write(c->shard, c);   /* also notes what the output waits for (persist.c) */
     }
 }
 
