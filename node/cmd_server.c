@@ -3,14 +3,17 @@
  * memory and CPU figures of the whole process are labelled as such. */
 #include "node/base/buf.h"
 #include "node/base/mem.h"
+#define LOG_MODULE "server"
 #include "node/base/log.h"
 #include "node/cmds.h"
 #include "node/conn.h"
 #include "node/ks.h"
+#include "node/metrics.h"
 #include "node/node.h"
 #include "node/persist.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "node/slowlog.h"
 
 #include <ctype.h>
 #include <signal.h>
@@ -20,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RV_REDIS_VERSION "7.4.0"
@@ -155,6 +159,11 @@ info_stats(struct conn *c, struct buf *b)
          (unsigned long long)st->client_qbuf_limit_disconnections,
          (unsigned long long)st->client_output_limit_disconnections,
          (unsigned long long)st->total_error_replies, (unsigned long long)st->protocol_errors);
+    /* Reopen the section for the observability counters (kept apart so the
+     * Redis fields above stay one block). */
+    b->len -= 2;
+    addf(b, "log_lines_dropped:%llu\r\nslowlog_len:%zu\r\n\r\n", (unsigned long long)log_dropped(),
+         slowlog_len(metrics_slowlog(c->shard)));
 }
 
 static void
@@ -223,6 +232,24 @@ info_keyspace(struct conn *c, struct buf *b)
 }
 
 static void
+info_errorstats(struct conn *c, struct buf *b)
+{
+    metrics_info_errorstats(c->shard, b);
+}
+
+static void
+info_latencystats(struct conn *c, struct buf *b)
+{
+    metrics_info_latencystats(c->shard, b);
+}
+
+static void
+info_node(struct conn *c, struct buf *b)
+{
+    metrics_info_node(c->shard, b);
+}
+
+static void
 info_shards(struct conn *c, struct buf *b)
 {
     unsigned lo, hi;
@@ -244,6 +271,8 @@ static const struct {
     { "cpu", info_cpu, true },                 { "commandstats", info_commandstats, false },
     { "cluster", info_cluster, true },         { "keyspace", info_keyspace, true },
     { "shards", info_shards, true },
+    { "errorstats", info_errorstats, true },   { "latencystats", info_latencystats, false },
+    { "node", info_node, false },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -251,6 +280,18 @@ void
 cmd_info(struct conn *c, int argc, struct rv_str *argv)
 {
     bool want[NSECTIONS] = { false };
+    for (int a = 1; a < argc; a++) {
+        if (cmd_arg_is(argv[a], "prometheus")) {
+            /* Another format altogether: this shard's series, nothing else. */
+            struct shard *s = c->shard;
+            struct buf b;
+            buf_init(&b);
+            metrics_prometheus(&b, shard_node(s), shard_id(s), shard_id(s) + 1);
+            reply_verbatim(c, b.data, b.len);
+            buf_deinit(&b);
+            return;
+        }
+    }
     if (argc == 1) {
         for (size_t i = 0; i < NSECTIONS; i++) {
             want[i] = sections[i].dflt;
@@ -343,6 +384,7 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
         }
     }
     log_set_level((int)next->loglevel);
+    metrics_apply_cfg(next);
     node_publish_cfg(n, next);
     shard_adopt_cfg(c->shard);
     for (unsigned i = 0; i < n->nshards; i++) {
@@ -423,4 +465,41 @@ cmd_memory_help(struct conn *c, int argc, struct rv_str *argv)
         NULL,
     };
     reply_help(c, "MEMORY", lines);
+}
+
+/* DEBUG SLEEP <seconds> | LOG <message> | HELP: the subset of Redis's DEBUG
+ * that tests and operators use to provoke slow commands and log lines. */
+void
+cmd_debug(struct conn *c, int argc, struct rv_str *argv)
+{
+    if (cmd_arg_is(argv[1], "help") && argc == 2) {
+        static const char *const lines[] = {
+            "LOG <message>",
+            "    Write <message> to the server log.",
+            "SLEEP <seconds>",
+            "    Stop the shard for <seconds> (a decimal number).",
+            NULL,
+        };
+        reply_help(c, "DEBUG", lines);
+        return;
+    }
+    if (cmd_arg_is(argv[1], "sleep") && argc == 3) {
+        long double secs;
+        if (!cmd_arg_double(argv[2], &secs) || secs < 0 || secs > 3600) {
+            reply_errf(c, "ERR value is not a valid float");
+            return;
+        }
+        struct timespec ts = { (time_t)secs, (long)((secs - (long double)(time_t)secs) * 1e9L) };
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+        reply_ok(c);
+        return;
+    }
+    if (cmd_arg_is(argv[1], "log") && argc == 3) {
+        log_warn("DEBUG LOG: %.*s", (int)(argv[2].len > 400 ? 400 : argv[2].len), argv[2].p);
+        reply_ok(c);
+        return;
+    }
+    reply_errf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try DEBUG HELP.",
+               (int)(argv[1].len > 128 ? 128 : argv[1].len), argv[1].p);
 }

@@ -57,6 +57,14 @@ struct cfg {
     bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;
+    /* Observability (metrics.c, slowlog.c, latency.c, base/log.c). */
+    int64_t slowlog_log_slower_than;    /* µs; < 0 off, 0 logs every command */
+    int64_t slowlog_max_len;
+    int64_t latency_monitor_threshold;  /* ms; 0 off */
+    bool latency_tracking;              /* per-command latency histograms */
+    char *latency_tracking_info_percentiles;
+    char *metrics_address;              /* "host:port" serves GET /metrics; "" off */
+    int64_t log_queue_lines;
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the

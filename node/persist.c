@@ -5,6 +5,7 @@
 
 #include "node/base/clock.h"
 #include "node/base/fs.h"
+#define LOG_MODULE "persist"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/base/strnum.h"
