@@ -99,6 +99,7 @@ slowlog_add(struct slowlog *sl, struct conn *c, int argc, struct rv_str *argv, u
             int64_t unix_s, size_t maxlen)
 {
     if (maxlen == 0) {
+        slowlog_clear(sl);   /* as Redis: the push is trimmed away at once */
         return;
     }
     struct slowlog_entry *e = rv_calloc(1, sizeof(*e));

@@ -59,5 +59,3 @@ log_enabled(int level, const char *module)
 #define log_info(...) log_at(LOG_VERBOSE, __VA_ARGS__)
 #define log_notice(...) log_at(LOG_NOTICE, __VA_ARGS__)
 #define log_warn(...) log_at(LOG_WARNING, __VA_ARGS__)
-/* Compatibility: level-only calls log under this file's module. */
-#define log_write(level, ...) log_at((level), __VA_ARGS__)
