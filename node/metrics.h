@@ -39,7 +39,8 @@ static inline unsigned
 metrics_bucket(uint64_t cycles, uint64_t us_mul)
 {
     uint64_t us = (uint64_t)(((unsigned __int128)cycles * us_mul) >> 32);
-    unsigned b = us ? 64u - (unsigned)__builtin_clzll(us) : 0u;
+    /* The bit length of us (0 for 0) without a branch: one bsr. */
+    unsigned b = 63u - (unsigned)__builtin_clzll((us << 1) | 1);
     return b < CMD_LAT_BUCKETS ? b : CMD_LAT_BUCKETS - 1;
 }
 
