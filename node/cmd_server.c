@@ -81,16 +81,20 @@ info_server(struct conn *c, struct buf *b)
     gettimeofday(&tv, NULL);
     int64_t up = (shard_now_ms(s) - n->start_ms) / 1000;
     addf(b, "# Server\r\nredis_version:%s\r\nruvio_version:%s\r\nredis_git_sha1:00000000\r\n"
-            "redis_git_dirty:0\r\nredis_mode:%s\r\nos:%s %s %s\r\narch_bits:64\r\n"
-            "multiplexing_api:epoll\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\nrun_id:%s\r\n"
-            "tcp_port:%d\r\nserver_time_usec:%lld\r\nuptime_in_seconds:%lld\r\n"
-            "uptime_in_days:%lld\r\nhz:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\n"
-            "shard_id:%u\r\nshards:%u\r\n\r\n",
+            "redis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:%s\r\nos:%s %s %s\r\narch_bits:64\r\n"
+            "monotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\n"
+            "atomicvar_api:c11-builtin\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\n"
+            "process_supervised:no\r\nrun_id:%s\r\ntcp_port:%d\r\nserver_time_usec:%lld\r\n"
+            "uptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\nhz:%lld\r\nconfigured_hz:%lld\r\n"
+            "lru_clock:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\nio_threads_active:0\r\n"
+            "listener0:name=tcp,bind=%s,port=%d\r\nshard_id:%u\r\nshards:%u\r\n\r\n",
          RV_REDIS_VERSION, RUVIO_VERSION, shard_multi(s) ? "cluster" : "standalone", u.sysname,
          u.release, u.machine, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)getpid(),
          n->run_id, node_shard_port(n, shard_id(s)),
          (long long)tv.tv_sec * 1000000 + tv.tv_usec, (long long)up, (long long)(up / 86400),
-         (long long)shard_cfg(s)->hz, n->executable, n->config_file, shard_id(s), n->nshards);
+         (long long)shard_cfg(s)->hz, (long long)shard_cfg(s)->hz,
+         (long long)(tv.tv_sec & ((1 << 24) - 1)), n->executable, n->config_file,
+         shard_cfg(s)->bind, node_shard_port(n, shard_id(s)), shard_id(s), n->nshards);
 }
 
 static void
@@ -162,7 +166,14 @@ info_stats(struct conn *c, struct buf *b)
     /* Reopen the section for the observability counters (kept apart so the
      * Redis fields above stay one block). */
     b->len -= 2;
-    addf(b, "log_lines_dropped:%llu\r\nslowlog_len:%zu\r\n\r\n", (unsigned long long)log_dropped(),
+    addf(b, "total_forks:0\r\nlatest_fork_usec:0\r\nmigrate_cached_sockets:0\r\n"
+            "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
+            "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
+            "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
+            "tracking_total_prefixes:0\r\nunexpected_error_replies:%llu\r\n"
+            "dump_payload_sanitizations:0\r\nio_threaded_reads_processed:0\r\n"
+            "io_threaded_writes_processed:0\r\nlog_lines_dropped:%llu\r\nslowlog_len:%zu\r\n\r\n",
+         (unsigned long long)st->unexpected_errors, (unsigned long long)log_dropped(),
          slowlog_len(metrics_slowlog(c->shard)));
 }
 
@@ -187,9 +198,15 @@ info_cpu(struct conn *c, struct buf *b)
     struct rusage self, th;
     getrusage(RUSAGE_SELF, &self);
     getrusage(RUSAGE_THREAD, &th);
-    addf(b, "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_shard:%.6f\r\n"
+    struct rusage kids;
+    getrusage(RUSAGE_CHILDREN, &kids);
+    /* Redis's main thread is the one that runs commands: here, this shard's. */
+    addf(b, "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_children:%.6f\r\n"
+            "used_cpu_user_children:%.6f\r\nused_cpu_sys_main_thread:%.6f\r\n"
+            "used_cpu_user_main_thread:%.6f\r\nused_cpu_sys_shard:%.6f\r\n"
             "used_cpu_user_shard:%.6f\r\n\r\n",
-         tv_sec(self.ru_stime), tv_sec(self.ru_utime), tv_sec(th.ru_stime), tv_sec(th.ru_utime));
+         tv_sec(self.ru_stime), tv_sec(self.ru_utime), tv_sec(kids.ru_stime), tv_sec(kids.ru_utime),
+         tv_sec(th.ru_stime), tv_sec(th.ru_utime), tv_sec(th.ru_stime), tv_sec(th.ru_utime));
 }
 
 static void

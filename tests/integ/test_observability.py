@@ -452,9 +452,17 @@ def test_latency_monitor(start_server):
         assert c.cmd("LATENCY", "RESET", "nosuch") == 0
         assert c.cmd("LATENCY", "RESET") == 1
         assert c.cmd("LATENCY", "LATEST") == []
+        # a fast command can spike too: GET of a 32 MB value copies it into the reply
+        rc = srv.client(decode_responses=False)
+        assert rc.set("big", b"x" * (32 << 20))
+        assert c.cmd("CONFIG", "SET", "latency-monitor-threshold", "1") == "OK"
+        assert len(rc.get("big")) == 32 << 20
+        rc.close()
+        assert b"fast-command" in [e[0] for e in c.cmd("LATENCY", "LATEST")]
+        assert c.cmd("LATENCY", "RESET", "fast-command", "command") >= 1
         assert isinstance(c.cmd("LATENCY", "HELP"), list)
         # slowlog saw the sleep too (default threshold 10 ms)
-        e = c.cmd("SLOWLOG", "GET", "1")[0]
+        e = [e for e in c.cmd("SLOWLOG", "GET", "-1") if e[3][0] == b"DEBUG"][0]
         assert e[3] == [b"DEBUG", b"SLEEP", b"0.12"] and e[2] >= 100000
 
 
