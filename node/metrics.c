@@ -69,6 +69,16 @@ addf(struct buf *b, const char *fmt, ...)
     }
 }
 
+/* Keys expired since CONFIG RESETSTAT; a reset racing with the two loads
+ * reads as 0, never as a wrapped-around count. */
+static uint64_t
+expired_since_reset(struct shard *s)
+{
+    uint64_t base = ld(&shard_stats(s)->expired_keys_base);
+    uint64_t all = ld(&ks_stats(shard_ks(s))->expired_keys);
+    return all > base ? all - base : 0;
+}
+
 void
 metrics_apply_cfg(const struct cfg *c)
 {
@@ -289,7 +299,7 @@ metrics_info_node(struct shard *self, struct buf *b)
         hits += ld(&st->keyspace_hits);
         misses += ld(&st->keyspace_misses);
         errs += ld(&st->total_error_replies);
-        expired += ld(&ks_stats(shard_ks(s))->expired_keys) - ld(&st->expired_keys_base);
+        expired += expired_since_reset(s);
         keys += atomic_load_explicit(&m->keys, memory_order_relaxed);
         expires += atomic_load_explicit(&m->expires, memory_order_relaxed);
         clients += atomic_load_explicit(&m->clients, memory_order_relaxed);
@@ -367,7 +377,7 @@ stat_value(struct shard *s, enum stat_field f)
     case SF_QBUF: return ld(&st->client_qbuf_limit_disconnections);
     case SF_OBL: return ld(&st->client_output_limit_disconnections);
     case SF_EXPIRED:
-        return ld(&ks_stats(shard_ks(s))->expired_keys) - ld(&st->expired_keys_base);
+        return expired_since_reset(s);
     }
     return 0;
 }

@@ -116,9 +116,10 @@ slowlog_add(struct slowlog *sl, struct conn *c, int argc, struct rv_str *argv, u
         } else if (argv[i].len > SLOWLOG_MAX_STRING) {
             int n = snprintf(more, sizeof(more), "... (%zu more bytes)",
                              argv[i].len - SLOWLOG_MAX_STRING);
-            struct rv_str s = dup_str(argv[i].p, SLOWLOG_MAX_STRING + (size_t)n);
-            memcpy((char *)s.p + SLOWLOG_MAX_STRING, more, (size_t)n);
-            e->argv[i] = s;
+            char *d = rv_malloc(SLOWLOG_MAX_STRING + (size_t)n + 1);
+            memcpy(d, argv[i].p, SLOWLOG_MAX_STRING);
+            memcpy(d + SLOWLOG_MAX_STRING, more, (size_t)n + 1);
+            e->argv[i] = (struct rv_str){ d, SLOWLOG_MAX_STRING + (size_t)n };
         } else {
             e->argv[i] = dup_str(argv[i].p, argv[i].len);
         }

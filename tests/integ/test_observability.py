@@ -351,12 +351,58 @@ def test_metrics_http_two_shards(start_server):
         assert series(fams, "ruvio_command_duration_seconds_count", shard=1, cmd="ping") >= 25
         assert series(fams, "ruvio_command_duration_seconds_bucket", shard=1, cmd="ping", le="+Inf") >= 25
         assert series(fams, "ruvio_shards") == 2
+        own = parse_exposition(txt(c1.cmd("INFO", "prometheus")))   # INFO prometheus: this shard only
+        assert {lab["shard"] for f in own.values() for _, lab, _ in f["samples"] if "shard" in lab} == {"1"}
+        assert set(own) == set(fams)
         poll_until(lambda: series(parse_exposition(scrape(mport)), "ruvio_keys", shard=1) == 1, what="keys gauge")
         poll_until(lambda: series(parse_exposition(scrape(mport)), "ruvio_connected_clients", shard=1) >= 1,
                    what="clients gauge")
     with pytest.raises(urllib.error.HTTPError) as ei:
         scrape(mport, "/nothing")
     assert ei.value.code == 404
+    assert srv.alive()
+
+
+@pytest.mark.ruvio_only
+def test_metrics_scrapes_under_load(start_server):
+    """Scrapes while both shards run pipelined writes: always well-formed, counters never go back."""
+    import threading
+    mport = free_port()
+    srv = start_server("--shards", "2", "--metrics_address", "127.0.0.1:%d" % mport)
+    stop = threading.Event()
+    errors = []
+
+    def load(port):
+        try:
+            with srv.raw(port=port) as c:
+                keys = [k for k in ("l%d" % i for i in range(400)) if (c.cmd("CLUSTER", "KEYSLOT", k) >= 8192)
+                        == (port == srv.ports[1])][:50]
+                batch = b"".join(encode_command("SET", k, "v") for k in keys)
+                while not stop.is_set():
+                    c.send(batch)
+                    for _ in keys:
+                        assert c.read_reply() == "OK"
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=load, args=(p,)) for p in srv.ports]
+    for t in threads:
+        t.start()
+    try:
+        last = {0: 0, 1: 0}
+        for _ in range(15):
+            fams = parse_exposition(scrape(mport))
+            for i in (0, 1):
+                v = series(fams, "ruvio_commands_processed_total", shard=i)
+                assert v >= last[i]
+                last[i] = v
+            time.sleep(0.05)
+        assert last[0] > 0 and last[1] > 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+    assert not errors, errors
     assert srv.alive()
 
 
