@@ -176,7 +176,16 @@ def test_parser_rejects_bad_expositions():
 
 
 def promtool_check(text):
-    """promtool check metrics when the binary is installed (Debian: prometheus package)."""
+    """Second opinions: the official Python client's parser (python3-prometheus-client, scripts/deps.sh test)
+    and promtool check metrics, each when installed."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        text_string_to_metric_families = None
+    if text_string_to_metric_families is not None:
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        assert fams["ruvio_command_duration_seconds"].type == "histogram"
+        assert fams["ruvio_commands_processed"].type == "counter"   # the client strips _total
     tool = shutil.which("promtool")
     if tool is None:
         return
