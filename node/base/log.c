@@ -250,8 +250,10 @@ log_emit(int level, const char *module, const char *fmt, ...)
     snprintf(ts + tn, sizeof(ts) - tn, ".%03d", (int)(tv.tv_usec / 1000));
     if (thread_shard >= 0) {
         snprintf(who, sizeof(who), "shard %d", thread_shard);
-    } else {
+    } else if (gettid() == getpid()) {
         snprintf(who, sizeof(who), "main");
+    } else if (pthread_getname_np(pthread_self(), who, sizeof(who)) != 0) {
+        snprintf(who, sizeof(who), "thread");   /* helper threads: their names (ruvio-ckpt, ...) */
     }
     int n = snprintf(line, sizeof(line), "%d:M %s %c [%s] %s: ", (int)getpid(), ts,
                      marks[level & 3], who, module);

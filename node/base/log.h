@@ -2,7 +2,8 @@
  * background writer thread, so a shard never blocks on the log file.
  *
  * Line format (Redis's, plus the thread and the module):
- *   "pid:M 30 Nov 2026 13:48:47.123 * [shard 0] wal: message"   ("[main]" off the shards)
+ *   "pid:M 30 Nov 2026 13:48:47.123 * [shard 0] wal: message"
+ * ("[main]" on the main thread, the thread's name on helper threads).
  * A full queue drops the line and counts it (log_dropped(): INFO stats
  * log_lines_dropped, ruvio_log_lines_dropped_total).
  *
