@@ -29,7 +29,8 @@
 
 #define METRICS_MAX_ERRORS 128   /* distinct error codes tracked, as Redis */
 
-struct metrics_hot metrics_hot = { .slow_cycles = UINT64_MAX, .us_mul = 0, .track = true };
+struct metrics_hot metrics_hot = { .slow_cycles = UINT64_MAX, .us_mul = 0, .track = true,
+                                   .event_cycles = UINT64_MAX };
 
 struct error_stat {
     char code[32];
@@ -90,10 +91,12 @@ metrics_apply_cfg(const struct cfg *c)
     if (c->slowlog_log_slower_than >= 0) {
         slow = (uint64_t)((double)c->slowlog_log_slower_than * tpu);
     }
+    uint64_t ev = UINT64_MAX;
     if (c->latency_monitor_threshold > 0) {
-        uint64_t l = (uint64_t)((double)c->latency_monitor_threshold * 1000.0 * tpu);
-        slow = l < slow ? l : slow;
+        ev = (uint64_t)((double)c->latency_monitor_threshold * 1000.0 * tpu);
+        slow = ev < slow ? ev : slow;
     }
+    atomic_store_explicit(&metrics_hot.event_cycles, ev, memory_order_relaxed);
     atomic_store_explicit(&metrics_hot.us_mul, (uint64_t)(4294967296.0 / tpu), memory_order_relaxed);
     atomic_store_explicit(&metrics_hot.track, c->latency_tracking, memory_order_relaxed);
     atomic_store_explicit(&metrics_hot.slow_cycles, slow, memory_order_relaxed);
@@ -141,6 +144,17 @@ metrics_slow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str
     uint64_t ms = us / 1000;
     if (cfg->latency_monitor_threshold > 0 && ms >= (uint64_t)cfg->latency_monitor_threshold) {
         latency_add(m->latency, (cmd->flags & CMD_FAST) ? "fast-command" : "command", now_s, ms);
+    }
+}
+
+void
+metrics_event(struct shard *s, const char *event, uint64_t cycles)
+{
+    double tpu = shard_tsc_per_us();
+    uint64_t ms = tpu > 0 ? (uint64_t)((double)cycles / tpu / 1000.0) : 0;
+    int64_t thr = shard_cfg(s)->latency_monitor_threshold;
+    if (thr > 0 && ms >= (uint64_t)thr) {
+        latency_add(shard_metrics(s)->latency, event, shard_now_ms(s) / 1000, ms);
     }
 }
 

@@ -31,6 +31,7 @@ struct metrics_hot {
     _Atomic uint64_t slow_cycles;   /* handler times >= this take metrics_slow() */
     _Atomic uint64_t us_mul;        /* µs = cycles * us_mul >> 32 */
     atomic_bool track;              /* latency-tracking */
+    _Atomic uint64_t event_cycles;  /* latency-monitor-threshold; UINT64_MAX = off */
 };
 extern struct metrics_hot metrics_hot;
 
@@ -49,6 +50,14 @@ void metrics_apply_cfg(const struct cfg *c);
 /* A command whose handler took `cycles`, at least metrics_hot.slow_cycles. */
 void metrics_slow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
                   uint64_t cycles);
+
+/* Other latency events ("aof-write"): time them only while the monitor is on. */
+static inline bool
+metrics_events_on(void)
+{
+    return atomic_load_explicit(&metrics_hot.event_cycles, memory_order_relaxed) != UINT64_MAX;
+}
+void metrics_event(struct shard *s, const char *event, uint64_t cycles);
 
 struct metrics *metrics_create(void);
 void metrics_destroy(struct metrics *m);

@@ -521,6 +521,19 @@ def test_latency_monitor(start_server):
         assert e[3] == [b"DEBUG", b"SLEEP", b"0.12"] and e[2] >= 100000
 
 
+@pytest.mark.ruvio_only
+def test_latency_aof_write_event(start_server):
+    srv = start_server("--durability", "everysec")
+    with srv.raw() as c:
+        assert c.cmd("CONFIG", "SET", "latency-monitor-threshold", "1") == "OK"
+        rc = srv.client(decode_responses=False)
+        assert rc.set("big", b"x" * (48 << 20))   # one 48 MB WAL record: its write() takes well over 1 ms
+        rc.close()
+        events = {e[0]: e for e in c.cmd("LATENCY", "LATEST")}
+        assert b"aof-write" in events and events[b"aof-write"][2] >= 1
+        assert len(c.cmd("LATENCY", "HISTORY", "aof-write")) >= 1
+
+
 # ---------------------------------------------------------------------------------------- CLIENT / COMMAND
 
 # Redis 7.0's fields; 7.2 added watch, lib-name and lib-ver (checked below on ruvio only: 7.0 lacks SETINFO).
