@@ -56,6 +56,13 @@ static const struct cfg_key cfg_keys[] = {
     { "client-query-buffer-limit", NULL, K_MEM, F(client_query_buffer_limit), "1gb", 1024 * 1024, INT64_MAX, true, NULL },
     { "loglevel", NULL, K_ENUM, F(loglevel), "notice", 0, 0, true, log_names },
     { "logfile", NULL, K_STR, F(logfile), "", 0, 0, false, NULL },
+    { "slowlog-log-slower-than", NULL, K_INT, F(slowlog_log_slower_than), "10000", INT64_MIN, INT64_MAX, true, NULL },
+    { "slowlog-max-len", NULL, K_INT, F(slowlog_max_len), "128", 0, INT64_MAX, true, NULL },
+    { "latency-monitor-threshold", NULL, K_INT, F(latency_monitor_threshold), "0", 0, INT64_MAX, true, NULL },
+    { "latency-tracking", NULL, K_BOOL, F(latency_tracking), "yes", 0, 1, true, NULL },
+    { "latency-tracking-info-percentiles", NULL, K_STR, F(latency_tracking_info_percentiles), "50 99 99.9", 0, 0, true, NULL },
+    { "metrics_address", NULL, K_STR, F(metrics_address), "", 0, 0, false, NULL },
+    { "log_queue_lines", NULL, K_INT, F(log_queue_lines), "1024", 1, 1000000, false, NULL },
     { "databases", NULL, K_INT, F(databases), "1", 1, INT_MAX, false, NULL },
     { "cluster-announce-ip", NULL, K_STR, F(cluster_announce_ip), "", 0, 0, true, NULL },
     { "shutdown-timeout", NULL, K_INT, F(shutdown_timeout), "10", 0, 3600, true, NULL },
@@ -72,13 +79,6 @@ static const struct cfg_key cfg_keys[] = {
     { "client-output-buffer-limit", NULL, K_STR, F(client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
     { "maxmemory", NULL, K_MEM, F(maxmemory), "0", 0, INT64_MAX, true, NULL },
     { "maxmemory-policy", NULL, K_STR, F(maxmemory_policy), "noeviction", 0, 0, true, NULL },
-    { "slowlog-log-slower-than", NULL, K_INT, F(slowlog_log_slower_than), "10000", INT64_MIN, INT64_MAX, true, NULL },
-    { "slowlog-max-len", NULL, K_INT, F(slowlog_max_len), "128", 0, INT64_MAX, true, NULL },
-    { "latency-monitor-threshold", NULL, K_INT, F(latency_monitor_threshold), "0", 0, INT64_MAX, true, NULL },
-    { "latency-tracking", NULL, K_BOOL, F(latency_tracking), "yes", 0, 1, true, NULL },
-    { "latency-tracking-info-percentiles", NULL, K_STR, F(latency_tracking_info_percentiles), "50 99 99.9", 0, 0, true, NULL },
-    { "metrics_address", NULL, K_STR, F(metrics_address), "", 0, 0, false, NULL },
-    { "log_queue_lines", NULL, K_INT, F(log_queue_lines), "1024", 1, 1000000, false, NULL },
 };
 #undef F
 #define NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
