@@ -139,7 +139,7 @@ metrics_slow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str
     }
     if (cfg->slowlog_log_slower_than >= 0 && us >= (uint64_t)cfg->slowlog_log_slower_than &&
         !(cmd->flags & CMD_SKIP_SLOWLOG)) {
-        slowlog_add(m->slowlog, c, argc, argv, us, now_s, (size_t)cfg->slowlog_max_len);
+        slowlog_add(m->slowlog, c, cmd, argc, argv, us, now_s, (size_t)cfg->slowlog_max_len);
     }
     uint64_t ms = us / 1000;
     if (cfg->latency_monitor_threshold > 0 && ms >= (uint64_t)cfg->latency_monitor_threshold) {

@@ -8,6 +8,7 @@
 #include "node/reply.h"
 #include "node/shard.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -94,9 +95,45 @@ dup_str(const char *p, size_t n)
     return (struct rv_str){ d, n };
 }
 
+static bool
+lower_is(const struct cmd_spec *cmd, const char *name)
+{
+    return strcmp(cmd->name, name) == 0;
+}
+
+/* Arguments Redis hides from the slow log (redactClientCommandArgument). */
+static bool
+secret_arg(const struct cmd_spec *cmd, int argc, struct rv_str *argv, int i)
+{
+    const struct cmd_spec *top = cmd->parent ? cmd->parent : cmd;
+    if (lower_is(top, "auth")) {
+        return i >= 1;
+    }
+    if (lower_is(top, "hello") || lower_is(top, "migrate")) {
+        /* HELLO ... AUTH user pass; MIGRATE ... AUTH pass | AUTH2 user pass */
+        for (int k = 1; k < i; k++) {
+            if (cmd_arg_is(argv[k], "auth")) {
+                return i - k <= (lower_is(top, "hello") ? 2 : 1);
+            }
+            if (cmd_arg_is(argv[k], "auth2")) {
+                return i - k <= 2;
+            }
+        }
+        return false;
+    }
+    if (cmd->parent && lower_is(top, "acl") && lower_is(cmd, "setuser")) {
+        return i >= 3 && argv[i].len > 0 && strchr("><#!", argv[i].p[0]) != NULL;
+    }
+    if (cmd->parent && lower_is(top, "config") && lower_is(cmd, "set")) {
+        return i >= 3 && (i - 2) % 2 == 1 &&
+               (cmd_arg_is(argv[i - 1], "requirepass") || cmd_arg_is(argv[i - 1], "masterauth"));
+    }
+    return false;
+}
+
 void
-slowlog_add(struct slowlog *sl, struct conn *c, int argc, struct rv_str *argv, uint64_t us,
-            int64_t unix_s, size_t maxlen)
+slowlog_add(struct slowlog *sl, struct conn *c, const struct cmd_spec *cmd, int argc,
+            struct rv_str *argv, uint64_t us, int64_t unix_s, size_t maxlen)
 {
     if (maxlen == 0) {
         slowlog_clear(sl);   /* as Redis: the push is trimmed away at once */
@@ -110,7 +147,9 @@ slowlog_add(struct slowlog *sl, struct conn *c, int argc, struct rv_str *argv, u
     e->argv = rv_malloc(sizeof(*e->argv) * (size_t)e->argc);
     for (int i = 0; i < e->argc; i++) {
         char more[96];
-        if (argc > SLOWLOG_MAX_ARGC && i == e->argc - 1) {
+        if (secret_arg(cmd, argc, argv, i)) {
+            e->argv[i] = dup_str("(redacted)", 10);
+        } else if (argc > SLOWLOG_MAX_ARGC && i == e->argc - 1) {
             int n = snprintf(more, sizeof(more), "... (%d more arguments)", argc - e->argc + 1);
             e->argv[i] = dup_str(more, (size_t)n);
         } else if (argv[i].len > SLOWLOG_MAX_STRING) {

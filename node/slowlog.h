@@ -8,11 +8,14 @@
 #include <stdint.h>
 
 struct conn;
+struct cmd_spec;
 struct rv_str;
 struct slowlog;
 
 struct slowlog *slowlog_create(void);
 void slowlog_destroy(struct slowlog *sl);
-void slowlog_add(struct slowlog *sl, struct conn *c, int argc, struct rv_str *argv, uint64_t us,
-                 int64_t unix_s, size_t maxlen);
+/* Secrets (AUTH and HELLO passwords, ACL SETUSER password rules, CONFIG SET
+ * requirepass/masterauth values, MIGRATE AUTH) are stored as "(redacted)". */
+void slowlog_add(struct slowlog *sl, struct conn *c, const struct cmd_spec *cmd, int argc,
+                 struct rv_str *argv, uint64_t us, int64_t unix_s, size_t maxlen);
 size_t slowlog_len(const struct slowlog *sl);

@@ -470,6 +470,23 @@ def test_slowlog_records_and_truncates(start_server):
         assert isinstance(c.cmd("SLOWLOG", "HELP"), list)
 
 
+def test_slowlog_redacts_secrets(start_server):
+    srv = start_server()
+    with srv.raw() as c:
+        assert c.cmd("CONFIG", "SET", "slowlog-log-slower-than", "0") == "OK"
+        c.cmd("AUTH", "sekrit1")
+        c.cmd("AUTH", "someuser", "sekrit2")
+        c.cmd("HELLO", "2", "AUTH", "default", "sekrit3")
+        c.cmd("CONFIG", "SET", "requirepass", "sekrit4", "slowlog-max-len", "100")
+        c.cmd("AUTH", "sekrit4")
+        args = [e[3] for e in c.cmd("SLOWLOG", "GET", "-1")]
+        flat = b" ".join(a for entry in args for a in entry)
+        assert b"sekrit" not in flat, args
+        assert [b"AUTH", b"(redacted)", b"(redacted)"] in args
+        assert [b"HELLO", b"2", b"AUTH", b"(redacted)", b"(redacted)"] in args
+        assert [b"CONFIG", b"SET", b"requirepass", b"(redacted)", b"slowlog-max-len", b"100"] in args
+
+
 def test_slowlog_threshold(start_server):
     srv = start_server()
     with srv.raw() as c:
