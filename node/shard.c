@@ -230,7 +230,10 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
             continue;
         }
         s->stats.conns_received++;
-        conn_create(s, fd);
+        struct conn *c = conn_create(s, fd);
+        if (c) {
+            log_info("Accepted %s", c->addr);
+        }
     }
 }
 

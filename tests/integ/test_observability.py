@@ -648,5 +648,13 @@ def test_ruvio_log_module_filter(start_server, tmp_path):
     srv = start_server("--logfile", str(loud), env=dict(os.environ, RUVIO_LOG="warning,main=notice"))
     poll_until(lambda: "Ready to accept" in loud.read_text(), what="main module notice line")
     assert re.search(r"\* \[main\] main: Ready to accept", loud.read_text())
+    assert "Accepted" not in loud.read_text()
+    verbose = tmp_path / "verbose.log"
+    srv = start_server("--logfile", str(verbose), env=dict(os.environ, RUVIO_LOG="warning,shard=verbose"))
+    with srv.raw() as c:
+        assert c.cmd("PING") == "PONG"
+    poll_until(lambda: re.search(r"- \[shard 0\] shard: Accepted 127\.0\.0\.1:\d+", verbose.read_text()),
+               what="a verbose line from the shard module")
+    assert "Ready to accept" not in verbose.read_text()
     bad = start_server(env=dict(os.environ, RUVIO_LOG="loud"), expect_fail=True)
     assert bad.returncode not in (None, 0) and "RUVIO_LOG" in bad.stderr()
