@@ -6,6 +6,7 @@
 #include "node/base/mem.h"
 #include "node/block.h"
 #include "node/conn.h"
+#include "node/metrics.h"
 #include "node/persist.h"
 #include "node/multi.h"
 #include "node/node.h"
@@ -369,8 +370,15 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
     }
     uint64_t t0 = __rdtsc();
     cmd->fn(c, argc, argv);
-    st->cycles += __rdtsc() - t0;
+    uint64_t cycles = __rdtsc() - t0;
+    st->cycles += cycles;
     st->calls++;
+    if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
+        st->hist[metrics_bucket(cycles, atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))]++;
+    }
+    if (rv_unlikely(cycles >= atomic_load_explicit(&metrics_hot.slow_cycles, memory_order_relaxed))) {
+        metrics_slow(c, cmd, argc, argv, cycles);
+    }
     shard_stats(s)->commands++;
     size_t mark = c->wbuf.off + before;   /* where this command's reply starts */
     if (rv_unlikely(c->wbuf.len > mark && c->wbuf.data[mark] == '-')) {

@@ -244,6 +244,32 @@ cmd_client_getname(struct conn *c, int argc, struct rv_str *argv)
     }
 }
 
+/* CLIENT SETINFO LIB-NAME|LIB-VER <value>: shown by CLIENT LIST/INFO. */
+void
+cmd_client_setinfo(struct conn *c, int argc, struct rv_str *argv)
+{
+    char **slot;
+    const char *what;
+    if (cmd_arg_is(argv[2], "lib-name")) {
+        slot = &c->lib_name;
+        what = "lib-name";
+    } else if (cmd_arg_is(argv[2], "lib-ver")) {
+        slot = &c->lib_ver;
+        what = "lib-ver";
+    } else {
+        reply_errf(c, "ERR Unrecognized option '%.*s'", (int)(argv[2].len > 128 ? 128 : argv[2].len),
+                   argv[2].p);
+        return;
+    }
+    if (!valid_name(argv[3])) {
+        reply_errf(c, "ERR %s cannot contain spaces, newlines or special characters.", what);
+        return;
+    }
+    rv_free(*slot);
+    *slot = argv[3].len ? rv_strndup(argv[3].p, argv[3].len) : NULL;
+    reply_ok(c);
+}
+
 /* One CLIENT LIST line, with Redis's fields. */
 static void
 client_line(struct conn *me, struct conn *c, struct buf *out)
@@ -290,6 +316,14 @@ client_line(struct conn *me, struct conn *c, struct buf *out)
                      flags, sub, psub, ssub, (c->flags & CONN_MULTI) ? 0 : -1, qbuf, c->rbuf.cap - c->rbuf.len, c->rbuf.cap, c->rbuf.len,
                      c->wbuf.len - c->wbuf.off, sizeof(*c) + c->rbuf.cap + c->wbuf.cap,
                      (c->flags & CONN_WRITE_WAIT) ? "w" : "", full, c->proto);
+    /* Fields Redis added after resp: drop the newline and append them. */
+    n = n > 0 && (size_t)n < sizeof(line) ? n - 1 : 0;
+    n += snprintf(line + n, sizeof(line) - (size_t)n, " watch=%zu lib-name=%s lib-ver=%s\n",
+                  multi_watch_count(c), c->lib_name ? c->lib_name : "",
+                  c->lib_ver ? c->lib_ver : "");
+    if ((size_t)n >= sizeof(line)) {
+        n = (int)strlen(line);
+    }
     buf_append(out, line, (size_t)n);
 }
 

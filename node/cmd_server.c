@@ -3,14 +3,17 @@
  * memory and CPU figures of the whole process are labelled as such. */
 #include "node/base/buf.h"
 #include "node/base/mem.h"
+#define LOG_MODULE "server"
 #include "node/base/log.h"
 #include "node/cmds.h"
 #include "node/conn.h"
 #include "node/ks.h"
+#include "node/metrics.h"
 #include "node/node.h"
 #include "node/persist.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "node/slowlog.h"
 
 #include <ctype.h>
 #include <signal.h>
@@ -20,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RV_REDIS_VERSION "7.4.0"
@@ -77,16 +81,20 @@ info_server(struct conn *c, struct buf *b)
     gettimeofday(&tv, NULL);
     int64_t up = (shard_now_ms(s) - n->start_ms) / 1000;
     addf(b, "# Server\r\nredis_version:%s\r\nruvio_version:%s\r\nredis_git_sha1:00000000\r\n"
-            "redis_git_dirty:0\r\nredis_mode:%s\r\nos:%s %s %s\r\narch_bits:64\r\n"
-            "multiplexing_api:epoll\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\nrun_id:%s\r\n"
-            "tcp_port:%d\r\nserver_time_usec:%lld\r\nuptime_in_seconds:%lld\r\n"
-            "uptime_in_days:%lld\r\nhz:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\n"
-            "shard_id:%u\r\nshards:%u\r\n\r\n",
+            "redis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:%s\r\nos:%s %s %s\r\narch_bits:64\r\n"
+            "monotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\n"
+            "atomicvar_api:c11-builtin\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\n"
+            "process_supervised:no\r\nrun_id:%s\r\ntcp_port:%d\r\nserver_time_usec:%lld\r\n"
+            "uptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\nhz:%lld\r\nconfigured_hz:%lld\r\n"
+            "lru_clock:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\nio_threads_active:0\r\n"
+            "listener0:name=tcp,bind=%s,port=%d\r\nshard_id:%u\r\nshards:%u\r\n\r\n",
          RV_REDIS_VERSION, RUVIO_VERSION, shard_multi(s) ? "cluster" : "standalone", u.sysname,
          u.release, u.machine, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)getpid(),
          n->run_id, node_shard_port(n, shard_id(s)),
          (long long)tv.tv_sec * 1000000 + tv.tv_usec, (long long)up, (long long)(up / 86400),
-         (long long)shard_cfg(s)->hz, n->executable, n->config_file, shard_id(s), n->nshards);
+         (long long)shard_cfg(s)->hz, (long long)shard_cfg(s)->hz,
+         (long long)(tv.tv_sec & ((1 << 24) - 1)), n->executable, n->config_file,
+         shard_cfg(s)->bind, node_shard_port(n, shard_id(s)), shard_id(s), n->nshards);
 }
 
 static void
@@ -155,6 +163,18 @@ info_stats(struct conn *c, struct buf *b)
          (unsigned long long)st->client_qbuf_limit_disconnections,
          (unsigned long long)st->client_output_limit_disconnections,
          (unsigned long long)st->total_error_replies, (unsigned long long)st->protocol_errors);
+    /* Reopen the section for the observability counters (kept apart so the
+     * Redis fields above stay one block). */
+    b->len -= 2;
+    addf(b, "total_forks:0\r\nlatest_fork_usec:0\r\nmigrate_cached_sockets:0\r\n"
+            "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
+            "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
+            "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
+            "tracking_total_prefixes:0\r\nunexpected_error_replies:%llu\r\n"
+            "dump_payload_sanitizations:0\r\nio_threaded_reads_processed:0\r\n"
+            "io_threaded_writes_processed:0\r\nlog_lines_dropped:%llu\r\nslowlog_len:%zu\r\n\r\n",
+         (unsigned long long)st->unexpected_errors, (unsigned long long)log_dropped(),
+         slowlog_len(metrics_slowlog(c->shard)));
 }
 
 static void
@@ -178,9 +198,15 @@ info_cpu(struct conn *c, struct buf *b)
     struct rusage self, th;
     getrusage(RUSAGE_SELF, &self);
     getrusage(RUSAGE_THREAD, &th);
-    addf(b, "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_shard:%.6f\r\n"
+    struct rusage kids;
+    getrusage(RUSAGE_CHILDREN, &kids);
+    /* Redis's main thread is the one that runs commands: here, this shard's. */
+    addf(b, "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_children:%.6f\r\n"
+            "used_cpu_user_children:%.6f\r\nused_cpu_sys_main_thread:%.6f\r\n"
+            "used_cpu_user_main_thread:%.6f\r\nused_cpu_sys_shard:%.6f\r\n"
             "used_cpu_user_shard:%.6f\r\n\r\n",
-         tv_sec(self.ru_stime), tv_sec(self.ru_utime), tv_sec(th.ru_stime), tv_sec(th.ru_utime));
+         tv_sec(self.ru_stime), tv_sec(self.ru_utime), tv_sec(kids.ru_stime), tv_sec(kids.ru_utime),
+         tv_sec(th.ru_stime), tv_sec(th.ru_utime), tv_sec(th.ru_stime), tv_sec(th.ru_utime));
 }
 
 static void
@@ -223,6 +249,24 @@ info_keyspace(struct conn *c, struct buf *b)
 }
 
 static void
+info_errorstats(struct conn *c, struct buf *b)
+{
+    metrics_info_errorstats(c->shard, b);
+}
+
+static void
+info_latencystats(struct conn *c, struct buf *b)
+{
+    metrics_info_latencystats(c->shard, b);
+}
+
+static void
+info_node(struct conn *c, struct buf *b)
+{
+    metrics_info_node(c->shard, b);
+}
+
+static void
 info_shards(struct conn *c, struct buf *b)
 {
     unsigned lo, hi;
@@ -244,6 +288,8 @@ static const struct {
     { "cpu", info_cpu, true },                 { "commandstats", info_commandstats, false },
     { "cluster", info_cluster, true },         { "keyspace", info_keyspace, true },
     { "shards", info_shards, true },
+    { "errorstats", info_errorstats, true },   { "latencystats", info_latencystats, false },
+    { "node", info_node, false },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -251,6 +297,18 @@ void
 cmd_info(struct conn *c, int argc, struct rv_str *argv)
 {
     bool want[NSECTIONS] = { false };
+    for (int a = 1; a < argc; a++) {
+        if (cmd_arg_is(argv[a], "prometheus")) {
+            /* Another format altogether: this shard's series, nothing else. */
+            struct shard *s = c->shard;
+            struct buf b;
+            buf_init(&b);
+            metrics_prometheus(&b, shard_node(s), shard_id(s), shard_id(s) + 1);
+            reply_verbatim(c, b.data, b.len);
+            buf_deinit(&b);
+            return;
+        }
+    }
     if (argc == 1) {
         for (size_t i = 0; i < NSECTIONS; i++) {
             want[i] = sections[i].dflt;
@@ -343,6 +401,7 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
         }
     }
     log_set_level((int)next->loglevel);
+    metrics_apply_cfg(next);
     node_publish_cfg(n, next);
     shard_adopt_cfg(c->shard);
     for (unsigned i = 0; i < n->nshards; i++) {
@@ -423,4 +482,41 @@ cmd_memory_help(struct conn *c, int argc, struct rv_str *argv)
         NULL,
     };
     reply_help(c, "MEMORY", lines);
+}
+
+/* DEBUG SLEEP <seconds> | LOG <message> | HELP: the subset of Redis's DEBUG
+ * that tests and operators use to provoke slow commands and log lines. */
+void
+cmd_debug(struct conn *c, int argc, struct rv_str *argv)
+{
+    if (cmd_arg_is(argv[1], "help") && argc == 2) {
+        static const char *const lines[] = {
+            "LOG <message>",
+            "    Write <message> to the server log.",
+            "SLEEP <seconds>",
+            "    Stop the shard for <seconds> (a decimal number).",
+            NULL,
+        };
+        reply_help(c, "DEBUG", lines);
+        return;
+    }
+    if (cmd_arg_is(argv[1], "sleep") && argc == 3) {
+        long double secs;
+        if (!cmd_arg_double(argv[2], &secs) || secs < 0 || secs > 3600) {
+            reply_errf(c, "ERR value is not a valid float");
+            return;
+        }
+        struct timespec ts = { (time_t)secs, (long)((secs - (long double)(time_t)secs) * 1e9L) };
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+        reply_ok(c);
+        return;
+    }
+    if (cmd_arg_is(argv[1], "log") && argc == 3) {
+        log_warn("DEBUG LOG: %.*s", (int)(argv[2].len > 400 ? 400 : argv[2].len), argv[2].p);
+        reply_ok(c);
+        return;
+    }
+    reply_errf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try DEBUG HELP.",
+               (int)(argv[1].len > 128 ? 128 : argv[1].len), argv[1].p);
 }

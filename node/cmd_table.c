@@ -33,6 +33,7 @@ static struct cmd_spec client_subs[] = {
     ROW("id", cmd_client_id, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "5.0.0", "O(1)", "Returns the unique client ID of the connection.", ""),
     ROW("setname", cmd_client_setname, 3, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "2.6.9", "O(1)", "Sets the connection name.", "connection-name"),
     ROW("getname", cmd_client_getname, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "2.6.9", "O(1)", "Returns the name of the connection.", ""),
+    ROW("setinfo", cmd_client_setinfo, 4, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "7.2.0", "O(1)", "Sets information specific to the client or connection.", "LIB-NAME libname | LIB-VER libver"),
     ROW("list", cmd_client_list, -2, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Lists open connections of the shard.", "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id ...]"),
     ROW("info", cmd_client_info, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.2.0", "O(1)", "Returns information about the connection.", ""),
     ROW("kill", cmd_client_kill, -3, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Terminates open connections.", "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes/no]"),
@@ -68,6 +69,24 @@ static struct cmd_spec pubsub_subs[] = {
     ROW("shardchannels", cmd_pubsub_shardchannels, -2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "7.0.0", "O(N) where N is the number of active shard channels", "Returns the active shard channels.", "[pattern]"),
     ROW("shardnumsub", cmd_pubsub_shardnumsub, -2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "7.0.0", "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels", "Returns the count of subscribers of shard channels.", "[shardchannel [shardchannel ...]]"),
     ROW("help", cmd_pubsub_help, 2, LO | ST, 0, 0, 0, CAT_SLOW, "pubsub", "6.2.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
+static struct cmd_spec slowlog_subs[] = {
+    ROW("get", cmd_slowlog_get, -2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.2.12", "O(N) where N is the number of entries returned", "Returns the slow log's entries.", "[count]"),
+    ROW("len", cmd_slowlog_len, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.2.12", "O(1)", "Returns the number of entries in the slow log.", ""),
+    ROW("reset", cmd_slowlog_reset, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.2.12", "O(N) where N is the number of entries in the slowlog", "Clears all entries from the slow log.", ""),
+    ROW("help", cmd_slowlog_help, 2, LO | ST, 0, 0, 0, SRV | CAT_SLOW, "server", "6.2.0", "O(1)", "Show helpful text about the different subcommands", ""),
+    END,
+};
+
+static struct cmd_spec latency_subs[] = {
+    ROW("latest", cmd_latency_latest, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Returns the latest latency samples for all events.", ""),
+    ROW("history", cmd_latency_history, 3, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Returns timestamp-latency samples for an event.", "event"),
+    ROW("reset", cmd_latency_reset, -2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Resets the latency data for one or more events.", "[event [event ...]]"),
+    ROW("doctor", cmd_latency_doctor, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Returns a human-readable latency analysis report.", ""),
+    ROW("histogram", cmd_latency_histogram, -2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "7.0.0", "O(N) where N is the number of commands with latency information being retrieved.", "Returns the cumulative distribution of latencies of a subset or all commands.", "[command [command ...]]"),
+    ROW("help", cmd_latency_help, 2, LO | ST, 0, 0, 0, SRV | CAT_SLOW, "server", "2.8.13", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
 };
 
@@ -203,6 +222,9 @@ struct cmd_spec cmd_table[] = {
     ROW("info", cmd_info, -1, LO | ST, 0, 0, 0, CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(1)", "Returns information and statistics about the server.", "[section [section ...]]"),
     SUBS("config", -2, 0, CAT_SLOW, "server", "2.0.0", "A container for server configuration commands.", config_subs),
     ROW("time", cmd_time, 1, LO | ST | FA, 0, 0, 0, CAT_FAST, "server", "2.6.0", "O(1)", "Returns the server time.", ""),
+    SUBS("slowlog", -2, 0, CAT_SLOW, "server", "2.2.12", "A container for slow log commands.", slowlog_subs),
+    SUBS("latency", -2, 0, CAT_SLOW, "server", "2.8.13", "A container for latency diagnostics commands.", latency_subs),
+    ROW("debug", cmd_debug, -2, AD | LO | ST | CMD_NOSCRIPT, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, LOG).", "subcommand [argument [argument ...]]"),
     ROW("shutdown", cmd_shutdown, -1, AD | LO | ST | CMD_NO_MULTI, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Synchronously saves the database(s) to disk and shuts down the server.", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"),
     SUBS("cluster", -2, 0, CAT_SLOW, "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster_subs),
 

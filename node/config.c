@@ -56,6 +56,13 @@ static const struct cfg_key cfg_keys[] = {
     { "client-query-buffer-limit", NULL, K_MEM, F(client_query_buffer_limit), "1gb", 1024 * 1024, INT64_MAX, true, NULL },
     { "loglevel", NULL, K_ENUM, F(loglevel), "notice", 0, 0, true, log_names },
     { "logfile", NULL, K_STR, F(logfile), "", 0, 0, false, NULL },
+    { "slowlog-log-slower-than", NULL, K_INT, F(slowlog_log_slower_than), "10000", INT64_MIN, INT64_MAX, true, NULL },
+    { "slowlog-max-len", NULL, K_INT, F(slowlog_max_len), "128", 0, INT64_MAX, true, NULL },
+    { "latency-monitor-threshold", NULL, K_INT, F(latency_monitor_threshold), "0", 0, INT64_MAX, true, NULL },
+    { "latency-tracking", NULL, K_BOOL, F(latency_tracking), "yes", 0, 1, true, NULL },
+    { "latency-tracking-info-percentiles", NULL, K_STR, F(latency_tracking_info_percentiles), "50 99 99.9", 0, 0, true, NULL },
+    { "metrics_address", NULL, K_STR, F(metrics_address), "", 0, 0, false, NULL },
+    { "log_queue_lines", NULL, K_INT, F(log_queue_lines), "1024", 1, 1000000, false, NULL },
     { "databases", NULL, K_INT, F(databases), "1", 1, INT_MAX, false, NULL },
     { "cluster-announce-ip", NULL, K_STR, F(cluster_announce_ip), "", 0, 0, true, NULL },
     { "shutdown-timeout", NULL, K_INT, F(shutdown_timeout), "10", 0, 3600, true, NULL },
@@ -288,6 +295,37 @@ parse_obl(struct cfg *c)
     return NULL;
 }
 
+/* Observability keys: percentiles are numbers in [0, 100]; metrics_address is host:port. */
+static const char *
+check_obs(const struct cfg *c, const char **key)
+{
+    const char *p = c->latency_tracking_info_percentiles;
+    while (*p) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || errno != 0 || v < 0 || v > 100 || (*end && *end != ' ')) {
+            *key = "latency-tracking-info-percentiles";
+            return "expected space-separated percentiles between 0 and 100";
+        }
+        p = end;
+        while (*p == ' ') {
+            p++;
+        }
+    }
+    const char *colon = strrchr(c->metrics_address, ':');
+    if (c->metrics_address[0]) {
+        char *end;
+        long port = colon ? strtol(colon + 1, &end, 10) : -1;
+        if (colon == NULL || colon == c->metrics_address || colon[1] == '\0' || *end != '\0' ||
+            port < 0 || port > 65535) {
+            *key = "metrics_address";
+            return "expected host:port";
+        }
+    }
+    return NULL;
+}
+
 /* Cross-key checks that apply to a whole snapshot. */
 static const char *
 cfg_check(struct cfg *c, const char **key)
@@ -295,6 +333,9 @@ cfg_check(struct cfg *c, const char **key)
     const char *why = parse_obl(c);
     if (why) {
         *key = "client-output-buffer-limit";
+        return why;
+    }
+    if ((why = check_obs(c, key)) != NULL) {
         return why;
     }
     int cpus[1024];

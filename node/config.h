@@ -36,6 +36,14 @@ struct cfg {
     int64_t client_query_buffer_limit;
     int64_t loglevel;           /* enum cfg_loglevel */
     char *logfile;
+    /* Observability (metrics.c, slowlog.c, latency.c, base/log.c). */
+    int64_t slowlog_log_slower_than;    /* µs; < 0 off, 0 logs every command */
+    int64_t slowlog_max_len;
+    int64_t latency_monitor_threshold;  /* ms; 0 off */
+    bool latency_tracking;              /* per-command latency histograms */
+    char *latency_tracking_info_percentiles;
+    char *metrics_address;              /* "host:port" serves GET /metrics; "" off */
+    int64_t log_queue_lines;
     int64_t databases;
     char *cluster_announce_ip;
     int64_t shutdown_timeout;   /* seconds to finish replies in flight on SIGTERM */

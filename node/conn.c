@@ -4,6 +4,7 @@
  * shard_before_poll(). */
 #include "node/conn.h"
 
+#define LOG_MODULE "conn"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/block.h"
@@ -150,6 +151,8 @@ conn_close(struct conn *c)
     buf_deinit(&c->rbuf);
     buf_deinit(&c->wbuf);
     rv_free(c->name);
+    rv_free(c->lib_name);
+    rv_free(c->lib_ver);
     rv_free(c);
 }
 

@@ -51,6 +51,7 @@ struct conn {
     struct event wev;
     uint64_t id;
     char *name;
+    char *lib_name, *lib_ver;         /* CLIENT SETINFO, or NULL */
     int64_t ctime_ms;
     int64_t last_ms;
     const struct cmd_spec *last_cmd;

@@ -3,10 +3,12 @@
 #include "node/base/clock.h"
 #include "node/base/fs.h"
 #include "node/base/rand.h"
+#define LOG_MODULE "main"
 #include "node/base/log.h"
 #include "node/cmd.h"
 #include "node/config.h"
 #include "node/dict.h"
+#include "node/metrics.h"
 #include "node/node.h"
 #include "node/reshard.h"
 #include "node/shard.h"
@@ -33,9 +35,14 @@ main(int argc, char **argv)
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
-    if (log_setup((int)cfg->loglevel, cfg->logfile) != 0) {
+    if (log_setup((int)cfg->loglevel, cfg->logfile, cfg->log_queue_lines) != 0) {
         fprintf(stderr, "ruvio: config error: 'logfile': cannot open '%s': %s\n", cfg->logfile,
                 strerror(errno));
+        return 1;
+    }
+    /* $RUVIO_LOG wins over `loglevel` at start-up (CONFIG SET loglevel changes the default later). */
+    if (log_set_spec(getenv("RUVIO_LOG"), err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
     if (fs_mkdir_p(cfg->dir) != 0) {
@@ -89,6 +96,11 @@ main(int argc, char **argv)
     if (reshard_write_layout(cfg->dir, node.nshards) != 0) {
         log_warn("cannot write %s/layout: %s", cfg->dir, strerror(errno));
     }
+    metrics_apply_cfg(cfg);
+    if (cfg->metrics_address[0] && metrics_http_start(&node, cfg->metrics_address, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
     for (unsigned i = 0; i < node.nshards; i++) {
         int cpu = ncpus > 0 ? cpus[i % (unsigned)ncpus] : -1;
         if (shard_start(node.shards[i], cpu) != 0) {
@@ -114,9 +126,11 @@ main(int argc, char **argv)
     for (unsigned i = 0; i < node.nshards; i++) {
         if (!shard_join(node.shards[i], grace)) {
             log_warn("shard %u did not stop in time; exiting anyway", i);
+            log_shutdown();
             _exit(0);
         }
     }
+    metrics_http_stop();
     for (unsigned i = 0; i < node.nshards; i++) {
         shard_destroy(node.shards[i]);
     }
@@ -124,5 +138,6 @@ main(int argc, char **argv)
     free(node.shards);
     free(node.ids);
     log_notice("Ruvio is now ready to exit, bye bye...");
+    log_shutdown();
     return 0;
 }

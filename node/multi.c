@@ -307,3 +307,9 @@ CMD_HANDLER(exec)
     persist_exec_end(c);
     multi_release(c);
 }
+
+size_t
+multi_watch_count(const struct conn *c)
+{
+    return c->mstate ? c->mstate->nw : 0;
+}

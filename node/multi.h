@@ -11,6 +11,7 @@
 #include "proto/resp.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct conn;
 struct shard;
@@ -20,6 +21,8 @@ struct cmd_spec;
 void multi_queue(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
 /* A command sent inside MULTI was refused: EXEC will answer EXECABORT. */
 void multi_flag_error(struct conn *c);
+/* Keys c watches (CLIENT LIST watch=). */
+size_t multi_watch_count(const struct conn *c);
 /* Drop the transaction and every watch of c (DISCARD, RESET, close). */
 void multi_release(struct conn *c);
 /* After a write command: flag the watchers of its keys; a keyless write

@@ -5,12 +5,14 @@
 
 #include "node/base/clock.h"
 #include "node/base/fs.h"
+#define LOG_MODULE "persist"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/base/strnum.h"
 #include "node/cmd.h"
 #include "node/conn.h"
 #include "node/ks.h"
+#include "node/metrics.h"
 #include "node/obj.h"
 #include "node/replay.h"
 #include "node/reply.h"
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 /* Commands whose effect is logged differently from their arguments. */
 enum rw {
@@ -582,7 +585,11 @@ persist_before_poll(struct shard *s)
     if (p == NULL || p->w == NULL) {
         return;
     }
+    uint64_t t0 = metrics_events_on() ? __rdtsc() : 0;
     wal_flush_staged(p);
+    if (t0) {
+        metrics_event(s, "aof-write", __rdtsc() - t0);   /* LATENCY: the shard's WAL write() */
+    }
     uint64_t written = wal_written_lsn(p->w);
     if (p->mode == WAL_ALWAYS && written > wal_durable_lsn(p->w) && written > p->sync_asked) {
         /* One fdatasync covers this whole wave; the next wave is processed

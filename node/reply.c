@@ -2,6 +2,7 @@
 #include "node/reply.h"
 
 #include "node/conn.h"
+#include "node/metrics.h"
 #include "node/shard.h"
 #include "proto/resp.h"
 
@@ -40,6 +41,7 @@ reply_error_text(struct conn *c, const char *s, size_t n)
     }
     resp_w_error(&c->wbuf, clean, n);
     shard_stats(c->shard)->total_error_replies++;
+    metrics_error(c->shard, clean, n);
 }
 
 void

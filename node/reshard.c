@@ -18,6 +18,7 @@
 #include "cluster/slot.h"
 #include "node/base/clock.h"
 #include "node/base/fs.h"
+#define LOG_MODULE "reshard"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/ks.h"

@@ -10,7 +10,9 @@
 #include "node/conn.h"
 #include "node/dict.h"
 #include "node/ks.h"
+#include "node/metrics.h"
 #include "node/t_hash.h"
+#define LOG_MODULE "shard"
 #include "node/base/log.h"
 #include "node/node.h"
 #include "node/persist.h"
@@ -74,6 +76,7 @@ struct shard {
     struct pubsub *pubsub;
     struct block_shard *blocking;
     struct hash_ttl_index *hash_ttl;
+    struct metrics *metrics;
     struct persist *persist;
     int64_t clock_floor;          /* recovery: the clock never goes below replayed time */
     atomic_ulong pubsub_subs;
@@ -166,6 +169,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     s->next_conn_id = (uint64_t)id + 1;
     s->rnd = clock_mono_us() ^ ((uint64_t)id << 32) ^ 0x9e3779b97f4a7c15ull;
     s->cmdstats = rv_calloc(cmd_id_count(), sizeof(*s->cmdstats));
+    s->metrics = metrics_create();
     calibrate_tsc();
 
     if (dir != NULL) {
@@ -226,7 +230,10 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
             continue;
         }
         s->stats.conns_received++;
-        conn_create(s, fd);
+        struct conn *c = conn_create(s, fd);
+        if (c) {
+            log_info("Accepted %s", c->addr);
+        }
     }
 }
 
@@ -369,6 +376,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
         budget = 1000;
     }
     shard_sample_rates(s, now);
+    metrics_cron(s);
     persist_cron(s);
     ks_active_expire(s->ks, now, budget);
     hash_active_expire(s, now, budget / 4);
@@ -425,6 +433,7 @@ shard_main(void *arg)
     char name[16];
     snprintf(name, sizeof(name), "ruvio-shard-%u", s->id);
     pthread_setname_np(pthread_self(), name);
+    log_set_thread_shard((int)s->id);
     if (s->cpu >= 0) {
         cpu_set_t set;
         CPU_ZERO(&set);
@@ -546,6 +555,7 @@ shard_destroy(struct shard *s)
     ks_destroy(s->ks);
     dict_destroy(s->watched, NULL);
     rv_free(s->cmdstats);
+    metrics_destroy(s->metrics);
     rv_free(s);
 }
 
@@ -563,6 +573,7 @@ struct dict **shard_watched(struct shard *s) { return &s->watched; }
 struct pubsub **shard_pubsub(struct shard *s) { return &s->pubsub; }
 struct block_shard **shard_blocking(struct shard *s) { return &s->blocking; }
 struct hash_ttl_index **shard_hash_ttl(struct shard *s) { return &s->hash_ttl; }
+struct metrics *shard_metrics(struct shard *s) { return s->metrics; }
 
 void
 shard_pubsub_count_add(struct shard *s, long delta)
@@ -594,6 +605,7 @@ shard_reset_stats(struct shard *s)
     memset(s->samples, 0, sizeof(s->samples));
     s->last_sample_ms = 0;
     memset(s->cmdstats, 0, cmd_id_count() * sizeof(*s->cmdstats));
+    metrics_reset(s);
 }
 
 bool

@@ -33,11 +33,18 @@ struct shard_stats {
     uint64_t expired_keys_base;   /* keyspace counter at the last CONFIG RESETSTAT */
 };
 
+/* Latency histogram buckets (metrics.h): bucket b counts handler times in
+ * [2^(b-1), 2^b) µs, bucket 0 those under 1 µs, the last everything longer. */
+#define CMD_LAT_BUCKETS 24
+
+/* Written only by the shard's thread; other threads (INFO node, /metrics)
+ * read the words with relaxed loads. */
 struct cmd_stat {
     uint64_t calls;
     uint64_t cycles;      /* TSC cycles spent in the handler */
     uint64_t failed;      /* handler replied with an error */
     uint64_t rejected;    /* refused before running (arity, auth, routing) */
+    uint64_t hist[CMD_LAT_BUCKETS];   /* latency-tracking yes */
 };
 
 /* Create shard id: bind and listen (errors name the address and port). */
@@ -95,6 +102,11 @@ struct pubsub;
 struct pubsub **shard_pubsub(struct shard *s);
 void shard_pubsub_count_add(struct shard *s, long delta);
 unsigned long shard_pubsub_count(const struct shard *s);
+
+/* Slowlog, latency events, error counts and published gauges (metrics.c);
+ * created with the shard. */
+struct metrics;
+struct metrics *shard_metrics(struct shard *s);
 
 /* Hash keys with timed fields (t_hash.c creates it on first HEXPIRE). */
 struct hash_ttl_index;

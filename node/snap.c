@@ -19,6 +19,7 @@
 #include "node/persist_int.h"
 
 #include "node/base/clock.h"
+#define LOG_MODULE "snap"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/cmd.h"

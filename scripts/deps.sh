@@ -5,7 +5,7 @@
 set -euo pipefail
 want=(build-essential cmake pkg-config libevent-dev libjemalloc-dev libprotobuf-c-dev protobuf-c-compiler)
 if [ "${1:-build}" = test ]; then
-  want+=(libcriterion-dev python3 python3-redis python3-pytest redis-tools redis-server
+  want+=(libcriterion-dev python3 python3-redis python3-pytest python3-prometheus-client redis-tools redis-server
          clang libclang-rt-14-dev iproute2 procps util-linux)
 fi
 missing=()

@@ -2,6 +2,7 @@
  * files (see wal.h for the formats). */
 #include "wal/wal.h"
 
+#define LOG_MODULE "wal"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/base/varint.h"
