@@ -354,6 +354,20 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
 }
 
 void
+cmd_config_rewrite(struct conn *c, int argc, struct rv_str *argv)
+{
+    char err[512];
+    /* The newest snapshot: a CONFIG SET on another shard may not be adopted here yet. */
+    if (cfg_rewrite(atomic_load(&shard_node(c->shard)->cfg), err, sizeof(err)) != 0) {
+        log_warn("CONFIG REWRITE failed: %s", err);
+        reply_errf(c, "%s", err);
+        return;
+    }
+    log_notice("CONFIG REWRITE executed with success.");
+    reply_ok(c);
+}
+
+void
 cmd_config_resetstat(struct conn *c, int argc, struct rv_str *argv)
 {
     struct node *n = shard_node(c->shard);
@@ -374,6 +388,7 @@ cmd_config_help(struct conn *c, int argc, struct rv_str *argv)
         "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
         "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
         "RESETSTAT", "    Reset statistics reported by the INFO command.",
+        "REWRITE", "    Rewrite the configuration file.",
         NULL,
     };
     reply_help(c, "CONFIG", lines);

@@ -57,6 +57,7 @@ static struct cmd_spec config_subs[] = {
     ROW("get", cmd_config_get, -3, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Returns the effective values of configuration parameters.", "parameter [parameter ...]"),
     ROW("set", cmd_config_set, -4, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Sets configuration parameters in-flight.", "parameter value [parameter value ...]"),
     ROW("resetstat", cmd_config_resetstat, 2, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(1)", "Resets the server's statistics.", ""),
+    ROW("rewrite", cmd_config_rewrite, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.0", "O(1)", "Persists the effective configuration to file.", ""),
     ROW("help", cmd_config_help, 2, LO | ST, 0, 0, 0, SRV | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
 };
@@ -205,6 +206,7 @@ struct cmd_spec cmd_table[] = {
     ROW("time", cmd_time, 1, LO | ST | FA, 0, 0, 0, CAT_FAST, "server", "2.6.0", "O(1)", "Returns the server time.", ""),
     ROW("shutdown", cmd_shutdown, -1, AD | LO | ST | CMD_NO_MULTI, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Synchronously saves the database(s) to disk and shuts down the server.", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"),
     SUBS("cluster", -2, 0, CAT_SLOW, "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster_subs),
+    ROW("debug", cmd_debug, -2, AD | LO | ST | CMD_NOSCRIPT, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "Depends on subcommand.", "A container for debugging commands.", "subcommand [argument ...]"),
 
     /* Collection types: each module keeps its rows in node/t_<type>_rows.h. */
 #include "node/t_list_rows.h"

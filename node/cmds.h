@@ -36,7 +36,10 @@ CMD_HANDLER(command_help);
 
 /* cmd_server.c */
 CMD_HANDLER(info); CMD_HANDLER(config_get); CMD_HANDLER(config_set); CMD_HANDLER(config_resetstat);
-CMD_HANDLER(config_help); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
+CMD_HANDLER(config_help); CMD_HANDLER(config_rewrite); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
+
+/* cmd_debug.c */
+CMD_HANDLER(debug);
 
 /* multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);

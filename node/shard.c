@@ -8,6 +8,7 @@
 #include "node/block.h"
 #include "node/cmd.h"
 #include "node/conn.h"
+#include "node/debug.h"
 #include "node/dict.h"
 #include "node/ks.h"
 #include "node/t_hash.h"
@@ -370,8 +371,10 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     }
     shard_sample_rates(s, now);
     persist_cron(s);
-    ks_active_expire(s->ks, now, budget);
-    hash_active_expire(s, now, budget / 4);
+    if (debug_active_expire_on()) {
+        ks_active_expire(s->ks, now, budget);
+        hash_active_expire(s, now, budget / 4);
+    }
     if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
