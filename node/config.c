@@ -66,6 +66,10 @@ static const struct cfg_key cfg_keys[] = {
     { "cluster-announce-ip", NULL, K_STR, F(cluster_announce_ip), "", 0, 0, true, NULL },
     { "shutdown-timeout", NULL, K_INT, F(shutdown_timeout), "10", 0, 3600, true, NULL },
     { "active-expire-effort", NULL, K_INT, F(active_expire_effort), "1", 1, 10, true, NULL },
+    { "on_role_change", NULL, K_STR, F(on_role_change), "", 0, 0, false, NULL },
+    { "on_role_change_timeout", NULL, K_INT, F(on_role_change_timeout), "10", 1, 3600, true, NULL },
+    { "supervised", NULL, K_ENUM, F(supervised), "auto", 0, 0, false, sup_names },
+    { "enable-debug-command", NULL, K_ENUM, F(enable_debug_command), "no", 0, 0, false, prot_names },
     { "list-max-listpack-size", "list-max-ziplist-size", K_INT, F(list_max_listpack_size), "-2", -5, INT_MAX, true, NULL },
     { "list-compress-depth", NULL, K_INT, F(list_compress_depth), "0", 0, INT_MAX, true, NULL },
     { "hash-max-listpack-entries", "hash-max-ziplist-entries", K_INT, F(hash_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
@@ -78,10 +82,6 @@ static const struct cfg_key cfg_keys[] = {
     { "client-output-buffer-limit", NULL, K_STR, F(client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
     { "maxmemory", NULL, K_MEM, F(maxmemory), "0", 0, INT64_MAX, true, NULL },
     { "maxmemory-policy", NULL, K_STR, F(maxmemory_policy), "noeviction", 0, 0, true, NULL },
-    { "on_role_change", NULL, K_STR, F(on_role_change), "", 0, 0, false, NULL },
-    { "on_role_change_timeout", NULL, K_INT, F(on_role_change_timeout), "10", 1, 3600, true, NULL },
-    { "supervised", NULL, K_ENUM, F(supervised), "auto", 0, 0, false, sup_names },
-    { "enable-debug-command", NULL, K_ENUM, F(enable_debug_command), "no", 0, 0, false, prot_names },
 };
 #undef F
 #define NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

@@ -42,6 +42,10 @@ struct cfg {
     char *cluster_announce_ip;
     int64_t shutdown_timeout;   /* seconds to finish replies in flight on SIGTERM */
     int64_t active_expire_effort;
+    char *on_role_change;               /* executable run on role changes (node/hook.h), "" = none */
+    int64_t on_role_change_timeout;     /* seconds before the hook is killed */
+    int64_t supervised;                 /* enum cfg_supervised: sd_notify when systemd/auto */
+    int64_t enable_debug_command;       /* enum cfg_protected: who may run DEBUG */
     /* Compact-encoding thresholds of the collection types (Redis's names). */
     int64_t list_max_listpack_size;     /* > 0 entries per node, < 0: -1..-5 = 4..64 KiB */
     int64_t list_compress_depth;
@@ -59,10 +63,6 @@ struct cfg {
     bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;
-    char *on_role_change;               /* executable run on role changes (node/hook.h), "" = none */
-    int64_t on_role_change_timeout;     /* seconds before the hook is killed */
-    int64_t supervised;                 /* enum cfg_supervised: sd_notify when systemd/auto */
-    int64_t enable_debug_command;       /* enum cfg_protected: who may run DEBUG */
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the
