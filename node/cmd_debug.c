@@ -209,78 +209,90 @@ debug_allowed(struct conn *c)
     return false;
 }
 
-static void
-bad_sub(struct conn *c, struct rv_str sub)
+/* Every subcommand but HELP: refused with Redis's text unless enabled. */
+#define DEBUG_GUARD(c)                                                                              \
+    do {                                                                                            \
+        if (!debug_allowed(c)) {                                                                    \
+            reply_errf(c, "ERR DEBUG command not allowed. If the enable-debug-command option is "  \
+                          "set to \"local\", you can run it from a local connection, otherwise "   \
+                          "you need to set this option in the configuration file, and then "       \
+                          "restart the server.");                                                   \
+            return;                                                                                 \
+        }                                                                                           \
+    } while (0)
+
+CMD_HANDLER(debug_help)
 {
-    reply_errf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try DEBUG HELP.",
-               (int)(sub.len > 128 ? 128 : sub.len), sub.p);
+    debug_help(c);
 }
 
-CMD_HANDLER(debug)
+CMD_HANDLER(debug_digest)
 {
-    struct rv_str sub = argv[1];
-    if (argc == 2 && cmd_arg_is(sub, "help")) {
-        debug_help(c);
-        return;
-    }
-    if (!debug_allowed(c)) {
-        reply_errf(c, "ERR DEBUG command not allowed. If the enable-debug-command option is set to "
-                      "\"local\", you can run it from a local connection, otherwise you need to set "
-                      "this option in the configuration file, and then restart the server.");
-        return;
-    }
-    if (cmd_arg_is(sub, "digest") && argc == 2) {
-        uint8_t d[20];
+    uint8_t d[20];
+    char hex[41];
+    DEBUG_GUARD(c);
+    debug_digest_ks(conn_ks(c), conn_now_ms(c), d);
+    sha1_hex(d, hex);
+    reply_simple(c, hex);
+}
+
+CMD_HANDLER(debug_digest_value)
+{
+    DEBUG_GUARD(c);
+    reply_array(c, (size_t)(argc - 2));
+    for (int i = 2; i < argc; i++) {
+        uint8_t d[20] = { 0 };
         char hex[41];
-        debug_digest_ks(conn_ks(c), conn_now_ms(c), d);
+        struct ks_entry *e = ks_peek(conn_ks(c), argv[i].p, argv[i].len);
+        if (e != NULL &&
+            (ks_entry_expire(e) == KS_NO_EXPIRE || ks_entry_expire(e) > conn_now_ms(c))) {
+            debug_digest_value(e, d);
+        }
         sha1_hex(d, hex);
         reply_simple(c, hex);
-    } else if (cmd_arg_is(sub, "digest-value") && argc >= 2) {
-        reply_array(c, (size_t)(argc - 2));
-        for (int i = 2; i < argc; i++) {
-            uint8_t d[20] = { 0 };
-            char hex[41];
-            struct ks_entry *e = ks_peek(conn_ks(c), argv[i].p, argv[i].len);
-            if (e != NULL && (ks_entry_expire(e) == KS_NO_EXPIRE ||
-                              ks_entry_expire(e) > conn_now_ms(c))) {
-                debug_digest_value(e, d);
-            }
-            sha1_hex(d, hex);
-            reply_simple(c, hex);
-        }
-    } else if (cmd_arg_is(sub, "sleep") && argc == 3) {
-        long double secs;
-        if (!cmd_arg_double(argv[2], &secs) || secs < 0 || secs > 3600) {
-            reply_errf(c, "ERR value is not a valid float");
-            return;
-        }
-        struct timespec ts = { (time_t)secs, (long)((secs - (long double)(time_t)secs) * 1e9L) };
-        while (nanosleep(&ts, &ts) != 0) {
-        }
-        shard_refresh_clock(c->shard);
-        reply_ok(c);
-    } else if (cmd_arg_is(sub, "set-active-expire") && argc == 3) {
-        int64_t on;
-        if (!cmd_arg_int(argv[2], &on)) {
-            reply_errf(c, "ERR value is not an integer or out of range");
-            return;
-        }
-        atomic_store(&active_expire_off, on == 0);
-        reply_ok(c);
-    } else if (cmd_arg_is(sub, "role-change-hook") && argc == 7) {
-        int64_t epoch, port;
-        if (!cmd_arg_int(argv[4], &epoch) || epoch < 0 || !cmd_arg_int(argv[6], &port) ||
-            port < 0 || port > 65535) {
-            reply_errf(c, "ERR value is not an integer or out of range");
-            return;
-        }
-        char oldr[32], newr[32], host[256];
-        snprintf(oldr, sizeof(oldr), "%.*s", (int)argv[2].len, argv[2].p);
-        snprintf(newr, sizeof(newr), "%.*s", (int)argv[3].len, argv[3].p);
-        snprintf(host, sizeof(host), "%.*s", (int)argv[5].len, argv[5].p);
-        hook_role_change(oldr, newr, (uint64_t)epoch, host, (int)port);
-        reply_ok(c);
-    } else {
-        bad_sub(c, sub);
     }
+}
+
+CMD_HANDLER(debug_sleep)
+{
+    long double secs;
+    DEBUG_GUARD(c);
+    if (!cmd_arg_double(argv[2], &secs) || secs < 0 || secs > 3600) {
+        reply_errf(c, "ERR value is not a valid float");
+        return;
+    }
+    struct timespec ts = { (time_t)secs, (long)((secs - (long double)(time_t)secs) * 1e9L) };
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+    shard_refresh_clock(c->shard);
+    reply_ok(c);
+}
+
+CMD_HANDLER(debug_set_active_expire)
+{
+    int64_t on;
+    DEBUG_GUARD(c);
+    if (!cmd_arg_int(argv[2], &on)) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    atomic_store(&active_expire_off, on == 0);
+    reply_ok(c);
+}
+
+CMD_HANDLER(debug_role_change_hook)
+{
+    int64_t epoch, port;
+    char oldr[32], newr[32], host[256];
+    DEBUG_GUARD(c);
+    if (!cmd_arg_int(argv[4], &epoch) || epoch < 0 || !cmd_arg_int(argv[6], &port) || port < 0 ||
+        port > 65535) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    snprintf(oldr, sizeof(oldr), "%.*s", (int)argv[2].len, argv[2].p);
+    snprintf(newr, sizeof(newr), "%.*s", (int)argv[3].len, argv[3].p);
+    snprintf(host, sizeof(host), "%.*s", (int)argv[5].len, argv[5].p);
+    hook_role_change(oldr, newr, (uint64_t)epoch, host, (int)port);
+    reply_ok(c);
 }

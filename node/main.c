@@ -9,37 +9,16 @@
 #include "node/dict.h"
 #include "node/hook.h"
 #include "node/node.h"
+#include "node/notify.h"
 #include "node/reshard.h"
 #include "node/shard.h"
 
 #include <errno.h>
 #include <signal.h>
-#include <systemd/sd-daemon.h>
-#include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* systemd's notify protocol (Type=notify); a no-op without $NOTIFY_SOCKET. */
-static bool notify_on;
-
-static void
-notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void
-notify(const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    if (!notify_on) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    sd_notify(0, msg);
-}
 
 int
 main(int argc, char **argv)
@@ -76,7 +55,7 @@ main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);   /* shard threads inherit the mask */
 
-    notify_on = cfg->supervised == CFG_SUP_SYSTEMD || cfg->supervised == CFG_SUP_AUTO;
+    notify_setup(cfg);
     cmd_init();
     dict_seed(rand_u64(), rand_u64());
     node.nshards = (unsigned)cfg->shards;
@@ -101,10 +80,10 @@ main(int argc, char **argv)
         return 1;
     }
     if (resh == 1) {
-        notify("STATUS=Redistributing the data directory of %u shard(s)", old_n);
+        notify_send("STATUS=Redistributing the data directory of %u shard(s)", old_n);
     }
     for (unsigned i = 0; i < node.nshards; i++) {
-        notify("STATUS=Loading shard %u/%u", i + 1, node.nshards);
+        notify_send("STATUS=Loading shard %u/%u", i + 1, node.nshards);
         node.shards[i] = shard_create(&node, i, err, sizeof(err));
         if (node.shards[i] == NULL) {
             fprintf(stderr, "ruvio: %s\n", err);
@@ -130,7 +109,7 @@ main(int argc, char **argv)
                (int)getpid());
     log_notice("Ready to accept connections tcp");
     /* Recovery is over and every listener is bound and served by its thread. */
-    notify("READY=1\nSTATUS=Ready to accept connections on ports %lld-%lld\nMAINPID=%d",
+    notify_send("READY=1\nSTATUS=Ready to accept connections on ports %lld-%lld\nMAINPID=%d",
            (long long)cfg->port, (long long)(cfg->port + node.nshards - 1), (int)getpid());
 
     int sig = 0;
@@ -138,7 +117,7 @@ main(int argc, char **argv)
     }
     log_notice("Received %s, shutting down (finishing replies in flight)",
                sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    notify("STOPPING=1\nSTATUS=Shutting down");
+    notify_send("STOPPING=1\nSTATUS=Shutting down");
     atomic_store(&node.shutdown, true);
     for (unsigned i = 0; i < node.nshards; i++) {
         shard_wake(node.shards[i]);
