@@ -30,6 +30,7 @@ class Node:
         self.datadir = datadir
         self.stripped = stripped
         self.extra = list(extra)
+        self.env = None            # environment of the process (None: the test's)
         self.proc = None
 
     def __repr__(self):
@@ -37,7 +38,7 @@ class Node:
 
     def start(self, wait=True):
         self.proc = self.host.spawn(examples.node_argv(self.conf_path, self.datadir, *self.extra),
-                                    log="ruvio-%s" % self.name)
+                                    log="ruvio-%s" % self.name, env=self.env)
         if wait:
             self.wait_ready()
         return self

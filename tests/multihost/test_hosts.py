@@ -90,6 +90,44 @@ def test_sentinels_monitor_the_primary(net, example_nodes, sentinels):
     assert flags == "master", flags           # not s_down / o_down: INFO, PING and AUTH work for Sentinel
 
 
+def test_role_change_hook_moves_a_vip(net, example_nodes):
+    """deploy/examples/on-role-change.sh as on_role_change: the VIP follows the primary role."""
+    vip = str(net.subnet.network_address + 100)
+    envfile = os.path.join(net.workdir, "vip.env")
+    with open(envfile, "w") as f:
+        f.write("RUVIO_VIP=%s/%d\nRUVIO_VIP_DEV=eth0\n" % (vip, net.subnet.prefixlen))
+    nodes = example_nodes(start=False)
+    for n in nodes.values():
+        # the node listens on the VIP before it holds it (what docs/deploy.md prescribes)
+        n.host.run(["sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_nonlocal_bind"], check=True)
+        n.extra += ["--on_role_change", str(examples.EXAMPLES / "on-role-change.sh"),
+                    "--bind", n.ip, "127.0.0.1", vip]
+        n.env = dict(os.environ, RUVIO_VIP_ENV=envfile)
+        n.start()
+        n.client().set("whoami", n.name)
+
+    def holds_vip(h):
+        return (" %s/" % vip) in h.run(["ip", "-4", "addr", "show", "dev", "eth0"]).stdout
+
+    def via_vip(client_host):
+        client_host.run(["ip", "neigh", "flush", "all"])       # no gratuitous ARP here (no arping)
+        r = client_host.redis_cli(vip, examples.PORT, "GET", "whoami", password=examples.PASSWORD, timeout=2)
+        return r.stdout.strip()
+
+    p, r1, r2 = net["primary"], net["replica1"], net["replica2"]
+    nodes["primary"].client().execute_command("DEBUG", "ROLE-CHANGE-HOOK", "slave", "master", 1, p.ip, 6379)
+    wait_for(lambda: holds_vip(p), timeout=10, what="the primary taking the VIP")
+    wait_for(lambda: via_vip(r2) == "primary", timeout=10, what="the VIP answering from the primary")
+
+    # failover: the old primary is demoted, replica1 promoted; the VIP moves with the role
+    nodes["primary"].client().execute_command("DEBUG", "ROLE-CHANGE-HOOK", "master", "slave", 2, r1.ip, 6379)
+    nodes["replica1"].client().execute_command("DEBUG", "ROLE-CHANGE-HOOK", "slave", "master", 2, r1.ip, 6379)
+    wait_for(lambda: holds_vip(r1) and not holds_vip(p), timeout=10, what="the VIP moving to replica1")
+    wait_for(lambda: via_vip(r2) == "replica1", timeout=10, what="the VIP answering from replica1")
+    assert "VIP %s/%d taken on eth0" % (vip, net.subnet.prefixlen) in nodes["replica1"].log()
+    assert "exited with status 0" in nodes["primary"].log()
+
+
 def test_cleanup_leaves_nothing():
     why = netns.unavailable()
     if why:
