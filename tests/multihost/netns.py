@@ -64,6 +64,16 @@ def unavailable():
     return None
 
 
+def _die_with_parent():
+    """preexec_fn: SIGKILL this child when the test process dies (even by SIGKILL, e.g. a ctest timeout);
+    `ip netns exec` execs the command in the same process, so the setting reaches it."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))     # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 def _pid_alive(pid):
     try:
         os.kill(pid, 0)
@@ -151,7 +161,8 @@ class Host:
         path = os.path.join(self.net.workdir, log + ".log")
         with open(path, "ab") as out:
             p = subprocess.Popen(self.argv(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env=env, cwd=cwd, start_new_session=True)
+                                 env=env, cwd=cwd, start_new_session=True,
+                                 preexec_fn=_die_with_parent)
         p.log_path = path
         p.host = self
         self.net.procs.append(p)
