@@ -78,6 +78,8 @@ hook_run(struct hook_job *j)
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    /* Nothing of the node's (sockets, WAL files) may outlive it in a hook's children. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 
     int64_t t0 = (int64_t)clock_mono_us();
     int rc = posix_spawn(&pid, j->path, &fa, &attr, argv, environ);
