@@ -369,12 +369,13 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     if (budget < 1000) {
         budget = 1000;
     }
+    if (!debug_active_expire_on()) {
+        budget = 0;     /* DEBUG SET-ACTIVE-EXPIRE 0: the expiry cycles do nothing */
+    }
     shard_sample_rates(s, now);
     persist_cron(s);
-    if (debug_active_expire_on()) {
-        ks_active_expire(s->ks, now, budget);
-        hash_active_expire(s, now, budget / 4);
-    }
+    ks_active_expire(s->ks, now, budget);
+    hash_active_expire(s, now, budget / 4);
     if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
