@@ -434,6 +434,14 @@ split_line(const char *s, char words[][1024], int max)
     }
 }
 
+/* Keys whose value is several words on the line (not one quoted string):
+ * "bind a b", "replicaof host port". */
+static bool
+key_multiword(const struct cfg_key *k)
+{
+    return strcmp(k->name, "bind") == 0 || strcmp(k->name, "replicaof") == 0;
+}
+
 /* Apply "key value..." from a source; where names the source for errors. */
 static int
 apply_kv(struct cfg *c, const char *key, const char *const *vals, int nvals, const char *where,
@@ -457,7 +465,7 @@ apply_kv(struct cfg *c, const char *key, const char *const *vals, int nvals, con
         snprintf(err, errsz, "config error at %s: '%s': missing value", where, k->name);
         return -1;
     }
-    if (nvals > 1 && strcmp(k->name, "bind") != 0) {
+    if (nvals > 1 && !key_multiword(k)) {
         snprintf(err, errsz, "config error at %s: '%s': expected one value, got %d", where, k->name,
                  nvals);
         return -1;
@@ -634,13 +642,6 @@ cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vl
 }
 
 /* ------------------------------------------------------------ CONFIG REWRITE */
-
-/* Keys whose value is several words on the line (not one quoted string). */
-static bool
-key_multiword(const struct cfg_key *k)
-{
-    return strcmp(k->name, "bind") == 0 || strcmp(k->name, "replicaof") == 0;
-}
 
 struct rv_sbuf {
     char *p;
