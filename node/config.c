@@ -611,6 +611,13 @@ cfg_is_live(const char *name, size_t nlen)
 }
 
 int
+cfg_set_state(struct cfg *c, const char *name, const char *val)
+{
+    const struct cfg_key *k = key_find(name, strlen(name));
+    return k != NULL && key_store(c, k, val) == NULL ? 0 : -1;
+}
+
+int
 cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vlen, char *err,
         size_t errsz)
 {

@@ -86,6 +86,11 @@ int cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_
  * defaults are appended. Temp file + fsync + rename. Returns 0, or -1 with a
  * Redis error text in err. Safe to call from several shards at once. */
 int cfg_rewrite(const struct cfg *c, char *err, size_t errsz);
+/* Set a key the node itself changes at run time, live or not (REPLICAOF sets
+ * "replicaof" to "host port" or ""), on c (a private copy, then published), so
+ * that CONFIG GET and CONFIG REWRITE show it. Returns 0, or -1 for an unknown
+ * key or invalid value. */
+int cfg_set_state(struct cfg *c, const char *name, const char *val);
 /* true when the key exists and can be changed at run time. */
 bool cfg_is_live(const char *name, size_t nlen);
 /* Parse a CPU list for shard_cpus: fills cpus (at most max); returns count or -1. */

@@ -115,3 +115,26 @@ def test_config_help_lists_rewrite(start_server):
     assert any("REWRITE" in l for l in c.execute_command("CONFIG", "HELP"))
     with pytest.raises(redis.exceptions.ResponseError):
         c.execute_command("CONFIG", "REWRITE", "extra")
+
+
+@pytest.mark.ruvio_only
+def test_rewrite_persists_replicaof(start_server, confdir):
+    """Sentinel sends REPLICAOF + CONFIG REWRITE so that a restarted node keeps its role: the file must get
+    `replicaof host port` (and lose it again after REPLICAOF NO ONE), as Redis writes it."""
+    primary = start_server()
+    path = os.path.join(confdir, "ruvio.conf")
+    with open(path, "w") as f:
+        f.write("# replica\n")
+    c = start_with(start_server, path).client()
+    try:
+        c.execute_command("REPLICAOF", "127.0.0.1", primary.port)
+    except redis.exceptions.ResponseError as e:
+        if "unknown command" in str(e):
+            pytest.skip("REPLICAOF not in this build (replication not merged)")
+        raise
+    assert c.config_rewrite()
+    lines = open(path).read().splitlines()
+    assert "replicaof 127.0.0.1 %d" % primary.port in lines, lines
+    c.execute_command("REPLICAOF", "NO", "ONE")
+    assert c.config_rewrite()
+    assert not [l for l in open(path).read().splitlines() if l.startswith("replicaof")]
