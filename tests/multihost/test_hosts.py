@@ -11,6 +11,7 @@ import redis
 
 import examples
 import netns
+from mh_fixtures import example_nodes, net, sentinels  # noqa: F401 (pytest fixtures)
 from netns import wait_for
 
 

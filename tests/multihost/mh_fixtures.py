@@ -1,5 +1,9 @@
 """Fixtures for multi-host tests (see README.md): `net` (three namespaces on a bridge), `example_nodes` (ruvio
-started from deploy/examples in each), `sentinels` (redis-sentinel from deploy/examples in each)."""
+started from deploy/examples in each), `sentinels` (redis-sentinel from deploy/examples in each).
+
+A test file imports them: `from mh_fixtures import net, example_nodes, sentinels  # noqa: F401`. (Not a
+conftest.py: tests/integ's conftest is imported as `conftest` by its tests, and two would clash when pytest
+collects both folders in one run.)"""
 
 import os
 import shutil
