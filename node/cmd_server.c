@@ -413,6 +413,20 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
 }
 
 void
+cmd_config_rewrite(struct conn *c, int argc, struct rv_str *argv)
+{
+    char err[512];
+    /* The newest snapshot: a CONFIG SET on another shard may not be adopted here yet. */
+    if (cfg_rewrite(atomic_load(&shard_node(c->shard)->cfg), err, sizeof(err)) != 0) {
+        log_warn("CONFIG REWRITE failed: %s", err);
+        reply_errf(c, "%s", err);
+        return;
+    }
+    log_notice("CONFIG REWRITE executed with success.");
+    reply_ok(c);
+}
+
+void
 cmd_config_resetstat(struct conn *c, int argc, struct rv_str *argv)
 {
     struct node *n = shard_node(c->shard);
@@ -433,6 +447,7 @@ cmd_config_help(struct conn *c, int argc, struct rv_str *argv)
         "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
         "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
         "RESETSTAT", "    Reset statistics reported by the INFO command.",
+        "REWRITE", "    Rewrite the configuration file.",
         NULL,
     };
     reply_help(c, "CONFIG", lines);
@@ -484,39 +499,3 @@ cmd_memory_help(struct conn *c, int argc, struct rv_str *argv)
     reply_help(c, "MEMORY", lines);
 }
 
-/* DEBUG SLEEP <seconds> | LOG <message> | HELP: the subset of Redis's DEBUG
- * that tests and operators use to provoke slow commands and log lines. */
-void
-cmd_debug(struct conn *c, int argc, struct rv_str *argv)
-{
-    if (cmd_arg_is(argv[1], "help") && argc == 2) {
-        static const char *const lines[] = {
-            "LOG <message>",
-            "    Write <message> to the server log.",
-            "SLEEP <seconds>",
-            "    Stop the shard for <seconds> (a decimal number).",
-            NULL,
-        };
-        reply_help(c, "DEBUG", lines);
-        return;
-    }
-    if (cmd_arg_is(argv[1], "sleep") && argc == 3) {
-        long double secs;
-        if (!cmd_arg_double(argv[2], &secs) || secs < 0 || secs > 3600) {
-            reply_errf(c, "ERR value is not a valid float");
-            return;
-        }
-        struct timespec ts = { (time_t)secs, (long)((secs - (long double)(time_t)secs) * 1e9L) };
-        while (nanosleep(&ts, &ts) != 0) {
-        }
-        reply_ok(c);
-        return;
-    }
-    if (cmd_arg_is(argv[1], "log") && argc == 3) {
-        log_warn("DEBUG LOG: %.*s", (int)(argv[2].len > 400 ? 400 : argv[2].len), argv[2].p);
-        reply_ok(c);
-        return;
-    }
-    reply_errf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try DEBUG HELP.",
-               (int)(argv[1].len > 128 ? 128 : argv[1].len), argv[1].p);
-}

@@ -58,6 +58,7 @@ static struct cmd_spec config_subs[] = {
     ROW("get", cmd_config_get, -3, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Returns the effective values of configuration parameters.", "parameter [parameter ...]"),
     ROW("set", cmd_config_set, -4, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Sets configuration parameters in-flight.", "parameter value [parameter value ...]"),
     ROW("resetstat", cmd_config_resetstat, 2, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(1)", "Resets the server's statistics.", ""),
+    ROW("rewrite", cmd_config_rewrite, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.0", "O(1)", "Persists the effective configuration to file.", ""),
     ROW("help", cmd_config_help, 2, LO | ST, 0, 0, 0, SRV | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
 };
@@ -104,6 +105,22 @@ static struct cmd_spec memory_subs[] = {
     ROW("help", cmd_memory_help, 2, LO | ST, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
 };
+
+/* DEBUG (cmd_debug.c): refused unless enable-debug-command allows it (HELP excepted). */
+#define DBG (AD | LO | ST | CMD_NOSCRIPT)
+#define DBGC (CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS)
+static struct cmd_spec debug_subs[] = {
+    ROW("digest", cmd_debug_digest, 2, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(N) where N is the number of keys in the shard", "Returns an order-independent digest of the shard's dataset.", ""),
+    ROW("digest-value", cmd_debug_digest_value, -2, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(N) where N is the size of the values", "Returns the digests of the values of keys.", "[key ...]"),
+    ROW("sleep", cmd_debug_sleep, 3, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(1)", "Blocks the shard for a number of seconds.", "seconds"),
+    ROW("log", cmd_debug_log, 3, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(1)", "Writes a message to the server log.", "message"),
+    ROW("set-active-expire", cmd_debug_set_active_expire, 3, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(1)", "Turns active expiry off (0) or on (1).", "0|1"),
+    ROW("role-change-hook", cmd_debug_role_change_hook, 7, DBG, 0, 0, 0, DBGC, "server", "0.1.0", "O(1)", "Queues a run of the on_role_change executable.", "old-role new-role epoch host port"),
+    ROW("help", cmd_debug_help, 2, LO | ST, 0, 0, 0, CAT_SLOW, "server", "1.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+#undef DBG
+#undef DBGC
 
 static struct cmd_spec cluster_subs[] = {
     ROW("keyslot", cmd_cluster_keyslot, 3, LO | ST, 0, 0, 0, CAT_SLOW, "cluster", "3.0.0", "O(N) where N is the number of bytes in the key", "Returns the hash slot for a key.", "key"),
@@ -224,9 +241,9 @@ struct cmd_spec cmd_table[] = {
     ROW("time", cmd_time, 1, LO | ST | FA, 0, 0, 0, CAT_FAST, "server", "2.6.0", "O(1)", "Returns the server time.", ""),
     SUBS("slowlog", -2, 0, CAT_SLOW, "server", "2.2.12", "A container for slow log commands.", slowlog_subs),
     SUBS("latency", -2, 0, CAT_SLOW, "server", "2.8.13", "A container for latency diagnostics commands.", latency_subs),
-    ROW("debug", cmd_debug, -2, AD | LO | ST | CMD_NOSCRIPT, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "Depends on subcommand.", "A container for debugging commands (SLEEP, LOG).", "subcommand [argument [argument ...]]"),
     ROW("shutdown", cmd_shutdown, -1, AD | LO | ST | CMD_NO_MULTI, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)", "Synchronously saves the database(s) to disk and shuts down the server.", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"),
     SUBS("cluster", -2, 0, CAT_SLOW, "cluster", "3.0.0", "A container for Redis Cluster commands.", cluster_subs),
+    SUBS("debug", -2, AD | LO | ST | CMD_NOSCRIPT, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "A container for debugging commands.", debug_subs),
 
     /* Collection types: each module keeps its rows in node/t_<type>_rows.h. */
 #include "node/t_list_rows.h"

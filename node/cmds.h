@@ -37,7 +37,12 @@ CMD_HANDLER(command_help);
 
 /* cmd_server.c */
 CMD_HANDLER(info); CMD_HANDLER(config_get); CMD_HANDLER(config_set); CMD_HANDLER(config_resetstat);
-CMD_HANDLER(config_help); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
+CMD_HANDLER(config_help); CMD_HANDLER(config_rewrite); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
+
+/* cmd_debug.c */
+void cmd_debug_log(struct conn *c, int argc, struct rv_str *argv);
+CMD_HANDLER(debug_digest); CMD_HANDLER(debug_digest_value); CMD_HANDLER(debug_sleep);
+CMD_HANDLER(debug_set_active_expire); CMD_HANDLER(debug_role_change_hook); CMD_HANDLER(debug_help);
 
 /* slowlog.c, latency.c */
 CMD_HANDLER(slowlog_get); CMD_HANDLER(slowlog_len); CMD_HANDLER(slowlog_reset); CMD_HANDLER(slowlog_help);

@@ -7,10 +7,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum cfg_kind { K_INT, K_MEM, K_BOOL, K_STR, K_ENUM };
 
@@ -28,6 +32,8 @@ struct cfg_key {
 static const char *const dur_names[] = { "memory", "everysec", "always", NULL };
 static const char *const fsync_names[] = { "no", "everysec", "always", NULL };
 static const char *const log_names[] = { "debug", "verbose", "notice", "warning", NULL };
+static const char *const sup_names[] = { "no", "upstart", "systemd", "auto", NULL };
+static const char *const prot_names[] = { "no", "yes", "local", NULL };
 
 #define F(field) offsetof(struct cfg, field)
 #define GB (1024ll * 1024 * 1024)
@@ -67,6 +73,10 @@ static const struct cfg_key cfg_keys[] = {
     { "cluster-announce-ip", NULL, K_STR, F(cluster_announce_ip), "", 0, 0, true, NULL },
     { "shutdown-timeout", NULL, K_INT, F(shutdown_timeout), "10", 0, 3600, true, NULL },
     { "active-expire-effort", NULL, K_INT, F(active_expire_effort), "1", 1, 10, true, NULL },
+    { "on_role_change", NULL, K_STR, F(on_role_change), "", 0, 0, false, NULL },
+    { "on_role_change_timeout", NULL, K_INT, F(on_role_change_timeout), "10", 1, 3600, true, NULL },
+    { "supervised", NULL, K_ENUM, F(supervised), "auto", 0, 0, false, sup_names },
+    { "enable-debug-command", NULL, K_ENUM, F(enable_debug_command), "no", 0, 0, false, prot_names },
     { "list-max-listpack-size", "list-max-ziplist-size", K_INT, F(list_max_listpack_size), "-2", -5, INT_MAX, true, NULL },
     { "list-compress-depth", NULL, K_INT, F(list_compress_depth), "0", 0, INT_MAX, true, NULL },
     { "hash-max-listpack-entries", "hash-max-ziplist-entries", K_INT, F(hash_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
@@ -465,6 +475,14 @@ split_line(const char *s, char words[][1024], int max)
     }
 }
 
+/* Keys whose value is several words on the line (not one quoted string):
+ * "bind a b", "replicaof host port". */
+static bool
+key_multiword(const struct cfg_key *k)
+{
+    return strcmp(k->name, "bind") == 0 || strcmp(k->name, "replicaof") == 0;
+}
+
 /* Apply "key value..." from a source; where names the source for errors. */
 static int
 apply_kv(struct cfg *c, const char *key, const char *const *vals, int nvals, const char *where,
@@ -488,7 +506,7 @@ apply_kv(struct cfg *c, const char *key, const char *const *vals, int nvals, con
         snprintf(err, errsz, "config error at %s: '%s': missing value", where, k->name);
         return -1;
     }
-    if (nvals > 1 && strcmp(k->name, "bind") != 0) {
+    if (nvals > 1 && !key_multiword(k)) {
         snprintf(err, errsz, "config error at %s: '%s': expected one value, got %d", where, k->name,
                  nvals);
         return -1;
@@ -634,6 +652,13 @@ cfg_is_live(const char *name, size_t nlen)
 }
 
 int
+cfg_set_state(struct cfg *c, const char *name, const char *val)
+{
+    const struct cfg_key *k = key_find(name, strlen(name));
+    return k != NULL && key_store(c, k, val) == NULL ? 0 : -1;
+}
+
+int
 cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vlen, char *err,
         size_t errsz)
 {
@@ -662,4 +687,315 @@ cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vl
         return -1;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------ CONFIG REWRITE */
+
+struct rv_sbuf {
+    char *p;
+    size_t len, cap;
+};
+
+static void
+sb_add(struct rv_sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) {
+            cap *= 2;
+        }
+        b->p = rv_realloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void
+sb_str(struct rv_sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+/* "name value" as the parser reads it back: quoted when needed. */
+static void
+fmt_line(struct rv_sbuf *out, const struct cfg_key *k, const char *v)
+{
+    bool plain = *v != '\0';
+    for (const char *p = v; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch <= ' ' || ch >= 127 || ch == '"' || ch == '\'' || ch == '\\' || ch == '#') {
+            plain = plain && key_multiword(k) && ch == ' ';
+        }
+    }
+    sb_str(out, k->name);
+    sb_str(out, " ");
+    if (plain) {
+        sb_str(out, v);
+    } else {
+        sb_str(out, "\"");
+        for (const char *p = v; *p; p++) {
+            unsigned char ch = (unsigned char)*p;
+            char esc[8];
+            if (ch == '"' || ch == '\\') {
+                snprintf(esc, sizeof(esc), "\\%c", ch);
+            } else if (ch == '\n') {
+                snprintf(esc, sizeof(esc), "\\n");
+            } else if (ch == '\r') {
+                snprintf(esc, sizeof(esc), "\\r");
+            } else if (ch == '\t') {
+                snprintf(esc, sizeof(esc), "\\t");
+            } else if (ch < ' ' || ch >= 127) {
+                snprintf(esc, sizeof(esc), "\\x%02x", ch);
+            } else {
+                esc[0] = (char)ch;
+                esc[1] = '\0';
+            }
+            sb_str(out, esc);
+        }
+        sb_str(out, "\"");
+    }
+    sb_str(out, "\n");
+}
+
+#define REWRITE_MARK "# Generated by CONFIG REWRITE"
+
+/* The old file as lines (each ending in '\n'), with the cfg_keys index of
+ * each line's key (-1 for comments, blanks and unknown keys). */
+struct rw_file {
+    char **lines;
+    int *owner;
+    size_t n, cap;
+    mode_t mode;
+    bool has_mark;
+};
+
+static char rw_words[64][1024];       /* split_line scratch; under rw_lock */
+
+static void
+rw_add(struct rw_file *f, const char *line, size_t n)
+{
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 64;
+        f->lines = rv_realloc(f->lines, f->cap * sizeof(*f->lines));
+        f->owner = rv_realloc(f->owner, f->cap * sizeof(*f->owner));
+    }
+    bool nl = n > 0 && line[n - 1] == '\n';
+    char *l = rv_malloc(n + 2);
+    memcpy(l, line, n);
+    if (!nl) {
+        l[n++] = '\n';
+    }
+    l[n] = '\0';
+    f->owner[f->n] = -1;
+    int nw = split_line(l, rw_words, 64);
+    if (nw > 0) {
+        const struct cfg_key *k = key_find(rw_words[0], strlen(rw_words[0]));
+        f->owner[f->n] = k ? (int)(k - cfg_keys) : -1;
+    }
+    if (strncmp(l, REWRITE_MARK, strlen(REWRITE_MARK)) == 0) {
+        f->has_mark = true;
+    }
+    f->lines[f->n++] = l;
+}
+
+/* A missing file reads as empty (Redis does the same). */
+static int
+rw_read(struct rw_file *f, const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    f->mode = 0644;
+    if (fp == NULL) {
+        return errno == ENOENT ? 0 : -1;
+    }
+    struct stat st;
+    if (fstat(fileno(fp), &st) == 0) {
+        f->mode = st.st_mode & 07777;
+    }
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &lcap, fp)) >= 0) {
+        rw_add(f, line, (size_t)n);
+    }
+    free(line);     /* getline's buffer comes from libc */
+    fclose(fp);
+    return 0;
+}
+
+static void
+rw_free(struct rw_file *f)
+{
+    for (size_t l = 0; l < f->n; l++) {
+        rv_free(f->lines[l]);
+    }
+    rv_free(f->lines);
+    rv_free(f->owner);
+}
+
+/* true when the file's line gives k the value val (as parsed at start-up). */
+static bool
+rw_line_gives(const char *line, const struct cfg_key *k, const char *val)
+{
+    char perr[256], fval[4096];
+    const char *vals[63];
+    int nw = split_line(line, rw_words, 64);
+    for (int w = 1; w < nw; w++) {
+        vals[w - 1] = rw_words[w];
+    }
+    struct cfg *d = cfg_defaults();
+    bool same = nw > 0 && apply_kv(d, rw_words[0], vals, nw - 1, "rewrite", perr, sizeof(perr)) == 0;
+    if (same) {
+        format_value(d, k, fval, sizeof(fval));
+        same = strcmp(val, fval) == 0;
+    }
+    cfg_destroy(d);
+    return same;
+}
+
+/* The new text: per key, keep its lines, rewrite its last line (dropping
+ * earlier duplicates), or append it when it differs from the default. */
+static void
+rw_plan(const struct cfg *c, struct rw_file *f, struct rv_sbuf *out)
+{
+    static char dropped[] = "";
+    char val[4096], dval[4096];
+    struct rv_sbuf tail = { 0 };
+    char **repl = rv_calloc(f->n ? f->n : 1, sizeof(*repl));   /* NULL: keep; dropped: drop */
+    struct cfg *defs = cfg_defaults();
+
+    for (size_t i = 0; i < NKEYS; i++) {
+        const struct cfg_key *k = &cfg_keys[i];
+        format_value(c, k, val, sizeof(val));
+        format_value(defs, k, dval, sizeof(dval));
+        ssize_t last = -1;
+        for (size_t l = 0; l < f->n; l++) {
+            if (f->owner[l] == (int)i) {
+                last = (ssize_t)l;
+            }
+        }
+        if (last < 0) {
+            if (strcmp(val, dval) != 0) {
+                fmt_line(&tail, k, val);
+            }
+            continue;
+        }
+        if (rw_line_gives(f->lines[last], k, val)) {
+            continue;
+        }
+        for (size_t l = 0; l < (size_t)last; l++) {
+            if (f->owner[l] == (int)i) {
+                repl[l] = dropped;
+            }
+        }
+        if (val[0] == '\0' && strcmp(val, dval) == 0) {
+            repl[last] = dropped;      /* back to an empty default: the line goes */
+        } else {
+            struct rv_sbuf one = { 0 };
+            fmt_line(&one, k, val);
+            repl[last] = one.p;
+        }
+    }
+    cfg_destroy(defs);
+    for (size_t l = 0; l < f->n; l++) {
+        sb_str(out, repl[l] ? repl[l] : f->lines[l]);
+        if (repl[l] && repl[l] != dropped) {
+            rv_free(repl[l]);
+        }
+    }
+    rv_free(repl);
+    if (tail.len > 0) {
+        if (!f->has_mark) {
+            sb_str(out, REWRITE_MARK "\n");
+        }
+        sb_add(out, tail.p, tail.len);
+    }
+    rv_free(tail.p);
+}
+
+/* Temp file beside path, fsync, rename over, fsync the directory. */
+static int
+rw_write(const char *path, const char *text, size_t len, mode_t mode)
+{
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof(tmp), "%s.rewrite-%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) {
+        return -1;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            break;
+        }
+        off += (size_t)w;
+    }
+    errno = 0;
+    bool ok = off == len && fchmod(fd, mode) == 0 && fsync(fd) == 0;
+    int e = errno ? errno : EIO;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL) {
+        snprintf(dir, sizeof(dir), ".");
+    } else {
+        slash[slash == dir ? 1 : 0] = '\0';
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+int
+cfg_rewrite(const struct cfg *c, char *err, size_t errsz)
+{
+    static pthread_mutex_t rw_lock = PTHREAD_MUTEX_INITIALIZER;
+    char path[PATH_MAX];
+    struct rw_file f = { 0 };
+    struct rv_sbuf out = { 0 };
+    int rc = -1;
+
+    if (cfg_file_path[0] == '\0') {
+        snprintf(err, errsz, "ERR The server is running without a config file");
+        return -1;
+    }
+    pthread_mutex_lock(&rw_lock);
+    /* Rewrite the file a symlink points at, not the link. */
+    if (realpath(cfg_file_path, path) == NULL) {
+        snprintf(path, sizeof(path), "%s", cfg_file_path);
+    }
+    if (rw_read(&f, path) == 0) {
+        rw_plan(c, &f, &out);
+        rc = rw_write(path, out.p ? out.p : "", out.len, f.mode);
+    }
+    if (rc != 0) {
+        snprintf(err, errsz, "ERR Rewriting config file: %s", strerror(errno));
+    }
+    rw_free(&f);
+    rv_free(out.p);
+    pthread_mutex_unlock(&rw_lock);
+    return rc;
 }

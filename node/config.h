@@ -12,6 +12,8 @@
 
 enum cfg_durability { CFG_DUR_MEMORY = 0, CFG_DUR_EVERYSEC = 1, CFG_DUR_ALWAYS = 2 };
 enum cfg_obl_class { CFG_OBL_NORMAL = 0, CFG_OBL_REPLICA = 1, CFG_OBL_PUBSUB = 2 };
+enum cfg_supervised { CFG_SUP_NO = 0, CFG_SUP_UPSTART = 1, CFG_SUP_SYSTEMD = 2, CFG_SUP_AUTO = 3 };
+enum cfg_protected { CFG_PROT_NO = 0, CFG_PROT_YES = 1, CFG_PROT_LOCAL = 2 };
 enum cfg_loglevel { CFG_LOG_DEBUG = 0, CFG_LOG_VERBOSE = 1, CFG_LOG_NOTICE = 2, CFG_LOG_WARNING = 3 };
 
 struct cfg {
@@ -48,6 +50,10 @@ struct cfg {
     char *cluster_announce_ip;
     int64_t shutdown_timeout;   /* seconds to finish replies in flight on SIGTERM */
     int64_t active_expire_effort;
+    char *on_role_change;               /* executable run on role changes (node/hook.h), "" = none */
+    int64_t on_role_change_timeout;     /* seconds before the hook is killed */
+    int64_t supervised;                 /* enum cfg_supervised: sd_notify when systemd/auto */
+    int64_t enable_debug_command;       /* enum cfg_protected: who may run DEBUG */
     /* Compact-encoding thresholds of the collection types (Redis's names). */
     int64_t list_max_listpack_size;     /* > 0 entries per node, < 0: -1..-5 = 4..64 KiB */
     int64_t list_compress_depth;
@@ -82,6 +88,17 @@ void cfg_get(const struct cfg *c, const char *pattern, size_t plen, cfg_visit_fn
  * error text in err ("ERR Unknown option ...", "ERR CONFIG SET failed ..."). */
 int cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vlen,
             char *err, size_t errsz);
+/* CONFIG REWRITE: rewrite the config file the node started with so that it
+ * gives c's values: comments, unknown keys and unchanged lines stay as they
+ * are, changed keys are rewritten in place, others that differ from their
+ * defaults are appended. Temp file + fsync + rename. Returns 0, or -1 with a
+ * Redis error text in err. Safe to call from several shards at once. */
+int cfg_rewrite(const struct cfg *c, char *err, size_t errsz);
+/* Set a key the node itself changes at run time, live or not (REPLICAOF sets
+ * "replicaof" to "host port" or ""), on c (a private copy, then published), so
+ * that CONFIG GET and CONFIG REWRITE show it. Returns 0, or -1 for an unknown
+ * key or invalid value. */
+int cfg_set_state(struct cfg *c, const char *name, const char *val);
 /* true when the key exists and can be changed at run time. */
 bool cfg_is_live(const char *name, size_t nlen);
 /* Parse a CPU list for shard_cpus: fills cpus (at most max); returns count or -1. */

@@ -1582,7 +1582,7 @@ ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us)
     ks->op_moves = 0;
     for (;;) {
         size_t want = dict_count(&ks->exp), sampled = 0, expired = 0, visits = 0, total;
-        if (want == 0) {
+        if (want == 0 || budget_us == 0) {
             break;
         }
         if (want > KS_EXPIRE_SAMPLE) {

@@ -169,5 +169,6 @@ void ks_set_expire_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg);
 /* Incremental rehash for up to budget_us; returns true while more remains. */
 bool ks_rehash_step(struct ks *ks, uint64_t budget_us);
 /* Active expiry: sample keys with deadlines, delete the expired ones, stop after
- * budget_us; returns the number deleted. Repeats while >25% of a sample was stale. */
+ * budget_us; returns the number deleted. Repeats while >25% of a sample was stale.
+ * A budget of 0 does nothing (DEBUG SET-ACTIVE-EXPIRE 0). */
 size_t ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us);

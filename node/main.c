@@ -8,8 +8,10 @@
 #include "node/cmd.h"
 #include "node/config.h"
 #include "node/dict.h"
+#include "node/hook.h"
 #include "node/metrics.h"
 #include "node/node.h"
+#include "node/notify.h"
 #include "node/reshard.h"
 #include "node/shard.h"
 
@@ -60,6 +62,7 @@ main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);   /* shard threads inherit the mask */
 
+    notify_setup(cfg);
     cmd_init();
     dict_seed(rand_u64(), rand_u64());
     node.nshards = (unsigned)cfg->shards;
@@ -75,6 +78,7 @@ main(int argc, char **argv)
         rand_hex(node.ids[i], 40);
     }
     node_publish_cfg(&node, cfg);
+    hook_setup(&node);
 
     unsigned old_n = 0;
     int resh = reshard_prepare(cfg->dir, node.nshards, &old_n, err, sizeof(err));
@@ -82,7 +86,11 @@ main(int argc, char **argv)
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
+    if (resh == 1) {
+        notify_send("STATUS=Redistributing the data directory of %u shard(s)", old_n);
+    }
     for (unsigned i = 0; i < node.nshards; i++) {
+        notify_send("STATUS=Loading shard %u/%u", i + 1, node.nshards);
         node.shards[i] = shard_create(&node, i, err, sizeof(err));
         if (node.shards[i] == NULL) {
             fprintf(stderr, "ruvio: %s\n", err);
@@ -112,12 +120,16 @@ main(int argc, char **argv)
                node.nshards, (long long)cfg->port, (long long)(cfg->port + node.nshards - 1),
                (int)getpid());
     log_notice("Ready to accept connections tcp");
+    /* Recovery is over and every listener is bound and served by its thread. */
+    notify_send("READY=1\nSTATUS=Ready to accept connections on ports %lld-%lld\nMAINPID=%d",
+           (long long)cfg->port, (long long)(cfg->port + node.nshards - 1), (int)getpid());
 
     int sig = 0;
     while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT)) {
     }
     log_notice("Received %s, shutting down (finishing replies in flight)",
                sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    notify_send("STOPPING=1\nSTATUS=Shutting down");
     atomic_store(&node.shutdown, true);
     for (unsigned i = 0; i < node.nshards; i++) {
         shard_wake(node.shards[i]);

@@ -8,6 +8,7 @@
 #include "node/block.h"
 #include "node/cmd.h"
 #include "node/conn.h"
+#include "node/debug.h"
 #include "node/dict.h"
 #include "node/ks.h"
 #include "node/metrics.h"
@@ -374,6 +375,9 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     uint64_t budget = (uint64_t)(25000 / s->cfg->hz) * (uint64_t)s->cfg->active_expire_effort / 10;
     if (budget < 1000) {
         budget = 1000;
+    }
+    if (!debug_active_expire_on()) {
+        budget = 0;     /* DEBUG SET-ACTIVE-EXPIRE 0: the expiry cycles do nothing */
     }
     shard_sample_rates(s, now);
     metrics_cron(s);

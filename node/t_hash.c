@@ -823,7 +823,7 @@ hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
     uint64_t start = clock_mono_us();
     size_t rounds = 0;
 
-    if (x == NULL || dict_size(x->keys) == 0) {
+    if (x == NULL || dict_size(x->keys) == 0 || budget_us == 0) {
         return;
     }
     do {

@@ -67,7 +67,7 @@ struct hash_ttl_index;
 /* The shard's index of hash keys with timed fields (kept in struct shard). */
 void hash_ttl_index_destroy(struct hash_ttl_index *x);       /* NULL is a no-op */
 /* Active reclaim of expired hash fields for the shard's keyspace, from the
- * shard cron; stops after about budget_us. */
+ * shard cron; stops after about budget_us (0: does nothing). */
 void hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us);
 
 /* ---- helpers shared with the set type ---- */

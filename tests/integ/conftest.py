@@ -383,7 +383,9 @@ def _server_argv(port, datadir, args):
                 "--dir", datadir] + list(args)
     if not os.path.exists(RUVIO_BIN):
         pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % RUVIO_BIN)
-    return [RUVIO_BIN, "--port", str(port), "--bind", HOST, "--dir", datadir] + list(args)
+    # Redis's own test suite runs with DEBUG enabled too; tests of the default pass their own value.
+    dbg = [] if "--enable-debug-command" in args else ["--enable-debug-command", "yes"]
+    return [RUVIO_BIN, "--port", str(port), "--bind", HOST, "--dir", datadir] + dbg + list(args)
 
 
 def launch(args=(), expect_fail=False, env=None, argv=None, nports=None, port=None, exit_timeout=5):
