@@ -1,6 +1,7 @@
 /* node/cmd_server.c: INFO, CONFIG, TIME, SHUTDOWN. INFO describes the shard that
  * received the command (Redis Cluster clients see each shard as a node);
  * memory and CPU figures of the whole process are labelled as such. */
+#include "node/acl.h"
 #include "node/base/buf.h"
 #include "node/base/mem.h"
 #include "node/base/log.h"
@@ -343,7 +344,11 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
         }
     }
     log_set_level((int)next->loglevel);
+    bool pass_changed = strcmp(shard_cfg(c->shard)->requirepass, next->requirepass) != 0;
     node_publish_cfg(n, next);
+    if (pass_changed) {
+        acl_set_requirepass(next->requirepass);   /* the default user's password (acl.h) */
+    }
     shard_adopt_cfg(c->shard);
     for (unsigned i = 0; i < n->nshards; i++) {
         if (n->shards[i] != c->shard) {

@@ -323,6 +323,55 @@ cfg_check(struct cfg *c, const char **key)
     return NULL;
 }
 
+static char *
+str_join_line(char *list, const char *line)
+{
+    size_t a = list ? strlen(list) : 0, b = strlen(line);
+    char *out = rv_malloc(a + b + 2);
+    if (a) {
+        memcpy(out, list, a);
+    }
+    memcpy(out + a, line, b);
+    out[a + b] = '\n';
+    out[a + b + 1] = '\0';
+    rv_free(list);
+    return out;
+}
+
+/* `user` and `rename-command` may repeat, so they are collected as lines;
+ * acl_init() and cmd_rename() validate them at start-up. */
+static int
+apply_repeatable(struct cfg *c, const char *key, const char *const *vals, int nvals,
+                 const char *where, char *err, size_t errsz)
+{
+    char line[4096] = "";
+    size_t off = 0;
+    if (strcasecmp(key, "rename-command") == 0 || strcasecmp(key, "rename_command") == 0) {
+        if (nvals != 2 || strchr(vals[0], ' ') || strchr(vals[1], ' ')) {
+            snprintf(err, errsz, "config error at %s: 'rename-command': expected <name> <new name> "
+                                 "(\"\" disables the command)", where);
+            return -1;
+        }
+        snprintf(line, sizeof(line), "%s %s", vals[0], vals[1]);
+        c->rename_commands = str_join_line(c->rename_commands, line);
+        return 0;
+    }
+    if (nvals < 1) {
+        snprintf(err, errsz, "config error at %s: 'user': expected <name> [rules ...]", where);
+        return -1;
+    }
+    for (int i = 0; i < nvals; i++) {
+        int w = snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "", vals[i]);
+        if (w < 0 || (size_t)w >= sizeof(line) - off || strchr(vals[i], '\n')) {
+            snprintf(err, errsz, "config error at %s: 'user': line too long", where);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    c->acl_users = str_join_line(c->acl_users, line);
+    return 0;
+}
+
 static struct cfg *
 cfg_defaults(void)
 {
@@ -345,6 +394,8 @@ cfg_dup(const struct cfg *src)
             *slot = rv_strndup(*slot, strlen(*slot));
         }
     }
+    c->acl_users = src->acl_users ? rv_strndup(src->acl_users, strlen(src->acl_users)) : NULL;
+    c->rename_commands = src->rename_commands ? rv_strndup(src->rename_commands, strlen(src->rename_commands)) : NULL;
     return c;
 }
 
@@ -359,6 +410,8 @@ cfg_destroy(struct cfg *c)
             rv_free(*(char **)((char *)c + cfg_keys[i].off));
         }
     }
+    rv_free(c->acl_users);
+    rv_free(c->rename_commands);
     rv_free(c);
 }
 
@@ -429,6 +482,10 @@ static int
 apply_kv(struct cfg *c, const char *key, const char *const *vals, int nvals, const char *where,
          char *err, size_t errsz)
 {
+    if (strcasecmp(key, "user") == 0 || strcasecmp(key, "rename-command") == 0 ||
+        strcasecmp(key, "rename_command") == 0) {
+        return apply_repeatable(c, key, vals, nvals, where, err, errsz);
+    }
     const struct cfg_key *k = key_find(key, strlen(key));
     if (k == NULL) {
         snprintf(err, errsz, "config error at %s: '%s': unknown config key", where, key);

@@ -4,6 +4,7 @@
 #include "node/base/fs.h"
 #include "node/base/rand.h"
 #include "node/base/log.h"
+#include "node/acl.h"
 #include "node/cmd.h"
 #include "node/config.h"
 #include "node/dict.h"
@@ -54,6 +55,19 @@ main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);   /* shard threads inherit the mask */
 
     cmd_init();
+    for (const char *r = cfg->rename_commands; r && *r;) {
+        char from[256], to[256] = "";
+        const char *nl = strchr(r, '\n');
+        if (sscanf(r, "%255s %255[^\n]", from, to) < 1 || cmd_rename_command(from, to, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ruvio: config error: %s\n", err);
+            return 1;
+        }
+        r = nl ? nl + 1 : r + strlen(r);
+    }
+    if (acl_init(cfg->requirepass, cfg->acl_users, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: config error: 'user': %s\n", err);
+        return 1;
+    }
     dict_seed(rand_u64(), rand_u64());
     node.nshards = (unsigned)cfg->shards;
     node.shards = calloc(node.nshards, sizeof(*node.shards));
@@ -121,6 +135,7 @@ main(int argc, char **argv)
         shard_destroy(node.shards[i]);
     }
     cfg_destroy(atomic_load(&node.cfg));
+    acl_shutdown();
     free(node.shards);
     free(node.ids);
     log_notice("Ruvio is now ready to exit, bye bye...");

@@ -3,7 +3,7 @@
 #   build: what compiling and running ruvio needs
 #   test:  also the test tools (Criterion, python3-redis, pytest, redis-tools, clang for fuzzing)
 set -euo pipefail
-want=(build-essential cmake pkg-config libevent-dev libjemalloc-dev libprotobuf-c-dev protobuf-c-compiler)
+want=(build-essential cmake pkg-config libevent-dev libjemalloc-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev)
 if [ "${1:-build}" = test ]; then
   want+=(libcriterion-dev python3 python3-redis python3-pytest redis-tools redis-server
          clang libclang-rt-14-dev iproute2 procps util-linux)
