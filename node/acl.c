@@ -800,6 +800,15 @@ acl_conn_reset(struct conn *c)
     acl_conn_init(c);
 }
 
+bool
+acl_user_exists(struct rv_str name)
+{
+    pthread_mutex_lock(&acl_mu);
+    bool r = snap_find(acl_cur, name.p, name.len, NULL) != NULL;
+    pthread_mutex_unlock(&acl_mu);
+    return r;
+}
+
 const char *
 acl_user_name(const struct acl_user *u)
 {
@@ -1017,8 +1026,7 @@ user_check(const struct acl_user *u, const struct cmd_spec *cmd, int argc, struc
 bool
 acl_allow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
-    const struct acl_snap *snap = *shard_acl(c->shard);
-    if (!c->authed && snap->auth_required) {
+    if (!c->authed && (*shard_acl(c->shard))->auth_required) {
         if (cmd->flags & CMD_NOAUTH) {
             return true;
         }

@@ -69,6 +69,7 @@ bool acl_default_open(struct shard *s);
 bool acl_allow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
 
 const char *acl_user_name(const struct acl_user *u);
+bool acl_user_exists(struct rv_str name);
 
 /* Category names ("keyspace", "read", ...) by bit index of enum cmd_cat. */
 const char *acl_cat_name(unsigned bit);

@@ -362,7 +362,7 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     int64_t id = -1;
-    struct rv_str *addr = NULL, *laddr = NULL;
+    struct rv_str *addr = NULL, *laddr = NULL, *user = NULL;
     bool skipme = true;
     int64_t maxage = -1;
     if ((argc - 2) % 2 != 0) {
@@ -394,9 +394,15 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
                 reply_err(c, RV_ERR_NOTINT);
                 return;
             }
-        } else if (cmd_arg_is(argv[i], "type") || cmd_arg_is(argv[i], "user")) {
-            /* Only normal clients of the default user exist here. */
-            if (!(cmd_arg_is(v, "normal") || cmd_arg_is(v, "default"))) {
+        } else if (cmd_arg_is(argv[i], "user")) {
+            if (!acl_user_exists(v)) {
+                reply_errf(c, "ERR No such user '%.*s'", (int)(v.len > 128 ? 128 : v.len), v.p);
+                return;
+            }
+            user = &argv[i + 1];
+        } else if (cmd_arg_is(argv[i], "type")) {
+            /* Only normal clients exist here. */
+            if (!cmd_arg_is(v, "normal")) {
                 reply_int(c, 0);
                 return;
             }
@@ -409,6 +415,7 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
     for (struct conn *o = shard_conn_first(c->shard); o; o = o->next) {
         if ((id > 0 && o->id != (uint64_t)id) || (addr && !str_eq(*addr, o->addr)) ||
             (laddr && !str_eq(*laddr, o->laddr)) || (skipme && o == c) ||
+            (user && !str_eq(*user, acl_user_name(o->user))) ||
             (maxage >= 0 && (now - o->ctime_ms) / 1000 < maxage) ||
             (o->flags & CONN_CLOSE_ASAP)) {
             continue;

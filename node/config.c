@@ -285,6 +285,11 @@ parse_obl(struct cfg *c)
         c->obl_soft[cls] = soft;
         c->obl_secs[cls] = secs;
     }
+    for (int cls = 0; cls < 3; cls++) {
+        int64_t h = c->obl_hard[cls] > 0 ? c->obl_hard[cls] : INT64_MAX;
+        int64_t s = c->obl_soft[cls] > 0 ? c->obl_soft[cls] : INT64_MAX;
+        c->obl_check[cls] = h < s ? h : s;
+    }
     return NULL;
 }
 

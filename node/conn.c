@@ -212,20 +212,13 @@ conn_fill(struct conn *c)
     return RV_EIO;
 }
 
-/* The unread output above which conn_over_output() must look: the smallest of
- * the pause threshold and the client class's hard and soft limits. */
-static size_t
+/* The unread output above which conn_over_output() must look: the smaller of
+ * the pause threshold and the client class's limits (precomputed by config.c). */
+static inline size_t
 conn_output_check(const struct conn *c, const struct cfg *cfg)
 {
-    int cls = (c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL;
-    size_t lim = CONN_WBUF_PAUSE;
-    if (cfg->obl_hard[cls] > 0 && (size_t)cfg->obl_hard[cls] < lim) {
-        lim = (size_t)cfg->obl_hard[cls];
-    }
-    if (cfg->obl_soft[cls] > 0 && (size_t)cfg->obl_soft[cls] < lim) {
-        lim = (size_t)cfg->obl_soft[cls];
-    }
-    return lim;
+    int64_t lim = cfg->obl_check[(c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL];
+    return lim < (int64_t)CONN_WBUF_PAUSE ? (size_t)lim : CONN_WBUF_PAUSE;
 }
 
 /* client-output-buffer-limit for a client's own replies (Redis semantics:

@@ -462,6 +462,20 @@ def test_disabled_user_keeps_open_connections(srv):
     assert raw(srv).cmd("AUTH", "u", "p") == WRONGPASS
 
 
+def test_client_list_and_kill_by_user(srv):
+    admin = raw(srv)
+    admin.cmd("ACL", "SETUSER", "u", "on", ">p", "+@all", "~*")
+    c = login(srv, "u", "p")
+    assert b" user=u " in c.cmd("CLIENT", "INFO")
+    assert b" user=default " in admin.cmd("CLIENT", "INFO")
+    assert admin.cmd("CLIENT", "KILL", "USER", "nosuch") == "ERR No such user 'nosuch'"
+    assert admin.cmd("CLIENT", "KILL", "USER", "u") == 1
+    with pytest.raises(Exception):
+        c.cmd("PING")
+        c.cmd("PING")
+    assert admin.cmd("PING") == "PONG"
+
+
 def test_acl_log(srv):
     admin = raw(srv)
     admin.cmd("ACL", "SETUSER", "u", "on", ">p", "~k*", "+get")
