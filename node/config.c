@@ -628,6 +628,16 @@ format_value(const struct cfg *c, const struct cfg_key *k, char *out, size_t out
         snprintf(out, outsz, "%s", k->enums[*(const int64_t *)(base + k->off)]);
         break;
     case K_STR:
+        if (k->off == offsetof(struct cfg, client_output_buffer_limit)) {
+            /* as Redis shows it: every class, in bytes */
+            snprintf(out, outsz, "normal %lld %lld %lld slave %lld %lld %lld pubsub %lld %lld %lld",
+                     (long long)c->obl_hard[CFG_OBL_NORMAL], (long long)c->obl_soft[CFG_OBL_NORMAL],
+                     (long long)c->obl_secs[CFG_OBL_NORMAL], (long long)c->obl_hard[CFG_OBL_REPLICA],
+                     (long long)c->obl_soft[CFG_OBL_REPLICA], (long long)c->obl_secs[CFG_OBL_REPLICA],
+                     (long long)c->obl_hard[CFG_OBL_PUBSUB], (long long)c->obl_soft[CFG_OBL_PUBSUB],
+                     (long long)c->obl_secs[CFG_OBL_PUBSUB]);
+            break;
+        }
         snprintf(out, outsz, "%s", *(char *const *)(base + k->off));
         break;
     }
