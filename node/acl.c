@@ -5,6 +5,7 @@
 #include "node/base/buf.h"
 #include "node/base/clock.h"
 #include "node/base/glob.h"
+#include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/cmd.h"
 #include "node/conn.h"
@@ -13,8 +14,11 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #define ACL_HASH_LEN 32
@@ -612,84 +616,191 @@ default_from_pass(struct acl_user *d, const char *pass)
     }
 }
 
-/* Split a rules line on spaces (no quoting: rules never contain spaces). */
-static int
-apply_line(struct acl_snap *s, const char *line, bool *default_seen, char *err, size_t errsz)
+enum decl_rc { DECL_OK = 0, DECL_DUP, DECL_RULE };
+
+/* One declaration "rules..." for user name (config `user` line or ACL file
+ * line): a user may be declared once; "default" starts over from scratch (as
+ * Redis). On DECL_RULE, bad and badlen name the rule, why the reason. */
+static enum decl_rc
+declare_user(struct acl_snap *s, const char *name, size_t nlen, const char *p, bool *default_seen,
+             const char **bad, size_t *badlen, const char **why)
 {
-    const char *p = line;
-    while (*p == ' ' || *p == '\t') {
-        p++;
-    }
-    const char *name = p;
-    while (*p && *p != ' ' && *p != '\t') {
-        p++;
-    }
-    size_t nlen = (size_t)(p - name);
-    if (nlen == 0) {
-        snprintf(err, errsz, "'user' needs a user name");
-        return -1;
-    }
     size_t pos;
     struct acl_user *u = snap_find(s, name, nlen, &pos);
-    if (u != NULL && (nlen != 7 || memcmp(name, "default", 7) != 0 || *default_seen)) {
-        snprintf(err, errsz, "Error in user declaration '%.*s': Duplicate user found. A user can only "
-                             "be defined once in config files", (int)nlen, name);
-        return -1;
+    bool is_default = nlen == 7 && memcmp(name, "default", 7) == 0;
+    if (u != NULL && (!is_default || *default_seen)) {
+        return DECL_DUP;
     }
     if (u == NULL) {
         u = user_new(name, nlen);
         snap_insert(s, u, pos);
     } else {
         *default_seen = true;
+        user_free(u);
+        u = s->users[pos] = user_new(name, nlen);
     }
     for (;;) {
-        while (*p == ' ' || *p == '\t') {
+        while (*p == ' ' || *p == '\t' || *p == '\r') {
             p++;
         }
         if (!*p) {
-            return 0;
+            return DECL_OK;
         }
         const char *r = p;
-        while (*p && *p != ' ' && *p != '\t') {
+        while (*p && *p != ' ' && *p != '\t' && *p != '\r') {
             p++;
         }
-        const char *why = user_apply(u, r, (size_t)(p - r));
-        if (why) {
-            snprintf(err, errsz, "user '%.*s': rule '%.*s': %s", (int)nlen, name, (int)(p - r), r, why);
-            return -1;
+        *why = user_apply(u, r, (size_t)(p - r));
+        if (*why) {
+            *bad = r;
+            *badlen = (size_t)(p - r);
+            return DECL_RULE;
         }
     }
 }
 
-int
-acl_init(const char *requirepass, const char *user_lines, char *err, size_t errsz)
+/* Lines of `text` (config `user` values "name rules...", or an ACL file's
+ * "user name rules..." when path != NULL) into s. Errors as Redis words them. */
+static int
+load_lines(struct acl_snap *s, const char *text, const char *path, char *err, size_t errsz)
 {
+    bool default_seen = false;
+    int lineno = 0;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char line[8192];
+        lineno++;
+        if (len >= sizeof(line)) {
+            snprintf(err, errsz, "%s:%d: line too long", path ? path : "user", lineno);
+            return -1;
+        }
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p += len + (nl ? 1 : 0);
+        char *q = line;
+        while (*q == ' ' || *q == '\t' || *q == '\r') {
+            q++;
+        }
+        if (*q == '\0') {
+            continue;
+        }
+        if (path) {
+            if (strncmp(q, "user", 4) != 0 || (q[4] != ' ' && q[4] != '\t')) {
+                snprintf(err, errsz, "%s:%d should start with user keyword followed by the username",
+                         path, lineno);
+                return -1;
+            }
+            q += 4;
+            while (*q == ' ' || *q == '\t') {
+                q++;
+            }
+        }
+        const char *name = q;
+        while (*q && *q != ' ' && *q != '\t' && *q != '\r') {
+            q++;
+        }
+        size_t nlen = (size_t)(q - name);
+        if (nlen == 0) {
+            snprintf(err, errsz, path ? "%s:%d should start with user keyword followed by the username"
+                                      : "%s:%d: 'user' needs a user name",
+                     path ? path : "user", lineno);
+            return -1;
+        }
+        const char *bad = NULL, *why = NULL;
+        size_t badlen = 0;
+        switch (declare_user(s, name, nlen, q, &default_seen, &bad, &badlen, &why)) {
+        case DECL_OK:
+            break;
+        case DECL_DUP:
+            if (path) {
+                snprintf(err, errsz, "WARNING: Duplicate user '%.*s' found on line %d", (int)nlen, name,
+                         lineno);
+            } else {
+                snprintf(err, errsz, "Error in user declaration '%.*s': Duplicate user found. A user "
+                                     "can only be defined once in config files", (int)nlen, name);
+            }
+            return -1;
+        case DECL_RULE:
+            if (path) {
+                snprintf(err, errsz, "%s:%d: Error in applying operation '%.*s': %s", path, lineno,
+                         (int)badlen, bad, why);
+            } else {
+                snprintf(err, errsz, "user '%.*s': rule '%.*s': %s", (int)nlen, name, (int)badlen, bad,
+                         why);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The ACL file's users on top of `def` (a copy of the current default user,
+ * kept unless the file declares "default"); NULL with err on failure. */
+static struct acl_snap *
+load_file(const char *path, const struct acl_user *def, char *err, size_t errsz)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, errsz, "Error loading ACLs, opening file '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    struct buf text;
+    buf_init(&text);
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        buf_append(&text, chunk, n);
+    }
+    fclose(f);
+    buf_putc(&text, '\0');
     struct acl_snap *s = snap_new(8);
+    s->users[s->n++] = user_dup(def);
+    int rc = load_lines(s, text.data, path, err, errsz);
+    buf_deinit(&text);
+    if (rc != 0) {
+        size_t l = strlen(err);
+        snprintf(err + l, errsz - l, ". WARNING: ACL errors detected, no change to the previously "
+                                     "active ACL rules was performed");
+        snap_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static char acl_path[4096];   /* aclfile, "" = none; set once by acl_init */
+
+int
+acl_init(const char *requirepass, const char *user_lines, const char *aclfile, char *err,
+         size_t errsz)
+{
     struct acl_user *d = user_new("default", 7);
     user_apply(d, "on", 2);
     user_apply(d, "~*", 2);
     user_apply(d, "&*", 2);
     user_apply(d, "+@all", 5);
     default_from_pass(d, requirepass ? requirepass : "");
-    s->users[s->n++] = d;
-    const char *p = user_lines ? user_lines : "";
-    bool default_seen = false;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        char line[4096];
-        if (len >= sizeof(line)) {
-            snprintf(err, errsz, "'user' line too long");
+    struct acl_snap *s;
+    if (aclfile && aclfile[0]) {
+        if (user_lines && user_lines[0]) {
+            snprintf(err, errsz, "users are defined both with 'user' lines and in 'aclfile': define "
+                                 "them in one place only");
+            user_free(d);
+            return -1;
+        }
+        snprintf(acl_path, sizeof(acl_path), "%s", aclfile);
+        s = load_file(aclfile, d, err, errsz);
+        user_free(d);
+        if (s == NULL) {
+            return -1;
+        }
+    } else {
+        s = snap_new(8);
+        s->users[s->n++] = d;
+        if (load_lines(s, user_lines ? user_lines : "", NULL, err, errsz) != 0) {
             snap_free(s);
             return -1;
         }
-        memcpy(line, p, len);
-        line[len] = '\0';
-        if (apply_line(s, line, &default_seen, err, errsz) != 0) {
-            snap_free(s);
-            return -1;
-        }
-        p += len + (nl ? 1 : 0);
     }
     pthread_mutex_lock(&acl_mu);
     publish_locked(s);
@@ -1230,6 +1341,36 @@ describe_chans(const struct acl_user *u, struct buf *b, bool list)
     }
 }
 
+/* "user <name> on #<hash> ~keys resetchannels &chans <commands>", as ACL LIST writes it. */
+static void
+describe_user(const struct acl_user *u, struct buf *b)
+{
+    buf_append(b, "user ", 5);
+    buf_append(b, u->name, strlen(u->name));
+    buf_append(b, (u->flags & U_ON) ? " on" : " off", (u->flags & U_ON) ? 3 : 4);
+    if (u->flags & U_NOPASS) {
+        buf_append(b, " nopass", 7);
+    }
+    if (u->flags & (U_SANITIZE | U_SKIP_SANITIZE)) {
+        buf_append(b, (u->flags & U_SANITIZE) ? " sanitize-payload" : " skip-sanitize-payload",
+                   (u->flags & U_SANITIZE) ? 17 : 22);
+    }
+    for (int j = 0; j < u->npass; j++) {
+        char h[2 * ACL_HASH_LEN + 1];
+        hex(u->pass[j], h);
+        buf_append(b, " #", 2);
+        buf_append(b, h, 2 * ACL_HASH_LEN);
+    }
+    if ((u->flags & U_ALLKEYS) || u->nkeys) {
+        buf_putc(b, ' ');
+        describe_keys(u, b);
+    }
+    buf_putc(b, ' ');
+    describe_chans(u, b, true);
+    buf_putc(b, ' ');
+    buf_append(b, u->cmdrules, strlen(u->cmdrules));
+}
+
 void
 acl_reply_list(struct conn *c)
 {
@@ -1239,36 +1380,82 @@ acl_reply_list(struct conn *c)
     struct buf b;
     buf_init(&b);
     for (size_t i = 0; i < s->n; i++) {
-        const struct acl_user *u = s->users[i];
         buf_reset(&b);
-        buf_append(&b, "user ", 5);
-        buf_append(&b, u->name, strlen(u->name));
-        buf_append(&b, (u->flags & U_ON) ? " on" : " off", (u->flags & U_ON) ? 3 : 4);
-        if (u->flags & U_NOPASS) {
-            buf_append(&b, " nopass", 7);
-        }
-        if (u->flags & (U_SANITIZE | U_SKIP_SANITIZE)) {
-            buf_append(&b, (u->flags & U_SANITIZE) ? " sanitize-payload" : " skip-sanitize-payload",
-                       (u->flags & U_SANITIZE) ? 17 : 22);
-        }
-        for (int j = 0; j < u->npass; j++) {
-            char h[2 * ACL_HASH_LEN + 1];
-            hex(u->pass[j], h);
-            buf_append(&b, " #", 2);
-            buf_append(&b, h, 2 * ACL_HASH_LEN);
-        }
-        if ((u->flags & U_ALLKEYS) || u->nkeys) {
-            buf_putc(&b, ' ');
-            describe_keys(u, &b);
-        }
-        buf_putc(&b, ' ');
-        describe_chans(u, &b, true);
-        buf_putc(&b, ' ');
-        buf_append(&b, u->cmdrules, strlen(u->cmdrules));
+        describe_user(s->users[i], &b);
         reply_bulk(c, b.data, b.len);
     }
     buf_deinit(&b);
     pthread_mutex_unlock(&acl_mu);
+}
+
+static const char no_aclfile[] =
+    "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via "
+    "the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration "
+    "file set) in order to store users in the Redis configuration.";
+
+int
+acl_load(struct shard *s, char *err, size_t errsz)
+{
+    if (acl_path[0] == '\0') {
+        snprintf(err, errsz, "%s", no_aclfile);
+        return -1;
+    }
+    char why[1024];
+    pthread_mutex_lock(&acl_mu);
+    struct acl_snap *next = load_file(acl_path, snap_find(acl_cur, "default", 7, NULL), why, sizeof(why));
+    if (next == NULL) {
+        pthread_mutex_unlock(&acl_mu);
+        snprintf(err, errsz, "ERR %s", why);
+        return -1;
+    }
+    publish_locked(next);
+    pthread_mutex_unlock(&acl_mu);
+    adopt_everywhere(s);
+    return 0;
+}
+
+int
+acl_save(char *err, size_t errsz)
+{
+    if (acl_path[0] == '\0') {
+        snprintf(err, errsz, "%s", no_aclfile);
+        return -1;
+    }
+    struct buf b;
+    buf_init(&b);
+    pthread_mutex_lock(&acl_mu);
+    for (size_t i = 0; i < acl_cur->n; i++) {
+        describe_user(acl_cur->users[i], &b);
+        buf_putc(&b, '\n');
+    }
+    pthread_mutex_unlock(&acl_mu);
+    /* write a temporary file, sync it, rename it over the old one */
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp-%d", acl_path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool ok = fd >= 0;
+    for (size_t off = 0; ok && off < b.len;) {
+        ssize_t w = write(fd, b.data + off, b.len - off);
+        if (w <= 0) {
+            ok = false;
+            break;
+        }
+        off += (size_t)w;
+    }
+    ok = ok && fsync(fd) == 0;
+    if (fd >= 0) {
+        ok = close(fd) == 0 && ok;
+    }
+    ok = ok && rename(tmp, acl_path) == 0;
+    buf_deinit(&b);
+    if (!ok) {
+        log_warn("ACL SAVE: cannot write '%s': %s", acl_path, strerror(errno));
+        unlink(tmp);
+        snprintf(err, errsz, "ERR There was an error trying to save the ACLs. Please check the server "
+                             "logs for more information");
+        return -1;
+    }
+    return 0;
 }
 
 void

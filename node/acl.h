@@ -31,8 +31,10 @@ struct acl_snap;
 
 /* Build the first snapshot: the default user (nopass, or requirepass's
  * password), then each "name rules..." line of user_lines ('\n'-separated,
- * as the config file's `user` directives). Call once before shards start. */
-int acl_init(const char *requirepass, const char *user_lines, char *err, size_t errsz);
+ * as the config file's `user` directives), or the users of aclfile (not
+ * both). Call once before shards start. */
+int acl_init(const char *requirepass, const char *user_lines, const char *aclfile, char *err,
+             size_t errsz);
 /* Free the published snapshot (process exit). */
 void acl_shutdown(void);
 
@@ -88,4 +90,7 @@ void acl_reply_getuser(struct conn *c, struct rv_str name);
 bool acl_dryrun(struct rv_str user, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
                 char *why, size_t whysz, bool *nouser);
 void acl_reply_log(struct conn *c, int64_t count);
+/* ACL LOAD / ACL SAVE with the aclfile; 0, or -1 with Redis's error text. */
+int acl_load(struct shard *s, char *err, size_t errsz);
+int acl_save(char *err, size_t errsz);
 void acl_log_reset(void);

@@ -170,10 +170,23 @@ cmd_acl_dryrun(struct conn *c, int argc, struct rv_str *argv)
 void
 cmd_acl_load(struct conn *c, int argc, struct rv_str *argv)
 {
-    reply_errf(c, "ERR This Redis instance is not configured to use an ACL file. You may want to "
-                  "specify users via the ACL SETUSER command and then issue a CONFIG REWRITE "
-                  "(assuming you have a Redis configuration file set) in order to store users in "
-                  "the Redis configuration.");
+    char err[1200];
+    if (acl_load(c->shard, err, sizeof(err)) != 0) {
+        reply_errf(c, "%s", err);
+        return;
+    }
+    reply_ok(c);
+}
+
+void
+cmd_acl_save(struct conn *c, int argc, struct rv_str *argv)
+{
+    char err[600];
+    if (acl_save(err, sizeof(err)) != 0) {
+        reply_errf(c, "%s", err);
+        return;
+    }
+    reply_ok(c);
 }
 
 void
@@ -195,11 +208,11 @@ cmd_acl_help(struct conn *c, int argc, struct rv_str *argv)
         "LIST",
         "    Show users details in config file format.",
         "LOAD",
-        "    Reload users from the ACL file (no ACL file is supported: replies an error).",
+        "    Reload users from the ACL file.",
         "LOG [<count> | RESET]",
         "    Show the ACL log entries.",
         "SAVE",
-        "    Save the current config to the ACL file (no ACL file is supported: replies an error).",
+        "    Save the current config to the ACL file.",
         "SETUSER <username> <attribute> [<attribute> ...]",
         "    Create or modify a user with the specified attributes.",
         "USERS",

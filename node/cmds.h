@@ -78,4 +78,5 @@ CMD_HANDLER(save); CMD_HANDLER(bgsave); CMD_HANDLER(bgrewriteaof); CMD_HANDLER(l
 /* cmd_acl.c */
 CMD_HANDLER(acl_setuser); CMD_HANDLER(acl_deluser); CMD_HANDLER(acl_getuser); CMD_HANDLER(acl_list);
 CMD_HANDLER(acl_users); CMD_HANDLER(acl_whoami); CMD_HANDLER(acl_cat); CMD_HANDLER(acl_genpass);
-CMD_HANDLER(acl_log); CMD_HANDLER(acl_dryrun); CMD_HANDLER(acl_load); CMD_HANDLER(acl_help);
+CMD_HANDLER(acl_log); CMD_HANDLER(acl_dryrun); CMD_HANDLER(acl_load); CMD_HANDLER(acl_save);
+CMD_HANDLER(acl_help);

@@ -58,6 +58,7 @@ struct cfg {
     bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;
+    char *aclfile;                      /* ACL users file ("" = none); ACL LOAD/SAVE use it */
     /* Repeatable directives, not CONFIG GET keys: one line each, '\n'-separated. */
     char *acl_users;                    /* `user <name> <rules...>`: "name rules..." */
     char *rename_commands;              /* `rename-command <name> <new>`: "name new" ("" = disabled) */

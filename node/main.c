@@ -64,8 +64,8 @@ main(int argc, char **argv)
         }
         r = nl ? nl + 1 : r + strlen(r);
     }
-    if (acl_init(cfg->requirepass, cfg->acl_users, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ruvio: config error: 'user': %s\n", err);
+    if (acl_init(cfg->requirepass, cfg->acl_users, cfg->aclfile, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->aclfile[0] ? "aclfile" : "user", err);
         return 1;
     }
     dict_seed(rand_u64(), rand_u64());

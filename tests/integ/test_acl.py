@@ -770,3 +770,85 @@ def test_protected_mode_applies_whatever_bind_says(start_server):
     far = RawConn(ip, s.port)
     assert far.cmd("PING") == "PONG"
     far.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# aclfile, ACL LOAD, ACL SAVE
+
+NO_ACLFILE = ("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the "
+              "ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) "
+              "in order to store users in the Redis configuration.")
+ACL_WARNING = ". WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+
+
+def test_acl_load_save_without_aclfile(srv):
+    c = raw(srv)
+    assert c.cmd("ACL", "LOAD") == NO_ACLFILE
+    assert c.cmd("ACL", "SAVE") == NO_ACLFILE
+
+
+def _start_with_aclfile(start_server, path, *extra):
+    binary = REDIS_BIN if IS_REDIS else RUVIO_BIN
+    argv = [binary, "--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}", "--aclfile", str(path)]
+    if IS_REDIS:
+        argv += ["--save", "", "--appendonly", "no"]
+    nports = int(extra[extra.index("--shards") + 1]) if "--shards" in extra else 1
+    return start_server(argv=argv + list(extra), nports=nports)
+
+
+def test_aclfile_load_and_save(start_server, tmp_path):
+    path = tmp_path / "users.acl"
+    path.write_text("user alice on >pw ~a* +get\n\nuser bob off\n")
+    s = _start_with_aclfile(start_server, path)
+    c = s.raw()
+    assert c.cmd("ACL", "USERS") == [b"alice", b"bob", b"default"]
+    assert login(s, "alice", "pw").cmd("GET", "a1") is None
+    # SAVE writes ACL LIST's lines; a restart (or ACL LOAD) reads them back
+    assert c.cmd("ACL", "SETUSER", "carol", "on", ">c", "+@all", "~*") == "OK"
+    listed = c.cmd("ACL", "LIST")
+    assert c.cmd("ACL", "SAVE") == "OK"
+    assert path.read_text().splitlines() == [x.decode() for x in listed]
+    # LOAD replaces every user with the file's
+    path.write_text("user dave on nopass +ping\n")
+    assert c.cmd("ACL", "LOAD") == "OK"
+    assert c.cmd("ACL", "USERS") == [b"dave", b"default"]
+    assert s.raw().cmd("AUTH", "carol", "c") == WRONGPASS
+    # errors change nothing
+    path.write_text("user dave on +nosuch\n")
+    assert c.cmd("ACL", "LOAD") == "ERR %s:1: Error in applying operation '+nosuch': Unknown command or category " \
+        "name in ACL%s" % (path, ACL_WARNING)
+    path.write_text("user erin on\nfoo bar\n")
+    assert c.cmd("ACL", "LOAD") == "ERR %s:2 should start with user keyword followed by the username%s" \
+        % (path, ACL_WARNING)
+    path.write_text("user erin on\nuser erin off\n")
+    assert c.cmd("ACL", "LOAD") == "ERR WARNING: Duplicate user 'erin' found on line 2%s" % ACL_WARNING
+    assert c.cmd("ACL", "USERS") == [b"dave", b"default"]
+    # the default user is kept unless the file declares it
+    path.write_text("user default on >x ~* +@all\n")
+    assert c.cmd("ACL", "LOAD") == "OK"
+    assert s.raw().cmd("PING") == NOAUTH
+    assert c.cmd("ACL", "LIST") == [("user default on #%s ~* resetchannels +@all" % sha("x")).encode()]
+    path.unlink()
+    assert c.cmd("ACL", "LOAD") == "ERR Error loading ACLs, opening file '%s': No such file or directory" % path
+
+
+@pytest.mark.ruvio_only
+def test_aclfile_on_every_shard_and_startup_errors(start_server, tmp_path):
+    path = tmp_path / "users.acl"
+    path.write_text("user alice on >pw ~* +get\n")
+    s = _start_with_aclfile(start_server, path, "--shards", "2")
+    assert len(s.ports) == 2
+    for port in s.ports:
+        assert login(s, "alice", "pw", port=port).cmd("SET", "k", "v").startswith("NOPERM")
+    path.write_text("user alice on >pw ~* +get +set\n")
+    assert s.raw(port=s.ports[1]).cmd("ACL", "LOAD") == "OK"
+    k0 = key_on_port(s, 0)
+    assert login(s, "alice", "pw", port=s.ports[0]).cmd("SET", k0, "v") == "OK"
+    s.stop()
+    missing = tmp_path / "nope.acl"
+    f = start_server(argv=[RUVIO_BIN, "--port", "{port}", "--dir", "{dir}", "--aclfile", str(missing)],
+                     expect_fail=True)
+    assert f.returncode == 1 and "Error loading ACLs, opening file" in f.stderr()
+    conf = _conf(tmp_path, "aclfile %s\nuser bob on\n" % path)
+    f = start_server(argv=[RUVIO_BIN, conf, "--port", "{port}", "--dir", "{dir}"], expect_fail=True)
+    assert f.returncode == 1 and "aclfile" in f.stderr()

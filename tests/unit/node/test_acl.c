@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void
 setup(void)
@@ -47,7 +48,7 @@ may(const char *user, char *why, size_t whysz, const char **args)
 Test(acl, default_user_may_do_everything)
 {
     char err[256], why[256];
-    cr_assert_eq(acl_init("", "", err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(acl_init("", "", NULL, err, sizeof(err)), 0, "%s", err);
     cr_assert(MAY("default", "flushall"));
     cr_assert(MAY("default", "get", "k"));
     cr_assert(MAY("default", "config", "set", "x", "y"));
@@ -57,7 +58,7 @@ Test(acl, default_user_may_do_everything)
 Test(acl, requirepass_sets_the_default_password)
 {
     char err[256];
-    cr_assert_eq(acl_init("secret", "", err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(acl_init("secret", "", NULL, err, sizeof(err)), 0, "%s", err);
     cr_assert(!acl_default_nopass());
     acl_set_requirepass("");
     cr_assert(acl_default_nopass());
@@ -68,7 +69,7 @@ Test(acl, command_rules)
     char err[256], why[256];
     cr_assert_eq(acl_init("", "u on nopass ~* +@all -@dangerous -set +config|get\n"
                               "v on nopass ~* -@all +@string -strlen +client -client|kill\n",
-                          err, sizeof(err)), 0, "%s", err);
+                          NULL, err, sizeof(err)), 0, "%s", err);
     cr_assert(MAY("u", "get", "k"));
     cr_assert(!MAY("u", "set", "k", "v"));
     cr_assert_str_eq(why, "User u has no permissions to run the 'set' command");
@@ -88,8 +89,8 @@ Test(acl, command_rules)
 Test(acl, key_patterns)
 {
     char err[256], why[256];
-    cr_assert_eq(acl_init("", "u on nopass +@all ~foo:* %R~ro:* %W~wo:*\n", err, sizeof(err)), 0, "%s",
-                 err);
+    cr_assert_eq(acl_init("", "u on nopass +@all ~foo:* %R~ro:* %W~wo:*\n", NULL, err, sizeof(err)), 0,
+                 "%s", err);
     cr_assert(MAY("u", "get", "foo:1"));
     cr_assert(MAY("u", "set", "foo:1", "v"));
     cr_assert(!MAY("u", "get", "bar"));
@@ -105,7 +106,7 @@ Test(acl, key_patterns)
 Test(acl, channel_patterns)
 {
     char err[256], why[256];
-    cr_assert_eq(acl_init("", "u on nopass +@all ~* resetchannels &news.*\n", err, sizeof(err)), 0,
+    cr_assert_eq(acl_init("", "u on nopass +@all ~* resetchannels &news.*\n", NULL, err, sizeof(err)), 0,
                  "%s", err);
     cr_assert(MAY("u", "publish", "news.1", "m"));
     cr_assert(!MAY("u", "publish", "sport", "m"));
@@ -118,14 +119,47 @@ Test(acl, channel_patterns)
 Test(acl, bad_lines_name_the_rule)
 {
     char err[256];
-    cr_assert_neq(acl_init("", "u on +nosuch\n", err, sizeof(err)), 0);
+    cr_assert_neq(acl_init("", "u on +nosuch\n", NULL, err, sizeof(err)), 0);
     cr_assert(strstr(err, "+nosuch") && strstr(err, "Unknown command or category name in ACL"), "%s", err);
-    cr_assert_neq(acl_init("", "u #abc\n", err, sizeof(err)), 0);
+    cr_assert_neq(acl_init("", "u #abc\n", NULL, err, sizeof(err)), 0);
     cr_assert(strstr(err, "exactly 64 characters"), "%s", err);
-    cr_assert_neq(acl_init("", "u on\nu off\n", err, sizeof(err)), 0);
+    cr_assert_neq(acl_init("", "u on\nu off\n", NULL, err, sizeof(err)), 0);
     cr_assert(strstr(err, "Duplicate user found"), "%s", err);
-    cr_assert_neq(acl_init("", "u ~* ~a\n", err, sizeof(err)), 0);
+    cr_assert_neq(acl_init("", "u ~* ~a\n", NULL, err, sizeof(err)), 0);
     cr_assert(strstr(err, "Adding a pattern after the * pattern"), "%s", err);
+}
+
+Test(acl, config_default_line_starts_over)
+{
+    char err[256], why[256];
+    cr_assert_eq(acl_init("pw", "default on nopass +get ~*\n", NULL, err, sizeof(err)), 0, "%s", err);
+    cr_assert(acl_default_nopass());
+    cr_assert(MAY("default", "get", "k"));
+    cr_assert(!MAY("default", "set", "k", "v"));
+}
+
+Test(acl, aclfile_loads_users)
+{
+    char err[512], why[256], path[] = "/tmp/ruvio-acl-unit-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *text = "user alice on >pw ~a* +get\n\nuser bob off\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    cr_assert_eq(acl_init("", "", path, err, sizeof(err)), 0, "%s", err);
+    cr_assert(MAY("alice", "get", "a1"));
+    cr_assert(!MAY("alice", "get", "b1"));
+    cr_assert(MAY("default", "flushall"));
+    cr_assert_neq(acl_init("", "alice on\n", path, err, sizeof(err)), 0);   /* not both */
+    FILE *f = fopen(path, "w");
+    fputs("user alice on\nalice off\n", f);
+    fclose(f);
+    cr_assert_neq(acl_init("", "", path, err, sizeof(err)), 0);
+    cr_assert(strstr(err, ":2 should start with user keyword followed by the username. WARNING: ACL errors"),
+              "%s", err);
+    unlink(path);
+    cr_assert_neq(acl_init("", "", path, err, sizeof(err)), 0);
+    cr_assert(strstr(err, "Error loading ACLs, opening file"), "%s", err);
 }
 
 Test(acl, config_collects_user_and_rename_lines)
