@@ -9,6 +9,7 @@
 #include "node/base/mem.h"
 #include "node/cmd.h"
 #include "node/conn.h"
+#include "node/pubsub.h"
 #include "node/reply.h"
 #include "node/shard.h"
 
@@ -856,6 +857,14 @@ conn_acl_update(struct conn *c, const struct acl_snap *snap)
     c->parser.lim.authed = !need_auth;
 }
 
+static bool chan_ok(const struct acl_user *u, const char *ch, size_t len, bool literal);
+
+static bool
+sub_still_allowed(void *arg, struct rv_str name, bool pattern)
+{
+    return chan_ok(arg, name.p, name.len, pattern);
+}
+
 void
 acl_shard_refresh(struct shard *s)
 {
@@ -885,6 +894,12 @@ acl_shard_refresh(struct shard *s)
         }
         c->user = u;
         conn_acl_update(c, next);
+        /* As Redis: a subscriber whose user lost one of its channels is closed. */
+        if ((c->flags & CONN_PUBSUB) && !(u->flags & U_ALLCHANNELS) &&
+            !pubsub_each(c, sub_still_allowed, u) && !(c->flags & CONN_CLOSE_ASAP)) {
+            c->flags |= CONN_CLOSE_ASAP;
+            shard_want_write(s, c);
+        }
     }
     struct acl_snap *old = *cur;
     *cur = next;

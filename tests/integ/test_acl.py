@@ -438,6 +438,24 @@ def test_channel_patterns(srv):
     assert dict(zip(u[::2], u[1::2]))[b"channels"] == b"&*"
 
 
+def test_subscriber_losing_its_channel_is_closed(srv):
+    admin = raw(srv)
+    admin.cmd("ACL", "SETUSER", "u", "on", ">p", "+@all", "~*", "&*")
+    c = login(srv, "u", "p")
+    assert c.cmd("SUBSCRIBE", "news") == [b"subscribe", b"news", 1]
+    p = login(srv, "u", "p")
+    assert p.cmd("PSUBSCRIBE", "sp*") == [b"psubscribe", b"sp*", 1]
+    admin.cmd("ACL", "SETUSER", "u", "resetchannels", "&new*", "&sp*")    # both still allowed
+    assert c.nothing_pending(0.2) and p.nothing_pending(0.1)
+    assert admin.cmd("PUBLISH", "news", "m") >= 1
+    assert c.read_reply() == [b"message", b"news", b"m"]
+    admin.cmd("ACL", "SETUSER", "u", "resetchannels", "&sp*")              # news revoked
+    assert c.read_until_closed(timeout=5) == b""
+    assert p.nothing_pending(0.2)
+    admin.cmd("ACL", "SETUSER", "u", "resetchannels", "&spam")             # sp* no longer literally allowed
+    assert p.read_until_closed(timeout=5) == b""
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # lifecycle: deleted/disabled users, ACL LOG
 
