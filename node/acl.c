@@ -977,7 +977,7 @@ acl_log_add(struct conn *c, const char *reason, const char *obj, size_t objlen, 
     if (ci.len && ci.data[ci.len - 1] == '\n') {
         ci.len--;
     }
-    const char *ctx = (c->flags & CONN_MULTI) ? "multi" : "toplevel";
+    const char *ctx = (c->flags & (CONN_MULTI | CONN_IN_EXEC)) ? "multi" : "toplevel";
     int64_t now = clock_unix_ms();
     pthread_mutex_lock(&log_mu);
     for (size_t i = 0; i < log_n; i++) {
@@ -1149,6 +1149,19 @@ user_check(const struct acl_user *u, const struct cmd_spec *cmd, int argc, struc
     return ACL_OK;
 }
 
+/* The refusal: Redis 7.2's texts; inside EXEC (rules changed after queueing) with Redis's preamble. */
+static void
+reply_noperm(struct conn *c, const char *reason)
+{
+    if (c->flags & CONN_IN_EXEC) {
+        reply_errf(c, "NOPERM ACLs rules changed between the moment the transaction was accumulated "
+                      "and the EXEC call. This command is no longer allowed for the following reason: %s",
+                   reason);
+    } else {
+        reply_errf(c, "NOPERM %s", reason);
+    }
+}
+
 bool
 acl_allow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
@@ -1161,21 +1174,22 @@ acl_allow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
     }
     const struct acl_user *u = c->user;
     int bad = 0;
-    char full[96];
+    char full[96], why[256];
     switch (user_check(u, cmd, argc, argv, &bad)) {
     case ACL_OK:
         return true;
     case ACL_DENY_CMD:
         cmd_fullname(cmd, full, sizeof(full));
-        reply_errf(c, "NOPERM User %s has no permissions to run the '%s' command", u->name, full);
+        snprintf(why, sizeof(why), "User %s has no permissions to run the '%s' command", u->name, full);
+        reply_noperm(c, why);
         acl_log_add(c, "command", full, strlen(full), u->name, strlen(u->name));
         return false;
     case ACL_DENY_KEY:
-        reply_errf(c, "NOPERM No permissions to access a key");
+        reply_noperm(c, "No permissions to access a key");
         acl_log_add(c, "key", argv[bad].p, argv[bad].len, u->name, strlen(u->name));
         return false;
     case ACL_DENY_CHAN:
-        reply_errf(c, "NOPERM No permissions to access a channel");
+        reply_noperm(c, "No permissions to access a channel");
         acl_log_add(c, "channel", argv[bad].p, argv[bad].len, u->name, strlen(u->name));
         return false;
     }

@@ -362,6 +362,25 @@ def test_denied_inside_multi_aborts_exec(srv):
     assert c.cmd("EXEC").startswith("EXECABORT")
 
 
+def test_exec_checks_acls_again(srv):
+    admin = raw(srv)
+    admin.cmd("ACL", "SETUSER", "u", "on", ">p", "~*", "+multi", "+exec", "+get", "+set")
+    c = login(srv, "u", "p")
+    x = K(srv, "x")
+    assert c.cmd("MULTI") == "OK"
+    assert c.cmd("SET", x, "1") == "QUEUED"
+    assert c.cmd("GET", x) == "QUEUED"
+    admin.cmd("ACL", "SETUSER", "u", "-set")
+    res = c.cmd("EXEC")
+    pre = "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. " \
+          "This command is no longer allowed for the following reason: "
+    assert res[0] in (pre + "User u has no permissions to run the 'set' command",
+                      pre + "no permission to execute the command or subcommand")   # Redis 7.0's words
+    assert res[1] is None
+    log = [dict(zip(e[::2], e[1::2])) for e in admin.cmd("ACL", "LOG")]
+    assert log[0][b"object"] == b"set" and log[0][b"context"] == b"multi"
+
+
 def test_reset_rule(srv):
     c = raw(srv)
     c.cmd("ACL", "SETUSER", "u", "on", ">p", "~*", "&*", "+@all")
