@@ -967,10 +967,23 @@ log_entry_free(struct acl_log_entry *e)
     rv_free(e->client_info);
 }
 
+/* INFO stats acl_access_denied_{auth,cmd,key,channel}, node-wide. */
+static atomic_ulong denied[4];
+
+void
+acl_denied_counts(uint64_t out[4])
+{
+    for (int i = 0; i < 4; i++) {
+        out[i] = atomic_load_explicit(&denied[i], memory_order_relaxed);
+    }
+}
+
 static void
 acl_log_add(struct conn *c, const char *reason, const char *obj, size_t objlen, const char *user,
             size_t ulen)
 {
+    int kind = reason[0] == 'a' ? 0 : reason[0] == 'c' && reason[1] == 'o' ? 1 : reason[0] == 'k' ? 2 : 3;
+    atomic_fetch_add_explicit(&denied[kind], 1, memory_order_relaxed);
     struct buf ci;
     buf_init(&ci);
     conn_client_line(c, c, &ci);

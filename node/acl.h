@@ -94,3 +94,6 @@ void acl_reply_log(struct conn *c, int64_t count);
 int acl_load(struct shard *s, char *err, size_t errsz);
 int acl_save(char *err, size_t errsz);
 void acl_log_reset(void);
+/* Refusals since start, node-wide, for INFO stats: acl_access_denied_auth,
+ * acl_access_denied_cmd, acl_access_denied_key, acl_access_denied_channel. */
+void acl_denied_counts(uint64_t out[4]);
