@@ -492,7 +492,7 @@ cmd_client_help(struct conn *c, int argc, struct rv_str *argv)
         "INFO", "    Return information about the current client connection.",
         "KILL <ip:port>", "    Kill connection made from <ip:port>.",
         "KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections. Options are: ID <client-id>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO), MAXAGE <seconds>.",
+        "    Kill connections. Options are: ID <client-id>, USER <username>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO), MAXAGE <seconds>.",
         "LIST [options ...]", "    Return information about client connections of this shard. Options: TYPE (NORMAL|MASTER|REPLICA|PUBSUB), ID <client-id> [...].",
         "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
