@@ -3,6 +3,7 @@
 #include "node/base/strnum.h"
 
 #include "cluster/slot.h"
+#include "node/acl.h"
 #include "node/base/mem.h"
 #include "node/block.h"
 #include "node/conn.h"
@@ -101,6 +102,78 @@ cmd_lookup(const char *name, size_t len)
         }
     }
     return NULL;
+}
+
+/* rename-command: clients look commands up in a second table, keyed by the
+ * new names; everything internal (WAL replay, persist) keeps the original
+ * names, and the dispatcher hands handlers and the WAL the original name. */
+static const struct cmd_spec *client_tab[LOOKUP_SLOTS];
+static const char *client_name[LOOKUP_SLOTS];
+static bool renamed;
+
+static const struct cmd_spec *
+client_lookup(const char *name, size_t len)
+{
+    uint32_t h = name_hash(name, len) & (LOOKUP_SLOTS - 1);
+    for (; client_tab[h] != NULL; h = (h + 1) & (LOOKUP_SLOTS - 1)) {
+        if (name_eq(client_name[h], name, len)) {
+            return client_tab[h];
+        }
+    }
+    return NULL;
+}
+
+int
+cmd_rename_command(const char *from, const char *to, char *err, size_t errsz)
+{
+    if (!renamed) {
+        for (size_t i = 0; i < LOOKUP_SLOTS; i++) {
+            client_tab[i] = lookup_tab[i];
+            client_name[i] = lookup_tab[i] ? lookup_tab[i]->name : NULL;
+        }
+        renamed = true;
+    }
+    const struct cmd_spec *s = client_lookup(from, strlen(from));
+    if (s == NULL) {
+        snprintf(err, errsz, "rename-command: no command named '%s'", from);
+        return -1;
+    }
+    if (to[0] && client_lookup(to, strlen(to)) != NULL) {
+        snprintf(err, errsz, "rename-command: '%s' is already the name of a command", to);
+        return -1;
+    }
+    /* Rebuild without `from`, then add `to` (open addressing has no delete). */
+    const struct cmd_spec *tab[LOOKUP_SLOTS];
+    const char *names[LOOKUP_SLOTS];
+    memcpy(tab, client_tab, sizeof(tab));
+    memcpy(names, client_name, sizeof(names));
+    memset(client_tab, 0, sizeof(client_tab));
+    memset(client_name, 0, sizeof(client_name));
+    size_t flen = strlen(from);
+    for (size_t i = 0; i < LOOKUP_SLOTS; i++) {
+        if (tab[i] == NULL || name_eq(names[i], from, flen)) {
+            continue;
+        }
+        uint32_t h = name_hash(names[i], strlen(names[i])) & (LOOKUP_SLOTS - 1);
+        while (client_tab[h]) {
+            h = (h + 1) & (LOOKUP_SLOTS - 1);
+        }
+        client_tab[h] = tab[i];
+        client_name[h] = names[i];
+    }
+    if (to[0]) {
+        char *lower = rv_strndup(to, strlen(to));
+        for (char *p = lower; *p; p++) {
+            *p = (char)ascii_lower((unsigned char)*p);
+        }
+        uint32_t h = name_hash(lower, strlen(lower)) & (LOOKUP_SLOTS - 1);
+        while (client_tab[h]) {
+            h = (h + 1) & (LOOKUP_SLOTS - 1);
+        }
+        client_tab[h] = s;
+        client_name[h] = lower;
+    }
+    return 0;
 }
 
 const struct cmd_spec *
@@ -405,8 +478,16 @@ static void
 dispatch_one(struct conn *c, int argc, struct rv_str *argv)
 {
     struct shard *s = c->shard;
-    const struct cmd_spec *cmd = cmd_lookup(argv[0].p, argv[0].len);
+    const struct cmd_spec *cmd;
 
+    if (rv_likely(!renamed)) {
+        cmd = cmd_lookup(argv[0].p, argv[0].len);
+    } else {
+        cmd = client_lookup(argv[0].p, argv[0].len);
+        if (cmd) {
+            argv[0] = (struct rv_str){ cmd->name, strlen(cmd->name) };   /* WAL and MULTI see the real name */
+        }
+    }
     if (rv_unlikely(cmd == NULL)) {
         reply_unknown(c, "command", argc, argv, 1);
         cmd_reject(c, NULL);
@@ -436,8 +517,8 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
-    if (rv_unlikely(!c->authed) && !(cmd->flags & CMD_NOAUTH)) {
-        reply_err(c, RV_ERR_NOAUTH);
+    /* Authentication and ACLs: one predicted branch for unrestricted users. */
+    if (rv_unlikely(c->acl_slow) && !acl_allow(c, cmd, argc, argv)) {
         cmd_reject(c, st);
         return;
     }

@@ -1,4 +1,5 @@
 /* node/cmd_conn.c: connection, CLIENT and COMMAND commands. */
+#include "node/acl.h"
 #include "node/base/glob.h"
 #include "node/base/mem.h"
 #include "node/block.h"
@@ -38,27 +39,6 @@ cmd_echo(struct conn *c, int argc, struct rv_str *argv)
     reply_bulk(c, argv[1].p, argv[1].len);
 }
 
-/* Check credentials for the default user; true on success (reply not sent). */
-static bool
-auth_check(struct conn *c, struct rv_str *user, struct rv_str pass)
-{
-    const char *rp = shard_cfg(c->shard)->requirepass;
-    if (user && !cmd_arg_is(*user, "default")) {
-        return false;
-    }
-    if (rp[0] == '\0') {
-        return true;   /* the default user has no password: any password works */
-    }
-    return strlen(rp) == pass.len && memcmp(rp, pass.p, pass.len) == 0;
-}
-
-static void
-conn_set_authed(struct conn *c, bool yes)
-{
-    c->authed = yes;
-    c->parser.lim.authed = yes;
-}
-
 void
 cmd_auth(struct conn *c, int argc, struct rv_str *argv)
 {
@@ -66,15 +46,14 @@ cmd_auth(struct conn *c, int argc, struct rv_str *argv)
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
-    if (argc == 2 && shard_cfg(c->shard)->requirepass[0] == '\0') {
+    if (argc == 2 && acl_default_nopass()) {
         reply_err(c, RV_ERR_NOPASS);
         return;
     }
-    if (!auth_check(c, argc == 3 ? &argv[1] : NULL, argv[argc - 1])) {
+    if (!acl_auth(c, argc == 3 ? &argv[1] : NULL, argv[argc - 1])) {
         reply_err(c, RV_ERR_WRONGPASS);
         return;
     }
-    conn_set_authed(c, true);
     reply_ok(c);
 }
 
@@ -116,7 +95,7 @@ cmd_hello(struct conn *c, int argc, struct rv_str *argv)
     bool did_auth = false;
     for (; i < argc; i++) {
         if (cmd_arg_is(argv[i], "auth") && i + 2 < argc) {
-            if (!auth_check(c, &argv[i + 1], argv[i + 2])) {
+            if (!acl_auth(c, &argv[i + 1], argv[i + 2])) {
                 reply_err(c, RV_ERR_WRONGPASS);
                 return;
             }
@@ -133,14 +112,11 @@ cmd_hello(struct conn *c, int argc, struct rv_str *argv)
             return;
         }
     }
-    if (!c->authed && !did_auth) {
+    if (c->acl_slow && !c->parser.lim.authed && !did_auth) {
         reply_errf(c, "NOAUTH HELLO must be called with the client already authenticated, otherwise "
                       "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
                       "client and select the RESP protocol version at the same time");
         return;
-    }
-    if (did_auth) {
-        conn_set_authed(c, true);
     }
     if (name) {
         set_name(c, *name);
@@ -195,7 +171,7 @@ cmd_reset(struct conn *c, int argc, struct rv_str *argv)
     set_name(c, (struct rv_str){ NULL, 0 });
     c->flags &= ~(CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT | CONN_NO_EVICT |
                   CONN_NO_TOUCH);
-    conn_set_authed(c, shard_cfg(c->shard)->requirepass[0] == '\0');
+    acl_conn_reset(c);
     reply_simple(c, "RESET");
 }
 
@@ -310,12 +286,12 @@ client_line(struct conn *me, struct conn *c, struct buf *out)
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
                      "sub=%zu psub=%zu ssub=%zu multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 "
                      "rbs=%zu rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=%s "
-                     "user=default redir=-1 resp=%d\n",
+                     "user=%s redir=-1 resp=%d\n",
                      (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
                      (long long)((now - c->ctime_ms) / 1000), (long long)((now - c->last_ms) / 1000),
                      flags, sub, psub, ssub, (c->flags & CONN_MULTI) ? 0 : -1, qbuf, c->rbuf.cap - c->rbuf.len, c->rbuf.cap, c->rbuf.len,
                      c->wbuf.len - c->wbuf.off, sizeof(*c) + c->rbuf.cap + c->wbuf.cap,
-                     (c->flags & CONN_WRITE_WAIT) ? "w" : "", full, c->proto);
+                     (c->flags & CONN_WRITE_WAIT) ? "w" : "", full, acl_user_name(c->user), c->proto);
     /* Fields Redis added after resp: drop the newline and append them. */
     n = n > 0 && (size_t)n < sizeof(line) ? n - 1 : 0;
     n += snprintf(line + n, sizeof(line) - (size_t)n, " watch=%zu lib-name=%s lib-ver=%s\n",
@@ -325,6 +301,12 @@ client_line(struct conn *me, struct conn *c, struct buf *out)
         n = (int)strlen(line);
     }
     buf_append(out, line, (size_t)n);
+}
+
+void
+conn_client_line(struct conn *me, struct conn *c, struct buf *out)
+{
+    client_line(me, c, out);
 }
 
 void
@@ -414,7 +396,7 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     int64_t id = -1;
-    struct rv_str *addr = NULL, *laddr = NULL;
+    struct rv_str *addr = NULL, *laddr = NULL, *user = NULL;
     bool skipme = true;
     int64_t maxage = -1;
     if ((argc - 2) % 2 != 0) {
@@ -446,9 +428,15 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
                 reply_err(c, RV_ERR_NOTINT);
                 return;
             }
-        } else if (cmd_arg_is(argv[i], "type") || cmd_arg_is(argv[i], "user")) {
-            /* Only normal clients of the default user exist here. */
-            if (!(cmd_arg_is(v, "normal") || cmd_arg_is(v, "default"))) {
+        } else if (cmd_arg_is(argv[i], "user")) {
+            if (!acl_user_exists(v)) {
+                reply_errf(c, "ERR No such user '%.*s'", (int)(v.len > 128 ? 128 : v.len), v.p);
+                return;
+            }
+            user = &argv[i + 1];
+        } else if (cmd_arg_is(argv[i], "type")) {
+            /* Only normal clients exist here. */
+            if (!cmd_arg_is(v, "normal")) {
                 reply_int(c, 0);
                 return;
             }
@@ -461,6 +449,7 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
     for (struct conn *o = shard_conn_first(c->shard); o; o = o->next) {
         if ((id > 0 && o->id != (uint64_t)id) || (addr && !str_eq(*addr, o->addr)) ||
             (laddr && !str_eq(*laddr, o->laddr)) || (skipme && o == c) ||
+            (user && !str_eq(*user, acl_user_name(o->user))) ||
             (maxage >= 0 && (now - o->ctime_ms) / 1000 < maxage) ||
             (o->flags & CONN_CLOSE_ASAP)) {
             continue;
@@ -537,7 +526,7 @@ cmd_client_help(struct conn *c, int argc, struct rv_str *argv)
         "INFO", "    Return information about the current client connection.",
         "KILL <ip:port>", "    Kill connection made from <ip:port>.",
         "KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections. Options are: ID <client-id>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO), MAXAGE <seconds>.",
+        "    Kill connections. Options are: ID <client-id>, USER <username>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO), MAXAGE <seconds>.",
         "LIST [options ...]", "    Return information about client connections of this shard. Options: TYPE (NORMAL|MASTER|REPLICA|PUBSUB), ID <client-id> [...].",
         "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
         "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
@@ -558,11 +547,6 @@ static const struct { uint32_t bit; const char *name; } flag_names[] = {
     { CMD_NO_MULTI, "no_multi" }, { CMD_MOVABLEKEYS, "movablekeys" }, { CMD_ALLOW_BUSY, "allow_busy" },
 };
 
-static const char *const cat_names[] = {
-    "@keyspace", "@read", "@write", "@string", "@connection", "@server", "@slow", "@fast",
-    "@admin", "@dangerous", "@pubsub", "@transaction", "@list", "@hash", "@set", "@sortedset",
-    "@bitmap", "@hyperloglog", "@geo", "@blocking", "@scripting",
-};
 
 static size_t
 count_subs(const struct cmd_spec *s)
@@ -596,13 +580,15 @@ reply_command_info(struct conn *c, const struct cmd_spec *s)
     reply_int(c, s->last);
     reply_int(c, s->step);
     size_t nc = 0;
-    for (size_t i = 0; i < sizeof(cat_names) / sizeof(cat_names[0]); i++) {
+    for (unsigned i = 0; i < acl_cat_count(); i++) {
         nc += (s->cats >> i) & 1;
     }
     reply_set(c, nc);
-    for (size_t i = 0; i < sizeof(cat_names) / sizeof(cat_names[0]); i++) {
+    for (unsigned i = 0; i < acl_cat_count(); i++) {
         if ((s->cats >> i) & 1) {
-            reply_simple(c, cat_names[i]);
+            char at[32];
+            snprintf(at, sizeof(at), "@%s", acl_cat_name(i));
+            reply_simple(c, at);
         }
     }
     reply_array(c, 0);   /* tips */
@@ -759,8 +745,8 @@ cmd_command_list(struct conn *c, int argc, struct rv_str *argv)
         if (cmd_arg_is(argv[3], "pattern")) {
             pattern = &argv[4];
         } else if (cmd_arg_is(argv[3], "aclcat")) {
-            for (size_t i = 0; i < sizeof(cat_names) / sizeof(cat_names[0]); i++) {
-                if (cmd_arg_is(argv[4], cat_names[i] + 1)) {
+            for (unsigned i = 0; i < acl_cat_count(); i++) {
+                if (cmd_arg_is(argv[4], acl_cat_name(i))) {
                     cat = (int64_t)i;
                 }
             }

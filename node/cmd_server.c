@@ -1,6 +1,7 @@
 /* node/cmd_server.c: INFO, CONFIG, TIME, SHUTDOWN. INFO describes the shard that
  * received the command (Redis Cluster clients see each shard as a node);
  * memory and CPU figures of the whole process are labelled as such. */
+#include "node/acl.h"
 #include "node/base/buf.h"
 #include "node/base/mem.h"
 #define LOG_MODULE "server"
@@ -175,6 +176,13 @@ info_stats(struct conn *c, struct buf *b)
             "io_threaded_writes_processed:0\r\nlog_lines_dropped:%llu\r\nslowlog_len:%zu\r\n\r\n",
          (unsigned long long)st->unexpected_errors, (unsigned long long)log_dropped(),
          slowlog_len(metrics_slowlog(c->shard)));
+    uint64_t denied[4];
+    acl_denied_counts(denied);
+    b->len -= 2;
+    addf(b, "acl_access_denied_auth:%llu\r\nacl_access_denied_cmd:%llu\r\n"
+            "acl_access_denied_key:%llu\r\nacl_access_denied_channel:%llu\r\n\r\n",
+         (unsigned long long)denied[0], (unsigned long long)denied[1], (unsigned long long)denied[2],
+         (unsigned long long)denied[3]);
 }
 
 static void
@@ -402,7 +410,11 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
     }
     log_set_level((int)next->loglevel);
     metrics_apply_cfg(next);
+    bool pass_changed = strcmp(shard_cfg(c->shard)->requirepass, next->requirepass) != 0;
     node_publish_cfg(n, next);
+    if (pass_changed) {
+        acl_set_requirepass(next->requirepass);   /* the default user's password (acl.h) */
+    }
     shard_adopt_cfg(c->shard);
     for (unsigned i = 0; i < n->nshards; i++) {
         if (n->shards[i] != c->shard) {

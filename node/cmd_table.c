@@ -30,34 +30,34 @@
 #define SRV CAT_SERVER
 
 static struct cmd_spec client_subs[] = {
-    ROW("id", cmd_client_id, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "5.0.0", "O(1)", "Returns the unique client ID of the connection.", ""),
-    ROW("setname", cmd_client_setname, 3, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "2.6.9", "O(1)", "Sets the connection name.", "connection-name"),
-    ROW("getname", cmd_client_getname, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "2.6.9", "O(1)", "Returns the name of the connection.", ""),
-    ROW("setinfo", cmd_client_setinfo, 4, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "7.2.0", "O(1)", "Sets information specific to the client or connection.", "LIB-NAME libname | LIB-VER libver"),
-    ROW("list", cmd_client_list, -2, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Lists open connections of the shard.", "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id ...]"),
-    ROW("info", cmd_client_info, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.2.0", "O(1)", "Returns information about the connection.", ""),
-    ROW("kill", cmd_client_kill, -3, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Terminates open connections.", "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes/no]"),
-    ROW("no-evict", cmd_client_no_evict, 3, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "7.0.0", "O(1)", "Sets the client eviction mode of the connection.", "ON|OFF"),
-    ROW("reply", cmd_client_reply, 3, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "3.2.0", "O(1)", "Instructs the server whether to reply to commands.", "ON|OFF|SKIP"),
-    ROW("unblock", cmd_client_unblock, -3, AD | NA | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "5.0.0", "O(log N) where N is the number of client connections", "Unblocks a client blocked by a blocking command from a different connection.", "client-id [TIMEOUT | ERROR]"),
-    ROW("help", cmd_client_help, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    ROW("id", cmd_client_id, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "5.0.0", "O(1)", "Returns the unique client ID of the connection.", ""),
+    ROW("setname", cmd_client_setname, 3, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "2.6.9", "O(1)", "Sets the connection name.", "connection-name"),
+    ROW("getname", cmd_client_getname, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "2.6.9", "O(1)", "Returns the name of the connection.", ""),
+    ROW("setinfo", cmd_client_setinfo, 4, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "7.2.0", "O(1)", "Sets information specific to the client or connection.", "LIB-NAME libname | LIB-VER libver"),
+    ROW("list", cmd_client_list, -2, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Lists open connections of the shard.", "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id ...]"),
+    ROW("info", cmd_client_info, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.2.0", "O(1)", "Returns information about the connection.", ""),
+    ROW("kill", cmd_client_kill, -3, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Terminates open connections.", "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes/no]"),
+    ROW("no-evict", cmd_client_no_evict, 3, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "7.0.0", "O(1)", "Sets the client eviction mode of the connection.", "ON|OFF"),
+    ROW("reply", cmd_client_reply, 3, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "3.2.0", "O(1)", "Instructs the server whether to reply to commands.", "ON|OFF|SKIP"),
+    ROW("unblock", cmd_client_unblock, -3, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "5.0.0", "O(log N) where N is the number of client connections", "Unblocks a client blocked by a blocking command from a different connection.", "client-id [TIMEOUT | ERROR]"),
+    ROW("help", cmd_client_help, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
 };
 
 static struct cmd_spec command_subs[] = {
-    ROW("count", cmd_command_count, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(1)", "Returns a count of commands.", ""),
-    ROW("info", cmd_command_info, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of commands to look up", "Returns information about one, multiple or all commands.", "[command-name ...]"),
-    ROW("docs", cmd_command_docs, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the number of commands to look up", "Returns documentary information about one, multiple or all commands.", "[command-name ...]"),
-    ROW("list", cmd_command_list, -2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the total number of commands", "Returns a list of command names.", "[FILTERBY MODULE name | ACLCAT category | PATTERN pattern]"),
-    ROW("getkeys", cmd_command_getkeys, -4, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", "command [arg ...]"),
-    ROW("help", cmd_command_help, 2, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    ROW("count", cmd_command_count, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(1)", "Returns a count of commands.", ""),
+    ROW("info", cmd_command_info, -2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of commands to look up", "Returns information about one, multiple or all commands.", "[command-name ...]"),
+    ROW("docs", cmd_command_docs, -2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the number of commands to look up", "Returns documentary information about one, multiple or all commands.", "[command-name ...]"),
+    ROW("list", cmd_command_list, -2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the total number of commands", "Returns a list of command names.", "[FILTERBY MODULE name | ACLCAT category | PATTERN pattern]"),
+    ROW("getkeys", cmd_command_getkeys, -4, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", "command [arg ...]"),
+    ROW("help", cmd_command_help, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
 };
 
 static struct cmd_spec config_subs[] = {
-    ROW("get", cmd_config_get, -3, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Returns the effective values of configuration parameters.", "parameter [parameter ...]"),
-    ROW("set", cmd_config_set, -4, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Sets configuration parameters in-flight.", "parameter value [parameter value ...]"),
-    ROW("resetstat", cmd_config_resetstat, 2, AD | NA | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(1)", "Resets the server's statistics.", ""),
+    ROW("get", cmd_config_get, -3, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Returns the effective values of configuration parameters.", "parameter [parameter ...]"),
+    ROW("set", cmd_config_set, -4, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(N) when N is the number of configuration parameters provided", "Sets configuration parameters in-flight.", "parameter value [parameter value ...]"),
+    ROW("resetstat", cmd_config_resetstat, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(1)", "Resets the server's statistics.", ""),
     ROW("rewrite", cmd_config_rewrite, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.0", "O(1)", "Persists the effective configuration to file.", ""),
     ROW("help", cmd_config_help, 2, LO | ST, 0, 0, 0, SRV | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
@@ -135,6 +135,23 @@ static struct cmd_spec cluster_subs[] = {
     END,
 };
 
+static struct cmd_spec acl_subs[] = {
+    ROW("cat", cmd_acl_cat, -2, LO | ST, 0, 0, 0, CAT_SLOW, "server", "6.0.0", "O(1) since the categories and commands are a fixed set.", "Lists the ACL categories, or the commands inside a category.", "[category]"),
+    ROW("deluser", cmd_acl_deluser, -3, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "6.0.0", "O(1) amortized time considering the typical user.", "Deletes ACL users, and terminates their connections.", "username [username ...]"),
+    ROW("dryrun", cmd_acl_dryrun, -4, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "7.0.0", "O(1).", "Simulates the execution of a command by a user, without executing the command.", "username command [arg [arg ...]]"),
+    ROW("genpass", cmd_acl_genpass, -2, LO | ST, 0, 0, 0, CAT_SLOW, "server", "6.0.0", "O(1)", "Generates a pseudorandom, secure password that can be used to identify ACL users.", "[bits]"),
+    ROW("getuser", cmd_acl_getuser, 3, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "6.0.0", "O(N). Where N is the number of password, command and pattern rules that the user has.", "Lists the ACL rules of a user.", "username"),
+    ROW("help", cmd_acl_help, 2, LO | ST, 0, 0, 0, CAT_SLOW, "server", "6.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    ROW("list", cmd_acl_list, 2, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "6.0.0", "O(N). Where N is the number of configured users.", "Dumps the effective rules in ACL file format.", ""),
+    ROW("load", cmd_acl_load, 2, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "6.0.0", "O(N). Where N is the number of configured users.", "Reloads the rules from the configured ACL file.", ""),
+    ROW("log", cmd_acl_log, -2, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "6.0.0", "O(N) with N being the number of entries shown.", "Lists recent security events generated due to ACL rules (node-wide).", "[count | RESET]"),
+    ROW("save", cmd_acl_save, 2, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "6.0.0", "O(N). Where N is the number of configured users.", "Saves the effective ACL rules in the configured ACL file.", ""),
+    ROW("setuser", cmd_acl_setuser, -3, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "6.0.0", "O(N). Where N is the number of rules provided.", "Creates and modifies an ACL user and its rules (on every shard of the node).", "username [rule [rule ...]]"),
+    ROW("users", cmd_acl_users, 2, AD | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "6.0.0", "O(N). Where N is the number of configured users.", "Lists all ACL users.", ""),
+    ROW("whoami", cmd_acl_whoami, 2, LO | ST, 0, 0, 0, CAT_SLOW, "server", "6.0.0", "O(1)", "Returns the authenticated username of the current connection.", ""),
+    END,
+};
+
 struct cmd_spec cmd_table[] = {
     /* connection */
     ROW("ping", cmd_ping, -1, FA | ST | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Returns the server's liveliness response.", "[message]"),
@@ -147,7 +164,8 @@ struct cmd_spec cmd_table[] = {
     ROW("readonly", cmd_readonly, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-only queries for a connection to a Redis Cluster replica node.", ""),
     ROW("readwrite", cmd_readwrite, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-write queries for a connection to a Redis Cluster replica node.", ""),
     SUBS("client", -2, CMD_SKIP_SLOWLOG, CONN | CAT_SLOW, "connection", "2.4.0", "A container for client connection commands.", client_subs),
-    { "command", cmd_command, -1, NA | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "Returns detailed information about all commands.", "O(N) where N is the total number of Redis commands", "", NULL, command_subs, 0, NULL },
+    SUBS("acl", -2, 0, CAT_SLOW, "server", "6.0.0", "A container for Access List Control commands.", acl_subs),
+    { "command", cmd_command, -1, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "Returns detailed information about all commands.", "O(N) where N is the total number of Redis commands", "", NULL, command_subs, 0, NULL },
 
     /* pub/sub */
     ROW("publish", cmd_publish, 3, CMD_PUBSUB | LO | ST | FA, 0, 0, 0, CAT_PUBSUB | CAT_FAST, "pubsub", "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", "Posts a message to a channel.", "channel message"),

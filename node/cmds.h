@@ -86,3 +86,9 @@ CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HA
 
 /* snap.c: checkpoints */
 CMD_HANDLER(save); CMD_HANDLER(bgsave); CMD_HANDLER(bgrewriteaof); CMD_HANDLER(lastsave);
+
+/* cmd_acl.c */
+CMD_HANDLER(acl_setuser); CMD_HANDLER(acl_deluser); CMD_HANDLER(acl_getuser); CMD_HANDLER(acl_list);
+CMD_HANDLER(acl_users); CMD_HANDLER(acl_whoami); CMD_HANDLER(acl_cat); CMD_HANDLER(acl_genpass);
+CMD_HANDLER(acl_log); CMD_HANDLER(acl_dryrun); CMD_HANDLER(acl_load); CMD_HANDLER(acl_save);
+CMD_HANDLER(acl_help);

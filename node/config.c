@@ -89,6 +89,7 @@ static const struct cfg_key cfg_keys[] = {
     { "client-output-buffer-limit", NULL, K_STR, F(client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
     { "maxmemory", NULL, K_MEM, F(maxmemory), "0", 0, INT64_MAX, true, NULL },
     { "maxmemory-policy", NULL, K_STR, F(maxmemory_policy), "noeviction", 0, 0, true, NULL },
+    { "aclfile", NULL, K_STR, F(aclfile), "", 0, 0, false, NULL },
 };
 #undef F
 #define NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
@@ -302,6 +303,11 @@ parse_obl(struct cfg *c)
         c->obl_soft[cls] = soft;
         c->obl_secs[cls] = secs;
     }
+    for (int cls = 0; cls < 3; cls++) {
+        int64_t h = c->obl_hard[cls] > 0 ? c->obl_hard[cls] : INT64_MAX;
+        int64_t s = c->obl_soft[cls] > 0 ? c->obl_soft[cls] : INT64_MAX;
+        c->obl_check[cls] = h < s ? h : s;
+    }
     return NULL;
 }
 
@@ -374,6 +380,55 @@ cfg_check(struct cfg *c, const char **key)
     return NULL;
 }
 
+static char *
+str_join_line(char *list, const char *line)
+{
+    size_t a = list ? strlen(list) : 0, b = strlen(line);
+    char *out = rv_malloc(a + b + 2);
+    if (a) {
+        memcpy(out, list, a);
+    }
+    memcpy(out + a, line, b);
+    out[a + b] = '\n';
+    out[a + b + 1] = '\0';
+    rv_free(list);
+    return out;
+}
+
+/* `user` and `rename-command` may repeat, so they are collected as lines;
+ * acl_init() and cmd_rename() validate them at start-up. */
+static int
+apply_repeatable(struct cfg *c, const char *key, const char *const *vals, int nvals,
+                 const char *where, char *err, size_t errsz)
+{
+    char line[4096] = "";
+    size_t off = 0;
+    if (strcasecmp(key, "rename-command") == 0 || strcasecmp(key, "rename_command") == 0) {
+        if (nvals != 2 || strchr(vals[0], ' ') || strchr(vals[1], ' ')) {
+            snprintf(err, errsz, "config error at %s: 'rename-command': expected <name> <new name> "
+                                 "(\"\" disables the command)", where);
+            return -1;
+        }
+        snprintf(line, sizeof(line), "%s %s", vals[0], vals[1]);
+        c->rename_commands = str_join_line(c->rename_commands, line);
+        return 0;
+    }
+    if (nvals < 1) {
+        snprintf(err, errsz, "config error at %s: 'user': expected <name> [rules ...]", where);
+        return -1;
+    }
+    for (int i = 0; i < nvals; i++) {
+        int w = snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "", vals[i]);
+        if (w < 0 || (size_t)w >= sizeof(line) - off || strchr(vals[i], '\n')) {
+            snprintf(err, errsz, "config error at %s: 'user': line too long", where);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    c->acl_users = str_join_line(c->acl_users, line);
+    return 0;
+}
+
 static struct cfg *
 cfg_defaults(void)
 {
@@ -396,6 +451,8 @@ cfg_dup(const struct cfg *src)
             *slot = rv_strndup(*slot, strlen(*slot));
         }
     }
+    c->acl_users = src->acl_users ? rv_strndup(src->acl_users, strlen(src->acl_users)) : NULL;
+    c->rename_commands = src->rename_commands ? rv_strndup(src->rename_commands, strlen(src->rename_commands)) : NULL;
     return c;
 }
 
@@ -410,6 +467,8 @@ cfg_destroy(struct cfg *c)
             rv_free(*(char **)((char *)c + cfg_keys[i].off));
         }
     }
+    rv_free(c->acl_users);
+    rv_free(c->rename_commands);
     rv_free(c);
 }
 
@@ -488,6 +547,10 @@ static int
 apply_kv(struct cfg *c, const char *key, const char *const *vals, int nvals, const char *where,
          char *err, size_t errsz)
 {
+    if (strcasecmp(key, "user") == 0 || strcasecmp(key, "rename-command") == 0 ||
+        strcasecmp(key, "rename_command") == 0) {
+        return apply_repeatable(c, key, vals, nvals, where, err, errsz);
+    }
     const struct cfg_key *k = key_find(key, strlen(key));
     if (k == NULL) {
         snprintf(err, errsz, "config error at %s: '%s': unknown config key", where, key);
@@ -625,6 +688,16 @@ format_value(const struct cfg *c, const struct cfg_key *k, char *out, size_t out
         snprintf(out, outsz, "%s", k->enums[*(const int64_t *)(base + k->off)]);
         break;
     case K_STR:
+        if (k->off == offsetof(struct cfg, client_output_buffer_limit)) {
+            /* as Redis shows it: every class, in bytes */
+            snprintf(out, outsz, "normal %lld %lld %lld slave %lld %lld %lld pubsub %lld %lld %lld",
+                     (long long)c->obl_hard[CFG_OBL_NORMAL], (long long)c->obl_soft[CFG_OBL_NORMAL],
+                     (long long)c->obl_secs[CFG_OBL_NORMAL], (long long)c->obl_hard[CFG_OBL_REPLICA],
+                     (long long)c->obl_soft[CFG_OBL_REPLICA], (long long)c->obl_secs[CFG_OBL_REPLICA],
+                     (long long)c->obl_hard[CFG_OBL_PUBSUB], (long long)c->obl_soft[CFG_OBL_PUBSUB],
+                     (long long)c->obl_secs[CFG_OBL_PUBSUB]);
+            break;
+        }
         snprintf(out, outsz, "%s", *(char *const *)(base + k->off));
         break;
     }

@@ -66,11 +66,16 @@ struct cfg {
     int64_t zset_max_listpack_value;
     char *client_output_buffer_limit;   /* Redis syntax: "<class> <hard> <soft> <secs>" ... */
     int64_t obl_hard[3], obl_soft[3], obl_secs[3];   /* parsed, by enum cfg_obl_class */
+    int64_t obl_check[3];       /* smallest non-zero of hard and soft, INT64_MAX when both are 0 */
     int64_t wal_segment_bytes;          /* rotate WAL segments past this size */
     int64_t checkpoint_wal_bytes;       /* checkpoint once the WAL grew this much (0 = never) */
     bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;
+    char *aclfile;                      /* ACL users file ("" = none); ACL LOAD/SAVE use it */
+    /* Repeatable directives, not CONFIG GET keys: one line each, '\n'-separated. */
+    char *acl_users;                    /* `user <name> <rules...>`: "name rules..." */
+    char *rename_commands;              /* `rename-command <name> <new>`: "name new" ("" = disabled) */
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the

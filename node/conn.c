@@ -5,6 +5,7 @@
 #include "node/conn.h"
 
 #define LOG_MODULE "conn"
+#include "node/acl.h"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/block.h"
@@ -90,14 +91,26 @@ conn_create(struct shard *s, int fd)
     getpeername(fd, (struct sockaddr *)&peer, &plen);
     getsockname(fd, (struct sockaddr *)&local, &llen);
 
-    if (cfg->protected_mode && !cfg->bind_explicit && cfg->requirepass[0] == '\0' &&
-        !is_loopback(&peer)) {
+    /* The issue's rule (Redis 6's): with protected mode on, no explicit bind
+     * and a default user without a password, only loopback clients are
+     * served. Redis 7 applies it whatever bind says; an operator who binds a
+     * private address on purpose is served there (docs/operations.md). */
+    if (cfg->protected_mode && !cfg->bind_explicit && !is_loopback(&peer) && acl_default_open(s)) {
+        /* Redis's text, word for word: clients and operators match on it. */
         static const char msg[] =
-            "-DENIED Ruvio is running in protected mode because protected mode is enabled, no "
-            "bind address was specified and no authentication password is requested to clients. "
-            "In this mode connections are only accepted from the loopback interface. To accept "
-            "other clients set 'bind' to the addresses to listen on, set a password with "
-            "'requirepass', or disable protected mode ('protected-mode no').\r\n";
+            "-DENIED Redis is running in protected mode because protected mode is enabled and no "
+            "password is set for the default user. In this mode connections are only accepted from "
+            "the loopback interface. If you want to connect from external computers to Redis you "
+            "may adopt one of the following solutions: 1) Just disable protected mode sending the "
+            "command 'CONFIG SET protected-mode no' from the loopback interface by connecting to "
+            "Redis from the same host the server is running, however MAKE SURE Redis is not "
+            "publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change "
+            "permanent. 2) Alternatively you can just disable the protected mode by editing the "
+            "Redis configuration file, and setting the protected mode option to 'no', and then "
+            "restarting the server. 3) If you started the server manually just for testing, restart "
+            "it with the '--protected-mode no' option. 4) Setup a an authentication password for the "
+            "default user. NOTE: You only need to do one of the above things in order for the "
+            "server to start accepting connections from the outside.\r\n";
         ssize_t w = write(fd, msg, sizeof(msg) - 1);
         (void)w;
         close(fd);
@@ -112,20 +125,24 @@ conn_create(struct shard *s, int fd)
         int idle = (int)cfg->tcp_keepalive;
         setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        /* Redis's probes: every idle/3 seconds, 3 unanswered ones drop the peer. */
+        int intvl = idle / 3 > 0 ? idle / 3 : 1, cnt = 3;
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
     }
     c->shard = s;
     c->persist = *shard_persist(s);
     c->fd = fd;
     c->proto = 2;
-    c->authed = cfg->requirepass[0] == '\0';
     c->id = shard_next_conn_id(s);
     c->ctime_ms = c->last_ms = shard_refresh_clock(s);
     fmt_addr(&peer, c->addr, sizeof(c->addr), NULL, 0);
     fmt_addr(&local, c->laddr, sizeof(c->laddr), c->lip, sizeof(c->lip));
     buf_init(&c->rbuf);
     buf_init(&c->wbuf);
-    struct resp_limits lim = { .max_bulk = (uint64_t)cfg->proto_max_bulk_len, .authed = c->authed };
+    struct resp_limits lim = { .max_bulk = (uint64_t)cfg->proto_max_bulk_len };
     resp_parser_init(&c->parser, &lim);
+    acl_conn_init(c);   /* user, authed, parser's pre-auth limits */
     event_assign(&c->rev, shard_base(s), fd, EV_READ | EV_PERSIST, conn_on_readable, c);
     event_assign(&c->wev, shard_base(s), fd, EV_WRITE | EV_PERSIST, conn_on_writable, c);
     event_add(&c->rev, NULL);
@@ -200,20 +217,66 @@ conn_fill(struct conn *c)
     return RV_EIO;
 }
 
+/* The unread output above which conn_over_output() must look: the smaller of
+ * the pause threshold and the client class's limits (precomputed by config.c). */
+static inline size_t
+conn_output_check(const struct conn *c, const struct cfg *cfg)
+{
+    int64_t lim = cfg->obl_check[(c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL];
+    return lim < (int64_t)CONN_WBUF_PAUSE ? (size_t)lim : CONN_WBUF_PAUSE;
+}
+
+/* client-output-buffer-limit for a client's own replies (Redis semantics:
+ * over the hard limit, or over the soft limit for soft-seconds, closes it).
+ * Returns true when input must stop: closed, or paused while the backlog drains. */
+static bool
+conn_over_output(struct conn *c, const struct cfg *cfg)
+{
+    size_t pending = c->wbuf.len - c->wbuf.off;
+    int cls = (c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL;
+    int64_t hard = cfg->obl_hard[cls], soft = cfg->obl_soft[cls];
+    bool over = hard > 0 && pending > (size_t)hard;
+    if (!over && soft > 0 && pending > (size_t)soft) {
+        int64_t now = shard_now_ms(c->shard);
+        if (c->obl_soft_since == 0) {
+            c->obl_soft_since = now;
+        } else if (now - c->obl_soft_since >= cfg->obl_secs[cls] * 1000) {
+            over = true;
+        }
+    } else if (!over) {
+        c->obl_soft_since = 0;
+    }
+    if (over) {
+        if (!(c->flags & CONN_CLOSE_ASAP)) {
+            c->flags |= CONN_CLOSE_ASAP;
+            shard_stats(c->shard)->client_output_limit_disconnections++;
+            log_notice("[shard %u] client id=%llu addr=%s closed for overcoming of output buffer "
+                       "limits (%zu bytes unread)", shard_id(c->shard), (unsigned long long)c->id,
+                       c->addr, pending);
+        }
+        return true;
+    }
+    if (pending > CONN_WBUF_PAUSE) {
+        if (!(c->flags & CONN_READ_PAUSED)) {
+            c->flags |= CONN_READ_PAUSED;
+            event_del(&c->rev);
+        }
+        return true;
+    }
+    return false;
+}
+
 static void
 conn_process(struct conn *c)
 {
     int argc;
     struct rv_str *argv;
     const struct cfg *cfg = shard_cfg(c->shard);
+    size_t out_check = conn_output_check(c, cfg);
 
     c->parser.lim.max_bulk = (uint64_t)cfg->proto_max_bulk_len;   /* CONFIG SET applies live */
     while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP | CONN_BLOCKED))) {
-        if (rv_unlikely(c->wbuf.len - c->wbuf.off > CONN_WBUF_PAUSE)) {
-            if (!(c->flags & CONN_READ_PAUSED)) {
-                c->flags |= CONN_READ_PAUSED;
-                event_del(&c->rev);
-            }
+        if (rv_unlikely(c->wbuf.len - c->wbuf.off > out_check) && conn_over_output(c, cfg)) {
             return;
         }
         size_t pos = c->rbuf.off;
@@ -255,6 +318,12 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
     if (conn_fill(c) != RV_OK) {
         conn_close(c);
         return;
+    }
+    if (rv_unlikely(acl_gen_now() != *shard_acl_gen(c->shard))) {
+        acl_shard_refresh(c->shard);   /* users changed on some shard: before this batch runs */
+        if (c->flags & CONN_CLOSE_ASAP) {
+            return;
+        }
     }
     shard_refresh_clock(c->shard);
     c->last_ms = shard_now_ms(c->shard);

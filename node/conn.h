@@ -15,6 +15,7 @@ struct multi_state;
 struct pubsub_conn;
 struct block_state;
 struct persist;
+struct acl_user;
 
 enum conn_flag {
     CONN_CLOSE_AFTER_REPLY = 1u << 0,
@@ -43,7 +44,9 @@ struct conn {
     int fd;
     uint32_t flags;
     uint8_t proto;                    /* 2 or 3 */
-    bool authed;
+    bool authed;                      /* logged in (or no login needed when it connected) */
+    bool acl_slow;                    /* dispatcher must call acl_allow() (see acl.h) */
+    const struct acl_user *user;      /* in the shard's ACL snapshot; never NULL on a socket */
     struct buf rbuf;
     struct buf wbuf;
     struct resp_parser parser;
@@ -86,6 +89,9 @@ bool conn_flush(struct conn *c);
 void conn_resume(struct conn *c);
 /* Stop reading: close once the output buffer is written (QUIT, protocol errors). */
 void conn_close_after_reply(struct conn *c);
+
+/* One CLIENT LIST line describing c (cmd_conn.c), as seen by me. */
+void conn_client_line(struct conn *me, struct conn *c, struct buf *out);
 
 struct ks *conn_ks(const struct conn *c);
 int64_t conn_now_ms(const struct conn *c);

@@ -5,6 +5,7 @@
 #include "node/base/rand.h"
 #define LOG_MODULE "main"
 #include "node/base/log.h"
+#include "node/acl.h"
 #include "node/cmd.h"
 #include "node/config.h"
 #include "node/dict.h"
@@ -64,6 +65,19 @@ main(int argc, char **argv)
 
     notify_setup(cfg);
     cmd_init();
+    for (const char *r = cfg->rename_commands; r && *r;) {
+        char from[256], to[256] = "";
+        const char *nl = strchr(r, '\n');
+        if (sscanf(r, "%255s %255[^\n]", from, to) < 1 || cmd_rename_command(from, to, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ruvio: config error: %s\n", err);
+            return 1;
+        }
+        r = nl ? nl + 1 : r + strlen(r);
+    }
+    if (acl_init(cfg->requirepass, cfg->acl_users, cfg->aclfile, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->aclfile[0] ? "aclfile" : "user", err);
+        return 1;
+    }
     dict_seed(rand_u64(), rand_u64());
     node.nshards = (unsigned)cfg->shards;
     node.shards = calloc(node.nshards, sizeof(*node.shards));
@@ -147,6 +161,7 @@ main(int argc, char **argv)
         shard_destroy(node.shards[i]);
     }
     cfg_destroy(atomic_load(&node.cfg));
+    acl_shutdown();
     free(node.shards);
     free(node.ids);
     log_notice("Ruvio is now ready to exit, bye bye...");

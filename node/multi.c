@@ -1,6 +1,7 @@
 /* node/multi.c */
 #include "node/multi.h"
 
+#include "node/acl.h"
 #include "node/base/mem.h"
 #include "node/cmd.h"
 #include "node/cmds.h"
@@ -301,6 +302,10 @@ CMD_HANDLER(exec)
     reply_array(c, m->nq);
     c->flags |= CONN_IN_EXEC;
     for (size_t i = 0; i < m->nq; i++) {
+        /* As Redis, ACLs are checked again: they may have changed since queueing. */
+        if (rv_unlikely(c->acl_slow) && !acl_allow(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv)) {
+            continue;
+        }
         cmd_call(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
     }
     c->flags &= ~CONN_IN_EXEC;

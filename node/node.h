@@ -20,6 +20,7 @@ struct node {
     atomic_bool shutdown;
     atomic_bool save_on_exit;        /* SHUTDOWN SAVE: every shard checkpoints before exiting */
     atomic_uint_fast64_t stat_gen;   /* CONFIG RESETSTAT generation */
+    atomic_long nclients;            /* client connections on all shards (maxclients) */
     int64_t start_ms;
     char executable[4096];
     char config_file[4096];

@@ -87,6 +87,38 @@ pubsub_counts(const struct conn *c, size_t *sub, size_t *psub, size_t *ssub)
     *ssub = c->ps ? dict_size(c->ps->schannels) : 0;
 }
 
+struct each_ctx {
+    pubsub_visit_fn *fn;
+    void *arg;
+    bool ok;
+};
+
+static void
+each_entry(void *arg, struct dict_entry *e)
+{
+    struct each_ctx *x = arg;
+    x->ok = x->fn(x->arg, dict_key(e), false) && x->ok;
+}
+
+bool
+pubsub_each(struct conn *c, pubsub_visit_fn *fn, void *arg)
+{
+    struct each_ctx x = { fn, arg, true };
+    if (c->ps == NULL) {
+        return true;
+    }
+    if (c->ps->channels) {
+        dict_foreach(c->ps->channels, each_entry, &x);
+    }
+    if (c->ps->schannels) {
+        dict_foreach(c->ps->schannels, each_entry, &x);
+    }
+    for (size_t i = 0; i < c->ps->npats; i++) {
+        x.ok = fn(arg, c->ps->pats[i], true) && x.ok;
+    }
+    return x.ok;
+}
+
 static void
 update_mode(struct conn *c)
 {

@@ -17,5 +17,9 @@ struct shard;
 void pubsub_release(struct conn *c);
 /* Subscription counts of c, for CLIENT LIST (channels, patterns, shard channels). */
 void pubsub_counts(const struct conn *c, size_t *sub, size_t *psub, size_t *ssub);
+/* Visit every subscription of c: channels and shard channels (pattern false),
+ * then patterns (pattern true). fn's result is and-ed into the return value. */
+typedef bool pubsub_visit_fn(void *arg, struct rv_str name, bool pattern);
+bool pubsub_each(struct conn *c, pubsub_visit_fn *fn, void *arg);
 /* Free the shard's subscription tables (shard teardown, no connections left). */
 void pubsub_shard_destroy(struct shard *s);

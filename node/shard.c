@@ -5,6 +5,7 @@
 #include "node/base/clock.h"
 #include "node/base/mem.h"
 #include "node/base/rand.h"
+#include "node/acl.h"
 #include "node/block.h"
 #include "node/cmd.h"
 #include "node/conn.h"
@@ -79,6 +80,8 @@ struct shard {
     struct hash_ttl_index *hash_ttl;
     struct metrics *metrics;
     struct persist *persist;
+    struct acl_snap *acl;
+    uint64_t acl_gen;
     int64_t clock_floor;          /* recovery: the clock never goes below replayed time */
     atomic_ulong pubsub_subs;
     _Atomic(struct shard_msg *) inbox;
@@ -222,7 +225,7 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
             }
             return;
         }
-        if ((int64_t)s->nconns >= s->cfg->maxclients) {
+        if ((int64_t)atomic_load_explicit(&s->node->nclients, memory_order_relaxed) >= s->cfg->maxclients) {
             static const char msg[] = "-ERR max number of clients reached\r\n";
             ssize_t w = write(fd, msg, sizeof(msg) - 1);
             (void)w;
@@ -325,6 +328,9 @@ on_wake(evutil_socket_t fd, short what, void *arg)
     (void)r;
     shard_drain_inbox(s);
     shard_check_cfg(s);
+    if (acl_gen_now() != s->acl_gen) {
+        acl_shard_refresh(s);
+    }
     if (atomic_load(&s->node->shutdown)) {
         shard_begin_stop(s);
     }
@@ -372,6 +378,9 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     (void)what;
     int64_t now = shard_refresh_clock(s);
     shard_check_cfg(s);
+    if (acl_gen_now() != s->acl_gen) {
+        acl_shard_refresh(s);
+    }
     uint64_t budget = (uint64_t)(25000 / s->cfg->hz) * (uint64_t)s->cfg->active_expire_effort / 10;
     if (budget < 1000) {
         budget = 1000;
@@ -391,7 +400,9 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     if (s->cfg->timeout > 0) {
         for (struct conn *c = s->conns, *n; c; c = n) {
             n = c->next;
-            if (now - c->last_ms > s->cfg->timeout * 1000 && !(c->flags & CONN_PENDING)) {
+            /* As Redis: subscribers and blocked clients are not idle. */
+            if (now - c->last_ms > s->cfg->timeout * 1000 &&
+                !(c->flags & (CONN_PENDING | CONN_PUBSUB | CONN_BLOCKED))) {
                 conn_close(c);
             }
         }
@@ -558,6 +569,7 @@ shard_destroy(struct shard *s)
     hash_ttl_index_destroy(s->hash_ttl);
     ks_destroy(s->ks);
     dict_destroy(s->watched, NULL);
+    acl_shard_release(s->acl);
     rv_free(s->cmdstats);
     metrics_destroy(s->metrics);
     rv_free(s);
@@ -578,6 +590,18 @@ struct pubsub **shard_pubsub(struct shard *s) { return &s->pubsub; }
 struct block_shard **shard_blocking(struct shard *s) { return &s->blocking; }
 struct hash_ttl_index **shard_hash_ttl(struct shard *s) { return &s->hash_ttl; }
 struct metrics *shard_metrics(struct shard *s) { return s->metrics; }
+struct acl_snap **shard_acl(struct shard *s) { return &s->acl; }
+uint64_t *shard_acl_gen(struct shard *s) { return &s->acl_gen; }
+
+void
+shard_wake_all(struct node *n, struct shard *except)
+{
+    for (unsigned i = 0; i < n->nshards; i++) {
+        if (n->shards[i] != except) {
+            shard_wake(n->shards[i]);
+        }
+    }
+}
 
 void
 shard_pubsub_count_add(struct shard *s, long delta)
@@ -644,6 +668,7 @@ shard_conn_link(struct shard *s, struct conn *c)
     }
     s->conns = c;
     s->nconns++;
+    atomic_fetch_add_explicit(&s->node->nclients, 1, memory_order_relaxed);   /* maxclients is node-wide */
 }
 
 void
@@ -658,6 +683,7 @@ shard_conn_unlink(struct shard *s, struct conn *c)
         c->next->prev = c->prev;
     }
     s->nconns--;
+    atomic_fetch_sub_explicit(&s->node->nclients, 1, memory_order_relaxed);
     if (c->flags & CONN_PENDING) {
         struct conn **pp = &s->pending;
         while (*pp && *pp != c) {

@@ -120,6 +120,14 @@ struct block_shard **shard_blocking(struct shard *s);
 struct dict;
 struct dict **shard_watched(struct shard *s);
 
+/* The ACL snapshot this shard's connections point into, and the acl_gen it
+ * was taken at (acl.c; adopted once per read batch when acl_gen moved). */
+struct acl_snap;
+struct acl_snap **shard_acl(struct shard *s);
+uint64_t *shard_acl_gen(struct shard *s);
+/* Wake every shard but except (any thread): they re-check config and ACLs. */
+void shard_wake_all(struct node *n, struct shard *except);
+
 /* Connection bookkeeping (conn.c). */
 void shard_conn_link(struct shard *s, struct conn *c);
 void shard_conn_unlink(struct shard *s, struct conn *c);

@@ -4,7 +4,7 @@
 #   test:  also the test tools (Criterion, python3-redis, pytest, redis-tools, clang for fuzzing)
 set -euo pipefail
 want=(build-essential cmake pkg-config libevent-dev libjemalloc-dev libprotobuf-c-dev protobuf-c-compiler
-      libsystemd-dev)
+      libsystemd-dev libssl-dev)
 if [ "${1:-build}" = test ]; then
   want+=(libcriterion-dev python3 python3-redis python3-pytest python3-prometheus-client redis-tools redis-server
          clang libclang-rt-14-dev iproute2 procps util-linux redis-sentinel)
