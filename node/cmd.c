@@ -6,6 +6,7 @@
 #include "node/base/mem.h"
 #include "node/block.h"
 #include "node/conn.h"
+#include "node/evict.h"
 #include "node/persist.h"
 #include "node/multi.h"
 #include "node/node.h"
@@ -442,6 +443,11 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_fullname(cmd, full, sizeof(full));
         reply_errf(c, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
                       "QUIT / RESET are allowed in this context", full);
+        cmd_reject(c, st);
+        return;
+    }
+    if (rv_unlikely(cmd->flags & CMD_DENYOOM) && !evict_admit(s)) {
+        reply_err(c, RV_ERR_OOM);
         cmd_reject(c, st);
         return;
     }

@@ -38,6 +38,10 @@ CMD_HANDLER(command_help);
 CMD_HANDLER(info); CMD_HANDLER(config_get); CMD_HANDLER(config_set); CMD_HANDLER(config_resetstat);
 CMD_HANDLER(config_help); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
 
+/* cmd_memory.c */
+CMD_HANDLER(memory_stats); CMD_HANDLER(memory_doctor); CMD_HANDLER(memory_purge);
+CMD_HANDLER(memory_malloc_stats);
+
 /* multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 
