@@ -446,7 +446,8 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
-    if (rv_unlikely(cmd->flags & CMD_DENYOOM) && !evict_admit(s)) {
+    if (rv_unlikely(cmd->flags & CMD_DENYOOM) && evict_hot(*shard_evict(s))->armed &&
+        !evict_admit(s)) {
         reply_err(c, RV_ERR_OOM);
         cmd_reject(c, st);
         return;

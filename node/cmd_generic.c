@@ -555,6 +555,7 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     ks_flush(conn_ks(c));
+    rv_mem_purge_thread();   /* hand the freed pages back now, not over the decay time (as Redis) */
     reply_ok(c);
 }
 

@@ -32,6 +32,7 @@ struct ev_cand {
 };
 
 struct evict {
+    struct evict_hot hot;         /* first: evict_hot() casts */
     const struct cfg *cfg;        /* the snapshot the fields below come from */
     int policy;
     long long shard_limit;        /* 0 = none */
@@ -122,10 +123,17 @@ static struct evict *
 ev_of(struct shard *s)
 {
     struct evict *ev = *shard_evict(s);
-    const struct cfg *cfg = shard_cfg(s);
-    if (rv_likely(ev->cfg == cfg)) {
-        return ev;
+    if (rv_unlikely(ev->cfg != shard_cfg(s))) {
+        evict_adopt_cfg(s);
     }
+    return ev;
+}
+
+void
+evict_adopt_cfg(struct shard *s)
+{
+    struct evict *ev = *shard_evict(s);
+    const struct cfg *cfg = shard_cfg(s);
     ev->cfg = cfg;
     int p = evict_policy_parse(cfg->maxmemory_policy);
     ev->policy = p < 0 ? EVICT_NOEVICTION : p;
@@ -140,7 +148,7 @@ ev_of(struct shard *s)
     ev->slice_us = slice_for(cfg->maxmemory_eviction_tenacity);
     bool lfu = ev->policy == EVICT_ALLKEYS_LFU || ev->policy == EVICT_VOLATILE_LFU;
     ks_set_lfu(shard_ks(s), lfu, (unsigned)cfg->lfu_log_factor, (unsigned)cfg->lfu_decay_time);
-    return ev;
+    ev->hot.armed = ev->shard_limit > 0 || ev->process_limit > 0;
 }
 
 long long
@@ -318,7 +326,7 @@ bool
 evict_admit(struct shard *s)
 {
     struct evict *ev = ev_of(s);
-    if (rv_likely(ev->shard_limit == 0 && ev->process_limit == 0)) {
+    if (!ev->hot.armed) {
         return true;
     }
     return ev_run(s, ev, ev->slice_us) != EV_FAIL;

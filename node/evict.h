@@ -39,6 +39,17 @@ enum evict_policy {
     EVICT_VOLATILE_TTL,
 };
 
+/* The first member of a shard's eviction state: what the request path checks
+ * inline before calling in (one load and a branch while no budget is set). */
+struct evict_hot {
+    bool armed;                      /* some budget is set: DENYOOM commands call evict_admit */
+};
+static inline const struct evict_hot *
+evict_hot(const struct evict *ev)
+{
+    return (const struct evict_hot *)(const void *)ev;
+}
+
 /* Redis's maxmemory-policy names; -1 when unknown. */
 int evict_policy_parse(const char *name);
 const char *evict_policy_name(int policy);
@@ -48,10 +59,13 @@ void evict_destroy(struct evict *ev);
 /* Bytes the shard was given by another thread before it ran (its creation). */
 void evict_add_carry(struct evict *ev, long long bytes);
 
+/* Re-derive budgets and policy from the shard's (new) config snapshot. */
+void evict_adopt_cfg(struct shard *s);
+
 /* Shard thread only. */
 long long evict_shard_used(struct shard *s);        /* this shard's charge */
 long long evict_node_used(struct shard *s);         /* all shards (others as last published) */
-/* Before a CMD_DENYOOM command: false when it must be refused (-OOM). */
+/* Before a CMD_DENYOOM command when armed: false when it must be refused (-OOM). */
 bool evict_admit(struct shard *s);
 /* From the shard timer: publish the charge, track the peak, continue evicting
  * for a slice; true while still over budget with something left to evict

@@ -762,6 +762,17 @@ ks_clk_now(const struct ks *ks)
     return (uint32_t)((uint64_t)(ks->now_ms / 1000) & KS_CLK_MASK);
 }
 
+/* The access clock of a value stored over old (NULL: a new key): under LFU an
+ * overwrite keeps the key's counter, as Redis does. */
+static inline uint32_t
+ks_clk_put(const struct ks *ks, const struct ks_entry *old)
+{
+    if (rv_unlikely(ks->lfu)) {
+        return old != NULL ? ent_clk_get(old) : lfu_minutes(ks->now_ms) << 8 | KS_LFU_INIT;
+    }
+    return (uint32_t)((uint64_t)(ks->now_ms / 1000) & KS_CLK_MASK);
+}
+
 /* e (hash h) moved to ne; fix both indexes. */
 static void
 ks_repoint(struct ks *ks, uint64_t h, const struct ks_entry *e, const struct ks_entry *ne,
@@ -848,8 +859,7 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
             struct ent_lay l;
             uint8_t *val;
             ent_lay(old, &l);
-            val = ent_write_hdr(old, flags, ks->lfu ? ent_clk_get(old) : ks_clk_now(ks), l.key,
-                                klen, v->len, dl);
+            val = ent_write_hdr(old, flags, ks_clk_put(ks, old), l.key, klen, v->len, dl);
             memcpy(val, v->p, v->len);
             if (had != (dl != KS_NO_EXPIRE)) {
                 ks_repoint(ks, h, old, old, had, !had);
@@ -858,9 +868,7 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
         }
     }
     e = ent_alloc(size);
-    memcpy(ent_write_hdr(e, flags, old != NULL && ks->lfu ? ent_clk_get(old) : ks_clk_now(ks), key,
-                         klen, v->len, dl),
-           v->p, v->len);
+    memcpy(ent_write_hdr(e, flags, ks_clk_put(ks, old), key, klen, v->len, dl), v->p, v->len);
     if (old != NULL) {
         ks_repoint(ks, h, old, e, (old->flags & EF_EXP) != 0, (flags & EF_EXP) != 0);
         ent_free(old);

@@ -180,6 +180,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
             goto fail;
         }
         evict_add_carry(s->evict, rv_mem_thread_net() - mem0);
+        evict_adopt_cfg(s);
         return s;
     }
     char binds[1024];
@@ -205,6 +206,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
         goto fail;
     }
     evict_add_carry(s->evict, rv_mem_thread_net() - mem0);
+    evict_adopt_cfg(s);
     return s;
 fail:
     shard_destroy(s);
@@ -250,6 +252,7 @@ shard_check_cfg(struct shard *s)
     if (v != s->cfg_version) {
         s->cfg_version = v;
         s->cfg = atomic_load(&s->node->cfg);
+        evict_adopt_cfg(s);
     }
 }
 

@@ -256,6 +256,21 @@ rv_mem_purge(void)
 }
 
 void
+rv_mem_purge_thread(void)
+{
+#ifndef RV_NO_JEMALLOC
+    unsigned arena = 0;
+    size_t sz = sizeof(arena);
+    char name[64];
+    mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+    if (mallctl("thread.arena", &arena, &sz, NULL, 0) == 0) {
+        snprintf(name, sizeof(name), "arena.%u.purge", arena);
+        mallctl(name, NULL, NULL, NULL, 0);
+    }
+#endif
+}
+
+void
 rv_mem_stats_print(void (*fn)(void *arg, const char *text), void *arg)
 {
 #ifndef RV_NO_JEMALLOC

@@ -33,6 +33,9 @@ void rv_mem_thread_adjust(long long delta);
 size_t rv_mem_rss(void);
 /* Return all arenas' unused dirty pages to the OS now (MEMORY PURGE); 0 or -1. */
 int rv_mem_purge(void);
+/* Return the calling thread's cached and dirty pages (its tcache and arena)
+ * to the OS now: after a mass deletion such as FLUSHALL. */
+void rv_mem_purge_thread(void);
 /* The allocator's statistics report (MEMORY MALLOC-STATS), in pieces. */
 void rv_mem_stats_print(void (*fn)(void *arg, const char *text), void *arg);
 
