@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define EV_POOL 16
 
@@ -41,6 +42,7 @@ struct evict {
     uint64_t slice_us;            /* per admission; 0 = unbounded */
     long long carry;
     _Atomic long long published;  /* the charge as of this shard's last check (other shards read it) */
+    _Atomic long long pub_peak;   /* peak, for other shards' INFO */
     long long peak;
     uint64_t evicted;
     uint64_t rnd;
@@ -136,7 +138,11 @@ evict_adopt_cfg(struct shard *s)
     const struct cfg *cfg = shard_cfg(s);
     ev->cfg = cfg;
     int p = evict_policy_parse(cfg->maxmemory_policy);
-    ev->policy = p < 0 ? EVICT_NOEVICTION : p;
+    p = p < 0 ? EVICT_NOEVICTION : p;
+    if (p != ev->policy) {
+        ev->npool = 0;            /* scores of another policy do not compare */
+    }
+    ev->policy = p;
     unsigned n = shard_node(s)->nshards;
     long long lim = cfg->maxmemory > 0 ? (long long)(cfg->maxmemory / (n ? n : 1)) : 0;
     if (cfg->max_shard_bytes > 0 && (lim == 0 || cfg->max_shard_bytes < lim)) {
@@ -182,6 +188,7 @@ static void
 ev_publish(struct evict *ev, long long used)
 {
     atomic_store_explicit(&ev->published, used, memory_order_relaxed);
+    atomic_store_explicit(&ev->pub_peak, ev->peak, memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------- the pool */
@@ -425,7 +432,9 @@ evict_info_memory(struct shard *s, struct buf *b)
         struct node *n = shard_node(s);
         long long sum = 0;
         for (unsigned i = 0; i < n->nshards; i++) {
-            sum += n->shards[i] == s ? ev->peak : (*shard_evict(n->shards[i]))->peak;
+            sum += n->shards[i] == s ? ev->peak
+                                     : atomic_load_explicit(&(*shard_evict(n->shards[i]))->pub_peak,
+                                                            memory_order_relaxed);
         }
         if (sum > peak) {
             peak = sum;
@@ -438,6 +447,9 @@ evict_info_memory(struct shard *s, struct buf *b)
          peak, human(h[2], (double)peak), peak > 0 ? 100.0 * (double)node / (double)peak : 0.0);
     addf(b, "allocator_allocated:%zu\r\nallocator_active:%zu\r\nallocator_resident:%zu\r\n", alloc,
          rv_mem_active(), rv_mem_resident());
+    long long sysmem = (long long)sysconf(_SC_PHYS_PAGES) * (long long)sysconf(_SC_PAGESIZE);
+    addf(b, "total_system_memory:%lld\r\ntotal_system_memory_human:%s\r\n", sysmem,
+         human(h[3], (double)sysmem));
     addf(b, "maxmemory:%lld\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
          (long long)cfg->maxmemory, human(h[3], (double)cfg->maxmemory),
          evict_policy_name(ev->policy));

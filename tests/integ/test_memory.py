@@ -295,6 +295,7 @@ def test_info_memory_fields(start_server):
     for f in ("used_memory", "used_memory_human", "used_memory_rss", "used_memory_peak", "used_memory_peak_human",
               "mem_fragmentation_ratio", "allocator_allocated", "allocator_active", "allocator_resident",
               "maxmemory", "maxmemory_human", "maxmemory_policy", "mem_clients_normal", "shard_used_memory",
+              "total_system_memory",
               "shard_maxmemory"):
         assert f in m, f
     assert m["maxmemory_policy"] == "allkeys-lru"
