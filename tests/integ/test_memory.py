@@ -355,6 +355,21 @@ def test_rss_returns_near_baseline_after_flushall(start_server):
     poll_until(lambda: rss_kb(srv.proc.pid) < base + 8000, timeout=5, what="RSS back near %d kB" % base)
 
 
+@pytest.mark.ruvio_only
+def test_rss_returns_near_baseline_after_mass_deletion_without_traffic(start_server):
+    # no FLUSHALL, no MEMORY PURGE: jemalloc's background threads return the pages (1 s decay)
+    srv = start_server()
+    c = srv.client()
+    base = rss_kb(srv.proc.pid)
+    fill(c, "k", 50000, batch=500)
+    assert rss_kb(srv.proc.pid) > base + 40000
+    for lo in range(0, 50000, 1000):
+        c.delete(*["k%d" % i for i in range(lo, lo + 1000)])
+    assert c.dbsize() == 0
+    poll_until(lambda: rss_kb(srv.proc.pid) < base + 10000, timeout=8, interval=0.2,
+               what="RSS back near %d kB" % base)
+
+
 # ---------------------------------------------------------------------------------------------------- WAL
 
 @pytest.mark.ruvio_only
