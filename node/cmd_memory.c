@@ -83,7 +83,8 @@ CMD_HANDLER(memory_doctor)
     }
     if (peak > shard + shard / 2) {
         n += (size_t)snprintf(out + n, sizeof(out) - n,
-                              " * Peak: this shard once held %lld bytes, %.1fx what it holds now.\n",
+                              " * Peak: this shard once held %lld bytes, %.1fx what it holds "
+                              "now.\n",
                               peak, (double)peak / (double)shard);
     }
     if ((double)rss > 1.4 * (double)used && rss > 16u * 1024 * 1024) {
@@ -99,7 +100,8 @@ CMD_HANDLER(memory_doctor)
     }
     if (limit > 0 && shard > limit) {
         n += (size_t)snprintf(out + n, sizeof(out) - n,
-                              " * Budget: this shard holds %lld bytes, over its %lld-byte budget.\n",
+                              " * Budget: this shard holds %lld bytes, over its %lld-byte "
+                              "budget.\n",
                               shard, limit);
     }
     if (n == 0) {

@@ -113,7 +113,8 @@ info_stats(struct conn *c, struct buf *b)
          shard_output_kbps(c->shard), (unsigned long long)st->conns_rejected,
          (unsigned long long)(ks->expired_keys - st->expired_keys_base),
          (double)ks->expired_stale_perc, (unsigned long long)(ks->expire_cycle_time_us / 1000),
-         (unsigned long long)st->evicted_keys, (unsigned long long)st->keyspace_hits, (unsigned long long)st->keyspace_misses,
+         (unsigned long long)st->evicted_keys, (unsigned long long)st->keyspace_hits,
+         (unsigned long long)st->keyspace_misses,
          (unsigned long long)st->client_qbuf_limit_disconnections,
          (unsigned long long)st->client_output_limit_disconnections,
          (unsigned long long)st->total_error_replies, (unsigned long long)st->protocol_errors);

@@ -41,7 +41,7 @@ struct evict {
     unsigned samples;
     uint64_t slice_us;            /* per admission; 0 = unbounded */
     long long carry;
-    _Atomic long long published;  /* the charge as of this shard's last check (other shards read it) */
+    _Atomic long long published;  /* the charge at this shard's last check (others read it) */
     _Atomic long long pub_peak;   /* peak, for other shards' INFO */
     long long peak;
     uint64_t evicted;
@@ -443,7 +443,8 @@ evict_info_memory(struct shard *s, struct buf *b)
     addf(b, "# Memory\r\nused_memory:%lld\r\nused_memory_human:%s\r\n", node,
          human(h[0], (double)node));
     addf(b, "used_memory_rss:%zu\r\nused_memory_rss_human:%s\r\n", rss, human(h[1], (double)rss));
-    addf(b, "used_memory_peak:%lld\r\nused_memory_peak_human:%s\r\nused_memory_peak_perc:%.2f%%\r\n",
+    addf(b, "used_memory_peak:%lld\r\nused_memory_peak_human:%s\r\n"
+            "used_memory_peak_perc:%.2f%%\r\n",
          peak, human(h[2], (double)peak), peak > 0 ? 100.0 * (double)node / (double)peak : 0.0);
     addf(b, "allocator_allocated:%zu\r\nallocator_active:%zu\r\nallocator_resident:%zu\r\n", alloc,
          rv_mem_active(), rv_mem_resident());
@@ -457,7 +458,8 @@ evict_info_memory(struct shard *s, struct buf *b)
          node > 0 ? (double)rss / (double)node : 0.0, (long long)rss - node);
     addf(b, "mem_clients_normal:%zu\r\nmem_allocator:%s\r\n", evict_clients_mem(s),
          rv_mem_allocator());
-    addf(b, "shard_used_memory:%lld\r\nshard_used_memory_human:%s\r\nshard_used_memory_peak:%lld\r\n",
+    addf(b, "shard_used_memory:%lld\r\nshard_used_memory_human:%s\r\n"
+            "shard_used_memory_peak:%lld\r\n",
          mine, human(h[0], (double)mine), ev->peak);
     addf(b, "shard_maxmemory:%lld\r\nmax_shard_bytes:%lld\r\nmax_process_bytes:%lld\r\n"
             "maxmemory_samples:%lld\r\nmemory_scope:node\r\n\r\n",
