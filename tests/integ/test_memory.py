@@ -241,6 +241,30 @@ def test_budget_applies_live(start_server):
 
 
 @pytest.mark.ruvio_only
+def test_eviction_runs_in_slices_and_never_stalls_the_shard(start_server):
+    # 200k small keys, then a budget of 1 MB: hundreds of milliseconds of eviction in one go, done in
+    # 500 us slices by the timer while another client's PINGs keep being answered promptly
+    srv = start_server("--maxmemory-policy", "allkeys-lru")
+    c = srv.client()
+    for lo in range(0, 200000, 2000):
+        p = c.pipeline(transaction=False)
+        for i in range(lo, lo + 2000):
+            p.set("k%d" % i, "v" * 50)
+        p.execute()
+    other = srv.client()
+    c.config_set("maxmemory", "1mb")
+    worst = 0.0
+    deadline = time.monotonic() + 30
+    while other.dbsize() > 20000 and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        assert other.ping()
+        worst = max(worst, time.monotonic() - t0)
+    assert other.dbsize() <= 20000, "eviction did not finish"
+    assert worst < 0.15, worst
+    assert int(other.info("stats")["evicted_keys"]) >= 180000
+
+
+@pytest.mark.ruvio_only
 def test_max_shard_bytes_and_split_maxmemory(start_server):
     srv = start_server("--max_shard_bytes", "3mb")
     c = srv.client()
