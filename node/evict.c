@@ -28,6 +28,7 @@ static const char *const policy_names[] = {
 /* A candidate: its key (a private copy) and how good a victim it is. */
 struct ev_cand {
     uint64_t score;
+    const void *ent;              /* the entry when sampled: a cheap duplicate check only */
     char *key;
     size_t klen, cap;
 };
@@ -219,16 +220,19 @@ score_of(struct evict *ev, struct ks *ks, const struct ks_entry *e, int64_t now)
 }
 
 static void
-pool_insert(struct evict *ev, struct rv_str key, uint64_t score)
+pool_insert(struct evict *ev, const struct ks_entry *e, struct rv_str key, uint64_t score)
 {
     unsigned n = ev->npool, p;
-    for (unsigned i = 0; i < n; i++) {
-        if (ev->pool[i].klen == key.len && memcmp(ev->pool[i].key, key.p, key.len) == 0) {
-            return;
-        }
-    }
     if (n == EV_POOL && score <= ev->pool[0].score) {
         return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        /* A key is in the pool only as the entry it was sampled as (or one freed
+         * and reused since: then the bytes decide). */
+        if (ev->pool[i].ent == e && ev->pool[i].klen == key.len &&
+            memcmp(ev->pool[i].key, key.p, key.len) == 0) {
+            return;
+        }
     }
     for (p = 0; p < n && ev->pool[p].score <= score; p++) {
     }
@@ -249,6 +253,7 @@ pool_insert(struct evict *ev, struct rv_str key, uint64_t score)
     memcpy(spare.key, key.p, key.len);
     spare.klen = key.len;
     spare.score = score;
+    spare.ent = e;
     ev->pool[p] = spare;
 }
 
@@ -265,7 +270,7 @@ pick(struct evict *ev, struct ks *ks, int64_t now)
         if (e == NULL) {
             break;
         }
-        pool_insert(ev, ks_entry_key(e), score_of(ev, ks, e, now));
+        pool_insert(ev, e, ks_entry_key(e), score_of(ev, ks, e, now));
     }
     while (ev->npool > 0) {
         struct ev_cand *cd = &ev->pool[--ev->npool];

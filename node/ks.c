@@ -1621,7 +1621,7 @@ dict_random(struct ks_dict *d, uint64_t rnd)
     }
     total = d->cur.cap + (dict_rehashing(d) ? d->old.cap : 0);
     i = (size_t)(rnd % total);
-    for (tries = 0; tries <= total; tries++, i = (i + 1) % total) {
+    for (tries = 0; tries <= total; tries++, i = i + 1 == total ? 0 : i + 1) {
         struct ks_tab *t = tabs[i >= d->cur.cap];
         size_t pos = i >= d->cur.cap ? i - d->cur.cap : i;
         if (t == &d->old && pos < d->rpos) {
