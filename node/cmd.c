@@ -446,8 +446,11 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
-    if (rv_unlikely(cmd->flags & CMD_DENYOOM) && evict_hot(*shard_evict(s))->armed &&
-        !evict_admit(s)) {
+    /* Over a memory budget: refuse writes that may grow memory, and (as Redis)
+     * anything that would be queued inside MULTI. */
+    if (rv_unlikely((cmd->flags & CMD_DENYOOM) || (c->flags & CONN_MULTI)) &&
+        evict_hot(*shard_evict(s))->armed &&
+        ((cmd->flags & CMD_DENYOOM) || !(cmd->flags & CMD_NOQUEUE)) && !evict_admit(s)) {
         reply_err(c, RV_ERR_OOM);
         cmd_reject(c, st);
         return;

@@ -95,6 +95,24 @@ def test_noeviction_refuses_writes_but_reads_and_deletes_work(start_server):
     raw.close()
 
 
+def test_exec_of_a_write_transaction_is_refused_over_budget(start_server):
+    srv = start_server("--maxmemory-policy", "noeviction")
+    txn = srv.raw()
+    assert txn.cmd("MULTI") == "OK"
+    assert txn.cmd("SET", "a", "1") == "QUEUED"          # queued while there was no budget
+    c = srv.client()
+    fill(c, "k", 4000)
+    c.config_set("maxmemory", "2mb")                     # now far over it
+    assert txn.cmd("EXEC") == "EXECABORT Transaction discarded because of: " + OOM
+    assert txn.cmd("GET", "a") is None
+    # while over budget nothing is queued (queues grow memory too); plain reads work
+    assert txn.cmd("MULTI") == "OK"
+    assert txn.cmd("GET", "k0") == OOM
+    assert txn.cmd("EXEC").startswith("EXECABORT")
+    assert txn.cmd("GET", "k0") == VAL
+    txn.close()
+
+
 def test_allkeys_lru_keeps_a_hot_set_that_fits(start_server):
     # 20 MB budget, a 2 MB hot set read after every batch, 60 MB of other writes
     srv = start_server("--maxmemory", "20mb", "--maxmemory-policy", "allkeys-lru", "--maxmemory-samples", "10")
