@@ -4,7 +4,8 @@
  *
  *   byte 0      flags: type (3 bits), INT, int width (2 bits), RAW, EXP;
  *               for other types RAW means INL (the value is inline bytes)
- *   bytes 1-3   access clock, unix seconds mod 2^24, little-endian
+ *   bytes 1-3   access clock, little-endian: unix seconds mod 2^24, or in LFU
+ *               mode (ks_set_lfu) decay minute << 8 | log counter
  *   varint      key length
  *   varint      value length (non-int strings and INL values only)
  *   8 bytes     absolute deadline in unix ms (only with EXP)
