@@ -7,6 +7,7 @@
 #include "node/base/mem.h"
 #include "node/block.h"
 #include "node/conn.h"
+#include "node/evict.h"
 #include "node/metrics.h"
 #include "node/persist.h"
 #include "node/multi.h"
@@ -531,6 +532,15 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_fullname(cmd, full, sizeof(full));
         reply_errf(c, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
                       "QUIT / RESET are allowed in this context", full);
+        cmd_reject(c, st);
+        return;
+    }
+    /* Over a memory budget: refuse writes that may grow memory, and (as Redis)
+     * anything that would be queued inside MULTI. */
+    if (rv_unlikely((cmd->flags & CMD_DENYOOM) || (c->flags & CONN_MULTI)) &&
+        evict_hot(*shard_evict(s))->armed &&
+        ((cmd->flags & CMD_DENYOOM) || !(cmd->flags & CMD_NOQUEUE)) && !evict_admit(s)) {
+        reply_err(c, RV_ERR_OOM);
         cmd_reject(c, st);
         return;
     }

@@ -340,8 +340,10 @@ CMD_HANDLER(restore)
     if (e != NULL) {
         ks_set_expire(ks, e, ttl != 0 ? ttl : KS_NO_EXPIRE);
         e = ks_peek(ks, key.p, key.len);
-        if (idle >= 0) {
+        if (idle >= 0 && !ks_lfu(ks)) {
             ks_entry_set_idle(e, now, (uint64_t)idle * 1000);
+        } else if (freq >= 0 && ks_lfu(ks)) {
+            ks_entry_set_freq(e, now, (unsigned)freq);
         }
     }
     reply_ok(c);

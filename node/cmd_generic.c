@@ -10,6 +10,7 @@
 #include "node/base/glob.h"
 #include "node/base/mem.h"
 #include "node/conn.h"
+#include "node/evict.h"
 #include "node/ks.h"
 #include "node/lookup.h"
 #include "node/obj.h"
@@ -554,6 +555,7 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     ks_flush(conn_ks(c));
+    rv_mem_purge_thread();   /* hand the freed pages back now, not over the decay time (as Redis) */
     reply_ok(c);
 }
 
@@ -601,11 +603,15 @@ CMD_HANDLER(object_encoding)
 
 CMD_HANDLER(object_freq)
 {
+    struct ks_entry *e = lookup_notouch(c, argv[2], true);
+
     (void)argc;
-    if (lookup_notouch(c, argv[2], true) == NULL) {
+    if (e == NULL) {
         reply_null(c);
+    } else if (!evict_lfu(c->shard)) {
+        reply_err(c, RV_ERR_LFU);   /* the access clock holds LRU seconds */
     } else {
-        reply_err(c, RV_ERR_LFU);   /* the policy is noeviction: no LFU counters */
+        reply_int(c, (int64_t)ks_entry_freq(conn_ks(c), e, conn_now_ms(c)));
     }
 }
 
@@ -616,6 +622,8 @@ CMD_HANDLER(object_idletime)
     (void)argc;
     if (e == NULL) {
         reply_null(c);
+    } else if (evict_lfu(c->shard)) {
+        reply_err(c, RV_ERR_LFU_IDLE);   /* the access clock holds an LFU counter */
     } else {
         reply_int(c, (int64_t)(ks_entry_idle_ms(e, conn_now_ms(c)) / 1000));
     }

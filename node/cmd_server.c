@@ -8,6 +8,7 @@
 #include "node/base/log.h"
 #include "node/cmds.h"
 #include "node/conn.h"
+#include "node/evict.h"
 #include "node/ks.h"
 #include "node/metrics.h"
 #include "node/node.h"
@@ -43,32 +44,6 @@ addf(struct buf *b, const char *fmt, ...)
     if (n > 0) {
         buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
     }
-}
-
-static void
-human(char *out, size_t outsz, double v)
-{
-    static const char *const units[] = { "B", "K", "M", "G", "T" };
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(out, outsz, "%.2f%s", v, units[u]);
-}
-
-static size_t
-rss_bytes(void)
-{
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &rss) != 2) {
-            rss = 0;
-        }
-        fclose(f);
-    }
-    return (size_t)rss * (size_t)sysconf(_SC_PAGESIZE);
 }
 
 static void
@@ -117,20 +92,7 @@ info_clients(struct conn *c, struct buf *b)
 static void
 info_memory(struct conn *c, struct buf *b)
 {
-    const struct cfg *cfg = shard_cfg(c->shard);
-    size_t used = rv_mem_allocated(), rss = rss_bytes();
-    char h1[32], h2[32], h3[32];
-    human(h1, sizeof(h1), (double)used);
-    human(h2, sizeof(h2), (double)rss);
-    human(h3, sizeof(h3), (double)cfg->maxmemory);
-    addf(b, "# Memory\r\nused_memory:%zu\r\nused_memory_human:%s\r\nused_memory_rss:%zu\r\n"
-            "used_memory_rss_human:%s\r\nmaxmemory:%lld\r\nmaxmemory_human:%s\r\n"
-            "maxmemory_policy:%s\r\nallocator_allocated:%zu\r\nallocator_active:%zu\r\n"
-            "allocator_resident:%zu\r\nmem_fragmentation_ratio:%.2f\r\nmem_allocator:%s\r\n"
-            "memory_scope:process\r\n\r\n",
-         used, h1, rss, h2, (long long)cfg->maxmemory, h3, cfg->maxmemory_policy, used,
-         rv_mem_active(), rv_mem_resident(), used ? (double)rss / (double)used : 0.0,
-         rv_mem_allocator());
+    evict_info_memory(c->shard, b);   /* node/evict.c */
 }
 
 static void
@@ -149,7 +111,7 @@ info_stats(struct conn *c, struct buf *b)
             "total_net_output_bytes:%llu\r\ninstantaneous_input_kbps:%.2f\r\n"
             "instantaneous_output_kbps:%.2f\r\n"
             "rejected_connections:%llu\r\nexpired_keys:%llu\r\nexpired_stale_perc:%.2f\r\n"
-            "expire_cycle_cpu_milliseconds:%llu\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\n"
+            "expire_cycle_cpu_milliseconds:%llu\r\nevicted_keys:%llu\r\nkeyspace_hits:%llu\r\n"
             "keyspace_misses:%llu\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
             "client_query_buffer_limit_disconnections:%llu\r\n"
             "client_output_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
@@ -160,7 +122,8 @@ info_stats(struct conn *c, struct buf *b)
          shard_output_kbps(c->shard), (unsigned long long)st->conns_rejected,
          (unsigned long long)(ks->expired_keys - st->expired_keys_base),
          (double)ks->expired_stale_perc, (unsigned long long)(ks->expire_cycle_time_us / 1000),
-         (unsigned long long)st->keyspace_hits, (unsigned long long)st->keyspace_misses,
+         (unsigned long long)st->evicted_keys, (unsigned long long)st->keyspace_hits,
+         (unsigned long long)st->keyspace_misses,
          (unsigned long long)st->client_qbuf_limit_disconnections,
          (unsigned long long)st->client_output_limit_disconnections,
          (unsigned long long)st->total_error_replies, (unsigned long long)st->protocol_errors);
@@ -503,6 +466,14 @@ void
 cmd_memory_help(struct conn *c, int argc, struct rv_str *argv)
 {
     static const char *const lines[] = {
+        "DOCTOR",
+        "    Return memory problems reports.",
+        "MALLOC-STATS",
+        "    Return internal statistics report from the memory allocator.",
+        "PURGE",
+        "    Attempt to purge dirty pages for reclamation by the allocator.",
+        "STATS",
+        "    Return information about the memory usage of the server.",
         "USAGE <key> [SAMPLES <count>]",
         "    Return memory in bytes used by <key> and its value. Nested values are",
         "    sampled up to <count> times (default: 5, 0 means sample all).",

@@ -103,6 +103,10 @@ static struct cmd_spec object_subs[] = {
 static struct cmd_spec memory_subs[] = {
     ROW("usage", cmd_memory_usage, -3, RO, 2, 2, 1, K_R | CAT_SLOW, "server", "4.0.0", "O(N) where N is the number of samples.", "Estimates the memory usage of a key.", "key [SAMPLES count]"),
     ROW("help", cmd_memory_help, 2, LO | ST, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    ROW("stats", cmd_memory_stats, 2, 0, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "O(1)", "Returns details about memory usage.", ""),
+    ROW("doctor", cmd_memory_doctor, 2, 0, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "O(1)", "Outputs a memory problems report.", ""),
+    ROW("purge", cmd_memory_purge, 2, 0, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "Depends on how much memory is allocated, could be slow", "Asks the allocator to release memory.", ""),
+    ROW("malloc-stats", cmd_memory_malloc_stats, 2, 0, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "Depends on how much memory is allocated, could be slow", "Returns the allocator statistics.", ""),
     END,
 };
 

@@ -50,6 +50,10 @@ CMD_HANDLER(latency_latest); CMD_HANDLER(latency_history); CMD_HANDLER(latency_r
 CMD_HANDLER(latency_doctor); CMD_HANDLER(latency_histogram); CMD_HANDLER(latency_help);
 CMD_HANDLER(debug);
 
+/* cmd_memory.c */
+CMD_HANDLER(memory_stats); CMD_HANDLER(memory_doctor); CMD_HANDLER(memory_purge);
+CMD_HANDLER(memory_malloc_stats);
+
 /* multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 

@@ -90,6 +90,12 @@ static const struct cfg_key cfg_keys[] = {
     { "maxmemory", NULL, K_MEM, F(maxmemory), "0", 0, INT64_MAX, true, NULL },
     { "maxmemory-policy", NULL, K_STR, F(maxmemory_policy), "noeviction", 0, 0, true, NULL },
     { "aclfile", NULL, K_STR, F(aclfile), "", 0, 0, false, NULL },
+    { "maxmemory-samples", NULL, K_INT, F(maxmemory_samples), "5", 1, 64, true, NULL },
+    { "maxmemory-eviction-tenacity", NULL, K_INT, F(maxmemory_eviction_tenacity), "10", 0, 100, true, NULL },
+    { "lfu-log-factor", NULL, K_INT, F(lfu_log_factor), "10", 0, INT_MAX, true, NULL },
+    { "lfu-decay-time", NULL, K_INT, F(lfu_decay_time), "1", 0, INT_MAX, true, NULL },
+    { "max_shard_bytes", NULL, K_MEM, F(max_shard_bytes), "0", 0, INT64_MAX, true, NULL },
+    { "max_process_bytes", NULL, K_MEM, F(max_process_bytes), "0", 0, INT64_MAX, true, NULL },
 };
 #undef F
 #define NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
@@ -373,9 +379,19 @@ cfg_check(struct cfg *c, const char **key)
         *key = "shards";
         return "port + shards - 1 exceeds 65535";
     }
-    if (strcasecmp(c->maxmemory_policy, "noeviction") != 0) {
+    static const char *const policies[] = { "noeviction", "allkeys-lru", "allkeys-lfu",
+        "allkeys-random", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", NULL };
+    size_t pi;
+    for (pi = 0; policies[pi] && strcasecmp(c->maxmemory_policy, policies[pi]) != 0; pi++) {
+    }
+    if (policies[pi] == NULL) {
         *key = "maxmemory-policy";
-        return "only 'noeviction' is available in this build";
+        return "argument(s) must be one of the following: volatile-lru, volatile-lfu, "
+               "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction";
+    }
+    if (strcmp(c->maxmemory_policy, policies[pi]) != 0) {
+        rv_free(c->maxmemory_policy);   /* CONFIG GET shows the canonical lower case */
+        c->maxmemory_policy = rv_strndup(policies[pi], strlen(policies[pi]));
     }
     return NULL;
 }

@@ -76,6 +76,12 @@ struct cfg {
     /* Repeatable directives, not CONFIG GET keys: one line each, '\n'-separated. */
     char *acl_users;                    /* `user <name> <rules...>`: "name rules..." */
     char *rename_commands;              /* `rename-command <name> <new>`: "name new" ("" = disabled) */
+    int64_t maxmemory_samples;
+    int64_t maxmemory_eviction_tenacity;
+    int64_t lfu_log_factor;
+    int64_t lfu_decay_time;
+    int64_t max_shard_bytes;            /* budget of each shard (0 = none) */
+    int64_t max_process_bytes;          /* budget of all shards together (0 = none) */
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the

@@ -20,6 +20,8 @@
     X(NX_XX_GT_LT, "ERR NX and XX, GT or LT options at the same time are not compatible")   \
     X(GT_LT_NX, "ERR GT and LT options at the same time are not compatible")                \
     X(LFU, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.") \
+    X(LFU_IDLE, "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.") \
+    X(OOM, "OOM command not allowed when used memory > 'maxmemory'.")                       \
     X(NO_SUBCOMMAND, "ERR unknown subcommand")                                               \
     X(TIMEOUT_NEG, "ERR timeout is negative")
 

@@ -4,7 +4,8 @@
  *
  *   byte 0      flags: type (3 bits), INT, int width (2 bits), RAW, EXP;
  *               for other types RAW means INL (the value is inline bytes)
- *   bytes 1-3   access clock, unix seconds mod 2^24, little-endian
+ *   bytes 1-3   access clock, little-endian: unix seconds mod 2^24, or in LFU
+ *               mode (ks_set_lfu) decay minute << 8 | log counter
  *   varint      key length
  *   varint      value length (non-int strings and INL values only)
  *   8 bytes     absolute deadline in unix ms (only with EXP)
@@ -268,8 +269,12 @@ struct ks {
     size_t overflow_grows;
     struct ks_stats stats;
     size_t reserved;              /* ks_reserve(): no shrinking below this many slots */
-    ks_expire_hook_fn *on_expire;  /* before an expired entry is freed (WAL: logged as DEL) */
+    ks_expire_hook_fn *on_expire;  /* before an expired or evicted entry is freed (WAL: DEL) */
     void *on_expire_arg;
+    bool lfu;                     /* access clock holds LFU (minutes << 8 | counter) */
+    unsigned lfu_log_factor;
+    unsigned lfu_decay_min;
+    uint64_t rnd;                 /* LFU's probabilistic increments */
 };
 
 static inline unsigned
@@ -710,9 +715,62 @@ ent_free(struct ks_entry *e)
     rv_free(e);
 }
 
+/* LFU (when ks->lfu): the 24 clock bits hold the minute of the last decay
+ * (16 bits) and a logarithmic access counter (8 bits); new keys start at 5 so
+ * they are not evicted before they had a chance to be used. */
+#define KS_LFU_INIT 5u
+
+static inline uint32_t
+lfu_minutes(int64_t now_ms)
+{
+    return (uint32_t)((uint64_t)(now_ms / 60000) & 0xffffu);
+}
+
+/* The counter after decaying one step per lfu_decay_min minutes elapsed. */
+static inline unsigned
+lfu_decayed(const struct ks *ks, uint32_t clk, int64_t now_ms)
+{
+    unsigned ctr = clk & 0xffu;
+    uint32_t elapsed = (lfu_minutes(now_ms) - (clk >> 8)) & 0xffffu;
+    uint32_t periods = ks->lfu_decay_min ? elapsed / ks->lfu_decay_min : 0;
+    return periods >= ctr ? 0 : ctr - periods;
+}
+
+static void
+lfu_touch(struct ks *ks, struct ks_entry *e, int64_t now_ms)
+{
+    unsigned ctr = lfu_decayed(ks, ent_clk_get(e), now_ms);
+    if (ctr < 255) {
+        /* Increment with probability 1 / ((ctr - init) * factor + 1). */
+        double base = ctr > KS_LFU_INIT ? (double)(ctr - KS_LFU_INIT) : 0.0;
+        ks->rnd ^= ks->rnd << 13;
+        ks->rnd ^= ks->rnd >> 7;
+        ks->rnd ^= ks->rnd << 17;
+        double r = (double)(ks->rnd >> 11) * (1.0 / 9007199254740992.0);
+        if (r < 1.0 / (base * ks->lfu_log_factor + 1.0)) {
+            ctr++;
+        }
+    }
+    ent_clk_set(e, lfu_minutes(now_ms) << 8 | ctr);
+}
+
 static inline uint32_t
 ks_clk_now(const struct ks *ks)
 {
+    if (rv_unlikely(ks->lfu)) {
+        return lfu_minutes(ks->now_ms) << 8 | KS_LFU_INIT;
+    }
+    return (uint32_t)((uint64_t)(ks->now_ms / 1000) & KS_CLK_MASK);
+}
+
+/* The access clock of a value stored over old (NULL: a new key): under LFU an
+ * overwrite keeps the key's counter, as Redis does. */
+static inline uint32_t
+ks_clk_put(const struct ks *ks, const struct ks_entry *old)
+{
+    if (rv_unlikely(ks->lfu)) {
+        return old != NULL ? ent_clk_get(old) : lfu_minutes(ks->now_ms) << 8 | KS_LFU_INIT;
+    }
     return (uint32_t)((uint64_t)(ks->now_ms / 1000) & KS_CLK_MASK);
 }
 
@@ -802,7 +860,7 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
             struct ent_lay l;
             uint8_t *val;
             ent_lay(old, &l);
-            val = ent_write_hdr(old, flags, ks_clk_now(ks), l.key, klen, v->len, dl);
+            val = ent_write_hdr(old, flags, ks_clk_put(ks, old), l.key, klen, v->len, dl);
             memcpy(val, v->p, v->len);
             if (had != (dl != KS_NO_EXPIRE)) {
                 ks_repoint(ks, h, old, old, had, !had);
@@ -811,7 +869,7 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
         }
     }
     e = ent_alloc(size);
-    memcpy(ent_write_hdr(e, flags, ks_clk_now(ks), key, klen, v->len, dl), v->p, v->len);
+    memcpy(ent_write_hdr(e, flags, ks_clk_put(ks, old), key, klen, v->len, dl), v->p, v->len);
     if (old != NULL) {
         ks_repoint(ks, h, old, e, (old->flags & EF_EXP) != 0, (flags & EF_EXP) != 0);
         ent_free(old);
@@ -833,6 +891,9 @@ ks_create(uint64_t seed0, uint64_t seed1)
     ks->k0 = seed0;
     ks->k1 = seed1;
     ks->now_ms = clock_unix_ms();
+    ks->rnd = (seed0 ^ seed1) | 1;
+    ks->lfu_log_factor = 10;
+    ks->lfu_decay_min = 1;
     dict_init(&ks->main);
     dict_init(&ks->exp);
     return ks;
@@ -925,6 +986,10 @@ ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms)
         ks->stats.expired_keys++;
         return NULL;
     }
+    if (rv_unlikely(ks->lfu)) {
+        lfu_touch(ks, e, now_ms);
+        return e;
+    }
     clk = (uint32_t)((uint64_t)(now_ms / 1000) & KS_CLK_MASK);
     if (ent_clk_get(e) != clk) {
         ent_clk_set(e, clk);   /* hot keys: do not dirty the line every time */
@@ -977,6 +1042,32 @@ ks_entry_set_idle(struct ks_entry *e, int64_t now_ms, uint64_t idle_ms)
         idle_s = KS_CLK_MASK;
     }
     ent_clk_set(e, (uint32_t)(((uint64_t)(now_ms / 1000) - idle_s) & KS_CLK_MASK));
+}
+
+unsigned
+ks_entry_freq(const struct ks *ks, const struct ks_entry *e, int64_t now_ms)
+{
+    return lfu_decayed(ks, ent_clk_get(e), now_ms);
+}
+
+void
+ks_entry_set_freq(struct ks_entry *e, int64_t now_ms, unsigned freq)
+{
+    ent_clk_set(e, lfu_minutes(now_ms) << 8 | (freq > 255 ? 255 : freq));
+}
+
+void
+ks_set_lfu(struct ks *ks, bool on, unsigned log_factor, unsigned decay_min)
+{
+    ks->lfu = on;
+    ks->lfu_log_factor = log_factor;
+    ks->lfu_decay_min = decay_min;
+}
+
+bool
+ks_lfu(const struct ks *ks)
+{
+    return ks->lfu;
 }
 
 size_t
@@ -1284,6 +1375,17 @@ ks_delete(struct ks *ks, const char *key, size_t klen)
 }
 
 void
+ks_evict(struct ks *ks, struct ks_entry *e)
+{
+    ks_step(ks);
+    if (ks->on_expire) {
+        ks->on_expire(ks->on_expire_arg, e);
+    }
+    ks_unlink(ks, ent_hash(ks, e), e);
+    ent_free(e);
+}
+
+void
 ks_set_expire(struct ks *ks, struct ks_entry *e, int64_t expire_ms)
 {
     struct ent_lay l;
@@ -1509,10 +1611,9 @@ ks_scan(struct ks *ks, uint64_t cursor, size_t count, ks_scan_fn *fn, void *arg)
     return next;
 }
 
-struct ks_entry *
-ks_random(struct ks *ks, uint64_t rnd)
+static struct ks_entry *
+dict_random(struct ks_dict *d, uint64_t rnd)
 {
-    struct ks_dict *d = &ks->main;
     struct ks_tab *tabs[2] = { &d->cur, &d->old };
     size_t total, i, tries;
 
@@ -1521,7 +1622,7 @@ ks_random(struct ks *ks, uint64_t rnd)
     }
     total = d->cur.cap + (dict_rehashing(d) ? d->old.cap : 0);
     i = (size_t)(rnd % total);
-    for (tries = 0; tries <= total; tries++, i = (i + 1) % total) {
+    for (tries = 0; tries <= total; tries++, i = i + 1 == total ? 0 : i + 1) {
         struct ks_tab *t = tabs[i >= d->cur.cap];
         size_t pos = i >= d->cur.cap ? i - d->cur.cap : i;
         if (t == &d->old && pos < d->rpos) {
@@ -1533,6 +1634,18 @@ ks_random(struct ks *ks, uint64_t rnd)
         }
     }
     return NULL;
+}
+
+struct ks_entry *
+ks_random(struct ks *ks, uint64_t rnd)
+{
+    return dict_random(&ks->main, rnd);
+}
+
+struct ks_entry *
+ks_random_volatile(struct ks *ks, uint64_t rnd)
+{
+    return dict_random(&ks->exp, rnd);
 }
 
 /* ------------------------------------------------------- background work */

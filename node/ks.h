@@ -160,10 +160,26 @@ bool ks_str_parse_int(const char *p, size_t n, int64_t *out);
  * synchronous). */
 void ks_reserve(struct ks *ks, size_t n);
 
-/* Called with an entry that lazy or active expiry is about to delete (the
- * entry is still valid; fn must not modify the keyspace). */
+/* Called with an entry that lazy or active expiry, or eviction (ks_evict), is
+ * about to delete (the entry is still valid; fn must not modify the keyspace). */
 typedef void ks_expire_hook_fn(void *arg, const struct ks_entry *e);
 void ks_set_expire_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg);
+
+/* ---- eviction (node/evict.c) ---- */
+/* LFU mode (an LFU maxmemory-policy): the access clock of each entry holds a
+ * logarithmic access counter and its last decay minute instead of the last
+ * access second (the same 24 bits, so switching reinterprets old values, as
+ * Redis does). ks_lookup then bumps the counter with probability
+ * 1 / ((counter - 5) * log_factor + 1); it decays by one per decay_min minutes. */
+void ks_set_lfu(struct ks *ks, bool on, unsigned log_factor, unsigned decay_min);
+bool ks_lfu(const struct ks *ks);
+/* LFU mode: the decayed counter (OBJECT FREQ). */
+unsigned ks_entry_freq(const struct ks *ks, const struct ks_entry *e, int64_t now_ms);
+void ks_entry_set_freq(struct ks_entry *e, int64_t now_ms, unsigned freq);  /* RESTORE FREQ */
+/* A random key with a deadline (NULL when none); may be expired. */
+struct ks_entry *ks_random_volatile(struct ks *ks, uint64_t rnd);
+/* Delete e as an eviction: the expire hook runs first (the WAL logs a DEL). */
+void ks_evict(struct ks *ks, struct ks_entry *e);
 
 /* ---- background work, called from the shard's timer ---- */
 /* Incremental rehash for up to budget_us; returns true while more remains. */

@@ -7,6 +7,7 @@
 #include "node/cmds.h"
 #include "node/conn.h"
 #include "node/dict.h"
+#include "node/evict.h"
 #include "node/ks.h"
 #include "node/reply.h"
 #include "node/persist.h"
@@ -281,6 +282,20 @@ CMD_HANDLER(exec)
     if (!(c->flags & CONN_MULTI)) {
         reply_errf(c, "ERR EXEC without MULTI");
         return;
+    }
+    /* Over a memory budget, a transaction that may grow memory is refused whole
+     * (as Redis: the OOM check applies to EXEC for its queued commands). */
+    if (evict_hot(*shard_evict(c->shard))->armed) {
+        bool denyoom = false;
+        for (size_t i = 0; i < m->nq && !denyoom; i++) {
+            denyoom = (m->q[i].cmd->flags & CMD_DENYOOM) != 0;
+        }
+        if (denyoom && !evict_admit(c->shard)) {
+            reply_errf(c, "EXECABORT Transaction discarded because of: %s",
+                       rv_client_err_text[RV_ERR_OOM]);
+            multi_release(c);
+            return;
+        }
     }
     if (m->dirty_exec) {
         reply_errf(c, "EXECABORT Transaction discarded because of previous errors.");

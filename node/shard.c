@@ -11,6 +11,7 @@
 #include "node/conn.h"
 #include "node/debug.h"
 #include "node/dict.h"
+#include "node/evict.h"
 #include "node/ks.h"
 #include "node/metrics.h"
 #include "node/t_hash.h"
@@ -60,6 +61,7 @@ struct shard {
     struct event *wakeev;
     struct event *cronev;
     struct event *rehashev;
+    struct event *evictev;        /* while over a memory budget: evict a slice every ms */
     pthread_t thread;
     int cpu;
     atomic_bool done;
@@ -82,6 +84,7 @@ struct shard {
     struct persist *persist;
     struct acl_snap *acl;
     uint64_t acl_gen;
+    struct evict *evict;
     int64_t clock_floor;          /* recovery: the clock never goes below replayed time */
     atomic_ulong pubsub_subs;
     _Atomic(struct shard_msg *) inbox;
@@ -162,7 +165,9 @@ shard_create_offline(struct node *n, unsigned id, const char *dir, char *err, si
 static struct shard *
 shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
 {
+    long long mem0 = rv_mem_thread_net();   /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));
+    s->evict = evict_create();
     s->id = id;
     s->node = n;
     s->cfg = atomic_load(&n->cfg);
@@ -182,6 +187,8 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
         if (persist_open_dir(s, dir, true, err, errsz) != 0) {
             goto fail;
         }
+        evict_add_carry(s->evict, rv_mem_thread_net() - mem0);
+        evict_adopt_cfg(s);
         return s;
     }
     char binds[1024];
@@ -206,6 +213,8 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     if (persist_open(s, err, errsz) != 0) {
         goto fail;
     }
+    evict_add_carry(s->evict, rv_mem_thread_net() - mem0);
+    evict_adopt_cfg(s);
     return s;
 fail:
     shard_destroy(s);
@@ -254,6 +263,7 @@ shard_check_cfg(struct shard *s)
     if (v != s->cfg_version) {
         s->cfg_version = v;
         s->cfg = atomic_load(&s->node->cfg);
+        evict_adopt_cfg(s);
     }
 }
 
@@ -286,6 +296,8 @@ shard_begin_stop(struct shard *s)
 void
 shard_post(struct shard *to, struct shard_msg *m)
 {
+    /* The message's bytes move to the receiver's charge (it frees them). */
+    rv_mem_thread_adjust(-(long long)rv_usable_size(m));
     struct shard_msg *head = atomic_load_explicit(&to->inbox, memory_order_relaxed);
     do {
         m->next = head;
@@ -313,6 +325,7 @@ shard_drain_inbox(struct shard *s)
     shard_refresh_clock(s);
     while (fifo) {
         struct shard_msg *n = fifo->next;
+        rv_mem_thread_adjust((long long)rv_usable_size(fifo));
         fifo->run(s, fifo);
         fifo = n;
     }
@@ -393,6 +406,10 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     persist_cron(s);
     ks_active_expire(s->ks, now, budget);
     hash_active_expire(s, now, budget / 4);
+    if (evict_cron(s) && !evtimer_pending(s->evictev, NULL)) {
+        struct timeval one_ms = { 0, 1000 };
+        evtimer_add(s->evictev, &one_ms);
+    }
     if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
@@ -423,6 +440,18 @@ on_rehash(evutil_socket_t fd, short what, void *arg)
     if (ks_rehash_step(s->ks, 1000)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
+    }
+}
+
+static void
+on_evict(evutil_socket_t fd, short what, void *arg)
+{
+    struct shard *s = arg;
+    (void)fd;
+    (void)what;
+    if (evict_cron(s)) {
+        struct timeval one_ms = { 0, 1000 };
+        evtimer_add(s->evictev, &one_ms);
     }
 }
 
@@ -500,6 +529,7 @@ shard_start(struct shard *s, int cpu)
     event_add(s->wakeev, NULL);
     s->cronev = evtimer_new(s->base, on_cron, s);
     s->rehashev = evtimer_new(s->base, on_rehash, s);
+    s->evictev = evtimer_new(s->base, on_evict, s);
     struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
     event_add(s->cronev, &tv);
     if (pthread_create(&s->thread, NULL, shard_main, s) != 0) {
@@ -556,6 +586,9 @@ shard_destroy(struct shard *s)
     if (s->rehashev) {
         event_free(s->rehashev);
     }
+    if (s->evictev) {
+        event_free(s->evictev);
+    }
     if (s->wakefd >= 0) {
         close(s->wakefd);
     }
@@ -568,6 +601,7 @@ shard_destroy(struct shard *s)
     persist_close(s);
     hash_ttl_index_destroy(s->hash_ttl);
     ks_destroy(s->ks);
+    evict_destroy(s->evict);
     dict_destroy(s->watched, NULL);
     acl_shard_release(s->acl);
     rv_free(s->cmdstats);
@@ -578,6 +612,7 @@ shard_destroy(struct shard *s)
 unsigned shard_id(const struct shard *s) { return s->id; }
 struct node *shard_node(const struct shard *s) { return s->node; }
 struct ks *shard_ks(const struct shard *s) { return s->ks; }
+struct evict **shard_evict(struct shard *s) { return &s->evict; }
 const struct cfg *shard_cfg(const struct shard *s) { return s->cfg; }
 struct event_base *shard_base(const struct shard *s) { return s->base; }
 int64_t shard_now_ms(const struct shard *s) { return s->now_ms; }

@@ -31,6 +31,7 @@ struct shard_stats {
     uint64_t protocol_errors;
     uint64_t client_output_limit_disconnections;
     uint64_t expired_keys_base;   /* keyspace counter at the last CONFIG RESETSTAT */
+    uint64_t evicted_keys;
 };
 
 /* Latency histogram buckets (metrics.h): bucket b counts handler times in
@@ -111,6 +112,10 @@ struct metrics *shard_metrics(struct shard *s);
 /* Hash keys with timed fields (t_hash.c creates it on first HEXPIRE). */
 struct hash_ttl_index;
 struct hash_ttl_index **shard_hash_ttl(struct shard *s);
+
+/* Memory charge, budgets and eviction (evict.c; created with the shard). */
+struct evict;
+struct evict **shard_evict(struct shard *s);
 
 /* Blocked clients of the shard (block.c creates it on first use). */
 struct block_shard;

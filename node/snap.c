@@ -66,6 +66,7 @@ struct snap_done_msg {
     struct shard_msg m;
     struct snap *sn;
     struct shard *to;
+    long long freed;              /* bytes of the shard's charge the finishing thread freed */
 };
 
 struct dump_ctx {
@@ -175,7 +176,9 @@ finish_main(void *arg)
     struct snap_done_msg *m = arg;
     struct snap *sn = m->sn;
     pthread_setname_np(pthread_self(), "ruvio-ckpt");
+    long long mem0 = rv_mem_thread_net();
     sn->finish_rc = wal_ckpt_finish(sn->k, sn->nkeys);
+    m->freed = mem0 - rv_mem_thread_net();
     sn->k = NULL;
     shard_post(m->to, &m->m);
     return NULL;
@@ -255,6 +258,8 @@ on_done_msg(struct shard *s, struct shard_msg *mm)
         p->hot.cow = false;
         snap_free(m->sn);
     }
+    /* The shard allocated m itself, so undo the inbox's hand-over credit too. */
+    rv_mem_thread_adjust(-m->freed - (long long)rv_usable_size(m));
     rv_free(m);
 }
 

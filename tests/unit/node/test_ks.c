@@ -808,3 +808,66 @@ Test(ks, memory_per_key_report, .timeout = 120)
     cr_log_info("INCR path (lookup + set_int) %.0f ns/op", (double)(t1 - t0) * 1000.0 / (double)n);
     ks_destroy(ks);
 }
+
+/* ---- eviction support (node/evict.c) ---- */
+
+static void
+count_hook(void *arg, const struct ks_entry *e)
+{
+    (void)e;
+    (*(int *)arg)++;
+}
+
+Test(ks, lfu_counter_grows_logarithmically_and_decays)
+{
+    struct ks *ks = ks_create(S0, S1);
+    ks_set_clock(ks, NOW);
+    ks_set_lfu(ks, true, 10, 1);
+    cr_assert(ks_lfu(ks));
+    ks_set_str(ks, "k", 1, "v", 1, KS_NO_EXPIRE, false);
+    struct ks_entry *e = ks_peek(ks, "k", 1);
+    cr_assert_eq(ks_entry_freq(ks, e, NOW), 5);            /* new keys start at 5 */
+    for (int i = 0; i < 1000; i++) {
+        e = ks_lookup(ks, "k", 1, NOW);
+    }
+    unsigned hot = ks_entry_freq(ks, e, NOW);
+    cr_assert(hot > 10 && hot < 40, "1000 hits with factor 10: %u", hot);
+    /* overwriting keeps the counter */
+    ks_set_str(ks, "k", 1, "w", 1, KS_NO_EXPIRE, false);
+    e = ks_peek(ks, "k", 1);
+    cr_assert_eq(ks_entry_freq(ks, e, NOW), hot);
+    /* one step per idle minute */
+    cr_assert_eq(ks_entry_freq(ks, e, NOW + 3 * 60000), hot - 3);
+    cr_assert_eq(ks_entry_freq(ks, e, NOW + 300 * 60000), 0);
+    ks_entry_set_freq(e, NOW, 200);
+    cr_assert_eq(ks_entry_freq(ks, e, NOW), 200);
+    ks_destroy(ks);
+}
+
+Test(ks, random_volatile_and_evict)
+{
+    struct ks *ks = ks_create(S0, S1);
+    int hooks = 0;
+    char k[32];
+    ks_set_clock(ks, NOW);
+    ks_set_expire_hook(ks, count_hook, &hooks);
+    cr_assert_null(ks_random_volatile(ks, 1));
+    for (size_t i = 0; i < 1000; i++) {
+        size_t n = mkkey(k, i % 10 == 0 ? "t" : "p", i);
+        ks_set_str(ks, k, n, "v", 1, i % 10 == 0 ? NOW + 100000 : KS_NO_EXPIRE, false);
+    }
+    uint64_t r = 42;
+    for (int i = 0; i < 200; i++) {
+        struct ks_entry *e = ks_random_volatile(ks, rng_next(&r));
+        cr_assert_not_null(e);
+        cr_assert_neq(ks_entry_expire(e), KS_NO_EXPIRE);
+    }
+    size_t before = ks_size(ks), exp_before = ks_expires_size(ks);
+    struct ks_entry *e = ks_random_volatile(ks, 7);
+    ks_evict(ks, e);
+    cr_assert_eq(hooks, 1);
+    cr_assert_eq(ks_size(ks), before - 1);
+    cr_assert_eq(ks_expires_size(ks), exp_before - 1);
+    cr_assert_eq(ks_int_check(ks), 0);
+    ks_destroy(ks);
+}
