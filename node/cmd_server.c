@@ -11,6 +11,7 @@
 #include "node/persist.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "replication/repl.h"
 
 #include <ctype.h>
 #include <signal.h>
@@ -144,7 +145,7 @@ info_stats(struct conn *c, struct buf *b)
             "keyspace_misses:%llu\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
             "client_query_buffer_limit_disconnections:%llu\r\n"
             "client_output_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
-            "protocol_errors:%llu\r\n\r\n",
+            "protocol_errors:%llu\r\n",
          (unsigned long long)st->conns_received, (unsigned long long)st->commands,
          shard_ops_per_sec(c->shard), (unsigned long long)st->net_input_bytes,
          (unsigned long long)st->net_output_bytes, shard_input_kbps(c->shard),
@@ -155,15 +156,14 @@ info_stats(struct conn *c, struct buf *b)
          (unsigned long long)st->client_qbuf_limit_disconnections,
          (unsigned long long)st->client_output_limit_disconnections,
          (unsigned long long)st->total_error_replies, (unsigned long long)st->protocol_errors);
+    repl_info_stats(c->shard, b);
+    addf(b, "\r\n");
 }
 
 static void
 info_replication(struct conn *c, struct buf *b)
 {
-    addf(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n"
-            "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n"
-            "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\r\n",
-         shard_node(c->shard)->run_id);
+    repl_info(c->shard, b);
 }
 
 static double

@@ -38,6 +38,10 @@ CMD_HANDLER(command_help);
 CMD_HANDLER(info); CMD_HANDLER(config_get); CMD_HANDLER(config_set); CMD_HANDLER(config_resetstat);
 CMD_HANDLER(config_help); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
 
+/* replication/repl.c */
+CMD_HANDLER(replicaof); CMD_HANDLER(role); CMD_HANDLER(wait); CMD_HANDLER(waitaof);
+CMD_HANDLER(replconf); CMD_HANDLER(rvsync);
+
 /* multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 

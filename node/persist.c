@@ -15,6 +15,7 @@
 #include "node/replay.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "replication/repl.h"
 #include "wal/wal.h"
 
 #include <errno.h>
@@ -73,15 +74,38 @@ persist_of(struct shard *s)
 
 /* ---------------------------------------------------------------- records */
 
+/* Records go to the WAL's staging buffer, or (memory mode with a
+ * replication backlog) to a scratch buffer; either way a sealed record is
+ * handed to replication, which copies it into its backlog. */
+static inline struct buf *
+rec_buf(struct persist *p)
+{
+    return p->w ? wal_buf(p->w) : &p->mstage;
+}
+
+uint64_t
+persist_last_lsn(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p == NULL ? 0 : p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+}
+
 static void
 rec_open(struct persist *p)
 {
     if (p->rec_open) {
         return;
     }
-    p->rec_mark = wal_rec_begin(p->w);
-    p->pay_start = wal_buf(p->w)->len;
-    wal_pay_begin(wal_buf(p->w), WAL_P_CMDS);
+    if (p->w) {
+        p->rec_mark = wal_rec_begin(p->w);
+    } else {
+        p->mstage.off = p->mstage.len = 0;
+        buf_reserve(&p->mstage, WAL_REC_HDR);
+        p->rec_mark = 0;
+        p->mstage.len = WAL_REC_HDR;
+    }
+    p->pay_start = rec_buf(p)->len;
+    wal_pay_begin(rec_buf(p), WAL_P_CMDS);
     p->rec_open = true;
 }
 
@@ -92,18 +116,28 @@ rec_close(struct persist *p)
         return;
     }
     p->rec_open = false;
-    if (wal_pay_ncmds(wal_buf(p->w), p->pay_start) == 0) {
-        wal_rec_abort(p->w, p->rec_mark);
+    struct buf *b = rec_buf(p);
+    if (wal_pay_ncmds(b, p->pay_start) == 0) {
+        if (p->w) {
+            wal_rec_abort(p->w, p->rec_mark);
+        }
         return;
     }
-    wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s));
+    if (p->w) {
+        wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s));
+    } else {
+        wal_frame_seal((uint8_t *)b->data, b->len - WAL_REC_HDR, p->next_lsn++, shard_now_ms(p->s));
+    }
     p->changes++;
+    if (p->repl) {
+        repl_feed(p->repl, (const uint8_t *)b->data + p->rec_mark, b->len - p->rec_mark);
+    }
 }
 
 static void
 rec_cmd(struct persist *p, int argc, const struct rv_str *argv)
 {
-    wal_pay_cmd(wal_buf(p->w), p->pay_start, argc, argv);
+    wal_pay_cmd(rec_buf(p), p->pay_start, argc, argv);
 }
 
 static void
@@ -393,7 +427,7 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
             size_t mark)
 {
     struct persist *p = persist_of(c->shard);
-    if (p == NULL || p->w == NULL || p->loading || (c->flags & CONN_REPLAY)) {
+    if (p == NULL || !p->hot.log || p->loading || (c->flags & CONN_REPLAY)) {
         return;
     }
     bool txn = (c->flags & CONN_IN_EXEC) != 0;
@@ -401,7 +435,7 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
     log_effects(p, c, cmd, argc, argv, mark);
     if (!txn) {
         rec_close(p);
-        c->own_lsn = wal_last_lsn(p->w);
+        c->own_lsn = persist_last_lsn(p->s);
     }
 }
 
@@ -409,9 +443,9 @@ void
 persist_exec_end(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
-    if (p && p->w) {
+    if (p && p->hot.log && !(c->flags & CONN_REPLAY)) {
         rec_close(p);
-        c->own_lsn = wal_last_lsn(p->w);
+        c->own_lsn = persist_last_lsn(p->s);
     }
 }
 
@@ -420,7 +454,7 @@ static void
 on_expire(void *arg, const struct ks_entry *e)
 {
     struct persist *p = arg;
-    if (p->loading || p->w == NULL) {
+    if (p->loading || !p->hot.log || p->replica) {
         return;
     }
     bool was_open = p->rec_open;
@@ -438,7 +472,13 @@ bool
 persist_refuse_write(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
-    if (p == NULL || p->w == NULL) {
+    if (p == NULL) {
+        return false;
+    }
+    if (p->hot.guard && p->repl && repl_refuse_write(p->repl, c)) {
+        return true;
+    }
+    if (p->w == NULL) {
         return false;
     }
     int se = wal_sync_error(p->w), we = wal_write_error(p->w);
@@ -562,6 +602,9 @@ void
 persist_conn_gone(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
+    if (p != NULL && p->repl != NULL && (c->flags & CONN_BLOCKED)) {
+        repl_conn_gone(p->repl, c);
+    }
     if (p == NULL || !(c->flags & CONN_HELD)) {
         return;
     }
@@ -579,10 +622,19 @@ void
 persist_before_poll(struct shard *s)
 {
     struct persist *p = persist_of(s);
-    if (p == NULL || p->w == NULL) {
+    if (p == NULL) {
+        return;
+    }
+    if (p->w == NULL) {
+        if (p->repl && repl_backlog_on(p->repl)) {
+            repl_before_poll(p->repl);
+        }
         return;
     }
     wal_flush_staged(p);
+    if (p->repl && repl_backlog_on(p->repl)) {
+        repl_before_poll(p->repl);   /* records leave once write() gave them to the kernel */
+    }
     uint64_t written = wal_written_lsn(p->w);
     if (p->mode == WAL_ALWAYS && written > wal_durable_lsn(p->w) && written > p->sync_asked) {
         /* One fdatasync covers this whole wave; the next wave is processed
@@ -924,6 +976,10 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
             return -1;
         }
         p->hot.wal = true;
+        p->hot.log = true;
+    }
+    if (!readonly) {
+        repl_attach(s);
     }
     return 0;
 }
@@ -935,6 +991,9 @@ persist_close(struct shard *s)
     if (p == NULL) {
         return;
     }
+    repl_destroy(p->repl);
+    p->repl = NULL;
+    buf_deinit(&p->mstage);
     snap_abort(p);
     p->hot.wal = false;
     wal_close(p->w);
@@ -958,6 +1017,9 @@ persist_cron(struct shard *s)
         }
     }
     snap_cron(p);
+    if (p->repl) {
+        repl_cron(p->repl);
+    }
 }
 
 void
@@ -970,7 +1032,7 @@ persist_info(struct shard *s, struct buf *b)
     if (p == NULL) {
         return;
     }
-    uint64_t last = p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+    uint64_t last = persist_last_lsn(s);
     n = snprintf(line, sizeof(line),
                  "# Persistence\r\nloading:%d\r\nasync_loading:0\r\ndurability:%s\r\n"
                  "rdb_changes_since_last_save:%" PRIu64 "\r\nrdb_bgsave_in_progress:%d\r\n"

@@ -11,6 +11,7 @@
 struct shard;
 struct conn;
 struct snap;
+struct repl;
 
 struct persist {
     struct persist_hot hot;          /* must stay first (persist.h) */
@@ -18,6 +19,9 @@ struct persist {
     int mode;                        /* enum wal_mode */
     char dir[4096];                  /* data_dir/shard-<i> */
     struct wal *w;                   /* NULL in memory mode */
+    struct buf mstage;               /* memory mode with replication: the record being built */
+    struct repl *repl;               /* replication state (replication/), NULL until used */
+    bool replica;                    /* following a primary: no records of its own, no expiry logging */
     bool loading;
     uint64_t next_lsn;               /* after recovery */
     /* the record being built (one command, or one EXEC) */

@@ -1,0 +1,387 @@
+/* replication/repl_primary.c: the primary side: replicas that connected with
+ * RVSYNC, partial or full resync, shipping records, acks and heartbeats. */
+#include "replication/repl_int.h"
+
+#include "node/base/log.h"
+#include "node/base/mem.h"
+#include "node/ks.h"
+#include "node/node.h"
+#include "node/persist.h"
+#include "node/persist_int.h"
+#include "node/shard.h"
+#include "wal/wal.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK_BYTES (1u << 20)
+
+static void on_link_read(evutil_socket_t fd, short what, void *arg);
+static void on_link_write(evutil_socket_t fd, short what, void *arg);
+
+static void
+link_close(struct link *l, const char *why)
+{
+    struct repl *r = l->r;
+    for (struct link **pp = &r->links; *pp; pp = &(*pp)->next) {
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    }
+    r->nlinks--;
+    if (why) {
+        log_notice("[shard %u] replica %s:%d: connection closed: %s", shard_id(r->s), l->ip, l->port,
+                   why);
+    }
+    event_del(&l->rev);
+    event_del(&l->wev);
+    close(l->fd);
+    buf_deinit(&l->in);
+    buf_deinit(&l->out);
+    rv_free(l);
+}
+
+/* false when the link was closed. */
+static bool
+link_flush(struct link *l)
+{
+    bool blocked;
+    if (repl_write(l->fd, &l->out, &blocked) < 0) {
+        link_close(l, "write error");
+        return false;
+    }
+    if (blocked && !l->wev_on) {
+        event_add(&l->wev, NULL);
+        l->wev_on = true;
+    } else if (!blocked && l->wev_on) {
+        event_del(&l->wev);
+        l->wev_on = false;
+    }
+    int64_t hard = shard_cfg(l->r->s)->obl_hard[CFG_OBL_REPLICA];
+    if (hard > 0 && buf_unread(&l->out) > (uint64_t)hard) {
+        link_close(l, "output buffer past client-output-buffer-limit replica (too slow)");
+        return false;
+    }
+    return true;
+}
+
+void
+primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre)
+{
+    struct link *l = rv_calloc(1, sizeof(*l));
+    l->r = r;
+    l->fd = fd;
+    snprintf(l->ip, sizeof(l->ip), "%s", ip);
+    buf_init(&l->in);
+    l->out = *pre;                   /* the client's replies before RVSYNC go first */
+    buf_init(pre);
+    l->st = LINK_HELLO;
+    l->last_io_ms = l->last_ack_ms = shard_now_ms(r->s);
+    event_assign(&l->rev, shard_base(r->s), fd, EV_READ | EV_PERSIST, on_link_read, l);
+    event_assign(&l->wev, shard_base(r->s), fd, EV_WRITE | EV_PERSIST, on_link_write, l);
+    event_add(&l->rev, NULL);
+    l->next = r->links;
+    r->links = l;
+    r->nlinks++;
+    Welcome w = WELCOME__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    w.replid = r->replid;
+    w.epoch = r->epoch;
+    w.shard = shard_id(r->s);
+    w.nshards = shard_node(r->s)->nshards;
+    m.m_case = REPL_MSG__M_WELCOME;
+    m.welcome = &w;
+    repl_send(&l->out, &m);
+    link_flush(l);
+}
+
+static void
+send_error(struct link *l, const char *text)
+{
+    Error e = ERROR__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    e.text = (char *)text;
+    m.m_case = REPL_MSG__M_ERROR;
+    m.error = &e;
+    repl_send(&l->out, &m);
+    link_flush(l);
+}
+
+/* ---- full sync: the keyspace as rebuild records, then the stream ---- */
+
+struct walk {
+    struct link *l;
+    struct buf chunk;
+    uint64_t keys;
+    int64_t now;
+    size_t mark, pay;
+};
+
+static void
+emit_cmd(void *arg, int argc, const struct rv_str *argv)
+{
+    struct walk *w = arg;
+    wal_pay_cmd(&w->chunk, w->pay, argc, argv);
+}
+
+static void
+send_chunk(struct walk *w)
+{
+    if (w->chunk.len == 0) {
+        return;
+    }
+    FullSyncChunk ch = FULL_SYNC_CHUNK__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    ch.frames.data = (uint8_t *)w->chunk.data;
+    ch.frames.len = w->chunk.len;
+    m.m_case = REPL_MSG__M_FULL_CHUNK;
+    m.full_chunk = &ch;
+    repl_send(&w->l->out, &m);
+    w->chunk.off = w->chunk.len = 0;
+}
+
+static void
+walk_cb(void *arg, struct ks_entry *e)
+{
+    struct walk *w = arg;
+    int64_t dl = ks_entry_expire(e);
+    if (dl != KS_NO_EXPIRE && dl <= w->now) {
+        return;
+    }
+    size_t mark = w->chunk.len;
+    buf_reserve(&w->chunk, WAL_REC_HDR);
+    w->chunk.len += WAL_REC_HDR;
+    w->pay = w->chunk.len;
+    wal_pay_begin(&w->chunk, WAL_P_CMDS);
+    struct rv_str del[2] = { { "DEL", 3 }, ks_entry_key(e) };
+    wal_pay_cmd(&w->chunk, w->pay, 2, del);
+    persist_rebuild_entry(e, emit_cmd, w);
+    wal_frame_seal((uint8_t *)w->chunk.data + mark, w->chunk.len - mark - WAL_REC_HDR, 0, w->now);
+    w->keys++;
+}
+
+static void
+full_sync(struct link *l)
+{
+    struct repl *r = l->r;
+    struct ks *ks = shard_ks(r->s);
+    uint64_t lsn = repl_last_lsn(r);
+    FullSyncBegin b = FULL_SYNC_BEGIN__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    b.replid = r->replid;
+    b.epoch = r->epoch;
+    b.lsn = lsn;
+    b.keys_hint = ks_size(ks);
+    m.m_case = REPL_MSG__M_FULL_BEGIN;
+    m.full_begin = &b;
+    repl_send(&l->out, &m);
+    /* One consistent pass at LSN lsn (the shard serves nothing meanwhile):
+     * see docs/replication.md, "Full sync", for the bounded-pause plan. */
+    struct walk w = { .l = l, .now = shard_now_ms(r->s) };
+    buf_init(&w.chunk);
+    uint64_t cur = 0;
+    do {
+        cur = ks_scan(ks, cur, 256, walk_cb, &w);
+        if (w.chunk.len >= CHUNK_BYTES) {
+            send_chunk(&w);
+        }
+    } while (cur != 0);
+    send_chunk(&w);
+    buf_deinit(&w.chunk);
+    FullSyncEnd e = FULL_SYNC_END__INIT;
+    e.lsn = lsn;
+    e.keys = w.keys;
+    m = (ReplMsg)REPL_MSG__INIT;
+    m.m_case = REPL_MSG__M_FULL_END;
+    m.full_end = &e;
+    repl_send(&l->out, &m);
+    l->sent_pos = bl_end(&r->bl);
+    l->sent_lsn = r->bl.next_lsn;
+    l->ack = 0;
+    log_notice("[shard %u] replica %s:%d: full sync of %" PRIu64 " keys at LSN %" PRIu64
+               " (%zu bytes)", shard_id(r->s), l->ip, l->port, w.keys, lsn, buf_unread(&l->out));
+}
+
+static void
+on_hello(struct link *l, const Hello *h)
+{
+    struct repl *r = l->r;
+    unsigned ns = shard_node(r->s)->nshards;
+    snprintf(l->id, sizeof(l->id), "%s", h->replica_id ? h->replica_id : "");
+    l->port = (int)h->listening_port;
+    if (h->nshards != ns || h->shard != shard_id(r->s)) {
+        char e[200];
+        snprintf(e, sizeof(e), "shard count mismatch: the primary has %u shards, the replica %u "
+                 "(each replica shard follows the primary shard with the same number)", ns, h->nshards);
+        log_warn("[shard %u] replica %s:%d refused: %s", shard_id(r->s), l->ip, l->port, e);
+        send_error(l, e);
+        link_close(l, NULL);
+        return;
+    }
+    repl_backlog_start(r);
+    uint64_t last = repl_last_lsn(r);
+    uint64_t from = h->applied_lsn + 1, pos;
+    const char *id = h->replid ? h->replid : "";
+    bool same = strcmp(id, r->replid) == 0 && h->applied_lsn <= last;
+    bool prev = r->second_off > 0 && strcmp(id, r->replid2) == 0 &&
+                (int64_t)from <= r->second_off;
+    if ((same || prev) && bl_find(&r->bl, from, &pos)) {
+        Continue c = CONTINUE__INIT;
+        ReplMsg m = REPL_MSG__INIT;
+        c.replid = r->replid;
+        c.epoch = r->epoch;
+        c.from_lsn = from;
+        m.m_case = REPL_MSG__M_CONT;
+        m.cont = &c;
+        repl_send(&l->out, &m);
+        l->sent_pos = pos;
+        l->sent_lsn = from;
+        l->ack = h->applied_lsn;
+        r->sync_partial_ok++;
+        log_notice("[shard %u] replica %s:%d: partial resync from LSN %" PRIu64 " (%" PRIu64
+                   " records to send)", shard_id(r->s), l->ip, l->port, from, last + 1 - from);
+    } else {
+        if (*id && strcmp(id, "?") != 0) {
+            r->sync_partial_err++;
+        }
+        r->sync_full++;
+        full_sync(l);
+    }
+    l->st = LINK_ONLINE;
+    l->last_ack_ms = shard_now_ms(r->s);
+    /* ship what the backlog has past the start now */
+    primary_ship(r);
+}
+
+static void
+on_link_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct link *l = arg;
+    struct repl *r = l->r;
+    (void)fd;
+    (void)what;
+    int n = repl_read(l->fd, &l->in);
+    if (n < 0) {
+        link_close(l, "connection lost");
+        return;
+    }
+    int64_t now = shard_refresh_clock(r->s);
+    l->last_io_ms = now;
+    ReplMsg *m;
+    int rc;
+    bool acked = false;
+    while ((rc = repl_recv(&l->in, &m)) == 1) {
+        switch (m->m_case) {
+        case REPL_MSG__M_HELLO:
+            if (l->st == LINK_HELLO) {
+                on_hello(l, m->hello);
+                repl_msg_free(m);
+                return;              /* l may be gone; more input comes with the next read */
+            }
+            break;
+        case REPL_MSG__M_ACK:
+            if (m->ack->applied > l->ack) {
+                l->ack = m->ack->applied;
+            }
+            l->durable = m->ack->durable;
+            l->last_ack_ms = now;
+            acked = true;
+            break;
+        default:
+            break;
+        }
+        repl_msg_free(m);
+    }
+    if (rc < 0) {
+        link_close(l, "malformed frame");
+        return;
+    }
+    if (acked && r->waiters) {
+        primary_check_waiters(r, now);
+    }
+}
+
+static void
+on_link_write(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    link_flush(arg);
+}
+
+void
+primary_ship(struct repl *r)
+{
+    uint64_t end = bl_end(&r->bl);
+    for (struct link *l = r->links, *n; l; l = n) {
+        n = l->next;
+        if (l->st == LINK_ONLINE && l->sent_pos < end) {
+            if (l->sent_pos < r->bl.base) {
+                link_close(l, "fell out of the backlog");
+                continue;
+            }
+            repl_send_records(&l->out, l->sent_lsn, (uint32_t)(r->bl.next_lsn - l->sent_lsn),
+                              bl_at(&r->bl, l->sent_pos), (size_t)(end - l->sent_pos));
+            l->sent_pos = end;
+            l->sent_lsn = r->bl.next_lsn;
+        }
+        if (buf_unread(&l->out) > 0 && !l->wev_on) {
+            link_flush(l);
+        }
+    }
+}
+
+long
+primary_good_replicas(struct repl *r, int64_t now)
+{
+    int64_t max_lag = shard_cfg(r->s)->min_replicas_max_lag * 1000;
+    long n = 0;
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_ONLINE && now - l->last_ack_ms <= max_lag) {
+            n++;
+        }
+    }
+    return n;
+}
+
+void
+primary_cron(struct repl *r, int64_t now)
+{
+    int64_t timeout = shard_cfg(r->s)->repl_timeout * 1000;
+    bool beat = now - r->last_hb_ms >= 1000;
+    if (beat) {
+        r->last_hb_ms = now;
+    }
+    for (struct link *l = r->links, *n; l; l = n) {
+        n = l->next;
+        if (now - l->last_io_ms > timeout) {
+            link_close(l, "timeout (repl-timeout)");
+            continue;
+        }
+        if (beat && l->st == LINK_ONLINE) {
+            Heartbeat h = HEARTBEAT__INIT;
+            ReplMsg m = REPL_MSG__INIT;
+            h.lsn = repl_last_lsn(r);
+            h.now_ms = now;
+            m.m_case = REPL_MSG__M_HEARTBEAT;
+            m.heartbeat = &h;
+            repl_send(&l->out, &m);
+            link_flush(l);
+        }
+    }
+    if (r->waiters) {
+        primary_check_waiters(r, now);
+    }
+}
+
+void
+primary_drop_all(struct repl *r)
+{
+    while (r->links) {
+        link_close(r->links, "this shard stops being a primary");
+    }
+}
