@@ -83,6 +83,12 @@ rec_buf(struct persist *p)
     return p->w ? wal_buf(p->w) : &p->mstage;
 }
 
+const char *
+persist_dir(struct shard *s)
+{
+    return persist_of(s)->dir;
+}
+
 uint64_t
 persist_last_lsn(struct shard *s)
 {
@@ -982,6 +988,50 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         repl_attach(s);
     }
     return 0;
+}
+
+/* A replica loaded a full sync at LSN lsn: the data directory starts over
+ * from a checkpoint at lsn, with the WAL continuing at lsn + 1, so records
+ * appended from the stream keep the primary's LSNs. Memory mode: only the
+ * LSN counter moves. */
+int
+persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz)
+{
+    struct persist *p = persist_of(s);
+    if (p->w == NULL) {
+        p->next_lsn = lsn + 1;
+        return 0;
+    }
+    snap_abort(p);
+    snap_wait_finish(p);
+    wal_close(p->w);
+    p->w = NULL;
+    struct wal_file *segs = NULL, *cks = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(p->dir, &segs, &ns, &cks, &nc) == 0) {
+        for (size_t i = 0; i < ns; i++) {
+            unlink(segs[i].path);
+        }
+        for (size_t i = 0; i < nc; i++) {
+            unlink(cks[i].path);
+        }
+    }
+    rv_free(segs);
+    rv_free(cks);
+    const struct cfg *cfg = shard_cfg(s);
+    struct wal_opts o = {
+        .dir = p->dir, .shard = shard_id(s), .mode = p->mode,
+        .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
+        .notify = on_synced, .notify_arg = s,
+    };
+    p->next_lsn = lsn + 1;
+    p->w = wal_open(&o, p->next_lsn, err, errsz);
+    if (p->w == NULL) {
+        p->hot.wal = p->hot.log = false;
+        return -1;
+    }
+    p->changes = 0;
+    return snap_run_sync(p, err, errsz);
 }
 
 void

@@ -21,6 +21,7 @@
 #include "wal/wal.h"
 
 #include <event2/event.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -58,6 +59,61 @@ repl_backlog_start(struct repl *r)
     r->p->hot.log = true;            /* memory mode: records are built from now on */
 }
 
+/* With durability on, the history id and epoch live in <shard dir>/repl.state
+ * ("replid epoch\n", written to a temporary file, synced and renamed), so a
+ * restarted node resumes with a partial resync. */
+void
+repl_save_state(struct repl *r)
+{
+    if (r->p->mode == WAL_MEMORY) {
+        return;
+    }
+    char path[4200], tmp[4210];
+    snprintf(path, sizeof(path), "%s/repl.state", persist_dir(r->s));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        log_warn("[shard %u] cannot write %s: %s", shard_id(r->s), tmp, strerror(errno));
+        return;
+    }
+    fprintf(f, "%s %" PRIu64 "\n", r->replid, r->epoch);
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        log_warn("[shard %u] cannot write %s: %s", shard_id(r->s), path, strerror(errno));
+        unlink(tmp);
+        return;
+    }
+    wal_fsync_dir(persist_dir(r->s));
+}
+
+void
+repl_forget_state(struct repl *r)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/repl.state", persist_dir(r->s));
+    unlink(path);
+}
+
+static bool
+load_state(struct repl *r)
+{
+    char path[4200], id[64];
+    uint64_t epoch;
+    snprintf(path, sizeof(path), "%s/repl.state", persist_dir(r->s));
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return false;
+    }
+    bool ok = fscanf(f, "%63s %" SCNu64, id, &epoch) == 2 && strlen(id) == 40;
+    fclose(f);
+    if (ok) {
+        memcpy(r->replid, id, 41);
+        r->epoch = epoch;
+    }
+    return ok;
+}
+
 /* Parse "host port" (replicaof in the config file). */
 static bool
 parse_hostport(const char *s, char *host, size_t hsz, int *port)
@@ -84,6 +140,9 @@ repl_attach(struct shard *s)
     repl_new_replid(r);
     memset(r->replid2, '0', 40);
     p->repl = r;
+    if (p->mode != WAL_MEMORY && !load_state(r)) {
+        repl_save_state(r);
+    }
     p->hot.guard = shard_cfg(s)->min_replicas_to_write > 0;
     const char *ro = shard_cfg(s)->replicaof;
     char host[256];
@@ -290,6 +349,7 @@ promote(struct repl *r)
     r->second_off = (int64_t)repl_last_lsn(r) + 1;
     repl_new_replid(r);
     r->epoch++;
+    repl_save_state(r);
     repl_backlog_start(r);
     r->p->hot.guard = shard_cfg(r->s)->min_replicas_to_write > 0;
     log_notice("[shard %u] promoted to primary (epoch %" PRIu64 ", new replid %s, previous %s up to "

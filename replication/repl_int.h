@@ -126,6 +126,8 @@ struct repl *repl_of(struct shard *s);
 uint64_t repl_last_lsn(struct repl *r);
 void repl_backlog_start(struct repl *r);
 void repl_new_replid(struct repl *r);
+void repl_save_state(struct repl *r);
+void repl_forget_state(struct repl *r);
 
 /* repl_primary.c */
 void primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre);

@@ -248,6 +248,14 @@ on_hello(struct link *l, const Hello *h)
         if (*id && strcmp(id, "?") != 0) {
             r->sync_partial_err++;
         }
+        if (r->second_off > 0 && strcmp(id, r->replid2) == 0 && (int64_t)from > r->second_off) {
+            /* An old primary (or a replica ahead of us) wrote past the fork
+             * point: the full sync replaces those records. */
+            log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past the fork point (LSNs %"
+                     PRId64 "..%" PRIu64 ") that this primary never had: they are dropped by a full "
+                     "sync", shard_id(r->s), l->ip, l->port, h->applied_lsn + 1 - (uint64_t)r->second_off,
+                     r->second_off, h->applied_lsn);
+        }
         r->sync_full++;
         full_sync(l);
     }

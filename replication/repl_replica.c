@@ -297,6 +297,7 @@ adopt_history(struct repl *r, const char *replid, uint64_t epoch)
         snprintf(r->replid, sizeof(r->replid), "%s", replid);
     }
     r->epoch = epoch;
+    repl_save_state(r);
 }
 
 static void
@@ -305,6 +306,8 @@ full_sync_done(struct repl *r, uint64_t lsn)
     struct upstream *u = &r->up;
     struct persist *p = r->p;
     char err[256];
+    (void)p;
+    repl_forget_state(r);            /* a crash from here on restarts with a full sync */
     ks_flush(shard_ks(r->s));
     if (apply_frames(r, (const uint8_t *)u->snap.data, u->snap.len, false, err, sizeof(err)) != 0) {
         up_fail(r, err);
@@ -312,15 +315,17 @@ full_sync_done(struct repl *r, uint64_t lsn)
     }
     buf_deinit(&u->snap);
     buf_init(&u->snap);
-    if (p->w) {
-        log_warn("[shard %u] full sync on a replica with durability on: its WAL is not rebased "
-                 "yet (see docs/replication.md)", shard_id(r->s));
+    if (persist_rebase(r->s, lsn, err, sizeof(err)) != 0) {
+        log_warn("[shard %u] full sync: cannot restart the data directory at LSN %" PRIu64 ": %s",
+                 shard_id(r->s), lsn, err);
+        up_fail(r, "local data directory failed");
+        return;
     }
-    p->next_lsn = lsn + 1;
     snprintf(r->replid, sizeof(r->replid), "%s", u->snap_replid);
     memset(r->replid2, '0', 40);
     r->second_off = -1;
     r->epoch = u->snap_epoch;
+    repl_save_state(r);
     r->hot.backlog = false;
     bl_deinit(&r->bl);
     repl_backlog_start(r);

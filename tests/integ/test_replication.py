@@ -382,3 +382,34 @@ def test_min_replicas_to_write(start_server):
     wait_link_up(replica)
     poll_until(lambda: info(p).get("min_slaves_good_slaves") == 1, timeout=5, what="one good replica")
     assert p.set("a", "1") is True
+
+
+@pytest.mark.parametrize("how", ["term", "kill9"])
+def test_durable_replica_restarts_and_resumes(start_server, tmp_path, how):
+    primary = start_server()
+    p = primary.client()
+    for i in range(300):
+        p.set("k%d" % i, i)
+    rdir = str(tmp_path / "replica")
+    args = ("--dir", rdir, "--durability", "everysec", "--replicaof", "%s %d" % (HOST, primary.port))
+    replica = start_server(*args)
+    wait_link_up(replica)
+    for i in range(300, 400):
+        p.set("k%d" % i, i)
+    wait_offset(primary, replica)
+    if how == "kill9":
+        time.sleep(1.3)                          # everysec: let one sync cover the stream
+        replica.proc.kill()
+        replica.proc.wait(5)
+    else:
+        replica.stop()
+    for i in range(400, 450):
+        p.set("k%d" % i, i)
+    assert stats(p) == (1, 0, 0)
+    again = start_server(*args, port=replica.port)
+    wait_link_up(again)
+    wait_offset(primary, again)
+    r = again.client()
+    assert r.dbsize() == 450 and r.get("k449") == "449" and r.get("k0") == "0"
+    assert stats(p) == (1, 1, 0)                  # partial: the records after its own WAL
+    assert info(r)["master_replid"] == info(p)["master_replid"]
