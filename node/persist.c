@@ -83,6 +83,14 @@ rec_buf(struct persist *p)
     return p->w ? wal_buf(p->w) : &p->mstage;
 }
 
+static void on_expire(void *arg, const struct ks_entry *e);
+
+void
+persist_hook_ks(struct shard *s, struct ks *ks)
+{
+    ks_set_expire_hook(ks, on_expire, persist_of(s));
+}
+
 const char *
 persist_dir(struct shard *s)
 {

@@ -76,6 +76,9 @@ void persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
 /* Replication: the shard now holds a full sync at LSN lsn; with durability
  * on, the data directory restarts as a checkpoint at lsn (WAL at lsn + 1). */
 int persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz);
+/* A keyspace that will replace the shard's: log its expiries like the current one's. */
+struct ks;
+void persist_hook_ks(struct shard *s, struct ks *ks);
 /* The shard's data directory (data_dir/shard-<i>). */
 const char *persist_dir(struct shard *s);
 /* Last LSN produced or applied (records count, not bytes). */

@@ -168,9 +168,6 @@ repl_destroy(struct repl *r)
         rv_free(w);
     }
     bl_deinit(&r->bl);
-    buf_deinit(&r->up.in);
-    buf_deinit(&r->up.out);
-    buf_deinit(&r->up.snap);
     replay_destroy(r->rp);
     rv_free(r->argv);
     rv_free(r);
@@ -283,7 +280,7 @@ repl_info(struct shard *s, struct buf *b)
         if (u->st == UP_FULL) {
             addf(b, "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:%zu\r\n"
                     "master_sync_left_bytes:-1\r\nmaster_sync_last_io_seconds_ago:%" PRId64 "\r\n",
-                 u->snap.len, (now - u->last_io_ms) / 1000);
+                 (size_t)u->snap_bytes, (now - u->last_io_ms) / 1000);
         }
         if (!up) {
             addf(b, "master_link_down_since_seconds:%" PRId64 "\r\n", (now - u->since_ms) / 1000);

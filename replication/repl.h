@@ -49,6 +49,10 @@ void repl_before_poll(struct repl *r);
 void repl_cron(struct repl *r);
 /* A write from client c: true (with -READONLY / -NOREPLICAS replied) when refused. */
 bool repl_refuse_write(struct repl *r, struct conn *c);
+/* snap.c, before a write while a full sync walks: copy the key's value at
+ * the snapshot LSN first (or restart the walk for a keyless write). */
+void repl_touch(struct repl *r, const char *key, size_t len);
+void repl_all_changed(struct repl *r);
 /* c is closing while blocked (WAIT). */
 void repl_conn_gone(struct repl *r, struct conn *c);
 /* INFO replication / INFO stats lines. */

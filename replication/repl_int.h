@@ -53,7 +53,7 @@ int repl_read(int fd, struct buf *in);
 int repl_write(int fd, struct buf *out, bool *blocked);
 
 /* ---- a replica connected to this (primary) shard ---- */
-enum link_state { LINK_HELLO, LINK_ONLINE };
+enum link_state { LINK_HELLO, LINK_FULL_WAIT, LINK_FULL, LINK_ONLINE };
 struct link {
     struct repl *r;
     struct link *next;
@@ -82,8 +82,8 @@ struct upstream {
     int resp_left;                   /* RESP replies still expected in the handshake */
     int64_t since_ms, last_io_ms, last_ack_sent_ms;
     int64_t backoff_ms;
-    struct buf snap;                 /* full sync: snapshot records until the end */
-    uint64_t snap_lsn, snap_keys;
+    struct ks *loading;              /* full sync: the keyspace being loaded beside the served one */
+    uint64_t snap_lsn, snap_keys, snap_bytes;
     char snap_replid[41];
     uint64_t snap_epoch;
     char err[256];                   /* last failure, logged once per episode */
@@ -112,6 +112,7 @@ struct repl {
     uint64_t sync_full, sync_partial_ok, sync_partial_err;
     struct waiter *waiters;
     int64_t last_hb_ms;
+    struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
     /* replica side */
     bool replica;
     char mhost[256];

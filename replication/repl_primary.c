@@ -2,8 +2,10 @@
  * RVSYNC, partial or full resync, shipping records, acks and heartbeats. */
 #include "replication/repl_int.h"
 
+#include "node/base/clock.h"
 #include "node/base/log.h"
 #include "node/base/mem.h"
+#include "node/dict.h"
 #include "node/ks.h"
 #include "node/node.h"
 #include "node/persist.h"
@@ -17,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHUNK_BYTES (1u << 20)
 
 static void on_link_read(evutil_socket_t fd, short what, void *arg);
 static void on_link_write(evutil_socket_t fd, short what, void *arg);
@@ -111,26 +112,50 @@ send_error(struct link *l, const char *text)
     link_flush(l);
 }
 
-/* ---- full sync: the keyspace as rebuild records, then the stream ---- */
+/* ---- full sync: a consistent snapshot at LSN L walked while serving ----
+ *
+ * The same no-fork scheme as checkpoints (snap.c): the keyspace is walked in
+ * slices of about 1 ms in hash order; before a write changes a key the walk
+ * has not reached, the key's value (still its value at L) is sent first and
+ * the key remembered so the walk skips it. Each key goes out as one record of
+ * rebuild commands (DEL, then SET or the type's commands, then PEXPIREAT),
+ * in FullSyncChunk messages to every replica attached to the walk. Records
+ * after L wait in the backlog and follow FullSyncEnd. One walk at a time per
+ * shard: replicas that arrive meanwhile get the next one. */
 
-struct walk {
-    struct link *l;
+#define SLICE_US 1000
+#define CHUNK_SEND (256u << 10)
+#define OUT_PAUSE (16u << 20)        /* slices wait while a replica has this much unsent */
+
+struct rsnap {
+    uint64_t lsn;
+    uint64_t cursor;
+    bool scan_done;
+    struct dict *dumped;
+    struct event *ev;
     struct buf chunk;
     uint64_t keys;
-    int64_t now;
-    size_t mark, pay;
+    int64_t t0_ms;
+};
+
+static void walk_start(struct repl *r);
+
+struct emit_ctx {
+    struct buf *b;
+    size_t pay;                      /* where the record's payload starts */
 };
 
 static void
 emit_cmd(void *arg, int argc, const struct rv_str *argv)
 {
-    struct walk *w = arg;
-    wal_pay_cmd(&w->chunk, w->pay, argc, argv);
+    struct emit_ctx *x = arg;
+    wal_pay_cmd(x->b, x->pay, argc, argv);
 }
 
 static void
-send_chunk(struct walk *w)
+send_chunk(struct repl *r)
 {
+    struct rsnap *w = r->walk;
     if (w->chunk.len == 0) {
         return;
     }
@@ -140,70 +165,251 @@ send_chunk(struct walk *w)
     ch.frames.len = w->chunk.len;
     m.m_case = REPL_MSG__M_FULL_CHUNK;
     m.full_chunk = &ch;
-    repl_send(&w->l->out, &m);
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_FULL) {
+            repl_send(&l->out, &m);
+        }
+    }
     w->chunk.off = w->chunk.len = 0;
 }
 
+/* One key's record; skip keys already expired. */
 static void
-walk_cb(void *arg, struct ks_entry *e)
+dump_key(struct repl *r, const struct ks_entry *e)
 {
-    struct walk *w = arg;
+    struct rsnap *w = r->walk;
+    int64_t now = shard_now_ms(r->s);
     int64_t dl = ks_entry_expire(e);
-    if (dl != KS_NO_EXPIRE && dl <= w->now) {
+    if (dl != KS_NO_EXPIRE && dl <= now) {
         return;
     }
     size_t mark = w->chunk.len;
     buf_reserve(&w->chunk, WAL_REC_HDR);
     w->chunk.len += WAL_REC_HDR;
-    w->pay = w->chunk.len;
+    struct emit_ctx x = { &w->chunk, w->chunk.len };
     wal_pay_begin(&w->chunk, WAL_P_CMDS);
     struct rv_str del[2] = { { "DEL", 3 }, ks_entry_key(e) };
-    wal_pay_cmd(&w->chunk, w->pay, 2, del);
-    persist_rebuild_entry(e, emit_cmd, w);
-    wal_frame_seal((uint8_t *)w->chunk.data + mark, w->chunk.len - mark - WAL_REC_HDR, 0, w->now);
+    wal_pay_cmd(&w->chunk, x.pay, 2, del);
+    persist_rebuild_entry(e, emit_cmd, &x);
+    wal_frame_seal((uint8_t *)w->chunk.data + mark, w->chunk.len - mark - WAL_REC_HDR, 0, now);
     w->keys++;
+}
+
+static void
+walk_cb(void *arg, struct ks_entry *e)
+{
+    struct repl *r = arg;
+    struct rsnap *w = r->walk;
+    if (dict_size(w->dumped) > 0) {
+        struct rv_str k = ks_entry_key(e);
+        if (dict_find(w->dumped, k.p, k.len) != NULL) {
+            return;
+        }
+    }
+    dump_key(r, e);
+}
+
+void
+repl_touch(struct repl *r, const char *key, size_t len)
+{
+    struct rsnap *w = r->walk;
+    if (w == NULL || w->scan_done) {
+        return;
+    }
+    struct ks *ks = shard_ks(r->s);
+    if (w->cursor != 0 && ks_hash(ks, key, len) < w->cursor) {
+        return;                      /* visited: the replica has its value at L */
+    }
+    bool created = false;
+    dict_add(w->dumped, key, len, &created);
+    if (!created) {
+        return;
+    }
+    struct ks_entry *e = ks_peek(ks, key, len);
+    if (e != NULL) {
+        dump_key(r, e);
+        if (w->chunk.len >= CHUNK_SEND) {
+            send_chunk(r);
+        }
+    }
+}
+
+static void
+walk_free(struct repl *r)
+{
+    struct rsnap *w = r->walk;
+    if (w == NULL) {
+        return;
+    }
+    r->walk = NULL;
+    r->p->repl_cow = false;
+    snap_cow_refresh(r->p);
+    if (w->ev) {
+        event_free(w->ev);
+    }
+    dict_destroy(w->dumped, NULL);
+    buf_deinit(&w->chunk);
+    rv_free(w);
+}
+
+static void
+walk_end(struct repl *r)
+{
+    struct rsnap *w = r->walk;
+    send_chunk(r);
+    FullSyncEnd e = FULL_SYNC_END__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    e.lsn = w->lsn;
+    e.keys = w->keys;
+    m.m_case = REPL_MSG__M_FULL_END;
+    m.full_end = &e;
+    uint64_t pos;
+    bool have = bl_find(&r->bl, w->lsn + 1, &pos);
+    int64_t took = shard_now_ms(r->s) - w->t0_ms;
+    uint64_t keys = w->keys, lsn = w->lsn;
+    walk_free(r);
+    for (struct link *l = r->links, *n; l; l = n) {
+        n = l->next;
+        if (l->st != LINK_FULL) {
+            continue;
+        }
+        if (!have) {
+            link_close(l, "the backlog lost records written during the full sync: raise "
+                          "repl-backlog-size");
+            continue;
+        }
+        repl_send(&l->out, &m);
+        l->sent_pos = pos;
+        l->sent_lsn = lsn + 1;
+        l->st = LINK_ONLINE;
+        l->last_ack_ms = shard_now_ms(r->s);
+        log_notice("[shard %u] replica %s:%d: full sync of %" PRIu64 " keys at LSN %" PRIu64
+                   " sent in %" PRId64 " ms", shard_id(r->s), l->ip, l->port, keys, lsn, took);
+    }
+    primary_ship(r);
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_FULL_WAIT) {
+            walk_start(r);
+            break;
+        }
+    }
+}
+
+static bool
+walk_outputs_full(struct repl *r)
+{
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_FULL && buf_unread(&l->out) > OUT_PAUSE) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void
+on_slice(evutil_socket_t fd, short what, void *arg)
+{
+    struct repl *r = arg;
+    struct rsnap *w = r->walk;
+    (void)fd;
+    (void)what;
+    if (w == NULL) {
+        return;
+    }
+    bool any = false;
+    for (struct link *l = r->links; l; l = l->next) {
+        any |= l->st == LINK_FULL;
+    }
+    if (!any) {
+        walk_free(r);                /* every replica of this walk went away */
+        return;
+    }
+    struct timeval tv = { 0, 0 };
+    if (walk_outputs_full(r)) {
+        tv.tv_usec = 1000;           /* the network is behind: wait for it */
+        evtimer_add(w->ev, &tv);
+        return;
+    }
+    shard_refresh_clock(r->s);
+    uint64_t t0 = clock_mono_us();
+    struct ks *ks = shard_ks(r->s);
+    do {
+        w->cursor = ks_scan(ks, w->cursor, 64, walk_cb, r);
+        if (w->cursor == 0) {
+            w->scan_done = true;
+        }
+        if (w->chunk.len >= CHUNK_SEND) {
+            send_chunk(r);
+        }
+    } while (!w->scan_done && clock_mono_us() - t0 < SLICE_US);
+    send_chunk(r);
+    for (struct link *l = r->links, *n; l; l = n) {
+        n = l->next;
+        if (l->st == LINK_FULL) {
+            link_flush(l);
+        }
+    }
+    if (w->scan_done) {
+        walk_end(r);
+        return;
+    }
+    evtimer_add(w->ev, &tv);
+}
+
+static void
+walk_start(struct repl *r)
+{
+    if (r->walk != NULL) {
+        return;
+    }
+    struct rsnap *w = rv_calloc(1, sizeof(*w));
+    w->lsn = repl_last_lsn(r);
+    w->dumped = dict_create();
+    w->t0_ms = shard_now_ms(r->s);
+    buf_init(&w->chunk);
+    w->ev = evtimer_new(shard_base(r->s), on_slice, r);
+    r->walk = w;
+    r->p->repl_cow = true;
+    snap_cow_refresh(r->p);
+    FullSyncBegin b = FULL_SYNC_BEGIN__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    b.replid = r->replid;
+    b.epoch = r->epoch;
+    b.lsn = w->lsn;
+    b.keys_hint = ks_size(shard_ks(r->s));
+    m.m_case = REPL_MSG__M_FULL_BEGIN;
+    m.full_begin = &b;
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_FULL_WAIT || l->st == LINK_FULL) {
+            l->st = LINK_FULL;
+            repl_send(&l->out, &m);
+        }
+    }
+    struct timeval tv = { 0, 0 };
+    evtimer_add(w->ev, &tv);
+}
+
+void
+repl_all_changed(struct repl *r)
+{
+    /* A keyless write (FLUSHALL): the walk starts over at a new L; the
+     * replicas reset their snapshot on the new FullSyncBegin. */
+    if (r->walk == NULL || r->walk->scan_done) {
+        return;
+    }
+    walk_free(r);
+    walk_start(r);
 }
 
 static void
 full_sync(struct link *l)
 {
     struct repl *r = l->r;
-    struct ks *ks = shard_ks(r->s);
-    uint64_t lsn = repl_last_lsn(r);
-    FullSyncBegin b = FULL_SYNC_BEGIN__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    b.replid = r->replid;
-    b.epoch = r->epoch;
-    b.lsn = lsn;
-    b.keys_hint = ks_size(ks);
-    m.m_case = REPL_MSG__M_FULL_BEGIN;
-    m.full_begin = &b;
-    repl_send(&l->out, &m);
-    /* One consistent pass at LSN lsn (the shard serves nothing meanwhile):
-     * see docs/replication.md, "Full sync", for the bounded-pause plan. */
-    struct walk w = { .l = l, .now = shard_now_ms(r->s) };
-    buf_init(&w.chunk);
-    uint64_t cur = 0;
-    do {
-        cur = ks_scan(ks, cur, 256, walk_cb, &w);
-        if (w.chunk.len >= CHUNK_BYTES) {
-            send_chunk(&w);
-        }
-    } while (cur != 0);
-    send_chunk(&w);
-    buf_deinit(&w.chunk);
-    FullSyncEnd e = FULL_SYNC_END__INIT;
-    e.lsn = lsn;
-    e.keys = w.keys;
-    m = (ReplMsg)REPL_MSG__INIT;
-    m.m_case = REPL_MSG__M_FULL_END;
-    m.full_end = &e;
-    repl_send(&l->out, &m);
-    l->sent_pos = bl_end(&r->bl);
-    l->sent_lsn = r->bl.next_lsn;
+    l->st = LINK_FULL_WAIT;
     l->ack = 0;
-    log_notice("[shard %u] replica %s:%d: full sync of %" PRIu64 " keys at LSN %" PRIu64
-               " (%zu bytes)", shard_id(r->s), l->ip, l->port, w.keys, lsn, buf_unread(&l->out));
+    if (r->walk == NULL) {
+        walk_start(r);
+    }
 }
 
 static void
@@ -258,6 +464,7 @@ on_hello(struct link *l, const Hello *h)
         }
         r->sync_full++;
         full_sync(l);
+        return;
     }
     l->st = LINK_ONLINE;
     l->last_ack_ms = shard_now_ms(r->s);
@@ -389,6 +596,7 @@ primary_cron(struct repl *r, int64_t now)
 void
 primary_drop_all(struct repl *r)
 {
+    walk_free(r);
     while (r->links) {
         link_close(r->links, "this shard stops being a primary");
     }

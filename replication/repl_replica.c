@@ -6,6 +6,7 @@
 
 #include "node/base/log.h"
 #include "node/base/mem.h"
+#include "node/base/rand.h"
 #include "node/conn.h"
 #include "node/ks.h"
 #include "node/node.h"
@@ -43,7 +44,8 @@ up_close(struct repl *r)
     u->rev_on = u->wev_on = false;
     buf_deinit(&u->in);
     buf_deinit(&u->out);
-    buf_deinit(&u->snap);
+    ks_destroy(u->loading);
+    u->loading = NULL;
 }
 
 /* The link failed: log once per episode, retry after a backoff. */
@@ -145,7 +147,6 @@ up_connect(struct repl *r)
     u->fd = fd;
     buf_init(&u->in);
     buf_init(&u->out);
-    buf_init(&u->snap);
     event_assign(&u->rev, shard_base(r->s), fd, EV_READ | EV_PERSIST, on_up_read, r);
     event_assign(&u->wev, shard_base(r->s), fd, EV_WRITE | EV_PERSIST, on_up_write, r);
     event_add(&u->wev, NULL);
@@ -300,21 +301,46 @@ adopt_history(struct repl *r, const char *replid, uint64_t epoch)
     repl_save_state(r);
 }
 
+/* Snapshot records go into a keyspace beside the served one (clients keep
+ * reading the old data meanwhile: replica-serve-stale-data yes), one chunk at
+ * a time, so no pause is longer than one chunk's worth of keys. */
+static int
+load_chunk(struct repl *r, const uint8_t *p, size_t n, char *err, size_t errsz)
+{
+    struct upstream *u = &r->up;
+    struct ks *old = shard_swap_ks(r->s, u->loading);
+    int rc = apply_frames(r, p, n, false, err, errsz);
+    shard_swap_ks(r->s, old);
+    return rc;
+}
+
+static void
+full_sync_begin(struct repl *r, const FullSyncBegin *b)
+{
+    struct upstream *u = &r->up;
+    u->st = UP_FULL;
+    ks_destroy(u->loading);
+    u->loading = ks_create(rand_u64(), rand_u64());
+    ks_reserve(u->loading, b->keys_hint + b->keys_hint / 8);
+    ks_set_replica_mode(u->loading, true);
+    persist_hook_ks(r->s, u->loading);
+    u->snap_lsn = b->lsn;
+    u->snap_epoch = b->epoch;
+    u->snap_bytes = 0;
+    snprintf(u->snap_replid, sizeof(u->snap_replid), "%s", b->replid);
+}
+
 static void
 full_sync_done(struct repl *r, uint64_t lsn)
 {
     struct upstream *u = &r->up;
-    struct persist *p = r->p;
     char err[256];
-    (void)p;
     repl_forget_state(r);            /* a crash from here on restarts with a full sync */
-    ks_flush(shard_ks(r->s));
-    if (apply_frames(r, (const uint8_t *)u->snap.data, u->snap.len, false, err, sizeof(err)) != 0) {
-        up_fail(r, err);
-        return;
-    }
-    buf_deinit(&u->snap);
-    buf_init(&u->snap);
+    ks_reserve(u->loading, 0);
+    struct ks *old = shard_swap_ks(r->s, u->loading);
+    u->loading = NULL;
+    ks_set_clock(shard_ks(r->s), shard_now_ms(r->s));
+    ks_destroy(old);
     if (persist_rebase(r->s, lsn, err, sizeof(err)) != 0) {
         log_warn("[shard %u] full sync: cannot restart the data directory at LSN %" PRIu64 ": %s",
                  shard_id(r->s), lsn, err);
@@ -379,16 +405,25 @@ on_msg(struct repl *r, ReplMsg *m)
         send_ack(r);
         return true;
     case REPL_MSG__M_FULL_BEGIN:
-        u->st = UP_FULL;
-        u->snap.off = u->snap.len = 0;
-        u->snap_lsn = m->full_begin->lsn;
-        u->snap_epoch = m->full_begin->epoch;
-        snprintf(u->snap_replid, sizeof(u->snap_replid), "%s", m->full_begin->replid);
+        full_sync_begin(r, m->full_begin);
         return true;
     case REPL_MSG__M_FULL_CHUNK:
-        buf_append(&u->snap, m->full_chunk->frames.data, m->full_chunk->frames.len);
+        if (u->st != UP_FULL) {
+            up_fail(r, "snapshot data outside a full sync");
+            return false;
+        }
+        u->snap_bytes += m->full_chunk->frames.len;
+        if (load_chunk(r, m->full_chunk->frames.data, m->full_chunk->frames.len, err,
+                       sizeof(err)) != 0) {
+            up_fail(r, err);
+            return false;
+        }
         return true;
     case REPL_MSG__M_FULL_END:
+        if (u->st != UP_FULL) {
+            up_fail(r, "snapshot end outside a full sync");
+            return false;
+        }
         u->snap_keys = m->full_end->keys;
         u->err[0] = '\0';
         u->backoff_ms = 0;

@@ -413,3 +413,63 @@ def test_durable_replica_restarts_and_resumes(start_server, tmp_path, how):
     assert r.dbsize() == 450 and r.get("k449") == "449" and r.get("k0") == "0"
     assert stats(p) == (1, 1, 0)                  # partial: the records after its own WAL
     assert info(r)["master_replid"] == info(p)["master_replid"]
+
+
+def _contents(c):
+    out = {}
+    cur = 0
+    while True:
+        cur, keys = c.scan(cur, count=2000)
+        if keys:
+            pipe = c.pipeline(transaction=False)
+            for k in keys:
+                pipe.dump(k)
+            for k, v in zip(keys, pipe.execute()):
+                out[k] = v
+        if cur == 0:
+            return out
+
+
+def test_full_sync_under_writes_is_consistent(start_server):
+    """The full sync walks the keyspace while the primary serves writes (copy-on-write at the sync LSN)."""
+    primary = start_server()
+    p = primary.client()
+    n = 60000
+    pipe = p.pipeline(transaction=False)
+    for i in range(n):
+        pipe.set("k%d" % i, 1000000000 + i)
+        if i % 5000 == 4999:
+            pipe.execute()
+    pipe.execute()
+    for i in range(200):
+        p.rpush("list%d" % i, *range(20))
+    stop = threading.Event()
+    done = []
+
+    def writer():
+        w = primary.client()
+        i = 0
+        while not stop.is_set():
+            w.incr("k%d" % (i * 7919 % n))
+            w.rpush("list%d" % (i % 200), i)
+            w.delete("k%d" % ((i * 104729) % n))
+            w.set("new%d" % i, i)
+            i += 1
+        done.append(i)
+        w.close()
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    replica = start_server()
+    r = replica.client()
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica, timeout=30)
+    time.sleep(0.3)
+    stop.set()
+    t.join(10)
+    assert done and done[0] > 0
+    wait_offset(primary, replica, timeout=30)
+    pc, rc = primary.client(decode_responses=False), replica.client(decode_responses=False)
+    a, b = _contents(pc), _contents(rc)
+    assert len(a) == len(b)
+    assert a == b
