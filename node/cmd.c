@@ -445,8 +445,8 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
-    if (rv_unlikely(cmd->flags & CMD_WRITE) &&
-        (persist_hot(c->persist)->wal || persist_hot(c->persist)->guard) && persist_refuse_write(c)) {
+    if (rv_unlikely(cmd->flags & CMD_WRITE) && persist_hot(c->persist)->guard &&
+        persist_refuse_write(c)) {
         cmd_reject(c, st);
         return;
     }

@@ -489,7 +489,8 @@ persist_refuse_write(struct conn *c)
     if (p == NULL) {
         return false;
     }
-    if (p->hot.guard && p->repl && repl_refuse_write(p->repl, c)) {
+    if (p->repl && (p->replica || shard_cfg(c->shard)->min_replicas_to_write > 0) &&
+        repl_refuse_write(p->repl, c)) {
         return true;
     }
     if (p->w == NULL) {
@@ -991,6 +992,7 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         }
         p->hot.wal = true;
         p->hot.log = true;
+        p->hot.guard = true;
     }
     if (!readonly) {
         repl_attach(s);
@@ -1035,7 +1037,7 @@ persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz)
     p->next_lsn = lsn + 1;
     p->w = wal_open(&o, p->next_lsn, err, errsz);
     if (p->w == NULL) {
-        p->hot.wal = p->hot.log = false;
+        p->hot.wal = p->hot.log = false;   /* guard stays: persist_refuse_write checks p->w */
         return -1;
     }
     p->changes = 0;
@@ -1054,6 +1056,7 @@ persist_close(struct shard *s)
     buf_deinit(&p->mstage);
     snap_abort(p);
     p->hot.wal = false;
+    p->hot.guard = false;
     wal_close(p->w);
     p->w = NULL;
     snap_wait_finish(p);

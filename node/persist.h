@@ -29,7 +29,7 @@ struct persist_hot {
     bool wal;                        /* a WAL is open: log writes, hold replies */
     bool cow;                        /* a checkpoint is walking: copy keys before writes */
     bool log;                        /* build records: a WAL is open or a replication backlog is */
-    bool guard;                      /* writes may be refused: replica, min-replicas-to-write */
+    bool guard;                      /* writes may be refused: WAL open, replica, min-replicas-to-write */
 };
 static inline const struct persist_hot *
 persist_hot(const struct persist *p)

@@ -143,7 +143,7 @@ repl_attach(struct shard *s)
     if (p->mode != WAL_MEMORY && !load_state(r)) {
         repl_save_state(r);
     }
-    p->hot.guard = shard_cfg(s)->min_replicas_to_write > 0;
+    p->hot.guard = p->w != NULL || shard_cfg(s)->min_replicas_to_write > 0;
     const char *ro = shard_cfg(s)->replicaof;
     char host[256];
     int port;
@@ -196,8 +196,7 @@ repl_cron(struct repl *r)
     }
     primary_cron(r, now);
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
-    bool guard = r->replica || shard_cfg(r->s)->min_replicas_to_write > 0;
-    r->p->hot.guard = guard;
+    r->p->hot.guard = r->p->w != NULL || r->replica || shard_cfg(r->s)->min_replicas_to_write > 0;
 }
 
 bool
@@ -348,7 +347,7 @@ promote(struct repl *r)
     r->epoch++;
     repl_save_state(r);
     repl_backlog_start(r);
-    r->p->hot.guard = shard_cfg(r->s)->min_replicas_to_write > 0;
+    r->p->hot.guard = r->p->w != NULL || shard_cfg(r->s)->min_replicas_to_write > 0;
     log_notice("[shard %u] promoted to primary (epoch %" PRIu64 ", new replid %s, previous %s up to "
                "LSN %" PRId64 ")", shard_id(r->s), r->epoch, r->replid, r->replid2, r->second_off - 1);
 }
