@@ -441,8 +441,8 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
             size_t mark)
 {
     struct persist *p = persist_of(c->shard);
-    if (p == NULL || !p->hot.log || p->loading || (c->flags & CONN_REPLAY)) {
-        return;
+    if (p == NULL || !p->hot.log || p->loading || (c->flags & CONN_REPLAY) || p->replica) {
+        return;                      /* (a replica's own writes, replica-read-only no, stay local) */
     }
     bool txn = (c->flags & CONN_IN_EXEC) != 0;
     rec_open(p);
@@ -457,7 +457,7 @@ void
 persist_exec_end(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
-    if (p && p->hot.log && !(c->flags & CONN_REPLAY)) {
+    if (p && p->hot.log && !(c->flags & CONN_REPLAY) && !p->replica) {
         rec_close(p);
         c->own_lsn = persist_last_lsn(p->s);
     }

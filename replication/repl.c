@@ -195,6 +195,7 @@ repl_cron(struct repl *r)
         replica_cron(r, now);
     }
     primary_cron(r, now);
+    r->bl.size = (size_t)shard_cfg(r->s)->repl_backlog_size;   /* CONFIG SET applies live */
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
     r->p->hot.guard = r->p->w != NULL || r->replica || shard_cfg(r->s)->min_replicas_to_write > 0;
 }

@@ -473,3 +473,19 @@ def test_full_sync_under_writes_is_consistent(start_server):
     a, b = _contents(pc), _contents(rc)
     assert len(a) == len(b)
     assert a == b
+
+
+def test_writable_replica_keeps_local_writes_out_of_the_stream(start_server):
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    r.config_set("replica-read-only", "no")
+    assert r.set("local", "x") is True
+    before = info(r)["slave_repl_offset"]
+    p.set("a", "1")
+    wait_offset(primary, replica)
+    assert info(r)["slave_repl_offset"] == before + 1      # the local write took no LSN
+    assert r.get("a") == "1" and r.get("local") == "x"
+    assert info(r)["master_link_status"] == "up"
