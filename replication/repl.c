@@ -197,7 +197,8 @@ repl_cron(struct repl *r)
     primary_cron(r, now);
     r->bl.size = (size_t)shard_cfg(r->s)->repl_backlog_size;   /* CONFIG SET applies live */
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
-    r->p->hot.guard = r->p->w != NULL || r->replica || shard_cfg(r->s)->min_replicas_to_write > 0;
+    r->p->hot.guard = r->p->w != NULL || r->replica || r->fenced_epoch > r->epoch ||
+                      shard_cfg(r->s)->min_replicas_to_write > 0;
 }
 
 bool
@@ -210,6 +211,12 @@ repl_refuse_write(struct repl *r, struct conn *c)
             return true;
         }
         return false;
+    }
+    if (r->fenced_epoch > r->epoch) {
+        reply_errf(c, "READONLY This node was fenced: replication epoch %" PRIu64 " exists (this "
+                      "node is at %" PRIu64 "); point it at the current primary with REPLICAOF.",
+                   r->fenced_epoch, r->epoch);
+        return true;
     }
     if (cfg->min_replicas_to_write > 0 &&
         primary_good_replicas(r, shard_now_ms(r->s)) < cfg->min_replicas_to_write) {

@@ -113,6 +113,7 @@ struct repl {
     struct waiter *waiters;
     int64_t last_hb_ms;
     struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
+    uint64_t fenced_epoch;           /* > epoch: a newer primary exists, writes refused */
     /* replica side */
     bool replica;
     char mhost[256];

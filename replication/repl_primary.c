@@ -428,6 +428,23 @@ on_hello(struct link *l, const Hello *h)
         link_close(l, NULL);
         return;
     }
+    if (h->epoch > r->epoch) {
+        /* Fencing: a replica knows a newer history, so a newer primary was
+         * promoted; this one must not take writes for its old epoch. */
+        char e[200];
+        snprintf(e, sizeof(e), "stale primary: the replica knows epoch %" PRIu64 ", this node is at "
+                 "epoch %" PRIu64, h->epoch, r->epoch);
+        if (r->fenced_epoch < h->epoch) {
+            r->fenced_epoch = h->epoch;
+            log_warn("[shard %u] fenced: replica %s:%d knows replication epoch %" PRIu64 " > ours %"
+                     PRIu64 "; writes are refused until REPLICAOF points this node at the current "
+                     "primary", shard_id(r->s), l->ip, l->port, h->epoch, r->epoch);
+        }
+        r->p->hot.guard = true;
+        send_error(l, e);
+        link_close(l, NULL);
+        return;
+    }
     repl_backlog_start(r);
     uint64_t last = repl_last_lsn(r);
     uint64_t from = h->applied_lsn + 1, pos;

@@ -318,6 +318,11 @@ static void
 full_sync_begin(struct repl *r, const FullSyncBegin *b)
 {
     struct upstream *u = &r->up;
+    if (u->st != UP_FULL && repl_last_lsn(r) > 0) {
+        log_warn("[shard %u] full sync from %s:%d replaces this shard's data: history %s up to LSN %"
+                 PRIu64 " is discarded (%zu keys)", shard_id(r->s), r->mhost,
+                 r->mport + (int)shard_id(r->s), r->replid, repl_last_lsn(r), ks_size(shard_ks(r->s)));
+    }
     u->st = UP_FULL;
     ks_destroy(u->loading);
     u->loading = ks_create(rand_u64(), rand_u64());
@@ -377,6 +382,7 @@ on_msg(struct repl *r, ReplMsg *m)
             u->backoff_ms = 5000;
             return false;
         }
+        bool stale = m->welcome->epoch < r->epoch;
         Hello h = HELLO__INIT;
         ReplMsg o = REPL_MSG__INIT;
         const struct cfg *cfg = shard_cfg(r->s);
@@ -391,6 +397,16 @@ on_msg(struct repl *r, ReplMsg *m)
         o.m_case = REPL_MSG__M_HELLO;
         o.hello = &h;
         repl_send(&u->out, &o);
+        if (stale) {
+            /* The Hello tells the stale primary our epoch: it fences itself. */
+            up_flush(r);
+            snprintf(err, sizeof(err), "the primary is at replication epoch %" PRIu64 ", older than "
+                     "this node's %" PRIu64 ": not following a stale primary", m->welcome->epoch,
+                     r->epoch);
+            up_fail(r, err);
+            u->backoff_ms = 5000;
+            return false;
+        }
         u->st = UP_SYNC;
         return true;
     }
@@ -515,6 +531,7 @@ replica_follow(struct repl *r, const char *host, int port)
     }
     snprintf(r->mhost, sizeof(r->mhost), "%s", host);
     r->mport = port;
+    r->fenced_epoch = 0;             /* following again: the epoch is learned from the primary */
     u->st = UP_CONNECT;
     u->err[0] = '\0';
     u->backoff_ms = 0;

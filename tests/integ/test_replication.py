@@ -489,3 +489,60 @@ def test_writable_replica_keeps_local_writes_out_of_the_stream(start_server):
     assert info(r)["slave_repl_offset"] == before + 1      # the local write took no LSN
     assert r.get("a") == "1" and r.get("local") == "x"
     assert info(r)["master_link_status"] == "up"
+
+
+def test_old_primary_back_as_replica_drops_its_divergent_tail(start_server, proxies):
+    old = start_server()
+    proxy = proxies(old.port)
+    new = start_server()
+    o, n = old.client(), new.client()
+    for i in range(20):
+        o.set("k%d" % i, i)
+    n.replicaof(HOST, proxy.port)
+    wait_link_up(new)
+    wait_offset(old, new)
+    proxy.blocked = True                        # a partition: the old primary goes on alone
+    proxy.cut()
+    poll_until(lambda: info(n)["master_link_status"] == "down", timeout=5, what="link down")
+    for i in range(5):
+        o.set("lost%d" % i, i)                  # never reached the new primary
+    n.replicaof("no", "one")
+    n.set("after", "1")
+    o.replicaof(HOST, new.port)                 # the old primary comes back as a replica
+    wait_link_up(old)
+    wait_offset(new, old)
+    assert o.get("after") == "1" and o.get("k19") == "19"
+    assert all(o.get("lost%d" % i) is None for i in range(5))
+    assert info(o)["master_replid"] == info(n)["master_replid"]
+    assert stats(n) == (1, 0, 1)
+    poll_until(lambda: "records past the fork point" in new.stderr() + new.stdout(), timeout=5,
+               what="divergent tail logged")
+
+
+def test_stale_primary_is_fenced_by_a_newer_epoch(start_server, proxies):
+    old = start_server()
+    proxy = proxies(old.port)
+    new, other = start_server(), start_server()
+    o, n, x = old.client(), new.client(), other.client()
+    o.set("a", "1")
+    n.replicaof(HOST, proxy.port)
+    x.replicaof(HOST, old.port)
+    wait_link_up(new)
+    wait_link_up(other)
+    proxy.blocked = True
+    proxy.cut()
+    n.replicaof("no", "one")                    # epoch 1
+    x.replicaof(HOST, new.port)                 # learns epoch 1
+    wait_link_up(other)
+    assert info(x)["repl_epoch"] == 1
+    assert o.set("b", "2") is True              # the old primary does not know yet
+    x.replicaof(HOST, old.port)                 # pointed back at the stale primary by mistake
+    poll_until(lambda: "stale primary" in other.stderr() + other.stdout(), timeout=5, what="refused")
+    assert info(x)["master_link_status"] == "down"
+    with old.raw() as raw:
+        poll_until(lambda: str(raw.cmd("SET", "c", "3")).startswith("READONLY This node was fenced"),
+                   timeout=5, what="old primary fenced")
+    assert o.get("a") == "1"                    # reads still served
+    o.replicaof(HOST, new.port)                 # brought back: follows the new primary, unfenced
+    wait_link_up(old)
+    assert info(o)["repl_epoch"] == 1
