@@ -89,9 +89,10 @@ struct upstream {
     char err[256];                   /* last failure, logged once per episode */
 };
 
-struct waiter {                      /* WAIT / WAITAOF */
+struct waiter {                      /* WAIT / WAITAOF, or a write paused by FAILOVER */
     struct waiter *next;
     struct conn *c;
+    bool paused;
     uint64_t lsn;
     long need;
     long need_local;                 /* WAITAOF numlocal; -1 for WAIT */
@@ -114,6 +115,13 @@ struct repl {
     int64_t last_hb_ms;
     struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
     uint64_t fenced_epoch;           /* > epoch: a newer primary exists, writes refused */
+    struct {
+        enum { FO_NONE, FO_WAIT, FO_PROGRESS } st;
+        bool to, force;
+        char host[256];
+        int port;
+        int64_t deadline_ms;
+    } fo;                            /* FAILOVER (repl_failover.c) */
     /* replica side */
     bool replica;
     char mhost[256];
@@ -139,9 +147,17 @@ void primary_drop_all(struct repl *r);
 void primary_check_waiters(struct repl *r, int64_t now);
 long primary_good_replicas(struct repl *r, int64_t now);
 
+void primary_flush_link(struct link *l);
+
+/* repl_failover.c */
+const char *failover_state_name(const struct repl *r);
+bool failover_pause_write(struct repl *r, struct conn *c);
+void failover_check(struct repl *r, int64_t now);
+
 /* repl_replica.c */
 void replica_follow(struct repl *r, const char *host, int port);
 void replica_stop(struct repl *r);
 void replica_cron(struct repl *r, int64_t now);
+void repl_promote(struct repl *r);
 const char *replica_state_name(const struct repl *r);
 bool replica_link_up(const struct repl *r);

@@ -71,6 +71,12 @@ link_flush(struct link *l)
 }
 
 void
+primary_flush_link(struct link *l)
+{
+    link_flush(l);
+}
+
+void
 primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre)
 {
     struct link *l = rv_calloc(1, sizeof(*l));
@@ -535,6 +541,9 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
     if (acked && r->waiters) {
         primary_check_waiters(r, now);
     }
+    if (acked && r->fo.st == FO_WAIT) {
+        failover_check(r, now);
+    }
 }
 
 static void
@@ -608,6 +617,7 @@ primary_cron(struct repl *r, int64_t now)
     if (r->waiters) {
         primary_check_waiters(r, now);
     }
+    failover_check(r, now);
 }
 
 void

@@ -457,6 +457,19 @@ on_msg(struct repl *r, ReplMsg *m)
         }
         send_ack(r);
         return true;
+    case REPL_MSG__M_PROMOTE:
+        if (u->st != UP_ONLINE || repl_last_lsn(r) < m->promote->lsn) {
+            /* We lack records it counted on: refuse by dropping the link (the
+             * old primary has already stepped down; an operator decides). */
+            snprintf(err, sizeof(err), "FAILOVER: asked to take over at LSN %" PRIu64 " but only "
+                     "LSN %" PRIu64 " was applied", m->promote->lsn, repl_last_lsn(r));
+            up_fail(r, err);
+            return false;
+        }
+        log_notice("[shard %u] FAILOVER: taking over from %s:%d at LSN %" PRIu64, shard_id(r->s),
+                   r->mhost, r->mport + (int)shard_id(r->s), m->promote->lsn);
+        repl_promote(r);
+        return false;                /* the link is closed */
     case REPL_MSG__M_ERROR:
         snprintf(err, sizeof(err), "the primary refused: %s", m->error->text);
         up_fail(r, err);

@@ -546,3 +546,78 @@ def test_stale_primary_is_fenced_by_a_newer_epoch(start_server, proxies):
     o.replicaof(HOST, new.port)                 # brought back: follows the new primary, unfenced
     wait_link_up(old)
     assert info(o)["repl_epoch"] == 1
+
+
+def test_failover_switch_over_under_load_loses_no_acknowledged_write(start_server):
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    acked, errors = [], []
+    stop = threading.Event()
+
+    def writer():
+        w = primary.client()
+        i = 0
+        while not stop.is_set():
+            try:
+                w.set("w%d" % i, i)
+                acked.append(i)
+            except redis.exceptions.ReadOnlyError as e:
+                errors.append("READONLY " + str(e))
+                break
+            except redis.exceptions.ResponseError as e:
+                errors.append(str(e))
+            i += 1
+        w.close()
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    poll_until(lambda: len(acked) > 200, timeout=10, what="writes flowing")
+    assert p.execute_command("FAILOVER", "TO", HOST, replica.port, "TIMEOUT", 5000) == "OK"
+    poll_until(lambda: info(r)["role"] == "master", timeout=10, what="replica promoted")
+    t.join(10)
+    stop.set()
+    assert errors == ["READONLY You can't write against a read only replica."]
+    assert info(p)["role"] == "slave" and info(p)["master_port"] == replica.port
+    missing = [i for i in acked if r.get("w%d" % i) is None]
+    assert missing == []
+    assert r.set("after", "1") is True
+    wait_link_up(primary)
+    wait_offset(replica, primary)
+    assert p.get("after") == "1"
+    assert stats(r) == (0, 1, 0)                  # the old primary continued with a partial resync
+    assert info(r)["master_failover_state"] == "no-failover"
+
+
+def test_failover_errors_and_abort(start_server, proxies):
+    primary = start_server()
+    p = primary.client()
+    assert resp_error(p.execute_command, "FAILOVER") == "FAILOVER requires connected replicas."
+    assert resp_error(p.execute_command, "FAILOVER", "ABORT") == "FAILOVER is not in progress."
+    assert "force option requires" in resp_error(p.execute_command, "FAILOVER", "TO", HOST, 1, "FORCE")
+    assert resp_error(p.execute_command, "FAILOVER", "TIMEOUT", 0) == "FAILOVER timeout must be greater than 0"
+    proxy = proxies(primary.port)
+    replica = start_server()
+    r = replica.client()
+    r.replicaof(HOST, proxy.port)
+    wait_link_up(replica)
+    assert resp_error(p.execute_command, "FAILOVER", "TO", HOST, 1) == \
+        "FAILOVER target HOST and PORT is not a replica."
+    assert resp_error(r.execute_command, "FAILOVER") == "FAILOVER is not valid when server is a replica."
+    # a target that cannot catch up: the timeout aborts, paused writes then run
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        p.set("x", "1")
+        assert p.execute_command("FAILOVER", "TIMEOUT", 300) == "OK"
+        assert info(p)["master_failover_state"] == "waiting-for-sync"
+        t0 = time.monotonic()
+        assert p.set("y", "2") is True            # paused, then executed after the abort
+        assert time.monotonic() - t0 >= 0.2
+        assert info(p)["master_failover_state"] == "no-failover" and info(p)["role"] == "master"
+        assert p.execute_command("FAILOVER", "TIMEOUT", 5000) == "OK"
+        assert p.execute_command("FAILOVER", "ABORT") == "OK"
+        assert info(p)["master_failover_state"] == "no-failover"
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
