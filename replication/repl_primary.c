@@ -418,6 +418,63 @@ full_sync(struct link *l)
     }
 }
 
+/* Durable modes: records older than the backlog are read back from the WAL
+ * segments (one synchronous read, at most WAL_CATCHUP_MAX bytes; past that a
+ * full sync is cheaper to the shard's other clients). Queues Continue and the
+ * records [from, backlog start) and returns true, or false (nothing queued). */
+#define WAL_CATCHUP_MAX (64u << 20)
+
+static bool
+continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *count)
+{
+    struct repl *r = l->r;
+    struct persist *p = r->p;
+    uint64_t upto = r->bl.first_lsn;           /* exclusive: the backlog has the rest */
+    if (p->w == NULL || from >= upto || wal_written_lsn(p->w) + 1 < upto) {
+        return false;
+    }
+    struct wal_file *segs = NULL, *cks = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(p->dir, &segs, &ns, &cks, &nc) != 0) {
+        return false;
+    }
+    struct wal_walk k;
+    struct wal_rec rec;
+    uint64_t next = from;
+    bool ok = true;
+    wal_walk_init(&k, segs, ns, from - 1);
+    while (next < upto && wal_walk_next(&k, &rec) == WAL_RD_OK) {
+        if (rec.lsn < next) {
+            continue;
+        }
+        if (rec.lsn != next || frames->len + WAL_REC_HDR + rec.len > WAL_CATCHUP_MAX) {
+            ok = false;
+            break;
+        }
+        buf_append(frames, rec.payload - WAL_REC_HDR, WAL_REC_HDR + rec.len);
+        next++;
+    }
+    wal_walk_close(&k);
+    rv_free(segs);
+    rv_free(cks);
+    *count = (uint32_t)(next - from);
+    return ok && next == upto;
+}
+
+uint64_t
+repl_retain_lsn(struct repl *r, uint64_t lsn)
+{
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_ONLINE && l->ack < lsn) {
+            lsn = l->ack;
+        }
+    }
+    if (r->walk && r->walk->lsn < lsn) {
+        lsn = r->walk->lsn;
+    }
+    return lsn;
+}
+
 static void
 on_hello(struct link *l, const Hello *h)
 {
@@ -458,7 +515,12 @@ on_hello(struct link *l, const Hello *h)
     bool same = strcmp(id, r->replid) == 0 && h->applied_lsn <= last;
     bool prev = r->second_off > 0 && strcmp(id, r->replid2) == 0 &&
                 (int64_t)from <= r->second_off;
-    if ((same || prev) && bl_find(&r->bl, from, &pos)) {
+    struct buf walrecs;
+    uint32_t nwal = 0;
+    buf_init(&walrecs);
+    bool ok = (same || prev) && (bl_find(&r->bl, from, &pos) ||
+                                 continue_from_wal(l, from, &walrecs, &nwal));
+    if (ok) {
         Continue c = CONTINUE__INIT;
         ReplMsg m = REPL_MSG__INIT;
         c.replid = r->replid;
@@ -467,13 +529,23 @@ on_hello(struct link *l, const Hello *h)
         m.m_case = REPL_MSG__M_CONT;
         m.cont = &c;
         repl_send(&l->out, &m);
+        if (nwal > 0) {
+            repl_send_records(&l->out, from, nwal, (const uint8_t *)walrecs.data, walrecs.len);
+            log_notice("[shard %u] replica %s:%d: %u records read back from the WAL", shard_id(r->s),
+                       l->ip, l->port, nwal);
+            pos = r->bl.base;
+            from = r->bl.first_lsn;
+        }
         l->sent_pos = pos;
         l->sent_lsn = from;
         l->ack = h->applied_lsn;
         r->sync_partial_ok++;
         log_notice("[shard %u] replica %s:%d: partial resync from LSN %" PRIu64 " (%" PRIu64
-                   " records to send)", shard_id(r->s), l->ip, l->port, from, last + 1 - from);
+                   " records to send)", shard_id(r->s), l->ip, l->port, h->applied_lsn + 1,
+                   last - h->applied_lsn);
+        buf_deinit(&walrecs);
     } else {
+        buf_deinit(&walrecs);
         if (*id && strcmp(id, "?") != 0) {
             r->sync_partial_err++;
         }

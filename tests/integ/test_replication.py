@@ -621,3 +621,44 @@ def test_failover_errors_and_abort(start_server, proxies):
         assert info(p)["master_failover_state"] == "no-failover"
     finally:
         os.kill(replica.proc.pid, signal.SIGCONT)
+
+
+def test_durable_primary_serves_old_positions_from_its_wal(start_server, proxies):
+    primary = start_server("--durability", "everysec", "--repl-backlog-size", "16kb")
+    proxy = proxies(primary.port)
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, proxy.port)
+    wait_link_up(replica)
+    proxy.blocked = True
+    proxy.cut()
+    poll_until(lambda: info(r)["master_link_status"] == "down", timeout=5, what="link down")
+    for i in range(2000):                       # far past the 16 KB ring, all in the WAL
+        p.set("k%d" % i, "x" * 20)
+    assert info(p)["repl_backlog_first_byte_offset"] > 1
+    proxy.blocked = False
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    assert r.dbsize() == 2000
+    assert stats(p) == (1, 1, 0)
+
+
+def test_durable_primary_restart_keeps_replid_and_continues(start_server, tmp_path):
+    pdir = str(tmp_path / "primary")
+    primary = start_server("--dir", pdir, "--durability", "everysec")
+    p = primary.client()
+    for i in range(100):
+        p.set("k%d" % i, i)
+    replica = start_server("--replicaof", "%s %d" % (HOST, primary.port))
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    replid = info(p)["master_replid"]
+    primary.stop()
+    again = start_server("--dir", pdir, "--durability", "everysec", port=primary.port)
+    a = again.client()
+    assert info(a)["master_replid"] == replid
+    a.set("after", "1")
+    wait_link_up(replica)
+    wait_offset(again, replica)
+    assert replica.client().get("after") == "1"
+    assert stats(a) == (0, 1, 0)                 # no full sync after the primary's restart
