@@ -359,6 +359,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     repl_save_state(r);
     r->hot.backlog = false;
     bl_deinit(&r->bl);
+    primary_drop_all(r);             /* our own replicas follow a history that just ended */
     repl_backlog_start(r);
     u->st = UP_ONLINE;
     log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64,

@@ -662,3 +662,21 @@ def test_durable_primary_restart_keeps_replid_and_continues(start_server, tmp_pa
     wait_offset(again, replica)
     assert replica.client().get("after") == "1"
     assert stats(a) == (0, 1, 0)                 # no full sync after the primary's restart
+
+
+def test_chained_replica(start_server):
+    a = start_server()
+    b = start_server()
+    c = start_server()
+    ac, bc, cc = a.client(), b.client(), c.client()
+    ac.set("x", "1")
+    bc.replicaof(HOST, a.port)
+    wait_link_up(b)
+    cc.replicaof(HOST, b.port)                  # a replica of a replica
+    wait_link_up(c)
+    for i in range(100):
+        ac.set("k%d" % i, i)
+    wait_offset(a, b)
+    wait_offset(a, c)
+    assert cc.get("x") == "1" and cc.get("k99") == "99"
+    assert info(cc)["master_replid"] == info(ac)["master_replid"]
