@@ -39,13 +39,14 @@ bl_at(const struct backlog *bl, uint64_t pos)
 }
 
 /* ---- framing (repl_link.c) ---- */
-#define REPL_MAX_FRAME (1u << 30)
+#define REPL_MAX_FRAME 0xffffffffu     /* primary -> replica: a record may be up to 4 GB */
+#define REPL_MAX_FROM_REPLICA (1u << 20) /* replica -> primary: Hello, Ack */
 /* Append one framed message to out. */
 void repl_send(struct buf *out, const ReplMsg *m);
 /* Records frame straight from backlog bytes (one copy). */
 void repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t *p, size_t n);
 /* Next message in in: 1 (caller frees with repl_msg_free), 0 need more, -1 bad. */
-int repl_recv(struct buf *in, ReplMsg **m);
+int repl_recv(struct buf *in, ReplMsg **m, uint32_t max);
 void repl_msg_free(ReplMsg *m);
 /* read() into in: >0 bytes, 0 would block, -1 closed or error. */
 int repl_read(int fd, struct buf *in);

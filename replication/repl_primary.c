@@ -584,7 +584,7 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
     ReplMsg *m;
     int rc;
     bool acked = false;
-    while ((rc = repl_recv(&l->in, &m)) == 1) {
+    while ((rc = repl_recv(&l->in, &m, REPL_MAX_FROM_REPLICA)) == 1) {
         switch (m->m_case) {
         case REPL_MSG__M_HELLO:
             if (l->st == LINK_HELLO) {
@@ -626,6 +626,29 @@ on_link_write(evutil_socket_t fd, short what, void *arg)
     link_flush(arg);
 }
 
+#define RECORDS_MSG_MAX (16u << 20)      /* split larger batches (a message length is a u32) */
+
+/* Queue the records from l's position up to end, in messages of whole records. */
+static void
+ship_range(struct link *l, uint64_t end)
+{
+    struct repl *r = l->r;
+    while (l->sent_pos < end) {
+        uint64_t p = l->sent_pos;
+        uint32_t n = 0;
+        while (p < end && (n == 0 || p - l->sent_pos < RECORDS_MSG_MAX)) {
+            uint32_t len;
+            memcpy(&len, bl_at(&r->bl, p), 4);
+            p += WAL_REC_HDR + (uint64_t)len;
+            n++;
+        }
+        repl_send_records(&l->out, l->sent_lsn, n, bl_at(&r->bl, l->sent_pos),
+                          (size_t)(p - l->sent_pos));
+        l->sent_pos = p;
+        l->sent_lsn += n;
+    }
+}
+
 void
 primary_ship(struct repl *r)
 {
@@ -637,10 +660,7 @@ primary_ship(struct repl *r)
                 link_close(l, "fell out of the backlog");
                 continue;
             }
-            repl_send_records(&l->out, l->sent_lsn, (uint32_t)(r->bl.next_lsn - l->sent_lsn),
-                              bl_at(&r->bl, l->sent_pos), (size_t)(end - l->sent_pos));
-            l->sent_pos = end;
-            l->sent_lsn = r->bl.next_lsn;
+            ship_range(l, end);
         }
         if (buf_unread(&l->out) > 0 && !l->wev_on) {
             link_flush(l);

@@ -515,7 +515,7 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     }
     ReplMsg *m;
     int rc;
-    while (u->fd >= 0 && (rc = repl_recv(&u->in, &m)) == 1) {
+    while (u->fd >= 0 && (rc = repl_recv(&u->in, &m, REPL_MAX_FRAME)) == 1) {
         bool ok = on_msg(r, m);
         repl_msg_free(m);
         if (!ok) {

@@ -680,3 +680,82 @@ def test_chained_replica(start_server):
     wait_offset(a, c)
     assert cc.get("x") == "1" and cc.get("k99") == "99"
     assert info(cc)["master_replid"] == info(ac)["master_replid"]
+
+
+def _frame(payload):
+    return len(payload).to_bytes(4, "little") + payload
+
+
+def test_malformed_replication_input_never_hurts_the_server(start_server):
+    primary = start_server()
+    p = primary.client()
+    p.set("a", "1")
+    bad_inputs = [
+        b"\xff\xff\xff\xff",                     # a frame longer than anything a replica sends
+        _frame(b"\x0a\x05\xff\xff\xff\xff\xff"),  # truncated protobuf
+        _frame(b"\x0a\x02\x18\x07"),              # Hello for 7 shards: refused
+        _frame(b"\x42\x04\x08\xff\xff\x03"),      # an Ack before any Hello
+        _frame(b""),                              # an empty message
+        b"\x00\x00\x00",                          # then the connection ends mid-header
+    ]
+    for data in bad_inputs:
+        s = socket.create_connection((HOST, primary.port), timeout=5)
+        s.sendall(b"*1\r\n$6\r\nRVSYNC\r\n")
+        s.settimeout(5)
+        got = b""
+        while b"+OK\r\n" not in got:
+            chunk = s.recv(4096)
+            assert chunk
+            got += chunk
+        s.sendall(data)
+        time.sleep(0.05)
+        s.close()
+    assert p.get("a") == "1"
+    assert info(p)["connected_slaves"] == 0 or poll_until(lambda: info(p)["connected_slaves"] == 0,
+                                                          timeout=5, what="links dropped")
+
+
+def test_replica_survives_a_primary_that_sends_garbage(start_server):
+    ls = socket.socket()
+    ls.bind((HOST, 0))
+    ls.listen(4)
+    port = ls.getsockname()[1]
+    stop = threading.Event()
+
+    def fake_primary():
+        ls.settimeout(0.2)
+        n = 0
+        while not stop.is_set():
+            try:
+                c, _ = ls.accept()
+            except socket.timeout:
+                continue
+            c.settimeout(2)
+            try:
+                c.recv(65536)
+                payloads = [b"+OK\r\n+OK\r\n" + _frame(b"\x12\x04\x20\x01\x18\x00" + b"\xff" * 10),
+                            b"+OK\r\n+OK\r\n" + b"\x10\x00\x00\x00" + b"\x00" * 16,
+                            b"-ERR nope\r\n",
+                            b"+OK\r\n+OK\r\n" + _frame(b"\x3a\x06\x08\x05\x10\x01\x1a\x00")]
+                c.sendall(payloads[n % len(payloads)])
+                n += 1
+                time.sleep(0.1)
+            except OSError:
+                pass
+            c.close()
+
+    t = threading.Thread(target=fake_primary, daemon=True)
+    t.start()
+    try:
+        replica = start_server()
+        r = replica.client()
+        r.replicaof(HOST, port)
+        time.sleep(2.0)                          # several attempts, each with bad input
+        assert r.ping() is True
+        assert info(r)["master_link_status"] == "down"
+        assert r.replicaof("no", "one") == "OK"
+        assert r.set("ok", "1") is True
+    finally:
+        stop.set()
+        t.join(5)
+        ls.close()
