@@ -96,6 +96,18 @@ static const struct cfg_key cfg_keys[] = {
     { "lfu-decay-time", NULL, K_INT, F(lfu_decay_time), "1", 0, INT_MAX, true, NULL },
     { "max_shard_bytes", NULL, K_MEM, F(max_shard_bytes), "0", 0, INT64_MAX, true, NULL },
     { "max_process_bytes", NULL, K_MEM, F(max_process_bytes), "0", 0, INT64_MAX, true, NULL },
+    { "replicaof", "slaveof", K_STR, F(replicaof), "", 0, 0, false, NULL },
+    { "masterauth", NULL, K_STR, F(masterauth), "", 0, 0, true, NULL },
+    { "masteruser", NULL, K_STR, F(masteruser), "", 0, 0, true, NULL },
+    { "repl-backlog-size", NULL, K_MEM, F(repl_backlog_size), "16mb", 16384, INT64_MAX, true, NULL },
+    { "repl-timeout", NULL, K_INT, F(repl_timeout), "60", 1, INT_MAX, true, NULL },
+    { "replica-read-only", "slave-read-only", K_BOOL, F(replica_read_only), "yes", 0, 1, true, NULL },
+    { "replica-serve-stale-data", "slave-serve-stale-data", K_BOOL, F(replica_serve_stale_data), "yes", 0, 1, true, NULL },
+    { "replica-priority", "slave-priority", K_INT, F(replica_priority), "100", 0, INT_MAX, true, NULL },
+    { "replica-announce-ip", "slave-announce-ip", K_STR, F(replica_announce_ip), "", 0, 0, true, NULL },
+    { "replica-announce-port", "slave-announce-port", K_INT, F(replica_announce_port), "0", 0, 65535, true, NULL },
+    { "min-replicas-to-write", "min-slaves-to-write", K_INT, F(min_replicas_to_write), "0", 0, INT_MAX, true, NULL },
+    { "min-replicas-max-lag", "min-slaves-max-lag", K_INT, F(min_replicas_max_lag), "10", 0, INT_MAX, true, NULL },
 };
 #undef F
 #define NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
@@ -453,6 +465,7 @@ cfg_defaults(void)
         const char *why = key_store(c, &cfg_keys[i], cfg_keys[i].def);
         (void)why;
     }
+    (void)parse_obl(c);     /* derived fields, so defaults format as a parsed config does */
     return c;
 }
 

@@ -82,6 +82,19 @@ struct cfg {
     int64_t lfu_decay_time;
     int64_t max_shard_bytes;            /* budget of each shard (0 = none) */
     int64_t max_process_bytes;          /* budget of all shards together (0 = none) */
+    /* replication (replication/repl.h; Redis's names) */
+    char *replicaof;                    /* "host port" or "" */
+    char *masterauth;
+    char *masteruser;
+    int64_t repl_backlog_size;
+    int64_t repl_timeout;               /* seconds */
+    bool replica_read_only;
+    bool replica_serve_stale_data;
+    int64_t replica_priority;
+    char *replica_announce_ip;
+    int64_t replica_announce_port;
+    int64_t min_replicas_to_write;
+    int64_t min_replicas_max_lag;       /* seconds */
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the

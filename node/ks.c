@@ -275,6 +275,7 @@ struct ks {
     unsigned lfu_log_factor;
     unsigned lfu_decay_min;
     uint64_t rnd;                 /* LFU's probabilistic increments */
+    bool replica;                 /* expired keys are hidden, never deleted (replication) */
 };
 
 static inline unsigned
@@ -977,6 +978,9 @@ ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms)
     }
     e = slot_ent(*sl);
     if (rv_unlikely(e->flags & EF_EXP) && ent_deadline(e) <= now_ms) {
+        if (ks->replica) {
+            return NULL;             /* the primary's DEL removes it */
+        }
         ks_step(ks);
         if (ks->on_expire) {
             ks->on_expire(ks->on_expire_arg, e);
@@ -1535,6 +1539,12 @@ ks_reserve(struct ks *ks, size_t n)
 }
 
 void
+ks_set_replica_mode(struct ks *ks, bool on)
+{
+    ks->replica = on;
+}
+
+void
 ks_set_expire_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg)
 {
     ks->on_expire = fn;
@@ -1691,6 +1701,9 @@ ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us)
     uint64_t t0 = clock_mono_us(), t1;
     size_t deleted = 0;
 
+    if (ks->replica) {
+        return 0;
+    }
     ks->now_ms = now_ms;
     ks->op_moves = 0;
     for (;;) {

@@ -19,6 +19,7 @@
 #include "node/base/log.h"
 #include "node/node.h"
 #include "node/persist.h"
+#include "replication/repl.h"
 #include "node/pubsub.h"
 
 #include <errno.h>
@@ -405,10 +406,13 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     metrics_cron(s);
     persist_cron(s);
     ks_active_expire(s->ks, now, budget);
-    hash_active_expire(s, now, budget / 4);
-    if (evict_cron(s) && !evtimer_pending(s->evictev, NULL)) {
-        struct timeval one_ms = { 0, 1000 };
-        evtimer_add(s->evictev, &one_ms);
+    if (!repl_is_replica(s)) {         /* replicas wait for the primary's records */
+        hash_active_expire(s, now, budget / 4);
+        /* and, as Redis's replica-ignore-maxmemory yes, evict nothing themselves */
+        if (evict_cron(s) && !evtimer_pending(s->evictev, NULL)) {
+            struct timeval one_ms = { 0, 1000 };
+            evtimer_add(s->evictev, &one_ms);
+        }
     }
     if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
@@ -613,6 +617,7 @@ unsigned shard_id(const struct shard *s) { return s->id; }
 struct node *shard_node(const struct shard *s) { return s->node; }
 struct ks *shard_ks(const struct shard *s) { return s->ks; }
 struct evict **shard_evict(struct shard *s) { return &s->evict; }
+struct ks *shard_swap_ks(struct shard *s, struct ks *ks) { struct ks *o = s->ks; s->ks = ks; return o; }
 const struct cfg *shard_cfg(const struct shard *s) { return s->cfg; }
 struct event_base *shard_base(const struct shard *s) { return s->base; }
 int64_t shard_now_ms(const struct shard *s) { return s->now_ms; }

@@ -110,3 +110,22 @@ def test_hook_config_is_not_live(hook):
         fire(c, "a", "b", "notanumber", "h", 1)
     with pytest.raises(redis.exceptions.ResponseError):
         fire(c, "a", "b", 1, "h")
+
+
+def test_real_role_changes_run_the_hook(hook, start_server):
+    """REPLICAOF host port and REPLICAOF NO ONE run the hook once per node (shard 0), with the epoch and
+    the new primary's address (the node's own once it is the primary)."""
+    primary = start_server("--shards", "2")
+    srv, c = hook("--shards", "2")
+    assert c.execute_command("REPLICAOF", "127.0.0.1", primary.port) == "OK"
+    poll_until(lambda: len(hook.calls()) == 1, timeout=5, what="the hook after REPLICAOF")
+    old, new, epoch, host, port = hook.calls()[0].split()
+    assert (old, new, host, int(port)) == ("master", "slave", "127.0.0.1", primary.port)
+    poll_until(lambda: c.info("replication").get("master_link_status") == "up", timeout=10, what="link up")
+    assert c.execute_command("REPLICAOF", "NO", "ONE") == "OK"
+    poll_until(lambda: len(hook.calls()) == 2, timeout=5, what="the hook after REPLICAOF NO ONE")
+    old, new, epoch2, host, port = hook.calls()[1].split()
+    assert (old, new, int(port)) == ("slave", "master", srv.port)
+    assert int(epoch2) == int(c.info("replication")["repl_epoch"]) and int(epoch2) > int(epoch)
+    time.sleep(0.3)
+    assert len(hook.calls()) == 2        # once per node, not once per shard
