@@ -32,22 +32,6 @@
 #define RV_REDIS_VERSION "7.4.0"
 
 static void
-addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-addf(struct buf *b, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-    }
-}
-
-static void
 info_server(struct conn *c, struct buf *b)
 {
     struct shard *s = c->shard;
@@ -57,7 +41,7 @@ info_server(struct conn *c, struct buf *b)
     uname(&u);
     gettimeofday(&tv, NULL);
     int64_t up = (shard_now_ms(s) - n->start_ms) / 1000;
-    addf(b, "# Server\r\nredis_version:%s\r\nruvio_version:%s\r\nredis_git_sha1:00000000\r\n"
+    buf_appendf(b, "# Server\r\nredis_version:%s\r\nruvio_version:%s\r\nredis_git_sha1:00000000\r\n"
             "redis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:%s\r\nos:%s %s %s\r\narch_bits:64\r\n"
             "monotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\n"
             "atomicvar_api:c11-builtin\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\n"
@@ -82,7 +66,7 @@ info_clients(struct conn *c, struct buf *b)
         blocked += (o->flags & CONN_BLOCKED) != 0;
         pubsub += (o->flags & CONN_PUBSUB) != 0;
     }
-    addf(b, "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\nmaxclients:%lld\r\n"
+    buf_appendf(b, "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\nmaxclients:%lld\r\n"
             "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
             "blocked_clients:%zu\r\ntracking_clients:0\r\nclients_in_timeout_table:%zu\r\n"
             "pubsub_clients:%zu\r\n\r\n",
@@ -107,7 +91,7 @@ info_stats(struct conn *c, struct buf *b)
 {
     struct shard_stats *st = shard_stats(c->shard);
     const struct ks_stats *ks = ks_stats(conn_ks(c));
-    addf(b, "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
+    buf_appendf(b, "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
             "instantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%llu\r\n"
             "total_net_output_bytes:%llu\r\ninstantaneous_input_kbps:%.2f\r\n"
             "instantaneous_output_kbps:%.2f\r\n"
@@ -131,7 +115,7 @@ info_stats(struct conn *c, struct buf *b)
     /* Reopen the section for the observability counters (kept apart so the
      * Redis fields above stay one block). */
     b->len -= 2;
-    addf(b, "total_forks:0\r\nlatest_fork_usec:0\r\nmigrate_cached_sockets:0\r\n"
+    buf_appendf(b, "total_forks:0\r\nlatest_fork_usec:0\r\nmigrate_cached_sockets:0\r\n"
             "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
             "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
             "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
@@ -142,12 +126,12 @@ info_stats(struct conn *c, struct buf *b)
          slowlog_len(metrics_slowlog(c->shard)));
     uint64_t denied[4];
     acl_denied_counts(denied);
-    addf(b, "acl_access_denied_auth:%llu\r\nacl_access_denied_cmd:%llu\r\n"
+    buf_appendf(b, "acl_access_denied_auth:%llu\r\nacl_access_denied_cmd:%llu\r\n"
             "acl_access_denied_key:%llu\r\nacl_access_denied_channel:%llu\r\n",
          (unsigned long long)denied[0], (unsigned long long)denied[1], (unsigned long long)denied[2],
          (unsigned long long)denied[3]);
     repl_info_stats(c->shard, b);
-    addf(b, "\r\n");
+    buf_appendf(b, "\r\n");
 }
 
 static void
@@ -171,7 +155,7 @@ info_cpu(struct conn *c, struct buf *b)
     struct rusage kids;
     getrusage(RUSAGE_CHILDREN, &kids);
     /* Redis's main thread is the one that runs commands: here, this shard's. */
-    addf(b, "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_children:%.6f\r\n"
+    buf_appendf(b, "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_children:%.6f\r\n"
             "used_cpu_user_children:%.6f\r\nused_cpu_sys_main_thread:%.6f\r\n"
             "used_cpu_user_main_thread:%.6f\r\nused_cpu_sys_shard:%.6f\r\n"
             "used_cpu_user_shard:%.6f\r\n\r\n",
@@ -184,7 +168,7 @@ info_commandstats(struct conn *c, struct buf *b)
 {
     struct cmd_stat *cs = shard_cmdstats(c->shard);
     double tpu = shard_tsc_per_us();
-    addf(b, "# Commandstats\r\n");
+    buf_appendf(b, "# Commandstats\r\n");
     for (uint32_t id = 0; id < cmd_id_count(); id++) {
         if (cs[id].calls == 0 && cs[id].rejected == 0) {
             continue;
@@ -192,30 +176,30 @@ info_commandstats(struct conn *c, struct buf *b)
         char full[96];
         cmd_fullname(cmd_by_id(id), full, sizeof(full));
         double usec = tpu > 0 ? (double)cs[id].cycles / tpu : 0;
-        addf(b, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,"
+        buf_appendf(b, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,"
                 "failed_calls=%llu\r\n",
              full, (unsigned long long)cs[id].calls, (unsigned long long)usec,
              cs[id].calls ? usec / (double)cs[id].calls : 0.0,
              (unsigned long long)cs[id].rejected, (unsigned long long)cs[id].failed);
     }
-    addf(b, "\r\n");
+    buf_appendf(b, "\r\n");
 }
 
 static void
 info_cluster(struct conn *c, struct buf *b)
 {
-    addf(b, "# Cluster\r\ncluster_enabled:%d\r\n\r\n", shard_multi(c->shard) ? 1 : 0);
+    buf_appendf(b, "# Cluster\r\ncluster_enabled:%d\r\n\r\n", shard_multi(c->shard) ? 1 : 0);
 }
 
 static void
 info_keyspace(struct conn *c, struct buf *b)
 {
     struct ks *ks = conn_ks(c);
-    addf(b, "# Keyspace\r\n");
+    buf_appendf(b, "# Keyspace\r\n");
     if (ks_size(ks) > 0) {
-        addf(b, "db0:keys=%zu,expires=%zu,avg_ttl=0\r\n", ks_size(ks), ks_expires_size(ks));
+        buf_appendf(b, "db0:keys=%zu,expires=%zu,avg_ttl=0\r\n", ks_size(ks), ks_expires_size(ks));
     }
-    addf(b, "\r\n");
+    buf_appendf(b, "\r\n");
 }
 
 static void
@@ -241,7 +225,7 @@ info_shards(struct conn *c, struct buf *b)
 {
     unsigned lo, hi;
     shard_slots(c->shard, &lo, &hi);
-    addf(b, "# Shards\r\nshard_id:%u\r\nshards:%u\r\nshard_slots:%u-%u\r\nshard_keys:%zu\r\n\r\n",
+    buf_appendf(b, "# Shards\r\nshard_id:%u\r\nshards:%u\r\nshard_slots:%u-%u\r\nshard_keys:%zu\r\n\r\n",
          shard_id(c->shard), shard_node(c->shard)->nshards, lo, hi, ks_size(conn_ks(c)));
 }
 

@@ -389,22 +389,6 @@ evict_clients_mem(struct shard *s)
 
 /* ---------------------------------------------------------------- INFO */
 
-static void
-addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-addf(struct buf *b, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-    }
-}
-
 static const char *
 human(char out[32], double v)
 {
@@ -445,28 +429,28 @@ evict_info_memory(struct shard *s, struct buf *b)
             peak = sum;
         }
     }
-    addf(b, "# Memory\r\nused_memory:%lld\r\nused_memory_human:%s\r\n", node,
+    buf_appendf(b, "# Memory\r\nused_memory:%lld\r\nused_memory_human:%s\r\n", node,
          human(h[0], (double)node));
-    addf(b, "used_memory_rss:%zu\r\nused_memory_rss_human:%s\r\n", rss, human(h[1], (double)rss));
-    addf(b, "used_memory_peak:%lld\r\nused_memory_peak_human:%s\r\n"
+    buf_appendf(b, "used_memory_rss:%zu\r\nused_memory_rss_human:%s\r\n", rss, human(h[1], (double)rss));
+    buf_appendf(b, "used_memory_peak:%lld\r\nused_memory_peak_human:%s\r\n"
             "used_memory_peak_perc:%.2f%%\r\n",
          peak, human(h[2], (double)peak), peak > 0 ? 100.0 * (double)node / (double)peak : 0.0);
-    addf(b, "allocator_allocated:%zu\r\nallocator_active:%zu\r\nallocator_resident:%zu\r\n", alloc,
+    buf_appendf(b, "allocator_allocated:%zu\r\nallocator_active:%zu\r\nallocator_resident:%zu\r\n", alloc,
          rv_mem_active(), rv_mem_resident());
     long long sysmem = (long long)sysconf(_SC_PHYS_PAGES) * (long long)sysconf(_SC_PAGESIZE);
-    addf(b, "total_system_memory:%lld\r\ntotal_system_memory_human:%s\r\n", sysmem,
+    buf_appendf(b, "total_system_memory:%lld\r\ntotal_system_memory_human:%s\r\n", sysmem,
          human(h[3], (double)sysmem));
-    addf(b, "maxmemory:%lld\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
+    buf_appendf(b, "maxmemory:%lld\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
          (long long)cfg->maxmemory, human(h[3], (double)cfg->maxmemory),
          evict_policy_name(ev->policy));
-    addf(b, "mem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%lld\r\n",
+    buf_appendf(b, "mem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%lld\r\n",
          node > 0 ? (double)rss / (double)node : 0.0, (long long)rss - node);
-    addf(b, "mem_clients_normal:%zu\r\nmem_allocator:%s\r\n", evict_clients_mem(s),
+    buf_appendf(b, "mem_clients_normal:%zu\r\nmem_allocator:%s\r\n", evict_clients_mem(s),
          rv_mem_allocator());
-    addf(b, "shard_used_memory:%lld\r\nshard_used_memory_human:%s\r\n"
+    buf_appendf(b, "shard_used_memory:%lld\r\nshard_used_memory_human:%s\r\n"
             "shard_used_memory_peak:%lld\r\n",
          mine, human(h[0], (double)mine), ev->peak);
-    addf(b, "shard_maxmemory:%lld\r\nmax_shard_bytes:%lld\r\nmax_process_bytes:%lld\r\n"
+    buf_appendf(b, "shard_maxmemory:%lld\r\nmax_shard_bytes:%lld\r\nmax_process_bytes:%lld\r\n"
             "maxmemory_samples:%lld\r\nmemory_scope:node\r\n\r\n",
          ev->shard_limit, (long long)cfg->max_shard_bytes, (long long)cfg->max_process_bytes,
          (long long)cfg->maxmemory_samples);

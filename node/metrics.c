@@ -54,22 +54,6 @@ ld(const uint64_t *p)
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-static void
-addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-addf(struct buf *b, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-    }
-}
-
 /* Keys expired since CONFIG RESETSTAT; a reset racing with the two loads
  * reads as 0, never as a wrapped-around count. */
 static uint64_t
@@ -218,15 +202,15 @@ void
 metrics_info_errorstats(struct shard *s, struct buf *b)
 {
     struct metrics *m = shard_metrics(s);
-    addf(b, "# Errorstats\r\n");
+    buf_appendf(b, "# Errorstats\r\n");
     uint32_t ne = atomic_load_explicit(&m->nerrors, memory_order_acquire);
     for (uint32_t i = 0; i < ne; i++) {
         if (m->errors[i].count) {
-            addf(b, "errorstat_%s:count=%llu\r\n", m->errors[i].code,
+            buf_appendf(b, "errorstat_%s:count=%llu\r\n", m->errors[i].code,
                  (unsigned long long)m->errors[i].count);
         }
     }
-    addf(b, "\r\n");
+    buf_appendf(b, "\r\n");
 }
 
 /* The value below which a fraction p of the samples fall, interpolated
@@ -272,7 +256,7 @@ metrics_info_latencystats(struct shard *s, struct buf *b)
             p++;
         }
     }
-    addf(b, "# Latencystats\r\n");
+    buf_appendf(b, "# Latencystats\r\n");
     struct cmd_stat *cs = shard_cmdstats(s);
     for (uint32_t id = 0; cfg->latency_tracking && id < cmd_id_count(); id++) {
         uint64_t total = 0;
@@ -289,9 +273,9 @@ metrics_info_latencystats(struct shard *s, struct buf *b)
             n += snprintf(line + n, sizeof(line) - (size_t)n, "%sp%g=%.3f", i ? "," : "", pct[i],
                           hist_percentile(cs[id].hist, total, pct[i]));
         }
-        addf(b, "%s\r\n", line);
+        buf_appendf(b, "%s\r\n", line);
     }
-    addf(b, "\r\n");
+    buf_appendf(b, "\r\n");
 }
 
 /* Node-wide totals: every shard's counters (relaxed loads) and gauges. */
@@ -319,7 +303,7 @@ metrics_info_node(struct shard *self, struct buf *b)
         clients += atomic_load_explicit(&m->clients, memory_order_relaxed);
         blocked += atomic_load_explicit(&m->blocked, memory_order_relaxed);
     }
-    addf(b, "# Node\r\nnode_shards:%u\r\nnode_connected_clients:%llu\r\nnode_blocked_clients:%llu\r\n"
+    buf_appendf(b, "# Node\r\nnode_shards:%u\r\nnode_connected_clients:%llu\r\nnode_blocked_clients:%llu\r\n"
             "node_keys:%llu\r\nnode_expires:%llu\r\nnode_total_connections_received:%llu\r\n"
             "node_rejected_connections:%llu\r\nnode_total_commands_processed:%llu\r\n"
             "node_total_net_input_bytes:%llu\r\nnode_total_net_output_bytes:%llu\r\n"
@@ -335,13 +319,13 @@ metrics_info_node(struct shard *self, struct buf *b)
         struct metrics *m = shard_metrics(s);
         unsigned lo, hi;
         shard_slots(s, &lo, &hi);
-        addf(b, "shard%u:port=%d,slots=%u-%u,keys=%llu,clients=%llu,commands=%llu\r\n", i,
+        buf_appendf(b, "shard%u:port=%d,slots=%u-%u,keys=%llu,clients=%llu,commands=%llu\r\n", i,
              node_shard_port(n, i), lo, hi,
              (unsigned long long)atomic_load_explicit(&m->keys, memory_order_relaxed),
              (unsigned long long)atomic_load_explicit(&m->clients, memory_order_relaxed),
              (unsigned long long)ld(&shard_stats(s)->commands));
     }
-    addf(b, "\r\n");
+    buf_appendf(b, "\r\n");
 }
 
 /* ---- Prometheus text exposition (format 0.0.4) ---- */
@@ -349,7 +333,7 @@ metrics_info_node(struct shard *self, struct buf *b)
 static void
 family(struct buf *b, const char *name, const char *type, const char *help)
 {
-    addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* Label values escape backslash, double quote and newline. */
@@ -462,29 +446,29 @@ metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
 {
     double tpu = shard_tsc_per_us();
     family(b, "ruvio_shards", "gauge", "Shards in the node.");
-    addf(b, "ruvio_shards %u\n", n->nshards);
+    buf_appendf(b, "ruvio_shards %u\n", n->nshards);
     family(b, "ruvio_uptime_seconds", "gauge", "Seconds since the node started.");
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    addf(b, "ruvio_uptime_seconds %lld\n",
+    buf_appendf(b, "ruvio_uptime_seconds %lld\n",
          (long long)(((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - n->start_ms) / 1000));
     family(b, "ruvio_used_memory_bytes", "gauge", "Bytes allocated by the process (all shards).");
-    addf(b, "ruvio_used_memory_bytes %zu\n", rv_mem_allocated());
+    buf_appendf(b, "ruvio_used_memory_bytes %zu\n", rv_mem_allocated());
     family(b, "ruvio_log_lines_dropped_total", "counter",
            "Log lines dropped because the log queue was full.");
-    addf(b, "ruvio_log_lines_dropped_total %llu\n", (unsigned long long)log_dropped());
+    buf_appendf(b, "ruvio_log_lines_dropped_total %llu\n", (unsigned long long)log_dropped());
 
     for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
         family(b, gauges[g].name, "gauge", gauges[g].help);
         for (unsigned i = from; i < to; i++) {
-            addf(b, "%s{shard=\"%u\"} %llu\n", gauges[g].name, i,
+            buf_appendf(b, "%s{shard=\"%u\"} %llu\n", gauges[g].name, i,
                  (unsigned long long)gauge_value(n->shards[i], gauges[g].f));
         }
     }
     for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]); k++) {
         family(b, counters[k].name, "counter", counters[k].help);
         for (unsigned i = from; i < to; i++) {
-            addf(b, "%s{shard=\"%u\"} %llu\n", counters[k].name, i,
+            buf_appendf(b, "%s{shard=\"%u\"} %llu\n", counters[k].name, i,
                  (unsigned long long)stat_value(n->shards[i], counters[k].f));
         }
     }
@@ -495,7 +479,7 @@ metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
         for (uint32_t e = 0; e < ne; e++) {
             char code[80];
             label_value(code, sizeof(code), m->errors[e].code);
-            addf(b, "ruvio_errors_total{shard=\"%u\",error=\"%s\"} %llu\n", i, code,
+            buf_appendf(b, "ruvio_errors_total{shard=\"%u\",error=\"%s\"} %llu\n", i, code,
                  (unsigned long long)ld(&m->errors[e].count));
         }
     }
@@ -531,7 +515,7 @@ metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
                 }
                 char full[96];
                 cmd_fullname(cmd_by_id((uint32_t)id), full, sizeof(full));
-                addf(b, "%s{shard=\"%u\",cmd=\"%s\"} %llu\n", per_cmd[k].name, i, full,
+                buf_appendf(b, "%s{shard=\"%u\",cmd=\"%s\"} %llu\n", per_cmd[k].name, i, full,
                      (unsigned long long)*(const uint64_t *)((const char *)st + per_cmd[k].off));
             }
         }
@@ -553,14 +537,14 @@ metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
             uint64_t cum = 0;
             for (int k = 0; k < CMD_LAT_BUCKETS - 1; k++) {
                 cum += st->hist[k];
-                addf(b, "ruvio_command_duration_seconds_bucket{shard=\"%u\",cmd=\"%s\",le=\"%.9g\"} %llu\n",
+                buf_appendf(b, "ruvio_command_duration_seconds_bucket{shard=\"%u\",cmd=\"%s\",le=\"%.9g\"} %llu\n",
                      i, full, (double)(1ull << k) / 1e6, (unsigned long long)cum);
             }
-            addf(b, "ruvio_command_duration_seconds_bucket{shard=\"%u\",cmd=\"%s\",le=\"+Inf\"} %llu\n",
+            buf_appendf(b, "ruvio_command_duration_seconds_bucket{shard=\"%u\",cmd=\"%s\",le=\"+Inf\"} %llu\n",
                  i, full, (unsigned long long)total);
-            addf(b, "ruvio_command_duration_seconds_sum{shard=\"%u\",cmd=\"%s\"} %.9g\n", i, full,
+            buf_appendf(b, "ruvio_command_duration_seconds_sum{shard=\"%u\",cmd=\"%s\"} %.9g\n", i, full,
                  tpu > 0 ? (double)st->cycles / tpu / 1e6 : 0.0);
-            addf(b, "ruvio_command_duration_seconds_count{shard=\"%u\",cmd=\"%s\"} %llu\n", i, full,
+            buf_appendf(b, "ruvio_command_duration_seconds_count{shard=\"%u\",cmd=\"%s\"} %llu\n", i, full,
                  (unsigned long long)total);
         }
     }

@@ -254,21 +254,6 @@ repl_is_replica(struct shard *s)
 
 /* ---------------------------------------------------------------- INFO */
 
-static void
-addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void
-addf(struct buf *b, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-    }
-}
-
 void
 repl_info(struct shard *s, struct buf *b)
 {
@@ -279,40 +264,40 @@ repl_info(struct shard *s, struct buf *b)
     }
     int64_t now = shard_now_ms(s);
     uint64_t off = repl_last_lsn(r);
-    addf(b, "# Replication\r\nrole:%s\r\n", r->replica ? "slave" : "master");
+    buf_appendf(b, "# Replication\r\nrole:%s\r\n", r->replica ? "slave" : "master");
     if (r->replica) {
         const struct upstream *u = &r->up;
         bool up = replica_link_up(r);
-        addf(b, "master_host:%s\r\nmaster_port:%d\r\nmaster_link_status:%s\r\n"
+        buf_appendf(b, "master_host:%s\r\nmaster_port:%d\r\nmaster_link_status:%s\r\n"
                 "master_last_io_seconds_ago:%" PRId64 "\r\nmaster_sync_in_progress:%d\r\n"
                 "slave_read_repl_offset:%" PRIu64 "\r\nslave_repl_offset:%" PRIu64 "\r\n",
              r->mhost, r->mport, up ? "up" : "down",
              u->last_io_ms > 0 && up ? (now - u->last_io_ms) / 1000 : -1,
              u->st == UP_FULL || u->st == UP_SYNC, off, off);
         if (u->st == UP_FULL) {
-            addf(b, "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:%zu\r\n"
+            buf_appendf(b, "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:%zu\r\n"
                     "master_sync_left_bytes:-1\r\nmaster_sync_last_io_seconds_ago:%" PRId64 "\r\n",
                  (size_t)u->snap_bytes, (now - u->last_io_ms) / 1000);
         }
         if (!up) {
-            addf(b, "master_link_down_since_seconds:%" PRId64 "\r\n", (now - u->since_ms) / 1000);
+            buf_appendf(b, "master_link_down_since_seconds:%" PRId64 "\r\n", (now - u->since_ms) / 1000);
         }
-        addf(b, "slave_priority:%" PRId64 "\r\nslave_read_only:%d\r\nreplica_announced:1\r\n",
+        buf_appendf(b, "slave_priority:%" PRId64 "\r\nslave_read_only:%d\r\nreplica_announced:1\r\n",
              cfg->replica_priority, cfg->replica_read_only ? 1 : 0);
     }
-    addf(b, "connected_slaves:%u\r\n", r->nlinks);
+    buf_appendf(b, "connected_slaves:%u\r\n", r->nlinks);
     if (!r->replica && cfg->min_replicas_to_write > 0) {
-        addf(b, "min_slaves_good_slaves:%ld\r\n", primary_good_replicas(r, now));
+        buf_appendf(b, "min_slaves_good_slaves:%ld\r\n", primary_good_replicas(r, now));
     }
     unsigned i = 0;
     for (struct link *l = r->links; l; l = l->next) {
         if (l->st != LINK_ONLINE) {
             continue;
         }
-        addf(b, "slave%u:ip=%s,port=%d,state=online,offset=%" PRIu64 ",lag=%" PRId64 "\r\n", i++,
+        buf_appendf(b, "slave%u:ip=%s,port=%d,state=online,offset=%" PRIu64 ",lag=%" PRId64 "\r\n", i++,
              l->ip, l->port, l->ack, (now - l->last_ack_ms) / 1000);
     }
-    addf(b, "master_failover_state:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n"
+    buf_appendf(b, "master_failover_state:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n"
             "master_repl_offset:%" PRIu64 "\r\nsecond_repl_offset:%" PRId64 "\r\n"
             "repl_backlog_active:%d\r\nrepl_backlog_size:%" PRId64 "\r\n"
             "repl_backlog_first_byte_offset:%" PRIu64 "\r\nrepl_backlog_histlen:%" PRIu64 "\r\n"
@@ -329,7 +314,7 @@ repl_info_stats(struct shard *s, struct buf *b)
     if (r == NULL) {
         return;
     }
-    addf(b, "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64 "\r\n",
+    buf_appendf(b, "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64 "\r\n",
          r->sync_full, r->sync_partial_ok, r->sync_partial_err);
 }
 

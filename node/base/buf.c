@@ -3,6 +3,9 @@
 
 #include "node/base/mem.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 void
 buf_init(struct buf *b)
 {
@@ -71,4 +74,26 @@ buf_shrink(struct buf *b, size_t keep)
     }
     b->data = rv_realloc(b->data, keep);
     b->cap = keep;
+}
+
+void
+buf_appendf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    if ((size_t)n >= (b->data ? b->cap - b->len : 0)) {
+        buf_reserve(b, (size_t)n + 1);     /* room for vsnprintf's terminating NUL */
+        va_start(ap, fmt);
+        n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            return;
+        }
+    }
+    b->len += (size_t)n;
 }

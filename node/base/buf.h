@@ -20,6 +20,8 @@ void buf_reserve(struct buf *b, size_t n);
 void buf_compact(struct buf *b);
 /* Shrink an idle buffer back to at most keep bytes of capacity. */
 void buf_shrink(struct buf *b, size_t keep);
+/* Append printf-formatted text (INFO sections, metrics); never truncates. */
+void buf_appendf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline size_t
 buf_unread(const struct buf *b)
