@@ -78,6 +78,8 @@ def records(path, hdr=SEG_HDR):
     out = []
     off = hdr
     while off + REC_HDR <= len(data):
+        if data[off:off + REC_HDR] == bytes(REC_HDR):
+            break                                  # the zero tail of a pre-zeroed segment
         (n,) = struct.unpack_from("<I", data, off)
         if off + REC_HDR + n > len(data):
             break
@@ -195,7 +197,7 @@ def test_failpoint_then_recovery_keeps_a_prefix(start_server, tmp_path, site, mo
     inf = assert_recovered(again, m)
     if site in CKPT_SITES:
         assert inf["checkpoint_lsn"] == "0"
-        assert list(shard_dir(d).glob("*.tmp")) == [], "the unfinished checkpoint was not removed"
+        assert list(shard_dir(d).glob("ckpt-*.tmp")) == [], "the unfinished checkpoint was not removed"
     # the recovered server takes writes and a second restart gives the same keyspace
     c = again.client()
     assert c.set("k:%d" % (m + 1), m + 1)
@@ -540,17 +542,111 @@ def test_torn_last_record_is_cut_off_and_counted(start_server, tmp_path):
     assert_no_sanitizer_report(srv, again)
 
 
-def test_zero_filled_tail_is_a_torn_tail(start_server, tmp_path):
+def test_zero_filled_tail_is_a_clean_end(start_server, tmp_path):
+    """Segments in always mode are pre-zeroed files written in place: zeros after the last record are the
+    unwritten rest of the segment, the end of the log, not a torn record.  Recovery gives the space back."""
     d = tmp_path / "data"
     make_wal(start_server, d, N)
     (seg,) = segments(d)
     size = seg.stat().st_size
-    with open(seg, "ab") as f:                 # what a crash can leave past the last write on some filesystems
-        f.write(b"\0" * 4096)
+    with open(seg, "ab") as f:                 # what a kill -9 leaves of a pre-zeroed segment
+        f.write(b"\0" * 65536)
+    srv = start(start_server, d, "always")
+    assert info(srv)["loading_torn_tails"] == "0"
+    assert_prefix(srv, N, N, expect_m=N)
+    assert_recovered(srv, N)
+    assert seg.stat().st_size == size, "the zero tail was not cut back to the last record"
+    out = server_output(srv)
+    assert "torn" not in out, out[-2000:]
+
+
+@pytest.mark.parametrize("junk", ["garbage", "partial-record"])
+def test_garbage_inside_the_zeroed_area_is_a_torn_tail(start_server, tmp_path, junk):
+    """Bytes after the last record that do not form a record, with only zeros after them: the write of the
+    last wave did not complete.  It is cut off (counted as a torn tail) and the next start is clean."""
+    d = tmp_path / "data"
+    make_wal(start_server, d, N)
+    (seg,) = segments(d)
+    size = seg.stat().st_size
+    off, ln = records(seg)[-1]
+    last = seg.read_bytes()[off:off + ln]
+    if junk == "garbage":
+        tail = bytes((i * 37 + 11) % 251 + 1 for i in range(100))
+    else:
+        tail = last[:REC_HDR] + last[REC_HDR:REC_HDR + 3]   # a record header and the first payload bytes
+    with open(seg, "ab") as f:
+        f.write(tail + b"\0" * 65536)
     srv = start(start_server, d, "always")
     assert info(srv)["loading_torn_tails"] == "1"
     assert_prefix(srv, N, N, expect_m=N)
-    assert seg.stat().st_size == size
+    assert_recovered(srv, N)
+    assert seg.stat().st_size == size, "the torn bytes were not cut off"
+    srv.stop()
+    again = start(start_server, d, "always")
+    assert info(again)["loading_torn_tails"] == "0"
+    assert_prefix(again, N, N, expect_m=N)
+
+
+def test_kill9_with_prezeroed_segment_keeps_every_acknowledged_write(start_server, tmp_path):
+    """always mode, small segments so pre-zeroed ones are in use: kill -9 with one open, restart, every
+    acknowledged key is there, no torn tail is reported (the zero tail is a clean end) and the segment is cut
+    back to its records."""
+    d = tmp_path / "data"
+    seg_arg = ["--wal_segment_bytes", "64kb"]
+    srv = start(start_server, d, "always", *seg_arg)
+    acked = 0
+    deadline = time.monotonic() + 20
+    zeroed = None
+    while zeroed is None and time.monotonic() < deadline:
+        write_keys(srv, 200, first=acked + 1, batch=50)
+        acked += 200
+        cur = segments(d)[-1]
+        if cur.stat().st_size >= 64 * 1024 and cur.read_bytes()[-4096:] == bytes(4096):
+            zeroed = cur
+        time.sleep(0.01)
+    assert zeroed is not None, "no pre-zeroed segment in use after %d writes: %s" % (
+        acked, [(p.name, p.stat().st_size) for p in segments(d)])
+    write_keys(srv, 10, first=acked + 1, batch=10)        # acknowledged while that segment is open
+    acked += 10
+    srv.proc.kill()
+    srv.proc.wait(10)
+    cur = segments(d)[-1]
+    assert cur.read_bytes()[-4096:] == b"\0" * 4096, "expected the open segment's zero tail on disk"
+    again = start(start_server, d, "always", *seg_arg)
+    assert info(again)["loading_torn_tails"] == "0"
+    assert_prefix(again, acked, acked, expect_m=acked)
+    assert_recovered(again, acked)
+    last, size = cur, cur.stat().st_size
+    recs = records(last)
+    assert recs and size == recs[-1][0] + recs[-1][1], (size, recs[-1:])
+    again.stop()
+    assert again.proc.returncode == 0
+    assert not (shard_dir(d) / "wal-spare.tmp").exists(), "the spare outlived a clean shutdown"
+
+
+def test_kill9_harness_with_prezeroed_segments(tmp_path):
+    """tests/crash/kill9.py in always mode with 256 KiB segments (pre-zeroed ones are in use within the
+    first milliseconds): every restart holds a prefix with every acknowledged key."""
+    harness = Path(__file__).resolve().parents[1] / "crash" / "kill9.py"
+    r = subprocess.run([sys.executable, str(harness), "--mode", "always", "--trials", "4", "--seed", "99",
+                        "--bin", os.environ.get("RUVIO_BIN", "build/ruvio"), "--workdir", str(tmp_path),
+                        "--server-arg=--wal_segment_bytes", "--server-arg=256kb"],
+                       capture_output=True, text=True, timeout=150)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_sync_min_interval_config(start_server, tmp_path):
+    srv = start(start_server, tmp_path / "data", "always", "--wal_sync_min_interval_us", "1500")
+    c = srv.client()
+    try:
+        assert c.config_get("wal_sync_min_interval_us") == {"wal_sync_min_interval_us": "1500"}
+        for i in range(50):
+            assert c.set("k:%d" % i, i)
+    finally:
+        c.close()
+    bad = start(start_server, tmp_path / "data2", "always", "--wal_sync_min_interval_us", "-2",
+                expect_fail=True)
+    assert bad.returncode not in (None, 0)
 
 
 @pytest.mark.parametrize("where", ["middle", "header"])
