@@ -241,6 +241,7 @@ struct wal {
     /* syncer only: adaptive pacing (always) */
     int64_t pace_us;                 /* spacing of sync starts while slow; 0 = never */
     int64_t pace_until;              /* mono us: pacing is on until then */
+    bool pace_always;                /* tests: as if every sync were slow */
     int64_t last_start;              /* mono us of the last sync's start */
     uint32_t dur[PACE_WINDOW];       /* durations of recent plain syncs, us */
     unsigned ndur;
@@ -312,6 +313,11 @@ seg_create(struct wal *w, uint64_t first, char *err, size_t errsz)
      * effort: not every filesystem supports it. */
     if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)w->seg_max + (1 << 20)) != 0) {
         log_debug("[shard %u] fallocate %s: %s", w->shard, path, strerror(errno));
+        /* ext4 keeps what it reserved before running out: give it back,
+         * or a nearly full disk is full of this file's reservation */
+        if (ftruncate(fd, 0) != 0) {
+            log_debug("[shard %u] ftruncate %s: %s", w->shard, path, strerror(errno));
+        }
     }
     size_t done;
     int rc = pwrite_all(fd, hdr, sizeof(hdr), 0, &done);
@@ -586,7 +592,7 @@ syncer_main(void *arg)
             /* Slow syncs lately: start this one no sooner than pace_us after
              * the last one started (it then covers what arrives meanwhile). */
             int64_t now = mono_us(), at = w->last_start + w->pace_us;
-            if (now < w->pace_until && now < at) {
+            if ((w->pace_always || now < w->pace_until) && now < at) {
                 pthread_mutex_unlock(&w->mu);
                 struct timespec d = { .tv_sec = (at - now) / 1000000,
                                       .tv_nsec = (long)((at - now) % 1000000) * 1000 };
@@ -648,6 +654,7 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
         w->pace_us = o->sync_min_interval_us < 0 ? 0
                      : o->sync_min_interval_us == 0 ? WAL_PACE_DEFAULT_US : o->sync_min_interval_us;
     }
+    w->pace_always = o->pace_always && w->pace_us > 0;
     buf_init(&w->stage);
     w->next_lsn = next_lsn;
     atomic_init(&w->written_lsn, next_lsn - 1);

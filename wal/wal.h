@@ -58,6 +58,7 @@ struct wal_opts {
      * WAL_PACE_DEFAULT_US, < 0 = never pace */
     int64_t sync_min_interval_us;
     bool no_spare;                   /* always: never pre-zero segments (tests) */
+    bool pace_always;                /* always: pace every sync, slow or not (tests) */
 };
 #define WAL_PACE_DEFAULT_US 1000
 

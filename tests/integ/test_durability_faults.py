@@ -233,14 +233,28 @@ def test_replies_flow_while_a_client_keeps_pipelining(start_server, tmp_path, mo
 # --------------------------------------------------------------------------------------------------------------
 # disk full
 
-@pytest.fixture
-def small_fs(tmp_path):
-    """A 4 MiB tmpfs; skipped where mount is not permitted.  Unmounted at teardown (lazily if still busy)."""
+@pytest.fixture(params=["tmpfs", "ext4"])
+def small_fs(tmp_path, request):
+    """A 4 MiB tmpfs, or an 8 MiB ext4 image on a loop device (there, unlike tmpfs, always mode would pre-zero
+    segments if there were room: this checks the fallback to growing segments on a real disk filesystem);
+    skipped where mount is not permitted.  Unmounted at teardown (lazily if still busy)."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
+    if request.param == "tmpfs":
+        cmd = ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)]
+    else:
+        img = tmp_path / "fs.img"
+        with open(img, "wb") as f:
+            f.truncate(8 << 20)
+        try:
+            mk = subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            pytest.skip("cannot make an ext4 image: %r" % (e,))
+        if mk.returncode != 0:
+            pytest.skip("cannot make an ext4 image: %s" % mk.stderr.strip())
+        cmd = ["mount", "-o", "loop", str(img), str(mnt)]
     try:
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-                           capture_output=True, text=True, timeout=10)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as e:
         pytest.skip("cannot mount a tmpfs for the disk-full test: %r" % (e,))
     if r.returncode != 0:
@@ -255,6 +269,13 @@ def small_fs(tmp_path):
         u = subprocess.run(["umount", str(mnt)], capture_output=True, timeout=10)
         if u.returncode != 0:
             subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
+
+
+def fill_leaving(mnt, filler, left):
+    st = os.statvfs(mnt)
+    free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize   # root may use reserved blocks
+    assert free > left, (free, left)
+    filler.write_bytes(b"\0" * (free - left))
 
 
 def _read_reply_or_full(a, b, deadline):
@@ -275,7 +296,7 @@ def test_disk_full_refuses_writes_keeps_reads_and_resumes(start_server, small_fs
     d = mnt / "data"
     d.mkdir()
     filler = mnt / "filler"
-    filler.write_bytes(b"\0" * (3 << 20))          # leaves about 1 MiB for the WAL
+    fill_leaving(mnt, filler, 1 << 20)              # leaves about 1 MiB for the WAL
     srv = start(start_server, d, mode)
     holders.append(srv)
     a = srv.raw(timeout=5)
@@ -338,7 +359,7 @@ def test_checkpoint_on_a_full_disk_fails_cleanly(start_server, small_fs):
     mnt, holders = small_fs
     d = mnt / "data"
     d.mkdir()
-    (mnt / "filler").write_bytes(b"\0" * (2 << 20) + b"\0" * (512 << 10))   # ~1.5 MiB left
+    fill_leaving(mnt, mnt / "filler", 3 << 19)                             # ~1.5 MiB left
     srv = start(start_server, d, "always")
     holders.append(srv)
     c = srv.client()
