@@ -902,11 +902,13 @@ wal_write(struct wal *w)
          * server that writes little never zero-fills a big segment), early
          * enough to be ready. The first (small) one is asked at open. */
         uint64_t at = w->seg_cap / 16 < SPARE_ASK_MAX ? w->seg_cap / 16 : SPARE_ASK_MAX;
-        if (!w->spare_asked && w->seg_size >= WAL_SEG_HDR + at) {
+        bool loaded = w->seg_size >= WAL_SEG_HDR + at;
+        if (!w->spare_asked && loaded) {
             spare_ask(w);
         }
-        if (!w->seg_zeroed && atomic_load_explicit(&w->spare_ready, memory_order_relaxed)) {
-            rotate_now(w);           /* leave a growing segment as soon as a spare is ready */
+        if (loaded && !w->seg_zeroed &&
+            atomic_load_explicit(&w->spare_ready, memory_order_relaxed)) {
+            rotate_now(w);           /* leave a growing segment under load once a spare is ready */
             return 0;
         }
     }
