@@ -992,6 +992,10 @@ persist_info(struct shard *s, struct buf *b)
         return;
     }
     uint64_t last = p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+    struct wal_stats ws = { 0 };
+    if (p->w) {
+        wal_stats(p->w, &ws);
+    }
     n = snprintf(line, sizeof(line),
                  "# Persistence\r\nloading:%d\r\nasync_loading:0\r\ndurability:%s\r\n"
                  "rdb_changes_since_last_save:%" PRIu64 "\r\nrdb_bgsave_in_progress:%d\r\n"
@@ -1001,7 +1005,10 @@ persist_info(struct shard *s, struct buf *b)
                  "aof_last_bgrewrite_status:%s\r\n"
                  "wal_last_lsn:%" PRIu64 "\r\nwal_written_lsn:%" PRIu64 "\r\nwal_durable_lsn:%" PRIu64 "\r\n"
                  "wal_bytes:%" PRIu64 "\r\nwal_segments:%zu\r\nwal_write_error:%s\r\n"
-                 "wal_fsync_error:%s\r\nwal_held_clients:%zu\r\ncheckpoint_lsn:%" PRIu64 "\r\n"
+                 "wal_fsync_error:%s\r\nwal_held_clients:%zu\r\n"
+                 "wal_fsyncs:%" PRIu64 "\r\nwal_fsyncs_slow:%" PRIu64 "\r\nwal_fsyncs_paced:%" PRIu64 "\r\n"
+                 "wal_fsync_max_us:%" PRIu64 "\r\nwal_prezeroed_segments:%" PRIu64 "\r\n"
+                 "checkpoint_lsn:%" PRIu64 "\r\n"
                  "checkpoint_in_progress:%d\r\ncheckpoint_keys_written:%" PRIu64 "\r\n"
                  "loading_keys:%" PRIu64 "\r\nloading_wal_records:%" PRIu64 "\r\n"
                  "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
@@ -1014,7 +1021,8 @@ persist_info(struct shard *s, struct buf *b)
                  p->w ? wal_bytes(p->w) : 0, p->w ? wal_segments(p->w) : (size_t)0,
                  p->w && wal_write_error(p->w) ? strerror(wal_write_error(p->w)) : "none",
                  p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none",
-                 p->nheld, p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
+                 p->nheld, ws.syncs, ws.slow_syncs, ws.paced_syncs, ws.max_sync_us,
+                 ws.prezeroed_segments, p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
                  p->torn_tails, p->replay_errors, p->load_us / 1000);
     buf_append(b, line, (size_t)n);
 }

@@ -245,6 +245,8 @@ struct wal {
     int64_t last_start;              /* mono us of the last sync's start */
     uint32_t dur[PACE_WINDOW];       /* durations of recent plain syncs, us */
     unsigned ndur;
+    /* counters for INFO (written by the syncer / shard, read by the shard) */
+    _Atomic uint64_t st_syncs, st_slow, st_paced, st_max_us, st_prezeroed;
 
     /* spare segment (always): prepared by the spare thread; mu guards these */
     pthread_cond_t spare_cv;
@@ -494,7 +496,10 @@ pace_note(struct wal *w, int64_t start, int64_t end)
         qsort(sorted, n, sizeof(uint32_t), cmp_u32);
         uint32_t median = sorted[n / 2];
         if (d > PACE_SLOW_FLOOR_US && d > 4 * median) {
-            w->pace_until = end + PACE_HOLD_US;
+            atomic_fetch_add_explicit(&w->st_slow, 1, memory_order_relaxed);
+            if (w->pace_us > 0) {
+                w->pace_until = end + PACE_HOLD_US;
+            }
         }
     }
     w->dur[w->ndur++ % PACE_WINDOW] = d;
@@ -539,8 +544,13 @@ sync_once(struct wal *w)
     if (!bad && dirsync && wal_fsync_dir(w->dir) != 0) {
         bad = errno;
     }
-    if (!bad && nr == 0 && !dirsync && w->pace_us > 0) {
-        pace_note(w, t0, mono_us());
+    int64_t t1 = mono_us();
+    atomic_fetch_add_explicit(&w->st_syncs, 1, memory_order_relaxed);
+    if ((uint64_t)(t1 - t0) > atomic_load_explicit(&w->st_max_us, memory_order_relaxed)) {
+        atomic_store_explicit(&w->st_max_us, (uint64_t)(t1 - t0), memory_order_relaxed);
+    }
+    if (!bad && nr == 0 && !dirsync) {
+        pace_note(w, t0, t1);
     }
     if (bad) {
         /* A failed fsync may have dropped dirty pages: nothing after the last
@@ -593,6 +603,7 @@ syncer_main(void *arg)
              * the last one started (it then covers what arrives meanwhile). */
             int64_t now = mono_us(), at = w->last_start + w->pace_us;
             if ((w->pace_always || now < w->pace_until) && now < at) {
+                atomic_fetch_add_explicit(&w->st_paced, 1, memory_order_relaxed);
                 pthread_mutex_unlock(&w->mu);
                 struct timespec d = { .tv_sec = (at - now) / 1000000,
                                       .tv_nsec = (long)((at - now) % 1000000) * 1000 };
@@ -843,6 +854,7 @@ rotate_now(struct wal *w)
     int nfd = spare ? seg_from_spare(w, first, &zsize) : -1;
     if (nfd >= 0) {
         seg_account(w, first, empty, zsize);
+        atomic_fetch_add_explicit(&w->st_prezeroed, 1, memory_order_relaxed);
     } else if (empty) {
         return 0;
     } else {
@@ -970,6 +982,17 @@ uint64_t wal_durable_lsn(const struct wal *w) { return atomic_load_explicit(&((s
 int wal_write_error(const struct wal *w) { return w->write_err; }
 int wal_sync_error(const struct wal *w) { return atomic_load(&((struct wal *)w)->sync_err); }
 size_t wal_segments(const struct wal *w) { return w->nseg; }
+
+void
+wal_stats(const struct wal *w, struct wal_stats *st)
+{
+    struct wal *m = (struct wal *)w;
+    st->syncs = atomic_load_explicit(&m->st_syncs, memory_order_relaxed);
+    st->slow_syncs = atomic_load_explicit(&m->st_slow, memory_order_relaxed);
+    st->paced_syncs = atomic_load_explicit(&m->st_paced, memory_order_relaxed);
+    st->max_sync_us = atomic_load_explicit(&m->st_max_us, memory_order_relaxed);
+    st->prezeroed_segments = atomic_load_explicit(&m->st_prezeroed, memory_order_relaxed);
+}
 
 uint64_t
 wal_bytes(const struct wal *w)

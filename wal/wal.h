@@ -92,6 +92,14 @@ int wal_write_error(const struct wal *w);       /* errno of the last failed writ
 int wal_sync_error(const struct wal *w);        /* errno of a failed fdatasync: sticky, fatal */
 uint64_t wal_bytes(const struct wal *w);        /* logical bytes of the segments (not file sizes) */
 size_t wal_segments(const struct wal *w);
+struct wal_stats {
+    uint64_t syncs;                  /* fdatasync rounds */
+    uint64_t slow_syncs;             /* over 4 x the recent median and over 2 ms */
+    uint64_t paced_syncs;            /* started late by pacing */
+    uint64_t max_sync_us;            /* slowest round */
+    uint64_t prezeroed_segments;     /* spares taken into use */
+};
+void wal_stats(const struct wal *w, struct wal_stats *st);
 
 /* Run fn(arg) on the syncer thread after any sync in progress (fsync of a
  * finished checkpoint, renames). fn must not touch shard state. */

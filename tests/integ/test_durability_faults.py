@@ -577,6 +577,8 @@ def test_zero_filled_tail_is_a_clean_end(start_server, tmp_path):
     assert_prefix(srv, N, N, expect_m=N)
     assert_recovered(srv, N)
     assert seg.stat().st_size == size, "the zero tail was not cut back to the last record"
+    inf = info(srv)
+    assert inf["wal_fsyncs_paced"] == "0" and inf["wal_fsyncs_slow"].isdigit(), inf
     out = server_output(srv)
     assert "torn" not in out, out[-2000:]
 
@@ -629,6 +631,8 @@ def test_kill9_with_prezeroed_segment_keeps_every_acknowledged_write(start_serve
         acked, [(p.name, p.stat().st_size) for p in segments(d)])
     write_keys(srv, 10, first=acked + 1, batch=10)        # acknowledged while that segment is open
     acked += 10
+    inf = info(srv)
+    assert int(inf["wal_prezeroed_segments"]) >= 1 and int(inf["wal_fsyncs"]) >= 1, inf
     srv.proc.kill()
     srv.proc.wait(10)
     cur = segments(d)[-1]
