@@ -72,10 +72,15 @@ def run_pairs(args):
                     if not bench.wait_quiet(0.10, args.quiet_wait):
                         bench.log("  machine still busy; running anyway")
                     res = bench.redis_benchmark(srv, "SET", args.n, 16, 50, 64, 600)
+                    res["wal"] = wal_stats(srv)
                     runs[name].append(res)
                     bench.log("%-9s round %d %-5s %9.0f rps %6.0f ns/op p50 %.2f p99 %.2f ms (foreign %.2f)"
                               % (pair, r + 1, name, res["rps"], res["server_cpu_ns_per_op"],
                                  res["p50_ms"] or -1, res["p99_ms"] or -1, res["foreign_cpu_util"]))
+                    if res["wal"]:
+                        bench.log("          fsyncs %(wal_fsyncs)s slow %(wal_fsyncs_slow)s paced "
+                                  "%(wal_fsyncs_paced)s max %(wal_fsync_max_us)s us, pre-zeroed segments "
+                                  "%(wal_prezeroed_segments)s" % res["wal"])
         rps_ratio = [a["rps"] / b["rps"] for a, b in zip(runs["ruvio"], runs["other"])]
         cpu_ratio = [b["server_cpu_ns_per_op"] / a["server_cpu_ns_per_op"]
                      for a, b in zip(runs["ruvio"], runs["other"])]
@@ -92,6 +97,20 @@ def run_pairs(args):
             "runs": runs,
         }
     return out
+
+
+def wal_stats(srv):
+    """ruvio's WAL counters after a run (INFO persistence), {} for Redis."""
+    c = bench.Conn(srv.port, timeout=10)
+    try:
+        info = c.call("INFO", "persistence")
+    finally:
+        c.close()
+    if isinstance(info, bytes):
+        info = info.decode()
+    keys = ("wal_fsyncs", "wal_fsyncs_slow", "wal_fsyncs_paced", "wal_fsync_max_us", "wal_prezeroed_segments")
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    return {k: int(fields[k]) for k in keys if k in fields}
 
 
 def load_sets(port, prefix, count, start=0, pipeline=2000):
