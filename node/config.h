@@ -54,7 +54,7 @@ struct cfg {
     int64_t obl_hard[3], obl_soft[3], obl_secs[3];   /* parsed, by enum cfg_obl_class */
     int64_t wal_segment_bytes;          /* rotate WAL segments past this size */
     int64_t checkpoint_wal_bytes;       /* checkpoint once the WAL grew this much (0 = never) */
-    int64_t wal_sync_min_interval_us;   /* always: sync spacing while syncs run slow (0 = 1000, -1 = off) */
+    int64_t wal_sync_min_interval_us;   /* always: 0 = adaptive sync pacing, N = fixed, -1 = off */
     bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;

@@ -239,9 +239,9 @@ struct wal {
     pthread_t th;
 
     /* syncer only: adaptive pacing (always) */
-    int64_t pace_us;                 /* spacing of sync starts while slow; 0 = never */
+    int64_t pace_us;                 /* spacing of sync starts (while slow); 0 = never */
     int64_t pace_until;              /* mono us: pacing is on until then */
-    bool pace_always;                /* tests: as if every sync were slow */
+    bool pace_always;                /* an explicit interval: every sync, slow or not */
     int64_t last_start;              /* mono us of the last sync's start */
     uint32_t dur[PACE_WINDOW];       /* durations of recent plain syncs, us */
     unsigned ndur;
@@ -599,8 +599,9 @@ syncer_main(void *arg)
             continue;
         }
         if (w->sync_req && !w->stop && w->pace_us > 0) {
-            /* Slow syncs lately: start this one no sooner than pace_us after
-             * the last one started (it then covers what arrives meanwhile). */
+            /* Slow syncs lately (or a fixed interval): start this one no
+             * sooner than pace_us after the last one started (it then covers
+             * what arrives meanwhile). */
             int64_t now = mono_us(), at = w->last_start + w->pace_us;
             if ((w->pace_always || now < w->pace_until) && now < at) {
                 atomic_fetch_add_explicit(&w->st_paced, 1, memory_order_relaxed);
@@ -664,8 +665,8 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     if (w->mode == WAL_ALWAYS) {
         w->pace_us = o->sync_min_interval_us < 0 ? 0
                      : o->sync_min_interval_us == 0 ? WAL_PACE_DEFAULT_US : o->sync_min_interval_us;
+        w->pace_always = o->sync_min_interval_us > 0;
     }
-    w->pace_always = o->pace_always && w->pace_us > 0;
     buf_init(&w->stage);
     w->next_lsn = next_lsn;
     atomic_init(&w->written_lsn, next_lsn - 1);

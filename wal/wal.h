@@ -54,11 +54,10 @@ struct wal_opts {
     int64_t sync_interval_ms;        /* everysec */
     void (*notify)(void *arg);       /* syncer thread: durable LSN advanced (always) */
     void *notify_arg;
-    /* always: minimum spacing of sync starts while syncs run slow; 0 =
-     * WAL_PACE_DEFAULT_US, < 0 = never pace */
+    /* always: 0 = adaptive (sync starts spaced WAL_PACE_DEFAULT_US apart
+     * while syncs run slow), > 0 = always spaced this many us, < 0 = never */
     int64_t sync_min_interval_us;
     bool no_spare;                   /* always: never pre-zero segments (tests) */
-    bool pace_always;                /* always: pace every sync, slow or not (tests) */
 };
 #define WAL_PACE_DEFAULT_US 1000
 

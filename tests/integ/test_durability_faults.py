@@ -661,14 +661,25 @@ def test_kill9_harness_with_prezeroed_segments(tmp_path):
 
 
 def test_sync_min_interval_config(start_server, tmp_path):
-    srv = start(start_server, tmp_path / "data", "always", "--wal_sync_min_interval_us", "1500")
+    """An explicit wal_sync_min_interval_us spaces every sync: 40 one-at-a-time SETs (one sync each) take at
+    least 39 intervals, INFO counts paced syncs, and every write is there after a kill -9."""
+    srv = start(start_server, tmp_path / "data", "always", "--wal_sync_min_interval_us", "20000")
     c = srv.client()
     try:
-        assert c.config_get("wal_sync_min_interval_us") == {"wal_sync_min_interval_us": "1500"}
-        for i in range(50):
+        assert c.config_get("wal_sync_min_interval_us") == {"wal_sync_min_interval_us": "20000"}
+        t0 = time.monotonic()
+        for i in range(1, 41):
             assert c.set("k:%d" % i, i)
+        took = time.monotonic() - t0
+        inf = info(srv)
     finally:
         c.close()
+    assert took >= 39 * 0.020 * 0.95, took
+    assert int(inf["wal_fsyncs_paced"]) >= 30, inf
+    srv.proc.kill()
+    srv.proc.wait(10)
+    again = start(start_server, tmp_path / "data", "always")
+    assert_prefix(again, 40, 40, expect_m=40)
     bad = start(start_server, tmp_path / "data2", "always", "--wal_sync_min_interval_us", "-2",
                 expect_fail=True)
     assert bad.returncode not in (None, 0)
