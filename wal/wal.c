@@ -236,6 +236,7 @@ struct wal {
     _Atomic uint64_t written_lsn;
     _Atomic uint64_t durable_lsn;
     _Atomic int sync_err;
+    _Atomic bool syncing;            /* an fdatasync of the log is running */
     pthread_t th;
 
     /* syncer only: adaptive pacing (always) */
@@ -389,12 +390,20 @@ spare_prepare(struct wal *w, uint64_t size)
     if (fd < 0) {
         return -errno;
     }
+    /* One chunk at a time, each written back before the next, and each
+     * between two WAL syncs: the spare never queues more than a chunk ahead
+     * of a WAL fdatasync, and no journal commit has megabytes of its dirty
+     * data to flush first (ext4 data=ordered). */
     int rc = 0;
-    uint64_t off = 0, kicked = 0;
+    uint64_t off = 0;
     while (off < size && rc == 0) {
         if (atomic_load(&w->spare_stop)) {
             rc = -ECANCELED;
             break;
+        }
+        for (int i = 0; i < 200 && atomic_load_explicit(&w->syncing, memory_order_relaxed); i++) {
+            struct timespec d = { 0, 20000 };
+            nanosleep(&d, NULL);     /* at most ~4 ms: a slow sync does not stop us */
         }
         size_t n = sizeof(zero_chunk);
         if (n > size - off) {
@@ -402,12 +411,11 @@ spare_prepare(struct wal *w, uint64_t size)
         }
         size_t done;
         rc = pwrite_all(fd, zero_chunk, n, off, &done);
-        off += done;
-        if (off - kicked >= (8u << 20)) {
-            /* start writeback now, so the final fdatasync is short */
-            (void)sync_file_range(fd, (off_t)kicked, (off_t)(off - kicked), SYNC_FILE_RANGE_WRITE);
-            kicked = off;
+        if (rc == 0 && sync_file_range(fd, (off_t)off, (off_t)done, SYNC_FILE_RANGE_WAIT_BEFORE |
+                                       SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+            rc = -errno;
         }
+        off += done;
     }
     if (rc == 0 && fdatasync(fd) != 0) {
         rc = -errno;
@@ -530,6 +538,7 @@ sync_once(struct wal *w)
     int bad = 0;
     int64_t t0 = mono_us();
     w->last_start = t0;
+    atomic_store_explicit(&w->syncing, true, memory_order_relaxed);
     for (size_t i = 0; i < nr && !bad; i++) {
         if (fdatasync(retired[i].fd) != 0) {
             bad = errno;
@@ -544,6 +553,7 @@ sync_once(struct wal *w)
     if (!bad && dirsync && wal_fsync_dir(w->dir) != 0) {
         bad = errno;
     }
+    atomic_store_explicit(&w->syncing, false, memory_order_relaxed);
     int64_t t1 = mono_us();
     atomic_fetch_add_explicit(&w->st_syncs, 1, memory_order_relaxed);
     if ((uint64_t)(t1 - t0) > atomic_load_explicit(&w->st_max_us, memory_order_relaxed)) {
@@ -674,6 +684,7 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     atomic_init(&w->sync_err, 0);
     atomic_init(&w->spare_stop, false);
     atomic_init(&w->spare_ready, false);
+    atomic_init(&w->syncing, false);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     pthread_cond_init(&w->spare_cv, NULL);
