@@ -194,8 +194,8 @@ struct retired {
 };
 
 #define PACE_WINDOW 16               /* recent plain syncs the median is taken over */
-#define PACE_SLOW_FLOOR_US 2000      /* a sync below this is never "slow" */
-#define PACE_HOLD_US 200000          /* pacing stays on this long after a slow sync */
+#define PACE_SLOW_FLOOR_US 5000      /* a sync below this is never "slow" */
+#define PACE_HOLD_US 100000          /* pacing stays on this long after a slow sync */
 #define SPARE_RETRY_US 5000000       /* after a failed spare (e.g. disk full) */
 #define SPARE_FIRST (4u << 20)       /* size of the first spare; later ones x4 up to seg_max */
 #define SPARE_ASK_MAX (1u << 20)     /* ask for the next spare by this far into a segment */

@@ -93,7 +93,7 @@ uint64_t wal_bytes(const struct wal *w);        /* logical bytes of the segments
 size_t wal_segments(const struct wal *w);
 struct wal_stats {
     uint64_t syncs;                  /* fdatasync rounds */
-    uint64_t slow_syncs;             /* over 4 x the recent median and over 2 ms */
+    uint64_t slow_syncs;             /* over 4 x the recent median and over 5 ms */
     uint64_t paced_syncs;            /* started late by pacing */
     uint64_t max_sync_us;            /* slowest round */
     uint64_t prezeroed_segments;     /* spares taken into use */
