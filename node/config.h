@@ -69,6 +69,7 @@ struct cfg {
     int64_t obl_check[3];       /* smallest non-zero of hard and soft, INT64_MAX when both are 0 */
     int64_t wal_segment_bytes;          /* rotate WAL segments past this size */
     int64_t checkpoint_wal_bytes;       /* checkpoint once the WAL grew this much (0 = never) */
+    int64_t wal_sync_min_interval_us;   /* always: 0 = adaptive sync pacing, N = fixed, -1 = off */
     bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;

@@ -796,26 +796,27 @@ set_aside(const char *path)
 }
 
 /* A last segment whose header never made it to disk (a crash right after
- * creating it): shorter than a header, or a header of zeros. */
+ * creating it): shorter than a header, or zeros only (a pre-zeroed segment
+ * is as long as a whole segment; records after a zero header are not
+ * "never written"). */
 static bool
 seg_never_written(const char *path)
 {
     FILE *f = fopen(path, "rb");
-    uint8_t h[WAL_SEG_HDR];
+    uint8_t h[65536];
+    size_t n, total = 0;
+    bool nonzero = false;
     if (f == NULL) {
         return false;
     }
-    size_t n = fread(h, 1, sizeof(h), f);
-    fclose(f);
-    if (n < sizeof(h)) {
-        return true;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (h[i]) {
-            return false;
+    while (!(nonzero && total >= WAL_SEG_HDR) && (n = fread(h, 1, sizeof(h), f)) > 0) {
+        for (size_t i = 0; i < n && !nonzero; i++) {
+            nonzero = h[i] != 0;
         }
+        total += n;
     }
-    return true;
+    fclose(f);
+    return total < WAL_SEG_HDR || !nonzero;
 }
 
 /* Keep the valid prefix (wal_accept_loss): cut segment i at off (or set it
@@ -838,6 +839,19 @@ keep_prefix(struct wal_file *segs, size_t n, size_t i, size_t off, char *err, si
     return 0;
 }
 
+/* The unwritten rest of a pre-zeroed segment (the process died with it open,
+ * or before a finished one was cut): a clean end; give the space back. */
+static void
+cut_zero_tail(unsigned sid, struct wal_walk *k)
+{
+    const char *path = k->segs[k->tail_seg].path;
+    int rc = wal_truncate(path, k->tail_off);
+    if (rc < 0) {
+        log_warn("[shard %u] cannot truncate the zero tail of %s: %s", sid, path, strerror(-rc));
+    }
+    k->zero_tail = false;
+}
+
 static int
 replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t after, bool accept,
                 uint64_t *last, char *err, size_t errsz)
@@ -848,6 +862,9 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
     enum wal_rd rd;
     wal_walk_init(&k, segs, n, after);
     while ((rd = wal_walk_next(&k, &rec)) == WAL_RD_OK) {
+        if (k.zero_tail) {
+            cut_zero_tail(sid, &k);
+        }
         if (rec.lsn <= after) {
             continue;
         }
@@ -859,6 +876,9 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
         x->p->records_replayed++;
     }
     wal_walk_close(&k);
+    if (k.zero_tail) {
+        cut_zero_tail(sid, &k);
+    }
     if (rd == WAL_RD_END) {
         return 0;
     }
@@ -991,6 +1011,7 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
             .dir = p->dir, .shard = shard_id(s), .mode = p->mode,
             .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
             .notify = on_synced, .notify_arg = s,
+            .sync_min_interval_us = cfg->wal_sync_min_interval_us,
         };
         p->w = wal_open(&o, p->next_lsn, err, errsz);
         if (p->w == NULL) {
@@ -1100,6 +1121,10 @@ persist_info(struct shard *s, struct buf *b)
         return;
     }
     uint64_t last = persist_last_lsn(s);
+    struct wal_stats ws = { 0 };
+    if (p->w) {
+        wal_stats(p->w, &ws);
+    }
     n = snprintf(line, sizeof(line),
                  "# Persistence\r\nloading:%d\r\nasync_loading:0\r\ndurability:%s\r\n"
                  "rdb_changes_since_last_save:%" PRIu64 "\r\nrdb_bgsave_in_progress:%d\r\n"
@@ -1109,7 +1134,10 @@ persist_info(struct shard *s, struct buf *b)
                  "aof_last_bgrewrite_status:%s\r\n"
                  "wal_last_lsn:%" PRIu64 "\r\nwal_written_lsn:%" PRIu64 "\r\nwal_durable_lsn:%" PRIu64 "\r\n"
                  "wal_bytes:%" PRIu64 "\r\nwal_segments:%zu\r\nwal_write_error:%s\r\n"
-                 "wal_fsync_error:%s\r\nwal_held_clients:%zu\r\ncheckpoint_lsn:%" PRIu64 "\r\n"
+                 "wal_fsync_error:%s\r\nwal_held_clients:%zu\r\n"
+                 "wal_fsyncs:%" PRIu64 "\r\nwal_fsyncs_slow:%" PRIu64 "\r\nwal_fsyncs_paced:%" PRIu64 "\r\n"
+                 "wal_fsync_max_us:%" PRIu64 "\r\nwal_prezeroed_segments:%" PRIu64 "\r\n"
+                 "checkpoint_lsn:%" PRIu64 "\r\n"
                  "checkpoint_in_progress:%d\r\ncheckpoint_keys_written:%" PRIu64 "\r\n"
                  "loading_keys:%" PRIu64 "\r\nloading_wal_records:%" PRIu64 "\r\n"
                  "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
@@ -1122,7 +1150,8 @@ persist_info(struct shard *s, struct buf *b)
                  p->w ? wal_bytes(p->w) : 0, p->w ? wal_segments(p->w) : (size_t)0,
                  p->w && wal_write_error(p->w) ? strerror(wal_write_error(p->w)) : "none",
                  p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none",
-                 p->nheld, p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
+                 p->nheld, ws.syncs, ws.slow_syncs, ws.paced_syncs, ws.max_sync_us,
+                 ws.prezeroed_segments, p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
                  p->torn_tails, p->replay_errors, p->load_us / 1000);
     buf_append(b, line, (size_t)n);
 }

@@ -18,8 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,6 +112,48 @@ write_all(int fd, const void *p, size_t n, size_t *done)
     return 0;
 }
 
+/* pwrite() all of p at off; *done says how much went in. */
+static int
+pwrite_all(int fd, const void *p, size_t n, uint64_t off, size_t *done)
+{
+    const char *c = p;
+    size_t d = 0;
+    while (d < n) {
+        ssize_t w = pwrite(fd, c + d, n - d, (off_t)(off + d));
+        if (w > 0) {
+            d += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        *done = d;
+        return w < 0 ? -errno : -ENOSPC;
+    }
+    *done = d;
+    return 0;
+}
+
+static int64_t
+mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* An absolute CLOCK_REALTIME deadline us microseconds from now (condvar waits). */
+static struct timespec
+deadline_in(int64_t us)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ns = ts.tv_nsec + (us % 1000000) * 1000;
+    ts.tv_sec += us / 1000000 + ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    return ts;
+}
+
 void
 wal_path_seg(char *out, size_t outsz, const char *dir, uint64_t first_lsn)
 {
@@ -141,6 +186,21 @@ struct io_job {
     void *arg;
 };
 
+/* A finished segment: the syncer fdatasyncs it, cuts it to its logical size
+ * (the zero tail of a pre-zeroed file, or blocks reserved past the end) and
+ * closes it. */
+struct retired {
+    int fd;
+    uint64_t size;
+};
+
+#define PACE_WINDOW 16               /* recent plain syncs the median is taken over */
+#define PACE_SLOW_FLOOR_US 5000      /* a sync below this is never "slow" */
+#define PACE_HOLD_US 100000          /* pacing stays on this long after a slow sync */
+#define SPARE_RETRY_US 5000000       /* after a failed spare (e.g. disk full) */
+#define SPARE_FIRST (4u << 20)       /* size of the first spare; later ones x4 up to seg_max */
+#define SPARE_ASK_MAX (1u << 20)     /* ask for the next spare by this far into a segment */
+
 struct wal {
     char dir[4096];
     unsigned shard;
@@ -154,17 +214,21 @@ struct wal {
     struct buf stage;
     uint64_t next_lsn;               /* LSN of the next record */
     uint64_t seg_first;              /* first LSN of the current segment */
-    uint64_t seg_size;
+    uint64_t seg_size;               /* logical size: the next write goes here */
+    bool seg_zeroed;                 /* the current segment is a pre-zeroed spare */
+    bool spare_asked;                /* a spare for the next rotation was requested */
+    bool spare_on;                   /* always mode on a filesystem where spares pay */
+    uint64_t seg_cap;                /* rotate past this: seg_max, or a spare's size */
     int write_err;
     uint64_t *seg_starts;            /* first LSNs of the segment files, oldest first */
-    uint64_t *seg_sizes;
+    uint64_t *seg_sizes;             /* their logical sizes */
     size_t nseg, capseg;
 
     /* shared with the syncer; the mutex guards fd, retired fds and jobs */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int fd;
-    int retired[64];
+    struct retired retired[64];
     size_t nretired;
     bool dir_dirty;
     bool sync_req;
@@ -173,16 +237,73 @@ struct wal {
     _Atomic uint64_t written_lsn;
     _Atomic uint64_t durable_lsn;
     _Atomic int sync_err;
+    _Atomic bool syncing;            /* an fdatasync of the log is running */
     pthread_t th;
+
+    /* syncer only: adaptive pacing (always) */
+    int64_t pace_us;                 /* spacing of sync starts (while slow); 0 = never */
+    int64_t pace_until;              /* mono us: pacing is on until then */
+    bool pace_always;                /* an explicit interval: every sync, slow or not */
+    int64_t last_start;              /* mono us of the last sync's start */
+    uint32_t dur[PACE_WINDOW];       /* durations of recent plain syncs, us */
+    unsigned ndur;
+    /* counters for INFO (written by the syncer / shard, read by the shard) */
+    _Atomic uint64_t st_syncs, st_slow, st_paced, st_max_us, st_prezeroed;
+
+    /* spare segment (always): prepared by the spare thread; mu guards these */
+    pthread_cond_t spare_cv;
+    pthread_t spare_th;
+    bool spare_th_on;
+    bool spare_want;
+    _Atomic bool spare_stop;
+    _Atomic bool spare_ready;        /* spare_fd holds a prepared file */
+    int spare_fd;
+    uint64_t spare_size;             /* of the file in spare_fd */
+    uint64_t spare_next;             /* size of the next spare (spare thread) */
+    char spare_path[4200];
 };
 
+static void
+seg_header(struct wal *w, uint8_t *hdr, uint64_t first)
+{
+    memset(hdr, 0, WAL_SEG_HDR);
+    memcpy(hdr, SEG_MAGIC, 8);
+    put32(hdr + 8, 1);
+    put32(hdr + 12, w->shard);
+    put64(hdr + 16, first);
+    put32(hdr + 28, wal_crc32c(0, hdr, 28));
+}
+
+/* Bookkeeping for a new current segment (replace: it took the name of the
+ * empty current one). */
+static void
+seg_account(struct wal *w, uint64_t first, bool replace, uint64_t zeroed_size)
+{
+    if (!replace) {
+        if (w->nseg == w->capseg) {
+            w->capseg = w->capseg ? 2 * w->capseg : 16;
+            w->seg_starts = rv_realloc(w->seg_starts, w->capseg * sizeof(uint64_t));
+            w->seg_sizes = rv_realloc(w->seg_sizes, w->capseg * sizeof(uint64_t));
+        }
+        w->nseg++;
+    }
+    w->seg_starts[w->nseg - 1] = first;
+    w->seg_sizes[w->nseg - 1] = WAL_SEG_HDR;
+    w->seg_first = first;
+    w->seg_size = WAL_SEG_HDR;
+    w->seg_zeroed = zeroed_size > 0;
+    w->seg_cap = zeroed_size > 0 ? zeroed_size : w->seg_max;
+    w->spare_asked = false;
+}
+
+/* A growing segment (no spare ready, or a filesystem without room for one). */
 static int
 seg_create(struct wal *w, uint64_t first, char *err, size_t errsz)
 {
     char path[4200];
-    uint8_t hdr[WAL_SEG_HDR] = { 0 };
+    uint8_t hdr[WAL_SEG_HDR];
     wal_path_seg(path, sizeof(path), w->dir, first);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         int e = errno;
         if (err) {
@@ -190,18 +311,20 @@ seg_create(struct wal *w, uint64_t first, char *err, size_t errsz)
         }
         return -e;
     }
-    memcpy(hdr, SEG_MAGIC, 8);
-    put32(hdr + 8, 1);
-    put32(hdr + 12, w->shard);
-    put64(hdr + 16, first);
-    put32(hdr + 28, wal_crc32c(0, hdr, 28));
+    seg_header(w, hdr, first);
     /* Reserve the segment's blocks up front (the size stays as written):
      * appends then skip the filesystem's delayed-allocation work. Best
      * effort: not every filesystem supports it. */
     if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)w->seg_max + (1 << 20)) != 0) {
         log_debug("[shard %u] fallocate %s: %s", w->shard, path, strerror(errno));
+        /* ext4 keeps what it reserved before running out: give it back,
+         * or a nearly full disk is full of this file's reservation */
+        if (ftruncate(fd, 0) != 0) {
+            log_debug("[shard %u] ftruncate %s: %s", w->shard, path, strerror(errno));
+        }
     }
-    int rc = write_all(fd, hdr, sizeof(hdr), NULL);
+    size_t done;
+    int rc = pwrite_all(fd, hdr, sizeof(hdr), 0, &done);
     if (rc < 0) {
         if (err) {
             snprintf(err, errsz, "cannot write WAL segment header %s: %s", path, strerror(-rc));
@@ -210,31 +333,197 @@ seg_create(struct wal *w, uint64_t first, char *err, size_t errsz)
         unlink(path);
         return rc;
     }
-    if (w->nseg == w->capseg) {
-        w->capseg = w->capseg ? 2 * w->capseg : 16;
-        w->seg_starts = rv_realloc(w->seg_starts, w->capseg * sizeof(uint64_t));
-        w->seg_sizes = rv_realloc(w->seg_sizes, w->capseg * sizeof(uint64_t));
-    }
-    w->seg_starts[w->nseg] = first;
-    w->seg_sizes[w->nseg] = WAL_SEG_HDR;
-    w->nseg++;
-    w->seg_first = first;
-    w->seg_size = WAL_SEG_HDR;
     return fd;
 }
 
-static void release_tail(struct wal *w, int fd);
+/* Take the prepared spare as the segment starting at first: header written
+ * in place, then renamed into place (the directory is synced with the next
+ * wave). -1 when there is none or it failed (the caller appends instead).
+ * Under the mutex, so the spare thread cannot start the next spare under the
+ * same temporary name before this one is renamed away. */
+static int
+seg_from_spare(struct wal *w, uint64_t first, uint64_t *size)
+{
+    char path[4200];
+    uint8_t hdr[WAL_SEG_HDR];
+    size_t done;
+    wal_path_seg(path, sizeof(path), w->dir, first);
+    seg_header(w, hdr, first);
+    pthread_mutex_lock(&w->mu);
+    int fd = w->spare_fd, rc = 0;
+    *size = w->spare_size;
+    w->spare_fd = -1;
+    atomic_store(&w->spare_ready, false);
+    if (fd >= 0) {
+        rc = pwrite_all(fd, hdr, sizeof(hdr), 0, &done);
+        if (rc == 0 && rename(w->spare_path, path) != 0) {
+            rc = -errno;
+        }
+        if (rc < 0) {
+            close(fd);
+            unlink(w->spare_path);
+            fd = -1;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (rc < 0) {
+        log_warn("[shard %u] cannot use the prepared WAL segment: %s", w->shard, strerror(-rc));
+    }
+    return fd;
+}
+
+/* ---- spare thread: zero-filled segment files ahead of rotation ----
+ * fdatasync after an in-place overwrite of blocks that are allocated and
+ * already written needs no metadata (journal) commit; appending to a
+ * growing file needs one per sync, and those are what stall. */
+
+static uint8_t zero_chunk[1 << 18];  /* never written */
+
+static int
+spare_prepare(struct wal *w, uint64_t size)
+{
+    struct statvfs sv;
+    uint64_t need = 2 * size + (16u << 20);
+    if (statvfs(w->dir, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < need) {
+        return -ENOSPC;              /* leave the room to the log itself */
+    }
+    int fd = open(w->spare_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return -errno;
+    }
+    /* One chunk at a time, each written back before the next, and each
+     * between two WAL syncs: the spare never queues more than a chunk ahead
+     * of a WAL fdatasync, and no journal commit has megabytes of its dirty
+     * data to flush first (ext4 data=ordered). */
+    int rc = 0;
+    uint64_t off = 0;
+    while (off < size && rc == 0) {
+        if (atomic_load(&w->spare_stop)) {
+            rc = -ECANCELED;
+            break;
+        }
+        for (int i = 0; i < 200 && atomic_load_explicit(&w->syncing, memory_order_relaxed); i++) {
+            struct timespec d = { 0, 20000 };
+            nanosleep(&d, NULL);     /* at most ~4 ms: a slow sync does not stop us */
+        }
+        size_t n = sizeof(zero_chunk);
+        if (n > size - off) {
+            n = (size_t)(size - off);
+        }
+        size_t done;
+        rc = pwrite_all(fd, zero_chunk, n, off, &done);
+        if (rc == 0 && sync_file_range(fd, (off_t)off, (off_t)done, SYNC_FILE_RANGE_WAIT_BEFORE |
+                                       SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+            rc = -errno;
+        }
+        off += done;
+    }
+    if (rc == 0 && fdatasync(fd) != 0) {
+        rc = -errno;
+    }
+    if (rc < 0) {
+        close(fd);
+        unlink(w->spare_path);
+        return rc;
+    }
+    return fd;
+}
+
+static void *
+spare_main(void *arg)
+{
+    struct wal *w = arg;
+    char name[16];
+    int64_t retry_at = 0;
+    snprintf(name, sizeof(name), "ruvio-wspr-%u", w->shard);
+    pthread_setname_np(pthread_self(), name);
+
+    pthread_mutex_lock(&w->mu);
+    while (!atomic_load(&w->spare_stop)) {
+        if (!w->spare_want || w->spare_fd >= 0) {
+            pthread_cond_wait(&w->spare_cv, &w->mu);
+            continue;
+        }
+        int64_t now = mono_us();
+        if (now < retry_at) {
+            struct timespec ts = deadline_in(retry_at - now);
+            pthread_cond_timedwait(&w->spare_cv, &w->mu, &ts);
+            continue;
+        }
+        uint64_t size = w->spare_next;
+        pthread_mutex_unlock(&w->mu);
+        int fd = spare_prepare(w, size);
+        pthread_mutex_lock(&w->mu);
+        if (fd < 0) {
+            if (fd != -ECANCELED) {
+                log_debug("[shard %u] no spare WAL segment (%s): segments grow as written",
+                          w->shard, strerror(-fd));
+            }
+            retry_at = mono_us() + SPARE_RETRY_US;
+            continue;
+        }
+        w->spare_fd = fd;
+        w->spare_size = size;
+        /* the first spare is small (ready in milliseconds), later ones grow */
+        w->spare_next = 4 * size < w->seg_max ? 4 * size : w->seg_max;
+        w->spare_want = false;
+        atomic_store(&w->spare_ready, true);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void
+spare_ask(struct wal *w)
+{
+    w->spare_asked = true;
+    pthread_mutex_lock(&w->mu);
+    w->spare_want = true;
+    pthread_cond_signal(&w->spare_cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- syncer ---- */
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Pacing: a sync much slower than the recent median (the device is
+ * throttling flushes) turns on a minimum spacing between sync starts for a
+ * while, so each sync covers more records and fewer are issued. */
+static void
+pace_note(struct wal *w, int64_t start, int64_t end)
+{
+    uint32_t d = (uint32_t)(end - start), sorted[PACE_WINDOW];
+    unsigned n = w->ndur < PACE_WINDOW ? w->ndur : PACE_WINDOW;
+    if (n >= PACE_WINDOW / 2) {
+        memcpy(sorted, w->dur, n * sizeof(uint32_t));
+        qsort(sorted, n, sizeof(uint32_t), cmp_u32);
+        uint32_t median = sorted[n / 2];
+        if (d > PACE_SLOW_FLOOR_US && d > 4 * median) {
+            atomic_fetch_add_explicit(&w->st_slow, 1, memory_order_relaxed);
+            if (w->pace_us > 0) {
+                w->pace_until = end + PACE_HOLD_US;
+            }
+        }
+    }
+    w->dur[w->ndur++ % PACE_WINDOW] = d;
+}
 
 static void
 sync_once(struct wal *w)
 {
-    int retired[64];
+    struct retired retired[64];
     size_t nr;
     bool dirsync;
 
     pthread_mutex_lock(&w->mu);
     nr = w->nretired;
-    memcpy(retired, w->retired, nr * sizeof(int));
+    memcpy(retired, w->retired, nr * sizeof(retired[0]));
     w->nretired = 0;
     dirsync = w->dir_dirty;
     w->dir_dirty = false;
@@ -248,11 +537,13 @@ sync_once(struct wal *w)
     }
     wal_failpoint("wal-sync");
     int bad = 0;
-    for (size_t i = 0; i < nr; i++) {
-        if (fdatasync(retired[i]) != 0) {
+    int64_t t0 = mono_us();
+    w->last_start = t0;
+    atomic_store_explicit(&w->syncing, true, memory_order_relaxed);
+    for (size_t i = 0; i < nr && !bad; i++) {
+        if (fdatasync(retired[i].fd) != 0) {
             bad = errno;
         }
-        close(retired[i]);
     }
     if (!bad && fdatasync(fd) != 0) {
         bad = errno;
@@ -262,6 +553,15 @@ sync_once(struct wal *w)
     }
     if (!bad && dirsync && wal_fsync_dir(w->dir) != 0) {
         bad = errno;
+    }
+    atomic_store_explicit(&w->syncing, false, memory_order_relaxed);
+    int64_t t1 = mono_us();
+    atomic_fetch_add_explicit(&w->st_syncs, 1, memory_order_relaxed);
+    if ((uint64_t)(t1 - t0) > atomic_load_explicit(&w->st_max_us, memory_order_relaxed)) {
+        atomic_store_explicit(&w->st_max_us, (uint64_t)(t1 - t0), memory_order_relaxed);
+    }
+    if (!bad && nr == 0 && !dirsync) {
+        pace_note(w, t0, t1);
     }
     if (bad) {
         /* A failed fsync may have dropped dirty pages: nothing after the last
@@ -275,6 +575,13 @@ sync_once(struct wal *w)
     }
     if (w->notify) {
         w->notify(w->notify_arg);
+    }
+    /* after the replies are released: freeing a zero tail takes a while */
+    for (size_t i = 0; i < nr; i++) {
+        if (!bad && ftruncate(retired[i].fd, (off_t)retired[i].size) != 0) {
+            log_debug("[shard %u] ftruncate: %s", w->shard, strerror(errno));
+        }
+        close(retired[i].fd);
     }
 }
 
@@ -293,11 +600,7 @@ syncer_main(void *arg)
         }
         if (!w->sync_req && w->jobs == NULL && !w->stop) {
             if (w->mode == WAL_EVERYSEC) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                int64_t ns = ts.tv_nsec + (w->interval_ms % 1000) * 1000000;
-                ts.tv_sec += w->interval_ms / 1000 + ns / 1000000000;
-                ts.tv_nsec = ns % 1000000000;
+                struct timespec ts = deadline_in(w->interval_ms * 1000);
                 if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT) {
                     w->sync_req = true;
                 }
@@ -305,6 +608,20 @@ syncer_main(void *arg)
                 pthread_cond_wait(&w->cv, &w->mu);
             }
             continue;
+        }
+        if (w->sync_req && !w->stop && w->pace_us > 0) {
+            /* Slow syncs lately (or a fixed interval): start this one no
+             * sooner than pace_us after the last one started (it then covers
+             * what arrives meanwhile). */
+            int64_t now = mono_us(), at = w->last_start + w->pace_us;
+            if ((w->pace_always || now < w->pace_until) && now < at) {
+                atomic_fetch_add_explicit(&w->st_paced, 1, memory_order_relaxed);
+                pthread_mutex_unlock(&w->mu);
+                struct timespec d = { .tv_sec = (at - now) / 1000000,
+                                      .tv_nsec = (long)((at - now) % 1000000) * 1000 };
+                nanosleep(&d, NULL);
+                pthread_mutex_lock(&w->mu);
+            }
         }
         if (w->sync_req || w->stop) {
             pthread_mutex_unlock(&w->mu);
@@ -333,6 +650,18 @@ syncer_main(void *arg)
     return NULL;
 }
 
+static void
+wal_free(struct wal *w)
+{
+    rv_free(w->seg_starts);
+    rv_free(w->seg_sizes);
+    buf_deinit(&w->stage);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    pthread_cond_destroy(&w->spare_cv);
+    rv_free(w);
+}
+
 struct wal *
 wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
 {
@@ -344,14 +673,32 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     w->interval_ms = o->sync_interval_ms > 0 ? o->sync_interval_ms : 1000;
     w->notify = o->notify;
     w->notify_arg = o->notify_arg;
+    if (w->mode == WAL_ALWAYS) {
+        w->pace_us = o->sync_min_interval_us < 0 ? 0
+                     : o->sync_min_interval_us == 0 ? WAL_PACE_DEFAULT_US : o->sync_min_interval_us;
+        w->pace_always = o->sync_min_interval_us > 0;
+    }
     buf_init(&w->stage);
     w->next_lsn = next_lsn;
     atomic_init(&w->written_lsn, next_lsn - 1);
     atomic_init(&w->durable_lsn, next_lsn - 1);
     atomic_init(&w->sync_err, 0);
+    atomic_init(&w->spare_stop, false);
+    atomic_init(&w->spare_ready, false);
+    atomic_init(&w->syncing, false);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->spare_cv, NULL);
     w->jobs_tail = &w->jobs;
+    w->spare_fd = -1;
+    snprintf(w->spare_path, sizeof(w->spare_path), "%s/wal-spare.tmp", w->dir);
+    unlink(w->spare_path);           /* a crashed run's; never part of the log */
+    /* Spares pay where fdatasync costs a journal commit: always mode, not
+     * on tmpfs (no sync cost there, and the zeros would take memory). */
+    struct statfs sf;
+    w->spare_on = w->mode == WAL_ALWAYS && !o->no_spare &&
+                  !(statfs(w->dir, &sf) == 0 && sf.f_type == TMPFS_MAGIC);
+    w->spare_next = w->seg_max < SPARE_FIRST ? w->seg_max : SPARE_FIRST;
 
     /* Older segments still on disk count for wal_bytes and are dropped by checkpoints. */
     struct wal_file *segs = NULL, *ck = NULL;
@@ -359,19 +706,13 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     if (wal_list(w->dir, &segs, &ns, &ck, &nc) == 0) {
         for (size_t i = 0; i < ns; i++) {
             struct stat st;
-            if (w->nseg == w->capseg) {
-                w->capseg = w->capseg ? 2 * w->capseg : 16;
-                w->seg_starts = rv_realloc(w->seg_starts, w->capseg * sizeof(uint64_t));
-                w->seg_sizes = rv_realloc(w->seg_sizes, w->capseg * sizeof(uint64_t));
-            }
-            w->seg_starts[w->nseg] = segs[i].lsn;
             bool ok = stat(segs[i].path, &st) == 0;
-            w->seg_sizes[w->nseg] = ok ? (uint64_t)st.st_size : 0;
+            seg_account(w, segs[i].lsn, false, 0);
+            w->seg_sizes[w->nseg - 1] = ok ? (uint64_t)st.st_size : 0;
             if (ok && i + 1 == ns && st.st_blocks * 512 > st.st_size + (1 << 20)) {
                 /* a crash left the last segment's reserved blocks: free them */
                 (void)truncate(segs[i].path, st.st_size);
             }
-            w->nseg++;
         }
     }
     rv_free(segs);
@@ -382,22 +723,24 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     }
     int fd = seg_create(w, next_lsn, err, errsz);
     if (fd < 0) {
-        rv_free(w->seg_starts);
-        rv_free(w->seg_sizes);
-        buf_deinit(&w->stage);
-        rv_free(w);
+        wal_free(w);
         return NULL;
     }
+    seg_account(w, next_lsn, false, 0);
     w->fd = fd;
     w->dir_dirty = true;
     if (pthread_create(&w->th, NULL, syncer_main, w) != 0) {
         snprintf(err, errsz, "cannot start the WAL sync thread");
         close(fd);
-        rv_free(w->seg_starts);
-        rv_free(w->seg_sizes);
-        buf_deinit(&w->stage);
-        rv_free(w);
+        wal_free(w);
         return NULL;
+    }
+    if (w->spare_on) {
+        w->spare_th_on = pthread_create(&w->spare_th, NULL, spare_main, w) == 0;
+        w->spare_on = w->spare_th_on;
+        if (w->spare_on) {
+            spare_ask(w);            /* small: the first writes already go in place */
+        }
     }
     return w;
 }
@@ -409,6 +752,17 @@ wal_close(struct wal *w)
         return;
     }
     wal_write(w);
+    if (w->spare_th_on) {
+        pthread_mutex_lock(&w->mu);
+        atomic_store(&w->spare_stop, true);
+        pthread_cond_signal(&w->spare_cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->spare_th, NULL);
+        if (w->spare_fd >= 0) {
+            close(w->spare_fd);
+        }
+        unlink(w->spare_path);
+    }
     pthread_mutex_lock(&w->mu);
     w->stop = true;
     w->sync_req = true;
@@ -416,16 +770,15 @@ wal_close(struct wal *w)
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
     for (size_t i = 0; i < w->nretired; i++) {
-        close(w->retired[i]);
+        close(w->retired[i].fd);
     }
-    release_tail(w, w->fd);
+    /* A closed segment ends at its last record: the zero tail (or the
+     * reserved blocks) go. Not synced: a zero tail is a clean end anyway. */
+    if (ftruncate(w->fd, (off_t)w->seg_size) != 0) {
+        log_debug("[shard %u] ftruncate: %s", w->shard, strerror(errno));
+    }
     close(w->fd);
-    buf_deinit(&w->stage);
-    rv_free(w->seg_starts);
-    rv_free(w->seg_sizes);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
-    rv_free(w);
+    wal_free(w);
 }
 
 size_t
@@ -471,32 +824,63 @@ wal_staged(const struct wal *w)
     return w->stage.len > w->stage.off;
 }
 
-/* Give back the blocks reserved past what a finished segment holds. */
+/* Hand the finished segment to the syncer and make nfd current. */
 static void
-release_tail(struct wal *w, int fd)
-{
-    /* truncating to the current size frees the blocks reserved past it */
-    if (ftruncate(fd, (off_t)w->seg_size) != 0) {
-        log_debug("[shard %u] ftruncate: %s", w->shard, strerror(errno));
-    }
-}
-
-static void
-rotate_locked_swap(struct wal *w, int nfd)
+retire_swap(struct wal *w, int ofd, uint64_t osize, int nfd)
 {
     pthread_mutex_lock(&w->mu);
     if (w->nretired < sizeof(w->retired) / sizeof(w->retired[0])) {
-        w->retired[w->nretired++] = w->fd;
+        w->retired[w->nretired++] = (struct retired){ ofd, osize };
     } else {
         /* The syncer is far behind: sync inline rather than leak (rare). */
-        if (fdatasync(w->fd) != 0) {
+        if (fdatasync(ofd) != 0) {
             atomic_store(&w->sync_err, errno);
+        } else if (ftruncate(ofd, (off_t)osize) != 0) {
+            log_debug("[shard %u] ftruncate: %s", w->shard, strerror(errno));
         }
-        close(w->fd);
+        close(ofd);
     }
     w->fd = nfd;
     w->dir_dirty = true;
     pthread_mutex_unlock(&w->mu);
+}
+
+static int
+rotate_now(struct wal *w)
+{
+    bool spare = w->spare_on && atomic_load_explicit(&w->spare_ready, memory_order_acquire);
+    bool empty = w->seg_size == WAL_SEG_HDR;
+    if (empty && (w->seg_zeroed || !spare)) {
+        return 0;                    /* the current segment is empty: nothing to do */
+    }
+    if (!empty) {
+        wal_failpoint("wal-rotate");
+    }
+    int ofd = w->fd;
+    uint64_t osize = w->seg_size;
+    /* The first record not yet written (records may be staged: next_lsn is
+     * past them). An empty growing segment is replaced by the spare under
+     * its own name. */
+    uint64_t first = empty ? w->seg_first
+                           : atomic_load_explicit(&w->written_lsn, memory_order_relaxed) + 1;
+    uint64_t zsize = 0;
+    int nfd = spare ? seg_from_spare(w, first, &zsize) : -1;
+    if (nfd >= 0) {
+        seg_account(w, first, empty, zsize);
+        atomic_fetch_add_explicit(&w->st_prezeroed, 1, memory_order_relaxed);
+    } else if (empty) {
+        return 0;
+    } else {
+        char err[256];
+        nfd = seg_create(w, first, err, sizeof(err));
+        if (nfd < 0) {
+            log_warn("[shard %u] %s", w->shard, err);
+            return nfd;
+        }
+        seg_account(w, first, false, 0);
+    }
+    retire_swap(w, ofd, osize, nfd);
+    return 0;
 }
 
 int
@@ -508,24 +892,7 @@ wal_rotate(struct wal *w)
             return rc;
         }
     }
-    if (w->seg_size == WAL_SEG_HDR) {
-        return 0;                    /* the current segment is empty: nothing to do */
-    }
-    wal_failpoint("wal-rotate");
-    char err[256];
-    int ofd = w->fd;
-    uint64_t osize = w->seg_size;
-    int nfd = seg_create(w, w->next_lsn, err, sizeof(err));
-    if (nfd < 0) {
-        log_warn("[shard %u] %s", w->shard, err);
-        return nfd;
-    }
-    uint64_t nsize = w->seg_size;
-    w->seg_size = osize;
-    release_tail(w, ofd);
-    w->seg_size = nsize;
-    rotate_locked_swap(w, nfd);
-    return 0;
+    return rotate_now(w);
 }
 
 int
@@ -536,8 +903,12 @@ wal_write(struct wal *w)
         return 0;
     }
     wal_failpoint("wal-append");
+    if (w->seg_size == WAL_SEG_HDR && !w->seg_zeroed && w->spare_on &&
+        atomic_load_explicit(&w->spare_ready, memory_order_relaxed)) {
+        rotate_now(w);               /* an empty growing segment: the spare takes its name */
+    }
     size_t done = 0;
-    int rc = write_all(w->fd, w->stage.data + w->stage.off, n, &done);
+    int rc = pwrite_all(w->fd, w->stage.data + w->stage.off, n, w->seg_size, &done);
     w->stage.off += done;
     w->seg_size += done;
     w->seg_sizes[w->nseg - 1] += done;
@@ -551,7 +922,22 @@ wal_write(struct wal *w)
         buf_shrink(&w->stage, 1u << 20);
     }
     atomic_store_explicit(&w->written_lsn, w->next_lsn - 1, memory_order_release);
-    if (w->seg_size >= w->seg_max) {
+    if (w->spare_on) {
+        /* Ask for the next one once the current segment shows load (a
+         * server that writes little never zero-fills a big segment), early
+         * enough to be ready. The first (small) one is asked at open. */
+        uint64_t at = w->seg_cap / 16 < SPARE_ASK_MAX ? w->seg_cap / 16 : SPARE_ASK_MAX;
+        bool loaded = w->seg_size >= WAL_SEG_HDR + at;
+        if (!w->spare_asked && loaded) {
+            spare_ask(w);
+        }
+        if (loaded && !w->seg_zeroed &&
+            atomic_load_explicit(&w->spare_ready, memory_order_relaxed)) {
+            rotate_now(w);           /* leave a growing segment under load once a spare is ready */
+            return 0;
+        }
+    }
+    if (w->seg_size >= w->seg_cap) {
         wal_rotate(w);               /* on failure the current segment grows on */
     }
     return 0;
@@ -609,6 +995,17 @@ uint64_t wal_durable_lsn(const struct wal *w) { return atomic_load_explicit(&((s
 int wal_write_error(const struct wal *w) { return w->write_err; }
 int wal_sync_error(const struct wal *w) { return atomic_load(&((struct wal *)w)->sync_err); }
 size_t wal_segments(const struct wal *w) { return w->nseg; }
+
+void
+wal_stats(const struct wal *w, struct wal_stats *st)
+{
+    struct wal *m = (struct wal *)w;
+    st->syncs = atomic_load_explicit(&m->st_syncs, memory_order_relaxed);
+    st->slow_syncs = atomic_load_explicit(&m->st_slow, memory_order_relaxed);
+    st->paced_syncs = atomic_load_explicit(&m->st_paced, memory_order_relaxed);
+    st->max_sync_us = atomic_load_explicit(&m->st_max_us, memory_order_relaxed);
+    st->prezeroed_segments = atomic_load_explicit(&m->st_prezeroed, memory_order_relaxed);
+}
 
 uint64_t
 wal_bytes(const struct wal *w)
@@ -830,8 +1227,22 @@ wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, si
 static bool
 all_zero(const uint8_t *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (p[i]) {
+    while (n > 0 && ((uintptr_t)p & 7)) {
+        if (*p) {
+            return false;
+        }
+        p++;
+        n--;
+    }
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        if (v) {
+            return false;
+        }
+    }
+    for (; n > 0; p++, n--) {
+        if (*p) {
             return false;
         }
     }
@@ -865,29 +1276,38 @@ wal_reader_next(struct wal_reader *r, struct wal_rec *rec)
     if (left == 0) {
         return WAL_RD_END;
     }
-    /* A record cut short, or zeros a crash left past the last write: a torn
-     * tail. Bad bytes followed by more data: corruption. */
+    /* Zeros from here to the end of the file: the unwritten part of a
+     * pre-zeroed segment, a clean end. */
+    if (all_zero(p, left < WAL_REC_HDR ? left : WAL_REC_HDR) &&
+        (left <= WAL_REC_HDR || all_zero(p + WAL_REC_HDR, left - WAL_REC_HDR))) {
+        r->zero_tail = true;
+        return WAL_RD_END;
+    }
+    /* A record cut short, or garbage no complete record follows: a torn tail
+     * (the write of the last wave did not complete). Bad bytes followed by a
+     * well-formed record: corruption. */
     if (left < WAL_REC_HDR) {
         r->why = "truncated record header";
         return WAL_RD_TORN;
     }
     uint32_t len = get32(p);
-    if (len == 0 && all_zero(p, left)) {
-        r->why = "zero-filled tail";
-        return WAL_RD_TORN;
-    }
-    if ((uint64_t)len + WAL_REC_HDR > left) {
+    if (len == 0 || (uint64_t)len + WAL_REC_HDR > left) {
+        r->why = len == 0 ? "zero record length" : "bad record length";
         if (valid_record_after(r, r->off)) {
-            r->why = "bad record length";
             return WAL_RD_CORRUPT;
         }
-        r->why = "truncated record";
+        if (len != 0) {
+            r->why = "truncated record";
+        }
         return WAL_RD_TORN;
     }
     if (get32(p + 4) != wal_crc32c(0, p + 8, 16 + (size_t)len)) {
         size_t after = left - WAL_REC_HDR - len;
         r->why = "CRC mismatch";
-        return after == 0 || all_zero(p + WAL_REC_HDR + len, after) ? WAL_RD_TORN : WAL_RD_CORRUPT;
+        if (after == 0 || all_zero(p + WAL_REC_HDR + len, after)) {
+            return WAL_RD_TORN;
+        }
+        return valid_record_after(r, r->off) ? WAL_RD_CORRUPT : WAL_RD_TORN;
     }
     rec->lsn = get64(p + 8);
     r->last_lsn = rec->lsn;
@@ -999,6 +1419,13 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
             return WAL_RD_OK;
         }
         if (rd == WAL_RD_END) {
+            if (k->r.zero_tail) {
+                /* a pre-zeroed segment: its logical end is where the zeros start */
+                k->bytes -= k->r.size - k->r.off;
+                k->zero_tail = true;
+                k->tail_seg = k->seg;
+                k->tail_off = k->r.off;
+            }
             wal_reader_close(&k->r);
             k->open = false;
             k->seg++;

@@ -5,6 +5,13 @@
  * Files, under the shard's directory (data_dir/shard-<i>/):
  *   wal-<first lsn, 20 digits>.log   segment: 32-byte header, then records
  *   ckpt-<lsn, 20 digits>.ckpt       checkpoint covering records <= lsn
+ *   wal-spare.tmp                    always: the next segment, zero-filled ahead
+ *
+ * Records are pwrite()n at the segment's logical end. In always mode a
+ * segment is a pre-zeroed file (the spare, renamed into place at rotation),
+ * so the log ends at the first all-zero record header followed only by
+ * zeros; a finished segment is cut to its last record. Elsewhere (and when no
+ * spare could be prepared) a segment grows as written.
  *
  * Record (little-endian): u32 len | u32 crc32c | u64 lsn | i64 ts_ms | payload
  * (len bytes). The CRC covers lsn, ts and payload. LSNs start at 1 and grow by
@@ -18,7 +25,9 @@
  *
  * Threads: everything except the syncer runs on the shard's thread. The
  * syncer calls fdatasync() on its own thread (every interval in everysec, on
- * request in always) and publishes the durable LSN; the shard never syncs. */
+ * request in always, spaced while syncs run slow) and publishes the durable
+ * LSN; the shard never syncs. In always mode a spare thread zero-fills the
+ * next segment. */
 #pragma once
 #include "node/base/buf.h"
 #include "proto/resp.h"
@@ -45,7 +54,12 @@ struct wal_opts {
     int64_t sync_interval_ms;        /* everysec */
     void (*notify)(void *arg);       /* syncer thread: durable LSN advanced (always) */
     void *notify_arg;
+    /* always: 0 = adaptive (sync starts spaced WAL_PACE_DEFAULT_US apart
+     * while syncs run slow), > 0 = always spaced this many us, < 0 = never */
+    int64_t sync_min_interval_us;
+    bool no_spare;                   /* always: never pre-zero segments (tests) */
 };
+#define WAL_PACE_DEFAULT_US 1000
 
 /* Start a new segment whose first record will be next_lsn. */
 struct wal *wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz);
@@ -75,8 +89,16 @@ uint64_t wal_written_lsn(const struct wal *w);  /* the kernel has it */
 uint64_t wal_durable_lsn(const struct wal *w);  /* fdatasync covered it */
 int wal_write_error(const struct wal *w);       /* errno of the last failed write, 0 once it succeeds */
 int wal_sync_error(const struct wal *w);        /* errno of a failed fdatasync: sticky, fatal */
-uint64_t wal_bytes(const struct wal *w);        /* bytes in segment files now */
+uint64_t wal_bytes(const struct wal *w);        /* logical bytes of the segments (not file sizes) */
 size_t wal_segments(const struct wal *w);
+struct wal_stats {
+    uint64_t syncs;                  /* fdatasync rounds */
+    uint64_t slow_syncs;             /* over 4 x the recent median and over 5 ms */
+    uint64_t paced_syncs;            /* started late by pacing */
+    uint64_t max_sync_us;            /* slowest round */
+    uint64_t prezeroed_segments;     /* spares taken into use */
+};
+void wal_stats(const struct wal *w, struct wal_stats *st);
 
 /* Run fn(arg) on the syncer thread after any sync in progress (fsync of a
  * finished checkpoint, renames). fn must not touch shard state. */
@@ -135,6 +157,7 @@ struct wal_reader {
     uint64_t last_lsn;               /* of the last good record (internal) */
     struct wal_ckpt_info ck;         /* checkpoints */
     const char *why;                 /* after TORN/CORRUPT */
+    bool zero_tail;                  /* END: zeros from off to the end of the file */
 };
 /* Map a segment (ckpt false) or checkpoint and check its header; -1 with a
  * message naming the file on failure. */
@@ -159,7 +182,9 @@ struct wal_walk {
     bool started, open;
     struct wal_reader r;
     size_t rec_off;                  /* offset of the record last returned */
-    uint64_t bytes;                  /* sizes of the segments opened */
+    uint64_t bytes;                  /* logical sizes of the segments read */
+    bool zero_tail;                  /* a segment ended in a zero tail (recovery cuts it and clears this): */
+    size_t tail_seg, tail_off;       /*   the latest, segs[tail_seg] at offset tail_off */
     /* after WAL_RD_TORN / WAL_RD_CORRUPT: */
     size_t off;                      /* where in segs[seg]; 0 with whole_file */
     bool whole_file;                 /* a missing segment before it, or an unreadable/bad header */

@@ -17,11 +17,15 @@ kill -9, restart on the same directory and time until PING answers; also INFO's 
 and the replay rate (K + R) / loading time.
 
 Usage: tests/bench/durability.py [--rounds 3] [-n 1000000] [--pairs everysec,always,...]
-       [--recovery-keys 1000000] [--recovery-records 1000000] [--json out.json]
+       [--recovery-keys 1000000] [--recovery-records 1000000] [--no-recovery] [--json out.json]
+       [--ruvio-arg=--wal_sync_min_interval_us --ruvio-arg=-1]   (extra ruvio arguments, every pair)
+
+The always-mode p99 check alone (issue 4): --pairs always --no-recovery --rounds 5 --json out.json
 """
 import argparse
 import json
 import os
+import shlex
 import signal
 import statistics
 import subprocess
@@ -50,8 +54,12 @@ def med(xs):
 
 def run_pairs(args):
     out = {}
+    extra = " ".join(shlex.quote(a) for a in args.ruvio_arg or [])
     for pair in args.pairs:
         ours, other = PAIRS[pair]
+        if extra:
+            ours = ours + " " + extra
+            other = other + " " + extra if other.startswith("{bin}") else other
         runs = {"ruvio": [], "other": []}
         for r in range(args.rounds):
             order = [("ruvio", ours), ("other", other)]
@@ -64,10 +72,15 @@ def run_pairs(args):
                     if not bench.wait_quiet(0.10, args.quiet_wait):
                         bench.log("  machine still busy; running anyway")
                     res = bench.redis_benchmark(srv, "SET", args.n, 16, 50, 64, 600)
+                    res["wal"] = wal_stats(srv)
                     runs[name].append(res)
-                    bench.log("%-9s round %d %-5s %9.0f rps %6.0f ns/op p99 %.2f ms (foreign %.2f)"
+                    bench.log("%-9s round %d %-5s %9.0f rps %6.0f ns/op p50 %.2f p99 %.2f ms (foreign %.2f)"
                               % (pair, r + 1, name, res["rps"], res["server_cpu_ns_per_op"],
-                                 res["p99_ms"] or -1, res["foreign_cpu_util"]))
+                                 res["p50_ms"] or -1, res["p99_ms"] or -1, res["foreign_cpu_util"]))
+                    if res["wal"]:
+                        bench.log("          fsyncs %(wal_fsyncs)s slow %(wal_fsyncs_slow)s paced "
+                                  "%(wal_fsyncs_paced)s max %(wal_fsync_max_us)s us, pre-zeroed segments "
+                                  "%(wal_prezeroed_segments)s" % res["wal"])
         rps_ratio = [a["rps"] / b["rps"] for a, b in zip(runs["ruvio"], runs["other"])]
         cpu_ratio = [b["server_cpu_ns_per_op"] / a["server_cpu_ns_per_op"]
                      for a, b in zip(runs["ruvio"], runs["other"])]
@@ -77,11 +90,27 @@ def run_pairs(args):
             "cpu_ratio_median": med(cpu_ratio),
             "ruvio_rps_median": med([x["rps"] for x in runs["ruvio"]]),
             "other_rps_median": med([x["rps"] for x in runs["other"]]),
+            "ruvio_p50_ms_median": med([x["p50_ms"] for x in runs["ruvio"]]),
+            "other_p50_ms_median": med([x["p50_ms"] for x in runs["other"]]),
             "ruvio_p99_ms_median": med([x["p99_ms"] for x in runs["ruvio"]]),
             "other_p99_ms_median": med([x["p99_ms"] for x in runs["other"]]),
             "runs": runs,
         }
     return out
+
+
+def wal_stats(srv):
+    """ruvio's WAL counters after a run (INFO persistence), {} for Redis."""
+    c = bench.Conn(srv.port, timeout=10)
+    try:
+        info = c.call("INFO", "persistence")
+    finally:
+        c.close()
+    if isinstance(info, bytes):
+        info = info.decode()
+    keys = ("wal_fsyncs", "wal_fsyncs_slow", "wal_fsyncs_paced", "wal_fsync_max_us", "wal_prezeroed_segments")
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    return {k: int(fields[k]) for k in keys if k in fields}
 
 
 def load_sets(port, prefix, count, start=0, pipeline=2000):
@@ -168,6 +197,8 @@ def main():
     ap.add_argument("--recovery-keys", type=int, default=1000000)
     ap.add_argument("--recovery-records", type=int, default=1000000)
     ap.add_argument("--no-recovery", action="store_true")
+    ap.add_argument("--ruvio-arg", action="append",
+                    help="extra ruvio argument for every pair (repeat; e.g. --ruvio-arg=--wal_sync_min_interval_us)")
     ap.add_argument("--quiet-wait", type=float, default=20.0)
     ap.add_argument("--json", default="/tmp/ruvio-durability-bench.json")
     args = ap.parse_args()

@@ -78,6 +78,8 @@ def records(path, hdr=SEG_HDR):
     out = []
     off = hdr
     while off + REC_HDR <= len(data):
+        if data[off:off + REC_HDR] == bytes(REC_HDR):
+            break                                  # the zero tail of a pre-zeroed segment
         (n,) = struct.unpack_from("<I", data, off)
         if off + REC_HDR + n > len(data):
             break
@@ -195,7 +197,7 @@ def test_failpoint_then_recovery_keeps_a_prefix(start_server, tmp_path, site, mo
     inf = assert_recovered(again, m)
     if site in CKPT_SITES:
         assert inf["checkpoint_lsn"] == "0"
-        assert list(shard_dir(d).glob("*.tmp")) == [], "the unfinished checkpoint was not removed"
+        assert list(shard_dir(d).glob("ckpt-*.tmp")) == [], "the unfinished checkpoint was not removed"
     # the recovered server takes writes and a second restart gives the same keyspace
     c = again.client()
     assert c.set("k:%d" % (m + 1), m + 1)
@@ -231,14 +233,28 @@ def test_replies_flow_while_a_client_keeps_pipelining(start_server, tmp_path, mo
 # --------------------------------------------------------------------------------------------------------------
 # disk full
 
-@pytest.fixture
-def small_fs(tmp_path):
-    """A 4 MiB tmpfs; skipped where mount is not permitted.  Unmounted at teardown (lazily if still busy)."""
+@pytest.fixture(params=["tmpfs", "ext4"])
+def small_fs(tmp_path, request):
+    """A 4 MiB tmpfs, or an 8 MiB ext4 image on a loop device (there, unlike tmpfs, always mode would pre-zero
+    segments if there were room: this checks the fallback to growing segments on a real disk filesystem);
+    skipped where mount is not permitted.  Unmounted at teardown (lazily if still busy)."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
+    if request.param == "tmpfs":
+        cmd = ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)]
+    else:
+        img = tmp_path / "fs.img"
+        with open(img, "wb") as f:
+            f.truncate(8 << 20)
+        try:
+            mk = subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            pytest.skip("cannot make an ext4 image: %r" % (e,))
+        if mk.returncode != 0:
+            pytest.skip("cannot make an ext4 image: %s" % mk.stderr.strip())
+        cmd = ["mount", "-o", "loop", str(img), str(mnt)]
     try:
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-                           capture_output=True, text=True, timeout=10)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as e:
         pytest.skip("cannot mount a tmpfs for the disk-full test: %r" % (e,))
     if r.returncode != 0:
@@ -253,6 +269,13 @@ def small_fs(tmp_path):
         u = subprocess.run(["umount", str(mnt)], capture_output=True, timeout=10)
         if u.returncode != 0:
             subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
+
+
+def fill_leaving(mnt, filler, left):
+    st = os.statvfs(mnt)
+    free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize   # root may use reserved blocks
+    assert free > left, (free, left)
+    filler.write_bytes(b"\0" * (free - left))
 
 
 def _read_reply_or_full(a, b, deadline):
@@ -273,7 +296,7 @@ def test_disk_full_refuses_writes_keeps_reads_and_resumes(start_server, small_fs
     d = mnt / "data"
     d.mkdir()
     filler = mnt / "filler"
-    filler.write_bytes(b"\0" * (3 << 20))          # leaves about 1 MiB for the WAL
+    fill_leaving(mnt, filler, 1 << 20)              # leaves about 1 MiB for the WAL
     srv = start(start_server, d, mode)
     holders.append(srv)
     a = srv.raw(timeout=5)
@@ -336,7 +359,7 @@ def test_checkpoint_on_a_full_disk_fails_cleanly(start_server, small_fs):
     mnt, holders = small_fs
     d = mnt / "data"
     d.mkdir()
-    (mnt / "filler").write_bytes(b"\0" * (2 << 20) + b"\0" * (512 << 10))   # ~1.5 MiB left
+    fill_leaving(mnt, mnt / "filler", 3 << 19)                             # ~1.5 MiB left
     srv = start(start_server, d, "always")
     holders.append(srv)
     c = srv.client()
@@ -540,17 +563,126 @@ def test_torn_last_record_is_cut_off_and_counted(start_server, tmp_path):
     assert_no_sanitizer_report(srv, again)
 
 
-def test_zero_filled_tail_is_a_torn_tail(start_server, tmp_path):
+def test_zero_filled_tail_is_a_clean_end(start_server, tmp_path):
+    """Segments in always mode are pre-zeroed files written in place: zeros after the last record are the
+    unwritten rest of the segment, the end of the log, not a torn record.  Recovery gives the space back."""
     d = tmp_path / "data"
     make_wal(start_server, d, N)
     (seg,) = segments(d)
     size = seg.stat().st_size
-    with open(seg, "ab") as f:                 # what a crash can leave past the last write on some filesystems
-        f.write(b"\0" * 4096)
+    with open(seg, "ab") as f:                 # what a kill -9 leaves of a pre-zeroed segment
+        f.write(b"\0" * 65536)
+    srv = start(start_server, d, "always")
+    assert info(srv)["loading_torn_tails"] == "0"
+    assert_prefix(srv, N, N, expect_m=N)
+    assert_recovered(srv, N)
+    assert seg.stat().st_size == size, "the zero tail was not cut back to the last record"
+    inf = info(srv)
+    assert inf["wal_fsyncs_paced"] == "0" and inf["wal_fsyncs_slow"].isdigit(), inf
+    out = server_output(srv)
+    assert "torn" not in out, out[-2000:]
+
+
+@pytest.mark.parametrize("junk", ["garbage", "partial-record"])
+def test_garbage_inside_the_zeroed_area_is_a_torn_tail(start_server, tmp_path, junk):
+    """Bytes after the last record that do not form a record, with only zeros after them: the write of the
+    last wave did not complete.  It is cut off (counted as a torn tail) and the next start is clean."""
+    d = tmp_path / "data"
+    make_wal(start_server, d, N)
+    (seg,) = segments(d)
+    size = seg.stat().st_size
+    off, ln = records(seg)[-1]
+    last = seg.read_bytes()[off:off + ln]
+    if junk == "garbage":
+        tail = bytes((i * 37 + 11) % 251 + 1 for i in range(100))
+    else:
+        tail = last[:REC_HDR] + last[REC_HDR:REC_HDR + 3]   # a record header and the first payload bytes
+    with open(seg, "ab") as f:
+        f.write(tail + b"\0" * 65536)
     srv = start(start_server, d, "always")
     assert info(srv)["loading_torn_tails"] == "1"
     assert_prefix(srv, N, N, expect_m=N)
-    assert seg.stat().st_size == size
+    assert_recovered(srv, N)
+    assert seg.stat().st_size == size, "the torn bytes were not cut off"
+    srv.stop()
+    again = start(start_server, d, "always")
+    assert info(again)["loading_torn_tails"] == "0"
+    assert_prefix(again, N, N, expect_m=N)
+
+
+def test_kill9_with_prezeroed_segment_keeps_every_acknowledged_write(start_server, tmp_path):
+    """always mode, small segments so pre-zeroed ones are in use: kill -9 with one open, restart, every
+    acknowledged key is there, no torn tail is reported (the zero tail is a clean end) and the segment is cut
+    back to its records."""
+    d = tmp_path / "data"
+    seg_arg = ["--wal_segment_bytes", "64kb"]
+    srv = start(start_server, d, "always", *seg_arg)
+    acked = 0
+    deadline = time.monotonic() + 20
+    zeroed = None
+    while zeroed is None and time.monotonic() < deadline:
+        write_keys(srv, 200, first=acked + 1, batch=50)
+        acked += 200
+        cur = segments(d)[-1]
+        if cur.stat().st_size >= 64 * 1024 and cur.read_bytes()[-4096:] == bytes(4096):
+            zeroed = cur
+        time.sleep(0.01)
+    assert zeroed is not None, "no pre-zeroed segment in use after %d writes: %s" % (
+        acked, [(p.name, p.stat().st_size) for p in segments(d)])
+    write_keys(srv, 10, first=acked + 1, batch=10)        # acknowledged while that segment is open
+    acked += 10
+    inf = info(srv)
+    assert int(inf["wal_prezeroed_segments"]) >= 1 and int(inf["wal_fsyncs"]) >= 1, inf
+    srv.proc.kill()
+    srv.proc.wait(10)
+    cur = segments(d)[-1]
+    assert cur.read_bytes()[-4096:] == b"\0" * 4096, "expected the open segment's zero tail on disk"
+    again = start(start_server, d, "always", *seg_arg)
+    assert info(again)["loading_torn_tails"] == "0"
+    assert_prefix(again, acked, acked, expect_m=acked)
+    assert_recovered(again, acked)
+    last, size = cur, cur.stat().st_size
+    recs = records(last)
+    assert recs and size == recs[-1][0] + recs[-1][1], (size, recs[-1:])
+    again.stop()
+    assert again.proc.returncode == 0
+    assert not (shard_dir(d) / "wal-spare.tmp").exists(), "the spare outlived a clean shutdown"
+
+
+def test_kill9_harness_with_prezeroed_segments(tmp_path):
+    """tests/crash/kill9.py in always mode with 256 KiB segments (pre-zeroed ones are in use within the
+    first milliseconds): every restart holds a prefix with every acknowledged key."""
+    harness = Path(__file__).resolve().parents[1] / "crash" / "kill9.py"
+    r = subprocess.run([sys.executable, str(harness), "--mode", "always", "--trials", "4", "--seed", "99",
+                        "--bin", os.environ.get("RUVIO_BIN", "build/ruvio"), "--workdir", str(tmp_path),
+                        "--server-arg=--wal_segment_bytes", "--server-arg=256kb"],
+                       capture_output=True, text=True, timeout=150)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_sync_min_interval_config(start_server, tmp_path):
+    """An explicit wal_sync_min_interval_us spaces every sync: 40 one-at-a-time SETs (one sync each) take at
+    least 39 intervals, INFO counts paced syncs, and every write is there after a kill -9."""
+    srv = start(start_server, tmp_path / "data", "always", "--wal_sync_min_interval_us", "20000")
+    c = srv.client()
+    try:
+        assert c.config_get("wal_sync_min_interval_us") == {"wal_sync_min_interval_us": "20000"}
+        t0 = time.monotonic()
+        for i in range(1, 41):
+            assert c.set("k:%d" % i, i)
+        took = time.monotonic() - t0
+        inf = info(srv)
+    finally:
+        c.close()
+    assert took >= 39 * 0.020 * 0.95, took
+    assert int(inf["wal_fsyncs_paced"]) >= 20, inf          # a sync slower than 20 ms needs no pacing
+    srv.proc.kill()
+    srv.proc.wait(10)
+    again = start(start_server, tmp_path / "data", "always")
+    assert_prefix(again, 40, 40, expect_m=40)
+    bad = start(start_server, tmp_path / "data2", "always", "--wal_sync_min_interval_us", "-2",
+                expect_fail=True)
+    assert bad.returncode not in (None, 0)
 
 
 @pytest.mark.parametrize("where", ["middle", "header"])

@@ -1,0 +1,320 @@
+/* Unit tests of the WAL files: pre-zeroed segments (a zero tail is the end
+ * of the log), torn tails and corruption inside the zeroed area, spares. */
+#include "wal/wal.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[128];
+
+static void
+mkdir_tmp(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/ruvio-unit-wal-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void
+rm_tmp(void)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+}
+
+/* One SET record per LSN. */
+static void
+append(struct wal *w, int i)
+{
+    char k[32];
+    int n = snprintf(k, sizeof(k), "k:%d", i);
+    struct rv_str argv[3] = { { "SET", 3 }, { k, (size_t)n }, { "valuevaluevaluevalue", 20 } };
+    size_t mark = wal_rec_begin(w);
+    size_t start = wal_buf(w)->len;
+    wal_pay_begin(wal_buf(w), WAL_P_CMDS);
+    wal_pay_cmd(wal_buf(w), start, 3, argv);
+    wal_rec_end(w, mark, 1000 + i);
+}
+
+static void
+wait_durable(struct wal *w)
+{
+    wal_request_sync(w);
+    for (int t = 0; t < 5000 && wal_durable_lsn(w) < wal_last_lsn(w); t++) {
+        sleep_ms(1);
+    }
+    cr_assert_eq(wal_durable_lsn(w), wal_last_lsn(w));
+}
+
+static struct wal *
+open_always(uint64_t seg_bytes, bool spare)
+{
+    char err[256] = "";
+    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_ALWAYS, .seg_bytes = seg_bytes,
+                          .no_spare = !spare };
+    struct wal *w = wal_open(&o, 1, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    return w;
+}
+
+/* Walk every segment: the records' LSNs, the result, where it stopped. */
+static enum wal_rd
+walk(uint64_t *last, size_t *nrec, struct wal_walk *out)
+{
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    struct wal_walk k;
+    struct wal_rec rec;
+    enum wal_rd rd;
+    *last = 0;
+    *nrec = 0;
+    wal_walk_init(&k, segs, ns, 0);
+    while ((rd = wal_walk_next(&k, &rec)) == WAL_RD_OK) {
+        *last = rec.lsn;
+        (*nrec)++;
+    }
+    wal_walk_close(&k);
+    if (out) {
+        *out = k;
+        out->segs = NULL;
+    }
+    free(segs);
+    free(ck);
+    return rd;
+}
+
+static off_t
+fsize(const char *p)
+{
+    struct stat st;
+    cr_assert_eq(stat(p, &st), 0);
+    return st.st_size;
+}
+
+static void
+last_seg(char *out, size_t sz)
+{
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_gt(ns, 0);
+    snprintf(out, sz, "%s", segs[ns - 1].path);
+    free(segs);
+    free(ck);
+}
+
+static void
+write_at(const char *path, off_t off, const void *p, size_t n)
+{
+    int fd = open(path, O_WRONLY);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(pwrite(fd, p, n, off), (ssize_t)n);
+    close(fd);
+}
+
+/* A segment of records followed by zeros: what a process killed with a
+ * pre-zeroed segment open leaves. */
+static off_t
+segment_with_zero_tail(int n, size_t zeros)
+{
+    struct wal *w = open_always(1 << 20, false);
+    for (int i = 1; i <= n; i++) {
+        append(w, i);
+    }
+    cr_assert_eq(wal_write(w), 0);
+    wait_durable(w);
+    wal_close(w);
+    char p[4200];
+    last_seg(p, sizeof(p));
+    off_t end = fsize(p);
+    cr_assert_eq(truncate(p, end + (off_t)zeros), 0);
+    return end;
+}
+
+Test(wal, zero_tail_is_a_clean_end, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    off_t end = segment_with_zero_tail(100, 65536);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_END);
+    cr_assert_eq(last, 100);
+    cr_assert_eq(n, 100);
+    cr_assert(k.zero_tail);
+    cr_assert_eq(k.tail_off, (size_t)end);
+    cr_assert_eq(k.bytes, (uint64_t)end, "logical bytes %lu", (unsigned long)k.bytes);
+}
+
+Test(wal, short_zero_tail_is_a_clean_end, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    segment_with_zero_tail(10, 7);       /* shorter than a record header */
+    uint64_t last;
+    size_t n;
+    cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
+    cr_assert_eq(last, 10);
+}
+
+Test(wal, garbage_inside_the_zeroed_area_is_a_torn_tail, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    off_t end = segment_with_zero_tail(50, 65536);
+    char p[4200];
+    last_seg(p, sizeof(p));
+    /* a record header that claims more than was written, then zeros */
+    uint8_t junk[40];
+    memset(junk, 0xA5, sizeof(junk));
+    write_at(p, end, junk, sizeof(junk));
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN);
+    cr_assert_eq(last, 50);
+    cr_assert_eq(k.off, (size_t)end);
+    /* a valid record cut short by zeros (a partial write) */
+    cr_assert_eq(wal_truncate(p, (size_t)end), 0);
+    cr_assert_eq(truncate(p, end + 65536), 0);
+    uint8_t rec[WAL_REC_HDR + 8];
+    memset(rec, 0, sizeof(rec));
+    uint32_t len = 200;                  /* 200 payload bytes announced, 8 there */
+    memcpy(rec, &len, 4);
+    rec[4] = 1;
+    write_at(p, end, rec, sizeof(rec));
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN);
+    cr_assert_eq(last, 50);
+    cr_assert_eq(k.off, (size_t)end);
+}
+
+Test(wal, zeros_then_a_valid_record_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    struct wal *w = open_always(1 << 20, false);
+    for (int i = 1; i <= 20; i++) {
+        append(w, i);
+    }
+    cr_assert_eq(wal_write(w), 0);
+    wait_durable(w);
+    wal_close(w);
+    char p[4200];
+    last_seg(p, sizeof(p));
+    off_t size = fsize(p);
+    /* zero the 5th record (acknowledged; records 6..20 follow it) */
+    int fd = open(p, O_RDWR);
+    uint8_t *buf = malloc((size_t)size);
+    cr_assert_eq(pread(fd, buf, (size_t)size, 0), size);
+    size_t off = WAL_SEG_HDR;
+    for (int i = 1; i < 5; i++) {
+        uint32_t len;
+        memcpy(&len, buf + off, 4);
+        off += WAL_REC_HDR + len;
+    }
+    uint32_t len;
+    memcpy(&len, buf + off, 4);
+    memset(buf + off, 0, WAL_REC_HDR + len);
+    cr_assert_eq(pwrite(fd, buf, (size_t)size, 0), size);
+    close(fd);
+    free(buf);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT);
+    cr_assert_eq(last, 4);
+    cr_assert_eq(k.off, off);
+}
+
+/* The writer: spares are prepared, rotation moves into them, every record
+ * reads back in order, and closed segments end at their last record. */
+Test(wal, spare_segments_rotate_and_read_back, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    struct wal *w = open_always(4096, true);
+    int lsn = 0;
+    bool seen_zeroed = false;
+    for (int round = 0; round < 400 && !(seen_zeroed && wal_segments(w) >= 4); round++) {
+        for (int j = 0; j < 5; j++) {
+            append(w, ++lsn);
+        }
+        cr_assert_eq(wal_write(w), 0);
+        wait_durable(w);
+        /* a live reader sees every durable record, then the zero tail of a
+         * pre-zeroed current segment */
+        uint64_t last;
+        size_t n;
+        struct wal_walk k;
+        cr_assert_eq(walk(&last, &n, &k), WAL_RD_END);
+        cr_assert_eq(last, (uint64_t)lsn);
+        if (k.zero_tail) {
+            char p[4200];
+            last_seg(p, sizeof(p));
+            cr_assert_eq(fsize(p), 4096);
+            seen_zeroed = true;
+        }
+        sleep_ms(2);
+    }
+    cr_assert(seen_zeroed, "no pre-zeroed segment was used");
+    uint64_t total = wal_bytes(w);
+    wal_close(w);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_END);
+    cr_assert_eq(last, (uint64_t)lsn);
+    cr_assert_eq(n, (size_t)lsn);
+    cr_assert(!k.zero_tail, "a closed segment kept its zero tail");
+    cr_assert_eq(k.bytes, total, "files %lu, wal_bytes %lu", (unsigned long)k.bytes,
+                 (unsigned long)total);
+    char spare[4300];
+    snprintf(spare, sizeof(spare), "%s/wal-spare.tmp", dir);
+    cr_assert_neq(access(spare, F_OK), 0, "the spare outlived close");
+}
+
+/* Pacing spaces sync starts, still completes every wave, and never lets the
+ * durable LSN run ahead of what was written. */
+static int64_t
+now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void
+paced_run(int64_t interval_us, int64_t *elapsed)
+{
+    char err[256] = "";
+    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_ALWAYS, .seg_bytes = 1 << 20,
+                          .sync_min_interval_us = interval_us };
+    struct wal *w = wal_open(&o, 1, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    int64_t t0 = now_us();
+    for (int i = 1; i <= 60; i++) {
+        append(w, i);
+        cr_assert_eq(wal_write(w), 0);
+        cr_assert_leq(wal_durable_lsn(w), wal_written_lsn(w));
+        wait_durable(w);                 /* one wave per sync */
+    }
+    *elapsed = now_us() - t0;
+    wal_close(w);
+    uint64_t last;
+    size_t n;
+    cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
+    cr_assert_eq(last, 60);
+}
+
+Test(wal, paced_syncs_are_spaced_and_cover_every_wave, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    int64_t paced;
+    paced_run(5000, &paced);             /* an explicit interval: every sync is spaced */
+    /* 60 syncs whose starts are at least 5 ms apart */
+    cr_assert_geq(paced, 59 * 5000, "60 paced syncs took %ld us", (long)paced);
+}
