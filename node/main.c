@@ -33,7 +33,10 @@ main(int argc, char **argv)
         printf("Ruvio v=%s\n", RUVIO_VERSION);
         return 0;
     }
-    struct cfg *cfg = cfg_load(argc, argv, err, sizeof(err));
+    /* Static: the start-up error paths below just return, and what the
+     * configuration holds stays reachable (no leak report at exit). */
+    static struct cfg *cfg;
+    cfg = cfg_load(argc, argv, err, sizeof(err));
     if (cfg == NULL) {
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;

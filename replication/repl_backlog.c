@@ -4,6 +4,7 @@
  * prefix is compacted away when it passes that size (amortised O(1)). */
 #include "replication/repl_int.h"
 
+#include "node/base/mem.h"
 #include "wal/wal.h"
 
 #include <string.h>
@@ -43,6 +44,13 @@ bl_append(struct backlog *bl, const uint8_t *frame, size_t len)
     }
     if (bl->b.off > bl->size) {
         buf_compact(&bl->b);
+    } else if (bl->b.cap - bl->b.len < len) {
+        /* Grow rather than let buf_reserve compact: a full backlog would
+         * otherwise memmove all of itself every few thousand records. With
+         * off <= size the buffer stays under twice the backlog size. */
+        size_t cap = bl->b.len + len + bl->size;
+        bl->b.data = rv_realloc(bl->b.data, cap);
+        bl->b.cap = cap;
     }
     buf_append(&bl->b, frame, len);
     bl->next_lsn++;

@@ -201,7 +201,11 @@ rv_mem_allocator(void)
         snprintf(buf, sizeof(buf), "jemalloc-%.*s", (int)strcspn(v, "-"), v);
         return buf;
     }
+#ifdef RV_NO_JEMALLOC
+    return "libc";                   /* sanitizer builds: the sanitizer's allocator */
+#else
     return "jemalloc";
+#endif
 }
 
 long long
