@@ -391,7 +391,7 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
         if (rv_unlikely(*shard_blocking(s) != NULL)) {
             block_signal(s, cmd, argc, argv);
         }
-        if (ph->wal) {
+        if (ph->log) {
             persist_log(c, cmd, argc, argv, mark);
         }
     }
@@ -453,7 +453,7 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
-    if (rv_unlikely(cmd->flags & CMD_WRITE) && persist_hot(c->persist)->wal &&
+    if (rv_unlikely(cmd->flags & CMD_WRITE) && persist_hot(c->persist)->guard &&
         persist_refuse_write(c)) {
         cmd_reject(c, st);
         return;

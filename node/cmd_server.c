@@ -14,6 +14,7 @@
 #include "node/reply.h"
 #include "node/shard.h"
 #include "node/slowlog.h"
+#include "replication/repl.h"
 
 #include <ctype.h>
 #include <signal.h>
@@ -152,7 +153,7 @@ info_stats(struct conn *c, struct buf *b)
             "keyspace_misses:%llu\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
             "client_query_buffer_limit_disconnections:%llu\r\n"
             "client_output_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
-            "protocol_errors:%llu\r\n\r\n",
+            "protocol_errors:%llu\r\n",
          (unsigned long long)st->conns_received, (unsigned long long)st->commands,
          shard_ops_per_sec(c->shard), (unsigned long long)st->net_input_bytes,
          (unsigned long long)st->net_output_bytes, shard_input_kbps(c->shard),
@@ -172,18 +173,17 @@ info_stats(struct conn *c, struct buf *b)
             "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
             "tracking_total_prefixes:0\r\nunexpected_error_replies:%llu\r\n"
             "dump_payload_sanitizations:0\r\nio_threaded_reads_processed:0\r\n"
-            "io_threaded_writes_processed:0\r\nlog_lines_dropped:%llu\r\nslowlog_len:%zu\r\n\r\n",
+            "io_threaded_writes_processed:0\r\nlog_lines_dropped:%llu\r\nslowlog_len:%zu\r\n",
          (unsigned long long)st->unexpected_errors, (unsigned long long)log_dropped(),
          slowlog_len(metrics_slowlog(c->shard)));
+    repl_info_stats(c->shard, b);
+    addf(b, "\r\n");
 }
 
 static void
 info_replication(struct conn *c, struct buf *b)
 {
-    addf(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n"
-            "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n"
-            "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\r\n",
-         shard_node(c->shard)->run_id);
+    repl_info(c->shard, b);
 }
 
 static double

@@ -50,6 +50,10 @@ CMD_HANDLER(latency_latest); CMD_HANDLER(latency_history); CMD_HANDLER(latency_r
 CMD_HANDLER(latency_doctor); CMD_HANDLER(latency_histogram); CMD_HANDLER(latency_help);
 CMD_HANDLER(debug);
 
+/* replication/repl.c */
+CMD_HANDLER(replicaof); CMD_HANDLER(role); CMD_HANDLER(wait); CMD_HANDLER(waitaof);
+CMD_HANDLER(replconf); CMD_HANDLER(rvsync);
+
 /* multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 

@@ -89,6 +89,18 @@ static const struct cfg_key cfg_keys[] = {
     { "client-output-buffer-limit", NULL, K_STR, F(client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
     { "maxmemory", NULL, K_MEM, F(maxmemory), "0", 0, INT64_MAX, true, NULL },
     { "maxmemory-policy", NULL, K_STR, F(maxmemory_policy), "noeviction", 0, 0, true, NULL },
+    { "replicaof", "slaveof", K_STR, F(replicaof), "", 0, 0, false, NULL },
+    { "masterauth", NULL, K_STR, F(masterauth), "", 0, 0, true, NULL },
+    { "masteruser", NULL, K_STR, F(masteruser), "", 0, 0, true, NULL },
+    { "repl-backlog-size", NULL, K_MEM, F(repl_backlog_size), "16mb", 16384, INT64_MAX, true, NULL },
+    { "repl-timeout", NULL, K_INT, F(repl_timeout), "60", 1, INT_MAX, true, NULL },
+    { "replica-read-only", "slave-read-only", K_BOOL, F(replica_read_only), "yes", 0, 1, true, NULL },
+    { "replica-serve-stale-data", "slave-serve-stale-data", K_BOOL, F(replica_serve_stale_data), "yes", 0, 1, true, NULL },
+    { "replica-priority", "slave-priority", K_INT, F(replica_priority), "100", 0, INT_MAX, true, NULL },
+    { "replica-announce-ip", "slave-announce-ip", K_STR, F(replica_announce_ip), "", 0, 0, true, NULL },
+    { "replica-announce-port", "slave-announce-port", K_INT, F(replica_announce_port), "0", 0, 65535, true, NULL },
+    { "min-replicas-to-write", "min-slaves-to-write", K_INT, F(min_replicas_to_write), "0", 0, INT_MAX, true, NULL },
+    { "min-replicas-max-lag", "min-slaves-max-lag", K_INT, F(min_replicas_max_lag), "10", 0, INT_MAX, true, NULL },
 };
 #undef F
 #define NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

@@ -71,6 +71,19 @@ struct cfg {
     bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;
+    /* replication (replication/repl.h; Redis's names) */
+    char *replicaof;                    /* "host port" or "" */
+    char *masterauth;
+    char *masteruser;
+    int64_t repl_backlog_size;
+    int64_t repl_timeout;               /* seconds */
+    bool replica_read_only;
+    bool replica_serve_stale_data;
+    int64_t replica_priority;
+    char *replica_announce_ip;
+    int64_t replica_announce_port;
+    int64_t min_replicas_to_write;
+    int64_t min_replicas_max_lag;       /* seconds */
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the

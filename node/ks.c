@@ -270,6 +270,7 @@ struct ks {
     size_t reserved;              /* ks_reserve(): no shrinking below this many slots */
     ks_expire_hook_fn *on_expire;  /* before an expired entry is freed (WAL: logged as DEL) */
     void *on_expire_arg;
+    bool replica;                 /* expired keys are hidden, never deleted (replication) */
 };
 
 static inline unsigned
@@ -916,6 +917,9 @@ ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms)
     }
     e = slot_ent(*sl);
     if (rv_unlikely(e->flags & EF_EXP) && ent_deadline(e) <= now_ms) {
+        if (ks->replica) {
+            return NULL;             /* the primary's DEL removes it */
+        }
         ks_step(ks);
         if (ks->on_expire) {
             ks->on_expire(ks->on_expire_arg, e);
@@ -1433,6 +1437,12 @@ ks_reserve(struct ks *ks, size_t n)
 }
 
 void
+ks_set_replica_mode(struct ks *ks, bool on)
+{
+    ks->replica = on;
+}
+
+void
 ks_set_expire_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg)
 {
     ks->on_expire = fn;
@@ -1578,6 +1588,9 @@ ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us)
     uint64_t t0 = clock_mono_us(), t1;
     size_t deleted = 0;
 
+    if (ks->replica) {
+        return 0;
+    }
     ks->now_ms = now_ms;
     ks->op_moves = 0;
     for (;;) {

@@ -164,6 +164,9 @@ void ks_reserve(struct ks *ks, size_t n);
  * entry is still valid; fn must not modify the keyspace). */
 typedef void ks_expire_hook_fn(void *arg, const struct ks_entry *e);
 void ks_set_expire_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg);
+/* Replica mode: lookups hide keys whose deadline passed instead of deleting
+ * them, and active expiry does nothing; the primary's DELs remove them. */
+void ks_set_replica_mode(struct ks *ks, bool on);
 
 /* ---- background work, called from the shard's timer ---- */
 /* Incremental rehash for up to budget_us; returns true while more remains. */

@@ -17,6 +17,7 @@
 #include "node/replay.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "replication/repl.h"
 #include "wal/wal.h"
 
 #include <errno.h>
@@ -76,15 +77,52 @@ persist_of(struct shard *s)
 
 /* ---------------------------------------------------------------- records */
 
+/* Records go to the WAL's staging buffer, or (memory mode with a
+ * replication backlog) to a scratch buffer; either way a sealed record is
+ * handed to replication, which copies it into its backlog. */
+static inline struct buf *
+rec_buf(struct persist *p)
+{
+    return p->w ? wal_buf(p->w) : &p->mstage;
+}
+
+static void on_expire(void *arg, const struct ks_entry *e);
+
+void
+persist_hook_ks(struct shard *s, struct ks *ks)
+{
+    ks_set_expire_hook(ks, on_expire, persist_of(s));
+}
+
+const char *
+persist_dir(struct shard *s)
+{
+    return persist_of(s)->dir;
+}
+
+uint64_t
+persist_last_lsn(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p == NULL ? 0 : p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+}
+
 static void
 rec_open(struct persist *p)
 {
     if (p->rec_open) {
         return;
     }
-    p->rec_mark = wal_rec_begin(p->w);
-    p->pay_start = wal_buf(p->w)->len;
-    wal_pay_begin(wal_buf(p->w), WAL_P_CMDS);
+    if (p->w) {
+        p->rec_mark = wal_rec_begin(p->w);
+    } else {
+        p->mstage.off = p->mstage.len = 0;
+        buf_reserve(&p->mstage, WAL_REC_HDR);
+        p->rec_mark = 0;
+        p->mstage.len = WAL_REC_HDR;
+    }
+    p->pay_start = rec_buf(p)->len;
+    wal_pay_begin(rec_buf(p), WAL_P_CMDS);
     p->rec_open = true;
 }
 
@@ -95,18 +133,28 @@ rec_close(struct persist *p)
         return;
     }
     p->rec_open = false;
-    if (wal_pay_ncmds(wal_buf(p->w), p->pay_start) == 0) {
-        wal_rec_abort(p->w, p->rec_mark);
+    struct buf *b = rec_buf(p);
+    if (wal_pay_ncmds(b, p->pay_start) == 0) {
+        if (p->w) {
+            wal_rec_abort(p->w, p->rec_mark);
+        }
         return;
     }
-    wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s));
+    if (p->w) {
+        wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s));
+    } else {
+        wal_frame_seal((uint8_t *)b->data, b->len - WAL_REC_HDR, p->next_lsn++, shard_now_ms(p->s));
+    }
     p->changes++;
+    if (p->repl) {
+        repl_feed(p->repl, (const uint8_t *)b->data + p->rec_mark, b->len - p->rec_mark);
+    }
 }
 
 static void
 rec_cmd(struct persist *p, int argc, const struct rv_str *argv)
 {
-    wal_pay_cmd(wal_buf(p->w), p->pay_start, argc, argv);
+    wal_pay_cmd(rec_buf(p), p->pay_start, argc, argv);
 }
 
 static void
@@ -396,15 +444,15 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
             size_t mark)
 {
     struct persist *p = persist_of(c->shard);
-    if (p == NULL || p->w == NULL || p->loading || (c->flags & CONN_REPLAY)) {
-        return;
+    if (p == NULL || !p->hot.log || p->loading || (c->flags & CONN_REPLAY) || p->replica) {
+        return;                      /* (a replica's own writes, replica-read-only no, stay local) */
     }
     bool txn = (c->flags & CONN_IN_EXEC) != 0;
     rec_open(p);
     log_effects(p, c, cmd, argc, argv, mark);
     if (!txn) {
         rec_close(p);
-        c->own_lsn = wal_last_lsn(p->w);
+        c->own_lsn = persist_last_lsn(p->s);
     }
 }
 
@@ -412,9 +460,9 @@ void
 persist_exec_end(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
-    if (p && p->w) {
+    if (p && p->hot.log && !(c->flags & CONN_REPLAY) && !p->replica) {
         rec_close(p);
-        c->own_lsn = wal_last_lsn(p->w);
+        c->own_lsn = persist_last_lsn(p->s);
     }
 }
 
@@ -423,7 +471,7 @@ static void
 on_expire(void *arg, const struct ks_entry *e)
 {
     struct persist *p = arg;
-    if (p->loading || p->w == NULL) {
+    if (p->loading || !p->hot.log || p->replica) {
         return;
     }
     bool was_open = p->rec_open;
@@ -441,7 +489,14 @@ bool
 persist_refuse_write(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
-    if (p == NULL || p->w == NULL) {
+    if (p == NULL) {
+        return false;
+    }
+    if (p->repl && (p->replica || shard_cfg(c->shard)->min_replicas_to_write > 0) &&
+        repl_refuse_write(p->repl, c)) {
+        return true;
+    }
+    if (p->w == NULL) {
         return false;
     }
     int se = wal_sync_error(p->w), we = wal_write_error(p->w);
@@ -565,6 +620,9 @@ void
 persist_conn_gone(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
+    if (p != NULL && p->repl != NULL && (c->flags & CONN_BLOCKED)) {
+        repl_conn_gone(p->repl, c);
+    }
     if (p == NULL || !(c->flags & CONN_HELD)) {
         return;
     }
@@ -582,13 +640,22 @@ void
 persist_before_poll(struct shard *s)
 {
     struct persist *p = persist_of(s);
-    if (p == NULL || p->w == NULL) {
+    if (p == NULL) {
+        return;
+    }
+    if (p->w == NULL) {
+        if (p->repl && repl_backlog_on(p->repl)) {
+            repl_before_poll(p->repl);
+        }
         return;
     }
     uint64_t t0 = metrics_events_on() ? __rdtsc() : 0;
     wal_flush_staged(p);
     if (t0) {
         metrics_event(s, "aof-write", __rdtsc() - t0);   /* LATENCY: the shard's WAL write() */
+    }
+    if (p->repl && repl_backlog_on(p->repl)) {
+        repl_before_poll(p->repl);   /* records leave once write() gave them to the kernel */
     }
     uint64_t written = wal_written_lsn(p->w);
     if (p->mode == WAL_ALWAYS && written > wal_durable_lsn(p->w) && written > p->sync_asked) {
@@ -931,8 +998,57 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
             return -1;
         }
         p->hot.wal = true;
+        p->hot.log = true;
+        p->hot.guard = true;
+    }
+    if (!readonly) {
+        repl_attach(s);
     }
     return 0;
+}
+
+/* A replica loaded a full sync at LSN lsn: the data directory starts over
+ * from a checkpoint at lsn, with the WAL continuing at lsn + 1, so records
+ * appended from the stream keep the primary's LSNs. Memory mode: only the
+ * LSN counter moves. */
+int
+persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz)
+{
+    struct persist *p = persist_of(s);
+    if (p->w == NULL) {
+        p->next_lsn = lsn + 1;
+        return 0;
+    }
+    snap_abort(p);
+    snap_wait_finish(p);
+    wal_close(p->w);
+    p->w = NULL;
+    struct wal_file *segs = NULL, *cks = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(p->dir, &segs, &ns, &cks, &nc) == 0) {
+        for (size_t i = 0; i < ns; i++) {
+            unlink(segs[i].path);
+        }
+        for (size_t i = 0; i < nc; i++) {
+            unlink(cks[i].path);
+        }
+    }
+    rv_free(segs);
+    rv_free(cks);
+    const struct cfg *cfg = shard_cfg(s);
+    struct wal_opts o = {
+        .dir = p->dir, .shard = shard_id(s), .mode = p->mode,
+        .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
+        .notify = on_synced, .notify_arg = s,
+    };
+    p->next_lsn = lsn + 1;
+    p->w = wal_open(&o, p->next_lsn, err, errsz);
+    if (p->w == NULL) {
+        p->hot.wal = p->hot.log = false;   /* guard stays: persist_refuse_write checks p->w */
+        return -1;
+    }
+    p->changes = 0;
+    return snap_run_sync(p, err, errsz);
 }
 
 void
@@ -942,8 +1058,12 @@ persist_close(struct shard *s)
     if (p == NULL) {
         return;
     }
+    repl_destroy(p->repl);
+    p->repl = NULL;
+    buf_deinit(&p->mstage);
     snap_abort(p);
     p->hot.wal = false;
+    p->hot.guard = false;
     wal_close(p->w);
     p->w = NULL;
     snap_wait_finish(p);
@@ -965,6 +1085,9 @@ persist_cron(struct shard *s)
         }
     }
     snap_cron(p);
+    if (p->repl) {
+        repl_cron(p->repl);
+    }
 }
 
 void
@@ -977,7 +1100,7 @@ persist_info(struct shard *s, struct buf *b)
     if (p == NULL) {
         return;
     }
-    uint64_t last = p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+    uint64_t last = persist_last_lsn(s);
     n = snprintf(line, sizeof(line),
                  "# Persistence\r\nloading:%d\r\nasync_loading:0\r\ndurability:%s\r\n"
                  "rdb_changes_since_last_save:%" PRIu64 "\r\nrdb_bgsave_in_progress:%d\r\n"

@@ -28,6 +28,8 @@ struct persist;
 struct persist_hot {
     bool wal;                        /* a WAL is open: log writes, hold replies */
     bool cow;                        /* a checkpoint is walking: copy keys before writes */
+    bool log;                        /* build records: a WAL is open or a replication backlog is */
+    bool guard;                      /* writes may be refused: WAL open, replica, min-replicas-to-write */
 };
 static inline const struct persist_hot *
 persist_hot(const struct persist *p)
@@ -70,6 +72,17 @@ bool persist_loading(const struct shard *s);
 
 /* The commands that rebuild e: its value, then its deadline. */
 void persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
+
+/* Replication: the shard now holds a full sync at LSN lsn; with durability
+ * on, the data directory restarts as a checkpoint at lsn (WAL at lsn + 1). */
+int persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz);
+/* A keyspace that will replace the shard's: log its expiries like the current one's. */
+struct ks;
+void persist_hook_ks(struct shard *s, struct ks *ks);
+/* The shard's data directory (data_dir/shard-<i>). */
+const char *persist_dir(struct shard *s);
+/* Last LSN produced or applied (records count, not bytes). */
+uint64_t persist_last_lsn(struct shard *s);
 
 /* INFO persistence. */
 void persist_info(struct shard *s, struct buf *b);

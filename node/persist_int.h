@@ -11,6 +11,7 @@
 struct shard;
 struct conn;
 struct snap;
+struct repl;
 
 struct persist {
     struct persist_hot hot;          /* must stay first (persist.h) */
@@ -18,6 +19,10 @@ struct persist {
     int mode;                        /* enum wal_mode */
     char dir[4096];                  /* data_dir/shard-<i> */
     struct wal *w;                   /* NULL in memory mode */
+    struct buf mstage;               /* memory mode with replication: the record being built */
+    struct repl *repl;               /* replication state (replication/), NULL until used */
+    bool replica;                    /* following a primary: no records of its own, no expiry logging */
+    bool repl_cow;                   /* a replication full sync walks the keyspace (copy-on-write) */
     bool loading;
     uint64_t next_lsn;               /* after recovery */
     /* the record being built (one command, or one EXEC) */
@@ -52,6 +57,7 @@ int snap_start(struct persist *p, char *err, size_t errsz);
 int snap_run_sync(struct persist *p, char *err, size_t errsz);
 void snap_touch(struct persist *p, const char *key, size_t len);
 void snap_all_changed(struct persist *p);      /* FLUSHALL: the snapshot restarts */
+void snap_cow_refresh(struct persist *p);
 void snap_abort(struct persist *p);
 void snap_wait_finish(struct persist *p);
 void snap_cron(struct persist *p);

@@ -17,6 +17,7 @@
 #include "node/base/log.h"
 #include "node/node.h"
 #include "node/persist.h"
+#include "replication/repl.h"
 #include "node/pubsub.h"
 
 #include <errno.h>
@@ -383,7 +384,9 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     metrics_cron(s);
     persist_cron(s);
     ks_active_expire(s->ks, now, budget);
-    hash_active_expire(s, now, budget / 4);
+    if (!repl_is_replica(s)) {         /* replicas wait for the primary's records */
+        hash_active_expire(s, now, budget / 4);
+    }
     if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
@@ -566,6 +569,7 @@ shard_destroy(struct shard *s)
 unsigned shard_id(const struct shard *s) { return s->id; }
 struct node *shard_node(const struct shard *s) { return s->node; }
 struct ks *shard_ks(const struct shard *s) { return s->ks; }
+struct ks *shard_swap_ks(struct shard *s, struct ks *ks) { struct ks *o = s->ks; s->ks = ks; return o; }
 const struct cfg *shard_cfg(const struct shard *s) { return s->cfg; }
 struct event_base *shard_base(const struct shard *s) { return s->base; }
 int64_t shard_now_ms(const struct shard *s) { return s->now_ms; }

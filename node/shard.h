@@ -62,6 +62,8 @@ struct shard *shard_create_offline(struct node *n, unsigned id, const char *dir,
 unsigned shard_id(const struct shard *s);
 struct node *shard_node(const struct shard *s);
 struct ks *shard_ks(const struct shard *s);
+/* Replication: install another keyspace (a full sync loaded beside the old one); returns the old. */
+struct ks *shard_swap_ks(struct shard *s, struct ks *ks);
 const struct cfg *shard_cfg(const struct shard *s);
 struct event_base *shard_base(const struct shard *s);
 int64_t shard_now_ms(const struct shard *s);           /* cached, refreshed per read batch */

@@ -30,6 +30,7 @@
 #include "node/persist.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "replication/repl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -252,7 +253,7 @@ on_done_msg(struct shard *s, struct shard_msg *mm)
         pthread_join(m->sn->th, NULL);
         snap_done(p, m->sn);
         p->snap = NULL;
-        p->hot.cow = false;
+        snap_cow_refresh(p);
         snap_free(m->sn);
     }
     rv_free(m);
@@ -274,7 +275,7 @@ snap_finish_async(struct persist *p)
         rv_free(m);
         snap_done(p, sn);
         p->snap = NULL;
-        p->hot.cow = false;
+        snap_cow_refresh(p);
         snap_free(sn);
     }
 }
@@ -289,7 +290,7 @@ snap_step(struct persist *p, uint64_t budget_us)
         sn->cursor = ks_scan(shard_ks(p->s), sn->cursor, 64, scan_cb, p);
         if (sn->cursor == 0) {
             sn->scan_done = true;
-            p->hot.cow = false;
+            snap_cow_refresh(p);
         }
         int rc = wal_ckpt_flush(sn->k, SNAP_FLUSH_BYTES);
         if (rc < 0 && !sn->failed) {
@@ -308,7 +309,7 @@ snap_end_scan(struct persist *p)
         sn->finish_rc = -EIO;
         snap_done(p, sn);
         p->snap = NULL;
-        p->hot.cow = false;
+        snap_cow_refresh(p);
         snap_free(sn);
         return;
     }
@@ -401,9 +402,17 @@ snap_run_sync(struct persist *p, char *err, size_t errsz)
     }
     snap_done(p, sn);
     p->snap = NULL;
-    p->hot.cow = false;
+    snap_cow_refresh(p);
     snap_free(sn);
     return rc == 0 ? 0 : -1;
+}
+
+/* Copy-on-write is needed while a checkpoint walks or a replication full
+ * sync does (p->repl_cow). */
+void
+snap_cow_refresh(struct persist *p)
+{
+    p->hot.cow = (p->snap != NULL && !p->snap->scan_done) || p->repl_cow;
 }
 
 void
@@ -431,7 +440,7 @@ snap_abort(struct persist *p)
         return;                       /* snap_wait_finish() collects it */
     }
     p->snap = NULL;
-    p->hot.cow = false;
+    snap_cow_refresh(p);
     snap_free(sn);
 }
 
@@ -445,7 +454,7 @@ snap_wait_finish(struct persist *p)
     pthread_join(sn->th, NULL);      /* the thread has finished (and released) the file */
     snap_done(p, sn);
     p->snap = NULL;                  /* its posted message then sees no snap and only frees itself */
-    p->hot.cow = false;
+    snap_cow_refresh(p);
     snap_free(sn);
 }
 
@@ -500,17 +509,32 @@ void
 persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
     struct persist *p = persist_of(c->shard);
-    if (p == NULL || p->snap == NULL || p->loading || p->snap->scan_done) {
+    if (p == NULL || p->loading) {
+        return;
+    }
+    bool ck = p->snap != NULL && !p->snap->scan_done;
+    bool rp = p->repl_cow;
+    if (!ck && !rp) {
         return;
     }
     int stackkeys[64];
     int *keys = argc > 64 ? rv_malloc((size_t)argc * sizeof(int)) : stackkeys;
     int n = cmd_get_keys(cmd, argc, argv, keys, argc > 64 ? argc : 64);
     if (n == 0) {
-        snap_all_changed(p);
+        if (ck) {
+            snap_all_changed(p);
+        }
+        if (rp) {
+            repl_all_changed(p->repl);
+        }
     }
     for (int i = 0; i < n; i++) {
-        snap_touch(p, argv[keys[i]].p, argv[keys[i]].len);
+        if (ck) {
+            snap_touch(p, argv[keys[i]].p, argv[keys[i]].len);
+        }
+        if (rp) {
+            repl_touch(p->repl, argv[keys[i]].p, argv[keys[i]].len);
+        }
     }
     if (keys != stackkeys) {
         rv_free(keys);

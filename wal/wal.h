@@ -190,6 +190,14 @@ int wal_ckpt_flush(struct wal_ckpt *k, size_t min);
 int wal_ckpt_finish(struct wal_ckpt *k, uint64_t nkeys);
 void wal_ckpt_abort(struct wal_ckpt *k);
 
+/* ---- framing without a segment (wal/frame.c; replication) ---- */
+/* Fill the 24-byte header h of a record whose len payload bytes follow it. */
+void wal_frame_seal(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms);
+/* Parse one whole record at p (avail bytes): 1 with rec set (its size is
+ * WAL_REC_HDR + rec->len), 0 when avail is shorter than a header, -1 when it
+ * is truncated or fails its CRC. */
+int wal_frame_parse(const uint8_t *p, size_t avail, struct wal_rec *rec);
+
 /* Failpoints for crash tests: with RUVIO_FAILPOINT=<site> in the environment
  * the process dies (_exit(77)) when it reaches that site; sites: wal-append,
  * wal-sync, wal-rotate, ckpt-write, ckpt-rename. One getenv at start-up; a

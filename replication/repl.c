@@ -1,0 +1,661 @@
+/* replication/repl.c: per-shard replication state, the hooks persist.c
+ * calls, and the commands (REPLICAOF/SLAVEOF, ROLE, WAIT, WAITAOF, REPLCONF,
+ * RVSYNC) and INFO lines. The primary side is repl_primary.c, the replica
+ * side repl_replica.c; docs/replication.md describes the protocol. */
+#include "replication/repl_int.h"
+
+#include "node/base/clock.h"
+#include "node/base/log.h"
+#include "node/base/mem.h"
+#include "node/base/rand.h"
+#include "node/cmd.h"
+#include "node/cmds.h"
+#include "node/config.h"
+#include "node/conn.h"
+#include "node/ks.h"
+#include "node/node.h"
+#include "node/persist.h"
+#include "node/persist_int.h"
+#include "node/replay.h"
+#include "node/reply.h"
+#include "node/shard.h"
+#include "wal/wal.h"
+
+#include <event2/event.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct repl *
+repl_of(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p ? p->repl : NULL;
+}
+
+uint64_t
+repl_last_lsn(struct repl *r)
+{
+    return persist_last_lsn(r->s);
+}
+
+void
+repl_new_replid(struct repl *r)
+{
+    rand_hex(r->replid, 40);
+}
+
+void
+repl_backlog_start(struct repl *r)
+{
+    if (r->hot.backlog) {
+        return;
+    }
+    bl_init(&r->bl, (size_t)shard_cfg(r->s)->repl_backlog_size, repl_last_lsn(r) + 1);
+    r->hot.backlog = true;
+    r->p->hot.log = true;            /* memory mode: records are built from now on */
+}
+
+/* With durability on, the history id and epoch live in <shard dir>/repl.state
+ * ("replid epoch\n", written to a temporary file, synced and renamed), so a
+ * restarted node resumes with a partial resync. */
+void
+repl_save_state(struct repl *r)
+{
+    if (r->p->mode == WAL_MEMORY) {
+        return;
+    }
+    char path[4200], tmp[4210];
+    snprintf(path, sizeof(path), "%s/repl.state", persist_dir(r->s));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        log_warn("[shard %u] cannot write %s: %s", shard_id(r->s), tmp, strerror(errno));
+        return;
+    }
+    fprintf(f, "%s %" PRIu64 "\n", r->replid, r->epoch);
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        log_warn("[shard %u] cannot write %s: %s", shard_id(r->s), path, strerror(errno));
+        unlink(tmp);
+        return;
+    }
+    wal_fsync_dir(persist_dir(r->s));
+}
+
+void
+repl_forget_state(struct repl *r)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/repl.state", persist_dir(r->s));
+    unlink(path);
+}
+
+static bool
+load_state(struct repl *r)
+{
+    char path[4200], id[64];
+    uint64_t epoch;
+    snprintf(path, sizeof(path), "%s/repl.state", persist_dir(r->s));
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return false;
+    }
+    bool ok = fscanf(f, "%63s %" SCNu64, id, &epoch) == 2 && strlen(id) == 40;
+    fclose(f);
+    if (ok) {
+        memcpy(r->replid, id, 41);
+        r->epoch = epoch;
+    }
+    return ok;
+}
+
+/* Parse "host port" (replicaof in the config file). */
+static bool
+parse_hostport(const char *s, char *host, size_t hsz, int *port)
+{
+    char h[256];
+    int pt;
+    if (s == NULL || sscanf(s, "%255s %d", h, &pt) != 2 || pt <= 0 || pt > 65535) {
+        return false;
+    }
+    snprintf(host, hsz, "%s", h);
+    *port = pt;
+    return true;
+}
+
+void
+repl_attach(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    struct repl *r = rv_calloc(1, sizeof(*r));
+    r->s = s;
+    r->p = p;
+    r->second_off = -1;
+    r->up.fd = -1;
+    repl_new_replid(r);
+    memset(r->replid2, '0', 40);
+    p->repl = r;
+    if (p->mode != WAL_MEMORY && !load_state(r)) {
+        repl_save_state(r);
+    }
+    p->hot.guard = p->w != NULL || shard_cfg(s)->min_replicas_to_write > 0;
+    const char *ro = shard_cfg(s)->replicaof;
+    char host[256];
+    int port;
+    if (ro && *ro && parse_hostport(ro, host, sizeof(host), &port)) {
+        replica_follow(r, host, port);   /* connects on the first timer tick */
+    } else if (ro && *ro && strcasecmp(ro, "no one") != 0) {
+        log_warn("[shard %u] replicaof '%s': expected 'host port'; not replicating", shard_id(s), ro);
+    }
+}
+
+void
+repl_destroy(struct repl *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    replica_stop(r);
+    primary_drop_all(r);
+    while (r->waiters) {
+        struct waiter *w = r->waiters;
+        r->waiters = w->next;
+        rv_free(w);
+    }
+    bl_deinit(&r->bl);
+    replay_destroy(r->rp);
+    rv_free(r->argv);
+    rv_free(r);
+}
+
+void
+repl_feed_slow(struct repl *r, const uint8_t *frame, size_t len)
+{
+    bl_append(&r->bl, frame, len);
+}
+
+void
+repl_before_poll(struct repl *r)
+{
+    if (r->links) {
+        primary_ship(r);
+    }
+}
+
+void
+repl_cron(struct repl *r)
+{
+    int64_t now = shard_now_ms(r->s);
+    if (r->replica) {
+        replica_cron(r, now);
+    }
+    primary_cron(r, now);
+    r->bl.size = (size_t)shard_cfg(r->s)->repl_backlog_size;   /* CONFIG SET applies live */
+    /* min-replicas-to-write turns the write guard on (replicas always have it). */
+    r->p->hot.guard = r->p->w != NULL || r->replica || shard_cfg(r->s)->min_replicas_to_write > 0;
+}
+
+bool
+repl_refuse_write(struct repl *r, struct conn *c)
+{
+    const struct cfg *cfg = shard_cfg(r->s);
+    if (r->replica) {
+        if (cfg->replica_read_only && !(c->flags & CONN_REPLAY)) {
+            reply_errf(c, "READONLY You can't write against a read only replica.");
+            return true;
+        }
+        return false;
+    }
+    if (cfg->min_replicas_to_write > 0 &&
+        primary_good_replicas(r, shard_now_ms(r->s)) < cfg->min_replicas_to_write) {
+        reply_errf(c, "NOREPLICAS Not enough good replicas to write.");
+        return true;
+    }
+    return false;
+}
+
+void
+repl_conn_gone(struct repl *r, struct conn *c)
+{
+    for (struct waiter **pp = &r->waiters; *pp;) {
+        if ((*pp)->c == c) {
+            struct waiter *w = *pp;
+            *pp = w->next;
+            rv_free(w);
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+}
+
+bool
+repl_is_replica(struct shard *s)
+{
+    struct repl *r = repl_of(s);
+    return r && r->replica;
+}
+
+/* ---------------------------------------------------------------- INFO */
+
+static void
+addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void
+addf(struct buf *b, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    }
+}
+
+void
+repl_info(struct shard *s, struct buf *b)
+{
+    struct repl *r = repl_of(s);
+    const struct cfg *cfg = shard_cfg(s);
+    if (r == NULL) {
+        return;
+    }
+    int64_t now = shard_now_ms(s);
+    uint64_t off = repl_last_lsn(r);
+    addf(b, "# Replication\r\nrole:%s\r\n", r->replica ? "slave" : "master");
+    if (r->replica) {
+        const struct upstream *u = &r->up;
+        bool up = replica_link_up(r);
+        addf(b, "master_host:%s\r\nmaster_port:%d\r\nmaster_link_status:%s\r\n"
+                "master_last_io_seconds_ago:%" PRId64 "\r\nmaster_sync_in_progress:%d\r\n"
+                "slave_read_repl_offset:%" PRIu64 "\r\nslave_repl_offset:%" PRIu64 "\r\n",
+             r->mhost, r->mport, up ? "up" : "down",
+             u->last_io_ms > 0 && up ? (now - u->last_io_ms) / 1000 : -1,
+             u->st == UP_FULL || u->st == UP_SYNC, off, off);
+        if (u->st == UP_FULL) {
+            addf(b, "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:%zu\r\n"
+                    "master_sync_left_bytes:-1\r\nmaster_sync_last_io_seconds_ago:%" PRId64 "\r\n",
+                 (size_t)u->snap_bytes, (now - u->last_io_ms) / 1000);
+        }
+        if (!up) {
+            addf(b, "master_link_down_since_seconds:%" PRId64 "\r\n", (now - u->since_ms) / 1000);
+        }
+        addf(b, "slave_priority:%" PRId64 "\r\nslave_read_only:%d\r\nreplica_announced:1\r\n",
+             cfg->replica_priority, cfg->replica_read_only ? 1 : 0);
+    }
+    addf(b, "connected_slaves:%u\r\n", r->nlinks);
+    if (!r->replica && cfg->min_replicas_to_write > 0) {
+        addf(b, "min_slaves_good_slaves:%ld\r\n", primary_good_replicas(r, now));
+    }
+    unsigned i = 0;
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st != LINK_ONLINE) {
+            continue;
+        }
+        addf(b, "slave%u:ip=%s,port=%d,state=online,offset=%" PRIu64 ",lag=%" PRId64 "\r\n", i++,
+             l->ip, l->port, l->ack, (now - l->last_ack_ms) / 1000);
+    }
+    addf(b, "master_failover_state:no-failover\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n"
+            "master_repl_offset:%" PRIu64 "\r\nsecond_repl_offset:%" PRId64 "\r\n"
+            "repl_backlog_active:%d\r\nrepl_backlog_size:%" PRId64 "\r\n"
+            "repl_backlog_first_byte_offset:%" PRIu64 "\r\nrepl_backlog_histlen:%" PRIu64 "\r\n"
+            "repl_epoch:%" PRIu64 "\r\n\r\n",
+         r->replid, r->replid2, off, r->second_off, r->hot.backlog ? 1 : 0, cfg->repl_backlog_size,
+         r->hot.backlog ? r->bl.first_lsn : 0,
+         r->hot.backlog ? r->bl.next_lsn - r->bl.first_lsn : 0, r->epoch);
+}
+
+void
+repl_info_stats(struct shard *s, struct buf *b)
+{
+    struct repl *r = repl_of(s);
+    if (r == NULL) {
+        return;
+    }
+    addf(b, "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64 "\r\n",
+         r->sync_full, r->sync_partial_ok, r->sync_partial_err);
+}
+
+/* ---------------------------------------------------------------- REPLICAOF */
+
+struct follow_msg {
+    struct shard_msg m;
+    bool no_one;
+    char host[256];
+    int port;
+};
+
+static void
+promote(struct repl *r)
+{
+    if (!r->replica) {
+        return;
+    }
+    replica_stop(r);
+    r->replica = false;
+    r->p->replica = false;
+    ks_set_replica_mode(shard_ks(r->s), false);
+    /* PSYNC2: the history followed so far stays valid up to here under
+     * replid2, so the other replicas continue with a partial resync. */
+    memcpy(r->replid2, r->replid, 41);
+    r->second_off = (int64_t)repl_last_lsn(r) + 1;
+    repl_new_replid(r);
+    r->epoch++;
+    repl_save_state(r);
+    repl_backlog_start(r);
+    r->p->hot.guard = r->p->w != NULL || shard_cfg(r->s)->min_replicas_to_write > 0;
+    log_notice("[shard %u] promoted to primary (epoch %" PRIu64 ", new replid %s, previous %s up to "
+               "LSN %" PRId64 ")", shard_id(r->s), r->epoch, r->replid, r->replid2, r->second_off - 1);
+}
+
+static void
+run_follow(struct shard *s, struct shard_msg *mm)
+{
+    struct follow_msg *m = (struct follow_msg *)mm;
+    struct repl *r = repl_of(s);
+    if (r != NULL) {
+        if (m->no_one) {
+            promote(r);
+        } else if (!r->replica || strcmp(r->mhost, m->host) != 0 || r->mport != m->port) {
+            replica_follow(r, m->host, m->port);
+        }
+    }
+    rv_free(m);
+}
+
+static void
+post_follow(struct shard *from, bool no_one, const char *host, int port)
+{
+    struct node *n = shard_node(from);
+    for (unsigned i = 0; i < n->nshards; i++) {
+        struct follow_msg *m = rv_calloc(1, sizeof(*m));
+        m->m.run = run_follow;
+        m->no_one = no_one;
+        snprintf(m->host, sizeof(m->host), "%s", host ? host : "");
+        m->port = port;
+        if (n->shards[i] == from) {
+            run_follow(from, &m->m);
+        } else {
+            shard_post(n->shards[i], &m->m);
+        }
+    }
+}
+
+/* The role is config state too: CONFIG GET/REWRITE show it (Sentinel
+ * persists a repointing with CONFIG REWRITE). */
+static void
+replicaof_publish(struct conn *c, const char *val)
+{
+    struct node *n = shard_node(c->shard);
+    struct cfg *next = cfg_dup(shard_cfg(c->shard));
+    (void)cfg_set_state(next, "replicaof", val);
+    node_publish_cfg(n, next);
+    shard_adopt_cfg(c->shard);
+    for (unsigned i = 0; i < n->nshards; i++) {
+        if (n->shards[i] != c->shard) {
+            shard_wake(n->shards[i]);
+        }
+    }
+}
+
+void
+cmd_replicaof(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct repl *r = repl_of(c->shard);
+    if (cmd_arg_is(argv[1], "no") && cmd_arg_is(argv[2], "one")) {
+        if (r && r->replica) {
+            log_notice("MASTER MODE enabled (user request from '%s')", c->addr);
+        }
+        post_follow(c->shard, true, NULL, 0);
+        replicaof_publish(c, "");
+        reply_ok(c);
+        return;
+    }
+    int64_t port;
+    if (!cmd_arg_int(argv[2], &port) || port < 0 || port > 65535) {
+        reply_errf(c, "ERR Invalid master port");
+        return;
+    }
+    char host[256];
+    snprintf(host, sizeof(host), "%.*s", (int)(argv[1].len > 255 ? 255 : argv[1].len), argv[1].p);
+    if (r && r->replica && strcmp(r->mhost, host) == 0 && r->mport == (int)port) {
+        reply_simple(c, "OK Already connected to specified master");
+        return;
+    }
+    log_notice("REPLICAOF %s:%d enabled (user request from '%s')", host, (int)port, c->addr);
+    post_follow(c->shard, false, host, (int)port);
+    char hp[300];
+    snprintf(hp, sizeof(hp), "%s %d", host, (int)port);
+    replicaof_publish(c, hp);
+    reply_ok(c);
+}
+
+/* ---------------------------------------------------------------- ROLE */
+
+void
+cmd_role(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct repl *r = repl_of(c->shard);
+    uint64_t off = r ? repl_last_lsn(r) : 0;
+    if (r && r->replica) {
+        reply_array(c, 5);
+        reply_bulk_cstr(c, "slave");
+        reply_bulk_cstr(c, r->mhost);
+        reply_int(c, r->mport);
+        reply_bulk_cstr(c, replica_state_name(r));
+        reply_int(c, (int64_t)off);
+        return;
+    }
+    reply_array(c, 3);
+    reply_bulk_cstr(c, "master");
+    reply_int(c, (int64_t)off);
+    size_t h = reply_defer(c);
+    size_t n = 0;
+    for (struct link *l = r ? r->links : NULL; l; l = l->next) {
+        if (l->st != LINK_ONLINE) {
+            continue;
+        }
+        char port[16], ack[24];
+        snprintf(port, sizeof(port), "%d", l->port);
+        snprintf(ack, sizeof(ack), "%" PRIu64, l->ack);
+        reply_array(c, 3);
+        reply_bulk_cstr(c, l->ip);
+        reply_bulk_cstr(c, port);
+        reply_bulk_cstr(c, ack);
+        n++;
+    }
+    reply_defer_array(c, h, n);
+}
+
+/* ---------------------------------------------------------------- WAIT */
+
+static void
+wait_block(struct repl *r, struct conn *c, long need, long need_local, int64_t timeout)
+{
+    struct waiter *w = rv_calloc(1, sizeof(*w));
+    w->c = c;
+    w->lsn = c->own_lsn > 0 ? c->own_lsn : repl_last_lsn(r);
+    w->need = need;
+    w->need_local = need_local;
+    w->deadline_ms = timeout > 0 ? shard_now_ms(r->s) + timeout : 0;
+    w->next = r->waiters;
+    r->waiters = w;
+    c->flags |= CONN_BLOCKED;
+}
+
+static bool
+parse_wait_args(struct conn *c, struct rv_str *argv, int n, int64_t *out)
+{
+    for (int i = 0; i < n; i++) {
+        if (!cmd_arg_int(argv[i], &out[i])) {
+            reply_errf(c, "ERR value is not an integer or out of range");
+            return false;
+        }
+    }
+    if (out[n - 1] < 0) {
+        reply_errf(c, "ERR timeout is negative");
+        return false;
+    }
+    return true;
+}
+
+static long
+count_acked(struct repl *r, uint64_t lsn, bool durable)
+{
+    long n = 0;
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_ONLINE && (durable ? l->durable : l->ack) >= lsn) {
+            n++;
+        }
+    }
+    return n;
+}
+
+void
+cmd_wait(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct repl *r = repl_of(c->shard);
+    int64_t a[2];
+    if (!parse_wait_args(c, argv + 1, 2, a)) {
+        return;
+    }
+    if (r->replica) {
+        reply_errf(c, "ERR WAIT cannot be used with replica instances. Please also note that since "
+                      "Redis 4.0 if a replica is configured to be writable (which is not the default) "
+                      "writes to replicas are just local and are not propagated.");
+        return;
+    }
+    uint64_t lsn = c->own_lsn > 0 ? c->own_lsn : repl_last_lsn(r);
+    long acked = count_acked(r, lsn, false);
+    if (acked >= a[0] || (c->flags & CONN_IN_EXEC)) {
+        reply_int(c, acked);
+        return;
+    }
+    wait_block(r, c, (long)a[0], -1, a[1]);
+}
+
+void
+cmd_waitaof(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct repl *r = repl_of(c->shard);
+    int64_t a[3];
+    if (!parse_wait_args(c, argv + 1, 3, a)) {
+        return;
+    }
+    if (r->replica) {
+        reply_errf(c, "ERR WAITAOF cannot be used with replica instances. Please also note that "
+                      "writes to replicas are just local and are not propagated.");
+        return;
+    }
+    struct persist *p = r->p;
+    if (a[0] > 0 && p->w == NULL) {
+        reply_errf(c, "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.");
+        return;
+    }
+    uint64_t lsn = c->own_lsn > 0 ? c->own_lsn : repl_last_lsn(r);
+    long local = p->w && wal_durable_lsn(p->w) >= lsn ? 1 : 0;
+    long acked = count_acked(r, lsn, true);
+    if ((local >= a[0] && acked >= a[1]) || (c->flags & CONN_IN_EXEC)) {
+        reply_array(c, 2);
+        reply_int(c, local);
+        reply_int(c, acked);
+        return;
+    }
+    wait_block(r, c, (long)a[1], (long)a[0], a[2]);
+}
+
+void
+primary_check_waiters(struct repl *r, int64_t now)
+{
+    for (struct waiter **pp = &r->waiters; *pp;) {
+        struct waiter *w = *pp;
+        bool aof = w->need_local >= 0;
+        long acked = count_acked(r, w->lsn, aof);
+        long local = aof && r->p->w && wal_durable_lsn(r->p->w) >= w->lsn ? 1 : 0;
+        bool done = acked >= w->need && (!aof || local >= w->need_local);
+        if (!done && (w->deadline_ms == 0 || now < w->deadline_ms)) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        struct conn *c = w->c;
+        rv_free(w);
+        c->flags &= ~CONN_BLOCKED;
+        if (aof) {
+            reply_array(c, 2);
+            reply_int(c, local);
+            reply_int(c, acked);
+        } else {
+            reply_int(c, acked);
+        }
+        conn_resume(c);
+        shard_want_write(c->shard, c);
+    }
+}
+
+/* ---------------------------------------------------------------- handshake commands */
+
+void
+cmd_replconf(struct conn *c, int argc, struct rv_str *argv)
+{
+    if (argc % 2 == 0) {
+        reply_errf(c, "ERR syntax error");
+        return;
+    }
+    for (int i = 1; i < argc; i += 2) {
+        int64_t v;
+        if (cmd_arg_is(argv[i], "listening-port")) {
+            if (!cmd_arg_int(argv[i + 1], &v) || v < 0 || v > 65535) {
+                reply_errf(c, "ERR value is not an integer or out of range");
+                return;
+            }
+        } else if (cmd_arg_is(argv[i], "ack") || cmd_arg_is(argv[i], "getack")) {
+            return;                  /* Redis sends no reply to these */
+        } else if (!cmd_arg_is(argv[i], "ip-address") && !cmd_arg_is(argv[i], "capa") &&
+                   !cmd_arg_is(argv[i], "rdb-only") && !cmd_arg_is(argv[i], "rdb-filter-only") &&
+                   !cmd_arg_is(argv[i], "rdb-channel")) {
+            reply_errf(c, "ERR Unrecognized REPLCONF option: %.*s",
+                       (int)(argv[i].len > 64 ? 64 : argv[i].len), argv[i].p);
+            return;
+        }
+    }
+    reply_ok(c);
+}
+
+/* RVSYNC: the connection becomes a replication link. Its unwritten replies
+ * (AUTH, REPLCONF pipelined before) go first on the link, then +OK, then
+ * frames; the client connection itself closes without touching the socket. */
+void
+cmd_rvsync(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct repl *r = repl_of(c->shard);
+    if (c->flags & (CONN_MULTI | CONN_IN_EXEC | CONN_REPLAY)) {
+        reply_errf(c, "ERR RVSYNC not allowed here");
+        return;
+    }
+    int fd = dup(c->fd);
+    if (fd < 0) {
+        reply_errf(c, "ERR cannot take over the connection");
+        return;
+    }
+    reply_ok(c);
+    struct buf pre;
+    buf_init(&pre);
+    buf_append(&pre, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
+    c->wbuf.off = c->wbuf.len;
+    char ip[64];
+    snprintf(ip, sizeof(ip), "%s", c->addr);
+    char *colon = strrchr(ip, ':');
+    if (colon) {
+        *colon = '\0';
+    }
+    c->flags |= CONN_CLOSE_ASAP;
+    event_del(&c->rev);
+    primary_accept(r, fd, ip, &pre);
+}

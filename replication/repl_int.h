@@ -1,0 +1,146 @@
+/* replication/repl_int.h: state shared by the replication files. */
+#pragma once
+#include "replication/repl.h"
+
+#include "node/base/buf.h"
+#include "proto/repl.pb-c.h"
+
+#include <event2/event_struct.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct shard;
+struct persist;
+struct replay;
+struct conn;
+
+/* ---- backlog (repl_backlog.c): the most recent record frames, contiguous in
+ * one buffer. Absolute positions count bytes ever appended. ---- */
+struct backlog {
+    struct buf b;                    /* frames of first_lsn .. next_lsn-1 in [off, len) */
+    uint64_t first_lsn, next_lsn;
+    uint64_t base;                   /* absolute position of b.data[b.off] */
+    size_t size;                     /* repl-backlog-size */
+};
+void bl_init(struct backlog *bl, size_t size, uint64_t next_lsn);
+void bl_deinit(struct backlog *bl);
+void bl_append(struct backlog *bl, const uint8_t *frame, size_t len);
+/* Absolute position of record lsn (next_lsn: the end); false when gone. */
+bool bl_find(const struct backlog *bl, uint64_t lsn, uint64_t *pos);
+static inline uint64_t
+bl_end(const struct backlog *bl)
+{
+    return bl->base + (bl->b.len - bl->b.off);
+}
+static inline const uint8_t *
+bl_at(const struct backlog *bl, uint64_t pos)
+{
+    return (const uint8_t *)bl->b.data + bl->b.off + (pos - bl->base);
+}
+
+/* ---- framing (repl_link.c) ---- */
+#define REPL_MAX_FRAME (1u << 30)
+/* Append one framed message to out. */
+void repl_send(struct buf *out, const ReplMsg *m);
+/* Records frame straight from backlog bytes (one copy). */
+void repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t *p, size_t n);
+/* Next message in in: 1 (caller frees with repl_msg_free), 0 need more, -1 bad. */
+int repl_recv(struct buf *in, ReplMsg **m);
+void repl_msg_free(ReplMsg *m);
+/* read() into in: >0 bytes, 0 would block, -1 closed or error. */
+int repl_read(int fd, struct buf *in);
+/* write() out: 0 all written or would block (*blocked set), -1 error. */
+int repl_write(int fd, struct buf *out, bool *blocked);
+
+/* ---- a replica connected to this (primary) shard ---- */
+enum link_state { LINK_HELLO, LINK_FULL_WAIT, LINK_FULL, LINK_ONLINE };
+struct link {
+    struct repl *r;
+    struct link *next;
+    int fd;
+    struct event rev, wev;
+    bool wev_on;
+    struct buf in, out;
+    enum link_state st;
+    char ip[64];
+    int port;
+    char id[41];
+    uint64_t sent_pos, sent_lsn;     /* backlog position / LSN of the next record to ship */
+    uint64_t ack, durable;
+    int64_t last_io_ms, last_ack_ms;
+};
+
+/* ---- following a primary ---- */
+enum up_state { UP_NONE, UP_CONNECT, UP_CONNECTING, UP_HANDSHAKE, UP_WELCOME, UP_SYNC, UP_FULL,
+                UP_ONLINE };
+struct upstream {
+    int fd;
+    struct event rev, wev, tmr;
+    bool rev_on, wev_on, tmr_on;
+    struct buf in, out;
+    enum up_state st;
+    int resp_left;                   /* RESP replies still expected in the handshake */
+    int64_t since_ms, last_io_ms, last_ack_sent_ms;
+    int64_t backoff_ms;
+    struct ks *loading;              /* full sync: the keyspace being loaded beside the served one */
+    uint64_t snap_lsn, snap_keys, snap_bytes;
+    char snap_replid[41];
+    uint64_t snap_epoch;
+    char err[256];                   /* last failure, logged once per episode */
+};
+
+struct waiter {                      /* WAIT / WAITAOF */
+    struct waiter *next;
+    struct conn *c;
+    uint64_t lsn;
+    long need;
+    long need_local;                 /* WAITAOF numlocal; -1 for WAIT */
+    int64_t deadline_ms;             /* 0: forever */
+};
+
+struct repl {
+    struct repl_hot hot;             /* must stay first (repl.h) */
+    struct shard *s;
+    struct persist *p;
+    char replid[41], replid2[41];
+    int64_t second_off;              /* -1: none */
+    uint64_t epoch;
+    struct backlog bl;
+    /* primary side */
+    struct link *links;
+    unsigned nlinks;
+    uint64_t sync_full, sync_partial_ok, sync_partial_err;
+    struct waiter *waiters;
+    int64_t last_hb_ms;
+    struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
+    /* replica side */
+    bool replica;
+    char mhost[256];
+    int mport;
+    struct upstream up;
+    struct replay *rp;
+    struct rv_str *argv;
+    size_t argv_cap;
+};
+
+struct repl *repl_of(struct shard *s);
+uint64_t repl_last_lsn(struct repl *r);
+void repl_backlog_start(struct repl *r);
+void repl_new_replid(struct repl *r);
+void repl_save_state(struct repl *r);
+void repl_forget_state(struct repl *r);
+
+/* repl_primary.c */
+void primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre);
+void primary_ship(struct repl *r);
+void primary_cron(struct repl *r, int64_t now);
+void primary_drop_all(struct repl *r);
+void primary_check_waiters(struct repl *r, int64_t now);
+long primary_good_replicas(struct repl *r, int64_t now);
+
+/* repl_replica.c */
+void replica_follow(struct repl *r, const char *host, int port);
+void replica_stop(struct repl *r);
+void replica_cron(struct repl *r, int64_t now);
+const char *replica_state_name(const struct repl *r);
+bool replica_link_up(const struct repl *r);

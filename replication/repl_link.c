@@ -1,0 +1,102 @@
+/* replication/repl_link.c: the framed message transport both sides use:
+ * u32 little-endian length, then one packed ReplMsg (proto/repl.proto). */
+#include "replication/repl_int.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+void
+repl_send(struct buf *out, const ReplMsg *m)
+{
+    size_t n = protobuf_c_message_get_packed_size(&m->base);
+    uint32_t n32 = (uint32_t)n;
+    buf_reserve(out, 4 + n);
+    memcpy(out->data + out->len, &n32, 4);
+    protobuf_c_message_pack(&m->base, (uint8_t *)out->data + out->len + 4);
+    out->len += 4 + n;
+}
+
+void
+repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t *p, size_t n)
+{
+    Records rec = RECORDS__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    rec.first_lsn = first;
+    rec.count = count;
+    rec.frames.data = (uint8_t *)p;
+    rec.frames.len = n;
+    m.m_case = REPL_MSG__M_RECORDS;
+    m.records = &rec;
+    repl_send(out, &m);
+}
+
+int
+repl_recv(struct buf *in, ReplMsg **m)
+{
+    if (buf_unread(in) < 4) {
+        return 0;
+    }
+    uint32_t n;
+    memcpy(&n, in->data + in->off, 4);
+    if (n > REPL_MAX_FRAME) {
+        return -1;
+    }
+    if (buf_unread(in) - 4 < n) {
+        buf_reserve(in, n + 4 - buf_unread(in));
+        return 0;
+    }
+    *m = repl_msg__unpack(NULL, n, (const uint8_t *)in->data + in->off + 4);
+    in->off += 4 + (size_t)n;
+    if (in->off == in->len) {
+        in->off = in->len = 0;
+    }
+    return *m != NULL ? 1 : -1;
+}
+
+void
+repl_msg_free(ReplMsg *m)
+{
+    repl_msg__free_unpacked(m, NULL);
+}
+
+int
+repl_read(int fd, struct buf *in)
+{
+    if (in->off > 0 && in->off == in->len) {
+        in->off = in->len = 0;
+    }
+    buf_reserve(in, 64 * 1024);
+    ssize_t n = read(fd, in->data + in->len, in->cap - in->len);
+    if (n > 0) {
+        in->len += (size_t)n;
+        return (int)n;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return 0;
+    }
+    return -1;
+}
+
+int
+repl_write(int fd, struct buf *out, bool *blocked)
+{
+    *blocked = false;
+    while (out->off < out->len) {
+        ssize_t n = write(fd, out->data + out->off, out->len - out->off);
+        if (n > 0) {
+            out->off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            *blocked = true;
+            return 0;
+        }
+        return -1;
+    }
+    out->off = out->len = 0;
+    if (out->cap > (4u << 20)) {
+        buf_shrink(out, 64 * 1024);
+    }
+    return 0;
+}

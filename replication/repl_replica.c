@@ -1,0 +1,578 @@
+/* replication/repl_replica.c: following a primary shard: non-blocking
+ * connect, the RESP handshake, then frames: Welcome -> Hello -> Continue or
+ * a full sync, then Records applied with the records' own clock; acks after
+ * every batch and each second; reconnects with backoff (100 ms .. 5 s). */
+#include "replication/repl_int.h"
+
+#include "node/base/log.h"
+#include "node/base/mem.h"
+#include "node/base/rand.h"
+#include "node/conn.h"
+#include "node/ks.h"
+#include "node/node.h"
+#include "node/persist.h"
+#include "node/persist_int.h"
+#include "node/replay.h"
+#include "node/shard.h"
+#include "wal/wal.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void on_up_read(evutil_socket_t fd, short what, void *arg);
+static void on_up_write(evutil_socket_t fd, short what, void *arg);
+
+static void
+up_close(struct repl *r)
+{
+    struct upstream *u = &r->up;
+    if (u->fd >= 0) {
+        event_del(&u->rev);
+        event_del(&u->wev);
+        close(u->fd);
+        u->fd = -1;
+    }
+    u->rev_on = u->wev_on = false;
+    buf_deinit(&u->in);
+    buf_deinit(&u->out);
+    ks_destroy(u->loading);
+    u->loading = NULL;
+}
+
+/* The link failed: log once per episode, retry after a backoff. */
+static void
+up_fail(struct repl *r, const char *why)
+{
+    struct upstream *u = &r->up;
+    bool was_up = u->st == UP_ONLINE;
+    if (was_up || strcmp(u->err, why) != 0) {
+        log_warn("[shard %u] replication link to %s:%d: %s", shard_id(r->s), r->mhost,
+                 r->mport + (int)shard_id(r->s), why);
+        snprintf(u->err, sizeof(u->err), "%s", why);
+    }
+    up_close(r);
+    u->st = UP_CONNECT;
+    int64_t now = shard_now_ms(r->s);
+    if (was_up) {
+        u->since_ms = now;
+    }
+    u->backoff_ms = was_up ? 100 : u->backoff_ms < 100 ? 100 : u->backoff_ms * 2;
+    if (u->backoff_ms > 5000) {
+        u->backoff_ms = 5000;
+    }
+    u->last_io_ms = now;             /* retry at last_io + backoff */
+}
+
+static bool
+up_flush(struct repl *r)
+{
+    struct upstream *u = &r->up;
+    bool blocked;
+    if (repl_write(u->fd, &u->out, &blocked) < 0) {
+        up_fail(r, "write error");
+        return false;
+    }
+    if (blocked != u->wev_on) {
+        if (blocked) {
+            event_add(&u->wev, NULL);
+        } else {
+            event_del(&u->wev);
+        }
+        u->wev_on = blocked;
+    }
+    return true;
+}
+
+static void
+resp_cmd(struct buf *b, int argc, const char *const *argv)
+{
+    char h[32];
+    int n = snprintf(h, sizeof(h), "*%d\r\n", argc);
+    buf_append(b, h, (size_t)n);
+    for (int i = 0; i < argc; i++) {
+        size_t len = strlen(argv[i]);
+        n = snprintf(h, sizeof(h), "$%zu\r\n", len);
+        buf_append(b, h, (size_t)n);
+        buf_append(b, argv[i], len);
+        buf_append(b, "\r\n", 2);
+    }
+}
+
+static void
+up_connect(struct repl *r)
+{
+    struct upstream *u = &r->up;
+    char port[16];
+    snprintf(port, sizeof(port), "%d", r->mport + (int)shard_id(r->s));
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV }, *ai = NULL;
+    int rc = getaddrinfo(r->mhost, port, &hints, &ai);
+    if (rc != 0) {
+        hints.ai_flags = AI_NUMERICSERV;   /* a name: resolved here (blocking, once per attempt) */
+        rc = getaddrinfo(r->mhost, port, &hints, &ai);
+    }
+    if (rc != 0 || ai == NULL) {
+        char e[300];
+        snprintf(e, sizeof(e), "cannot resolve %s: %s", r->mhost, gai_strerror(rc));
+        up_fail(r, e);
+        return;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        freeaddrinfo(ai);
+        up_fail(r, strerror(errno));
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (rc != 0 && errno != EINPROGRESS) {
+        char e[300];
+        snprintf(e, sizeof(e), "connect: %s", strerror(errno));
+        close(fd);
+        up_fail(r, e);
+        return;
+    }
+    u->fd = fd;
+    buf_init(&u->in);
+    buf_init(&u->out);
+    event_assign(&u->rev, shard_base(r->s), fd, EV_READ | EV_PERSIST, on_up_read, r);
+    event_assign(&u->wev, shard_base(r->s), fd, EV_WRITE | EV_PERSIST, on_up_write, r);
+    event_add(&u->wev, NULL);
+    u->wev_on = true;
+    u->st = UP_CONNECTING;
+    u->last_io_ms = shard_now_ms(r->s);
+}
+
+static void
+up_handshake(struct repl *r)
+{
+    struct upstream *u = &r->up;
+    const struct cfg *cfg = shard_cfg(r->s);
+    u->resp_left = 0;
+    if (cfg->masterauth[0]) {
+        if (cfg->masteruser[0]) {
+            const char *a[] = { "AUTH", cfg->masteruser, cfg->masterauth };
+            resp_cmd(&u->out, 3, a);
+        } else {
+            const char *a[] = { "AUTH", cfg->masterauth };
+            resp_cmd(&u->out, 2, a);
+        }
+        u->resp_left++;
+    }
+    char port[16];
+    int myport = cfg->replica_announce_port > 0 ? (int)cfg->replica_announce_port
+                                                : (int)cfg->port;
+    snprintf(port, sizeof(port), "%d", myport + (int)shard_id(r->s));
+    const char *lp[] = { "REPLCONF", "listening-port", port };
+    resp_cmd(&u->out, 3, lp);
+    u->resp_left++;
+    if (cfg->replica_announce_ip[0]) {
+        const char *ip[] = { "REPLCONF", "ip-address", cfg->replica_announce_ip };
+        resp_cmd(&u->out, 3, ip);
+        u->resp_left++;
+    }
+    const char *sy[] = { "RVSYNC" };
+    resp_cmd(&u->out, 1, sy);
+    u->resp_left++;
+    u->st = UP_HANDSHAKE;
+    event_add(&u->rev, NULL);
+    u->rev_on = true;
+    up_flush(r);
+}
+
+static void
+on_up_write(evutil_socket_t fd, short what, void *arg)
+{
+    struct repl *r = arg;
+    struct upstream *u = &r->up;
+    (void)what;
+    if (u->st == UP_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+            char e[300];
+            snprintf(e, sizeof(e), "connect: %s", strerror(err));
+            up_fail(r, e);
+            return;
+        }
+        event_del(&u->wev);
+        u->wev_on = false;
+        u->last_io_ms = shard_now_ms(r->s);
+        up_handshake(r);
+        return;
+    }
+    up_flush(r);
+}
+
+static void
+send_ack(struct repl *r)
+{
+    struct upstream *u = &r->up;
+    Ack a = ACK__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    a.applied = repl_last_lsn(r);
+    a.durable = r->p->w ? wal_durable_lsn(r->p->w) : 0;
+    m.m_case = REPL_MSG__M_ACK;
+    m.ack = &a;
+    repl_send(&u->out, &m);
+    u->last_ack_sent_ms = shard_now_ms(r->s);
+}
+
+/* Apply record frames: the stream (lsn checked and kept) or a snapshot. */
+static int
+apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err, size_t errsz)
+{
+    struct ks *ks = shard_ks(r->s);
+    if (r->rp == NULL) {
+        r->rp = replay_create(r->s);
+    }
+    ks_set_replica_mode(ks, false);   /* records run with their own clock, as on the primary */
+    int rc = 0;
+    while (n > 0) {
+        struct wal_rec rec;
+        if (wal_frame_parse(p, n, &rec) != 1) {
+            snprintf(err, errsz, "malformed record in the stream");
+            rc = -1;
+            break;
+        }
+        size_t sz = WAL_REC_HDR + rec.len;
+        uint64_t want = repl_last_lsn(r) + 1;
+        if (stream && rec.lsn != want) {
+            snprintf(err, errsz, "record LSN %" PRIu64 " where %" PRIu64 " was expected", rec.lsn, want);
+            rc = -1;
+            break;
+        }
+        struct wal_pay_it it;
+        int argc, k;
+        char e[256];
+        if (!wal_pay_open(&it, rec.payload, rec.len)) {
+            snprintf(err, errsz, "malformed payload at LSN %" PRIu64, rec.lsn);
+            rc = -1;
+            break;
+        }
+        shard_set_clock(r->s, rec.ts_ms);
+        while ((k = wal_pay_next(&it, &argc, &r->argv, &r->argv_cap)) == 1) {
+            if (!replay_exec(r->rp, argc, r->argv, e, sizeof(e))) {
+                log_warn("[shard %u] applying LSN %" PRIu64 " (%.*s): %s", shard_id(r->s), rec.lsn,
+                         (int)(r->argv[0].len > 32 ? 32 : r->argv[0].len), r->argv[0].p, e);
+            }
+        }
+        if (stream) {
+            struct persist *ps = r->p;
+            if (ps->w) {
+                size_t mark = wal_rec_begin(ps->w);
+                buf_append(wal_buf(ps->w), rec.payload, rec.len);
+                wal_rec_end(ps->w, mark, rec.ts_ms);
+            } else {
+                ps->next_lsn = rec.lsn + 1;
+            }
+            bl_append(&r->bl, p, sz);
+        }
+        p += sz;
+        n -= sz;
+    }
+    ks_set_replica_mode(ks, true);
+    shard_refresh_clock(r->s);
+    return rc;
+}
+
+static void
+adopt_history(struct repl *r, const char *replid, uint64_t epoch)
+{
+    if (strcmp(r->replid, replid) != 0) {
+        memcpy(r->replid2, r->replid, 41);
+        r->second_off = (int64_t)repl_last_lsn(r) + 1;
+        snprintf(r->replid, sizeof(r->replid), "%s", replid);
+    }
+    r->epoch = epoch;
+    repl_save_state(r);
+}
+
+/* Snapshot records go into a keyspace beside the served one (clients keep
+ * reading the old data meanwhile: replica-serve-stale-data yes), one chunk at
+ * a time, so no pause is longer than one chunk's worth of keys. */
+static int
+load_chunk(struct repl *r, const uint8_t *p, size_t n, char *err, size_t errsz)
+{
+    struct upstream *u = &r->up;
+    struct ks *old = shard_swap_ks(r->s, u->loading);
+    int rc = apply_frames(r, p, n, false, err, errsz);
+    shard_swap_ks(r->s, old);
+    return rc;
+}
+
+static void
+full_sync_begin(struct repl *r, const FullSyncBegin *b)
+{
+    struct upstream *u = &r->up;
+    u->st = UP_FULL;
+    ks_destroy(u->loading);
+    u->loading = ks_create(rand_u64(), rand_u64());
+    ks_reserve(u->loading, b->keys_hint + b->keys_hint / 8);
+    ks_set_replica_mode(u->loading, true);
+    persist_hook_ks(r->s, u->loading);
+    u->snap_lsn = b->lsn;
+    u->snap_epoch = b->epoch;
+    u->snap_bytes = 0;
+    snprintf(u->snap_replid, sizeof(u->snap_replid), "%s", b->replid);
+}
+
+static void
+full_sync_done(struct repl *r, uint64_t lsn)
+{
+    struct upstream *u = &r->up;
+    char err[256];
+    repl_forget_state(r);            /* a crash from here on restarts with a full sync */
+    ks_reserve(u->loading, 0);
+    struct ks *old = shard_swap_ks(r->s, u->loading);
+    u->loading = NULL;
+    ks_set_clock(shard_ks(r->s), shard_now_ms(r->s));
+    ks_destroy(old);
+    if (persist_rebase(r->s, lsn, err, sizeof(err)) != 0) {
+        log_warn("[shard %u] full sync: cannot restart the data directory at LSN %" PRIu64 ": %s",
+                 shard_id(r->s), lsn, err);
+        up_fail(r, "local data directory failed");
+        return;
+    }
+    snprintf(r->replid, sizeof(r->replid), "%s", u->snap_replid);
+    memset(r->replid2, '0', 40);
+    r->second_off = -1;
+    r->epoch = u->snap_epoch;
+    repl_save_state(r);
+    r->hot.backlog = false;
+    bl_deinit(&r->bl);
+    repl_backlog_start(r);
+    u->st = UP_ONLINE;
+    log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64,
+               shard_id(r->s), r->mhost, r->mport + (int)shard_id(r->s), u->snap_keys, lsn);
+    send_ack(r);
+}
+
+/* One message; false when the link was closed. */
+static bool
+on_msg(struct repl *r, ReplMsg *m)
+{
+    struct upstream *u = &r->up;
+    char err[300];
+    switch (m->m_case) {
+    case REPL_MSG__M_WELCOME: {
+        unsigned ns = shard_node(r->s)->nshards;
+        if (m->welcome->nshards != ns || m->welcome->shard != shard_id(r->s)) {
+            snprintf(err, sizeof(err), "shard count mismatch: the primary has %u shards, this node %u",
+                     m->welcome->nshards, ns);
+            up_fail(r, err);
+            u->backoff_ms = 5000;
+            return false;
+        }
+        Hello h = HELLO__INIT;
+        ReplMsg o = REPL_MSG__INIT;
+        const struct cfg *cfg = shard_cfg(r->s);
+        h.replica_id = shard_node(r->s)->run_id;
+        h.shard = shard_id(r->s);
+        h.nshards = ns;
+        h.replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : (char *)"?";
+        h.epoch = r->epoch;
+        h.applied_lsn = repl_last_lsn(r);
+        h.listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port
+                                                                      : cfg->port) + shard_id(r->s));
+        o.m_case = REPL_MSG__M_HELLO;
+        o.hello = &h;
+        repl_send(&u->out, &o);
+        u->st = UP_SYNC;
+        return true;
+    }
+    case REPL_MSG__M_CONT:
+        adopt_history(r, m->cont->replid, m->cont->epoch);
+        repl_backlog_start(r);
+        u->st = UP_ONLINE;
+        u->err[0] = '\0';
+        u->backoff_ms = 0;
+        log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, shard_id(r->s), r->mhost,
+                   r->mport + (int)shard_id(r->s), m->cont->from_lsn);
+        send_ack(r);
+        return true;
+    case REPL_MSG__M_FULL_BEGIN:
+        full_sync_begin(r, m->full_begin);
+        return true;
+    case REPL_MSG__M_FULL_CHUNK:
+        if (u->st != UP_FULL) {
+            up_fail(r, "snapshot data outside a full sync");
+            return false;
+        }
+        u->snap_bytes += m->full_chunk->frames.len;
+        if (load_chunk(r, m->full_chunk->frames.data, m->full_chunk->frames.len, err,
+                       sizeof(err)) != 0) {
+            up_fail(r, err);
+            return false;
+        }
+        return true;
+    case REPL_MSG__M_FULL_END:
+        if (u->st != UP_FULL) {
+            up_fail(r, "snapshot end outside a full sync");
+            return false;
+        }
+        u->snap_keys = m->full_end->keys;
+        u->err[0] = '\0';
+        u->backoff_ms = 0;
+        full_sync_done(r, m->full_end->lsn);
+        return u->fd >= 0;
+    case REPL_MSG__M_RECORDS:
+        if (u->st != UP_ONLINE) {
+            up_fail(r, "records before the sync finished");
+            return false;
+        }
+        if (apply_frames(r, m->records->frames.data, m->records->frames.len, true, err,
+                         sizeof(err)) != 0) {
+            up_fail(r, err);
+            return false;
+        }
+        send_ack(r);
+        return true;
+    case REPL_MSG__M_ERROR:
+        snprintf(err, sizeof(err), "the primary refused: %s", m->error->text);
+        up_fail(r, err);
+        u->backoff_ms = 5000;
+        return false;
+    default:
+        return true;
+    }
+}
+
+static void
+on_up_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct repl *r = arg;
+    struct upstream *u = &r->up;
+    (void)fd;
+    (void)what;
+    int n = repl_read(u->fd, &u->in);
+    if (n < 0) {
+        up_fail(r, "connection lost");
+        return;
+    }
+    shard_refresh_clock(r->s);
+    u->last_io_ms = shard_now_ms(r->s);
+    while (u->st == UP_HANDSHAKE && u->resp_left > 0) {
+        char *s = u->in.data + u->in.off;
+        char *e = memchr(s, '\n', u->in.len - u->in.off);
+        if (e == NULL) {
+            return;
+        }
+        if (s[0] == '-') {
+            char why[300];
+            snprintf(why, sizeof(why), "handshake refused: %.*s", (int)(e - s > 200 ? 200 : e - s - 1),
+                     s + 1);
+            up_fail(r, why);
+            return;
+        }
+        u->in.off += (size_t)(e - s) + 1;
+        if (--u->resp_left == 0) {
+            u->st = UP_WELCOME;
+        }
+    }
+    ReplMsg *m;
+    int rc;
+    while (u->fd >= 0 && (rc = repl_recv(&u->in, &m)) == 1) {
+        bool ok = on_msg(r, m);
+        repl_msg_free(m);
+        if (!ok) {
+            return;
+        }
+    }
+    if (u->fd >= 0 && rc < 0) {
+        up_fail(r, "malformed frame");
+        return;
+    }
+    if (u->fd >= 0) {
+        up_flush(r);
+    }
+}
+
+void
+replica_follow(struct repl *r, const char *host, int port)
+{
+    struct upstream *u = &r->up;
+    up_close(r);
+    primary_drop_all(r);
+    if (!r->replica) {
+        r->replica = true;
+        r->p->replica = true;
+        r->p->hot.guard = true;
+        ks_set_replica_mode(shard_ks(r->s), true);
+    }
+    snprintf(r->mhost, sizeof(r->mhost), "%s", host);
+    r->mport = port;
+    u->st = UP_CONNECT;
+    u->err[0] = '\0';
+    u->backoff_ms = 0;
+    u->since_ms = shard_now_ms(r->s);
+    u->last_io_ms = 0;               /* connect at the next tick */
+}
+
+void
+replica_stop(struct repl *r)
+{
+    up_close(r);
+    r->up.st = UP_NONE;
+}
+
+void
+replica_cron(struct repl *r, int64_t now)
+{
+    struct upstream *u = &r->up;
+    int64_t timeout = shard_cfg(r->s)->repl_timeout * 1000;
+    switch (u->st) {
+    case UP_NONE:
+        return;
+    case UP_CONNECT:
+        if (now - u->last_io_ms >= u->backoff_ms) {
+            up_connect(r);
+        }
+        return;
+    case UP_ONLINE:
+        if (now - u->last_ack_sent_ms >= 1000) {
+            send_ack(r);
+            up_flush(r);
+        }
+        /* fall through */
+    default:
+        if (u->fd >= 0 && now - u->last_io_ms > timeout) {
+            up_fail(r, "timeout (repl-timeout)");
+        }
+        return;
+    }
+}
+
+const char *
+replica_state_name(const struct repl *r)
+{
+    switch (r->up.st) {
+    case UP_CONNECT: return "connect";
+    case UP_CONNECTING:
+    case UP_HANDSHAKE:
+    case UP_WELCOME: return "connecting";
+    case UP_SYNC:
+    case UP_FULL: return "sync";
+    case UP_ONLINE: return "connected";
+    default: return "none";
+    }
+}
+
+bool
+replica_link_up(const struct repl *r)
+{
+    return r->up.st == UP_ONLINE;
+}

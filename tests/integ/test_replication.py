@@ -1,0 +1,491 @@
+"""Replication (issue 5, docs/replication.md): real primary and replica processes on loopback.
+
+Link breaks are made with a small TCP proxy between the replica and the primary (cut = close every proxied
+connection; block = refuse new ones), so partial resyncs can be observed without restarting anything."""
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+import redis
+
+from conftest import HOST, free_port, poll_until, resp_error
+
+pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
+
+
+def info(c, section="replication"):
+    return c.info(section)
+
+
+def wait_link_up(replica, timeout=10):
+    c = replica.client()
+    try:
+        poll_until(lambda: info(c).get("master_link_status") == "up", timeout=timeout, what="master_link_status:up")
+    finally:
+        c.close()
+
+
+def wait_offset(primary, replica, timeout=10, password=None):
+    """Until the replica applied everything the primary produced so far."""
+    p, r = primary.client(password=password), replica.client()
+    try:
+        target = info(p)["master_repl_offset"]
+        poll_until(lambda: info(r).get("slave_repl_offset", -1) >= target, timeout=timeout,
+                   what="replica offset >= %d" % target)
+    finally:
+        p.close()
+        r.close()
+
+
+def stats(c):
+    s = c.info("stats")
+    return s["sync_full"], s["sync_partial_ok"], s["sync_partial_err"]
+
+
+class Proxy:
+    """Forwards 127.0.0.1:<port> to a target port (one proxy per shard port, consecutive)."""
+
+    def __init__(self, target_base, nports=1):
+        self.target_base = target_base
+        self.nports = nports
+        self.blocked = False
+        self.conns = []
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.listeners = []
+        for _ in range(50):
+            base = free_port()
+            try:
+                ls = []
+                for i in range(nports):
+                    s = socket.socket()
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    s.bind((HOST, base + i))
+                    s.listen(16)
+                    s.settimeout(0.2)
+                    ls.append(s)
+                self.listeners = ls
+                self.port = base
+                break
+            except OSError:
+                for s in ls:
+                    s.close()
+        self.threads = [threading.Thread(target=self._accept, args=(i,), daemon=True) for i in range(nports)]
+        for t in self.threads:
+            t.start()
+
+    def _accept(self, i):
+        ls = self.listeners[i]
+        while not self.stopping:
+            try:
+                c, _ = ls.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if self.blocked:
+                c.close()
+                continue
+            try:
+                u = socket.create_connection((HOST, self.target_base + i), timeout=2)
+            except OSError:
+                c.close()
+                continue
+            with self.lock:
+                self.conns += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
+
+    def close(self):
+        self.stopping = True
+        self.cut()
+        for s in self.listeners:
+            s.close()
+
+
+@pytest.fixture
+def proxies():
+    made = []
+
+    def make(target, nports=1):
+        p = Proxy(target, nports)
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def test_full_sync_then_stream_and_readonly(start_server):
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    for i in range(500):
+        p.set("k%d" % i, "v%d" % i)
+    p.rpush("list", "a", "b", "c")
+    p.hset("h", mapping={"f1": "1", "f2": "2"})
+    p.zadd("z", {"m1": 1.5, "m2": 2.5})
+    p.sadd("s", "x", "y")
+    p.set("ttl", "v", ex=1000)
+    assert r.replicaof(HOST, primary.port) == "OK"
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    assert r.dbsize() == p.dbsize()
+    assert r.get("k499") == "v499"
+    assert r.lrange("list", 0, -1) == ["a", "b", "c"]
+    assert r.hgetall("h") == {"f1": "1", "f2": "2"}
+    assert r.zrange("z", 0, -1, withscores=True) == [("m1", 1.5), ("m2", 2.5)]
+    assert r.smembers("s") == {"x", "y"}
+    assert 990 <= r.ttl("ttl") <= 1000
+    # live stream, including rewritten effects (INCRBYFLOAT, SPOP, relative TTLs)
+    p.set("live", "1")
+    p.incrbyfloat("f", 1.5)
+    p.lpush("list", "z")
+    p.delete("k0")
+    p.expire("k1", 500)
+    popped = p.spop("s")
+    wait_offset(primary, replica)
+    assert r.get("live") == "1"
+    assert r.get("f") == "1.5"
+    assert r.lrange("list", 0, -1) == ["z", "a", "b", "c"]
+    assert r.exists("k0") == 0
+    assert 490 <= r.ttl("k1") <= 500
+    assert r.smembers("s") == {"x", "y"} - {popped}
+    # read-only, with Redis's error text (checked on the wire)
+    with replica.raw() as raw:
+        assert raw.cmd("SET", "a", "b") == "READONLY You can't write against a read only replica."
+        assert raw.cmd("MULTI") == "OK"
+        assert raw.cmd("DEL", "k2") == "READONLY You can't write against a read only replica."
+    ri, pi = info(r), info(p)
+    assert ri["role"] == "slave" and ri["master_port"] == primary.port and ri["master_sync_in_progress"] == 0
+    assert ri["master_replid"] == pi["master_replid"] and len(pi["master_replid"]) == 40
+    assert pi["connected_slaves"] == 1 and pi["repl_backlog_active"] == 1
+    assert pi["slave0"]["port"] == replica.port and pi["slave0"]["state"] == "online"
+    assert pi["slave0"]["offset"] == pi["master_repl_offset"]
+    assert p.role()[0] == "master" and r.role()[:4] == ["slave", HOST, primary.port, "connected"]
+    assert r.replicaof(HOST, primary.port) == "OK Already connected to specified master"
+    assert stats(p) == (1, 0, 0)
+
+
+def test_wait_counts_replicas(start_server):
+    primary = start_server()
+    p = primary.client()
+    p.set("a", "1")
+    t0 = time.monotonic()
+    assert p.wait(1, 200) == 0               # no replica: times out with 0
+    assert time.monotonic() - t0 >= 0.15
+    assert p.wait(0, 0) == 0
+    reps = [start_server(), start_server()]
+    for rep in reps:
+        rep.client().replicaof(HOST, primary.port)
+    for rep in reps:
+        wait_link_up(rep)
+    p.set("b", "2")
+    assert p.wait(2, 5000) == 2
+    assert p.wait(1, 5000) >= 1
+    assert "WAIT cannot be used with replica instances" in resp_error(reps[0].client().wait, 1, 10)
+    # WAITAOF on a memory primary: Redis's error for numlocal
+    assert "appendonly is disabled" in resp_error(p.execute_command, "WAITAOF", 1, 0, 10)
+    assert p.execute_command("WAITAOF", 0, 0, 10) == [0, 0]
+
+
+def test_expired_keys_hidden_until_primary_deletes(start_server):
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    p.set("gone", "v", px=400)
+    p.set("stay", "v")
+    wait_offset(primary, replica)
+    os.kill(primary.proc.pid, signal.SIGSTOP)     # no DEL can come while it is stopped
+    try:
+        time.sleep(0.6)
+        assert r.get("gone") is None              # hidden: its deadline passed
+        assert r.exists("gone") == 0
+        assert r.dbsize() == 2                    # but not deleted by the replica's clock
+    finally:
+        os.kill(primary.proc.pid, signal.SIGCONT)
+    # the primary expires it (lazily here) and the DEL arrives
+    assert p.get("gone") is None
+    poll_until(lambda: r.dbsize() == 1, timeout=5, what="DEL from the primary")
+
+
+def test_partial_resync_after_link_break(start_server, proxies):
+    primary = start_server()
+    proxy = proxies(primary.port)
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    p.set("before", "1")
+    r.replicaof(HOST, proxy.port)
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    assert stats(p) == (1, 0, 0)
+    proxy.blocked = True
+    proxy.cut()
+    poll_until(lambda: info(r)["master_link_status"] == "down", timeout=5, what="link down")
+    for i in range(100):
+        p.set("during%d" % i, i)
+    assert r.get("during99") is None
+    proxy.blocked = False
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    assert r.get("during99") == "99"
+    assert stats(p) == (1, 1, 0)
+    assert info(r)["slave_repl_offset"] == info(p)["master_repl_offset"]
+
+
+def test_past_the_backlog_full_sync(start_server, proxies):
+    primary = start_server("--repl-backlog-size", "16kb")
+    proxy = proxies(primary.port)
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, proxy.port)
+    wait_link_up(replica)
+    proxy.blocked = True
+    proxy.cut()
+    poll_until(lambda: info(r)["master_link_status"] == "down", timeout=5, what="link down")
+    for i in range(2000):                       # ~100 KB of records: far past 16 KB
+        p.set("k%d" % i, "x" * 20)
+    pi = info(p)
+    assert pi["repl_backlog_first_byte_offset"] > 1
+    assert pi["repl_backlog_histlen"] < 2000
+    proxy.blocked = False
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    assert r.dbsize() == 2000
+    full, ok, err = stats(p)
+    assert (full, ok, err) == (2, 0, 1)
+
+
+def test_promotion_keeps_data_and_replid2(start_server):
+    primary = start_server()
+    replica = start_server()
+    other = start_server()
+    p, r, o = primary.client(), replica.client(), other.client()
+    r.replicaof(HOST, primary.port)
+    o.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    wait_link_up(other)
+    for i in range(50):
+        p.set("k%d" % i, i)
+    wait_offset(primary, replica)
+    wait_offset(primary, other)
+    old = info(p)
+    primary.stop()
+    assert r.replicaof("no", "one") == "OK"
+    ri = info(r)
+    assert ri["role"] == "master"
+    assert ri["master_replid2"] == old["master_replid"]
+    assert ri["second_repl_offset"] == old["master_repl_offset"] + 1
+    assert ri["master_replid"] != old["master_replid"]
+    assert ri["repl_epoch"] == old["repl_epoch"] + 1
+    assert r.get("k49") == "49"
+    r.set("new", "1")                           # accepts writes
+    # the other replica, re-pointed, continues with a partial resync (PSYNC2-like)
+    o.replicaof(HOST, replica.port)
+    wait_link_up(other)
+    wait_offset(replica, other)
+    assert o.get("new") == "1" and o.get("k0") == "0"
+    assert stats(r) == (0, 1, 0)
+    assert info(o)["master_replid"] == ri["master_replid"]
+    assert r.replicaof("no", "one") == "OK"     # already a primary: nothing changes
+    assert info(r)["master_replid"] == ri["master_replid"]
+
+
+def test_multi_shard_replicates_shard_by_shard(start_server):
+    primary = start_server("--shards", "2")
+    replica = start_server("--shards", "2")
+    keys = ["key:%d" % i for i in range(200)]
+    pc = redis.RedisCluster(host=HOST, port=primary.port, decode_responses=True, socket_timeout=10)
+    for k in keys:
+        pc.set(k, k)
+    replica.client().replicaof(HOST, primary.port)       # every shard follows primary port + i
+    for port in replica.ports:
+        c = replica.client(port=port)
+        poll_until(lambda: info(c).get("master_link_status") == "up", timeout=10, what="shard link up")
+        assert info(c)["master_port"] == primary.port
+    for i, port in enumerate(primary.ports):
+        pcl, rcl = primary.client(port=port), replica.client(port=replica.ports[i])
+        target = info(pcl)["master_repl_offset"]
+        poll_until(lambda: info(rcl)["slave_repl_offset"] >= target, timeout=10, what="shard caught up")
+        assert pcl.dbsize() == rcl.dbsize() > 0
+    rc = redis.RedisCluster(host=HOST, port=replica.port, decode_responses=True, socket_timeout=10,
+                            read_from_replicas=False)
+    assert all(rc.get(k) == k for k in keys[:50])
+    pc.close()
+    rc.close()
+
+
+def test_shard_count_mismatch_is_refused(start_server):
+    primary = start_server("--shards", "2")
+    replica = start_server()
+    r = replica.client()
+    r.replicaof(HOST, primary.port)
+    time.sleep(1.0)
+    assert info(r)["master_link_status"] == "down"
+    poll_until(lambda: "shard count mismatch" in replica.stderr() + replica.stdout(), timeout=5,
+               what="mismatch logged")
+
+
+def test_replicaof_in_config_and_auth(start_server):
+    primary = start_server("--requirepass", "sekret")
+    p = primary.client(password="sekret")
+    p.set("a", "1")
+    replica = start_server("--replicaof", "%s %d" % (HOST, primary.port), "--masterauth", "sekret")
+    wait_link_up(replica)
+    wait_offset(primary, replica, password="sekret")
+    assert replica.client().get("a") == "1"
+    bad = start_server("--replicaof", "%s %d" % (HOST, primary.port), "--masterauth", "wrong")
+    time.sleep(1.0)
+    assert info(bad.client())["master_link_status"] == "down"
+
+
+def test_min_replicas_to_write(start_server):
+    primary = start_server("--min-replicas-to-write", "1", "--min-replicas-max-lag", "10")
+    p = primary.client()
+    poll_until(lambda: info(p).get("min_slaves_good_slaves") == 0, timeout=3, what="guard on")
+    with primary.raw() as raw:
+        assert raw.cmd("SET", "a", "1") == "NOREPLICAS Not enough good replicas to write."
+    replica = start_server()
+    replica.client().replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    poll_until(lambda: info(p).get("min_slaves_good_slaves") == 1, timeout=5, what="one good replica")
+    assert p.set("a", "1") is True
+
+
+@pytest.mark.parametrize("how", ["term", "kill9"])
+def test_durable_replica_restarts_and_resumes(start_server, tmp_path, how):
+    primary = start_server()
+    p = primary.client()
+    for i in range(300):
+        p.set("k%d" % i, i)
+    rdir = str(tmp_path / "replica")
+    args = ("--dir", rdir, "--durability", "everysec", "--replicaof", "%s %d" % (HOST, primary.port))
+    replica = start_server(*args)
+    wait_link_up(replica)
+    for i in range(300, 400):
+        p.set("k%d" % i, i)
+    wait_offset(primary, replica)
+    if how == "kill9":
+        time.sleep(1.3)                          # everysec: let one sync cover the stream
+        replica.proc.kill()
+        replica.proc.wait(5)
+    else:
+        replica.stop()
+    for i in range(400, 450):
+        p.set("k%d" % i, i)
+    assert stats(p) == (1, 0, 0)
+    again = start_server(*args, port=replica.port)
+    wait_link_up(again)
+    wait_offset(primary, again)
+    r = again.client()
+    assert r.dbsize() == 450 and r.get("k449") == "449" and r.get("k0") == "0"
+    assert stats(p) == (1, 1, 0)                  # partial: the records after its own WAL
+    assert info(r)["master_replid"] == info(p)["master_replid"]
+
+
+def _contents(c):
+    out = {}
+    cur = 0
+    while True:
+        cur, keys = c.scan(cur, count=2000)
+        if keys:
+            pipe = c.pipeline(transaction=False)
+            for k in keys:
+                pipe.dump(k)
+            for k, v in zip(keys, pipe.execute()):
+                out[k] = v
+        if cur == 0:
+            return out
+
+
+def test_full_sync_under_writes_is_consistent(start_server):
+    """The full sync walks the keyspace while the primary serves writes (copy-on-write at the sync LSN)."""
+    primary = start_server()
+    p = primary.client()
+    n = 60000
+    pipe = p.pipeline(transaction=False)
+    for i in range(n):
+        pipe.set("k%d" % i, 1000000000 + i)
+        if i % 5000 == 4999:
+            pipe.execute()
+    pipe.execute()
+    for i in range(200):
+        p.rpush("list%d" % i, *range(20))
+    stop = threading.Event()
+    done = []
+
+    def writer():
+        w = primary.client()
+        i = 0
+        while not stop.is_set():
+            w.incr("k%d" % (i * 7919 % n))
+            w.rpush("list%d" % (i % 200), i)
+            w.delete("k%d" % ((i * 104729) % n))
+            w.set("new%d" % i, i)
+            i += 1
+        done.append(i)
+        w.close()
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    replica = start_server()
+    r = replica.client()
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica, timeout=30)
+    time.sleep(0.3)
+    stop.set()
+    t.join(10)
+    assert done and done[0] > 0
+    wait_offset(primary, replica, timeout=30)
+    pc, rc = primary.client(decode_responses=False), replica.client(decode_responses=False)
+    a, b = _contents(pc), _contents(rc)
+    assert len(a) == len(b)
+    assert a == b
+
+
+def test_writable_replica_keeps_local_writes_out_of_the_stream(start_server):
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    r.config_set("replica-read-only", "no")
+    assert r.set("local", "x") is True
+    before = info(r)["slave_repl_offset"]
+    p.set("a", "1")
+    wait_offset(primary, replica)
+    assert info(r)["slave_repl_offset"] == before + 1      # the local write took no LSN
+    assert r.get("a") == "1" and r.get("local") == "x"
+    assert info(r)["master_link_status"] == "up"
