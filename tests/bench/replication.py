@@ -10,7 +10,10 @@ Throughput (paired, rounds alternate the order): redis-benchmark SET -c 50 -P 16
   ruvio_repl   ruvio primary + one ruvio replica
   ruvio_alone  ruvio primary, no replica
 Each run waits for the replica to be online (and after the run, for it to reach the primary's offset and the
-same DBSIZE). Reported: median rps, ratios ruvio_repl/redis_repl and ruvio_repl/ruvio_alone, primary CPU ns/op.
+same DBSIZE). Reported: median rps, ratios ruvio_repl/redis_repl and ruvio_repl/ruvio_alone, primary and replica
+CPU ns/op. With two CPUs the replica has to share one: by default the client's (--replica-cpus), so in the
+*_repl runs redis-benchmark gets only what the replica leaves of CPU 1 (in ruvio_alone it is the bottleneck
+at ~100% of CPU 1): compare the primaries' CPU ns/op too, which does not depend on that.
 
 Lag (per server kind): a load generator process sends pipelined SETs of 64-byte values at a fixed rate (half of
 the median max SET rate measured above for that kind with a replica: batches every 1 ms); meanwhile a probe
@@ -115,15 +118,18 @@ def one_run(cfg, args):
         rep = None
         try:
             if cfg != "ruvio_alone":
-                rep = replica_server(kind, args).start()
+                rep = replica_server(kind, args, args.replica_cpus).start()
                 follow(rep, prim.port, 30)
             bench.sanity_check(prim)
             bench.redis_benchmark(prim, "PING_MBULK", 20000, 16, 50, 64, 120)
             if not bench.wait_quiet(0.10, args.quiet_wait):
                 bench.log("  machine still busy; running anyway")
+            rc0 = bench.cpu_ns(rep.pid) if rep is not None else 0
             res = bench.redis_benchmark(prim, "SET", args.n, 16, 50, 64, 600)
             if rep is not None:
                 res["replica_catch_up_s"] = round(caught_up(prim, rep), 3)
+                # the replica's CPU for applying the run (its catch-up included; a few INFO/DBSIZE polls too)
+                res["replica_cpu_ns_per_op"] = (bench.cpu_ns(rep.pid) - rc0) / args.n
                 res["replica_link"] = info(rep.port, "replication").get("master_link_status")
             return res
         finally:
@@ -145,6 +151,7 @@ def throughput(args):
     out = {"runs": runs}
     for c in cfgs:
         out[c] = {"rps_median": med([x["rps"] for x in runs[c]]),
+                  "replica_cpu_ns_per_op_median": med([x.get("replica_cpu_ns_per_op") for x in runs[c]]),
                   "cpu_ns_per_op_median": med([x["server_cpu_ns_per_op"] for x in runs[c]]),
                   "p99_ms_median": med([x["p99_ms"] for x in runs[c]])}
     out["ratio_ruvio_repl_vs_redis_repl"] = med([a["rps"] / b["rps"] for a, b in
@@ -276,6 +283,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", type=int, default=1000000)
     ap.add_argument("--lag-seconds", type=float, default=10.0)
+    ap.add_argument("--replica-cpus", default=bench.CLIENT_CPU,
+                    help="taskset CPU list of the replica in the throughput runs (default: the client's CPU)")
     ap.add_argument("--lag-replica-cpus", default="0,1",
                     help="taskset CPU list of the replica in the lag test (default: either CPU)")
     ap.add_argument("--lag-rate", type=float, default=0, help="SET/s of the lag test (default: half the max)")
@@ -307,8 +316,9 @@ def main():
     if t:
         print("\nSET -c 50 -P 16 -d 64, %d rounds (medians)" % args.rounds)
         for c in ("ruvio_repl", "redis_repl", "ruvio_alone"):
-            print("%-12s %10.0f rps %7.0f primary CPU ns/op  p99 %.2f ms" % (
-                c, t[c]["rps_median"], t[c]["cpu_ns_per_op_median"], t[c]["p99_ms_median"] or -1))
+            print("%-12s %10.0f rps %7.0f primary CPU ns/op %7.0f replica CPU ns/op  p99 %.2f ms" % (
+                c, t[c]["rps_median"], t[c]["cpu_ns_per_op_median"], t[c]["replica_cpu_ns_per_op_median"] or 0,
+                t[c]["p99_ms_median"] or -1))
         print("ruvio_repl / redis_repl  %.3f (target >= 1.10)" % t["ratio_ruvio_repl_vs_redis_repl"])
         print("ruvio_repl / ruvio_alone %.3f (target >= 0.90)" % t["ratio_ruvio_repl_vs_ruvio_alone"])
     for kind, v in out.get("lag", {}).items():

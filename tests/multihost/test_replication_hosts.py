@@ -372,6 +372,15 @@ def test_sentinel_failover(net, example_nodes, sentinels):
     # CONFIG REWRITE by the sentinels: the promoted node's file no longer follows anyone, the other's does
     wait_for(lambda: "replicaof %s" % addr in open(nodes[other].conf_path).read().lower(), timeout=10,
              what="replicaof rewritten in %s" % nodes[other].conf_path)
+    # the old primary comes back (its file says primary): the sentinels turn it into a replica of the new one,
+    # and what it had that the new primary has not is dropped by the full sync
+    prim.start()
+
+    def converted():
+        role = prim.client().execute_command("ROLE")
+        return role[0] == "slave" and role[1] == addr and role[3] == "connected"
+    wait_for(converted, timeout=40, interval=0.5, what="old primary reconfigured as a replica by the sentinels")
+    wait_synced(nodes, ["primary", other], primary=promoted)
     print("sentinel failover: new primary %s after %.1f s" % (promoted, elapsed))
 
 
