@@ -53,6 +53,8 @@ CMD_HANDLER(debug);
 /* replication/repl.c */
 CMD_HANDLER(replicaof); CMD_HANDLER(role); CMD_HANDLER(wait); CMD_HANDLER(waitaof);
 CMD_HANDLER(replconf); CMD_HANDLER(rvsync);
+/* replication/repl_failover.c */
+CMD_HANDLER(failover);
 
 /* multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);

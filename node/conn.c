@@ -225,6 +225,7 @@ conn_process(struct conn *c)
             conn_proto_error(c, c->parser.errmsg);
             return;
         }
+        c->cmd_start = c->rbuf.off;
         c->rbuf.off = pos;
         if (argc > 0) {
             cmd_dispatch(c, argc, argv);

@@ -70,6 +70,8 @@ struct conn {
     uint64_t out_done;                /* output bytes written to the socket so far */
     struct { uint64_t pos, lsn; } marks[4];
     uint8_t nmarks;
+    size_t cmd_start;                 /* rbuf offset of the command being dispatched (a write
+                                         paused by FAILOVER is parsed again from here) */
     char addr[64];
     char laddr[64];
     char lip[48];                     /* local IP (for MOVED / CLUSTER SLOTS) */

@@ -492,8 +492,7 @@ persist_refuse_write(struct conn *c)
     if (p == NULL) {
         return false;
     }
-    if (p->repl && (p->replica || shard_cfg(c->shard)->min_replicas_to_write > 0) &&
-        repl_refuse_write(p->repl, c)) {
+    if (p->repl && (p->replica || p->hot.guard) && repl_refuse_write(p->repl, c)) {
         return true;
     }
     if (p->w == NULL) {

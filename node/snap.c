@@ -232,7 +232,7 @@ snap_done(struct persist *p, struct snap *sn)
         p->saves++;
         p->changes = p->changes > sn->changes_at_start ? p->changes - sn->changes_at_start : 0;
         if (p->w) {
-            wal_drop_covered(p->w, sn->lsn);
+            wal_drop_covered(p->w, p->repl ? repl_retain_lsn(p->repl, sn->lsn) : sn->lsn);
         }
         remove_older(p, sn->lsn);
         log_notice("[shard %u] checkpoint at LSN %" PRIu64 ": %" PRIu64 " keys in %" PRId64 " ms",

@@ -198,7 +198,8 @@ repl_cron(struct repl *r)
     primary_cron(r, now);
     r->bl.size = (size_t)shard_cfg(r->s)->repl_backlog_size;   /* CONFIG SET applies live */
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
-    r->p->hot.guard = r->p->w != NULL || r->replica || shard_cfg(r->s)->min_replicas_to_write > 0;
+    r->p->hot.guard = r->p->w != NULL || r->replica || r->fenced_epoch > r->epoch ||
+                      r->fo.st != FO_NONE || shard_cfg(r->s)->min_replicas_to_write > 0;
 }
 
 bool
@@ -211,6 +212,15 @@ repl_refuse_write(struct repl *r, struct conn *c)
             return true;
         }
         return false;
+    }
+    if (r->fo.st != FO_NONE && failover_pause_write(r, c)) {
+        return true;                 /* paused: no reply yet */
+    }
+    if (r->fenced_epoch > r->epoch) {
+        reply_errf(c, "READONLY This node was fenced: replication epoch %" PRIu64 " exists (this "
+                      "node is at %" PRIu64 "); point it at the current primary with REPLICAOF.",
+                   r->fenced_epoch, r->epoch);
+        return true;
     }
     if (cfg->min_replicas_to_write > 0 &&
         primary_good_replicas(r, shard_now_ms(r->s)) < cfg->min_replicas_to_write) {
@@ -301,12 +311,12 @@ repl_info(struct shard *s, struct buf *b)
         addf(b, "slave%u:ip=%s,port=%d,state=online,offset=%" PRIu64 ",lag=%" PRId64 "\r\n", i++,
              l->ip, l->port, l->ack, (now - l->last_ack_ms) / 1000);
     }
-    addf(b, "master_failover_state:no-failover\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n"
+    addf(b, "master_failover_state:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n"
             "master_repl_offset:%" PRIu64 "\r\nsecond_repl_offset:%" PRId64 "\r\n"
             "repl_backlog_active:%d\r\nrepl_backlog_size:%" PRId64 "\r\n"
             "repl_backlog_first_byte_offset:%" PRIu64 "\r\nrepl_backlog_histlen:%" PRIu64 "\r\n"
             "repl_epoch:%" PRIu64 "\r\n\r\n",
-         r->replid, r->replid2, off, r->second_off, r->hot.backlog ? 1 : 0, cfg->repl_backlog_size,
+         failover_state_name(r), r->replid, r->replid2, off, r->second_off, r->hot.backlog ? 1 : 0, cfg->repl_backlog_size,
          r->hot.backlog ? r->bl.first_lsn : 0,
          r->hot.backlog ? r->bl.next_lsn - r->bl.first_lsn : 0, r->epoch);
 }
@@ -331,8 +341,8 @@ struct follow_msg {
     int port;
 };
 
-static void
-promote(struct repl *r)
+void
+repl_promote(struct repl *r)
 {
     if (!r->replica) {
         return;
@@ -361,7 +371,7 @@ run_follow(struct shard *s, struct shard_msg *mm)
     struct repl *r = repl_of(s);
     if (r != NULL) {
         if (m->no_one) {
-            promote(r);
+            repl_promote(r);
         } else if (!r->replica || strcmp(r->mhost, m->host) != 0 || r->mport != m->port) {
             replica_follow(r, m->host, m->port);
         }
@@ -575,6 +585,10 @@ primary_check_waiters(struct repl *r, int64_t now)
 {
     for (struct waiter **pp = &r->waiters; *pp;) {
         struct waiter *w = *pp;
+        if (w->paused) {
+            pp = &w->next;
+            continue;
+        }
         bool aof = w->need_local >= 0;
         long acked = count_acked(r, w->lsn, aof);
         long local = aof && r->p->w && wal_durable_lsn(r->p->w) >= w->lsn ? 1 : 0;

@@ -53,6 +53,9 @@ bool repl_refuse_write(struct repl *r, struct conn *c);
  * the snapshot LSN first (or restart the walk for a keyless write). */
 void repl_touch(struct repl *r, const char *key, size_t len);
 void repl_all_changed(struct repl *r);
+/* snap.c: a checkpoint covering lsn may drop WAL segments up to the LSN returned
+ * (connected replicas and a full sync in progress keep theirs). */
+uint64_t repl_retain_lsn(struct repl *r, uint64_t lsn);
 /* c is closing while blocked (WAIT). */
 void repl_conn_gone(struct repl *r, struct conn *c);
 /* INFO replication / INFO stats lines. */

@@ -39,13 +39,14 @@ bl_at(const struct backlog *bl, uint64_t pos)
 }
 
 /* ---- framing (repl_link.c) ---- */
-#define REPL_MAX_FRAME (1u << 30)
+#define REPL_MAX_FRAME 0xffffffffu     /* primary -> replica: a record may be up to 4 GB */
+#define REPL_MAX_FROM_REPLICA (1u << 20) /* replica -> primary: Hello, Ack */
 /* Append one framed message to out. */
 void repl_send(struct buf *out, const ReplMsg *m);
 /* Records frame straight from backlog bytes (one copy). */
 void repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t *p, size_t n);
 /* Next message in in: 1 (caller frees with repl_msg_free), 0 need more, -1 bad. */
-int repl_recv(struct buf *in, ReplMsg **m);
+int repl_recv(struct buf *in, ReplMsg **m, uint32_t max);
 void repl_msg_free(ReplMsg *m);
 /* read() into in: >0 bytes, 0 would block, -1 closed or error. */
 int repl_read(int fd, struct buf *in);
@@ -89,9 +90,10 @@ struct upstream {
     char err[256];                   /* last failure, logged once per episode */
 };
 
-struct waiter {                      /* WAIT / WAITAOF */
+struct waiter {                      /* WAIT / WAITAOF, or a write paused by FAILOVER */
     struct waiter *next;
     struct conn *c;
+    bool paused;
     uint64_t lsn;
     long need;
     long need_local;                 /* WAITAOF numlocal; -1 for WAIT */
@@ -113,6 +115,14 @@ struct repl {
     struct waiter *waiters;
     int64_t last_hb_ms;
     struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
+    uint64_t fenced_epoch;           /* > epoch: a newer primary exists, writes refused */
+    struct {
+        enum { FO_NONE, FO_WAIT, FO_PROGRESS } st;
+        bool to, force;
+        char host[256];
+        int port;
+        int64_t deadline_ms;
+    } fo;                            /* FAILOVER (repl_failover.c) */
     /* replica side */
     bool replica;
     char mhost[256];
@@ -138,9 +148,17 @@ void primary_drop_all(struct repl *r);
 void primary_check_waiters(struct repl *r, int64_t now);
 long primary_good_replicas(struct repl *r, int64_t now);
 
+void primary_flush_link(struct link *l);
+
+/* repl_failover.c */
+const char *failover_state_name(const struct repl *r);
+bool failover_pause_write(struct repl *r, struct conn *c);
+void failover_check(struct repl *r, int64_t now);
+
 /* repl_replica.c */
 void replica_follow(struct repl *r, const char *host, int port);
 void replica_stop(struct repl *r);
 void replica_cron(struct repl *r, int64_t now);
+void repl_promote(struct repl *r);
 const char *replica_state_name(const struct repl *r);
 bool replica_link_up(const struct repl *r);

@@ -32,14 +32,14 @@ repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t
 }
 
 int
-repl_recv(struct buf *in, ReplMsg **m)
+repl_recv(struct buf *in, ReplMsg **m, uint32_t max)
 {
     if (buf_unread(in) < 4) {
         return 0;
     }
     uint32_t n;
     memcpy(&n, in->data + in->off, 4);
-    if (n > REPL_MAX_FRAME) {
+    if (n > max) {
         return -1;
     }
     if (buf_unread(in) - 4 < n) {

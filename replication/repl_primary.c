@@ -71,6 +71,12 @@ link_flush(struct link *l)
 }
 
 void
+primary_flush_link(struct link *l)
+{
+    link_flush(l);
+}
+
+void
 primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre)
 {
     struct link *l = rv_calloc(1, sizeof(*l));
@@ -412,6 +418,63 @@ full_sync(struct link *l)
     }
 }
 
+/* Durable modes: records older than the backlog are read back from the WAL
+ * segments (one synchronous read, at most WAL_CATCHUP_MAX bytes; past that a
+ * full sync is cheaper to the shard's other clients). Queues Continue and the
+ * records [from, backlog start) and returns true, or false (nothing queued). */
+#define WAL_CATCHUP_MAX (64u << 20)
+
+static bool
+continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *count)
+{
+    struct repl *r = l->r;
+    struct persist *p = r->p;
+    uint64_t upto = r->bl.first_lsn;           /* exclusive: the backlog has the rest */
+    if (p->w == NULL || from >= upto || wal_written_lsn(p->w) + 1 < upto) {
+        return false;
+    }
+    struct wal_file *segs = NULL, *cks = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(p->dir, &segs, &ns, &cks, &nc) != 0) {
+        return false;
+    }
+    struct wal_walk k;
+    struct wal_rec rec;
+    uint64_t next = from;
+    bool ok = true;
+    wal_walk_init(&k, segs, ns, from - 1);
+    while (next < upto && wal_walk_next(&k, &rec) == WAL_RD_OK) {
+        if (rec.lsn < next) {
+            continue;
+        }
+        if (rec.lsn != next || frames->len + WAL_REC_HDR + rec.len > WAL_CATCHUP_MAX) {
+            ok = false;
+            break;
+        }
+        buf_append(frames, rec.payload - WAL_REC_HDR, WAL_REC_HDR + rec.len);
+        next++;
+    }
+    wal_walk_close(&k);
+    rv_free(segs);
+    rv_free(cks);
+    *count = (uint32_t)(next - from);
+    return ok && next == upto;
+}
+
+uint64_t
+repl_retain_lsn(struct repl *r, uint64_t lsn)
+{
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_ONLINE && l->ack < lsn) {
+            lsn = l->ack;
+        }
+    }
+    if (r->walk && r->walk->lsn < lsn) {
+        lsn = r->walk->lsn;
+    }
+    return lsn;
+}
+
 static void
 on_hello(struct link *l, const Hello *h)
 {
@@ -428,6 +491,23 @@ on_hello(struct link *l, const Hello *h)
         link_close(l, NULL);
         return;
     }
+    if (h->epoch > r->epoch) {
+        /* Fencing: a replica knows a newer history, so a newer primary was
+         * promoted; this one must not take writes for its old epoch. */
+        char e[200];
+        snprintf(e, sizeof(e), "stale primary: the replica knows epoch %" PRIu64 ", this node is at "
+                 "epoch %" PRIu64, h->epoch, r->epoch);
+        if (r->fenced_epoch < h->epoch) {
+            r->fenced_epoch = h->epoch;
+            log_warn("[shard %u] fenced: replica %s:%d knows replication epoch %" PRIu64 " > ours %"
+                     PRIu64 "; writes are refused until REPLICAOF points this node at the current "
+                     "primary", shard_id(r->s), l->ip, l->port, h->epoch, r->epoch);
+        }
+        r->p->hot.guard = true;
+        send_error(l, e);
+        link_close(l, NULL);
+        return;
+    }
     repl_backlog_start(r);
     uint64_t last = repl_last_lsn(r);
     uint64_t from = h->applied_lsn + 1, pos;
@@ -435,7 +515,12 @@ on_hello(struct link *l, const Hello *h)
     bool same = strcmp(id, r->replid) == 0 && h->applied_lsn <= last;
     bool prev = r->second_off > 0 && strcmp(id, r->replid2) == 0 &&
                 (int64_t)from <= r->second_off;
-    if ((same || prev) && bl_find(&r->bl, from, &pos)) {
+    struct buf walrecs;
+    uint32_t nwal = 0;
+    buf_init(&walrecs);
+    bool ok = (same || prev) && (bl_find(&r->bl, from, &pos) ||
+                                 continue_from_wal(l, from, &walrecs, &nwal));
+    if (ok) {
         Continue c = CONTINUE__INIT;
         ReplMsg m = REPL_MSG__INIT;
         c.replid = r->replid;
@@ -444,13 +529,23 @@ on_hello(struct link *l, const Hello *h)
         m.m_case = REPL_MSG__M_CONT;
         m.cont = &c;
         repl_send(&l->out, &m);
+        if (nwal > 0) {
+            repl_send_records(&l->out, from, nwal, (const uint8_t *)walrecs.data, walrecs.len);
+            log_notice("[shard %u] replica %s:%d: %u records read back from the WAL", shard_id(r->s),
+                       l->ip, l->port, nwal);
+            pos = r->bl.base;
+            from = r->bl.first_lsn;
+        }
         l->sent_pos = pos;
         l->sent_lsn = from;
         l->ack = h->applied_lsn;
         r->sync_partial_ok++;
         log_notice("[shard %u] replica %s:%d: partial resync from LSN %" PRIu64 " (%" PRIu64
-                   " records to send)", shard_id(r->s), l->ip, l->port, from, last + 1 - from);
+                   " records to send)", shard_id(r->s), l->ip, l->port, h->applied_lsn + 1,
+                   last - h->applied_lsn);
+        buf_deinit(&walrecs);
     } else {
+        buf_deinit(&walrecs);
         if (*id && strcmp(id, "?") != 0) {
             r->sync_partial_err++;
         }
@@ -489,7 +584,7 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
     ReplMsg *m;
     int rc;
     bool acked = false;
-    while ((rc = repl_recv(&l->in, &m)) == 1) {
+    while ((rc = repl_recv(&l->in, &m, REPL_MAX_FROM_REPLICA)) == 1) {
         switch (m->m_case) {
         case REPL_MSG__M_HELLO:
             if (l->st == LINK_HELLO) {
@@ -518,6 +613,9 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
     if (acked && r->waiters) {
         primary_check_waiters(r, now);
     }
+    if (acked && r->fo.st == FO_WAIT) {
+        failover_check(r, now);
+    }
 }
 
 static void
@@ -526,6 +624,29 @@ on_link_write(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     link_flush(arg);
+}
+
+#define RECORDS_MSG_MAX (16u << 20)      /* split larger batches (a message length is a u32) */
+
+/* Queue the records from l's position up to end, in messages of whole records. */
+static void
+ship_range(struct link *l, uint64_t end)
+{
+    struct repl *r = l->r;
+    while (l->sent_pos < end) {
+        uint64_t p = l->sent_pos;
+        uint32_t n = 0;
+        while (p < end && (n == 0 || p - l->sent_pos < RECORDS_MSG_MAX)) {
+            uint32_t len;
+            memcpy(&len, bl_at(&r->bl, p), 4);
+            p += WAL_REC_HDR + (uint64_t)len;
+            n++;
+        }
+        repl_send_records(&l->out, l->sent_lsn, n, bl_at(&r->bl, l->sent_pos),
+                          (size_t)(p - l->sent_pos));
+        l->sent_pos = p;
+        l->sent_lsn += n;
+    }
 }
 
 void
@@ -539,10 +660,7 @@ primary_ship(struct repl *r)
                 link_close(l, "fell out of the backlog");
                 continue;
             }
-            repl_send_records(&l->out, l->sent_lsn, (uint32_t)(r->bl.next_lsn - l->sent_lsn),
-                              bl_at(&r->bl, l->sent_pos), (size_t)(end - l->sent_pos));
-            l->sent_pos = end;
-            l->sent_lsn = r->bl.next_lsn;
+            ship_range(l, end);
         }
         if (buf_unread(&l->out) > 0 && !l->wev_on) {
             link_flush(l);
@@ -591,6 +709,7 @@ primary_cron(struct repl *r, int64_t now)
     if (r->waiters) {
         primary_check_waiters(r, now);
     }
+    failover_check(r, now);
 }
 
 void

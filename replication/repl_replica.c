@@ -318,6 +318,11 @@ static void
 full_sync_begin(struct repl *r, const FullSyncBegin *b)
 {
     struct upstream *u = &r->up;
+    if (u->st != UP_FULL && repl_last_lsn(r) > 0) {
+        log_warn("[shard %u] full sync from %s:%d replaces this shard's data: history %s up to LSN %"
+                 PRIu64 " is discarded (%zu keys)", shard_id(r->s), r->mhost,
+                 r->mport + (int)shard_id(r->s), r->replid, repl_last_lsn(r), ks_size(shard_ks(r->s)));
+    }
     u->st = UP_FULL;
     ks_destroy(u->loading);
     u->loading = ks_create(rand_u64(), rand_u64());
@@ -354,6 +359,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     repl_save_state(r);
     r->hot.backlog = false;
     bl_deinit(&r->bl);
+    primary_drop_all(r);             /* our own replicas follow a history that just ended */
     repl_backlog_start(r);
     u->st = UP_ONLINE;
     log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64,
@@ -377,6 +383,7 @@ on_msg(struct repl *r, ReplMsg *m)
             u->backoff_ms = 5000;
             return false;
         }
+        bool stale = m->welcome->epoch < r->epoch;
         Hello h = HELLO__INIT;
         ReplMsg o = REPL_MSG__INIT;
         const struct cfg *cfg = shard_cfg(r->s);
@@ -391,6 +398,16 @@ on_msg(struct repl *r, ReplMsg *m)
         o.m_case = REPL_MSG__M_HELLO;
         o.hello = &h;
         repl_send(&u->out, &o);
+        if (stale) {
+            /* The Hello tells the stale primary our epoch: it fences itself. */
+            up_flush(r);
+            snprintf(err, sizeof(err), "the primary is at replication epoch %" PRIu64 ", older than "
+                     "this node's %" PRIu64 ": not following a stale primary", m->welcome->epoch,
+                     r->epoch);
+            up_fail(r, err);
+            u->backoff_ms = 5000;
+            return false;
+        }
         u->st = UP_SYNC;
         return true;
     }
@@ -441,6 +458,19 @@ on_msg(struct repl *r, ReplMsg *m)
         }
         send_ack(r);
         return true;
+    case REPL_MSG__M_PROMOTE:
+        if (u->st != UP_ONLINE || repl_last_lsn(r) < m->promote->lsn) {
+            /* We lack records it counted on: refuse by dropping the link (the
+             * old primary has already stepped down; an operator decides). */
+            snprintf(err, sizeof(err), "FAILOVER: asked to take over at LSN %" PRIu64 " but only "
+                     "LSN %" PRIu64 " was applied", m->promote->lsn, repl_last_lsn(r));
+            up_fail(r, err);
+            return false;
+        }
+        log_notice("[shard %u] FAILOVER: taking over from %s:%d at LSN %" PRIu64, shard_id(r->s),
+                   r->mhost, r->mport + (int)shard_id(r->s), m->promote->lsn);
+        repl_promote(r);
+        return false;                /* the link is closed */
     case REPL_MSG__M_ERROR:
         snprintf(err, sizeof(err), "the primary refused: %s", m->error->text);
         up_fail(r, err);
@@ -485,7 +515,7 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     }
     ReplMsg *m;
     int rc;
-    while (u->fd >= 0 && (rc = repl_recv(&u->in, &m)) == 1) {
+    while (u->fd >= 0 && (rc = repl_recv(&u->in, &m, REPL_MAX_FRAME)) == 1) {
         bool ok = on_msg(r, m);
         repl_msg_free(m);
         if (!ok) {
@@ -515,6 +545,7 @@ replica_follow(struct repl *r, const char *host, int port)
     }
     snprintf(r->mhost, sizeof(r->mhost), "%s", host);
     r->mport = port;
+    r->fenced_epoch = 0;             /* following again: the epoch is learned from the primary */
     u->st = UP_CONNECT;
     u->err[0] = '\0';
     u->backoff_ms = 0;

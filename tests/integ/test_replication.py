@@ -489,3 +489,273 @@ def test_writable_replica_keeps_local_writes_out_of_the_stream(start_server):
     assert info(r)["slave_repl_offset"] == before + 1      # the local write took no LSN
     assert r.get("a") == "1" and r.get("local") == "x"
     assert info(r)["master_link_status"] == "up"
+
+
+def test_old_primary_back_as_replica_drops_its_divergent_tail(start_server, proxies):
+    old = start_server()
+    proxy = proxies(old.port)
+    new = start_server()
+    o, n = old.client(), new.client()
+    for i in range(20):
+        o.set("k%d" % i, i)
+    n.replicaof(HOST, proxy.port)
+    wait_link_up(new)
+    wait_offset(old, new)
+    proxy.blocked = True                        # a partition: the old primary goes on alone
+    proxy.cut()
+    poll_until(lambda: info(n)["master_link_status"] == "down", timeout=5, what="link down")
+    for i in range(5):
+        o.set("lost%d" % i, i)                  # never reached the new primary
+    n.replicaof("no", "one")
+    n.set("after", "1")
+    o.replicaof(HOST, new.port)                 # the old primary comes back as a replica
+    wait_link_up(old)
+    wait_offset(new, old)
+    assert o.get("after") == "1" and o.get("k19") == "19"
+    assert all(o.get("lost%d" % i) is None for i in range(5))
+    assert info(o)["master_replid"] == info(n)["master_replid"]
+    assert stats(n) == (1, 0, 1)
+    poll_until(lambda: "records past the fork point" in new.stderr() + new.stdout(), timeout=5,
+               what="divergent tail logged")
+
+
+def test_stale_primary_is_fenced_by_a_newer_epoch(start_server, proxies):
+    old = start_server()
+    proxy = proxies(old.port)
+    new, other = start_server(), start_server()
+    o, n, x = old.client(), new.client(), other.client()
+    o.set("a", "1")
+    n.replicaof(HOST, proxy.port)
+    x.replicaof(HOST, old.port)
+    wait_link_up(new)
+    wait_link_up(other)
+    proxy.blocked = True
+    proxy.cut()
+    n.replicaof("no", "one")                    # epoch 1
+    x.replicaof(HOST, new.port)                 # learns epoch 1
+    wait_link_up(other)
+    assert info(x)["repl_epoch"] == 1
+    assert o.set("b", "2") is True              # the old primary does not know yet
+    x.replicaof(HOST, old.port)                 # pointed back at the stale primary by mistake
+    poll_until(lambda: "stale primary" in other.stderr() + other.stdout(), timeout=5, what="refused")
+    assert info(x)["master_link_status"] == "down"
+    with old.raw() as raw:
+        poll_until(lambda: str(raw.cmd("SET", "c", "3")).startswith("READONLY This node was fenced"),
+                   timeout=5, what="old primary fenced")
+    assert o.get("a") == "1"                    # reads still served
+    o.replicaof(HOST, new.port)                 # brought back: follows the new primary, unfenced
+    wait_link_up(old)
+    assert info(o)["repl_epoch"] == 1
+
+
+def test_failover_switch_over_under_load_loses_no_acknowledged_write(start_server):
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    acked, errors = [], []
+    stop = threading.Event()
+
+    def writer():
+        w = primary.client()
+        i = 0
+        while not stop.is_set():
+            try:
+                w.set("w%d" % i, i)
+                acked.append(i)
+            except redis.exceptions.ReadOnlyError as e:
+                errors.append("READONLY " + str(e))
+                break
+            except redis.exceptions.ResponseError as e:
+                errors.append(str(e))
+            i += 1
+        w.close()
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    poll_until(lambda: len(acked) > 200, timeout=10, what="writes flowing")
+    assert p.execute_command("FAILOVER", "TO", HOST, replica.port, "TIMEOUT", 5000) == "OK"
+    poll_until(lambda: info(r)["role"] == "master", timeout=10, what="replica promoted")
+    t.join(10)
+    stop.set()
+    assert errors == ["READONLY You can't write against a read only replica."]
+    assert info(p)["role"] == "slave" and info(p)["master_port"] == replica.port
+    missing = [i for i in acked if r.get("w%d" % i) is None]
+    assert missing == []
+    assert r.set("after", "1") is True
+    wait_link_up(primary)
+    wait_offset(replica, primary)
+    assert p.get("after") == "1"
+    assert stats(r) == (0, 1, 0)                  # the old primary continued with a partial resync
+    assert info(r)["master_failover_state"] == "no-failover"
+
+
+def test_failover_errors_and_abort(start_server, proxies):
+    primary = start_server()
+    p = primary.client()
+    assert resp_error(p.execute_command, "FAILOVER") == "FAILOVER requires connected replicas."
+    assert resp_error(p.execute_command, "FAILOVER", "ABORT") == "FAILOVER is not in progress."
+    assert "force option requires" in resp_error(p.execute_command, "FAILOVER", "TO", HOST, 1, "FORCE")
+    assert resp_error(p.execute_command, "FAILOVER", "TIMEOUT", 0) == "FAILOVER timeout must be greater than 0"
+    proxy = proxies(primary.port)
+    replica = start_server()
+    r = replica.client()
+    r.replicaof(HOST, proxy.port)
+    wait_link_up(replica)
+    assert resp_error(p.execute_command, "FAILOVER", "TO", HOST, 1) == \
+        "FAILOVER target HOST and PORT is not a replica."
+    assert resp_error(r.execute_command, "FAILOVER") == "FAILOVER is not valid when server is a replica."
+    # a target that cannot catch up: the timeout aborts, paused writes then run
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        p.set("x", "1")
+        assert p.execute_command("FAILOVER", "TIMEOUT", 300) == "OK"
+        assert info(p)["master_failover_state"] == "waiting-for-sync"
+        t0 = time.monotonic()
+        assert p.set("y", "2") is True            # paused, then executed after the abort
+        assert time.monotonic() - t0 >= 0.2
+        assert info(p)["master_failover_state"] == "no-failover" and info(p)["role"] == "master"
+        assert p.execute_command("FAILOVER", "TIMEOUT", 5000) == "OK"
+        assert p.execute_command("FAILOVER", "ABORT") == "OK"
+        assert info(p)["master_failover_state"] == "no-failover"
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+
+
+def test_durable_primary_serves_old_positions_from_its_wal(start_server, proxies):
+    primary = start_server("--durability", "everysec", "--repl-backlog-size", "16kb")
+    proxy = proxies(primary.port)
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, proxy.port)
+    wait_link_up(replica)
+    proxy.blocked = True
+    proxy.cut()
+    poll_until(lambda: info(r)["master_link_status"] == "down", timeout=5, what="link down")
+    for i in range(2000):                       # far past the 16 KB ring, all in the WAL
+        p.set("k%d" % i, "x" * 20)
+    assert info(p)["repl_backlog_first_byte_offset"] > 1
+    proxy.blocked = False
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    assert r.dbsize() == 2000
+    assert stats(p) == (1, 1, 0)
+
+
+def test_durable_primary_restart_keeps_replid_and_continues(start_server, tmp_path):
+    pdir = str(tmp_path / "primary")
+    primary = start_server("--dir", pdir, "--durability", "everysec")
+    p = primary.client()
+    for i in range(100):
+        p.set("k%d" % i, i)
+    replica = start_server("--replicaof", "%s %d" % (HOST, primary.port))
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    replid = info(p)["master_replid"]
+    primary.stop()
+    again = start_server("--dir", pdir, "--durability", "everysec", port=primary.port)
+    a = again.client()
+    assert info(a)["master_replid"] == replid
+    a.set("after", "1")
+    wait_link_up(replica)
+    wait_offset(again, replica)
+    assert replica.client().get("after") == "1"
+    assert stats(a) == (0, 1, 0)                 # no full sync after the primary's restart
+
+
+def test_chained_replica(start_server):
+    a = start_server()
+    b = start_server()
+    c = start_server()
+    ac, bc, cc = a.client(), b.client(), c.client()
+    ac.set("x", "1")
+    bc.replicaof(HOST, a.port)
+    wait_link_up(b)
+    cc.replicaof(HOST, b.port)                  # a replica of a replica
+    wait_link_up(c)
+    for i in range(100):
+        ac.set("k%d" % i, i)
+    wait_offset(a, b)
+    wait_offset(a, c)
+    assert cc.get("x") == "1" and cc.get("k99") == "99"
+    assert info(cc)["master_replid"] == info(ac)["master_replid"]
+
+
+def _frame(payload):
+    return len(payload).to_bytes(4, "little") + payload
+
+
+def test_malformed_replication_input_never_hurts_the_server(start_server):
+    primary = start_server()
+    p = primary.client()
+    p.set("a", "1")
+    bad_inputs = [
+        b"\xff\xff\xff\xff",                     # a frame longer than anything a replica sends
+        _frame(b"\x0a\x05\xff\xff\xff\xff\xff"),  # truncated protobuf
+        _frame(b"\x0a\x02\x18\x07"),              # Hello for 7 shards: refused
+        _frame(b"\x42\x04\x08\xff\xff\x03"),      # an Ack before any Hello
+        _frame(b""),                              # an empty message
+        b"\x00\x00\x00",                          # then the connection ends mid-header
+    ]
+    for data in bad_inputs:
+        s = socket.create_connection((HOST, primary.port), timeout=5)
+        s.sendall(b"*1\r\n$6\r\nRVSYNC\r\n")
+        s.settimeout(5)
+        got = b""
+        while b"+OK\r\n" not in got:
+            chunk = s.recv(4096)
+            assert chunk
+            got += chunk
+        s.sendall(data)
+        time.sleep(0.05)
+        s.close()
+    assert p.get("a") == "1"
+    assert info(p)["connected_slaves"] == 0 or poll_until(lambda: info(p)["connected_slaves"] == 0,
+                                                          timeout=5, what="links dropped")
+
+
+def test_replica_survives_a_primary_that_sends_garbage(start_server):
+    ls = socket.socket()
+    ls.bind((HOST, 0))
+    ls.listen(4)
+    port = ls.getsockname()[1]
+    stop = threading.Event()
+
+    def fake_primary():
+        ls.settimeout(0.2)
+        n = 0
+        while not stop.is_set():
+            try:
+                c, _ = ls.accept()
+            except socket.timeout:
+                continue
+            c.settimeout(2)
+            try:
+                c.recv(65536)
+                payloads = [b"+OK\r\n+OK\r\n" + _frame(b"\x12\x04\x20\x01\x18\x00" + b"\xff" * 10),
+                            b"+OK\r\n+OK\r\n" + b"\x10\x00\x00\x00" + b"\x00" * 16,
+                            b"-ERR nope\r\n",
+                            b"+OK\r\n+OK\r\n" + _frame(b"\x3a\x06\x08\x05\x10\x01\x1a\x00")]
+                c.sendall(payloads[n % len(payloads)])
+                n += 1
+                time.sleep(0.1)
+            except OSError:
+                pass
+            c.close()
+
+    t = threading.Thread(target=fake_primary, daemon=True)
+    t.start()
+    try:
+        replica = start_server()
+        r = replica.client()
+        r.replicaof(HOST, port)
+        time.sleep(2.0)                          # several attempts, each with bad input
+        assert r.ping() is True
+        assert info(r)["master_link_status"] == "down"
+        assert r.replicaof("no", "one") == "OK"
+        assert r.set("ok", "1") is True
+    finally:
+        stop.set()
+        t.join(5)
+        ls.close()
