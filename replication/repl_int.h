@@ -76,8 +76,8 @@ enum up_state { UP_NONE, UP_CONNECT, UP_CONNECTING, UP_HANDSHAKE, UP_WELCOME, UP
                 UP_ONLINE };
 struct upstream {
     int fd;
-    struct event rev, wev, tmr;
-    bool rev_on, wev_on, tmr_on;
+    struct event rev, wev;
+    bool rev_on, wev_on;
     struct buf in, out;
     enum up_state st;
     int resp_left;                   /* RESP replies still expected in the handshake */

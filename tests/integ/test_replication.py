@@ -759,3 +759,28 @@ def test_replica_survives_a_primary_that_sends_garbage(start_server):
         stop.set()
         t.join(5)
         ls.close()
+
+
+def test_failover_on_a_multi_shard_node(start_server):
+    primary = start_server("--shards", "2")
+    replica = start_server("--shards", "2")
+    pc = redis.RedisCluster(host=HOST, port=primary.port, decode_responses=True, socket_timeout=10)
+    keys = ["key:%d" % i for i in range(100)]
+    for k in keys:
+        pc.set(k, k)
+    pc.close()
+    replica.client().replicaof(HOST, primary.port)
+    for port in replica.ports:
+        c = replica.client(port=port)
+        poll_until(lambda: info(c).get("master_link_status") == "up", timeout=10, what="shard link up")
+    assert primary.client().execute_command("FAILOVER", "TO", HOST, replica.port, "TIMEOUT", 5000) == "OK"
+    for i, port in enumerate(replica.ports):
+        c = replica.client(port=port)
+        poll_until(lambda: info(c)["role"] == "master", timeout=10, what="shard %d promoted" % i)
+        o = primary.client(port=primary.ports[i])
+        poll_until(lambda: info(o).get("master_link_status") == "up", timeout=10, what="old shard follows")
+        assert info(o)["master_port"] == replica.port
+    rc = redis.RedisCluster(host=HOST, port=replica.port, decode_responses=True, socket_timeout=10)
+    assert all(rc.get(k) == k for k in keys)
+    rc.set("after", "1")
+    rc.close()
