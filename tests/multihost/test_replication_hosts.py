@@ -174,6 +174,7 @@ def test_replica_crash_partial_then_past_backlog_full(net, example_nodes):
     # the older records back from its WAL segments and it still continues with a partial resync
     r2 = "replica %s:%d: " % (net["replica2"].ip, examples.PORT)
     assert p.config_set("repl-backlog-size", "16kb")
+    time.sleep(0.5)                          # the ring adopts it at the shard's next cron tick
     assert p.config_get("repl-backlog-size")["repl-backlog-size"] == "16384"
     nodes["replica2"].kill9()
     gone_at = info(nodes["replica1"].client(), "replication")["slave_repl_offset"]
@@ -462,6 +463,7 @@ def test_connected_replica_survives_a_burst(net, example_nodes, durability):
     p = prim.client()
     wait_for(lambda: int(info(p, "replication")["connected_slaves"]) == 2, timeout=20, what="two replicas")
     assert p.config_set("repl-backlog-size", "16kb")
+    time.sleep(0.5)                          # the ring adopts it at the shard's next cron tick
     before = stats(prim)
     load(p, "burst", 5000, size=64)
     wait_synced(nodes, ["replica1", "replica2"])
