@@ -5,6 +5,7 @@ Sentinel-driven failover.
 
 Offsets in Ruvio count WAL records (LSNs), not bytes (docs/replication.md); the tests only compare them."""
 
+import os
 import threading
 import time
 
@@ -449,6 +450,10 @@ def test_sentinel_failover(net, example_nodes, sentinels):
     got = nodes[name2].client().mget(["S:%d" % i for i in acked] + ["after"])
     assert all(v is not None for v in got), "WAIT-confirmed writes lost in SENTINEL FAILOVER"
     print("SENTINEL FAILOVER: %s -> %s in %.1f s" % (promoted, name2, time.monotonic() - t1 - converted_s))
+    if os.environ.get("RUVIO_MH_SHOW_LOGS"):          # to see what the sentinels did: pytest -s
+        for h, proc, _ in sents:
+            print("==== %s" % proc.log_path)
+            print(open(proc.log_path, errors="replace").read())
 
 
 @pytest.mark.xfail(strict=False, reason="h/repl: a connected replica is fed from the in-memory ring only; a burst "
