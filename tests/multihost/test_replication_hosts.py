@@ -212,29 +212,48 @@ def test_replica_crash_partial_then_past_backlog_full(net, example_nodes):
     assert nodes["replica2"].client().get("b:%d" % w.ok[-1]) == "v%d" % w.ok[-1]
 
 
-def test_partition_and_heal_catches_up(net, example_nodes):
-    nodes = example_nodes()
+@pytest.mark.parametrize("repl_timeout", [60, 2])
+def test_partition_and_heal_catches_up(net, example_nodes, repl_timeout):
+    """A 4 s partition of replica1: with the default repl-timeout the link survives (TCP retransmits);
+    with repl-timeout 2 both sides drop it, the replica serves its stale data meanwhile, and after the heal
+    it reconnects by itself with a partial resync."""
+    nodes = example_nodes("--repl-timeout", str(repl_timeout))
     prim = nodes["primary"]
     p = prim.client()
     wait_for(lambda: int(info(p, "replication")["connected_slaves"]) == 2, timeout=20, what="two replicas")
     w = Writer(prim, "p")
     w.start()
     wait_for(lambda: len(w.ok) > 100, timeout=10, what="writer running")
-    net["replica1"].link_down()
+    before = stats(prim)
+    r1 = net["replica1"]
+    r1.link_down()
     try:
         time.sleep(4)
         n_during = len(w.ok)
         load(p, "part", 2000)
+        # seen from inside the partition (the node listens on 127.0.0.1 too): stale reads go on
+        inside = r1.redis_cli("127.0.0.1", examples.PORT, "INFO", "replication", password=examples.PASSWORD)
+        assert "role:slave" in inside.stdout, inside
+        want = "master_link_status:%s" % ("down" if repl_timeout < 4 else "up")
+        assert want in inside.stdout, inside.stdout
+        got = r1.redis_cli("127.0.0.1", examples.PORT, "GET", "p:0", password=examples.PASSWORD)
+        assert got.stdout.strip() == "v0", got
     finally:
-        net["replica1"].link_up()
+        r1.link_up()
     wait_for(lambda: len(w.ok) > n_during + 100, timeout=10, what="writes going on after the heal")
     w.stop()
     assert not w.errors, w.errors[:5]          # the primary never stopped serving
     # the replica catches up by itself: no REPLICAOF, no restart
     wait_synced(nodes, ["replica1", "replica2"], timeout=40)
-    r1 = nodes["replica1"].client()
-    assert r1.get("p:%d" % w.ok[-1]) == "v%d" % w.ok[-1]
-    assert r1.exists("part:0") == 1
+    c1 = nodes["replica1"].client()
+    assert c1.get("p:%d" % w.ok[-1]) == "v%d" % w.ok[-1]
+    assert c1.exists("part:0") == 1
+    after = stats(prim)
+    assert after["sync_full"] == before["sync_full"], (before, after)
+    if repl_timeout < 4:                       # (>=: a busy machine may stall a 2 s link once more)
+        assert after["sync_partial_ok"] >= before["sync_partial_ok"] + 1, (before, after)
+    else:
+        assert after["sync_partial_ok"] == before["sync_partial_ok"], (before, after)
 
 
 def test_primary_crash_manual_promotion(net, example_nodes):
