@@ -268,6 +268,7 @@ def test_primary_crash_manual_promotion(net, example_nodes):
             assert p.execute_command("WAIT", 2, 5000) == 2
             acked2.extend(range(i - 19, i + 1))
     old_replid = info(p, "replication")["master_replid"]
+    old_epoch = int(info(p, "replication")["repl_epoch"])
 
     net["replica2"].link_down()                  # replica2 stops at A; replica1 gets B too
     try:
@@ -295,6 +296,7 @@ def test_primary_crash_manual_promotion(net, example_nodes):
     assert i1["role"] == "master"
     assert i1["master_replid2"] == old_replid and i1["master_replid"] != old_replid, i1
     assert i1["second_repl_offset"] == offs["replica1"] + 1, i1
+    assert int(i1["repl_epoch"]) == old_epoch + 1, i1
     assert c1.execute_command("ROLE")[0] == "master"
     assert c1.set("D:0", "after-promotion")
 
@@ -329,6 +331,7 @@ def test_primary_crash_manual_promotion(net, example_nodes):
     assert cp.exists(*["C:%d" % i for i in range(50)]) == 0, "divergent tail kept"
     assert cp.get("D:0") == "after-promotion"
     assert "past the fork point" in n1.log(), n1.log()[-2000:]
+    assert int(info(cp, "replication")["repl_epoch"]) == old_epoch + 1
     with pytest.raises(redis.exceptions.ReadOnlyError):
         cp.set("x", "y")
 
