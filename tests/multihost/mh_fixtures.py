@@ -23,7 +23,7 @@ CLIENT_TIMEOUT = 5
 class Node:
     """One ruvio process on one host."""
 
-    def __init__(self, net, host, conf_path, datadir, stripped, extra):
+    def __init__(self, net, host, conf_path, datadir, extra):
         self.net = net
         self.host = host
         self.name = host.name
@@ -32,7 +32,6 @@ class Node:
         self.password = examples.PASSWORD
         self.conf_path = conf_path
         self.datadir = datadir
-        self.stripped = stripped
         self.extra = list(extra)
         self.env = None            # environment of the process (None: the test's)
         self.proc = None
@@ -110,11 +109,11 @@ def example_nodes(net):
         for h in net:
             d = os.path.join(net.workdir, h.name)
             os.makedirs(os.path.join(d, "data"), exist_ok=True)
-            text, stripped = examples.node_config(h.name, toks)
+            text = examples.node_config(h.name, toks)
             conf = os.path.join(d, "ruvio.conf")
             with open(conf, "w") as f:
                 f.write(text)
-            nodes[h.name] = Node(net, h, conf, os.path.join(d, "data"), stripped, extra)
+            nodes[h.name] = Node(net, h, conf, os.path.join(d, "data"), extra)
         if start:
             for node in nodes.values():
                 node.start(wait=False)

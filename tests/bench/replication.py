@@ -1,0 +1,337 @@
+#!/usr/bin/python3
+"""Replication benchmark (issue 5): primary throughput with a replica attached, replica lag, full sync time.
+
+Everything on loopback, one shard, no persistence (ruvio --durability memory, redis --save '' --appendonly no).
+The primary is pinned to CPU 0; redis-benchmark, the load generator, the probe and the replica to CPU 1
+(taskset), as tests/bench/bench.py does, so the primary's CPU is its own.
+
+Throughput (paired, rounds alternate the order): redis-benchmark SET -c 50 -P 16 -d 64 against the primary of
+  redis_repl   redis-server primary + one redis-server replica
+  ruvio_repl   ruvio primary + one ruvio replica
+  ruvio_alone  ruvio primary, no replica
+Each run waits for the replica to be online (and after the run, for it to reach the primary's offset and the
+same DBSIZE). Reported: median rps, ratios ruvio_repl/redis_repl and ruvio_repl/ruvio_alone, primary and replica
+CPU ns/op. With two CPUs the replica has to share one: by default the client's (--replica-cpus), so in the
+*_repl runs redis-benchmark gets only what the replica leaves of CPU 1 (in ruvio_alone it is the bottleneck
+at ~100% of CPU 1): compare the primaries' CPU ns/op too, which does not depend on that.
+
+Lag (per server kind): a load generator process sends pipelined SETs of 64-byte values at a fixed rate (half of
+the median max SET rate measured above for that kind with a replica: batches every 1 ms); meanwhile a probe
+every 10 ms does SET lagprobe:<n> <n> on the primary and then polls GET lagprobe:<n> on the replica (busy loop,
+one connection) until it is there. lag = time the replica first shows the value - time the primary's +OK arrived
+(so it includes one replica round trip, ~50-100 us here). Reported p50/p99/max over the probes. In this test
+the replica may run on either CPU (--lag-replica-cpus): on CPU 1 alone it would compete with the Python load
+generator, and the figure would be the generator's, not replication's.
+
+Full sync: the primary is loaded with K keys of 64 bytes (pipelined SETs), an empty replica is started, REPLICAOF
+is sent and the time until INFO replication shows master_link_status:up and DBSIZE equals K is measured (polled
+every 5 ms). Redis runs with repl-diskless-sync yes and repl-diskless-sync-delay 0.
+
+Usage: tests/bench/replication.py [--rounds 3] [-n 1000000] [--lag-seconds 10] [--sync-keys 1000000]
+       [--json tests/bench/results-replication.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+import durability  # noqa: E402  (load_sets)
+
+RUVIO = "{bin} --port {port} --bind 127.0.0.1 --dir {dir} --shards 1 --durability memory"
+REDIS = ("redis-server --port {port} --bind 127.0.0.1 --dir {dir} --save '' --appendonly no "
+         "--repl-diskless-sync yes --repl-diskless-sync-delay 0")
+KINDS = {"redis": REDIS, "ruvio": RUVIO}
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))] if xs else None
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def info(port, section):
+    c = bench.Conn(port, timeout=10)
+    try:
+        s = text(c.call("INFO", section))
+    finally:
+        c.close()
+    return dict(line.split(":", 1) for line in s.splitlines() if ":" in line)
+
+
+def call(port, *args):
+    c = bench.Conn(port, timeout=30)
+    try:
+        return c.call(*args)
+    finally:
+        c.close()
+
+
+def replica_server(kind, args, cpus=bench.CLIENT_CPU):
+    srv = bench.Server(kind + "-replica", KINDS[kind], args.ruvio_bin)
+    srv.argv[2] = cpus                      # taskset -c <cpus>: by default the replica shares the client's CPU
+    return srv
+
+
+def follow(replica, primary_port, timeout):
+    """REPLICAOF the primary; returns seconds until master_link_status:up."""
+    t0 = time.monotonic()
+    r = call(replica.port, "REPLICAOF", "127.0.0.1", str(primary_port))
+    if text(r) != "OK":
+        raise bench.BenchError("REPLICAOF: %r" % (r,))
+    deadline = t0 + timeout
+    while time.monotonic() < deadline:
+        if info(replica.port, "replication").get("master_link_status") == "up":
+            return time.monotonic() - t0
+        time.sleep(0.005)
+    raise bench.BenchError("%s: link not up after %ss:\n%s" % (replica.name, timeout, replica.log_tail()))
+
+
+def caught_up(primary, replica, timeout=60):
+    """Wait until the replica's offset is the primary's and DBSIZE is equal; returns seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        pi, ri = info(primary.port, "replication"), info(replica.port, "replication")
+        if ri.get("master_link_status") == "up" and ri.get("slave_repl_offset") == pi.get("master_repl_offset") \
+                and call(primary.port, "DBSIZE") == call(replica.port, "DBSIZE"):
+            return time.monotonic() - t0
+        time.sleep(0.01)
+    raise bench.BenchError("%s never caught up with %s" % (replica.name, primary.name))
+
+
+def one_run(cfg, args):
+    kind = "redis" if cfg == "redis_repl" else "ruvio"
+    with bench.Server(cfg, KINDS[kind], args.ruvio_bin) as prim:
+        rep = None
+        try:
+            if cfg != "ruvio_alone":
+                rep = replica_server(kind, args, args.replica_cpus).start()
+                follow(rep, prim.port, 30)
+            bench.sanity_check(prim)
+            bench.redis_benchmark(prim, "PING_MBULK", 20000, 16, 50, 64, 120)
+            if not bench.wait_quiet(0.10, args.quiet_wait):
+                bench.log("  machine still busy; running anyway")
+            rc0 = bench.cpu_ns(rep.pid) if rep is not None else 0
+            res = bench.redis_benchmark(prim, "SET", args.n, 16, 50, 64, 600)
+            if rep is not None:
+                res["replica_catch_up_s"] = round(caught_up(prim, rep), 3)
+                # the replica's CPU for applying the run (its catch-up included; a few INFO/DBSIZE polls too)
+                res["replica_cpu_ns_per_op"] = (bench.cpu_ns(rep.pid) - rc0) / args.n
+                res["replica_link"] = info(rep.port, "replication").get("master_link_status")
+            return res
+        finally:
+            if rep is not None:
+                rep.stop()
+
+
+def throughput(args):
+    cfgs = ["ruvio_repl", "redis_repl", "ruvio_alone"]
+    runs = {c: [] for c in cfgs}
+    for r in range(args.rounds):
+        order = cfgs[r % 3:] + cfgs[:r % 3]
+        for cfg in order:
+            res = one_run(cfg, args)
+            runs[cfg].append(res)
+            bench.log("round %d %-11s %9.0f rps %6.0f ns/op (primary) p99 %.2f ms foreign %.2f catch-up %s s"
+                      % (r + 1, cfg, res["rps"], res["server_cpu_ns_per_op"], res["p99_ms"] or -1,
+                         res["foreign_cpu_util"], res.get("replica_catch_up_s")))
+    out = {"runs": runs}
+    for c in cfgs:
+        out[c] = {"rps_median": med([x["rps"] for x in runs[c]]),
+                  "replica_cpu_ns_per_op_median": med([x.get("replica_cpu_ns_per_op") for x in runs[c]]),
+                  "cpu_ns_per_op_median": med([x["server_cpu_ns_per_op"] for x in runs[c]]),
+                  "p99_ms_median": med([x["p99_ms"] for x in runs[c]])}
+    out["ratio_ruvio_repl_vs_redis_repl"] = med([a["rps"] / b["rps"] for a, b in
+                                                 zip(runs["ruvio_repl"], runs["redis_repl"])])
+    out["ratio_ruvio_repl_vs_ruvio_alone"] = med([a["rps"] / b["rps"] for a, b in
+                                                  zip(runs["ruvio_repl"], runs["ruvio_alone"])])
+    return out
+
+
+# ---- lag ------------------------------------------------------------------
+
+def loadgen_main(port, rate, seconds):
+    """Child process: pipelined SETs at `rate` per second for `seconds` (batches every 1 ms); prints the count."""
+    val = b"v" * 64
+    nkeys = 10000
+    per_ms = max(1, int(rate / 1000))
+    cmds = [b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$64\r\n%s\r\n" % (len(k), k, val)
+            for k in (b"key:%06d" % i for i in range(nkeys))]
+    c = bench.Conn(port, timeout=30)
+    sent = 0
+    pending = 0
+    t0 = time.monotonic()
+    pos = 0
+    while True:
+        now = time.monotonic() - t0
+        if now >= seconds:
+            break
+        due = int(now * rate) - sent
+        if due > 0:
+            n = min(due, per_ms * 4)
+            if pos + n > nkeys:
+                pos = 0
+            c.sock.sendall(b"".join(cmds[pos:pos + n]))
+            pos += n
+            sent += n
+            pending += n
+        # drain what has arrived (each reply is +OK\r\n, 5 bytes)
+        while pending:
+            c.sock.setblocking(False)
+            try:
+                data = c.sock.recv(1 << 20)
+            except BlockingIOError:
+                data = None
+            finally:
+                c.sock.setblocking(True)
+            if not data:
+                break
+            c.buf += data
+            got = len(c.buf) // 5
+            c.buf = c.buf[got * 5:]
+            pending -= got
+        time.sleep(0.0005)
+    c.sock.settimeout(30)
+    while pending > 0:
+        c.buf += c.sock.recv(1 << 20)
+        got = len(c.buf) // 5
+        c.buf = c.buf[got * 5:]
+        pending -= got
+    elapsed = time.monotonic() - t0
+    print(json.dumps({"sent": sent, "seconds": round(elapsed, 3), "rate": round(sent / elapsed)}))
+
+
+def lag(kind, rate, args):
+    with bench.Server(kind + "-lag", KINDS[kind], args.ruvio_bin) as prim:
+        rep = replica_server(kind, args, args.lag_replica_cpus).start()
+        try:
+            follow(rep, prim.port, 30)
+            gen = subprocess.Popen(["taskset", "-c", bench.CLIENT_CPU, sys.executable, os.path.abspath(__file__),
+                                    "--_loadgen", str(prim.port), str(int(rate)), str(args.lag_seconds)],
+                                   stdout=subprocess.PIPE, text=True)
+            time.sleep(0.5)                      # let the rate settle
+            pc, rc = bench.Conn(prim.port, timeout=10), bench.Conn(rep.port, timeout=10)
+            lags, misses = [], 0
+            t_end = time.monotonic() + args.lag_seconds - 1.0
+            n = 0
+            while time.monotonic() < t_end:
+                n += 1
+                key, v = "lagprobe:%d" % n, str(n)
+                if text(pc.call("SET", key, v)) != "OK":
+                    raise bench.BenchError("probe SET failed")
+                t_ack = time.monotonic()
+                while True:
+                    got = rc.call("GET", key)
+                    if text(got) == v:
+                        lags.append(time.monotonic() - t_ack)
+                        break
+                    if time.monotonic() - t_ack > 5:
+                        misses += 1
+                        break
+                time.sleep(0.01)
+            pc.close()
+            rc.close()
+            out, _ = gen.communicate(timeout=args.lag_seconds + 60)
+            gen_res = json.loads(out.strip().splitlines()[-1])
+        finally:
+            rep.stop()
+    ms = [x * 1000 for x in lags]
+    return {"target_rate": int(rate), "achieved_rate": gen_res["rate"], "probes": len(ms), "misses": misses,
+            "p50_ms": round(pct(ms, 50), 3), "p99_ms": round(pct(ms, 99), 3), "max_ms": round(max(ms), 3)}
+
+
+# ---- full sync ------------------------------------------------------------
+
+def full_sync(kind, args):
+    with bench.Server(kind + "-sync", KINDS[kind], args.ruvio_bin) as prim:
+        durability.load_sets(prim.port, b"fs:", args.sync_keys)
+        if call(prim.port, "DBSIZE") != args.sync_keys:
+            raise bench.BenchError("load: DBSIZE %r" % call(prim.port, "DBSIZE"))
+        rep = replica_server(kind, args).start()
+        try:
+            t0 = time.monotonic()
+            link = follow(rep, prim.port, 120)
+            while call(rep.port, "DBSIZE") != args.sync_keys:
+                if time.monotonic() - t0 > 120:
+                    raise bench.BenchError("full sync: DBSIZE never reached %d" % args.sync_keys)
+                time.sleep(0.005)
+            total = time.monotonic() - t0
+        finally:
+            rep.stop()
+    return {"keys": args.sync_keys, "link_up_s": round(link, 3), "dbsize_equal_s": round(total, 3)}
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--_loadgen":
+        loadgen_main(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ruvio-bin", default=os.environ.get("RUVIO_BIN", "build/ruvio"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("-n", type=int, default=1000000)
+    ap.add_argument("--lag-seconds", type=float, default=10.0)
+    ap.add_argument("--replica-cpus", default=bench.CLIENT_CPU,
+                    help="taskset CPU list of the replica in the throughput runs (default: the client's CPU)")
+    ap.add_argument("--lag-replica-cpus", default="0,1",
+                    help="taskset CPU list of the replica in the lag test (default: either CPU)")
+    ap.add_argument("--lag-rate", type=float, default=0, help="SET/s of the lag test (default: half the max)")
+    ap.add_argument("--sync-keys", type=int, default=1000000)
+    ap.add_argument("--skip", default="", help="comma list of throughput,lag,sync")
+    ap.add_argument("--quiet-wait", type=float, default=20.0)
+    ap.add_argument("--json", default="/tmp/ruvio-replication-bench.json")
+    args = ap.parse_args()
+    args.ruvio_bin = os.path.abspath(args.ruvio_bin)
+    skip = set(x for x in args.skip.split(",") if x)
+    out = {"machine": bench.machine_info(), "config": vars(args)}
+    try:
+        if "throughput" not in skip:
+            out["throughput"] = throughput(args)
+        if "lag" not in skip:
+            out["lag"] = {}
+            for kind in ("ruvio", "redis"):
+                maxr = out.get("throughput", {}).get("%s_repl" % kind, {}).get("rps_median") or 400000
+                out["lag"][kind] = lag(kind, args.lag_rate or maxr / 2, args)
+                bench.log("lag %s: %s" % (kind, out["lag"][kind]))
+        if "sync" not in skip:
+            out["full_sync"] = {}
+            for kind in ("ruvio", "redis"):
+                out["full_sync"][kind] = full_sync(kind, args)
+                bench.log("full sync %s: %s" % (kind, out["full_sync"][kind]))
+    finally:
+        bench._cleanup()
+    t = out.get("throughput")
+    if t:
+        print("\nSET -c 50 -P 16 -d 64, %d rounds (medians)" % args.rounds)
+        for c in ("ruvio_repl", "redis_repl", "ruvio_alone"):
+            print("%-12s %10.0f rps %7.0f primary CPU ns/op %7.0f replica CPU ns/op  p99 %.2f ms" % (
+                c, t[c]["rps_median"], t[c]["cpu_ns_per_op_median"], t[c]["replica_cpu_ns_per_op_median"] or 0,
+                t[c]["p99_ms_median"] or -1))
+        print("ruvio_repl / redis_repl  %.3f (target >= 1.10)" % t["ratio_ruvio_repl_vs_redis_repl"])
+        print("ruvio_repl / ruvio_alone %.3f (target >= 0.90)" % t["ratio_ruvio_repl_vs_ruvio_alone"])
+    for kind, v in out.get("lag", {}).items():
+        print("lag %-5s at %d SET/s (achieved %d): p50 %.2f ms p99 %.2f ms max %.2f ms (%d probes)" % (
+            kind, v["target_rate"], v["achieved_rate"], v["p50_ms"], v["p99_ms"], v["max_ms"], v["probes"]))
+    for kind, v in out.get("full_sync", {}).items():
+        print("full sync %-5s %d keys: link up %.2f s, DBSIZE equal %.2f s" % (
+            kind, v["keys"], v["link_up_s"], v["dbsize_equal_s"]))
+    with open(args.json, "w") as f:
+        json.dump(out, f, indent=1)
+    print("results written to %s" % args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
