@@ -50,7 +50,7 @@ static const struct cfg_key cfg_keys[] = {
     { "save", NULL, K_STR, F(save), "", 0, 0, true, NULL },
     { "wal_segment_bytes", NULL, K_MEM, F(wal_segment_bytes), "64mb", 4096, INT64_MAX, false, NULL },
     { "checkpoint_wal_bytes", NULL, K_MEM, F(checkpoint_wal_bytes), "256mb", 0, INT64_MAX, true, NULL },
-    { "wal_sync_min_interval_us", NULL, K_INT, F(wal_sync_min_interval_us), "0", -1, 1000000, false, NULL },
+    { "wal_sync_min_interval_us", NULL, K_INT, F(wal_sync_min_interval_us), "-1", -1, 1000000, false, NULL },
     { "wal_accept_loss", NULL, K_BOOL, F(wal_accept_loss), "no", 0, 1, false, NULL },
     { "dir", "data_dir", K_STR, F(dir), "./data", 0, 0, false, NULL },
     { "requirepass", NULL, K_STR, F(requirepass), "", 0, 0, true, NULL },
