@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import examples  # noqa: E402
 import netns  # noqa: E402
 
-CLIENT_TIMEOUT = 5
+CLIENT_TIMEOUT = 20      # above the WAIT timeouts below: sanitizer builds on 2 cores catch up slowly
 
 
 class Node:

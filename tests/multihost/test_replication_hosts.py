@@ -122,7 +122,7 @@ def test_write_load_two_replicas_equal_digests(net, example_nodes):
     while time.monotonic() - t < 3:                  # a few seconds of mixed writes while both stream
         load(p, "load%d" % int((time.monotonic() - t) * 10), 2000)
     assert p.pipeline(transaction=True).set("tx:a", "1").incrby("tx:b", 5).execute() == [True, 5]
-    assert p.execute_command("WAIT", 2, 5000) == 2
+    assert p.execute_command("WAIT", 2, 15000) == 2
     d = wait_synced(nodes, ["replica1", "replica2"])
     assert d != "0" * 40, "empty dataset"
     assert nodes["replica1"].client().dbsize() == p.dbsize()
@@ -147,7 +147,7 @@ def test_write_load_two_replicas_equal_digests(net, example_nodes):
 
 def shard_client(node, i):
     return redis.Redis(host=node.ip, port=node.port + i, password=node.password, decode_responses=True,
-                       socket_timeout=5, socket_connect_timeout=5)
+                       socket_timeout=20, socket_connect_timeout=5)
 
 
 def shard_tag(i, nshards):
@@ -167,7 +167,7 @@ def test_two_shards_each_streams_and_digests_match(net, example_nodes):
         wait_for(lambda: int(info(c, "replication")["connected_slaves"]) == 2, timeout=20,
                  what="two replicas on shard %d" % i)
         load(c, shard_tag(i, 2) + "s%d" % i, 1500 * (i + 1))      # different amounts: different offsets
-        assert c.execute_command("WAIT", 2, 5000) == 2
+        assert c.execute_command("WAIT", 2, 15000) == 2
     offs = []
     for i in range(2):
         c = shard_client(prim, i)
@@ -192,7 +192,7 @@ def test_replica_crash_partial_then_past_backlog_full(net, example_nodes):
     p = prim.client()
     wait_for(lambda: int(info(p, "replication")["connected_slaves"]) == 2, timeout=20, what="two replicas")
     load(p, "base", 3000)
-    assert p.execute_command("WAIT", 2, 5000) == 2
+    assert p.execute_command("WAIT", 2, 15000) == 2
     time.sleep(1.2)                      # durability everysec on the replicas: their WAL holds the base
 
     # kill -9 of replica1 while a writer keeps the stream busy; it restarts and continues (partial resync)
@@ -306,7 +306,7 @@ def test_primary_crash_manual_promotion(net, example_nodes):
     for i in range(200):                         # acknowledged by both replicas
         p.set("A:%d" % i, i)
         if i % 20 == 19:
-            assert p.execute_command("WAIT", 2, 5000) == 2
+            assert p.execute_command("WAIT", 2, 15000) == 2
             acked2.extend(range(i - 19, i + 1))
     old_replid = info(p, "replication")["master_replid"]
     old_epoch = int(info(p, "replication")["repl_epoch"])
@@ -315,7 +315,7 @@ def test_primary_crash_manual_promotion(net, example_nodes):
     try:
         for i in range(100):
             p.set("B:%d" % i, i)
-        assert p.execute_command("WAIT", 1, 5000) == 1
+        assert p.execute_command("WAIT", 1, 15000) == 1
         acked1.extend(range(100))
         net["replica1"].link_down()              # C: the old primary's divergent tail, on no replica
         for i in range(50):
@@ -351,7 +351,7 @@ def test_primary_crash_manual_promotion(net, example_nodes):
     assert info(n2.client(), "replication")["master_replid"] == i1["master_replid"]
     for i in range(1, 100):
         c1.set("D:%d" % i, i)
-    assert c1.execute_command("WAIT", 1, 5000) == 1
+    assert c1.execute_command("WAIT", 1, 15000) == 1
 
     # every acknowledged write is on the new primary; the divergent tail is not
     got = c1.mget(["A:%d" % i for i in acked2] + ["B:%d" % i for i in acked1])
@@ -441,7 +441,7 @@ def test_sentinel_failover(net, example_nodes, sentinels):
     for i in range(300):
         p.set("S:%d" % i, i)
         if i % 50 == 49:
-            assert p.execute_command("WAIT", 2, 5000) == 2
+            assert p.execute_command("WAIT", 2, 15000) == 2
             acked.extend(range(i - 49, i + 1))
     prim.kill9()
     t0 = time.monotonic()
@@ -471,7 +471,7 @@ def test_sentinel_failover(net, example_nodes, sentinels):
     got = c.mget(["S:%d" % i for i in acked])
     assert all(v is not None for v in got), "WAIT-confirmed writes lost"
     assert c.set("after", "1")
-    assert c.execute_command("WAIT", 1, 5000) == 1
+    assert c.execute_command("WAIT", 1, 15000) == 1
     assert nodes[other].client().get("after") == "1"
     # CONFIG REWRITE by the sentinels: the promoted node's file no longer follows anyone, the other's does
     wait_for(lambda: "replicaof %s" % addr in open(nodes[other].conf_path).read().lower(), timeout=10,
