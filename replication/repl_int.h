@@ -69,6 +69,8 @@ struct link {
     uint64_t sent_pos, sent_lsn;     /* backlog position / LSN of the next record to ship */
     uint64_t ack, durable;
     int64_t last_io_ms, last_ack_ms;
+    int64_t obl_soft_since_ms;       /* unsent output above the soft limit since, 0 = not */
+    bool close_asap;                 /* over client-output-buffer-limit replica: closed before poll */
 };
 
 /* ---- following a primary ---- */
@@ -149,6 +151,10 @@ void primary_check_waiters(struct repl *r, int64_t now);
 long primary_good_replicas(struct repl *r, int64_t now);
 
 void primary_flush_link(struct link *l);
+/* The backlog is about to drop bytes from its front to take a record of len
+ * bytes: connected replicas that have not shipped them yet get them copied
+ * into their output buffers now (bounded by client-output-buffer-limit replica). */
+void primary_save_unsent(struct repl *r, size_t len);
 
 /* repl_failover.c */
 const char *failover_state_name(const struct repl *r);
@@ -166,3 +172,6 @@ void repl_role_hook(struct repl *r, const char *old_role, const char *new_role, 
                     int port);
 const char *replica_state_name(const struct repl *r);
 bool replica_link_up(const struct repl *r);
+/* After the role, the link state or the config changed: recompute the
+ * replica-serve-stale-data refusal flag the dispatcher tests. */
+void repl_stale_update(struct repl *r);

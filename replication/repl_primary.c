@@ -46,6 +46,41 @@ link_close(struct link *l, const char *why)
     rv_free(l);
 }
 
+/* client-output-buffer-limit replica <hard> <soft> <secs> (Redis semantics):
+ * unsent output over hard, or over soft for secs, closes the link. */
+static bool
+link_over_limit(struct link *l, int64_t now)
+{
+    const struct cfg *cfg = shard_cfg(l->r->s);
+    int64_t hard = cfg->obl_hard[CFG_OBL_REPLICA], soft = cfg->obl_soft[CFG_OBL_REPLICA];
+    uint64_t pending = buf_unread(&l->out);
+    if (hard > 0 && pending > (uint64_t)hard) {
+        return true;
+    }
+    if (soft <= 0 || pending <= (uint64_t)soft) {
+        l->obl_soft_since_ms = 0;
+        return false;
+    }
+    if (l->obl_soft_since_ms == 0) {
+        l->obl_soft_since_ms = now;
+        return false;
+    }
+    return now - l->obl_soft_since_ms >= cfg->obl_secs[CFG_OBL_REPLICA] * 1000;
+}
+
+static void
+link_schedule_close(struct link *l)
+{
+    if (l->close_asap) {
+        return;
+    }
+    l->close_asap = true;
+    shard_stats(l->r->s)->client_output_limit_disconnections++;
+    log_warn("[shard %u] replica %s:%d: client scheduled to be closed ASAP for overcoming of output "
+             "buffer limits (%zu bytes unsent; client-output-buffer-limit replica)", shard_id(l->r->s),
+             l->ip, l->port, (size_t)buf_unread(&l->out));
+}
+
 /* false when the link was closed. */
 static bool
 link_flush(struct link *l)
@@ -62,8 +97,8 @@ link_flush(struct link *l)
         event_del(&l->wev);
         l->wev_on = false;
     }
-    int64_t hard = shard_cfg(l->r->s)->obl_hard[CFG_OBL_REPLICA];
-    if (hard > 0 && buf_unread(&l->out) > (uint64_t)hard) {
+    if (l->close_asap || link_over_limit(l, shard_now_ms(l->r->s))) {
+        link_schedule_close(l);
         link_close(l, "output buffer past client-output-buffer-limit replica (too slow)");
         return false;
     }
@@ -650,11 +685,36 @@ ship_range(struct link *l, uint64_t end)
 }
 
 void
+primary_save_unsent(struct repl *r, size_t len)
+{
+    /* bl_append drops whole records from the front until the new record
+     * fits: every link still positioned in the bytes that go ships all it
+     * has pending now (one batch per backlog's worth, not per record). */
+    uint64_t drop = buf_unread(&r->bl.b) + len - r->bl.size;
+    uint64_t end = bl_end(&r->bl);
+    int64_t now = shard_now_ms(r->s);
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st != LINK_ONLINE || l->close_asap || l->sent_pos >= end ||
+            l->sent_pos < r->bl.base || l->sent_pos - r->bl.base > drop) {
+            continue;
+        }
+        ship_range(l, end);
+        if (link_over_limit(l, now)) {
+            link_schedule_close(l);  /* closed by primary_ship, outside the command */
+        }
+    }
+}
+
+void
 primary_ship(struct repl *r)
 {
     uint64_t end = bl_end(&r->bl);
     for (struct link *l = r->links, *n; l; l = n) {
         n = l->next;
+        if (l->close_asap) {
+            link_close(l, "output buffer past client-output-buffer-limit replica (too slow)");
+            continue;
+        }
         if (l->st == LINK_ONLINE && l->sent_pos < end) {
             if (l->sent_pos < r->bl.base) {
                 link_close(l, "fell out of the backlog");

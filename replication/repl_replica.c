@@ -61,6 +61,7 @@ up_fail(struct repl *r, const char *why)
     }
     up_close(r);
     u->st = UP_CONNECT;
+    repl_stale_update(r);
     int64_t now = shard_now_ms(r->s);
     if (was_up) {
         u->since_ms = now;
@@ -362,6 +363,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     primary_drop_all(r);             /* our own replicas follow a history that just ended */
     repl_backlog_start(r);
     u->st = UP_ONLINE;
+    repl_stale_update(r);
     log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64,
                shard_id(r->s), r->mhost, r->mport + (int)shard_id(r->s), u->snap_keys, lsn);
     send_ack(r);
@@ -415,6 +417,7 @@ on_msg(struct repl *r, ReplMsg *m)
         adopt_history(r, m->cont->replid, m->cont->epoch);
         repl_backlog_start(r);
         u->st = UP_ONLINE;
+        repl_stale_update(r);
         u->err[0] = '\0';
         u->backoff_ms = 0;
         log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, shard_id(r->s), r->mhost,
@@ -552,6 +555,7 @@ replica_follow(struct repl *r, const char *host, int port)
     u->backoff_ms = 0;
     u->since_ms = shard_now_ms(r->s);
     u->last_io_ms = 0;               /* connect at the next tick */
+    repl_stale_update(r);
 }
 
 void
@@ -559,6 +563,7 @@ replica_stop(struct repl *r)
 {
     up_close(r);
     r->up.st = UP_NONE;
+    repl_stale_update(r);
 }
 
 void

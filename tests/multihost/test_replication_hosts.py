@@ -176,9 +176,8 @@ def test_two_shards_each_streams_and_digests_match(net, example_nodes):
         for r in ("replica1", "replica2"):
             rc = shard_client(nodes[r], i)
             ri = info(rc, "replication")
-            # master_port: h/repl reports the port given to REPLICAOF (the primary's shard 0) on every shard,
-            # while shard i actually follows port + i (reported as a question; either is accepted here)
-            assert ri["master_host"] == prim.ip and ri["master_port"] in (examples.PORT, examples.PORT + i), ri
+            # master_port: the port shard i actually follows (the primary's port + i)
+            assert ri["master_host"] == prim.ip and ri["master_port"] == examples.PORT + i, ri
             assert ri["master_link_status"] == "up", ri
             wait_for(lambda: rc.execute_command("DEBUG", "DIGEST") == want, timeout=30,
                      what="%s shard %d digest" % (r, i))
