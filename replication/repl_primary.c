@@ -51,9 +51,18 @@ link_close(struct link *l, const char *why)
 static bool
 link_over_limit(struct link *l, int64_t now)
 {
+    if (l->st != LINK_ONLINE) {
+        return false;                /* a full sync's snapshot is paced by the walk (OUT_PAUSE) */
+    }
     const struct cfg *cfg = shard_cfg(l->r->s);
     int64_t hard = cfg->obl_hard[CFG_OBL_REPLICA], soft = cfg->obl_soft[CFG_OBL_REPLICA];
     uint64_t pending = buf_unread(&l->out);
+    if (l->snap_end > l->out_done) {
+        /* As in Redis, the snapshot itself is not the replica's output buffer:
+         * only what follows it counts. */
+        uint64_t snap = l->snap_end - l->out_done;
+        pending -= snap < pending ? snap : pending;
+    }
     if (hard > 0 && pending > (uint64_t)hard) {
         return true;
     }
@@ -86,10 +95,12 @@ static bool
 link_flush(struct link *l)
 {
     bool blocked;
+    uint64_t before = buf_unread(&l->out);
     if (repl_write(l->fd, &l->out, &blocked) < 0) {
         link_close(l, "write error");
         return false;
     }
+    l->out_done += before - buf_unread(&l->out);
     if (blocked && !l->wev_on) {
         event_add(&l->wev, NULL);
         l->wev_on = true;
@@ -320,6 +331,7 @@ walk_end(struct repl *r)
             continue;
         }
         repl_send(&l->out, &m);
+        l->snap_end = l->out_done + buf_unread(&l->out);
         l->sent_pos = pos;
         l->sent_lsn = lsn + 1;
         l->st = LINK_ONLINE;
