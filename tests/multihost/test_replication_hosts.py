@@ -518,9 +518,6 @@ def test_sentinel_failover(net, example_nodes, sentinels):
             print(open(proc.log_path, errors="replace").read())
 
 
-@pytest.mark.xfail(strict=False, reason="h/repl: a connected replica is fed from the in-memory ring only; a burst "
-                   "larger than repl-backlog-size before it drains closes its link ('fell out of the backlog') and it "
-                   "resyncs: fully in memory mode, partially from WAL segments in everysec")
 @pytest.mark.parametrize("durability", ["everysec", "memory"])
 def test_connected_replica_survives_a_burst(net, example_nodes, durability):
     """A connected replica is not dropped (nor resynced) by a burst of writes larger than the backlog: the
