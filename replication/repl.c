@@ -328,6 +328,40 @@ repl_info_stats(struct shard *s, struct buf *b)
          r->sync_full, r->sync_partial_ok, r->sync_partial_err);
 }
 
+/* ---------------------------------------------------------------- CLIENT LIST / KILL */
+
+void
+repl_client_list(struct shard *s, unsigned types, const int64_t *ids, int nids, struct buf *out)
+{
+    struct repl *r = repl_of(s);
+    if (r == NULL) {
+        return;
+    }
+    if (types & REPL_CT_MASTER) {
+        replica_client_list(r, ids, nids, out);
+    }
+    if (types & REPL_CT_REPLICA) {
+        primary_client_list(r, ids, nids, out);
+    }
+}
+
+long
+repl_client_kill(struct shard *s, unsigned types, int64_t id, const struct rv_str *addr)
+{
+    struct repl *r = repl_of(s);
+    long n = 0;
+    if (r == NULL) {
+        return 0;
+    }
+    if (types & REPL_CT_MASTER) {
+        n += replica_client_kill(r, id, addr);
+    }
+    if (types & REPL_CT_REPLICA) {
+        n += primary_client_kill(r, id, addr);
+    }
+    return n;
+}
+
 /* ---------------------------------------------------------------- REPLICAOF */
 
 struct follow_msg {
@@ -688,13 +722,7 @@ cmd_rvsync(struct conn *c, int argc, struct rv_str *argv)
     buf_init(&pre);
     buf_append(&pre, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
     c->wbuf.off = c->wbuf.len;
-    char ip[64];
-    snprintf(ip, sizeof(ip), "%s", c->addr);
-    char *colon = strrchr(ip, ':');
-    if (colon) {
-        *colon = '\0';
-    }
     c->flags |= CONN_CLOSE_ASAP;
     event_del(&c->rev);
-    primary_accept(r, fd, ip, &pre);
+    primary_accept(r, fd, c, &pre);
 }

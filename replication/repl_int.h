@@ -66,6 +66,9 @@ struct link {
     char ip[64];
     int port;
     char id[41];
+    uint64_t cid;                    /* the RVSYNC connection's client id (CLIENT LIST) */
+    char addr[64], laddr[64], user[64];
+    int64_t ctime_ms;
     uint64_t sent_pos, sent_lsn;     /* backlog position / LSN of the next record to ship */
     uint64_t ack, durable;
     int64_t last_io_ms, last_ack_ms;
@@ -84,6 +87,8 @@ struct upstream {
     bool rev_on, wev_on;
     struct buf in, out;
     enum up_state st;
+    uint64_t cid;                    /* client id of this master link (CLIENT LIST), per connection */
+    int64_t ctime_ms;
     int resp_left;                   /* RESP replies still expected in the handshake */
     int64_t since_ms, last_io_ms, last_ack_sent_ms;
     int64_t backoff_ms;
@@ -145,7 +150,12 @@ void repl_save_state(struct repl *r);
 void repl_forget_state(struct repl *r);
 
 /* repl_primary.c */
-void primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre);
+void primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre);
+void primary_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out);
+long primary_client_kill(struct repl *r, int64_t id, const struct rv_str *addr);
+/* repl_replica.c: the master link's CLIENT LIST line / CLIENT KILL */
+void replica_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out);
+long replica_client_kill(struct repl *r, int64_t id, const struct rv_str *addr);
 void primary_ship(struct repl *r);
 void primary_cron(struct repl *r, int64_t now);
 void primary_drop_all(struct repl *r);

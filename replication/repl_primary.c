@@ -5,6 +5,8 @@
 #include "node/base/clock.h"
 #include "node/base/log.h"
 #include "node/base/mem.h"
+#include "node/acl.h"
+#include "node/conn.h"
 #include "node/dict.h"
 #include "node/ks.h"
 #include "node/node.h"
@@ -123,12 +125,21 @@ primary_flush_link(struct link *l)
 }
 
 void
-primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre)
+primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre)
 {
     struct link *l = rv_calloc(1, sizeof(*l));
     l->r = r;
     l->fd = fd;
-    snprintf(l->ip, sizeof(l->ip), "%s", ip);
+    l->cid = c->id;
+    snprintf(l->addr, sizeof(l->addr), "%s", c->addr);
+    snprintf(l->laddr, sizeof(l->laddr), "%s", c->laddr);
+    snprintf(l->user, sizeof(l->user), "%s", acl_user_name(c->user));
+    l->ctime_ms = c->ctime_ms;
+    snprintf(l->ip, sizeof(l->ip), "%s", c->addr);
+    char *colon = strrchr(l->ip, ':');
+    if (colon) {
+        *colon = '\0';
+    }
     buf_init(&l->in);
     l->out = *pre;                   /* the client's replies before RVSYNC go first */
     buf_init(pre);
@@ -791,4 +802,44 @@ primary_drop_all(struct repl *r)
     while (r->links) {
         link_close(r->links, "this shard stops being a primary");
     }
+}
+
+/* CLIENT LIST lines of the replicas (Redis: flags=S; the command is our RVSYNC). */
+void
+primary_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out)
+{
+    int64_t now = shard_now_ms(r->s);
+    for (struct link *l = r->links; l; l = l->next) {
+        bool want = nids == 0;
+        for (int i = 0; i < nids; i++) {
+            want |= (uint64_t)ids[i] == l->cid;
+        }
+        if (!want) {
+            continue;
+        }
+        size_t omem = buf_unread(&l->out);
+        buf_appendf(out, "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=S db=0 sub=0 "
+                    "psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%zu rbp=0 "
+                    "obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=rvsync user=%s redir=-1 resp=2 "
+                    "watch=0 lib-name= lib-ver=\n",
+                    (unsigned long long)l->cid, l->addr, l->laddr, l->fd,
+                    (long long)((now - l->ctime_ms) / 1000), (long long)((now - l->last_io_ms) / 1000),
+                    l->in.cap, omem, sizeof(*l) + l->in.cap + l->out.cap, l->wev_on ? "w" : "", l->user);
+    }
+}
+
+long
+primary_client_kill(struct repl *r, int64_t id, const struct rv_str *addr)
+{
+    long n = 0;
+    for (struct link *l = r->links, *next; l; l = next) {
+        next = l->next;
+        if ((id > 0 && l->cid != (uint64_t)id) ||
+            (addr && (addr->len != strlen(l->addr) || memcmp(addr->p, l->addr, addr->len) != 0))) {
+            continue;
+        }
+        link_close(l, "killed by CLIENT KILL");
+        n++;
+    }
+    return n;
 }

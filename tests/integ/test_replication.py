@@ -914,3 +914,43 @@ def test_replica_over_its_output_buffer_limit_is_dropped_and_resyncs(start_serve
     assert r.execute_command("DEBUG", "DIGEST") == p.execute_command("DEBUG", "DIGEST")
     # the resync's snapshot (12 MB) does not count against the 64 KB: one disconnection in all
     assert p.info("stats")["client_output_buffer_limit_disconnections"] == 1
+
+
+def test_replication_links_in_client_list_and_client_kill_type(start_server):
+    """CLIENT LIST shows the links as Redis shows replica (flags=S) and master (flags=M) clients; CLIENT KILL TYPE
+    replica / master (or ID) closes them and the replica continues with a partial resync."""
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    p.set("a", "1")
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    reps = p.client_list(_type="replica")
+    assert len(reps) == 1 and reps[0]["flags"] == "S" and reps[0]["cmd"] == "rvsync", reps
+    assert [c for c in p.client_list() if c["flags"] == "S"] == reps            # in the plain list too
+    assert all(c["flags"] != "S" for c in p.client_list(_type="normal"))
+    assert p.client_list(_type="master") == []
+    ms = r.client_list(_type="master")
+    assert len(ms) == 1 and ms[0]["flags"] == "M" and ms[0]["addr"] == "%s:%d" % (HOST, primary.port), ms
+    assert r.client_list(_type="replica") == []
+    # CLIENT KILL TYPE replica on the primary
+    assert p.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+    assert info(p)["connected_slaves"] == 0
+    p.set("b", "2")
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    poll_until(lambda: info(p)["connected_slaves"] == 1, timeout=5, what="replica back")
+    assert stats(p) == (1, 1, 0) and r.get("b") == "2"
+    # CLIENT KILL ID with the link's id
+    rid = p.client_list(_type="replica")[0]["id"]
+    assert p.client_kill_filter(_id=rid) == 1
+    poll_until(lambda: stats(p)[1] == 2, timeout=10, what="second partial resync")
+    # CLIENT KILL TYPE master on the replica: it reconnects at once
+    mid = r.client_list(_type="master")[0]["id"]
+    assert r.client_kill_filter(_type="master") == 1
+    p.set("c", "3")
+    wait_offset(primary, replica)
+    assert r.get("c") == "3" and stats(p) == (1, 3, 0)
+    assert r.client_list(_type="master")[0]["id"] != mid     # a new connection
+    assert r.execute_command("CLIENT", "KILL", "TYPE", "slave") == 0
