@@ -73,7 +73,8 @@ struct link {
     uint64_t ack, durable;
     int64_t last_io_ms, last_ack_ms;
     uint64_t out_done;               /* bytes of out ever written to the socket */
-    uint64_t snap_end;               /* out_done at the end of the full sync's data (not limited) */
+    uint64_t snap_end;               /* out_done at the end of the full sync's data or of the
+                                      * records read back from the WAL (not limited) */
     int64_t obl_soft_since_ms;       /* unsent output above the soft limit since, 0 = not */
     bool close_asap;                 /* over client-output-buffer-limit replica: closed before poll */
 };

@@ -593,6 +593,7 @@ on_hello(struct link *l, const Hello *h)
                        l->ip, l->port, nwal);
             pos = r->bl.base;
             from = r->bl.first_lsn;
+            l->snap_end = l->out_done + buf_unread(&l->out);   /* like a snapshot: not limited */
         }
         l->sent_pos = pos;
         l->sent_lsn = from;

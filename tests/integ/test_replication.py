@@ -626,8 +626,12 @@ def test_failover_errors_and_abort(start_server, proxies):
         os.kill(replica.proc.pid, signal.SIGCONT)
 
 
-def test_durable_primary_serves_old_positions_from_its_wal(start_server, proxies):
-    primary = start_server("--durability", "everysec", "--repl-backlog-size", "16kb")
+@pytest.mark.parametrize("limit", [None, "replica 64kb 0 0"])
+def test_durable_primary_serves_old_positions_from_its_wal(start_server, proxies, limit):
+    # with a tiny replica output limit: the records read back from the WAL (8 MB, past what the socket
+    # takes at once) count like a snapshot, not against the limit, or the link would close on every try
+    extra = ("--client-output-buffer-limit", limit) if limit else ()
+    primary = start_server("--durability", "everysec", "--repl-backlog-size", "16kb", *extra)
     proxy = proxies(primary.port)
     replica = start_server()
     p, r = primary.client(), replica.client()
@@ -636,14 +640,18 @@ def test_durable_primary_serves_old_positions_from_its_wal(start_server, proxies
     proxy.blocked = True
     proxy.cut()
     poll_until(lambda: info(r)["master_link_status"] == "down", timeout=5, what="link down")
-    for i in range(2000):                       # far past the 16 KB ring, all in the WAL
-        p.set("k%d" % i, "x" * 20)
+    n, size = (2000, 20) if limit is None else (20000, 400)
+    pipe = p.pipeline(transaction=False)
+    for i in range(n):                          # far past the 16 KB ring, all in the WAL
+        pipe.set("k%d" % i, "x" * size)
+    pipe.execute()
     assert info(p)["repl_backlog_first_byte_offset"] > 1
     proxy.blocked = False
     wait_link_up(replica)
-    wait_offset(primary, replica)
-    assert r.dbsize() == 2000
+    wait_offset(primary, replica, timeout=30)
+    assert r.dbsize() == n
     assert stats(p) == (1, 1, 0)
+    assert p.info("stats")["client_output_buffer_limit_disconnections"] == 0
 
 
 def test_durable_primary_restart_keeps_replid_and_continues(start_server, tmp_path):
