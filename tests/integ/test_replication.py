@@ -827,10 +827,15 @@ def test_replica_serve_stale_data_no_answers_masterdown(start_server, proxies):
     wait_link_up(replica)
     wait_offset(primary, replica)
     assert r.get("k") == "v"
+    queued = replica.raw()
+    assert queued.cmd("MULTI") == "OK" and queued.cmd("GET", "k") == "QUEUED"
     # down after having been up
     proxy.blocked = True
     proxy.cut()
     poll_until(lambda: info(r)["master_link_status"] == "down", timeout=5, what="link down")
+    # a transaction queued while the link was up is refused whole (Redis checks EXEC's queued commands)
+    assert queued.cmd("EXEC") == "EXECABORT Transaction discarded because of: " + MASTERDOWN
+    queued.close()
     with replica.raw() as raw:
         assert raw.cmd("GET", "k") == MASTERDOWN
         assert raw.cmd("CONFIG", "SET", "replica-serve-stale-data", "yes") == "OK"
