@@ -549,6 +549,14 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
+    /* replica-serve-stale-data no while the link to the primary is not up:
+     * only the commands flagged stale (Redis's list) run. */
+    if (rv_unlikely(persist_hot(c->persist)->stale) && !(cmd->flags & CMD_STALE) &&
+        !(c->flags & CONN_REPLAY)) {
+        reply_errf(c, "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.");
+        cmd_reject(c, st);
+        return;
+    }
     if (rv_unlikely(c->flags & CONN_MULTI) && !(cmd->flags & CMD_NOQUEUE)) {
         if (cmd->flags & CMD_NO_MULTI) {
             reply_errf(c, "ERR Command not allowed inside a transaction");

@@ -10,6 +10,7 @@
 #include "node/node.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "replication/repl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -326,11 +327,14 @@ cmd_client_list(struct conn *c, int argc, struct rv_str *argv)
     int64_t ids[64];
     int nids = 0;
     bool only_none = false;
+    unsigned links = REPL_CT_REPLICA | REPL_CT_MASTER;   /* replication links (flags=S / M) */
 
     buf_init(&out);
     for (int i = 2; i < argc; i++) {
         if (cmd_arg_is(argv[i], "type") && i + 1 < argc) {
             i++;
+            links = cmd_arg_is(argv[i], "master") ? REPL_CT_MASTER
+                    : cmd_arg_is(argv[i], "replica") || cmd_arg_is(argv[i], "slave") ? REPL_CT_REPLICA : 0;
             if (cmd_arg_is(argv[i], "master") || cmd_arg_is(argv[i], "replica") ||
                 cmd_arg_is(argv[i], "slave") || cmd_arg_is(argv[i], "pubsub")) {
                 only_none = true;
@@ -360,6 +364,7 @@ cmd_client_list(struct conn *c, int argc, struct rv_str *argv)
             client_line(c, o, &out);
         }
     }
+    repl_client_list(c->shard, links, ids, nids, &out);
     reply_verbatim(c, out.data ? out.data : "", out.len);
     buf_deinit(&out);
 }
@@ -392,6 +397,10 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
                 return;
             }
         }
+        if (repl_client_kill(c->shard, REPL_CT_REPLICA | REPL_CT_MASTER, 0, &argv[2]) > 0) {
+            reply_ok(c);
+            return;
+        }
         reply_errf(c, "ERR No such client");
         return;
     }
@@ -399,6 +408,8 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
     struct rv_str *addr = NULL, *laddr = NULL, *user = NULL;
     bool skipme = true;
     int64_t maxage = -1;
+    unsigned links = REPL_CT_REPLICA | REPL_CT_MASTER;   /* replication links (TYPE replica / master) */
+    bool links_only = false;
     if ((argc - 2) % 2 != 0) {
         reply_err(c, RV_ERR_SYNTAX);
         return;
@@ -435,17 +446,27 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
             }
             user = &argv[i + 1];
         } else if (cmd_arg_is(argv[i], "type")) {
-            /* Only normal clients exist here. */
-            if (!cmd_arg_is(v, "normal")) {
+            if (cmd_arg_is(v, "master") || cmd_arg_is(v, "replica") || cmd_arg_is(v, "slave")) {
+                links = cmd_arg_is(v, "master") ? REPL_CT_MASTER : REPL_CT_REPLICA;
+                links_only = true;
+            } else if (!cmd_arg_is(v, "normal")) {
                 reply_int(c, 0);
                 return;
+            } else {
+                links = 0;
             }
         } else {
             reply_err(c, RV_ERR_SYNTAX);
             return;
         }
     }
-    int64_t killed = 0, now = shard_now_ms(c->shard);
+    /* Replication links have no user or local-address filters here. */
+    int64_t killed = laddr || user || maxage >= 0 ? 0 : repl_client_kill(c->shard, links, id, addr);
+    if (links_only) {
+        reply_int(c, killed);
+        return;
+    }
+    int64_t now = shard_now_ms(c->shard);
     for (struct conn *o = shard_conn_first(c->shard); o; o = o->next) {
         if ((id > 0 && o->id != (uint64_t)id) || (addr && !str_eq(*addr, o->addr)) ||
             (laddr && !str_eq(*laddr, o->laddr)) || (skipme && o == c) ||

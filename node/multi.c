@@ -297,6 +297,18 @@ CMD_HANDLER(exec)
             return;
         }
     }
+    /* replica-serve-stale-data no, link down since the commands were queued:
+     * as Redis, EXEC is refused whole unless every queued command may run. */
+    if (rv_unlikely(persist_hot(c->persist)->stale)) {
+        for (size_t i = 0; i < m->nq; i++) {
+            if (!(m->q[i].cmd->flags & CMD_STALE)) {
+                reply_errf(c, "EXECABORT Transaction discarded because of: MASTERDOWN Link with MASTER "
+                              "is down and replica-serve-stale-data is set to 'no'.");
+                multi_release(c);
+                return;
+            }
+        }
+    }
     if (m->dirty_exec) {
         reply_errf(c, "EXECABORT Transaction discarded because of previous errors.");
         multi_release(c);

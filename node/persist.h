@@ -30,6 +30,7 @@ struct persist_hot {
     bool cow;                        /* a checkpoint is walking: copy keys before writes */
     bool log;                        /* build records: a WAL is open or a replication backlog is */
     bool guard;                      /* writes may be refused: WAL open, replica, min-replicas-to-write */
+    bool stale;                      /* replica, link not up, replica-serve-stale-data no: -MASTERDOWN */
 };
 static inline const struct persist_hot *
 persist_hot(const struct persist *p)

@@ -178,6 +178,9 @@ repl_destroy(struct repl *r)
 void
 repl_feed_slow(struct repl *r, const uint8_t *frame, size_t len)
 {
+    if (r->links && buf_unread(&r->bl.b) + len > r->bl.size) {
+        primary_save_unsent(r, len);
+    }
     bl_append(&r->bl, frame, len);
 }
 
@@ -187,6 +190,12 @@ repl_before_poll(struct repl *r)
     if (r->links) {
         primary_ship(r);
     }
+}
+
+void
+repl_stale_update(struct repl *r)
+{
+    r->p->hot.stale = r->replica && !replica_link_up(r) && !shard_cfg(r->s)->replica_serve_stale_data;
 }
 
 void
@@ -201,6 +210,7 @@ repl_cron(struct repl *r)
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
     r->p->hot.guard = r->p->w != NULL || r->replica || r->fenced_epoch > r->epoch ||
                       r->fo.st != FO_NONE || shard_cfg(r->s)->min_replicas_to_write > 0;
+    repl_stale_update(r);            /* CONFIG SET replica-serve-stale-data */
 }
 
 bool
@@ -271,7 +281,7 @@ repl_info(struct shard *s, struct buf *b)
         buf_appendf(b, "master_host:%s\r\nmaster_port:%d\r\nmaster_link_status:%s\r\n"
                 "master_last_io_seconds_ago:%" PRId64 "\r\nmaster_sync_in_progress:%d\r\n"
                 "slave_read_repl_offset:%" PRIu64 "\r\nslave_repl_offset:%" PRIu64 "\r\n",
-             r->mhost, r->mport, up ? "up" : "down",
+             r->mhost, r->mport + (int)shard_id(s), up ? "up" : "down",
              u->last_io_ms > 0 && up ? (now - u->last_io_ms) / 1000 : -1,
              u->st == UP_FULL || u->st == UP_SYNC, off, off);
         if (u->st == UP_FULL) {
@@ -318,6 +328,40 @@ repl_info_stats(struct shard *s, struct buf *b)
          r->sync_full, r->sync_partial_ok, r->sync_partial_err);
 }
 
+/* ---------------------------------------------------------------- CLIENT LIST / KILL */
+
+void
+repl_client_list(struct shard *s, unsigned types, const int64_t *ids, int nids, struct buf *out)
+{
+    struct repl *r = repl_of(s);
+    if (r == NULL) {
+        return;
+    }
+    if (types & REPL_CT_MASTER) {
+        replica_client_list(r, ids, nids, out);
+    }
+    if (types & REPL_CT_REPLICA) {
+        primary_client_list(r, ids, nids, out);
+    }
+}
+
+long
+repl_client_kill(struct shard *s, unsigned types, int64_t id, const struct rv_str *addr)
+{
+    struct repl *r = repl_of(s);
+    long n = 0;
+    if (r == NULL) {
+        return 0;
+    }
+    if (types & REPL_CT_MASTER) {
+        n += replica_client_kill(r, id, addr);
+    }
+    if (types & REPL_CT_REPLICA) {
+        n += primary_client_kill(r, id, addr);
+    }
+    return n;
+}
+
 /* ---------------------------------------------------------------- REPLICAOF */
 
 struct follow_msg {
@@ -336,6 +380,7 @@ repl_promote(struct repl *r)
     replica_stop(r);
     r->replica = false;
     r->p->replica = false;
+    repl_stale_update(r);
     ks_set_replica_mode(shard_ks(r->s), false);
     /* PSYNC2: the history followed so far stays valid up to here under
      * replid2, so the other replicas continue with a partial resync. */
@@ -471,7 +516,7 @@ cmd_role(struct conn *c, int argc, struct rv_str *argv)
         reply_array(c, 5);
         reply_bulk_cstr(c, "slave");
         reply_bulk_cstr(c, r->mhost);
-        reply_int(c, r->mport);
+        reply_int(c, r->mport + (int)shard_id(c->shard));   /* the port this shard follows */
         reply_bulk_cstr(c, replica_state_name(r));
         reply_int(c, (int64_t)off);
         return;
@@ -677,13 +722,7 @@ cmd_rvsync(struct conn *c, int argc, struct rv_str *argv)
     buf_init(&pre);
     buf_append(&pre, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
     c->wbuf.off = c->wbuf.len;
-    char ip[64];
-    snprintf(ip, sizeof(ip), "%s", c->addr);
-    char *colon = strrchr(ip, ':');
-    if (colon) {
-        *colon = '\0';
-    }
     c->flags |= CONN_CLOSE_ASAP;
     event_del(&c->rev);
-    primary_accept(r, fd, ip, &pre);
+    primary_accept(r, fd, c, &pre);
 }

@@ -62,3 +62,12 @@ void repl_conn_gone(struct repl *r, struct conn *c);
 void repl_info(struct shard *s, struct buf *b);
 void repl_info_stats(struct shard *s, struct buf *b);
 bool repl_is_replica(struct shard *s);
+/* CLIENT LIST / CLIENT KILL: this shard's replication links, shown as Redis
+ * shows its replica clients (flags=S, on a primary) and its master client
+ * (flags=M, on a replica). types: REPL_CT_* bits. */
+#define REPL_CT_REPLICA 1u
+#define REPL_CT_MASTER 2u
+void repl_client_list(struct shard *s, unsigned types, const int64_t *ids, int nids, struct buf *out);
+/* Close the links of those types matching id (> 0) and addr (NULL: any);
+ * a killed master link reconnects as after any link failure. Returns how many. */
+long repl_client_kill(struct shard *s, unsigned types, int64_t id, const struct rv_str *addr);

@@ -66,9 +66,17 @@ struct link {
     char ip[64];
     int port;
     char id[41];
+    uint64_t cid;                    /* the RVSYNC connection's client id (CLIENT LIST) */
+    char addr[64], laddr[64], user[64];
+    int64_t ctime_ms;
     uint64_t sent_pos, sent_lsn;     /* backlog position / LSN of the next record to ship */
     uint64_t ack, durable;
     int64_t last_io_ms, last_ack_ms;
+    uint64_t out_done;               /* bytes of out ever written to the socket */
+    uint64_t snap_end;               /* out_done at the end of the full sync's data or of the
+                                      * records read back from the WAL (not limited) */
+    int64_t obl_soft_since_ms;       /* unsent output above the soft limit since, 0 = not */
+    bool close_asap;                 /* over client-output-buffer-limit replica: closed before poll */
 };
 
 /* ---- following a primary ---- */
@@ -80,6 +88,8 @@ struct upstream {
     bool rev_on, wev_on;
     struct buf in, out;
     enum up_state st;
+    uint64_t cid;                    /* client id of this master link (CLIENT LIST), per connection */
+    int64_t ctime_ms;
     int resp_left;                   /* RESP replies still expected in the handshake */
     int64_t since_ms, last_io_ms, last_ack_sent_ms;
     int64_t backoff_ms;
@@ -141,7 +151,12 @@ void repl_save_state(struct repl *r);
 void repl_forget_state(struct repl *r);
 
 /* repl_primary.c */
-void primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre);
+void primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre);
+void primary_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out);
+long primary_client_kill(struct repl *r, int64_t id, const struct rv_str *addr);
+/* repl_replica.c: the master link's CLIENT LIST line / CLIENT KILL */
+void replica_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out);
+long replica_client_kill(struct repl *r, int64_t id, const struct rv_str *addr);
 void primary_ship(struct repl *r);
 void primary_cron(struct repl *r, int64_t now);
 void primary_drop_all(struct repl *r);
@@ -149,6 +164,10 @@ void primary_check_waiters(struct repl *r, int64_t now);
 long primary_good_replicas(struct repl *r, int64_t now);
 
 void primary_flush_link(struct link *l);
+/* The backlog is about to drop bytes from its front to take a record of len
+ * bytes: connected replicas that have not shipped them yet get them copied
+ * into their output buffers now (bounded by client-output-buffer-limit replica). */
+void primary_save_unsent(struct repl *r, size_t len);
 
 /* repl_failover.c */
 const char *failover_state_name(const struct repl *r);
@@ -166,3 +185,6 @@ void repl_role_hook(struct repl *r, const char *old_role, const char *new_role, 
                     int port);
 const char *replica_state_name(const struct repl *r);
 bool replica_link_up(const struct repl *r);
+/* After the role, the link state or the config changed: recompute the
+ * replica-serve-stale-data refusal flag the dispatcher tests. */
+void repl_stale_update(struct repl *r);

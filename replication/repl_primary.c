@@ -5,6 +5,8 @@
 #include "node/base/clock.h"
 #include "node/base/log.h"
 #include "node/base/mem.h"
+#include "node/acl.h"
+#include "node/conn.h"
 #include "node/dict.h"
 #include "node/ks.h"
 #include "node/node.h"
@@ -46,15 +48,61 @@ link_close(struct link *l, const char *why)
     rv_free(l);
 }
 
+/* client-output-buffer-limit replica <hard> <soft> <secs> (Redis semantics):
+ * unsent output over hard, or over soft for secs, closes the link. */
+static bool
+link_over_limit(struct link *l, int64_t now)
+{
+    if (l->st != LINK_ONLINE) {
+        return false;                /* a full sync's snapshot is paced by the walk (OUT_PAUSE) */
+    }
+    const struct cfg *cfg = shard_cfg(l->r->s);
+    int64_t hard = cfg->obl_hard[CFG_OBL_REPLICA], soft = cfg->obl_soft[CFG_OBL_REPLICA];
+    uint64_t pending = buf_unread(&l->out);
+    if (l->snap_end > l->out_done) {
+        /* As in Redis, the snapshot itself is not the replica's output buffer:
+         * only what follows it counts. */
+        uint64_t snap = l->snap_end - l->out_done;
+        pending -= snap < pending ? snap : pending;
+    }
+    if (hard > 0 && pending > (uint64_t)hard) {
+        return true;
+    }
+    if (soft <= 0 || pending <= (uint64_t)soft) {
+        l->obl_soft_since_ms = 0;
+        return false;
+    }
+    if (l->obl_soft_since_ms == 0) {
+        l->obl_soft_since_ms = now;
+        return false;
+    }
+    return now - l->obl_soft_since_ms >= cfg->obl_secs[CFG_OBL_REPLICA] * 1000;
+}
+
+static void
+link_schedule_close(struct link *l)
+{
+    if (l->close_asap) {
+        return;
+    }
+    l->close_asap = true;
+    shard_stats(l->r->s)->client_output_limit_disconnections++;
+    log_warn("[shard %u] replica %s:%d: client scheduled to be closed ASAP for overcoming of output "
+             "buffer limits (%zu bytes unsent; client-output-buffer-limit replica)", shard_id(l->r->s),
+             l->ip, l->port, (size_t)buf_unread(&l->out));
+}
+
 /* false when the link was closed. */
 static bool
 link_flush(struct link *l)
 {
     bool blocked;
+    uint64_t before = buf_unread(&l->out);
     if (repl_write(l->fd, &l->out, &blocked) < 0) {
         link_close(l, "write error");
         return false;
     }
+    l->out_done += before - buf_unread(&l->out);
     if (blocked && !l->wev_on) {
         event_add(&l->wev, NULL);
         l->wev_on = true;
@@ -62,8 +110,8 @@ link_flush(struct link *l)
         event_del(&l->wev);
         l->wev_on = false;
     }
-    int64_t hard = shard_cfg(l->r->s)->obl_hard[CFG_OBL_REPLICA];
-    if (hard > 0 && buf_unread(&l->out) > (uint64_t)hard) {
+    if (l->close_asap || link_over_limit(l, shard_now_ms(l->r->s))) {
+        link_schedule_close(l);
         link_close(l, "output buffer past client-output-buffer-limit replica (too slow)");
         return false;
     }
@@ -77,12 +125,21 @@ primary_flush_link(struct link *l)
 }
 
 void
-primary_accept(struct repl *r, int fd, const char *ip, struct buf *pre)
+primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre)
 {
     struct link *l = rv_calloc(1, sizeof(*l));
     l->r = r;
     l->fd = fd;
-    snprintf(l->ip, sizeof(l->ip), "%s", ip);
+    l->cid = c->id;
+    snprintf(l->addr, sizeof(l->addr), "%s", c->addr);
+    snprintf(l->laddr, sizeof(l->laddr), "%s", c->laddr);
+    snprintf(l->user, sizeof(l->user), "%s", acl_user_name(c->user));
+    l->ctime_ms = c->ctime_ms;
+    snprintf(l->ip, sizeof(l->ip), "%s", c->addr);
+    char *colon = strrchr(l->ip, ':');
+    if (colon) {
+        *colon = '\0';
+    }
     buf_init(&l->in);
     l->out = *pre;                   /* the client's replies before RVSYNC go first */
     buf_init(pre);
@@ -285,6 +342,7 @@ walk_end(struct repl *r)
             continue;
         }
         repl_send(&l->out, &m);
+        l->snap_end = l->out_done + buf_unread(&l->out);
         l->sent_pos = pos;
         l->sent_lsn = lsn + 1;
         l->st = LINK_ONLINE;
@@ -535,6 +593,7 @@ on_hello(struct link *l, const Hello *h)
                        l->ip, l->port, nwal);
             pos = r->bl.base;
             from = r->bl.first_lsn;
+            l->snap_end = l->out_done + buf_unread(&l->out);   /* like a snapshot: not limited */
         }
         l->sent_pos = pos;
         l->sent_lsn = from;
@@ -650,11 +709,36 @@ ship_range(struct link *l, uint64_t end)
 }
 
 void
+primary_save_unsent(struct repl *r, size_t len)
+{
+    /* bl_append drops whole records from the front until the new record
+     * fits: every link still positioned in the bytes that go ships all it
+     * has pending now (one batch per backlog's worth, not per record). */
+    uint64_t drop = buf_unread(&r->bl.b) + len - r->bl.size;
+    uint64_t end = bl_end(&r->bl);
+    int64_t now = shard_now_ms(r->s);
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st != LINK_ONLINE || l->close_asap || l->sent_pos >= end ||
+            l->sent_pos < r->bl.base || l->sent_pos - r->bl.base > drop) {
+            continue;
+        }
+        ship_range(l, end);
+        if (link_over_limit(l, now)) {
+            link_schedule_close(l);  /* closed by primary_ship, outside the command */
+        }
+    }
+}
+
+void
 primary_ship(struct repl *r)
 {
     uint64_t end = bl_end(&r->bl);
     for (struct link *l = r->links, *n; l; l = n) {
         n = l->next;
+        if (l->close_asap) {
+            link_close(l, "output buffer past client-output-buffer-limit replica (too slow)");
+            continue;
+        }
         if (l->st == LINK_ONLINE && l->sent_pos < end) {
             if (l->sent_pos < r->bl.base) {
                 link_close(l, "fell out of the backlog");
@@ -719,4 +803,44 @@ primary_drop_all(struct repl *r)
     while (r->links) {
         link_close(r->links, "this shard stops being a primary");
     }
+}
+
+/* CLIENT LIST lines of the replicas (Redis: flags=S; the command is our RVSYNC). */
+void
+primary_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out)
+{
+    int64_t now = shard_now_ms(r->s);
+    for (struct link *l = r->links; l; l = l->next) {
+        bool want = nids == 0;
+        for (int i = 0; i < nids; i++) {
+            want |= (uint64_t)ids[i] == l->cid;
+        }
+        if (!want) {
+            continue;
+        }
+        size_t omem = buf_unread(&l->out);
+        buf_appendf(out, "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=S db=0 sub=0 "
+                    "psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%zu rbp=0 "
+                    "obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=rvsync user=%s redir=-1 resp=2 "
+                    "watch=0 lib-name= lib-ver=\n",
+                    (unsigned long long)l->cid, l->addr, l->laddr, l->fd,
+                    (long long)((now - l->ctime_ms) / 1000), (long long)((now - l->last_io_ms) / 1000),
+                    l->in.cap, omem, sizeof(*l) + l->in.cap + l->out.cap, l->wev_on ? "w" : "", l->user);
+    }
+}
+
+long
+primary_client_kill(struct repl *r, int64_t id, const struct rv_str *addr)
+{
+    long n = 0;
+    for (struct link *l = r->links, *next; l; l = next) {
+        next = l->next;
+        if ((id > 0 && l->cid != (uint64_t)id) ||
+            (addr && (addr->len != strlen(l->addr) || memcmp(addr->p, l->addr, addr->len) != 0))) {
+            continue;
+        }
+        link_close(l, "killed by CLIENT KILL");
+        n++;
+    }
+    return n;
 }

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -61,6 +62,7 @@ up_fail(struct repl *r, const char *why)
     }
     up_close(r);
     u->st = UP_CONNECT;
+    repl_stale_update(r);
     int64_t now = shard_now_ms(r->s);
     if (was_up) {
         u->since_ms = now;
@@ -145,6 +147,8 @@ up_connect(struct repl *r)
         return;
     }
     u->fd = fd;
+    u->cid = shard_next_conn_id(r->s);
+    u->ctime_ms = shard_now_ms(r->s);
     buf_init(&u->in);
     buf_init(&u->out);
     event_assign(&u->rev, shard_base(r->s), fd, EV_READ | EV_PERSIST, on_up_read, r);
@@ -362,6 +366,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     primary_drop_all(r);             /* our own replicas follow a history that just ended */
     repl_backlog_start(r);
     u->st = UP_ONLINE;
+    repl_stale_update(r);
     log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64,
                shard_id(r->s), r->mhost, r->mport + (int)shard_id(r->s), u->snap_keys, lsn);
     send_ack(r);
@@ -415,6 +420,7 @@ on_msg(struct repl *r, ReplMsg *m)
         adopt_history(r, m->cont->replid, m->cont->epoch);
         repl_backlog_start(r);
         u->st = UP_ONLINE;
+        repl_stale_update(r);
         u->err[0] = '\0';
         u->backoff_ms = 0;
         log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, shard_id(r->s), r->mhost,
@@ -552,6 +558,7 @@ replica_follow(struct repl *r, const char *host, int port)
     u->backoff_ms = 0;
     u->since_ms = shard_now_ms(r->s);
     u->last_io_ms = 0;               /* connect at the next tick */
+    repl_stale_update(r);
 }
 
 void
@@ -559,6 +566,7 @@ replica_stop(struct repl *r)
 {
     up_close(r);
     r->up.st = UP_NONE;
+    repl_stale_update(r);
 }
 
 void
@@ -607,4 +615,75 @@ bool
 replica_link_up(const struct repl *r)
 {
     return r->up.st == UP_ONLINE;
+}
+
+/* The master link's CLIENT LIST line (Redis: flags=M), once it is a replication
+ * stream (from the handshake on). */
+static void
+up_addrs(const struct upstream *u, char *addr, char *laddr, size_t n)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char *out[2] = { addr, laddr };
+    for (int i = 0; i < 2; i++) {
+        len = sizeof(ss);
+        int rc = i == 0 ? getpeername(u->fd, (struct sockaddr *)&ss, &len)
+                        : getsockname(u->fd, (struct sockaddr *)&ss, &len);
+        char host[INET6_ADDRSTRLEN] = "?";
+        int port = 0;
+        if (rc == 0 && ss.ss_family == AF_INET) {
+            const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+            port = ntohs(a->sin_port);
+        } else if (rc == 0 && ss.ss_family == AF_INET6) {
+            const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+            port = ntohs(a->sin6_port);
+        }
+        snprintf(out[i], n, "%s:%d", host, port);
+    }
+}
+
+void
+replica_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out)
+{
+    const struct upstream *u = &r->up;
+    if (!r->replica || u->fd < 0 || u->st < UP_HANDSHAKE) {
+        return;
+    }
+    bool want = nids == 0;
+    for (int i = 0; i < nids; i++) {
+        want |= (uint64_t)ids[i] == u->cid;
+    }
+    if (!want) {
+        return;
+    }
+    char addr[80], laddr[80];
+    up_addrs(u, addr, laddr, sizeof(addr));
+    int64_t now = shard_now_ms(r->s);
+    buf_appendf(out, "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=M db=0 sub=0 psub=0 "
+                "ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 obl=0 oll=0 "
+                "omem=%zu tot-mem=%zu events=r%s cmd=NULL user=default redir=-1 resp=2 watch=0 "
+                "lib-name= lib-ver=\n",
+                (unsigned long long)u->cid, addr, laddr, u->fd, (long long)((now - u->ctime_ms) / 1000),
+                (long long)((now - u->last_io_ms) / 1000), u->in.len - u->in.off, u->in.cap - u->in.len,
+                u->in.cap, u->out.len - u->out.off, u->in.cap + u->out.cap, u->wev_on ? "w" : "");
+}
+
+long
+replica_client_kill(struct repl *r, int64_t id, const struct rv_str *addr)
+{
+    struct upstream *u = &r->up;
+    if (!r->replica || u->fd < 0 || u->st < UP_HANDSHAKE || (id > 0 && u->cid != (uint64_t)id)) {
+        return 0;
+    }
+    if (addr) {
+        char a[80], la[80];
+        up_addrs(u, a, la, sizeof(a));
+        if (addr->len != strlen(a) || memcmp(addr->p, a, addr->len) != 0) {
+            return 0;
+        }
+    }
+    up_fail(r, "master link killed by CLIENT KILL");
+    return 1;
 }

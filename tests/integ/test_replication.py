@@ -4,8 +4,10 @@ Link breaks are made with a small TCP proxy between the replica and the primary 
 connection; block = refuse new ones), so partial resyncs can be observed without restarting anything."""
 
 import os
+import shutil
 import signal
 import socket
+import subprocess
 import threading
 import time
 
@@ -331,10 +333,11 @@ def test_multi_shard_replicates_shard_by_shard(start_server):
     for k in keys:
         pc.set(k, k)
     replica.client().replicaof(HOST, primary.port)       # every shard follows primary port + i
-    for port in replica.ports:
+    for i, port in enumerate(replica.ports):
         c = replica.client(port=port)
         poll_until(lambda: info(c).get("master_link_status") == "up", timeout=10, what="shard link up")
-        assert info(c)["master_port"] == primary.port
+        assert info(c)["master_port"] == primary.port + i        # the port shard i follows
+        assert c.role()[:3] == ["slave", HOST, primary.port + i]
     for i, port in enumerate(primary.ports):
         pcl, rcl = primary.client(port=port), replica.client(port=replica.ports[i])
         target = info(pcl)["master_repl_offset"]
@@ -623,8 +626,12 @@ def test_failover_errors_and_abort(start_server, proxies):
         os.kill(replica.proc.pid, signal.SIGCONT)
 
 
-def test_durable_primary_serves_old_positions_from_its_wal(start_server, proxies):
-    primary = start_server("--durability", "everysec", "--repl-backlog-size", "16kb")
+@pytest.mark.parametrize("limit", [None, "replica 64kb 0 0"])
+def test_durable_primary_serves_old_positions_from_its_wal(start_server, proxies, limit):
+    # with a tiny replica output limit: the records read back from the WAL (8 MB, past what the socket
+    # takes at once) count like a snapshot, not against the limit, or the link would close on every try
+    extra = ("--client-output-buffer-limit", limit) if limit else ()
+    primary = start_server("--durability", "everysec", "--repl-backlog-size", "16kb", *extra)
     proxy = proxies(primary.port)
     replica = start_server()
     p, r = primary.client(), replica.client()
@@ -633,14 +640,18 @@ def test_durable_primary_serves_old_positions_from_its_wal(start_server, proxies
     proxy.blocked = True
     proxy.cut()
     poll_until(lambda: info(r)["master_link_status"] == "down", timeout=5, what="link down")
-    for i in range(2000):                       # far past the 16 KB ring, all in the WAL
-        p.set("k%d" % i, "x" * 20)
+    n, size = (2000, 20) if limit is None else (20000, 400)
+    pipe = p.pipeline(transaction=False)
+    for i in range(n):                          # far past the 16 KB ring, all in the WAL
+        pipe.set("k%d" % i, "x" * size)
+    pipe.execute()
     assert info(p)["repl_backlog_first_byte_offset"] > 1
     proxy.blocked = False
     wait_link_up(replica)
-    wait_offset(primary, replica)
-    assert r.dbsize() == 2000
+    wait_offset(primary, replica, timeout=30)
+    assert r.dbsize() == n
     assert stats(p) == (1, 1, 0)
+    assert p.info("stats")["client_output_buffer_limit_disconnections"] == 0
 
 
 def test_durable_primary_restart_keeps_replid_and_continues(start_server, tmp_path):
@@ -779,8 +790,180 @@ def test_failover_on_a_multi_shard_node(start_server):
         poll_until(lambda: info(c)["role"] == "master", timeout=10, what="shard %d promoted" % i)
         o = primary.client(port=primary.ports[i])
         poll_until(lambda: info(o).get("master_link_status") == "up", timeout=10, what="old shard follows")
-        assert info(o)["master_port"] == replica.port
+        assert info(o)["master_port"] == replica.port + i
     rc = redis.RedisCluster(host=HOST, port=replica.port, decode_responses=True, socket_timeout=10)
     assert all(rc.get(k) == k for k in keys)
     rc.set("after", "1")
     rc.close()
+
+
+MASTERDOWN = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+
+
+def test_replica_serve_stale_data_no_answers_masterdown(start_server, proxies):
+    """replica-serve-stale-data no: while the link is not up (connecting, syncing, down after being up) only the
+    commands Redis flags `stale` run; the others get Redis's -MASTERDOWN. `yes` serves the old data."""
+    primary = start_server()
+    proxy = proxies(primary.port)
+    replica = start_server("--replica-serve-stale-data", "no")
+    p, r = primary.client(), replica.client()
+    p.set("k", "v")
+    proxy.blocked = True                        # the link cannot come up
+    with replica.raw() as raw:
+        assert raw.cmd("GET", "k") is None      # not a replica yet: unaffected
+        assert raw.cmd("REPLICAOF", HOST, proxy.port) == "OK"
+        assert raw.cmd("GET", "k") == MASTERDOWN
+        assert raw.cmd("DBSIZE") == MASTERDOWN
+        assert raw.cmd("SET", "a", "b") == "READONLY You can't write against a read only replica."
+        assert raw.cmd("PING") == "PONG"
+        assert raw.cmd("ECHO", "x") == b"x"
+        assert b"master_link_status:down" in raw.cmd("INFO", "replication")
+        assert raw.cmd("ROLE")[0] == b"slave"
+        assert raw.cmd("CONFIG", "GET", "replica-serve-stale-data") == [b"replica-serve-stale-data", b"no"]
+        assert raw.cmd("MULTI") == "OK"
+        assert raw.cmd("GET", "k") == MASTERDOWN
+        assert raw.cmd("EXEC").startswith("EXECABORT")
+    proxy.blocked = False
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    assert r.get("k") == "v"
+    queued = replica.raw()
+    assert queued.cmd("MULTI") == "OK" and queued.cmd("GET", "k") == "QUEUED"
+    # down after having been up
+    proxy.blocked = True
+    proxy.cut()
+    poll_until(lambda: info(r)["master_link_status"] == "down", timeout=5, what="link down")
+    # a transaction queued while the link was up is refused whole (Redis checks EXEC's queued commands)
+    assert queued.cmd("EXEC") == "EXECABORT Transaction discarded because of: " + MASTERDOWN
+    queued.close()
+    with replica.raw() as raw:
+        assert raw.cmd("GET", "k") == MASTERDOWN
+        assert raw.cmd("CONFIG", "SET", "replica-serve-stale-data", "yes") == "OK"
+        # yes (the default): the old data is served again (applied at the shard's next tick)
+        poll_until(lambda: raw.cmd("GET", "k") == b"v", timeout=5, what="stale data served")
+        assert raw.cmd("CONFIG", "SET", "replica-serve-stale-data", "no") == "OK"
+        poll_until(lambda: raw.cmd("GET", "k") == MASTERDOWN, timeout=5, what="MASTERDOWN again")
+        # a promoted node is no replica: everything runs at once
+        assert raw.cmd("REPLICAOF", "NO", "ONE") == "OK"
+        assert raw.cmd("GET", "k") == b"v"
+
+
+def _burst(port, n):
+    """n pipelined SETs of 64-byte values from 50 clients (redis-benchmark), or one redis-py pipeline."""
+    bench = shutil.which("redis-benchmark")
+    if bench:
+        subprocess.run([bench, "-h", HOST, "-p", str(port), "-t", "set", "-n", str(n), "-P", "100", "-d", "64",
+                        "-r", "100000", "-q"], check=True, timeout=120, stdout=subprocess.DEVNULL)
+        return
+    c = redis.Redis(host=HOST, port=port, socket_timeout=30)
+    for b in range(0, n, 5000):
+        pipe = c.pipeline(transaction=False)
+        for i in range(b, min(n, b + 5000)):
+            pipe.set("key:%d" % (i % 100000), "x" * 64)
+        pipe.execute()
+    c.close()
+
+
+def test_connected_replica_survives_a_burst_larger_than_the_backlog(start_server):
+    """A burst far bigger than repl-backlog-size does not drop a connected replica: what it has not been sent
+    yet moves to its output buffer (Redis: bounded by client-output-buffer-limit replica), no resync."""
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    assert p.config_set("repl-backlog-size", "16kb")
+    time.sleep(0.5)                             # the ring adopts it at the shard's next cron tick
+    before = stats(p)
+    assert before == (1, 0, 0)
+    _burst(primary.port, 200000)
+    wait_offset(primary, replica, timeout=60)
+    pi = info(p)
+    assert pi["repl_backlog_first_byte_offset"] > 1000          # the ring did drop what the burst pushed out
+    assert stats(p) == before, primary.stderr()[-2000:]          # no resync of any kind
+    assert pi["connected_slaves"] == 1
+    assert info(r)["slave_repl_offset"] == pi["master_repl_offset"]
+    assert r.execute_command("DEBUG", "DIGEST") == p.execute_command("DEBUG", "DIGEST")
+    assert r.dbsize() == p.dbsize() > 1000
+    assert p.info("stats")["client_output_buffer_limit_disconnections"] == 0
+    assert "fell out of the backlog" not in primary.stderr() + primary.stdout()
+
+
+def test_replica_over_its_output_buffer_limit_is_dropped_and_resyncs(start_server):
+    """client-output-buffer-limit replica <hard>: a stopped replica whose unsent output passes the hard limit is
+    disconnected (logged and counted as Redis does); once it runs again it resyncs and catches up."""
+    primary = start_server("--client-output-buffer-limit", "replica 64kb 0 0")
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    p.set("first", "1")
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    os.kill(replica.proc.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 60
+        big = "x" * 4000
+        i = 0
+        # more than the kernel's socket buffers can hold: the primary's own output buffer has to grow
+        while info(p)["connected_slaves"] == 1:
+            assert time.monotonic() < deadline, "the stopped replica was never disconnected"
+            pipe = p.pipeline(transaction=False)
+            for _ in range(500):
+                pipe.set("big:%d" % (i % 3000), big)
+                i += 1
+            pipe.execute()
+        assert p.info("stats")["client_output_buffer_limit_disconnections"] >= 1
+        poll_until(lambda: "scheduled to be closed ASAP for overcoming of output buffer limits"
+                   in primary.stderr() + primary.stdout(), timeout=5, what="the log line")
+        p.set("last", "1")
+    finally:
+        os.kill(replica.proc.pid, signal.SIGCONT)
+    try:
+        wait_offset(primary, replica, timeout=30)
+    except AssertionError as e:
+        raise AssertionError("%s\nprimary:\n%s\nreplica:\n%s" % (e, (primary.stderr() + primary.stdout())[-3000:],
+                                                          (replica.stderr() + replica.stdout())[-3000:]))
+    assert r.get("last") == "1"
+    assert r.execute_command("DEBUG", "DIGEST") == p.execute_command("DEBUG", "DIGEST")
+    # the resync's snapshot (12 MB) does not count against the 64 KB: one disconnection in all
+    assert p.info("stats")["client_output_buffer_limit_disconnections"] == 1
+
+
+def test_replication_links_in_client_list_and_client_kill_type(start_server):
+    """CLIENT LIST shows the links as Redis shows replica (flags=S) and master (flags=M) clients; CLIENT KILL TYPE
+    replica / master (or ID) closes them and the replica continues with a partial resync."""
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    p.set("a", "1")
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    reps = p.client_list(_type="replica")
+    assert len(reps) == 1 and reps[0]["flags"] == "S" and reps[0]["cmd"] == "rvsync", reps
+    assert [c for c in p.client_list() if c["flags"] == "S"] == reps            # in the plain list too
+    assert all(c["flags"] != "S" for c in p.client_list(_type="normal"))
+    assert p.client_list(_type="master") == []
+    ms = r.client_list(_type="master")
+    assert len(ms) == 1 and ms[0]["flags"] == "M" and ms[0]["addr"] == "%s:%d" % (HOST, primary.port), ms
+    assert r.client_list(_type="replica") == []
+    # CLIENT KILL TYPE replica on the primary
+    assert p.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+    assert info(p)["connected_slaves"] == 0
+    p.set("b", "2")
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    poll_until(lambda: info(p)["connected_slaves"] == 1, timeout=5, what="replica back")
+    assert stats(p) == (1, 1, 0) and r.get("b") == "2"
+    # CLIENT KILL ID with the link's id
+    rid = p.client_list(_type="replica")[0]["id"]
+    assert p.client_kill_filter(_id=rid) == 1
+    poll_until(lambda: stats(p)[1] == 2, timeout=10, what="second partial resync")
+    # CLIENT KILL TYPE master on the replica: it reconnects at once
+    mid = r.client_list(_type="master")[0]["id"]
+    assert r.client_kill_filter(_type="master") == 1
+    p.set("c", "3")
+    wait_offset(primary, replica)
+    assert r.get("c") == "3" and stats(p) == (1, 3, 0)
+    assert r.client_list(_type="master")[0]["id"] != mid     # a new connection
+    assert r.execute_command("CLIENT", "KILL", "TYPE", "slave") == 0
