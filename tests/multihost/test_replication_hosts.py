@@ -529,7 +529,11 @@ def test_connected_replica_survives_a_burst(net, example_nodes, durability):
     assert p.config_set("repl-backlog-size", "16kb")
     time.sleep(0.5)                          # the ring adopts it at the shard's next cron tick
     before = stats(prim)
-    load(p, "burst", 5000, size=64)
+    try:
+        load(p, "burst", 5000, size=64)
+    except redis.exceptions.ConnectionError as e:      # keep the primary's last words for the report
+        raise AssertionError("%r; primary exit status %r; log tail:\n%s"
+                             % (e, prim.proc.poll(), prim.log()[-3000:])) from e
     wait_synced(nodes, ["replica1", "replica2"])
     after = stats(prim)
     assert after == before, (before, after, prim.log()[-2000:])
