@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -444,8 +445,13 @@ def server():
     try:
         yield srv
     finally:
+        died = srv.proc is not None and srv.proc.poll() is not None
         srv.stop()
-        shutil.rmtree(srv.workdir, ignore_errors=True)
+        if died:    # the shared server must outlive the session: keep and show its last words
+            print("\nshared server exited early (status %r); workdir kept: %s\n%s"
+                  % (srv.proc.returncode, srv.workdir, srv.stderr()[-4000:]), file=sys.stderr)
+        else:
+            shutil.rmtree(srv.workdir, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
