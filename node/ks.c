@@ -1300,10 +1300,13 @@ ks_str_set_int(struct ks *ks, struct ks_entry *e, int64_t x)
     need = (size_t)(l.val - (uint8_t *)e) + ((size_t)1 << code);
     e->flags = (uint8_t)((e->flags & ~EF_ISZ) | code << EF_ISZ_SHIFT);
     if (need > rv_usable_size(e)) {
+        /* Step the rehash before the move, never between it and the repoint:
+         * a migration reads the entries the tables point at, and the table
+         * still points at e until ks_repoint (a use after free otherwise). */
+        ks_step(ks);
         struct ks_entry *ne = ent_realloc(e, need);
         if (ne != e) {
             uint64_t h = ent_hash(ks, ne);
-            ks_step(ks);
             ks_repoint(ks, h, e, ne, (ne->flags & EF_EXP) != 0, (ne->flags & EF_EXP) != 0);
             e = ne;
         }

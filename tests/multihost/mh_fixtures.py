@@ -49,7 +49,7 @@ class Node:
     def wait_ready(self, timeout=15):
         def up():
             if self.proc.poll() is not None:
-                raise AssertionError("%s exited with %s:\n%s" % (self, self.proc.returncode, self.log()[-3000:]))
+                raise AssertionError("%s exited with %s:\n%s" % (self, self.proc.returncode, self.log()[-20000:]))
             try:
                 c = self.client(socket_timeout=1, socket_connect_timeout=1)
                 ok = c.ping()
