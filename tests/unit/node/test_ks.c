@@ -871,3 +871,37 @@ Test(ks, random_volatile_and_evict)
     cr_assert_eq(ks_int_check(ks), 0);
     ks_destroy(ks);
 }
+
+/* INCR growing an integer past its width reallocates the entry while an
+ * incremental rehash is in progress: the rehash must never read the entry's
+ * old (freed) address. Every counter is grown from 1 byte to 8 while the
+ * table is migrating; under ASan a read of a freed entry aborts. */
+Test(ks, int_growth_during_rehash_keeps_every_key)
+{
+    struct ks *ks = ks_create(S0, S1);
+    char k[32];
+    const int n = 20000;
+    bool saw_rehash = false;
+    for (int i = 0; i < n; i++) {
+        int kl = snprintf(k, sizeof(k), "ctr:%d", i);
+        ks_set_int(ks, k, (size_t)kl, 1, KS_NO_EXPIRE, false);
+        if (i % 3 == 0 && i > 0) {
+            /* grow an earlier counter while the table may be migrating */
+            int j = i / 2;
+            int jl = snprintf(k, sizeof(k), "ctr:%d", j);
+            struct ks_entry *e = ks_lookup(ks, k, (size_t)jl, NOW);
+            cr_assert_not_null(e);
+            saw_rehash |= ks_stats(ks)->rehashing != 0;
+            ks_str_set_int(ks, e, INT64_C(1) << 40 | j);
+        }
+    }
+    cr_assert(saw_rehash, "the table never rehashed while counters grew");
+    for (int i = 0; i < n; i++) {
+        int kl = snprintf(k, sizeof(k), "ctr:%d", i);
+        struct ks_entry *e = ks_lookup(ks, k, (size_t)kl, NOW);
+        cr_assert_not_null(e, "ctr:%d lost", i);
+        int64_t v = ks_str_int(e);
+        cr_assert(v == 1 || v == (INT64_C(1) << 40 | i), "ctr:%d = %" PRId64, i, v);
+    }
+    ks_destroy(ks);
+}
