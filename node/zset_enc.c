@@ -2,6 +2,7 @@
 #include "node/zset_enc.h"
 
 #include "node/base/mem.h"
+#include "node/base/varint.h"
 #include "node/dict.h"
 #include "node/ks.h"
 
@@ -78,47 +79,6 @@ struct zkey {
 
 /* ------------------------------------------------------------------ entries */
 
-static inline size_t
-varint_put(unsigned char *p, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (unsigned char)v;
-    return n;
-}
-
-static inline size_t
-varint_get(const unsigned char *p, uint64_t *v)
-{
-    uint64_t r = 0;
-    size_t n = 0;
-    unsigned sh = 0;
-    for (;;) {
-        unsigned char b = p[n++];
-        r |= (uint64_t)(b & 0x7f) << sh;
-        if (!(b & 0x80)) {
-            break;
-        }
-        sh += 7;
-    }
-    *v = r;
-    return n;
-}
-
-static inline size_t
-varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 #define INT_SCORE_MAX 9007199254740992.0   /* 2^53 */
 
 /* Packed sets store -0 as 0 (as Redis's listpack does); tree leaves keep it. */
@@ -153,13 +113,13 @@ ent_len(size_t ml, double s, bool keep_nz)
 static size_t
 ent_put(unsigned char *p, const char *m, size_t ml, double s, bool keep_nz)
 {
-    size_t n = varint_put(p, ml);
+    size_t n = (size_t)(varint_put(p, ml) - p);
     int64_t iv;
     memcpy(p + n, m, ml);
     n += ml;
     if (score_is_small_int(s, &iv, keep_nz)) {
         uint64_t zz = ((uint64_t)iv << 1) ^ (uint64_t)(iv >> 63);
-        n += varint_put(p + n, zz << 1);
+        n = (size_t)(varint_put(p + n, zz << 1) - p);
     } else {
         p[n++] = 1;
         memcpy(p + n, &s, sizeof(s));
@@ -172,16 +132,16 @@ ent_put(unsigned char *p, const char *m, size_t ml, double s, bool keep_nz)
 static inline size_t
 ent_get(const unsigned char *p, const char **m, size_t *ml, double *s)
 {
-    uint64_t len, x;
-    size_t n = varint_get(p, &len);
+    size_t len, x;
+    size_t n = (size_t)(varint_get(p, &len) - p);
     *m = (const char *)p + n;
-    *ml = (size_t)len;
-    n += (size_t)len;
+    *ml = len;
+    n += len;
     if (p[n] == 1) {
         memcpy(s, p + n + 1, sizeof(*s));
         return n + 1 + sizeof(*s);
     }
-    n += varint_get(p + n, &x);
+    n = (size_t)(varint_get(p + n, &x) - p);
     x >>= 1;
     *s = (double)(int64_t)((x >> 1) ^ (~(x & 1) + 1));
     return n;
