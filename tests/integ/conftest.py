@@ -100,6 +100,23 @@ class ConnClosed(Exception):
     pass
 
 
+def parse_info(text):
+    """INFO text -> {section (lower case): {field: value}}; every line must be a header or field:value."""
+    out, cur = {}, None
+    for line in text.split("\r\n"):
+        if not line:
+            continue
+        if line.startswith("# "):
+            cur = line[2:].lower()
+            out[cur] = {}
+            continue
+        assert cur is not None, "field before any section header: %r" % line
+        k, sep, v = line.partition(":")
+        assert sep == ":", "bad INFO line %r" % line
+        out[cur][k] = v
+    return out
+
+
 def encode_command(*args):
     out = [b"*%d\r\n" % len(args)]
     for a in args:

@@ -4,28 +4,14 @@ import fnmatch
 
 import pytest
 
-from conftest import ADDR, poll_until, resp_error
+from conftest import ADDR, parse_info, poll_until, resp_error
 
 
 def info(raw, *sections):
-    """Raw INFO text parsed into ({section: {field: value}}, text)."""
     text = raw.cmd("INFO", *sections)
     assert isinstance(text, bytes)
     text = text.decode()
-    out = {}
-    cur = None
-    for line in text.split("\r\n"):
-        if not line:
-            continue
-        if line.startswith("# "):
-            cur = line[2:].lower()
-            out[cur] = {}
-            continue
-        assert cur is not None, "field before any section header: %r" % line
-        k, sep, v = line.partition(":")
-        assert sep == ":", "bad INFO line %r" % line
-        out[cur][k] = v
-    return out, text
+    return parse_info(text), text
 
 
 def field(raw, section, name):

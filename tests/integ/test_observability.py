@@ -12,25 +12,12 @@ import urllib.request
 
 import pytest
 
-from conftest import IS_REDIS, RespError, encode_command, free_port, poll_until
+from conftest import IS_REDIS, RespError, encode_command, free_port, parse_info, poll_until
 
 
 def info(conn, *sections):
     """INFO parsed into {section: {field: value}} (conn: a RawConn)."""
-    text = conn.cmd("INFO", *sections)
-    text = txt(text)
-    out, cur = {}, None
-    for line in text.split("\r\n"):
-        if not line:
-            continue
-        if line.startswith("# "):
-            cur = line[2:].lower()
-            out[cur] = {}
-            continue
-        k, sep, v = line.partition(":")
-        assert sep == ":" and cur is not None, "bad INFO line %r" % line
-        out[cur][k] = v
-    return out
+    return parse_info(txt(conn.cmd("INFO", *sections)))
 
 
 def txt(x):
