@@ -448,11 +448,19 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
         return;                      /* (a replica's own writes, replica-read-only no, stay local) */
     }
     bool txn = (c->flags & CONN_IN_EXEC) != 0;
+    if (p->w == NULL && !txn && !p->rec_open && p->repl && repl_backlog_on(p->repl) &&
+        (rw_of(cmd) == RW_NONE || (rw_of(cmd) == RW_SET && argc == 3))) {
+        /* memory mode, a command logged as its own arguments: straight into the backlog */
+        repl_log_cmd(p->repl, p->next_lsn++, shard_now_ms(p->s), argc, argv);
+        p->changes++;
+        c->own_lsn = p->next_lsn - 1;
+        return;
+    }
     rec_open(p);
     log_effects(p, c, cmd, argc, argv, mark);
     if (!txn) {
         rec_close(p);
-        c->own_lsn = persist_last_lsn(p->s);
+        c->own_lsn = p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
     }
 }
 
@@ -462,7 +470,7 @@ persist_exec_end(struct conn *c)
     struct persist *p = persist_of(c->shard);
     if (p && p->hot.log && !(c->flags & CONN_REPLAY) && !p->replica) {
         rec_close(p);
-        c->own_lsn = persist_last_lsn(p->s);
+        c->own_lsn = p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
     }
 }
 
@@ -492,7 +500,7 @@ persist_refuse_write(struct conn *c)
     if (p == NULL) {
         return false;
     }
-    if (p->repl && (p->replica || p->hot.guard) && repl_refuse_write(p->repl, c)) {
+    if (p->repl && repl_guard_on(p->repl) && repl_refuse_write(p->repl, c)) {
         return true;
     }
     if (p->w == NULL) {

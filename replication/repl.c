@@ -145,7 +145,7 @@ repl_attach(struct shard *s)
     if (p->mode != WAL_MEMORY && !load_state(r)) {
         repl_save_state(r);
     }
-    p->hot.guard = p->w != NULL || shard_cfg(s)->min_replicas_to_write > 0;
+    repl_guard_update(r);
     const char *ro = shard_cfg(s)->replicaof;
     char host[256];
     int port;
@@ -164,6 +164,7 @@ repl_destroy(struct repl *r)
     }
     replica_stop(r);
     primary_drop_all(r);
+    primary_stop_timer(r);
     while (r->waiters) {
         struct waiter *w = r->waiters;
         r->waiters = w->next;
@@ -175,13 +176,38 @@ repl_destroy(struct repl *r)
     rv_free(r);
 }
 
+/* The backlog took a record: drop what its size no longer keeps, after
+ * queueing it for replicas that have not got it. */
+static inline void
+after_push(struct repl *r)
+{
+    if (r->bl.head == NULL || !bl_head_goes(&r->bl, r->bl.head)) {
+        return;
+    }
+    if (r->links) {
+        uint64_t upto = bl_trim_point(&r->bl);
+        if (upto > r->bl.base) {
+            primary_save_unsent(r, upto);
+        }
+    }
+    bl_trim(&r->bl);
+}
+
 void
 repl_feed_slow(struct repl *r, const uint8_t *frame, size_t len)
 {
-    if (r->links && buf_unread(&r->bl.b) + len > r->bl.size) {
-        primary_save_unsent(r, len);
-    }
-    bl_append(&r->bl, frame, len);
+    bl_push(&r->bl, frame, len);
+    after_push(r);
+}
+
+void
+repl_log_cmd(struct repl *r, uint64_t lsn, int64_t ts_ms, int argc, const struct rv_str *argv)
+{
+    uint8_t *f = bl_reserve(&r->bl, WAL_REC_HDR + wal_pay_one_max(argc, argv));
+    size_t n = wal_pay_one(f + WAL_REC_HDR, argc, argv);
+    wal_frame_seal(f, n, lsn, ts_ms);
+    bl_commit(&r->bl, WAL_REC_HDR + n);
+    after_push(r);
 }
 
 void
@@ -208,9 +234,17 @@ repl_cron(struct repl *r)
     primary_cron(r, now);
     r->bl.size = (size_t)shard_cfg(r->s)->repl_backlog_size;   /* CONFIG SET applies live */
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
-    r->p->hot.guard = r->p->w != NULL || r->replica || r->fenced_epoch > r->epoch ||
-                      r->fo.st != FO_NONE || shard_cfg(r->s)->min_replicas_to_write > 0;
+    repl_guard_update(r);
     repl_stale_update(r);            /* CONFIG SET replica-serve-stale-data */
+}
+
+void
+repl_guard_update(struct repl *r)
+{
+    r->hot.guard = r->replica || r->fenced_epoch > r->epoch || r->fo.st != FO_NONE ||
+                   shard_cfg(r->s)->min_replicas_to_write > 0;
+    /* persist's flag also covers WAL write errors (persist_refuse_write) */
+    r->p->hot.guard = r->p->w != NULL || r->hot.guard;
 }
 
 bool
@@ -390,7 +424,7 @@ repl_promote(struct repl *r)
     r->epoch++;
     repl_save_state(r);
     repl_backlog_start(r);
-    r->p->hot.guard = r->p->w != NULL || shard_cfg(r->s)->min_replicas_to_write > 0;
+    repl_guard_update(r);
     log_notice("[shard %u] promoted to primary (epoch %" PRIu64 ", new replid %s, previous %s up to "
                "LSN %" PRId64 ")", shard_id(r->s), r->epoch, r->replid, r->replid2, r->second_off - 1);
 }

@@ -20,15 +20,23 @@ struct conn;
 struct buf;
 struct repl;
 
-/* The hot flag: true while a backlog collects records (a replica ever
- * connected, or this shard follows a primary). Must stay first in struct repl. */
+/* The hot flags. backlog: a backlog collects records (a replica ever
+ * connected, or this shard follows a primary). guard: a write may be refused
+ * here (replica, fenced, FAILOVER, min-replicas-to-write), so writes ask
+ * repl_refuse_write. Must stay first in struct repl. */
 struct repl_hot {
     bool backlog;
+    bool guard;
 };
 static inline bool
 repl_backlog_on(const struct repl *r)
 {
     return ((const struct repl_hot *)(const void *)r)->backlog;
+}
+static inline bool
+repl_guard_on(const struct repl *r)
+{
+    return ((const struct repl_hot *)(const void *)r)->guard;
 }
 
 /* persist.c: create the shard's state after recovery (starts following the
@@ -44,9 +52,16 @@ repl_feed(struct repl *r, const uint8_t *frame, size_t len)
         repl_feed_slow(r, frame, len);
     }
 }
+/* persist.c, memory mode with a backlog: record lsn holding one command,
+ * built in place at the backlog's end (what rec_close + repl_feed would
+ * produce, without the staging copy). */
+void repl_log_cmd(struct repl *r, uint64_t lsn, int64_t ts_ms, int argc, const struct rv_str *argv);
 /* persist.c, once per loop: ship new records to the replicas. */
 void repl_before_poll(struct repl *r);
 void repl_cron(struct repl *r);
+/* Recompute the guard flags (this one and the persist one) after a change of
+ * role, fencing, FAILOVER state or min-replicas-to-write. */
+void repl_guard_update(struct repl *r);
 /* A write from client c: true (with -READONLY / -NOREPLICAS replied) when refused. */
 bool repl_refuse_write(struct repl *r, struct conn *c);
 /* snap.c, before a write while a full sync walks: copy the key's value at

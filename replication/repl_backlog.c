@@ -1,7 +1,10 @@
-/* replication/repl_backlog.c: the in-memory backlog of recent records. One
- * contiguous buffer (no wrap-around): whole records are dropped from the
- * front once more than repl-backlog-size bytes are kept, and the consumed
- * prefix is compacted away when it passes that size (amortised O(1)). */
+/* replication/repl_backlog.c: the in-memory backlog of recent records.
+ *
+ * Records lie in a chain of blocks (1 MB, or size/16 for a small backlog; a
+ * record larger than that gets a block of its own), never straddling two, so
+ * each block's bytes can go to a socket as they lie and the oldest records are
+ * dropped a whole block at a time: nothing is ever moved or walked to make
+ * room. Positions are absolute (bytes ever appended, blocks back to back). */
 #include "replication/repl_int.h"
 
 #include "node/base/mem.h"
@@ -9,51 +12,143 @@
 
 #include <string.h>
 
+#define BLOCK_MAX (1u << 20)
+#define BLOCK_MIN (4u << 10)
+
+static size_t
+block_size(const struct backlog *bl)
+{
+    size_t b = bl->size / 16;
+    return b < BLOCK_MIN ? BLOCK_MIN : b > BLOCK_MAX ? BLOCK_MAX : b;
+}
+
 void
 bl_init(struct backlog *bl, size_t size, uint64_t next_lsn)
 {
-    buf_deinit(&bl->b);
-    buf_init(&bl->b);
+    bl_deinit(bl);
     bl->first_lsn = bl->next_lsn = next_lsn;
-    bl->base = 0;
+    bl->base = bl->end = 0;
     bl->size = size;
 }
 
 void
 bl_deinit(struct backlog *bl)
 {
-    buf_deinit(&bl->b);
+    while (bl->head) {
+        struct bl_block *b = bl->head;
+        bl->head = b->next;
+        rv_free(b);
+    }
+    rv_free(bl->spare);
+    bl->head = bl->tail = bl->spare = NULL;
 }
 
-static size_t
-front_len(const struct backlog *bl)
+/* Room for a record of len bytes at the end: a new block when the last one
+ * lacks it (the spare one when it is big enough). */
+static struct bl_block *
+tail_for(struct backlog *bl, size_t len)
 {
-    uint32_t len;
-    memcpy(&len, bl->b.data + bl->b.off, 4);
-    return WAL_REC_HDR + (size_t)len;
+    struct bl_block *t = bl->tail;
+    if (t != NULL && t->cap - t->len >= len) {
+        return t;
+    }
+    size_t cap = block_size(bl);
+    if (len > cap) {
+        cap = len;
+    }
+    struct bl_block *b = bl->spare;
+    if (b != NULL && b->cap >= cap) {
+        bl->spare = NULL;
+    } else {
+        b = rv_malloc(sizeof(*b) + cap);
+        b->cap = cap;
+    }
+    b->next = NULL;
+    b->jumbo = cap > block_size(bl);
+    b->pos = bl->end;
+    b->lsn = bl->next_lsn;
+    b->len = 0;
+    if (t != NULL) {
+        t->next = b;
+    } else {
+        bl->head = b;
+    }
+    bl->tail = b;
+    return b;
+}
+
+uint8_t *
+bl_reserve(struct backlog *bl, size_t len)
+{
+    struct bl_block *t = tail_for(bl, len);
+    return t->data + t->len;
+}
+
+void
+bl_commit(struct backlog *bl, size_t len)
+{
+    bl->tail->len += len;
+    bl->end += len;
+    bl->next_lsn++;
+}
+
+void
+bl_push(struct backlog *bl, const uint8_t *frame, size_t len)
+{
+    memcpy(bl_reserve(bl, len), frame, len);
+    bl_commit(bl, len);
+}
+
+static bool
+head_goes(const struct backlog *bl, const struct bl_block *h)
+{
+    return bl_head_goes(bl, h);
+}
+
+uint64_t
+bl_trim_point(const struct backlog *bl)
+{
+    uint64_t upto = bl->base;
+    struct backlog sim = *bl;
+    for (const struct bl_block *h = bl->head; h && head_goes(&sim, h); h = h->next) {
+        upto = sim.base = h->pos + h->len;
+    }
+    return upto;
+}
+
+void
+bl_trim(struct backlog *bl)
+{
+    while (bl->head && head_goes(bl, bl->head)) {
+        struct bl_block *h = bl->head;
+        bl->head = h->next;
+        bl->base = h->pos + h->len;
+        bl->first_lsn = bl->head->lsn;
+        if (!h->jumbo && (bl->spare == NULL || bl->spare->cap < h->cap)) {
+            rv_free(bl->spare);
+            bl->spare = h;           /* reused by the next block: no malloc per MB */
+        } else {
+            rv_free(h);
+        }
+    }
 }
 
 void
 bl_append(struct backlog *bl, const uint8_t *frame, size_t len)
 {
-    while (buf_unread(&bl->b) > 0 && buf_unread(&bl->b) + len > bl->size) {
-        size_t n = front_len(bl);
-        bl->b.off += n;
-        bl->base += n;
-        bl->first_lsn++;
+    bl_push(bl, frame, len);
+    bl_trim(bl);
+}
+
+const struct bl_block *
+bl_block_at(const struct backlog *bl, uint64_t pos)
+{
+    for (const struct bl_block *b = bl->head; b; b = b->next) {
+        if (pos < b->pos + b->len) {
+            return pos >= b->pos ? b : NULL;
+        }
     }
-    if (bl->b.off > bl->size) {
-        buf_compact(&bl->b);
-    } else if (bl->b.cap - bl->b.len < len) {
-        /* Grow rather than let buf_reserve compact: a full backlog would
-         * otherwise memmove all of itself every few thousand records. With
-         * off <= size the buffer stays under twice the backlog size. */
-        size_t cap = bl->b.len + len + bl->size;
-        bl->b.data = rv_realloc(bl->b.data, cap);
-        bl->b.cap = cap;
-    }
-    buf_append(&bl->b, frame, len);
-    bl->next_lsn++;
+    return NULL;
 }
 
 bool
@@ -62,12 +157,27 @@ bl_find(const struct backlog *bl, uint64_t lsn, uint64_t *pos)
     if (lsn < bl->first_lsn || lsn > bl->next_lsn) {
         return false;
     }
-    uint64_t p = bl->base;
-    for (uint64_t l = bl->first_lsn; l < lsn; l++) {
+    if (lsn == bl->next_lsn) {
+        *pos = bl->end;
+        return true;
+    }
+    const struct bl_block *b = bl->head;
+    while (b->next && b->next->lsn <= lsn) {
+        b = b->next;
+    }
+    uint64_t p = b->pos;
+    for (uint64_t l = b->lsn; l < lsn; l++) {
         uint32_t len;
-        memcpy(&len, bl_at(bl, p), 4);
+        memcpy(&len, b->data + (p - b->pos), 4);
         p += WAL_REC_HDR + len;
     }
     *pos = p;
     return true;
+}
+
+const uint8_t *
+bl_at(const struct backlog *bl, uint64_t pos)
+{
+    const struct bl_block *b = bl_block_at(bl, pos);
+    return b ? b->data + (pos - b->pos) : NULL;
 }

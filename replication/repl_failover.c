@@ -206,7 +206,7 @@ fo_apply(struct repl *r, const struct fo_msg *m)
     r->fo.port = m->port;
     r->fo.force = m->force;
     r->fo.deadline_ms = m->timeout_ms > 0 ? shard_now_ms(r->s) + m->timeout_ms : 0;
-    r->p->hot.guard = true;
+    repl_guard_update(r);
     log_notice("[shard %u] FAILOVER started: writes paused until the target replica has LSN %"
                PRIu64, shard_id(r->s), repl_last_lsn(r));
     failover_check(r, shard_now_ms(r->s));

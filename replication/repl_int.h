@@ -14,28 +14,61 @@ struct persist;
 struct replay;
 struct conn;
 
-/* ---- backlog (repl_backlog.c): the most recent record frames, contiguous in
- * one buffer. Absolute positions count bytes ever appended. ---- */
+/* ---- backlog (repl_backlog.c): the most recent record frames, in blocks that
+ * records never straddle. Absolute positions count bytes ever appended. ---- */
+struct bl_block {
+    struct bl_block *next;
+    uint64_t pos;                    /* absolute position of data[0] */
+    uint64_t lsn;                    /* LSN of its first record */
+    size_t len, cap;
+    bool jumbo;                      /* one record larger than a block */
+    uint8_t data[];
+};
 struct backlog {
-    struct buf b;                    /* frames of first_lsn .. next_lsn-1 in [off, len) */
-    uint64_t first_lsn, next_lsn;
-    uint64_t base;                   /* absolute position of b.data[b.off] */
-    size_t size;                     /* repl-backlog-size */
+    struct bl_block *head, *tail;    /* oldest .. newest */
+    struct bl_block *spare;          /* a dropped block kept for reuse */
+    uint64_t first_lsn, next_lsn;    /* records first_lsn .. next_lsn-1 are kept */
+    uint64_t base, end;              /* absolute positions of the first and past the last byte */
+    size_t size;                     /* repl-backlog-size: at least this much is kept */
 };
 void bl_init(struct backlog *bl, size_t size, uint64_t next_lsn);
 void bl_deinit(struct backlog *bl);
+/* Append one sealed frame, then drop what the size no longer keeps. */
 void bl_append(struct backlog *bl, const uint8_t *frame, size_t len);
+/* The two halves of bl_append, for a primary that must first save what
+ * bl_trim would drop (everything below bl_trim_point) for its replicas. */
+void bl_push(struct backlog *bl, const uint8_t *frame, size_t len);
+/* bl_push in place: room for a frame of up to len bytes at the end, then
+ * bl_commit with the length written. */
+uint8_t *bl_reserve(struct backlog *bl, size_t len);
+void bl_commit(struct backlog *bl, size_t len);
+uint64_t bl_trim_point(const struct backlog *bl);
+void bl_trim(struct backlog *bl);
+/* The oldest block h goes once the others hold size bytes without it (so at
+ * least size bytes are kept), or when it holds one record larger than a block
+ * (a jumbo record is not kept past the backlog's size). */
+static inline bool
+bl_head_goes(const struct backlog *bl, const struct bl_block *h)
+{
+    uint64_t kept = bl->end - bl->base;
+    return h != bl->tail && kept > bl->size && (kept - h->len >= bl->size || h->jumbo);
+}
 /* Absolute position of record lsn (next_lsn: the end); false when gone. */
 bool bl_find(const struct backlog *bl, uint64_t lsn, uint64_t *pos);
+/* The block holding position pos (NULL: not kept, or the end). */
+const struct bl_block *bl_block_at(const struct backlog *bl, uint64_t pos);
+/* The bytes at pos (a record there lies whole in its block). */
+const uint8_t *bl_at(const struct backlog *bl, uint64_t pos);
 static inline uint64_t
 bl_end(const struct backlog *bl)
 {
-    return bl->base + (bl->b.len - bl->b.off);
+    return bl->end;
 }
-static inline const uint8_t *
-bl_at(const struct backlog *bl, uint64_t pos)
+/* LSN of the first record after block b. */
+static inline uint64_t
+bl_block_next_lsn(const struct backlog *bl, const struct bl_block *b)
 {
-    return (const uint8_t *)bl->b.data + bl->b.off + (pos - bl->base);
+    return b->next ? b->next->lsn : bl->next_lsn;
 }
 
 /* ---- framing (repl_link.c) ---- */
@@ -45,6 +78,11 @@ bl_at(const struct backlog *bl, uint64_t pos)
 void repl_send(struct buf *out, const ReplMsg *m);
 /* Records frame straight from backlog bytes (one copy). */
 void repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t *p, size_t n);
+/* The bytes that precede n bytes of frames in a Records message (the u32
+ * length and the protobuf tags and lengths, as protobuf-c packs them), so the
+ * frames themselves can be sent from where they lie. Returns the length. */
+#define REPL_RECORDS_HDR_MAX 40
+size_t repl_records_hdr(uint8_t *h, uint64_t first, uint32_t count, size_t n);
 /* Next message in in: 1 (caller frees with repl_msg_free), 0 need more, -1 bad. */
 int repl_recv(struct buf *in, ReplMsg **m, uint32_t max);
 void repl_msg_free(ReplMsg *m);
@@ -124,6 +162,11 @@ struct repl {
     uint64_t sync_full, sync_partial_ok, sync_partial_err;
     struct waiter *waiters;
     int64_t last_hb_ms;
+    /* shipping is batched (repl-ship-delay-us): time of the last ship, and the
+     * timer that ships what a busy loop left waiting */
+    uint64_t last_ship_us;
+    struct event ship_ev;
+    bool ship_armed;
     struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
     uint64_t fenced_epoch;           /* > epoch: a newer primary exists, writes refused */
     struct {
@@ -158,16 +201,17 @@ long primary_client_kill(struct repl *r, int64_t id, const struct rv_str *addr);
 void replica_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out);
 long replica_client_kill(struct repl *r, int64_t id, const struct rv_str *addr);
 void primary_ship(struct repl *r);
+void primary_stop_timer(struct repl *r);
 void primary_cron(struct repl *r, int64_t now);
 void primary_drop_all(struct repl *r);
 void primary_check_waiters(struct repl *r, int64_t now);
 long primary_good_replicas(struct repl *r, int64_t now);
 
 void primary_flush_link(struct link *l);
-/* The backlog is about to drop bytes from its front to take a record of len
- * bytes: connected replicas that have not shipped them yet get them copied
- * into their output buffers now (bounded by client-output-buffer-limit replica). */
-void primary_save_unsent(struct repl *r, size_t len);
+/* The backlog is about to drop the bytes below upto: connected replicas that
+ * have not shipped them yet get them copied into their output buffers now
+ * (bounded by client-output-buffer-limit replica). */
+void primary_save_unsent(struct repl *r, uint64_t upto);
 
 /* repl_failover.c */
 const char *failover_state_name(const struct repl *r);

@@ -19,11 +19,14 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 
 static void on_link_read(evutil_socket_t fd, short what, void *arg);
 static void on_link_write(evutil_socket_t fd, short what, void *arg);
+static void ship_range(struct link *l);
 
 static void
 link_close(struct link *l, const char *why)
@@ -561,7 +564,7 @@ on_hello(struct link *l, const Hello *h)
                      PRIu64 "; writes are refused until REPLICAOF points this node at the current "
                      "primary", shard_id(r->s), l->ip, l->port, h->epoch, r->epoch);
         }
-        r->p->hot.guard = true;
+        repl_guard_update(r);
         send_error(l, e);
         link_close(l, NULL);
         return;
@@ -597,6 +600,12 @@ on_hello(struct link *l, const Hello *h)
         }
         l->sent_pos = pos;
         l->sent_lsn = from;
+        /* What the backlog holds for it now is its catch-up, like a snapshot:
+         * queued now and not counted against client-output-buffer-limit
+         * replica (else a catch-up past the hard limit would close the link
+         * at every attempt); what is written from here on is. */
+        ship_range(l);
+        l->snap_end = l->out_done + buf_unread(&l->out);
         l->ack = h->applied_lsn;
         r->sync_partial_ok++;
         log_notice("[shard %u] replica %s:%d: partial resync from LSN %" PRIu64 " (%" PRIu64
@@ -685,71 +694,183 @@ on_link_write(evutil_socket_t fd, short what, void *arg)
     link_flush(arg);
 }
 
-#define RECORDS_MSG_MAX (16u << 20)      /* split larger batches (a message length is a u32) */
+#define SHIP_NOW_BYTES (64u << 10)       /* this much waiting ships without waiting for the delay */
+#define SHIP_IOV 16                      /* backlog blocks per writev */
 
-/* Queue the records from l's position up to end, in messages of whole records. */
+/* Queue l's records up to the backlog's end in l->out: one Records message
+ * per backlog block (a block holds whole records, and a message is at most
+ * one block, or one jumbo record). */
 static void
-ship_range(struct link *l, uint64_t end)
+ship_range(struct link *l)
 {
     struct repl *r = l->r;
-    while (l->sent_pos < end) {
-        uint64_t p = l->sent_pos;
-        uint32_t n = 0;
-        while (p < end && (n == 0 || p - l->sent_pos < RECORDS_MSG_MAX)) {
-            uint32_t len;
-            memcpy(&len, bl_at(&r->bl, p), 4);
-            p += WAL_REC_HDR + (uint64_t)len;
-            n++;
-        }
-        repl_send_records(&l->out, l->sent_lsn, n, bl_at(&r->bl, l->sent_pos),
-                          (size_t)(p - l->sent_pos));
-        l->sent_pos = p;
-        l->sent_lsn += n;
+    const struct bl_block *b = bl_block_at(&r->bl, l->sent_pos);
+    for (; b != NULL; b = b->next) {
+        size_t off = (size_t)(l->sent_pos - b->pos);
+        uint64_t next = bl_block_next_lsn(&r->bl, b);
+        repl_send_records(&l->out, l->sent_lsn, (uint32_t)(next - l->sent_lsn), b->data + off,
+                          b->len - off);
+        l->sent_pos = b->pos + b->len;
+        l->sent_lsn = next;
     }
 }
 
-void
-primary_save_unsent(struct repl *r, size_t len)
+/* Ship everything l has not got. With nothing else queued, the records go to
+ * the socket from where they lie in the backlog (writev of each message's
+ * header and the block's bytes: no copy); what the kernel does not take is
+ * queued in l->out. false when the link was closed. */
+static bool
+ship_link(struct link *l)
 {
-    /* bl_append drops whole records from the front until the new record
-     * fits: every link still positioned in the bytes that go ships all it
-     * has pending now (one batch per backlog's worth, not per record). */
-    uint64_t drop = buf_unread(&r->bl.b) + len - r->bl.size;
-    uint64_t end = bl_end(&r->bl);
+    struct repl *r = l->r;
+    while (l->sent_pos < bl_end(&r->bl) && buf_unread(&l->out) == 0 && !l->wev_on) {
+        uint8_t h[SHIP_IOV][REPL_RECORDS_HDR_MAX];
+        struct iovec iov[2 * SHIP_IOV];
+        int k = 0;
+        size_t total = 0;
+        uint64_t pos = l->sent_pos, lsn = l->sent_lsn;
+        for (const struct bl_block *b = bl_block_at(&r->bl, pos); b && k < SHIP_IOV; b = b->next, k++) {
+            size_t off = (size_t)(pos - b->pos), n = b->len - off;
+            uint64_t next = bl_block_next_lsn(&r->bl, b);
+            size_t hl = repl_records_hdr(h[k], lsn, (uint32_t)(next - lsn), n);
+            iov[2 * k] = (struct iovec){ h[k], hl };
+            iov[2 * k + 1] = (struct iovec){ (void *)(b->data + off), n };
+            total += hl + n;
+            pos = b->pos + b->len;
+            lsn = next;
+        }
+        ssize_t w = writev(l->fd, iov, 2 * k);
+        if (w < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                link_close(l, "write error");
+                return false;
+            }
+            w = 0;
+        }
+        l->out_done += (uint64_t)w;
+        l->sent_pos = pos;
+        l->sent_lsn = lsn;
+        if ((size_t)w < total) {     /* the kernel's buffer is full: queue the rest */
+            size_t skip = (size_t)w;
+            for (int i = 0; i < 2 * k; i++) {
+                if (skip >= iov[i].iov_len) {
+                    skip -= iov[i].iov_len;
+                    continue;
+                }
+                buf_append(&l->out, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+                skip = 0;
+            }
+        }
+    }
+    if (l->sent_pos < bl_end(&r->bl)) {
+        ship_range(l);
+    }
+    if (buf_unread(&l->out) == 0) {
+        return true;
+    }
+    if (l->wev_on) {                 /* the write event sends it; only the limits apply now */
+        if (link_over_limit(l, shard_now_ms(r->s))) {
+            link_schedule_close(l);
+        }
+        return true;
+    }
+    return link_flush(l);
+}
+
+void
+primary_save_unsent(struct repl *r, uint64_t upto)
+{
+    /* bl_trim is about to drop the blocks below upto: every link still
+     * positioned there gets all it has pending queued now (bounded by
+     * client-output-buffer-limit replica). */
     int64_t now = shard_now_ms(r->s);
     for (struct link *l = r->links; l; l = l->next) {
-        if (l->st != LINK_ONLINE || l->close_asap || l->sent_pos >= end ||
-            l->sent_pos < r->bl.base || l->sent_pos - r->bl.base > drop) {
+        if (l->st != LINK_ONLINE || l->close_asap || l->sent_pos >= upto || l->sent_pos < r->bl.base) {
             continue;
         }
-        ship_range(l, end);
+        ship_range(l);
         if (link_over_limit(l, now)) {
             link_schedule_close(l);  /* closed by primary_ship, outside the command */
         }
     }
 }
 
+static void
+on_ship_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct repl *r = arg;
+    r->ship_armed = false;
+    primary_ship(r);
+}
+
+/* Ship now, or leave it to the timer? Under load one write per link every
+ * repl-ship-delay-us carries many records (a write per event-loop iteration
+ * costs the primary a syscall and the replica a wake-up each time); a record
+ * after a quiet spell, a batch past SHIP_NOW_BYTES, a WAIT or a FAILOVER
+ * waiting for acknowledgements go at once. */
+static bool
+ship_due(struct repl *r, uint64_t pending)
+{
+    int64_t delay = shard_cfg(r->s)->repl_ship_delay_us;
+    if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || pending >= SHIP_NOW_BYTES) {
+        r->last_ship_us = clock_mono_us();
+        return true;
+    }
+    uint64_t now = clock_mono_us();
+    if (now - r->last_ship_us >= (uint64_t)delay) {
+        r->last_ship_us = now;
+        return true;
+    }
+    if (!r->ship_armed) {
+        if (!event_initialized(&r->ship_ev)) {
+            evtimer_assign(&r->ship_ev, shard_base(r->s), on_ship_timer, r);
+        }
+        uint64_t left = r->last_ship_us + (uint64_t)delay - now;
+        struct timeval tv = { (time_t)(left / 1000000), (suseconds_t)(left % 1000000) };
+        evtimer_add(&r->ship_ev, &tv);
+        r->ship_armed = true;
+    }
+    return false;
+}
+
 void
 primary_ship(struct repl *r)
 {
     uint64_t end = bl_end(&r->bl);
+    uint64_t pending = 0;
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st == LINK_ONLINE && end - l->sent_pos > pending) {
+            pending = end - l->sent_pos;
+        }
+    }
+    bool ship = pending > 0 && ship_due(r, pending);
     for (struct link *l = r->links, *n; l; l = n) {
         n = l->next;
         if (l->close_asap) {
             link_close(l, "output buffer past client-output-buffer-limit replica (too slow)");
             continue;
         }
-        if (l->st == LINK_ONLINE && l->sent_pos < end) {
+        if (ship && l->st == LINK_ONLINE && l->sent_pos < end) {
             if (l->sent_pos < r->bl.base) {
                 link_close(l, "fell out of the backlog");
                 continue;
             }
-            ship_range(l, end);
-        }
-        if (buf_unread(&l->out) > 0 && !l->wev_on) {
+            ship_link(l);
+        } else if (buf_unread(&l->out) > 0 && !l->wev_on) {
             link_flush(l);
         }
     }
+}
+
+void
+primary_stop_timer(struct repl *r)
+{
+    if (event_initialized(&r->ship_ev)) {
+        event_del(&r->ship_ev);
+    }
+    r->ship_armed = false;
 }
 
 long

@@ -547,7 +547,7 @@ replica_follow(struct repl *r, const char *host, int port)
     if (!r->replica) {
         r->replica = true;
         r->p->replica = true;
-        r->p->hot.guard = true;
+        repl_guard_update(r);
         ks_set_replica_mode(shard_ks(r->s), true);
     }
     snprintf(r->mhost, sizeof(r->mhost), "%s", host);

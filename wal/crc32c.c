@@ -9,6 +9,7 @@
 static uint32_t tab[8][256];
 static pthread_once_t tab_once = PTHREAD_ONCE_INIT;
 static int have_hw;
+static int ready;                    /* set (release) once tab_init ran: the hot path skips pthread_once */
 
 static void
 tab_init(void)
@@ -29,6 +30,7 @@ tab_init(void)
     __builtin_cpu_init();
     have_hw = __builtin_cpu_supports("sse4.2");
 #endif
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
 }
 
 /* Slicing-by-8 for CPUs without the instruction. */
@@ -56,6 +58,16 @@ __attribute__((target("sse4.2"))) static uint32_t
 crc_hw(uint32_t c, const uint8_t *p, size_t n)
 {
     uint64_t c64 = c;
+    while (n >= 32) {
+        uint64_t v[4];
+        memcpy(v, p, 32);
+        c64 = __builtin_ia32_crc32di(c64, v[0]);
+        c64 = __builtin_ia32_crc32di(c64, v[1]);
+        c64 = __builtin_ia32_crc32di(c64, v[2]);
+        c64 = __builtin_ia32_crc32di(c64, v[3]);
+        p += 32;
+        n -= 32;
+    }
     while (n >= 8) {
         uint64_t v;
         memcpy(&v, p, 8);
@@ -64,6 +76,13 @@ crc_hw(uint32_t c, const uint8_t *p, size_t n)
         n -= 8;
     }
     c = (uint32_t)c64;
+    if (n >= 4) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        c = __builtin_ia32_crc32si(c, v);
+        p += 4;
+        n -= 4;
+    }
     while (n--) {
         c = __builtin_ia32_crc32qi(c, *p++);
     }
@@ -74,7 +93,9 @@ crc_hw(uint32_t c, const uint8_t *p, size_t n)
 uint32_t
 wal_crc32c(uint32_t crc, const void *p, size_t n)
 {
-    pthread_once(&tab_once, tab_init);
+    if (__builtin_expect(!__atomic_load_n(&ready, __ATOMIC_ACQUIRE), 0)) {
+        pthread_once(&tab_once, tab_init);
+    }
     uint32_t c = ~crc;
 #if defined(__x86_64__)
     if (have_hw) {

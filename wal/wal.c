@@ -1048,6 +1048,31 @@ wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
     put32(n, get32(n) + 1);
 }
 
+size_t
+wal_pay_one_max(int argc, const struct rv_str *argv)
+{
+    size_t need = 5 + VARINT_MAX;
+    for (int i = 0; i < argc; i++) {
+        need += VARINT_MAX + argv[i].len;
+    }
+    return need;
+}
+
+size_t
+wal_pay_one(uint8_t *p, int argc, const struct rv_str *argv)
+{
+    uint8_t *q = p;
+    *q++ = WAL_P_CMDS;
+    put32(q, 1);
+    q = varint_put(q + 4, (uint64_t)argc);
+    for (int i = 0; i < argc; i++) {
+        q = varint_put(q, argv[i].len);
+        memcpy(q, argv[i].p, argv[i].len);
+        q += argv[i].len;
+    }
+    return (size_t)(q - p);
+}
+
 uint32_t
 wal_pay_ncmds(const struct buf *b, size_t start)
 {

@@ -109,6 +109,10 @@ void wal_pay_begin(struct buf *b, enum wal_kind kind);  /* kind + ncmds placehol
 void wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv);
 /* Number of commands in the payload started at start. */
 uint32_t wal_pay_ncmds(const struct buf *b, size_t start);
+/* A whole WAL_P_CMDS payload of one command, written at p (the same bytes as
+ * wal_pay_begin + wal_pay_cmd): at most wal_pay_one_max bytes; returns the length. */
+size_t wal_pay_one_max(int argc, const struct rv_str *argv);
+size_t wal_pay_one(uint8_t *p, int argc, const struct rv_str *argv);
 
 struct wal_pay_it {
     const uint8_t *p, *end;

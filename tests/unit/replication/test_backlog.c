@@ -15,30 +15,99 @@ frame(uint8_t *out, uint64_t lsn, size_t n, char c)
     return WAL_REC_HDR + n;
 }
 
+/* Bytes readable at pos within its block (records never straddle blocks). */
+static size_t
+span(const struct backlog *bl, uint64_t pos)
+{
+    const struct bl_block *b = bl_block_at(bl, pos);
+    cr_assert_not_null(b);
+    return (size_t)(b->pos + b->len - pos);
+}
+
 Test(backlog, keeps_recent_records_and_finds_them)
 {
     struct backlog bl;
     memset(&bl, 0, sizeof(bl));
     bl_init(&bl, 1000, 1);
     uint8_t f[256];
-    for (uint64_t lsn = 1; lsn <= 100; lsn++) {
+    uint64_t total = 0;
+    for (uint64_t lsn = 1; lsn <= 300; lsn++) {
         size_t n = frame(f, lsn, 50 + lsn % 7, (char)('a' + lsn % 26));
         bl_append(&bl, f, n);
-        cr_assert_leq(bl_end(&bl) - bl.base, 1000 + n);
+        total += n;
+        uint64_t kept = bl_end(&bl) - bl.base;
+        /* at least size bytes (or all there is), at most one block more */
+        cr_assert_geq(kept, total < 1000 ? total : 1000);
+        cr_assert_leq(kept, 1000 + 4096 + n);
     }
-    cr_assert_eq(bl.next_lsn, 101);
+    cr_assert_eq(bl_end(&bl), total);
+    cr_assert_eq(bl.next_lsn, 301);
     cr_assert_gt(bl.first_lsn, 1);
+    cr_assert_eq(bl.first_lsn, bl.head->lsn);
+    cr_assert_eq(bl.base, bl.head->pos);
     uint64_t pos;
     cr_assert_not(bl_find(&bl, bl.first_lsn - 1, &pos));
-    cr_assert(bl_find(&bl, 101, &pos));
+    cr_assert(bl_find(&bl, 301, &pos));
     cr_assert_eq(pos, bl_end(&bl));
-    for (uint64_t lsn = bl.first_lsn; lsn <= 100; lsn++) {
+    uint64_t walk = bl.base;
+    for (uint64_t lsn = bl.first_lsn; lsn <= 300; lsn++) {
         cr_assert(bl_find(&bl, lsn, &pos));
+        cr_assert_eq(pos, walk, "lsn %llu", (unsigned long long)lsn);
         struct wal_rec rec;
-        cr_assert_eq(wal_frame_parse(bl_at(&bl, pos), (size_t)(bl_end(&bl) - pos), &rec), 1);
+        cr_assert_eq(wal_frame_parse(bl_at(&bl, pos), span(&bl, pos), &rec), 1);
         cr_assert_eq(rec.lsn, lsn);
         cr_assert_eq(rec.ts_ms, 1000 + (int64_t)lsn);
         cr_assert_eq(rec.payload[0], (uint8_t)('a' + lsn % 26));
+        walk += WAL_REC_HDR + rec.len;
+    }
+    cr_assert_null(bl_at(&bl, bl.base - 1));
+    bl_deinit(&bl);
+}
+
+Test(backlog, blocks_hold_whole_records_and_count_lsns)
+{
+    struct backlog bl;
+    memset(&bl, 0, sizeof(bl));
+    bl_init(&bl, 64 * 4096, 10);     /* 16 KB blocks */
+    static uint8_t f[8192];
+    for (uint64_t lsn = 10; lsn < 2000; lsn++) {
+        bl_append(&bl, f, frame(f, lsn, 100 + (lsn * 37) % 3000, 'k'));
+    }
+    uint64_t lsn = bl.first_lsn;
+    int blocks = 0;
+    for (const struct bl_block *b = bl.head; b; b = b->next, blocks++) {
+        cr_assert_eq(b->lsn, lsn);
+        cr_assert_leq(b->len, b->cap);
+        uint64_t off = 0;
+        while (off < b->len) {        /* the block parses as whole records, nothing left over */
+            struct wal_rec rec;
+            cr_assert_eq(wal_frame_parse(b->data + off, b->len - off, &rec), 1);
+            cr_assert_eq(rec.lsn, lsn);
+            lsn++;
+            off += WAL_REC_HDR + rec.len;
+        }
+        cr_assert_eq(bl_block_next_lsn(&bl, b), lsn);
+        if (b->next) {
+            cr_assert_eq(b->next->pos, b->pos + b->len);
+        }
+    }
+    cr_assert_eq(lsn, 2000);
+    cr_assert_gt(blocks, 4);
+    bl_deinit(&bl);
+}
+
+Test(backlog, trim_point_is_what_trim_drops)
+{
+    struct backlog bl;
+    memset(&bl, 0, sizeof(bl));
+    bl_init(&bl, 16384, 1);
+    static uint8_t f[2048];
+    for (uint64_t lsn = 1; lsn <= 500; lsn++) {
+        bl_push(&bl, f, frame(f, lsn, 200, 'p'));
+        uint64_t upto = bl_trim_point(&bl);
+        cr_assert_geq(upto, bl.base);
+        bl_trim(&bl);
+        cr_assert_eq(bl.base, upto);
     }
     bl_deinit(&bl);
 }
@@ -48,15 +117,56 @@ Test(backlog, a_record_larger_than_the_backlog_is_kept_alone)
     struct backlog bl;
     memset(&bl, 0, sizeof(bl));
     bl_init(&bl, 100, 7);
-    static uint8_t f[4096];
+    static uint8_t f[8192];
     bl_append(&bl, f, frame(f, 7, 10, 'x'));
-    bl_append(&bl, f, frame(f, 8, 2000, 'y'));
+    bl_append(&bl, f, frame(f, 8, 6000, 'y'));   /* larger than a block: a block of its own */
     cr_assert_eq(bl.first_lsn, 8);
     uint64_t pos;
     cr_assert(bl_find(&bl, 8, &pos));
+    cr_assert_eq(span(&bl, pos), WAL_REC_HDR + 6000);
     bl_append(&bl, f, frame(f, 9, 10, 'z'));
     cr_assert_eq(bl.first_lsn, 9);
     bl_deinit(&bl);
+}
+
+/* The hand-packed Records header plus the frames is what protobuf-c packs. */
+Test(link, records_header_matches_protobuf_c)
+{
+    static const uint64_t firsts[] = { 0, 1, 127, 128, 300, 1ull << 40, UINT64_MAX };
+    static const uint32_t counts[] = { 0, 1, 200, 70000 };
+    static const size_t lens[] = { 0, 1, 127, 128, 20000, 3u << 20 };
+    static uint8_t frames[3u << 20];
+    for (size_t i = 0; i < sizeof(frames); i++) {
+        frames[i] = (uint8_t)(i * 7);
+    }
+    for (size_t a = 0; a < sizeof(firsts) / sizeof(firsts[0]); a++) {
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+                Records rec = RECORDS__INIT;
+                ReplMsg m = REPL_MSG__INIT;
+                rec.first_lsn = firsts[a];
+                rec.count = counts[c];
+                rec.frames.data = frames;
+                rec.frames.len = lens[k];
+                m.m_case = REPL_MSG__M_RECORDS;
+                m.records = &rec;
+                struct buf want, got;
+                buf_init(&want);
+                buf_init(&got);
+                repl_send(&want, &m);
+                uint8_t h[REPL_RECORDS_HDR_MAX];
+                size_t hl = repl_records_hdr(h, firsts[a], counts[c], lens[k]);
+                buf_append(&got, h, hl);
+                buf_append(&got, frames, lens[k]);
+                cr_assert_eq(got.len, want.len);
+                cr_assert_eq(memcmp(got.data, want.data, got.len), 0);
+                repl_send_records(&got, firsts[a], counts[c], frames, lens[k]);
+                cr_assert_eq(memcmp(got.data + want.len, want.data, want.len), 0);
+                buf_deinit(&want);
+                buf_deinit(&got);
+            }
+        }
+    }
 }
 
 Test(frame, detects_corruption)
