@@ -970,3 +970,42 @@ def test_replication_links_in_client_list_and_client_kill_type(start_server):
     assert r.get("c") == "3" and stats(p) == (1, 3, 0)
     assert r.client_list(_type="master")[0]["id"] != mid     # a new connection
     assert r.execute_command("CLIENT", "KILL", "TYPE", "slave") == 0
+
+
+def test_ship_delay_batches_under_load_but_not_after_quiet_or_for_wait(start_server):
+    """repl-ship-delay-us: a write after a quiet spell ships at once; one right behind it waits for the delay
+    (here 1 s, to be measurable on a loaded machine); a WAIT ships at once; CONFIG SET applies live (0 = every
+    turn)."""
+    primary = start_server("--repl-ship-delay-us", "1000000")
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    assert p.config_get("repl-ship-delay-us") == {"repl-ship-delay-us": "1000000"}
+    r.replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    time.sleep(1.2)                                    # a quiet spell longer than the delay
+
+    t0 = time.monotonic()
+    p.set("quiet", "1")
+    poll_until(lambda: r.get("quiet") == "1", timeout=5, interval=0.005, what="the write after a quiet spell")
+    assert time.monotonic() - t0 < 0.6, "a write after a quiet spell waited for the delay"
+
+    t1 = time.monotonic()
+    p.set("behind", "1")                               # within 1 s of the last ship: batched
+    time.sleep(0.1)
+    assert r.get("behind") is None, "a write right behind another was shipped before the delay"
+    poll_until(lambda: r.get("behind") == "1", timeout=5, interval=0.005, what="the batched write")
+    waited = time.monotonic() - t1
+    assert 0.1 < waited < 3.0, waited                  # the timer shipped it (about 1 s after the first)
+
+    p.set("waited", "1")                               # again right behind a ship, but a WAIT asks for it
+    t2 = time.monotonic()
+    assert p.wait(1, 5000) == 1
+    assert time.monotonic() - t2 < 0.6, "WAIT waited for the ship delay"
+    assert r.get("waited") == "1"
+
+    p.config_set("repl-ship-delay-us", "0")
+    p.set("now1", "1")
+    p.set("now2", "1")
+    poll_until(lambda: r.get("now2") == "1", timeout=5, interval=0.005, what="a write with the delay off")
+    assert r.execute_command("DEBUG", "DIGEST") == p.execute_command("DEBUG", "DIGEST")

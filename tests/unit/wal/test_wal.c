@@ -2,6 +2,9 @@
  * of the log), torn tails and corruption inside the zeroed area, spares. */
 #include "wal/wal.h"
 
+#include "node/base/buf.h"
+#include "node/base/mem.h"
+
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -317,4 +320,45 @@ Test(wal, paced_syncs_are_spaced_and_cover_every_wave, .init = mkdir_tmp, .fini 
     paced_run(5000, &paced);             /* an explicit interval: every sync is spaced */
     /* 60 syncs whose starts are at least 5 ms apart */
     cr_assert_geq(paced, 59 * 5000, "60 paced syncs took %ld us", (long)paced);
+}
+
+/* wal_pay_one (the backlog's in-place path) writes what wal_pay_begin +
+ * wal_pay_cmd write, within its bound, and it reads back. */
+Test(wal_pay, one_command_payload_matches_the_staged_encoding)
+{
+    static char big[300];
+    memset(big, 'v', sizeof(big));
+    struct rv_str cases[][4] = {
+        { { "SET", 3 }, { "k", 1 }, { "", 0 }, { NULL, 0 } },
+        { { "SET", 3 }, { "key:000001", 10 }, { big, 127 }, { NULL, 0 } },
+        { { "HSET", 4 }, { "h", 1 }, { "f", 1 }, { big, 300 } },
+        { { "PING", 4 }, { NULL, 0 }, { NULL, 0 }, { NULL, 0 } },
+    };
+    int argcs[] = { 3, 3, 4, 1 };
+    for (size_t t = 0; t < sizeof(argcs) / sizeof(argcs[0]); t++) {
+        struct buf b;
+        buf_init(&b);
+        wal_pay_begin(&b, WAL_P_CMDS);
+        wal_pay_cmd(&b, 0, argcs[t], cases[t]);
+        uint8_t out[1024];
+        size_t max = wal_pay_one_max(argcs[t], cases[t]);
+        size_t n = wal_pay_one(out, argcs[t], cases[t]);
+        cr_assert_leq(n, max);
+        cr_assert_eq(n, b.len, "case %zu", t);
+        cr_assert_eq(memcmp(out, b.data, n), 0, "case %zu", t);
+        struct wal_pay_it it;
+        cr_assert(wal_pay_open(&it, out, n));
+        int argc;
+        struct rv_str *argv = NULL;
+        size_t cap = 0;
+        cr_assert_eq(wal_pay_next(&it, &argc, &argv, &cap), 1);
+        cr_assert_eq(argc, argcs[t]);
+        for (int i = 0; i < argc; i++) {
+            cr_assert_eq(argv[i].len, cases[t][i].len);
+            cr_assert_eq(memcmp(argv[i].p, cases[t][i].p, argv[i].len), 0);
+        }
+        cr_assert_eq(wal_pay_next(&it, &argc, &argv, &cap), 0);
+        rv_free(argv);
+        buf_deinit(&b);
+    }
 }
