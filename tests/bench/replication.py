@@ -15,6 +15,12 @@ CPU ns/op. With two CPUs the replica has to share one: by default the client's (
 *_repl runs redis-benchmark gets only what the replica leaves of CPU 1 (in ruvio_alone it is the bottleneck
 at ~100% of CPU 1): compare the primaries' CPU ns/op too, which does not depend on that.
 
+--primary-cpu-quota P caps each primary at P% of CPU 0 (cgroup v1 CFS quota, 10 ms period), in all the
+configurations alike: the primary then sets the rate whether or not a replica is attached, and CPU 1 has room for
+the client and the replica together. This stands in for a replica on its own host, which two CPUs cannot give,
+and measures what the issue's ratio is about: the primary's cost of having a replica. --redis-alone adds a run of
+redis-server without a replica, for Redis's own ratio on the same machine.
+
 Lag (per server kind): a load generator process sends pipelined SETs of 64-byte values at a fixed rate (half of
 the median max SET rate measured above for that kind with a replica: batches every 1 ms); meanwhile a probe
 every 10 ms does SET lagprobe:<n> <n> on the primary and then polls GET lagprobe:<n> on the replica (busy loop,
@@ -28,6 +34,7 @@ is sent and the time until INFO replication shows master_link_status:up and DBSI
 every 5 ms). Redis runs with repl-diskless-sync yes and repl-diskless-sync-delay 0.
 
 Usage: tests/bench/replication.py [--rounds 3] [-n 1000000] [--lag-seconds 10] [--sync-keys 1000000]
+       [--redis-alone] [--primary-cpu-quota 50]
        [--json tests/bench/results-replication.json]
 """
 import argparse
@@ -112,12 +119,28 @@ def caught_up(primary, replica, timeout=60):
     raise bench.BenchError("%s never caught up with %s" % (replica.name, primary.name))
 
 
+CGROUP = "/sys/fs/cgroup/cpu/ruvio-bench-primary"
+
+
+def cpu_quota(pid, pct):
+    """Cap process pid (all its threads) at pct% of one CPU: cgroup v1 cpu controller, CFS quota per 10 ms."""
+    os.makedirs(CGROUP, exist_ok=True)
+    with open(os.path.join(CGROUP, "cpu.cfs_period_us"), "w") as f:
+        f.write("10000")
+    with open(os.path.join(CGROUP, "cpu.cfs_quota_us"), "w") as f:
+        f.write(str(int(pct * 100)))
+    with open(os.path.join(CGROUP, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+
+
 def one_run(cfg, args):
-    kind = "redis" if cfg == "redis_repl" else "ruvio"
+    kind = "redis" if cfg.startswith("redis") else "ruvio"
     with bench.Server(cfg, KINDS[kind], args.ruvio_bin) as prim:
         rep = None
         try:
-            if cfg != "ruvio_alone":
+            if args.primary_cpu_quota:
+                cpu_quota(prim.pid, args.primary_cpu_quota)
+            if not cfg.endswith("_alone"):
                 rep = replica_server(kind, args, args.replica_cpus).start()
                 follow(rep, prim.port, 30)
             bench.sanity_check(prim)
@@ -138,10 +161,10 @@ def one_run(cfg, args):
 
 
 def throughput(args):
-    cfgs = ["ruvio_repl", "redis_repl", "ruvio_alone"]
+    cfgs = ["ruvio_repl", "redis_repl", "ruvio_alone"] + (["redis_alone"] if args.redis_alone else [])
     runs = {c: [] for c in cfgs}
     for r in range(args.rounds):
-        order = cfgs[r % 3:] + cfgs[:r % 3]
+        order = cfgs[r % len(cfgs):] + cfgs[:r % len(cfgs)]
         for cfg in order:
             res = one_run(cfg, args)
             runs[cfg].append(res)
@@ -158,6 +181,11 @@ def throughput(args):
                                                  zip(runs["ruvio_repl"], runs["redis_repl"])])
     out["ratio_ruvio_repl_vs_ruvio_alone"] = med([a["rps"] / b["rps"] for a, b in
                                                   zip(runs["ruvio_repl"], runs["ruvio_alone"])])
+    out["ratio_ruvio_repl_vs_ruvio_alone_cpu"] = med([b["server_cpu_ns_per_op"] / a["server_cpu_ns_per_op"]
+                                                      for a, b in zip(runs["ruvio_repl"], runs["ruvio_alone"])])
+    if args.redis_alone:
+        out["ratio_redis_repl_vs_redis_alone"] = med([a["rps"] / b["rps"] for a, b in
+                                                      zip(runs["redis_repl"], runs["redis_alone"])])
     return out
 
 
@@ -289,6 +317,12 @@ def main():
                     help="taskset CPU list of the replica in the lag test (default: either CPU)")
     ap.add_argument("--lag-rate", type=float, default=0, help="SET/s of the lag test (default: half the max)")
     ap.add_argument("--sync-keys", type=int, default=1000000)
+    ap.add_argument("--redis-alone", action="store_true",
+                    help="also run redis-server without a replica (Redis's own with/without ratio, for reference)")
+    ap.add_argument("--primary-cpu-quota", type=float, default=0,
+                    help="cap every primary at this %% of one CPU (cgroup v1 CFS quota) in the throughput runs, so "
+                         "that the primary, not the client's CPU shared with the replica, sets the rate: the "
+                         "2-CPU stand-in for a replica on its own host (needs root)")
     ap.add_argument("--skip", default="", help="comma list of throughput,lag,sync")
     ap.add_argument("--quiet-wait", type=float, default=20.0)
     ap.add_argument("--json", default="/tmp/ruvio-replication-bench.json")
@@ -315,12 +349,15 @@ def main():
     t = out.get("throughput")
     if t:
         print("\nSET -c 50 -P 16 -d 64, %d rounds (medians)" % args.rounds)
-        for c in ("ruvio_repl", "redis_repl", "ruvio_alone"):
+        for c in [k for k in ("ruvio_repl", "redis_repl", "ruvio_alone", "redis_alone") if k in t]:
             print("%-12s %10.0f rps %7.0f primary CPU ns/op %7.0f replica CPU ns/op  p99 %.2f ms" % (
                 c, t[c]["rps_median"], t[c]["cpu_ns_per_op_median"], t[c]["replica_cpu_ns_per_op_median"] or 0,
                 t[c]["p99_ms_median"] or -1))
         print("ruvio_repl / redis_repl  %.3f (target >= 1.10)" % t["ratio_ruvio_repl_vs_redis_repl"])
-        print("ruvio_repl / ruvio_alone %.3f (target >= 0.90)" % t["ratio_ruvio_repl_vs_ruvio_alone"])
+        print("ruvio_repl / ruvio_alone %.3f (target >= 0.90); primary CPU/op alone / with replica %.3f" % (
+            t["ratio_ruvio_repl_vs_ruvio_alone"], t["ratio_ruvio_repl_vs_ruvio_alone_cpu"]))
+        if "ratio_redis_repl_vs_redis_alone" in t:
+            print("redis_repl / redis_alone %.3f (reference)" % t["ratio_redis_repl_vs_redis_alone"])
     for kind, v in out.get("lag", {}).items():
         print("lag %-5s at %d SET/s (achieved %d): p50 %.2f ms p99 %.2f ms max %.2f ms (%d probes)" % (
             kind, v["target_rate"], v["achieved_rate"], v["p50_ms"], v["p99_ms"], v["max_ms"], v["probes"]))
