@@ -3,6 +3,7 @@ reachable from each other, partitions that block traffic and heal, sentinels fro
 cleanup that leaves nothing behind."""
 
 import os
+import shutil
 import subprocess
 import time
 
@@ -140,6 +141,7 @@ def test_cleanup_leaves_nothing():
     assert p.poll() is not None and inner.poll() is not None
     assert n.leftovers() == []
     n.close()                                   # idempotent
+    shutil.rmtree(n.workdir, ignore_errors=True)
 
     # a run that died without cleaning up: its namespaces are removed by the next cleanup_stale()
     dead = subprocess.Popen(["true"])
