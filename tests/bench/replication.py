@@ -40,6 +40,7 @@ Usage: tests/bench/replication.py [--rounds 3] [-n 1000000] [--lag-seconds 10] [
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -85,6 +86,12 @@ def call(port, *args):
         return c.call(*args)
     finally:
         c.close()
+
+
+def primary_cmd(kind, args):
+    """The primary's command line: --ruvio-arg values go to ruvio primaries only."""
+    extra = " ".join(shlex.quote(a) for a in args.ruvio_arg) if kind == "ruvio" else ""
+    return KINDS[kind] + (" " + extra if extra else "")
 
 
 def replica_server(kind, args, cpus=bench.CLIENT_CPU):
@@ -135,7 +142,7 @@ def cpu_quota(pid, pct):
 
 def one_run(cfg, args):
     kind = "redis" if cfg.startswith("redis") else "ruvio"
-    with bench.Server(cfg, KINDS[kind], args.ruvio_bin) as prim:
+    with bench.Server(cfg, primary_cmd(kind, args), args.ruvio_bin) as prim:
         rep = None
         try:
             if args.primary_cpu_quota:
@@ -243,7 +250,7 @@ def loadgen_main(port, rate, seconds):
 
 
 def lag(kind, rate, args):
-    with bench.Server(kind + "-lag", KINDS[kind], args.ruvio_bin) as prim:
+    with bench.Server(kind + "-lag", primary_cmd(kind, args), args.ruvio_bin) as prim:
         rep = replica_server(kind, args, args.lag_replica_cpus).start()
         try:
             follow(rep, prim.port, 30)
@@ -317,6 +324,8 @@ def main():
                     help="taskset CPU list of the replica in the lag test (default: either CPU)")
     ap.add_argument("--lag-rate", type=float, default=0, help="SET/s of the lag test (default: half the max)")
     ap.add_argument("--sync-keys", type=int, default=1000000)
+    ap.add_argument("--ruvio-arg", action="append", default=[],
+                    help="extra argument for ruvio primaries (repeat: --ruvio-arg=--repl-ship-delay-us --ruvio-arg=0)")
     ap.add_argument("--redis-alone", action="store_true",
                     help="also run redis-server without a replica (Redis's own with/without ratio, for reference)")
     ap.add_argument("--primary-cpu-quota", type=float, default=0,
