@@ -11,6 +11,11 @@
 
 struct replay {
     struct conn c;
+    /* The last command name looked up and its spec: a replication stream
+     * repeats a few commands, and the exact bytes compare faster than a lookup. */
+    const struct cmd_spec *last;
+    size_t last_len;
+    char last_name[32];
 };
 
 struct replay *
@@ -44,7 +49,16 @@ bool
 replay_exec(struct replay *r, int argc, const struct rv_str *argv, char *err, size_t errsz)
 {
     struct conn *c = &r->c;
-    const struct cmd_spec *cmd = argc > 0 ? cmd_lookup(argv[0].p, argv[0].len) : NULL;
+    const struct cmd_spec *cmd = NULL;
+    if (argc > 0 && r->last != NULL && argv[0].len == r->last_len &&
+        memcmp(argv[0].p, r->last_name, r->last_len) == 0) {
+        cmd = r->last;
+    } else if (argc > 0 && (cmd = cmd_lookup(argv[0].p, argv[0].len)) != NULL &&
+               argv[0].len <= sizeof(r->last_name)) {
+        r->last = cmd;
+        r->last_len = argv[0].len;
+        memcpy(r->last_name, argv[0].p, argv[0].len);
+    }
     if (cmd != NULL && cmd->subs != NULL && argc >= 2) {
         cmd = cmd_lookup_sub(cmd, argv[1].p, argv[1].len);
     }

@@ -2,6 +2,8 @@
  * u32 little-endian length, then one packed ReplMsg (proto/repl.proto). */
 #include "replication/repl_int.h"
 
+#include "node/base/varint.h"
+
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,25 +34,43 @@ repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t
 }
 
 int
-repl_recv(struct buf *in, ReplMsg **m, uint32_t max)
+repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max)
 {
     if (buf_unread(in) < 4) {
         return 0;
     }
-    uint32_t n;
-    memcpy(&n, in->data + in->off, 4);
-    if (n > max) {
+    memcpy(n, in->data + in->off, 4);
+    if (*n > max) {
         return -1;
     }
-    if (buf_unread(in) - 4 < n) {
-        buf_reserve(in, n + 4 - buf_unread(in));
+    if (buf_unread(in) - 4 < *n) {
+        buf_reserve(in, *n + 4 - buf_unread(in));   /* room for the whole message: one read may do */
         return 0;
     }
-    *m = repl_msg__unpack(NULL, n, (const uint8_t *)in->data + in->off + 4);
+    *body = (const uint8_t *)in->data + in->off + 4;
+    return 1;
+}
+
+void
+repl_consume(struct buf *in, uint32_t n)
+{
     in->off += 4 + (size_t)n;
     if (in->off == in->len) {
         in->off = in->len = 0;
     }
+}
+
+int
+repl_recv(struct buf *in, ReplMsg **m, uint32_t max)
+{
+    const uint8_t *body;
+    uint32_t n;
+    int rc = repl_next(in, &body, &n, max);
+    if (rc != 1) {
+        return rc;
+    }
+    *m = repl_msg__unpack(NULL, n, body);
+    repl_consume(in, n);
     return *m != NULL ? 1 : -1;
 }
 
@@ -60,22 +80,119 @@ repl_msg_free(ReplMsg *m)
     repl_msg__free_unpacked(m, NULL);
 }
 
+/* One protobuf field at *pp: its number, wire type and value (varint or
+ * length-delimited bytes; fixed32/64 are skipped). false when cut short or of
+ * a kind the fast path leaves to protobuf-c (groups, field 0). */
+static bool
+pb_field(const uint8_t **pp, const uint8_t *end, uint32_t *num, int *wt, uint64_t *v,
+         const uint8_t **bytes)
+{
+    uint64_t key;
+    if (!varint_get_checked(pp, end, &key) || key >> 3 == 0 || key >> 3 > 0x1fffffff) {
+        return false;
+    }
+    *num = (uint32_t)(key >> 3);
+    *wt = (int)(key & 7);
+    switch (*wt) {
+    case 0:
+        return varint_get_checked(pp, end, v);
+    case 1:
+    case 5: {
+        size_t w = *wt == 1 ? 8 : 4;
+        if ((size_t)(end - *pp) < w) {
+            return false;
+        }
+        *pp += w;
+        return true;
+    }
+    case 2:
+        if (!varint_get_checked(pp, end, v) || *v > (uint64_t)(end - *pp)) {
+            return false;
+        }
+        *bytes = *pp;
+        *pp += *v;
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool
+repl_parse_records(const uint8_t *p, size_t n, struct repl_records *out)
+{
+    const uint8_t *end = p + n, *rec = NULL;
+    uint64_t rec_len = 0;
+    while (p < end) {
+        uint32_t num;
+        int wt;
+        uint64_t v = 0;
+        const uint8_t *b = NULL;
+        if (!pb_field(&p, end, &num, &wt, &v, &b)) {
+            return false;
+        }
+        /* Anything but one records field (another oneof member, where the
+         * last one wins; a second records, which protobuf merges; unknown
+         * fields): never sent by us, protobuf-c decides. */
+        if (num != REPL_MSG__M_RECORDS || wt != 2 || rec != NULL) {
+            return false;
+        }
+        rec = b;
+        rec_len = v;
+    }
+    if (rec == NULL) {
+        return false;
+    }
+    *out = (struct repl_records){ 0 };
+    for (p = rec, end = rec + rec_len; p < end;) {
+        uint32_t num;
+        int wt;
+        uint64_t v = 0;
+        const uint8_t *b = NULL;
+        if (!pb_field(&p, end, &num, &wt, &v, &b)) {
+            return false;
+        }
+        if (num <= 3 && wt != (num == 3 ? 2 : 0)) {
+            return false;
+        }
+        if (num == 1) {
+            out->first_lsn = v;
+        } else if (num == 2) {
+            out->count = (uint32_t)v;
+        } else if (num == 3) {
+            out->frames = b;       /* a repeated scalar: the last one wins */
+            out->len = (size_t)v;
+        }
+    }
+    return true;
+}
+
 int
 repl_read(int fd, struct buf *in)
 {
     if (in->off > 0 && in->off == in->len) {
         in->off = in->len = 0;
     }
-    buf_reserve(in, 64 * 1024);
-    ssize_t n = read(fd, in->data + in->len, in->cap - in->len);
-    if (n > 0) {
-        in->len += (size_t)n;
-        return (int)n;
+    /* Read all that is there in as few calls as possible: a full buffer
+     * means more may be waiting, so grow and read again (a few times). */
+    int total = 0;
+    for (int i = 0; i < 4 && total < (1 << 28); i++) {
+        buf_reserve(in, 256 * 1024);
+        size_t room = in->cap - in->len;
+        ssize_t n = read(fd, in->data + in->len, room);
+        if (n > 0) {
+            in->len += (size_t)n;
+            total += (int)n;
+            if ((size_t)n < room) {
+                break;
+            }
+            continue;
+        }
+        if (n == 0 || !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            return total > 0 ? total : -1;   /* the next read reports the close */
+        }
+        break;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        return 0;
-    }
-    return -1;
+    return total;
 }
 
 int
