@@ -44,7 +44,8 @@ repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max)
         return -1;
     }
     if (buf_unread(in) - 4 < *n) {
-        buf_reserve(in, *n + 4 - buf_unread(in));   /* room for the whole message: one read may do */
+        /* Room for the whole message, so one read may complete it. */
+        buf_reserve(in, *n + 4 - buf_unread(in));
         return 0;
     }
     *body = (const uint8_t *)in->data + in->off + 4;

@@ -82,8 +82,8 @@ Test(link, records_unusual_but_valid)
         /* len, then ReplMsg bytes */
         { 14, 0x3a, 12, 0x1a, 2, 'a', 'b', 0x10, 5, 0x08, 7, 0x08, 9, 0x28, 1 },
         { 18, 0x3a, 16, 0x1a, 1, 'x', 0x1a, 2, 'y', 'z', 0x21, 1, 2, 3, 4, 5, 6, 7, 8 },
-        { 18, 0x3a, 16, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x08, 0x80, 0x80, 0x04, 0x25, 1, 2, 3,
-          4 },
+        { 18, 0x3a, 16, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x08, 0x80, 0x80, 0x04, 0x25,
+          1, 2, 3, 4 },
         { 2, 0x3a, 0 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -181,7 +181,7 @@ Test(link, next_and_consume_frame_in_place)
     repl_consume(&in, n);
     cr_assert_eq(in.off, one);
     size_t full = in.len;
-    in.len = full - 1;                                                /* the last byte not read yet */
+    in.len = full - 1;                                    /* the last byte not read yet */
     cr_assert_eq(repl_next(&in, &body, &n, 100), 0);
     in.len = full;
     cr_assert_eq(repl_next(&in, &body, &n, 100), 1);
