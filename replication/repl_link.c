@@ -174,10 +174,14 @@ repl_read(int fd, struct buf *in)
         in->off = in->len = 0;
     }
     /* Read all that is there in as few calls as possible: a full buffer
-     * means more may be waiting, so grow and read again (a few times). */
+     * means more may be waiting, so grow and read again (a few times). Room
+     * is made only when under 64 KB is free, so the unread tail (a partial
+     * message) moves at most once per few hundred KB read. */
     int total = 0;
     for (int i = 0; i < 4 && total < (1 << 28); i++) {
-        buf_reserve(in, 256 * 1024);
+        if (in->cap - in->len < 64 * 1024) {
+            buf_reserve(in, 256 * 1024);
+        }
         size_t room = in->cap - in->len;
         ssize_t n = read(fd, in->data + in->len, room);
         if (n > 0) {
