@@ -173,31 +173,23 @@ repl_read(int fd, struct buf *in)
     if (in->off > 0 && in->off == in->len) {
         in->off = in->len = 0;
     }
-    /* Read all that is there in as few calls as possible: a full buffer
-     * means more may be waiting, so grow and read again (a few times). Room
-     * is made only when under 64 KB is free, so the unread tail (a partial
-     * message) moves at most once per few hundred KB read. */
-    int total = 0;
-    for (int i = 0; i < 4 && total < (1 << 28); i++) {
-        if (in->cap - in->len < 64 * 1024) {
-            buf_reserve(in, 256 * 1024);
-        }
-        size_t room = in->cap - in->len;
-        ssize_t n = read(fd, in->data + in->len, room);
-        if (n > 0) {
-            in->len += (size_t)n;
-            total += (int)n;
-            if ((size_t)n < room) {
-                break;
-            }
-            continue;
-        }
-        if (n == 0 || !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            return total > 0 ? total : -1;   /* the next read reports the close */
-        }
-        break;
+    /* Big reads, few syscalls, but not past a few hundred KB: what is read is
+     * applied before the next read, while it is still in cache. Room is made
+     * only when under 64 KB is free, so the unread tail (a partial message)
+     * moves at most once per few hundred KB read; repl_next reserves room
+     * for a whole large message. */
+    if (in->cap - in->len < 64 * 1024) {
+        buf_reserve(in, 256 * 1024);
     }
-    return total;
+    ssize_t n = read(fd, in->data + in->len, in->cap - in->len);
+    if (n > 0) {
+        in->len += (size_t)n;
+        return (int)(n > INT32_MAX ? INT32_MAX : n);
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return 0;
+    }
+    return -1;
 }
 
 int
