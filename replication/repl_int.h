@@ -53,7 +53,7 @@ void repl_msg_free(ReplMsg *m);
  * more, -1 over max. repl_consume(in, n) then drops it. */
 int repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max);
 void repl_consume(struct buf *in, uint32_t n);
-/* The Records fast path: protobuf-c would copy every frames field. */
+/* The Records fast path (repl_records.c): protobuf-c would copy every frames field. */
 struct repl_records {
     uint64_t first_lsn;
     uint32_t count;
