@@ -86,7 +86,23 @@ size_t repl_records_hdr(uint8_t *h, uint64_t first, uint32_t count, size_t n);
 /* Next message in in: 1 (caller frees with repl_msg_free), 0 need more, -1 bad. */
 int repl_recv(struct buf *in, ReplMsg **m, uint32_t max);
 void repl_msg_free(ReplMsg *m);
-/* read() into in: >0 bytes, 0 would block, -1 closed or error. */
+/* The next message's packed ReplMsg without unpacking it: 1 with [*body,
+ * *body + *n) inside in (valid until in is read into or consumed), 0 need
+ * more, -1 over max. repl_consume(in, n) then drops it. */
+int repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max);
+void repl_consume(struct buf *in, uint32_t n);
+/* The Records fast path (repl_records.c): protobuf-c would copy every frames field. */
+struct repl_records {
+    uint64_t first_lsn;
+    uint32_t count;
+    const uint8_t *frames;           /* points into the packed message */
+    size_t len;
+};
+/* true when the packed ReplMsg [p, p + n) is a plain Records message, parsed
+ * as protobuf-c would; false for any other or unusual message (unpack it with
+ * protobuf-c, which also rejects malformed ones). */
+bool repl_parse_records(const uint8_t *p, size_t n, struct repl_records *out);
+/* read() into in, all that is there: >0 bytes, 0 would block, -1 closed or error. */
 int repl_read(int fd, struct buf *in);
 /* write() out: 0 all written or would block (*blocked set), -1 error. */
 int repl_write(int fd, struct buf *out, bool *blocked);

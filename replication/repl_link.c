@@ -82,25 +82,44 @@ repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t
 }
 
 int
-repl_recv(struct buf *in, ReplMsg **m, uint32_t max)
+repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max)
 {
     if (buf_unread(in) < 4) {
         return 0;
     }
-    uint32_t n;
-    memcpy(&n, in->data + in->off, 4);
-    if (n > max) {
+    memcpy(n, in->data + in->off, 4);
+    if (*n > max) {
         return -1;
     }
-    if (buf_unread(in) - 4 < n) {
-        buf_reserve(in, n + 4 - buf_unread(in));
+    if (buf_unread(in) - 4 < *n) {
+        /* Room for the whole message, so one read may complete it. */
+        buf_reserve(in, *n + 4 - buf_unread(in));
         return 0;
     }
-    *m = repl_msg__unpack(NULL, n, (const uint8_t *)in->data + in->off + 4);
+    *body = (const uint8_t *)in->data + in->off + 4;
+    return 1;
+}
+
+void
+repl_consume(struct buf *in, uint32_t n)
+{
     in->off += 4 + (size_t)n;
     if (in->off == in->len) {
         in->off = in->len = 0;
     }
+}
+
+int
+repl_recv(struct buf *in, ReplMsg **m, uint32_t max)
+{
+    const uint8_t *body;
+    uint32_t n;
+    int rc = repl_next(in, &body, &n, max);
+    if (rc != 1) {
+        return rc;
+    }
+    *m = repl_msg__unpack(NULL, n, body);
+    repl_consume(in, n);
     return *m != NULL ? 1 : -1;
 }
 
@@ -116,11 +135,18 @@ repl_read(int fd, struct buf *in)
     if (in->off > 0 && in->off == in->len) {
         in->off = in->len = 0;
     }
-    buf_reserve(in, 64 * 1024);
+    /* Big reads, few syscalls, but not past a few hundred KB: what is read is
+     * applied before the next read, while it is still in cache. Room is made
+     * only when under 64 KB is free, so the unread tail (a partial message)
+     * moves at most once per few hundred KB read; repl_next reserves room
+     * for a whole large message. */
+    if (in->cap - in->len < 64 * 1024) {
+        buf_reserve(in, 256 * 1024);
+    }
     ssize_t n = read(fd, in->data + in->len, in->cap - in->len);
     if (n > 0) {
         in->len += (size_t)n;
-        return (int)n;
+        return (int)(n > INT32_MAX ? INT32_MAX : n);
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         return 0;

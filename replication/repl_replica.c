@@ -235,15 +235,20 @@ send_ack(struct repl *r)
     u->last_ack_sent_ms = shard_now_ms(r->s);
 }
 
-/* Apply record frames: the stream (lsn checked and kept) or a snapshot. */
+/* Apply record frames: the stream (LSNs checked, each record logged verbatim
+ * to the own WAL and backlog) or a snapshot. Frames are applied in place
+ * (views into p): handlers replace argv entries, never their bytes. */
 static int
 apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err, size_t errsz)
 {
     struct ks *ks = shard_ks(r->s);
+    struct persist *ps = r->p;
     if (r->rp == NULL) {
         r->rp = replay_create(r->s);
     }
     ks_set_replica_mode(ks, false);   /* records run with their own clock, as on the primary */
+    int64_t clock = INT64_MIN;
+    uint64_t want = repl_last_lsn(r) + 1;
     int rc = 0;
     while (n > 0) {
         struct wal_rec rec;
@@ -253,7 +258,6 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             break;
         }
         size_t sz = WAL_REC_HDR + rec.len;
-        uint64_t want = repl_last_lsn(r) + 1;
         if (stream && rec.lsn != want) {
             snprintf(err, errsz, "record LSN %" PRIu64 " where %" PRIu64 " was expected", rec.lsn, want);
             rc = -1;
@@ -267,7 +271,10 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             rc = -1;
             break;
         }
-        shard_set_clock(r->s, rec.ts_ms);
+        if (rec.ts_ms != clock) {
+            clock = rec.ts_ms;
+            shard_set_clock(r->s, clock);
+        }
         while ((k = wal_pay_next(&it, &argc, &r->argv, &r->argv_cap)) == 1) {
             if (!replay_exec(r->rp, argc, r->argv, e, sizeof(e))) {
                 log_warn("[shard %u] applying LSN %" PRIu64 " (%.*s): %s", shard_id(r->s), rec.lsn,
@@ -275,15 +282,14 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             }
         }
         if (stream) {
-            struct persist *ps = r->p;
+            /* Same LSN, same bytes: the frame (CRC checked above) is logged as is. */
             if (ps->w) {
-                size_t mark = wal_rec_begin(ps->w);
-                buf_append(wal_buf(ps->w), rec.payload, rec.len);
-                wal_rec_end(ps->w, mark, rec.ts_ms);
+                wal_rec_put(ps->w, p, sz);
             } else {
                 ps->next_lsn = rec.lsn + 1;
             }
             bl_append(&r->bl, p, sz);
+            want++;
         }
         p += sz;
         n -= sz;
@@ -372,6 +378,23 @@ full_sync_done(struct repl *r, uint64_t lsn)
     send_ack(r);
 }
 
+/* Records: applied in place; the ack goes out once the whole read is applied
+ * (on_up_read). false when the link was closed. */
+static bool
+on_records(struct repl *r, const struct repl_records *rec)
+{
+    char err[300];
+    if (r->up.st != UP_ONLINE) {
+        up_fail(r, "records before the sync finished");
+        return false;
+    }
+    if (apply_frames(r, rec->frames, rec->len, true, err, sizeof(err)) != 0) {
+        up_fail(r, err);
+        return false;
+    }
+    return true;
+}
+
 /* One message; false when the link was closed. */
 static bool
 on_msg(struct repl *r, ReplMsg *m)
@@ -452,18 +475,11 @@ on_msg(struct repl *r, ReplMsg *m)
         u->backoff_ms = 0;
         full_sync_done(r, m->full_end->lsn);
         return u->fd >= 0;
-    case REPL_MSG__M_RECORDS:
-        if (u->st != UP_ONLINE) {
-            up_fail(r, "records before the sync finished");
-            return false;
-        }
-        if (apply_frames(r, m->records->frames.data, m->records->frames.len, true, err,
-                         sizeof(err)) != 0) {
-            up_fail(r, err);
-            return false;
-        }
-        send_ack(r);
-        return true;
+    case REPL_MSG__M_RECORDS: {
+        struct repl_records rec = { m->records->first_lsn, m->records->count,
+                                    m->records->frames.data, m->records->frames.len };
+        return on_records(r, &rec);
+    }
     case REPL_MSG__M_PROMOTE:
         if (u->st != UP_ONLINE || repl_last_lsn(r) < m->promote->lsn) {
             /* We lack records it counted on: refuse by dropping the link (the
@@ -520,22 +536,41 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
             u->st = UP_WELCOME;
         }
     }
-    ReplMsg *m;
+    const uint8_t *body;
+    uint32_t len;
     int rc;
-    while (u->fd >= 0 && (rc = repl_recv(&u->in, &m, REPL_MAX_FRAME)) == 1) {
-        bool ok = on_msg(r, m);
-        repl_msg_free(m);
-        if (!ok) {
-            return;
+    uint64_t applied = repl_last_lsn(r);
+    while ((rc = repl_next(&u->in, &body, &len, REPL_MAX_FRAME)) == 1) {
+        struct repl_records rec;
+        bool ok;
+        if (repl_parse_records(body, len, &rec)) {
+            ok = on_records(r, &rec);
+        } else {
+            ReplMsg *m = repl_msg__unpack(NULL, len, body);
+            if (m == NULL) {
+                up_fail(r, "malformed frame");
+                return;
+            }
+            ok = on_msg(r, m);
+            repl_msg_free(m);
         }
+        if (!ok || u->fd < 0) {
+            return;                  /* the link was closed (u->in is gone) */
+        }
+        repl_consume(&u->in, len);
     }
-    if (u->fd >= 0 && rc < 0) {
+    if (rc < 0) {
         up_fail(r, "malformed frame");
         return;
     }
-    if (u->fd >= 0) {
-        up_flush(r);
+    /* One ack for everything this read applied: WAIT waits on it. */
+    if (u->st == UP_ONLINE && repl_last_lsn(r) != applied) {
+        send_ack(r);
     }
+    if (u->in.len == 0 && u->in.cap > (4u << 20)) {
+        buf_shrink(&u->in, 256 * 1024);      /* after a full sync's big chunks */
+    }
+    up_flush(r);
 }
 
 void

@@ -818,6 +818,13 @@ wal_rec_abort(struct wal *w, size_t mark)
     w->stage.len = mark;
 }
 
+void
+wal_rec_put(struct wal *w, const uint8_t *frame, size_t len)
+{
+    buf_append(&w->stage, frame, len);
+    w->next_lsn++;
+}
+
 bool
 wal_staged(const struct wal *w)
 {

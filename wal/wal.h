@@ -73,6 +73,9 @@ size_t wal_rec_begin(struct wal *w);
 struct buf *wal_buf(struct wal *w);
 uint64_t wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms);
 void wal_rec_abort(struct wal *w, size_t mark);
+/* Append a record sealed elsewhere, verbatim (a replica logs its primary's
+ * frames as they came): the frame's LSN must be wal_last_lsn(w) + 1. */
+void wal_rec_put(struct wal *w, const uint8_t *frame, size_t len);
 /* write() everything staged to the segment (rotating when full). 0, or
  * -errno when the kernel refused bytes (they stay staged; call again). */
 int wal_write(struct wal *w);

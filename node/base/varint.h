@@ -59,6 +59,11 @@ varint_get_checked(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
     uint64_t v = 0;
+    if (rv_likely(p < end && p[0] < 0x80)) {   /* most are one byte: lengths, counts */
+        *out = p[0];
+        *pp = p + 1;
+        return true;
+    }
     for (unsigned shift = 0; shift < 64; shift += 7) {
         if (p >= end) {
             return false;

@@ -1,0 +1,195 @@
+/* The replica's receive path: repl_parse_records (the Records fast path) must
+ * read exactly what protobuf-c would, and leave anything else to it;
+ * repl_next/repl_consume frame messages without copying them. */
+#include "replication/repl_int.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t seed = 0x9e3779b97f4a7c15ull;
+
+static uint64_t
+rnd(void)
+{
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+}
+
+/* Pack a Records message as the primary does (repl_send_records). */
+static size_t
+pack_records(uint8_t *out, uint64_t first, uint32_t count, const uint8_t *p, size_t n)
+{
+    struct buf b;
+    buf_init(&b);
+    repl_send_records(&b, first, count, p, n);
+    size_t len = b.len - 4;
+    memcpy(out, b.data + 4, len);
+    buf_deinit(&b);
+    return len;
+}
+
+/* Whatever the fast path accepts, protobuf-c accepts as the same Records. */
+static void
+check_same(const uint8_t *p, size_t n)
+{
+    struct repl_records rec;
+    if (!repl_parse_records(p, n, &rec)) {
+        return;
+    }
+    ReplMsg *m = repl_msg__unpack(NULL, n, p);
+    cr_assert_not_null(m, "fast path accepted what protobuf-c rejects");
+    cr_assert_eq(m->m_case, REPL_MSG__M_RECORDS);
+    cr_assert_eq(m->records->first_lsn, rec.first_lsn);
+    cr_assert_eq(m->records->count, rec.count);
+    cr_assert_eq(m->records->frames.len, rec.len);
+    cr_assert(rec.len == 0 || memcmp(m->records->frames.data, rec.frames, rec.len) == 0);
+    cr_assert(rec.len == 0 || (rec.frames >= p && rec.frames + rec.len <= p + n));
+    repl_msg_free(m);
+}
+
+Test(link, records_parse_like_protobuf_c)
+{
+    static uint8_t frames[70000], msg[70100];
+    for (size_t i = 0; i < sizeof(frames); i++) {
+        frames[i] = (uint8_t)rnd();
+    }
+    for (int i = 0; i < 2000; i++) {
+        /* Zero values too: proto3 leaves those fields out. */
+        uint64_t first = i % 5 == 0 ? 0 : rnd() >> (rnd() % 64);
+        uint32_t count = i % 7 == 0 ? 0 : (uint32_t)rnd();
+        size_t n = i % 11 == 0 ? 0 : rnd() % (i % 13 == 0 ? sizeof(frames) : 300);
+        size_t off = rnd() % (sizeof(frames) - n + 1);
+        size_t len = pack_records(msg, first, count, frames + off, n);
+        struct repl_records rec;
+        cr_assert(repl_parse_records(msg, len, &rec));
+        cr_assert_eq(rec.first_lsn, first);
+        cr_assert_eq(rec.count, count);
+        cr_assert_eq(rec.len, n);
+        cr_assert(n == 0 || memcmp(rec.frames, frames + off, n) == 0);
+        check_same(msg, len);
+    }
+}
+
+/* Hand-made encodings protobuf-c accepts: fields out of order, repeated
+ * scalars (the last wins), unknown fields inside Records, a 32-bit count
+ * sent as a longer varint (truncated). */
+Test(link, records_unusual_but_valid)
+{
+    static const uint8_t cases[][40] = {
+        /* len, then ReplMsg bytes */
+        { 14, 0x3a, 12, 0x1a, 2, 'a', 'b', 0x10, 5, 0x08, 7, 0x08, 9, 0x28, 1 },
+        { 18, 0x3a, 16, 0x1a, 1, 'x', 0x1a, 2, 'y', 'z', 0x21, 1, 2, 3, 4, 5, 6, 7, 8 },
+        { 18, 0x3a, 16, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x08, 0x80, 0x80, 0x04, 0x25,
+          1, 2, 3, 4 },
+        { 2, 0x3a, 0 },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct repl_records rec;
+        cr_assert(repl_parse_records(cases[i] + 1, cases[i][0], &rec), "case %zu", i);
+        check_same(cases[i] + 1, cases[i][0]);
+    }
+    struct repl_records rec;
+    repl_parse_records(cases[0] + 1, cases[0][0], &rec);
+    cr_assert_eq(rec.first_lsn, 9);
+    cr_assert_eq(rec.count, 5);
+    cr_assert_eq(rec.len, 2);
+    repl_parse_records(cases[1] + 1, cases[1][0], &rec);
+    cr_assert_eq(rec.len, 2);
+    cr_assert_eq(memcmp(rec.frames, "yz", 2), 0);
+    repl_parse_records(cases[2] + 1, cases[2][0], &rec);
+    cr_assert_eq(rec.count, 0xffffffffu);
+    cr_assert_eq(rec.first_lsn, 1u << 16);
+}
+
+/* Other messages and anything unusual at the top level go to protobuf-c. */
+Test(link, other_messages_are_left_to_protobuf_c)
+{
+    Ack a = ACK__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    a.applied = 5;
+    m.m_case = REPL_MSG__M_ACK;
+    m.ack = &a;
+    uint8_t b[64];
+    size_t n = protobuf_c_message_pack(&m.base, b);
+    struct repl_records rec;
+    cr_assert_not(repl_parse_records(b, n, &rec));
+    cr_assert_not(repl_parse_records(b, 0, &rec));                   /* empty ReplMsg */
+    static const uint8_t two[] = { 0x3a, 0, 0x3a, 2, 0x08, 1 };        /* merged by protobuf */
+    cr_assert_not(repl_parse_records(two, sizeof(two), &rec));
+    static const uint8_t then_ack[] = { 0x3a, 0, 0x42, 0 };            /* the last member wins */
+    cr_assert_not(repl_parse_records(then_ack, sizeof(then_ack), &rec));
+    static const uint8_t unknown[] = { 0x3a, 0, 0x98, 0x06, 1 };       /* field 99 */
+    cr_assert_not(repl_parse_records(unknown, sizeof(unknown), &rec));
+    static const uint8_t wt[] = { 0x3a, 2, 0x0a, 0 };                  /* first_lsn as bytes */
+    cr_assert_not(repl_parse_records(wt, sizeof(wt), &rec));
+    static const uint8_t group[] = { 0x3a, 2, 0x23, 0x24 };            /* a group */
+    cr_assert_not(repl_parse_records(group, sizeof(group), &rec));
+}
+
+/* Truncations, bit flips and random bytes: never a crash, never a Records
+ * protobuf-c would not produce. */
+Test(link, garbage_is_rejected_or_agrees)
+{
+    static uint8_t frames[600], msg[700];
+    for (size_t i = 0; i < sizeof(frames); i++) {
+        frames[i] = (uint8_t)rnd();
+    }
+    for (int i = 0; i < 20000; i++) {
+        size_t len = pack_records(msg, rnd() >> (rnd() % 64), (uint32_t)rnd(), frames,
+                                  rnd() % sizeof(frames));
+        size_t n = rnd() % (len + 1);
+        uint8_t *p = malloc(n ? n : 1);           /* exact size: ASan sees any overread */
+        memcpy(p, msg, n);
+        if (i % 2 && n > 0) {
+            p[rnd() % n] ^= (uint8_t)(1u << (rnd() % 8));
+        }
+        if (i % 5 == 0) {
+            for (size_t k = 0; k < n; k++) {
+                p[k] = (uint8_t)rnd();
+            }
+        }
+        if (n < len && i % 2 == 0 && i % 5 != 0) {
+            struct repl_records rec;
+            cr_assert_not(repl_parse_records(p, n, &rec), "truncated to %zu of %zu", n, len);
+        }
+        check_same(p, n);
+        free(p);
+    }
+}
+
+Test(link, next_and_consume_frame_in_place)
+{
+    struct buf in;
+    buf_init(&in);
+    const uint8_t *body;
+    uint32_t n;
+    cr_assert_eq(repl_next(&in, &body, &n, 100), 0);
+    uint8_t f[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    repl_send_records(&in, 3, 1, f, sizeof(f));
+    size_t one = in.len;
+    repl_send_records(&in, 4, 1, f, 4);
+    cr_assert_eq(repl_next(&in, &body, &n, 4), -1);                  /* over max */
+    cr_assert_eq(repl_next(&in, &body, &n, 100), 1);
+    cr_assert_eq(body, (const uint8_t *)in.data + 4);
+    struct repl_records rec;
+    cr_assert(repl_parse_records(body, n, &rec));
+    cr_assert_eq(rec.first_lsn, 3);
+    cr_assert_eq(memcmp(rec.frames, f, 8), 0);
+    repl_consume(&in, n);
+    cr_assert_eq(in.off, one);
+    size_t full = in.len;
+    in.len = full - 1;                                    /* the last byte not read yet */
+    cr_assert_eq(repl_next(&in, &body, &n, 100), 0);
+    in.len = full;
+    cr_assert_eq(repl_next(&in, &body, &n, 100), 1);
+    cr_assert(repl_parse_records(body, n, &rec));
+    cr_assert_eq(rec.first_lsn, 4);
+    cr_assert_eq(rec.len, 4);
+    repl_consume(&in, n);
+    cr_assert_eq(in.off, 0);                                          /* all read: reset */
+    cr_assert_eq(in.len, 0);
+    buf_deinit(&in);
+}
