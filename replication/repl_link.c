@@ -2,6 +2,8 @@
  * u32 little-endian length, then one packed ReplMsg (proto/repl.proto). */
 #include "replication/repl_int.h"
 
+#include "node/base/varint.h"
+
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,29 +19,6 @@ repl_send(struct buf *out, const ReplMsg *m)
     out->len += 4 + n;
 }
 
-static size_t
-put_varint(uint8_t *p, uint64_t v)
-{
-    size_t i = 0;
-    while (v >= 0x80) {
-        p[i++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[i++] = (uint8_t)v;
-    return i;
-}
-
-static size_t
-varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 /* ReplMsg{records(7): Records{first_lsn(1), count(2), frames(3)}}, packed
  * by hand because protobuf-c would copy the frames into the message; the
  * bytes are those protobuf-c produces (zero scalars omitted), which the unit
@@ -51,15 +30,15 @@ repl_records_hdr(uint8_t *h, uint64_t first, uint32_t count, size_t n)
     size_t k = 0;
     if (first != 0) {
         inner[k++] = 0x08;
-        k += put_varint(inner + k, first);
+        k = (size_t)(varint_put(inner + k, first) - inner);
     }
     if (count != 0) {
         inner[k++] = 0x10;
-        k += put_varint(inner + k, count);
+        k = (size_t)(varint_put(inner + k, count) - inner);
     }
     if (n != 0) {
         inner[k++] = 0x1a;
-        k += put_varint(inner + k, n);
+        k = (size_t)(varint_put(inner + k, n) - inner);
     }
     uint64_t rec_len = k + n;
     uint64_t msg_len = 1 + varint_len(rec_len) + rec_len;
@@ -67,7 +46,7 @@ repl_records_hdr(uint8_t *h, uint64_t first, uint32_t count, size_t n)
     memcpy(h, &m32, 4);
     size_t off = 4;
     h[off++] = 0x3a;
-    off += put_varint(h + off, rec_len);
+    off = (size_t)(varint_put(h + off, rec_len) - h);
     memcpy(h + off, inner, k);
     return off + k;
 }
