@@ -232,7 +232,7 @@ repl_cron(struct repl *r)
         replica_cron(r, now);
     }
     primary_cron(r, now);
-    r->bl.size = (size_t)shard_cfg(r->s)->repl_backlog_size;   /* CONFIG SET applies live */
+    bl_set_size(&r->bl, (size_t)shard_cfg(r->s)->repl_backlog_size);   /* CONFIG SET applies live */
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
     repl_guard_update(r);
     repl_stale_update(r);            /* CONFIG SET replica-serve-stale-data */

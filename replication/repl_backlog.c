@@ -32,6 +32,22 @@ bl_init(struct backlog *bl, size_t size, uint64_t next_lsn)
 }
 
 void
+bl_set_size(struct backlog *bl, size_t size)
+{
+    if (size == bl->size) {
+        return;
+    }
+    bl->size = size;
+    /* The newest block may be far larger than the new size calls for (1 MB
+     * under a 16 KB backlog): close it, so that new records go to blocks of
+     * the new size and it is dropped once they hold size bytes (by the next
+     * append's trim, which first saves what a replica still needs). */
+    if (bl->tail != NULL && bl->tail->cap > block_size(bl)) {
+        bl->tail->cap = bl->tail->len;
+    }
+}
+
+void
 bl_deinit(struct backlog *bl)
 {
     while (bl->head) {
@@ -57,7 +73,7 @@ tail_for(struct backlog *bl, size_t len)
         cap = len;
     }
     struct bl_block *b = bl->spare;
-    if (b != NULL && b->cap >= cap) {
+    if (b != NULL && b->cap == cap) {
         bl->spare = NULL;
     } else {
         b = rv_malloc(sizeof(*b) + cap);
@@ -124,7 +140,7 @@ bl_trim(struct backlog *bl)
         bl->head = h->next;
         bl->base = h->pos + h->len;
         bl->first_lsn = bl->head->lsn;
-        if (!h->jumbo && (bl->spare == NULL || bl->spare->cap < h->cap)) {
+        if (h->cap == block_size(bl)) {
             rv_free(bl->spare);
             bl->spare = h;           /* reused by the next block: no malloc per MB */
         } else {

@@ -33,6 +33,8 @@ struct backlog {
 };
 void bl_init(struct backlog *bl, size_t size, uint64_t next_lsn);
 void bl_deinit(struct backlog *bl);
+/* CONFIG SET repl-backlog-size: applies to what is kept from now on. */
+void bl_set_size(struct backlog *bl, size_t size);
 /* Append one sealed frame, then drop what the size no longer keeps. */
 void bl_append(struct backlog *bl, const uint8_t *frame, size_t len);
 /* The two halves of bl_append, for a primary that must first save what

@@ -112,6 +112,30 @@ Test(backlog, trim_point_is_what_trim_drops)
     bl_deinit(&bl);
 }
 
+Test(backlog, a_smaller_size_applies_to_what_is_kept_next)
+{
+    struct backlog bl;
+    memset(&bl, 0, sizeof(bl));
+    bl_init(&bl, 16u << 20, 1);         /* 1 MB blocks */
+    static uint8_t f[256];
+    uint64_t lsn = 1;
+    for (; lsn <= 3000; lsn++) {
+        bl_append(&bl, f, frame(f, lsn, 64, 'a'));
+    }
+    cr_assert_eq(bl.first_lsn, 1);      /* all in the first 1 MB block */
+    bl_set_size(&bl, 16384);            /* CONFIG SET repl-backlog-size 16kb */
+    for (; lsn <= 6000; lsn++) {
+        bl_append(&bl, f, frame(f, lsn, 64, 'b'));
+        if (lsn > 3300) {
+            cr_assert_leq(bl_end(&bl) - bl.base, 16384 + 4096 + 256);
+        }
+    }
+    cr_assert_gt(bl.first_lsn, 3000);
+    uint64_t pos;
+    cr_assert(bl_find(&bl, 6000, &pos));
+    bl_deinit(&bl);
+}
+
 Test(backlog, a_record_larger_than_the_backlog_is_kept_alone)
 {
     struct backlog bl;
