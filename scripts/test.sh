@@ -14,7 +14,7 @@ cmake --build build -j"$jobs"
 
 echo "== fuzz (libFuzzer, clang, bounded)"
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRUVIO_FUZZ=ON -DRUVIO_SANITIZE=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_resp
+cmake --build build-fuzz -j"$jobs" --target fuzz_all
 (cd build-fuzz && ctest --output-on-failure -L fuzz --timeout 300)
 
 echo "== ASan+UBSan build"
