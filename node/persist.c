@@ -143,7 +143,8 @@ rec_close(struct persist *p)
     if (p->w) {
         wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s));
     } else {
-        wal_frame_seal((uint8_t *)b->data, b->len - WAL_REC_HDR, p->next_lsn++, shard_now_ms(p->s));
+        /* memory mode: the record only travels to replicas, unsealed (see wal.h) */
+        wal_frame_mark((uint8_t *)b->data, b->len - WAL_REC_HDR, p->next_lsn++, shard_now_ms(p->s));
     }
     p->changes++;
     if (p->repl) {

@@ -282,7 +282,9 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             }
         }
         if (stream) {
-            /* Same LSN, same bytes: the frame (CRC checked above) is logged as is. */
+            /* Same LSN, same bytes: the frame (CRC checked above, or sealed by
+             * wal_rec_put when it came unsealed from a memory-mode primary)
+             * is logged as is. */
             if (ps->w) {
                 wal_rec_put(ps->w, p, sz);
             } else {

@@ -19,6 +19,17 @@ wal_frame_seal(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms)
     memcpy(h + 4, &crc, 4);
 }
 
+void
+wal_frame_mark(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms)
+{
+    uint32_t l32 = (uint32_t)len, crc = 0;
+    uint64_t l = lsn | WAL_LSN_UNSEALED, ts = (uint64_t)ts_ms;
+    memcpy(h, &l32, 4);
+    memcpy(h + 4, &crc, 4);
+    memcpy(h + 8, &l, 8);
+    memcpy(h + 16, &ts, 8);
+}
+
 int
 wal_frame_parse(const uint8_t *p, size_t avail, struct wal_rec *rec)
 {
@@ -34,10 +45,11 @@ wal_frame_parse(const uint8_t *p, size_t avail, struct wal_rec *rec)
     if (avail - WAL_REC_HDR < len) {
         return -1;
     }
-    if (wal_crc32c(0, p + 8, 16 + (size_t)len) != crc) {
+    rec->sealed = !(lsn & WAL_LSN_UNSEALED);
+    if (rec->sealed && wal_crc32c(0, p + 8, 16 + (size_t)len) != crc) {
         return -1;
     }
-    rec->lsn = lsn;
+    rec->lsn = lsn & ~WAL_LSN_UNSEALED;
     rec->ts_ms = (int64_t)ts;
     rec->payload = p + WAL_REC_HDR;
     rec->len = len;

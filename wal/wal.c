@@ -821,7 +821,16 @@ wal_rec_abort(struct wal *w, size_t mark)
 void
 wal_rec_put(struct wal *w, const uint8_t *frame, size_t len)
 {
+    size_t at = w->stage.len;
     buf_append(&w->stage, frame, len);
+    uint8_t *h = (uint8_t *)w->stage.data + at;
+    uint64_t lsn;
+    memcpy(&lsn, h + 8, 8);
+    if (lsn & WAL_LSN_UNSEALED) {    /* from a memory-mode stream: disk records carry their CRC */
+        int64_t ts;
+        memcpy(&ts, h + 16, 8);
+        wal_frame_seal(h, len - WAL_REC_HDR, lsn & ~WAL_LSN_UNSEALED, ts);
+    }
     w->next_lsn++;
 }
 

@@ -73,8 +73,9 @@ size_t wal_rec_begin(struct wal *w);
 struct buf *wal_buf(struct wal *w);
 uint64_t wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms);
 void wal_rec_abort(struct wal *w, size_t mark);
-/* Append a record sealed elsewhere, verbatim (a replica logs its primary's
- * frames as they came): the frame's LSN must be wal_last_lsn(w) + 1. */
+/* Append a record framed elsewhere, verbatim (a replica logs its primary's
+ * frames as they came; a wal_frame_mark frame is sealed here): the frame's
+ * LSN must be wal_last_lsn(w) + 1. */
 void wal_rec_put(struct wal *w, const uint8_t *frame, size_t len);
 /* write() everything staged to the segment (rotating when full). 0, or
  * -errno when the kernel refused bytes (they stay staged; call again). */
@@ -147,6 +148,7 @@ struct wal_rec {
     int64_t ts_ms;
     const uint8_t *payload;
     size_t len;
+    bool sealed;                     /* (wal_frame_parse) it carries a CRC, checked */
 };
 struct wal_ckpt_info {
     unsigned shard, nshards;
@@ -225,9 +227,16 @@ void wal_ckpt_abort(struct wal_ckpt *k);
 /* ---- framing without a segment (wal/frame.c; replication) ---- */
 /* Fill the 24-byte header h of a record whose len payload bytes follow it. */
 void wal_frame_seal(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms);
-/* Parse one whole record at p (avail bytes): 1 with rec set (its size is
- * WAL_REC_HDR + rec->len), 0 when avail is shorter than a header, -1 when it
- * is truncated or fails its CRC. */
+/* The same header without the CRC (0), flagged by WAL_LSN_UNSEALED in the LSN
+ * field: a record that only travels in memory (durability memory's
+ * replication stream; its CRC would protect nothing that TCP and the process
+ * do not). Never on disk: wal_rec_put seals such a frame as it stages it. */
+#define WAL_LSN_UNSEALED (1ull << 63)
+void wal_frame_mark(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms);
+/* Parse one whole record of the replication stream at p (avail bytes): 1 with
+ * rec set (its size is WAL_REC_HDR + rec->len; rec->sealed false for a
+ * wal_frame_mark frame, whose CRC is not checked), 0 when avail is shorter
+ * than a header, -1 when it is truncated or fails its CRC. */
 int wal_frame_parse(const uint8_t *p, size_t avail, struct wal_rec *rec);
 
 /* Failpoints for crash tests: with RUVIO_FAILPOINT=<site> in the environment

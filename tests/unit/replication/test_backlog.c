@@ -204,3 +204,26 @@ Test(frame, detects_corruption)
     f[30] ^= 1;
     cr_assert_eq(wal_frame_parse(f, n, &rec), -1);
 }
+
+/* Memory mode's unsealed frames: the same layout with no CRC and the LSN flag;
+ * the stream parser takes them (clearing the flag) and does not check a CRC. */
+Test(frame, unsealed_frames_parse_without_a_crc)
+{
+    uint8_t f[64];
+    memset(f + WAL_REC_HDR, 'u', 20);
+    wal_frame_mark(f, 20, 42, 1234);
+    struct wal_rec rec;
+    cr_assert_eq(wal_frame_parse(f, WAL_REC_HDR + 20, &rec), 1);
+    cr_assert_not(rec.sealed);
+    cr_assert_eq(rec.lsn, 42);
+    cr_assert_eq(rec.ts_ms, 1234);
+    cr_assert_eq(rec.len, 20);
+    cr_assert_eq(wal_frame_parse(f, WAL_REC_HDR + 19, &rec), -1);   /* still length-checked */
+    /* sealing it in place gives the ordinary, CRC-checked frame */
+    wal_frame_seal(f, 20, 42, 1234);
+    cr_assert_eq(wal_frame_parse(f, WAL_REC_HDR + 20, &rec), 1);
+    cr_assert(rec.sealed);
+    cr_assert_eq(rec.lsn, 42);
+    f[30] ^= 1;
+    cr_assert_eq(wal_frame_parse(f, WAL_REC_HDR + 20, &rec), -1);
+}

@@ -362,3 +362,28 @@ Test(wal_pay, one_command_payload_matches_the_staged_encoding)
         buf_deinit(&b);
     }
 }
+
+/* A replica logs frames verbatim; one that came unsealed from a memory-mode
+ * primary is sealed as it is staged, so the disk only holds CRC-checked
+ * records: recovery reads it back. */
+Test(wal, an_unsealed_frame_is_sealed_on_the_way_to_disk)
+{
+    mkdir_tmp();
+    struct wal *w = open_always(1 << 20, false);
+    append(w, 1);                                /* an ordinary record first */
+    uint8_t f[256];
+    struct rv_str argv[3] = { { "SET", 3 }, { "key", 3 }, { "unsealed", 8 } };
+    size_t n = wal_pay_one(f + WAL_REC_HDR, 3, argv);
+    wal_frame_mark(f, n, wal_last_lsn(w) + 1, 777);
+    wal_rec_put(w, f, WAL_REC_HDR + n);
+    append(w, 3);
+    cr_assert_eq(wal_write(w), 0);
+    wait_durable(w);
+    wal_close(w);
+    uint64_t last;
+    size_t nrec;
+    cr_assert_eq(walk(&last, &nrec, NULL), WAL_RD_END);   /* every CRC checks */
+    cr_assert_eq(nrec, 3);
+    cr_assert_eq(last, 3);
+    rm_tmp();
+}
