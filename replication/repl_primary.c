@@ -694,7 +694,7 @@ on_link_write(evutil_socket_t fd, short what, void *arg)
     link_flush(arg);
 }
 
-#define SHIP_NOW_BYTES (64u << 10)       /* this much waiting ships without waiting for the delay */
+#define SHIP_NOW_BYTES (256u << 10)      /* this much waiting ships without waiting for the delay */
 #define SHIP_IOV 16                      /* backlog blocks per writev */
 
 /* Queue l's records up to the backlog's end in l->out: one Records message
