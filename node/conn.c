@@ -48,8 +48,8 @@ conn_now_ms(const struct conn *c)
     return shard_now_ms(c->shard);
 }
 
-static void
-fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz)
+void
+conn_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz)
 {
     char host[INET6_ADDRSTRLEN] = "?";
     int port = 0;
@@ -136,8 +136,8 @@ conn_create(struct shard *s, int fd)
     c->proto = 2;
     c->id = shard_next_conn_id(s);
     c->ctime_ms = c->last_ms = shard_refresh_clock(s);
-    fmt_addr(&peer, c->addr, sizeof(c->addr), NULL, 0);
-    fmt_addr(&local, c->laddr, sizeof(c->laddr), c->lip, sizeof(c->lip));
+    conn_fmt_addr(&peer, c->addr, sizeof(c->addr), NULL, 0);
+    conn_fmt_addr(&local, c->laddr, sizeof(c->laddr), c->lip, sizeof(c->lip));
     buf_init(&c->rbuf);
     buf_init(&c->wbuf);
     struct resp_limits lim = { .max_bulk = (uint64_t)cfg->proto_max_bulk_len };

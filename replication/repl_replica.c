@@ -20,7 +20,6 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -659,26 +658,14 @@ replica_link_up(const struct repl *r)
 static void
 up_addrs(const struct upstream *u, char *addr, char *laddr, size_t n)
 {
-    struct sockaddr_storage ss;
-    socklen_t len;
-    char *out[2] = { addr, laddr };
-    for (int i = 0; i < 2; i++) {
-        len = sizeof(ss);
-        int rc = i == 0 ? getpeername(u->fd, (struct sockaddr *)&ss, &len)
-                        : getsockname(u->fd, (struct sockaddr *)&ss, &len);
-        char host[INET6_ADDRSTRLEN] = "?";
-        int port = 0;
-        if (rc == 0 && ss.ss_family == AF_INET) {
-            const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
-            inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-            port = ntohs(a->sin_port);
-        } else if (rc == 0 && ss.ss_family == AF_INET6) {
-            const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
-            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-            port = ntohs(a->sin6_port);
-        }
-        snprintf(out[i], n, "%s:%d", host, port);
-    }
+    struct sockaddr_storage peer, local;
+    socklen_t plen = sizeof(peer), llen = sizeof(local);
+    memset(&peer, 0, sizeof(peer));
+    memset(&local, 0, sizeof(local));
+    getpeername(u->fd, (struct sockaddr *)&peer, &plen);
+    getsockname(u->fd, (struct sockaddr *)&local, &llen);
+    conn_fmt_addr(&peer, addr, n, NULL, 0);
+    conn_fmt_addr(&local, laddr, n, NULL, 0);
 }
 
 void
