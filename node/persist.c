@@ -100,11 +100,17 @@ persist_dir(struct shard *s)
     return persist_of(s)->dir;
 }
 
+static inline uint64_t
+last_lsn(const struct persist *p)
+{
+    return p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+}
+
 uint64_t
 persist_last_lsn(struct shard *s)
 {
     struct persist *p = persist_of(s);
-    return p == NULL ? 0 : p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+    return p == NULL ? 0 : last_lsn(p);
 }
 
 static void
@@ -449,19 +455,20 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
         return;                      /* (a replica's own writes, replica-read-only no, stay local) */
     }
     bool txn = (c->flags & CONN_IN_EXEC) != 0;
+    enum rw rw = rw_of(cmd);
     if (p->w == NULL && !txn && !p->rec_open && p->repl && repl_backlog_on(p->repl) &&
-        (rw_of(cmd) == RW_NONE || (rw_of(cmd) == RW_SET && argc == 3))) {
+        (rw == RW_NONE || (rw == RW_SET && argc == 3))) {
         /* memory mode, a command logged as its own arguments: straight into the backlog */
         repl_log_cmd(p->repl, p->next_lsn++, shard_now_ms(p->s), argc, argv);
         p->changes++;
-        c->own_lsn = p->next_lsn - 1;
+        c->own_lsn = last_lsn(p);
         return;
     }
     rec_open(p);
     log_effects(p, c, cmd, argc, argv, mark);
     if (!txn) {
         rec_close(p);
-        c->own_lsn = p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+        c->own_lsn = last_lsn(p);
     }
 }
 
@@ -471,7 +478,7 @@ persist_exec_end(struct conn *c)
     struct persist *p = persist_of(c->shard);
     if (p && p->hot.log && !(c->flags & CONN_REPLAY) && !p->replica) {
         rec_close(p);
-        c->own_lsn = p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+        c->own_lsn = last_lsn(p);
     }
 }
 

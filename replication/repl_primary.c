@@ -15,11 +15,11 @@
 #include "node/shard.h"
 #include "wal/wal.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <errno.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -596,14 +596,14 @@ on_hello(struct link *l, const Hello *h)
                        l->ip, l->port, nwal);
             pos = r->bl.base;
             from = r->bl.first_lsn;
-            l->snap_end = l->out_done + buf_unread(&l->out);   /* like a snapshot: not limited */
         }
         l->sent_pos = pos;
         l->sent_lsn = from;
-        /* What the backlog holds for it now is its catch-up, like a snapshot:
-         * queued now and not counted against client-output-buffer-limit
-         * replica (else a catch-up past the hard limit would close the link
-         * at every attempt); what is written from here on is. */
+        /* Its catch-up (records read back from the WAL, then what the
+         * backlog holds now) is like a snapshot: queued now and not counted
+         * against client-output-buffer-limit replica (else a catch-up past
+         * the hard limit would close the link at every attempt); what is
+         * written from here on is. */
         ship_range(l);
         l->snap_end = l->out_done + buf_unread(&l->out);
         l->ack = h->applied_lsn;
@@ -814,12 +814,9 @@ static bool
 ship_due(struct repl *r, uint64_t pending)
 {
     int64_t delay = shard_cfg(r->s)->repl_ship_delay_us;
-    if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || pending >= SHIP_NOW_BYTES) {
-        r->last_ship_us = clock_mono_us();
-        return true;
-    }
     uint64_t now = clock_mono_us();
-    if (now - r->last_ship_us >= (uint64_t)delay) {
+    if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || pending >= SHIP_NOW_BYTES ||
+        now - r->last_ship_us >= (uint64_t)delay) {
         r->last_ship_us = now;
         return true;
     }
