@@ -805,10 +805,7 @@ wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms)
     uint8_t *h = (uint8_t *)w->stage.data + mark;
     size_t len = w->stage.len - mark - WAL_REC_HDR;
     uint64_t lsn = w->next_lsn++;
-    put32(h, (uint32_t)len);
-    put64(h + 8, lsn);
-    put64(h + 16, (uint64_t)ts_ms);
-    put32(h + 4, wal_crc32c(0, h + 8, 16 + len));
+    wal_frame_seal(h, len, lsn, ts_ms);
     return lsn;
 }
 
@@ -1042,23 +1039,37 @@ wal_pay_begin(struct buf *b, enum wal_kind kind)
     buf_append(b, h, 5);
 }
 
-void
-wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
+/* One command of a payload: argc, then each argument's length and bytes. */
+static size_t
+cmd_max(int argc, const struct rv_str *argv)
 {
     size_t need = VARINT_MAX;
     for (int i = 0; i < argc; i++) {
         need += VARINT_MAX + argv[i].len;
     }
-    if (b->cap - b->len < need) {
-        buf_reserve(b, need);
-    }
-    uint8_t *p = (uint8_t *)b->data + b->len;
+    return need;
+}
+
+static uint8_t *
+cmd_put(uint8_t *p, int argc, const struct rv_str *argv)
+{
     p = varint_put(p, (uint64_t)argc);
     for (int i = 0; i < argc; i++) {
         p = varint_put(p, argv[i].len);
         memcpy(p, argv[i].p, argv[i].len);
         p += argv[i].len;
     }
+    return p;
+}
+
+void
+wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
+{
+    size_t need = cmd_max(argc, argv);
+    if (b->cap - b->len < need) {
+        buf_reserve(b, need);
+    }
+    uint8_t *p = cmd_put((uint8_t *)b->data + b->len, argc, argv);
     b->len = (size_t)((char *)p - b->data);
     uint8_t *n = (uint8_t *)b->data + start + 1;
     put32(n, get32(n) + 1);
@@ -1067,26 +1078,15 @@ wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
 size_t
 wal_pay_one_max(int argc, const struct rv_str *argv)
 {
-    size_t need = 5 + VARINT_MAX;
-    for (int i = 0; i < argc; i++) {
-        need += VARINT_MAX + argv[i].len;
-    }
-    return need;
+    return 5 + cmd_max(argc, argv);
 }
 
 size_t
 wal_pay_one(uint8_t *p, int argc, const struct rv_str *argv)
 {
-    uint8_t *q = p;
-    *q++ = WAL_P_CMDS;
-    put32(q, 1);
-    q = varint_put(q + 4, (uint64_t)argc);
-    for (int i = 0; i < argc; i++) {
-        q = varint_put(q, argv[i].len);
-        memcpy(q, argv[i].p, argv[i].len);
-        q += argv[i].len;
-    }
-    return (size_t)(q - p);
+    p[0] = WAL_P_CMDS;
+    put32(p + 1, 1);
+    return (size_t)(cmd_put(p + 5, argc, argv) - p);
 }
 
 uint32_t
