@@ -668,6 +668,9 @@ shard_refresh_clock(struct shard *s)
 void
 shard_reset_stats(struct shard *s)
 {
+    /* The shard that ran CONFIG RESETSTAT has reset for this generation: its
+     * next config check must not reset again (and wipe what ran since). */
+    s->stat_gen = atomic_load_explicit(&s->node->stat_gen, memory_order_relaxed);
     memset(&s->stats, 0, sizeof(s->stats));
     s->stats.expired_keys_base = ks_stats(s->ks)->expired_keys;
     memset(s->samples, 0, sizeof(s->samples));
