@@ -425,6 +425,8 @@ cmd_reject(struct conn *c, struct cmd_stat *st)
     }
 }
 
+_Thread_local uint64_t cmd_batch_mark;
+
 void
 cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
@@ -442,9 +444,16 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
     if (rv_unlikely(ph->cow) && (cmd->flags & CMD_WRITE)) {
         persist_before_write(c, cmd, argc, argv);   /* checkpoint copy-on-write */
     }
-    uint64_t t0 = __rdtsc();
+    uint64_t t0 = cmd_batch_mark;
+    if (t0 == 0) {
+        t0 = __rdtsc();
+    }
     cmd->fn(c, argc, argv);
-    uint64_t cycles = __rdtsc() - t0;
+    uint64_t t1 = __rdtsc();
+    uint64_t cycles = t1 - t0;
+    if (cmd_batch_mark != 0) {
+        cmd_batch_mark = t1;          /* the next command of the batch starts here */
+    }
     st->cycles += cycles;
     st->calls++;
     if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <x86intrin.h>
 
 struct conn;
 
@@ -106,6 +107,22 @@ int cmd_get_keys(const struct cmd_spec *s, int argc, struct rv_str *argv, int *o
 void cmd_dispatch(struct conn *c, int argc, struct rv_str *argv);
 /* Run an already validated command: handler, stats, WATCH invalidation. */
 void cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+
+/* A batch of commands (one read's pipeline, one replication read) is timed
+ * with one time-stamp counter read per command instead of two: each command
+ * runs from the end of the previous one (or the batch's start), so its time
+ * includes parsing it. Outside a batch cmd_call reads the counter twice. */
+extern _Thread_local uint64_t cmd_batch_mark;
+static inline void
+cmd_batch_begin(void)
+{
+    cmd_batch_mark = __rdtsc();
+}
+static inline void
+cmd_batch_end(void)
+{
+    cmd_batch_mark = 0;
+}
 
 /* The shared tail of LMPOP/BLMPOP/ZMPOP/BZMPOP, from argv[at]:
  * "numkeys key [key ...] <end0|end1> [COUNT count]". Sets the key count, which

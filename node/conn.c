@@ -267,7 +267,7 @@ conn_over_output(struct conn *c, const struct cfg *cfg)
 }
 
 static void
-conn_process(struct conn *c)
+conn_process_batch(struct conn *c)
 {
     int argc;
     struct rv_str *argv;
@@ -298,6 +298,14 @@ conn_process(struct conn *c)
         shard_stats(c->shard)->client_qbuf_limit_disconnections++;
         conn_proto_error(c, "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");
     }
+}
+
+static void
+conn_process(struct conn *c)
+{
+    cmd_batch_begin();
+    conn_process_batch(c);
+    cmd_batch_end();
 }
 
 void

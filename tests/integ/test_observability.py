@@ -485,6 +485,30 @@ def test_slowlog_threshold(start_server):
         assert c.cmd("CONFIG", "GET", "slowlog-max-len") == [b"slowlog-max-len", b"128"]
 
 
+def test_commandstats_time_each_command_of_a_pipeline_apart(start_server):
+    """A pipeline is timed with one clock read per command (each runs from the end of the one before):
+    a slow command's time stays its own, and neither the pause before a batch nor the one between
+    batches is charged to anybody."""
+    srv = start_server()
+    with srv.raw() as c:
+        # (a RESETSTAT once also wiped, at the shard's next config check, what ran after it)
+        assert c.cmd("CONFIG", "RESETSTAT") == "OK"
+        c.send(encode_command("DEBUG", "SLEEP", "0.2") + encode_command("PING") + encode_command("ECHO", "x"))
+        assert c.read_reply() == "OK" and c.read_reply() == "PONG" and c.read_reply() == b"x"
+        time.sleep(0.3)
+        c.send(encode_command("PING") + encode_command("ECHO", "y"))
+        assert c.read_reply() == "PONG" and c.read_reply() == b"y"
+        stats = info(c, "commandstats")["commandstats"]
+        debug, ping, echo = (kv_stat(stats, n) for n in ("debug|sleep", "ping", "echo"))
+        assert debug["calls"] == 1 and 190000 <= debug["usec"] < 2000000
+        assert ping["calls"] == 2 and ping["usec"] < 20000
+        assert echo["calls"] == 2 and echo["usec"] < 20000
+
+
+def kv_stat(stats, name):
+    return {k: float(x) for k, x in kv(stats["cmdstat_" + name]).items()}
+
+
 # --------------------------------------------------------------------------------------------------- LATENCY
 
 @pytest.mark.ruvio_only
