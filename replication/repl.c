@@ -213,6 +213,9 @@ repl_log_cmd(struct repl *r, uint64_t lsn, int64_t ts_ms, int argc, const struct
 void
 repl_before_poll(struct repl *r)
 {
+    if (r->replica) {
+        replica_before_poll(r);
+    }
     if (r->links) {
         primary_ship(r);
     }
@@ -589,6 +592,7 @@ wait_block(struct repl *r, struct conn *c, long need, long need_local, int64_t t
     w->deadline_ms = timeout > 0 ? shard_now_ms(r->s) + timeout : 0;
     w->next = r->waiters;
     r->waiters = w;
+    r->ask_ack = true;
     c->flags |= CONN_BLOCKED;
 }
 

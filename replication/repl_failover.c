@@ -201,6 +201,7 @@ fo_apply(struct repl *r, const struct fo_msg *m)
         return;
     }
     r->fo.st = FO_WAIT;
+    r->ask_ack = true;
     r->fo.to = m->to;
     snprintf(r->fo.host, sizeof(r->fo.host), "%s", m->host);
     r->fo.port = m->port;

@@ -148,6 +148,9 @@ struct upstream {
     int64_t ctime_ms;
     int resp_left;                   /* RESP replies still expected in the handshake */
     int64_t since_ms, last_io_ms, last_ack_sent_ms;
+    uint64_t acked, acked_durable;   /* what the last ack said */
+    bool ack_asked;                  /* a GetAck came in this read */
+    uint64_t durable_want;           /* a GetAck found the own WAL behind: ack once it is durable */
     int64_t backoff_ms;
     struct ks *loading;              /* full sync: the keyspace being loaded beside the served one */
     uint64_t snap_lsn, snap_keys, snap_bytes;
@@ -185,6 +188,9 @@ struct repl {
     uint64_t last_ship_us;
     struct event ship_ev;
     bool ship_armed;
+    /* a WAIT, WAITAOF or FAILOVER began waiting: ask every replica for an
+     * ack at the next ship (replicas otherwise ack once per cron tick) */
+    bool ask_ack;
     struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
     uint64_t fenced_epoch;           /* > epoch: a newer primary exists, writes refused */
     struct {
@@ -240,6 +246,7 @@ void failover_check(struct repl *r, int64_t now);
 void replica_follow(struct repl *r, const char *host, int port);
 void replica_stop(struct repl *r);
 void replica_cron(struct repl *r, int64_t now);
+void replica_before_poll(struct repl *r);
 void repl_promote(struct repl *r);
 /* Run the on_role_change hook (node/hook.h) once per node, from shard 0:
  * host NULL means this node's own address (it became the primary). */

@@ -832,6 +832,19 @@ ship_due(struct repl *r, uint64_t pending)
     return false;
 }
 
+/* Replicas ack once per cron tick; a GetAck after the records makes one ack
+ * at once, covering them. false when the link was closed. */
+static bool
+link_ask_ack(struct link *l)
+{
+    GetAck g = GET_ACK__INIT;
+    ReplMsg m = REPL_MSG__INIT;
+    m.m_case = REPL_MSG__M_GET_ACK;
+    m.get_ack = &g;
+    repl_send(&l->out, &m);
+    return l->wev_on || link_flush(l);
+}
+
 void
 primary_ship(struct repl *r)
 {
@@ -843,20 +856,32 @@ primary_ship(struct repl *r)
         }
     }
     bool ship = pending > 0 && ship_due(r, pending);
+    /* Whoever waits for acks gets one after each ship, and a new waiter one
+     * even if its records already left. */
+    bool waiting = r->waiters != NULL || r->fo.st == FO_WAIT;
+    bool ask = r->ask_ack;
+    r->ask_ack = false;
     for (struct link *l = r->links, *n; l; l = n) {
         n = l->next;
         if (l->close_asap) {
             link_close(l, "output buffer past client-output-buffer-limit replica (too slow)");
             continue;
         }
+        bool shipped = false;
         if (ship && l->st == LINK_ONLINE && l->sent_pos < end) {
             if (l->sent_pos < r->bl.base) {
                 link_close(l, "fell out of the backlog");
                 continue;
             }
-            ship_link(l);
-        } else if (buf_unread(&l->out) > 0 && !l->wev_on) {
-            link_flush(l);
+            if (!ship_link(l)) {
+                continue;
+            }
+            shipped = true;
+        } else if (buf_unread(&l->out) > 0 && !l->wev_on && !link_flush(l)) {
+            continue;
+        }
+        if (l->st == LINK_ONLINE && (ask || (shipped && waiting))) {
+            link_ask_ack(l);
         }
     }
 }

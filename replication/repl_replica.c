@@ -7,6 +7,7 @@
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/base/rand.h"
+#include "node/cmd.h"
 #include "node/conn.h"
 #include "node/ks.h"
 #include "node/node.h"
@@ -46,6 +47,8 @@ up_close(struct repl *r)
     buf_deinit(&u->out);
     ks_destroy(u->loading);
     u->loading = NULL;
+    u->ack_asked = false;
+    u->durable_want = 0;
 }
 
 /* The link failed: log once per episode, retry after a backoff. */
@@ -232,6 +235,37 @@ send_ack(struct repl *r)
     m.ack = &a;
     repl_send(&u->out, &m);
     u->last_ack_sent_ms = shard_now_ms(r->s);
+    u->acked = a.applied;
+    u->acked_durable = a.durable;
+}
+
+/* Acks go out once per cron tick when something changed (and every second
+ * regardless), not per read: under load a read comes every millisecond or
+ * so, and each ack costs both sides a wake-up. A primary that waits (WAIT,
+ * WAITAOF, FAILOVER) asks with a GetAck; the answer covers this whole read,
+ * and a WAITAOF also gets an ack once the own WAL made it durable. */
+static void
+ack_if_asked(struct repl *r)
+{
+    struct upstream *u = &r->up;
+    if (!u->ack_asked || u->st != UP_ONLINE) {
+        return;
+    }
+    u->ack_asked = false;
+    send_ack(r);
+    u->durable_want = r->p->w && u->acked_durable < u->acked ? u->acked : 0;
+}
+
+void
+replica_before_poll(struct repl *r)
+{
+    struct upstream *u = &r->up;
+    if (rv_unlikely(u->durable_want != 0) && u->st == UP_ONLINE &&
+        wal_durable_lsn(r->p->w) >= u->durable_want) {
+        u->durable_want = 0;
+        send_ack(r);
+        up_flush(r);
+    }
 }
 
 /* Apply record frames: the stream (LSNs checked, each record logged verbatim
@@ -389,7 +423,10 @@ on_records(struct repl *r, const struct repl_records *rec)
         up_fail(r, "records before the sync finished");
         return false;
     }
-    if (apply_frames(r, rec->frames, rec->len, true, err, sizeof(err)) != 0) {
+    cmd_batch_begin();
+    int rc = apply_frames(r, rec->frames, rec->len, true, err, sizeof(err));
+    cmd_batch_end();
+    if (rc != 0) {
         up_fail(r, err);
         return false;
     }
@@ -481,6 +518,9 @@ on_msg(struct repl *r, ReplMsg *m)
                                     m->records->frames.data, m->records->frames.len };
         return on_records(r, &rec);
     }
+    case REPL_MSG__M_GET_ACK:
+        u->ack_asked = true;
+        return true;
     case REPL_MSG__M_PROMOTE:
         if (u->st != UP_ONLINE || repl_last_lsn(r) < m->promote->lsn) {
             /* We lack records it counted on: refuse by dropping the link (the
@@ -540,7 +580,6 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     const uint8_t *body;
     uint32_t len;
     int rc;
-    uint64_t applied = repl_last_lsn(r);
     while ((rc = repl_next(&u->in, &body, &len, REPL_MAX_FRAME)) == 1) {
         struct repl_records rec;
         bool ok;
@@ -564,10 +603,7 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
         up_fail(r, "malformed frame");
         return;
     }
-    /* One ack for everything this read applied: WAIT waits on it. */
-    if (u->st == UP_ONLINE && repl_last_lsn(r) != applied) {
-        send_ack(r);
-    }
+    ack_if_asked(r);
     if (u->in.len == 0 && u->in.cap > (4u << 20)) {
         buf_shrink(&u->in, 256 * 1024);      /* after a full sync's big chunks */
     }
@@ -619,7 +655,8 @@ replica_cron(struct repl *r, int64_t now)
         }
         return;
     case UP_ONLINE:
-        if (now - u->last_ack_sent_ms >= 1000) {
+        if (now - u->last_ack_sent_ms >= 1000 || u->acked != repl_last_lsn(r) ||
+            (r->p->w && u->acked_durable != wal_durable_lsn(r->p->w))) {
             send_ack(r);
             up_flush(r);
         }

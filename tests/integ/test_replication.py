@@ -193,7 +193,9 @@ def test_full_sync_then_stream_and_readonly(start_server):
     assert ri["master_replid"] == pi["master_replid"] and len(pi["master_replid"]) == 40
     assert pi["connected_slaves"] == 1 and pi["repl_backlog_active"] == 1
     assert pi["slave0"]["port"] == replica.port and pi["slave0"]["state"] == "online"
-    assert pi["slave0"]["offset"] == pi["master_repl_offset"]
+    # the primary learns the replica's offset from its acks: one per cron tick (as Redis's once a second)
+    poll_until(lambda: info(p)["slave0"]["offset"] == pi["master_repl_offset"], timeout=3,
+               what="the primary's view of the replica's offset")
     assert p.role()[0] == "master" and r.role()[:4] == ["slave", HOST, primary.port, "connected"]
     assert r.replicaof(HOST, primary.port) == "OK Already connected to specified master"
     assert stats(p) == (1, 0, 0)
@@ -219,6 +221,47 @@ def test_wait_counts_replicas(start_server):
     # WAITAOF on a memory primary: Redis's error for numlocal
     assert "appendonly is disabled" in resp_error(p.execute_command, "WAITAOF", 1, 0, 10)
     assert p.execute_command("WAITAOF", 0, 0, 10) == [0, 0]
+
+
+def test_wait_asks_for_an_ack_instead_of_waiting_for_the_tick(start_server):
+    """Replicas ack once per cron tick (100 ms at hz 10); a waiting WAIT asks
+    for an ack at once. 40 write+WAIT round trips would take about 2 s if each
+    WAIT waited for the tick."""
+    primary = start_server()
+    replica = start_server()
+    p = primary.client()
+    replica.client().replicaof(HOST, primary.port)
+    wait_link_up(replica)
+    t0 = time.monotonic()
+    for i in range(40):
+        p.set("w%d" % i, "v")
+        assert p.wait(1, 5000) == 1
+    took = time.monotonic() - t0
+    assert took < 1.0, "40 SET+WAIT took %.2f s" % took
+    # without a WAIT the primary still learns the offset within a tick or so
+    p.set("x", "y")
+    off = info(p)["master_repl_offset"]
+    poll_until(lambda: info(p)["slave0"]["offset"] == off, timeout=3, what="slave0 offset from a tick ack")
+
+
+def test_waitaof_counts_durable_replicas(start_server, tmp_path):
+    """WAITAOF numreplicas counts only replicas whose own WAL made the write
+    durable: an everysec replica answers within about a second, a memory one never."""
+    primary = start_server()
+    durable = start_server("--dir", str(tmp_path / "d"), "--durability", "everysec")
+    volatile = start_server()
+    p = primary.client()
+    for rep in (durable, volatile):
+        rep.client().replicaof(HOST, primary.port)
+        wait_link_up(rep)
+    for i in range(3):
+        p.set("a%d" % i, "1")
+        t0 = time.monotonic()
+        assert p.execute_command("WAITAOF", 0, 1, 5000) == [0, 1]
+        assert time.monotonic() - t0 < 2.5
+    t0 = time.monotonic()
+    assert p.execute_command("WAITAOF", 0, 2, 300) == [0, 1]      # the memory replica never counts
+    assert time.monotonic() - t0 >= 0.25
 
 
 def test_expired_keys_hidden_until_primary_deletes(start_server):
