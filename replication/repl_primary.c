@@ -138,11 +138,12 @@ primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre)
     snprintf(l->laddr, sizeof(l->laddr), "%s", c->laddr);
     snprintf(l->user, sizeof(l->user), "%s", acl_user_name(c->user));
     l->ctime_ms = c->ctime_ms;
-    snprintf(l->ip, sizeof(l->ip), "%s", c->addr);
-    char *colon = strrchr(l->ip, ':');
-    if (colon) {
-        *colon = '\0';
-    }
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof(peer);
+    char a[80];
+    memset(&peer, 0, sizeof(peer));
+    getpeername(fd, (struct sockaddr *)&peer, &plen);
+    conn_fmt_addr(&peer, a, sizeof(a), l->ip, sizeof(l->ip));   /* slaveN:ip= */
     buf_init(&l->in);
     l->out = *pre;                   /* the client's replies before RVSYNC go first */
     buf_init(pre);

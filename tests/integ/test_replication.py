@@ -193,6 +193,7 @@ def test_full_sync_then_stream_and_readonly(start_server):
     assert ri["master_replid"] == pi["master_replid"] and len(pi["master_replid"]) == 40
     assert pi["connected_slaves"] == 1 and pi["repl_backlog_active"] == 1
     assert pi["slave0"]["port"] == replica.port and pi["slave0"]["state"] == "online"
+    assert pi["slave0"]["ip"] == HOST
     # the primary learns the replica's offset from its acks: one per cron tick (as Redis's once a second)
     poll_until(lambda: info(p)["slave0"]["offset"] == pi["master_repl_offset"], timeout=3,
                what="the primary's view of the replica's offset")
