@@ -33,6 +33,7 @@ struct multi_state {
     bool dirty_cas;           /* a watched key was written */
     struct mq_cmd *q;
     size_t nq, capq;
+    size_t qbytes;            /* what the queued commands hold (CLIENT LIST multi-mem=) */
     struct watched_key *w;
     size_t nw, capw;
 };
@@ -59,6 +60,7 @@ queue_clear(struct multi_state *m)
         rv_free(m->q[i].argv);
     }
     m->nq = 0;
+    m->qbytes = 0;
     m->in_multi = false;
     m->dirty_exec = false;
 }
@@ -84,6 +86,7 @@ multi_queue(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
         m->q = rv_realloc(m->q, m->capq * sizeof(*m->q));
     }
     m->q[m->nq++] = (struct mq_cmd){ cmd, argc, copy };
+    m->qbytes += bytes + sizeof(struct mq_cmd);
     reply_simple(c, "QUEUED");
 }
 
@@ -344,4 +347,12 @@ size_t
 multi_watch_count(const struct conn *c)
 {
     return c->mstate ? c->mstate->nw : 0;
+}
+
+long
+multi_queued(const struct conn *c, size_t *bytes)
+{
+    const struct multi_state *m = c->mstate;
+    *bytes = m && m->in_multi ? m->qbytes : 0;
+    return m && m->in_multi ? (long)m->nq : -1;
 }

@@ -23,6 +23,9 @@ void multi_queue(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv
 void multi_flag_error(struct conn *c);
 /* Keys c watches (CLIENT LIST watch=). */
 size_t multi_watch_count(const struct conn *c);
+/* Commands queued by c's MULTI, -1 outside one; *bytes: their memory
+ * (CLIENT LIST multi=, multi-mem=). */
+long multi_queued(const struct conn *c, size_t *bytes);
 /* Drop the transaction and every watch of c (DISCARD, RESET, close). */
 void multi_release(struct conn *c);
 /* After a write command: flag the watchers of its keys; a keyless write

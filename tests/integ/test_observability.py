@@ -588,6 +588,24 @@ def test_client_list_fields(raw):
         assert k in mine[0]
 
 
+def test_client_list_multi_fields(raw):
+    """multi= counts the commands queued by a MULTI (-1 outside one), multi-mem= their memory."""
+    other = raw.new()
+    assert raw.cmd("CLIENT", "SETNAME", "txn") == "OK"
+    assert raw.cmd("MULTI") == "OK"
+    assert raw.cmd("SET", "k", "v" * 1000) == "QUEUED" and raw.cmd("INCR", "n") == "QUEUED"
+
+    def mine():
+        lines = [client_fields(l) for l in txt(other.cmd("CLIENT", "LIST")).split("\n") if "name=txn" in l]
+        assert len(lines) == 1
+        return lines[0]
+    f = mine()
+    assert f["multi"] == "2" and int(f["multi-mem"]) >= 1000 and "x" in f["flags"]
+    assert raw.cmd("EXEC") == ["OK", 1]
+    f = mine()
+    assert f["multi"] == "-1" and f["multi-mem"] == "0"
+
+
 @pytest.mark.ruvio_only
 def test_client_setinfo_and_watch_fields(raw):
     assert raw.cmd("CLIENT", "SETINFO", "LIB-NAME", "obslib") == "OK"
