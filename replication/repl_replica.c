@@ -248,6 +248,7 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     ks_set_replica_mode(ks, false);   /* records run with their own clock, as on the primary */
     int64_t clock = INT64_MIN;
     uint64_t want = repl_last_lsn(r) + 1;
+    const uint8_t *run = p;          /* the frames applied so far, for the backlog */
     int rc = 0;
     while (n > 0) {
         struct wal_rec rec;
@@ -289,11 +290,13 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             } else {
                 ps->next_lsn = rec.lsn + 1;
             }
-            bl_append(&r->bl, p, sz);
             want++;
         }
         p += sz;
         n -= sz;
+    }
+    if (stream) {
+        bl_append_run(&r->bl, run, (size_t)(p - run));   /* nothing reads the backlog meanwhile */
     }
     ks_set_replica_mode(ks, true);
     shard_refresh_clock(r->s);
