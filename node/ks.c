@@ -176,7 +176,7 @@ ent_write_hdr(struct ks_entry *e, unsigned flags, uint32_t clk, const void *key,
 {
     uint8_t *p = e->rest;
     uint8_t *kp = (uint8_t *)e + ent_hdr_size(flags, klen, vlen);
-    if (key != NULL) {
+    if (key != NULL && key != (const void *)kp) {   /* an overwrite in place keeps its key */
         memmove(kp, key, klen);
     }
     e->flags = (uint8_t)flags;
@@ -334,12 +334,42 @@ tab_free(struct ks_tab *t)
     memset(t, 0, sizeof(*t));
 }
 
+static inline uint64_t
+ld64(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t
+ld32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Most keys are 4-16 bytes: two overlapping loads per side compare them
+ * without a memcmp call (and read nothing outside either key). */
+static inline bool
+key_bytes_eq(const uint8_t *a, const char *b, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        return ld64(a) == ld64(b) && ld64(a + n - 8) == ld64(b + n - 8);
+    }
+    if (n >= 4 && n < 8) {
+        return ld32(a) == ld32(b) && ld32(a + n - 4) == ld32(b + n - 4);
+    }
+    return memcmp(a, b, n) == 0;
+}
+
 static inline bool
 ent_key_eq(const struct ks_entry *e, const char *key, size_t klen)
 {
     struct ent_lay l;
     ent_lay(e, &l);
-    return l.klen == klen && memcmp(l.key, key, klen) == 0;
+    return l.klen == klen && key_bytes_eq(l.key, key, klen);
 }
 
 /* The slot holding key, or NULL. Stops at the first resident closer to its
@@ -854,13 +884,13 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
     if (old != NULL && (old->flags & EF_TYPE) == KS_STRING) {
         /* The bytes in use, not rv_usable_size(): that costs an allocator
          * metadata lookup (a cache miss) on every overwrite. */
-        size_t us = ent_used(old);
+        struct ent_lay l;
+        ent_lay(old, &l);
+        size_t us = (size_t)(l.val + l.vlen - (const uint8_t *)old);   /* ent_used */
         if (size <= us && us - size <= us / 4) {
             /* Rewrite in place: same pointer, so only the expires index may change. */
             bool had = (old->flags & EF_EXP) != 0;
-            struct ent_lay l;
             uint8_t *val;
-            ent_lay(old, &l);
             val = ent_write_hdr(old, flags, ks_clk_put(ks, old), l.key, klen, v->len, dl);
             memcpy(val, v->p, v->len);
             if (had != (dl != KS_NO_EXPIRE)) {
