@@ -364,6 +364,12 @@ key_bytes_eq(const uint8_t *a, const char *b, size_t n)
     return memcmp(a, b, n) == 0;
 }
 
+bool
+ks_int_key_eq(const void *a, const char *b, size_t n)
+{
+    return key_bytes_eq(a, b, n);
+}
+
 static inline bool
 ent_key_eq(const struct ks_entry *e, const char *key, size_t klen)
 {
