@@ -381,7 +381,7 @@ ent_key_eq(const struct ks_entry *e, const char *key, size_t klen)
 /* The slot holding key, or NULL. Stops at the first resident closer to its
  * home than we are to ours (this covers empty slots: distance field 0). The
  * distance of the probe never reaches 255 because stored values are <= 254. */
-static inline uint64_t *
+static inline __attribute__((always_inline)) uint64_t *
 tab_find(const struct ks_tab *t, uint64_t h, const char *key, size_t klen)
 {
     uint64_t *sl = t->slots + tab_home(t, h);
@@ -645,7 +645,7 @@ ks_step(struct ks *ks)
     }
 }
 
-static inline uint64_t *
+static inline __attribute__((always_inline)) uint64_t *
 dict_find(const struct ks_dict *d, uint64_t h, const char *key, size_t klen, struct ks_tab **tp)
 {
     uint64_t *sl = tab_find(&d->cur, h, key, klen);
@@ -897,7 +897,17 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
             /* Rewrite in place: same pointer, so only the expires index may change. */
             bool had = (old->flags & EF_EXP) != 0;
             uint8_t *val;
-            val = ent_write_hdr(old, flags, ks_clk_put(ks, old), l.key, klen, v->len, dl);
+            if (flags == old->flags && size == us) {
+                /* Same flags, key and size, hence the same value length: the
+                 * header differs from ent_write_hdr's only in clock and deadline. */
+                ent_clk_set(old, ks_clk_put(ks, old));
+                if (flags & EF_EXP) {
+                    memcpy(l.dl, &dl, sizeof(dl));
+                }
+                val = l.val;
+            } else {
+                val = ent_write_hdr(old, flags, ks_clk_put(ks, old), l.key, klen, v->len, dl);
+            }
             memcpy(val, v->p, v->len);
             if (had != (dl != KS_NO_EXPIRE)) {
                 ks_repoint(ks, h, old, old, had, !had);

@@ -962,3 +962,35 @@ Test(ks, near_identical_keys_are_told_apart, .timeout = 60)
         ks_destroy(ks);
     }
 }
+
+/* Overwrites in place, with the same layout (header rewritten field by field)
+ * or not: value, deadline and the expires index come out as a fresh SET's. */
+Test(ks, overwrite_in_place_same_and_other_layout)
+{
+    struct ks *ks = ks_create(S0, S1);
+    static const size_t lens[] = { 0, 1, 20, 64, 127, 128, 300 };
+    static const int64_t dls[] = { KS_NO_EXPIRE, NOW + 1000, NOW + 2000, KS_NO_EXPIRE };
+    char v[400];
+    uint64_t s = 3;
+    for (size_t a = 0; a < sizeof(lens) / sizeof(lens[0]); a++) {
+        for (int r = 0; r < 40; r++) {
+            size_t len = lens[(a + (size_t)(r % 3 == 0)) % (sizeof(lens) / sizeof(lens[0]))];
+            int64_t dl = dls[rng_next(&s) % 4];
+            for (size_t i = 0; i < len; i++) {
+                v[i] = (char)('a' + rng_next(&s) % 26);
+            }
+            if (r % 5 == 4) {
+                ks_set_int(ks, "key:inplace", 11, (int64_t)(rng_next(&s) % 1000), dl, false);
+                cr_assert_eq(ks_entry_expire(ks_peek(ks, "key:inplace", 11)), dl);
+            } else {
+                ks_set_str(ks, "key:inplace", 11, v, len, dl, false);
+                struct ks_entry *e = ks_peek(ks, "key:inplace", 11);
+                expect_str(e, v, len);
+                cr_assert_eq(ks_entry_expire(e), dl);
+            }
+            cr_assert_eq(ks_expires_size(ks), dl != KS_NO_EXPIRE ? 1u : 0u);
+            cr_assert_eq(ks_int_check(ks), 0);
+        }
+    }
+    ks_destroy(ks);
+}
