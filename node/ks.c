@@ -859,10 +859,11 @@ val_of_int(struct ks_val *v, int64_t x)
 }
 
 /* Insert or replace key with value v. v->p must not point into the entry being
- * replaced. */
-static struct ks_entry *
-ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int64_t dl,
-       bool keep_ttl)
+ * replaced. Inline into ks_set_str (SET, the hottest write: no call, v in
+ * registers); ks_put is the one copy for the other callers. */
+static inline __attribute__((always_inline)) struct ks_entry *
+ks_put_inline(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int64_t dl,
+              bool keep_ttl)
 {
     struct ks_tab *t;
     uint64_t h, *sl;
@@ -927,6 +928,13 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
         }
     }
     return e;
+}
+
+static struct ks_entry *
+ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int64_t dl,
+       bool keep_ttl)
+{
+    return ks_put_inline(ks, key, klen, v, dl, keep_ttl);
 }
 
 /* ------------------------------------------------------------- lifecycle */
@@ -1219,7 +1227,7 @@ ks_set_str(struct ks *ks, const char *key, size_t klen, const char *val, size_t 
         v.p = val;
         v.len = vlen;
     }
-    return ks_put(ks, key, klen, &v, expire_ms, keep_ttl);
+    return ks_put_inline(ks, key, klen, &v, expire_ms, keep_ttl);
 }
 
 struct ks_entry *
