@@ -176,7 +176,7 @@ ent_write_hdr(struct ks_entry *e, unsigned flags, uint32_t clk, const void *key,
 {
     uint8_t *p = e->rest;
     uint8_t *kp = (uint8_t *)e + ent_hdr_size(flags, klen, vlen);
-    if (key != NULL) {
+    if (key != NULL && key != (const void *)kp) {   /* an overwrite in place keeps its key */
         memmove(kp, key, klen);
     }
     e->flags = (uint8_t)flags;
@@ -334,18 +334,54 @@ tab_free(struct ks_tab *t)
     memset(t, 0, sizeof(*t));
 }
 
+static inline uint64_t
+ld64(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t
+ld32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Most keys are 4-16 bytes: two overlapping loads per side compare them
+ * without a memcmp call (and read nothing outside either key). */
+static inline bool
+key_bytes_eq(const uint8_t *a, const char *b, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        return ld64(a) == ld64(b) && ld64(a + n - 8) == ld64(b + n - 8);
+    }
+    if (n >= 4 && n < 8) {
+        return ld32(a) == ld32(b) && ld32(a + n - 4) == ld32(b + n - 4);
+    }
+    return memcmp(a, b, n) == 0;
+}
+
+bool
+ks_int_key_eq(const void *a, const char *b, size_t n)
+{
+    return key_bytes_eq(a, b, n);
+}
+
 static inline bool
 ent_key_eq(const struct ks_entry *e, const char *key, size_t klen)
 {
     struct ent_lay l;
     ent_lay(e, &l);
-    return l.klen == klen && memcmp(l.key, key, klen) == 0;
+    return l.klen == klen && key_bytes_eq(l.key, key, klen);
 }
 
 /* The slot holding key, or NULL. Stops at the first resident closer to its
  * home than we are to ours (this covers empty slots: distance field 0). The
  * distance of the probe never reaches 255 because stored values are <= 254. */
-static inline uint64_t *
+static inline __attribute__((always_inline)) uint64_t *
 tab_find(const struct ks_tab *t, uint64_t h, const char *key, size_t klen)
 {
     uint64_t *sl = t->slots + tab_home(t, h);
@@ -609,7 +645,7 @@ ks_step(struct ks *ks)
     }
 }
 
-static inline uint64_t *
+static inline __attribute__((always_inline)) uint64_t *
 dict_find(const struct ks_dict *d, uint64_t h, const char *key, size_t klen, struct ks_tab **tp)
 {
     uint64_t *sl = tab_find(&d->cur, h, key, klen);
@@ -823,10 +859,11 @@ val_of_int(struct ks_val *v, int64_t x)
 }
 
 /* Insert or replace key with value v. v->p must not point into the entry being
- * replaced. */
-static struct ks_entry *
-ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int64_t dl,
-       bool keep_ttl)
+ * replaced. Inline into ks_set_str (SET, the hottest write: no call, v in
+ * registers); ks_put is the one copy for the other callers. */
+static inline __attribute__((always_inline)) struct ks_entry *
+ks_put_inline(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int64_t dl,
+              bool keep_ttl)
 {
     struct ks_tab *t;
     uint64_t h, *sl;
@@ -854,14 +891,24 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
     if (old != NULL && (old->flags & EF_TYPE) == KS_STRING) {
         /* The bytes in use, not rv_usable_size(): that costs an allocator
          * metadata lookup (a cache miss) on every overwrite. */
-        size_t us = ent_used(old);
+        struct ent_lay l;
+        ent_lay(old, &l);
+        size_t us = (size_t)(l.val + l.vlen - (const uint8_t *)old);   /* ent_used */
         if (size <= us && us - size <= us / 4) {
             /* Rewrite in place: same pointer, so only the expires index may change. */
             bool had = (old->flags & EF_EXP) != 0;
-            struct ent_lay l;
             uint8_t *val;
-            ent_lay(old, &l);
-            val = ent_write_hdr(old, flags, ks_clk_put(ks, old), l.key, klen, v->len, dl);
+            if (flags == old->flags && size == us) {
+                /* Same flags, key and size, hence the same value length: the
+                 * header differs from ent_write_hdr's only in clock and deadline. */
+                ent_clk_set(old, ks_clk_put(ks, old));
+                if (flags & EF_EXP) {
+                    memcpy(l.dl, &dl, sizeof(dl));
+                }
+                val = l.val;
+            } else {
+                val = ent_write_hdr(old, flags, ks_clk_put(ks, old), l.key, klen, v->len, dl);
+            }
             memcpy(val, v->p, v->len);
             if (had != (dl != KS_NO_EXPIRE)) {
                 ks_repoint(ks, h, old, old, had, !had);
@@ -881,6 +928,13 @@ ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int6
         }
     }
     return e;
+}
+
+static struct ks_entry *
+ks_put(struct ks *ks, const char *key, size_t klen, const struct ks_val *v, int64_t dl,
+       bool keep_ttl)
+{
+    return ks_put_inline(ks, key, klen, v, dl, keep_ttl);
 }
 
 /* ------------------------------------------------------------- lifecycle */
@@ -1173,7 +1227,7 @@ ks_set_str(struct ks *ks, const char *key, size_t klen, const char *val, size_t 
         v.p = val;
         v.len = vlen;
     }
-    return ks_put(ks, key, klen, &v, expire_ms, keep_ttl);
+    return ks_put_inline(ks, key, klen, &v, expire_ms, keep_ttl);
 }
 
 struct ks_entry *

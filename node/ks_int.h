@@ -3,6 +3,7 @@
 #pragma once
 #include "node/ks.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,3 +22,5 @@ void ks_int_info(const struct ks *ks, struct ks_int_info *out);
 /* Walks every table and checks all invariants (homes, order, tags, counts,
  * expires index). Returns 0 or a small code naming the first failure. */
 int ks_int_check(const struct ks *ks);
+/* The key comparison of lookups (inline for short keys): equal to memcmp == 0. */
+bool ks_int_key_eq(const void *a, const char *b, size_t n);

@@ -156,6 +156,43 @@ bl_append(struct backlog *bl, const uint8_t *frame, size_t len)
     bl_trim(bl);
 }
 
+void
+bl_append_run(struct backlog *bl, const uint8_t *p, size_t n)
+{
+    /* The same blocks as one bl_append per frame (where each frame goes
+     * depends only on the tail's room), with one memcpy per block. Trimming
+     * once at the end drops the same blocks too: whether the head goes
+     * depends only on it, the tail and the end, and a later end only lets
+     * more go. */
+    while (n > 0) {
+        struct bl_block *t = bl->tail;
+        size_t room = t != NULL ? t->cap - t->len : 0, take = 0;
+        uint64_t k = 0;
+        while (take < n) {
+            uint32_t len;
+            memcpy(&len, p + take, 4);
+            size_t sz = WAL_REC_HDR + (size_t)len;
+            if (sz > room - take) {
+                if (take == 0) {
+                    t = tail_for(bl, sz);   /* a new block for it */
+                    room = t->cap - t->len;
+                    continue;
+                }
+                break;
+            }
+            take += sz;
+            k++;
+        }
+        memcpy(t->data + t->len, p, take);
+        t->len += take;
+        bl->end += take;
+        bl->next_lsn += k;
+        p += take;
+        n -= take;
+    }
+    bl_trim(bl);
+}
+
 const struct bl_block *
 bl_block_at(const struct backlog *bl, uint64_t pos)
 {

@@ -37,6 +37,8 @@ void bl_deinit(struct backlog *bl);
 void bl_set_size(struct backlog *bl, size_t size);
 /* Append one sealed frame, then drop what the size no longer keeps. */
 void bl_append(struct backlog *bl, const uint8_t *frame, size_t len);
+/* bl_append of each of the whole frames in p[0..n), faster. */
+void bl_append_run(struct backlog *bl, const uint8_t *p, size_t n);
 /* The two halves of bl_append, for a primary that must first save what
  * bl_trim would drop (everything below bl_trim_point) for its replicas. */
 void bl_push(struct backlog *bl, const uint8_t *frame, size_t len);

@@ -268,6 +268,13 @@ replica_before_poll(struct repl *r)
     }
 }
 
+static __attribute__((noinline, cold)) void
+apply_failed(struct repl *r, uint64_t lsn, const struct rv_str *argv, const char *e)
+{
+    log_warn("[shard %u] applying LSN %" PRIu64 " (%.*s): %s", shard_id(r->s), lsn,
+             (int)(argv[0].len > 32 ? 32 : argv[0].len), argv[0].p, e);
+}
+
 /* Apply record frames: the stream (LSNs checked, each record logged verbatim
  * to the own WAL and backlog) or a snapshot. Frames are applied in place
  * (views into p): handlers replace argv entries, never their bytes. */
@@ -282,6 +289,11 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     ks_set_replica_mode(ks, false);   /* records run with their own clock, as on the primary */
     int64_t clock = INT64_MIN;
     uint64_t want = repl_last_lsn(r) + 1;
+    const uint8_t *run = p;          /* the frames applied so far, for the backlog */
+    /* In locals, not reloaded from r after every command. */
+    struct replay *rp = r->rp;
+    struct rv_str *argv = r->argv;
+    size_t cap = r->argv_cap;
     int rc = 0;
     while (n > 0) {
         struct wal_rec rec;
@@ -308,10 +320,9 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             clock = rec.ts_ms;
             shard_set_clock(r->s, clock);
         }
-        while ((k = wal_pay_next(&it, &argc, &r->argv, &r->argv_cap)) == 1) {
-            if (!replay_exec(r->rp, argc, r->argv, e, sizeof(e))) {
-                log_warn("[shard %u] applying LSN %" PRIu64 " (%.*s): %s", shard_id(r->s), rec.lsn,
-                         (int)(r->argv[0].len > 32 ? 32 : r->argv[0].len), r->argv[0].p, e);
+        while ((k = wal_pay_next(&it, &argc, &argv, &cap)) == 1) {
+            if (!replay_exec(rp, argc, argv, e, sizeof(e))) {
+                apply_failed(r, rec.lsn, argv, e);
             }
         }
         if (stream) {
@@ -323,11 +334,15 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             } else {
                 ps->next_lsn = rec.lsn + 1;
             }
-            bl_append(&r->bl, p, sz);
             want++;
         }
         p += sz;
         n -= sz;
+    }
+    r->argv = argv;
+    r->argv_cap = cap;
+    if (stream) {
+        bl_append_run(&r->bl, run, (size_t)(p - run));   /* nothing reads the backlog meanwhile */
     }
     ks_set_replica_mode(ks, true);
     shard_refresh_clock(r->s);

@@ -1109,7 +1109,7 @@ wal_pay_open(struct wal_pay_it *it, const uint8_t *p, size_t len)
 }
 
 int
-wal_pay_next(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap)
+wal_pay_next_slow(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap)
 {
     uint64_t n;
     if (it->left == 0) {

@@ -127,7 +127,41 @@ struct wal_pay_it {
 bool wal_pay_open(struct wal_pay_it *it, const uint8_t *p, size_t len);
 /* 1 with the next command (argv grown as needed, views into the payload),
  * 0 when done, -1 when malformed. */
-int wal_pay_next(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap);
+int wal_pay_next_slow(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap);
+static inline int
+wal_pay_next(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap)
+{
+    /* Inline for the common shape: fewer than 128 arguments of under 128
+     * bytes each, so every varint is one byte and argv is big enough.
+     * Anything else (or anything malformed) is redone by the slow path,
+     * which starts over from it->p: nothing is committed before the end. */
+    const uint8_t *p = it->p, *end = it->end;
+    if (it->left == 0) {
+        return p == end || it->kind != WAL_P_CMDS ? 0 : -1;
+    }
+    if (p < end && (size_t)p[0] - 1 < 0x7f && p[0] <= *cap) {
+        size_t n = p[0], i;
+        struct rv_str *a = *argv;
+        p++;
+        for (i = 0; i < n && p < end && p[0] < 0x80; i++) {
+            size_t l = p[0];
+            p++;
+            if (l > (size_t)(end - p)) {
+                break;
+            }
+            a[i].p = (const char *)p;
+            a[i].len = l;
+            p += l;
+        }
+        if (i == n) {
+            it->p = p;
+            it->left--;
+            *argc = (int)n;
+            return 1;
+        }
+    }
+    return wal_pay_next_slow(it, argc, argv, cap);
+}
 
 /* ---- files ---- */
 struct wal_file {

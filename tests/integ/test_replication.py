@@ -1053,3 +1053,36 @@ def test_ship_delay_batches_under_load_but_not_after_quiet_or_for_wait(start_ser
     p.set("now2", "1")
     poll_until(lambda: r.get("now2") == "1", timeout=5, interval=0.005, what="a write with the delay off")
     assert r.execute_command("DEBUG", "DIGEST") == p.execute_command("DEBUG", "DIGEST")
+
+
+def test_stream_of_alternating_command_names_applies_each(start_server):
+    """A replica reuses the last command looked up when the next name has the same bytes: names of one
+    length that differ in a single byte (first, middle or last) must never be taken for each other."""
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    assert r.replicaof(HOST, primary.port) == "OK"
+    wait_link_up(replica)
+    pipe = p.pipeline(transaction=False)
+    for i in range(300):
+        pipe.incr("n")
+        pipe.decr("m")                      # 4 bytes: the first differs
+        pipe.lpush("l", i)
+        pipe.rpush("l", -i)                 # 5 bytes
+        pipe.incrby("a", 2)
+        pipe.decrby("b", 3)                 # 6 bytes
+        pipe.hset("h", "f%d" % i, i)
+        pipe.hdel("h", "f%d" % (i - 1))     # HSET/HDEL: the last two differ
+        pipe.sadd("s", i)
+        pipe.srem("s", i - 1)
+        pipe.set("k%d" % i, i)
+        pipe.delete("k%d" % (i - 2))        # SET/DEL: first and last differ
+        pipe.append("ap", "x")
+    pipe.execute()
+    wait_offset(primary, replica)
+    for k in ("n", "m", "a", "b", "ap", "k299", "k298", "k297"):
+        assert r.get(k) == p.get(k), k
+    assert r.lrange("l", 0, -1) == p.lrange("l", 0, -1)
+    assert r.hgetall("h") == p.hgetall("h") == {"f299": "299"}
+    assert r.smembers("s") == p.smembers("s") == {"299"}
+    assert r.dbsize() == p.dbsize()

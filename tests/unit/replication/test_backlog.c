@@ -153,6 +153,63 @@ Test(backlog, a_record_larger_than_the_backlog_is_kept_alone)
     bl_deinit(&bl);
 }
 
+static void
+same_backlog(const struct backlog *a, const struct backlog *b)
+{
+    cr_assert_eq(a->first_lsn, b->first_lsn);
+    cr_assert_eq(a->next_lsn, b->next_lsn);
+    cr_assert_eq(a->base, b->base);
+    cr_assert_eq(a->end, b->end);
+    const struct bl_block *x = a->head, *y = b->head;
+    for (; x && y; x = x->next, y = y->next) {
+        cr_assert_eq(x->pos, y->pos);
+        cr_assert_eq(x->lsn, y->lsn);
+        cr_assert_eq(x->len, y->len);
+        cr_assert_eq(x->cap, y->cap);
+        cr_assert_eq(x->jumbo, y->jumbo);
+        cr_assert_eq(memcmp(x->data, y->data, x->len), 0);
+    }
+    cr_assert(x == NULL && y == NULL);
+    cr_assert(a->tail != NULL || a->head == NULL);
+}
+
+/* A run of frames appended at once leaves the backlog exactly as appending
+ * them one by one does: same blocks, same bytes, same trimming; runs of all
+ * sizes, frames small, block-sized and larger (jumbo). */
+Test(backlog, a_run_appends_as_its_frames_one_by_one)
+{
+    static uint8_t run[1u << 20];
+    uint64_t seed = 99;
+    for (int sz = 0; sz < 3; sz++) {
+        size_t size = sz == 0 ? 100 : sz == 1 ? 65536 : 16u << 20;
+        struct backlog a, b;
+        memset(&a, 0, sizeof(a));
+        memset(&b, 0, sizeof(b));
+        bl_init(&a, size, 1);
+        bl_init(&b, size, 1);
+        uint64_t lsn = 1;
+        for (int r = 0; r < 300; r++) {
+            size_t n = 0;
+            int k = (int)((seed = seed * 6364136223846793005u + 1442695040888963407u) >> 33) % 40;
+            for (int i = 0; i < k; i++) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                size_t len = (seed >> 40) % 16 == 0 ? (seed >> 20) % 9000 : (seed >> 20) % 300;
+                if (n + WAL_REC_HDR + len > sizeof(run)) {
+                    break;
+                }
+                size_t f = frame(run + n, lsn, len, (char)('a' + lsn % 26));
+                bl_append(&a, run + n, f);
+                n += f;
+                lsn++;
+            }
+            bl_append_run(&b, run, n);
+            same_backlog(&a, &b);
+        }
+        bl_deinit(&a);
+        bl_deinit(&b);
+    }
+}
+
 /* The hand-packed Records header plus the frames is what protobuf-c packs. */
 Test(link, records_header_matches_protobuf_c)
 {

@@ -387,3 +387,85 @@ Test(wal, an_unsealed_frame_is_sealed_on_the_way_to_disk)
     cr_assert_eq(last, 3);
     rm_tmp();
 }
+
+static uint64_t
+rnd(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));   /* splitmix64 */
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* wal_pay_next's inline path for the common shape must decode exactly as
+ * the general one does: random payloads (some with long arguments or many
+ * of them, to take the slow path), truncated or with a byte changed. */
+Test(wal, payload_fast_path_decodes_as_the_slow_path)
+{
+    uint64_t seed = 12345;
+    struct buf b;
+    buf_init(&b);
+    char big[400];
+    memset(big, 'x', sizeof(big));
+    struct rv_str args[200];
+    struct rv_str *fa = NULL, *sa = NULL;
+    size_t fcap = 0, scap = 0;
+    for (int t = 0; t < 20000; t++) {
+        b.len = b.off = 0;
+        wal_pay_begin(&b, WAL_P_CMDS);
+        int ncmd = 1 + (int)(rnd(&seed) % 3);
+        for (int c = 0; c < ncmd; c++) {
+            int argc = rnd(&seed) % 8 == 0 ? 1 + (int)(rnd(&seed) % 200) : 1 + (int)(rnd(&seed) % 5);
+            for (int i = 0; i < argc; i++) {
+                size_t l = rnd(&seed) % 8 == 0 ? rnd(&seed) % sizeof(big) : rnd(&seed) % 20;
+                args[i] = (struct rv_str){ big, l };
+            }
+            wal_pay_cmd(&b, 0, argc, args);
+        }
+        size_t n = b.len;
+        uint8_t *p = (uint8_t *)b.data;
+        switch (t % 4) {
+        case 1:
+            n = rnd(&seed) % (n + 1);            /* cut short */
+            break;
+        case 2:
+            p[rnd(&seed) % n] = (uint8_t)rnd(&seed);   /* any byte, counts included */
+            break;
+        case 3:
+            p[5 + rnd(&seed) % (n - 5)] ^= 0x80;  /* a varint's continuation bit */
+            break;
+        default:
+            break;
+        }
+        if (t % 50 == 0) {                       /* argv too small for the fast path */
+            rv_free(fa);
+            fa = NULL;
+            fcap = 0;
+        }
+        struct wal_pay_it fi, si;
+        bool fo = wal_pay_open(&fi, p, n), so = wal_pay_open(&si, p, n);
+        cr_assert_eq(fo, so);
+        if (!fo) {
+            continue;
+        }
+        for (;;) {
+            int fargc = -1, sargc = -1;
+            int fr = wal_pay_next(&fi, &fargc, &fa, &fcap);
+            int sr = wal_pay_next_slow(&si, &sargc, &sa, &scap);
+            cr_assert_eq(fr, sr, "case %d", t);
+            if (fr != 1) {
+                break;
+            }
+            cr_assert_eq(fargc, sargc);
+            cr_assert_eq(fi.p, si.p);
+            cr_assert_eq(fi.left, si.left);
+            for (int i = 0; i < fargc; i++) {
+                cr_assert_eq(fa[i].p, sa[i].p, "case %d arg %d", t, i);
+                cr_assert_eq(fa[i].len, sa[i].len, "case %d arg %d", t, i);
+            }
+        }
+    }
+    rv_free(fa);
+    rv_free(sa);
+    buf_deinit(&b);
+}
