@@ -474,7 +474,7 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
         if (rv_unlikely(*shard_blocking(s) != NULL)) {
             block_signal(s, cmd, argc, argv);
         }
-        if (ph->log) {
+        if (ph->log && !(c->flags & CONN_REPLAY)) {   /* (a replica logs the frames it applies) */
             persist_log(c, cmd, argc, argv, mark);
         }
     }
