@@ -45,6 +45,7 @@
 #include "node/ks.h"
 #include "node/base/strnum.h"
 
+#include "node/base/bytes.h"
 #include "node/base/clock.h"
 #include "node/base/mem.h"
 #include "node/base/varint.h"
@@ -334,40 +335,10 @@ tab_free(struct ks_tab *t)
     memset(t, 0, sizeof(*t));
 }
 
-static inline uint64_t
-ld64(const void *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint32_t
-ld32(const void *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* Most keys are 4-16 bytes: two overlapping loads per side compare them
- * without a memcmp call (and read nothing outside either key). */
-static inline bool
-key_bytes_eq(const uint8_t *a, const char *b, size_t n)
-{
-    if (n >= 8 && n <= 16) {
-        return ld64(a) == ld64(b) && ld64(a + n - 8) == ld64(b + n - 8);
-    }
-    if (n >= 4 && n < 8) {
-        return ld32(a) == ld32(b) && ld32(a + n - 4) == ld32(b + n - 4);
-    }
-    return memcmp(a, b, n) == 0;
-}
-
 bool
 ks_int_key_eq(const void *a, const char *b, size_t n)
 {
-    return key_bytes_eq(a, b, n);
+    return rv_short_eq(a, b, n);
 }
 
 static inline bool
@@ -375,7 +346,7 @@ ent_key_eq(const struct ks_entry *e, const char *key, size_t klen)
 {
     struct ent_lay l;
     ent_lay(e, &l);
-    return l.klen == klen && key_bytes_eq(l.key, key, klen);
+    return l.klen == klen && rv_short_eq(l.key, key, klen);
 }
 
 /* The slot holding key, or NULL. Stops at the first resident closer to its

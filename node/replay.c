@@ -1,6 +1,7 @@
 /* node/replay.c: socketless command execution (see replay.h). */
 #include "node/replay.h"
 
+#include "node/base/bytes.h"
 #include "node/base/mem.h"
 #include "node/cmd.h"
 #include "node/conn.h"
@@ -45,43 +46,13 @@ replay_destroy(struct replay *r)
     rv_free(r);
 }
 
-static inline uint32_t
-ld32(const char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static inline uint16_t
-ld16(const char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
-/* Command names are short: two overlapping loads compare 2-8 bytes, cheaper
- * than a memcmp call or a byte loop, and read nothing outside [p, p+n). */
-static inline bool
-same(const char *a, const char *b, size_t n)
-{
-    if (n >= 4 && n <= 8) {
-        return ld32(a) == ld32(b) && ld32(a + n - 4) == ld32(b + n - 4);
-    }
-    if (n >= 2 && n < 4) {
-        return ld16(a) == ld16(b) && a[n - 1] == b[n - 1];
-    }
-    return memcmp(a, b, n) == 0;
-}
-
 bool
 replay_exec(struct replay *r, int argc, const struct rv_str *argv, char *err, size_t errsz)
 {
     struct conn *c = &r->c;
     const struct cmd_spec *cmd = NULL;
     if (argc > 0 && r->last != NULL && argv[0].len == r->last_len &&
-        same(argv[0].p, r->last_name, r->last_len)) {
+        rv_short_eq(argv[0].p, r->last_name, r->last_len)) {   /* cheaper than a lookup */
         cmd = r->last;
     } else if (argc > 0 && (cmd = cmd_lookup(argv[0].p, argv[0].len)) != NULL &&
                argv[0].len <= sizeof(r->last_name)) {
