@@ -3,6 +3,7 @@
 #include "wal/wal.h"
 
 #define LOG_MODULE "wal"
+#include "node/base/bytes.h"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/base/varint.h"
@@ -75,16 +76,12 @@ put64(uint8_t *p, uint64_t v)
 static inline uint32_t
 get32(const uint8_t *p)
 {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
+    return rv_ld32(p);
 }
 static inline uint64_t
 get64(const uint8_t *p)
 {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
+    return rv_ld64(p);
 }
 
 static int
