@@ -20,9 +20,6 @@ cmake --build build-fuzz -j"$jobs" --target fuzz_all
 echo "== ASan+UBSan build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRUVIO_WERROR=ON -DRUVIO_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-# CRITERION_JOBS=1: Criterion's parallel runner leaks 48 bytes of its own (a calloc inside
-# libcriterion, in the runner process) for some orders of test completion, which LeakSanitizer
-# reports; each test still runs in its own forked worker, where our leaks are caught.
-(cd build-asan && CRITERION_JOBS=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -L 'unit|integ' --timeout 1200)
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+   ctest --output-on-failure -L 'unit|integ' --timeout 1200)
 echo "== all tests passed"
