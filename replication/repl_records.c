@@ -15,7 +15,11 @@ pb_field(const uint8_t **pp, const uint8_t *end, uint32_t *num, int *wt, uint64_
          const uint8_t **bytes)
 {
     uint64_t key;
-    if (!varint_get_checked(pp, end, &key) || key >> 3 == 0 || key >> 3 > 0x1fffffff) {
+    const uint8_t *at = *pp;
+    /* protobuf-c reads a tag of at most 5 bytes (an overlong one, such as
+     * 85 85 85 85 85 00, is an error there): so does the fast path. */
+    if (!varint_get_checked(pp, end, &key) || *pp - at > 5 || key >> 3 == 0 ||
+        key >> 3 > 0x1fffffff) {
         return false;
     }
     *num = (uint32_t)(key >> 3);

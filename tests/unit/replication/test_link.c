@@ -127,6 +127,14 @@ Test(link, other_messages_are_left_to_protobuf_c)
     cr_assert_not(repl_parse_records(wt, sizeof(wt), &rec));
     static const uint8_t group[] = { 0x3a, 2, 0x23, 0x24 };            /* a group */
     cr_assert_not(repl_parse_records(group, sizeof(group), &rec));
+    /* Found by fuzz_repl: an unknown fixed32 field whose tag is an overlong
+     * 6-byte varint. protobuf-c refuses tags over 5 bytes, so the fast path
+     * must not accept it either. */
+    static const uint8_t overlong[] = { 0x3a, 0x16, 0x1a, 0x02, 0x61, 0x62, 0x85, 0x85, 0x85, 0x85,
+                                        0x85, 0x00, 0x3a, 0x85, 0x85, 0x85, 0x85, 0x85, 0x85, 0x34,
+                                        0x35, 0x36, 0x37, 0xff };
+    cr_assert_not(repl_parse_records(overlong, sizeof(overlong), &rec));
+    check_same(overlong, sizeof(overlong));
 }
 
 /* Truncations, bit flips and random bytes: never a crash, never a Records
