@@ -7,6 +7,7 @@
  * room. Positions are absolute (bytes ever appended, blocks back to back). */
 #include "replication/repl_int.h"
 
+#include "node/base/bytes.h"
 #include "node/base/mem.h"
 #include "wal/wal.h"
 
@@ -183,7 +184,7 @@ bl_append_run(struct backlog *bl, const uint8_t *p, size_t n)
             take += sz;
             k++;
         }
-        memcpy(t->data + t->len, p, take);
+        rv_copy_stream(t->data + t->len, p, take);
         t->len += take;
         bl->end += take;
         bl->next_lsn += k;
