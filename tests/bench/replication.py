@@ -88,14 +88,16 @@ def call(port, *args):
         c.close()
 
 
-def primary_cmd(kind, args):
-    """The primary's command line: --ruvio-arg values go to ruvio primaries only."""
+def primary_cmd(kind, args, cfg=""):
+    """The primary's command line: --ruvio-arg values go to ruvio primaries only, a --variant's to its own."""
     extra = " ".join(shlex.quote(a) for a in args.ruvio_arg) if kind == "ruvio" else ""
+    if cfg.startswith("ruvio_repl_"):
+        extra += " " + dict(args.variant)[cfg[len("ruvio_repl_"):]]
     return KINDS[kind] + (" " + extra if extra else "")
 
 
-def replica_server(kind, args, cpus=bench.CLIENT_CPU):
-    srv = bench.Server(kind + "-replica", KINDS[kind], args.ruvio_bin)
+def replica_server(kind, args, cpus=bench.CLIENT_CPU, binary=None):
+    srv = bench.Server(kind + "-replica", KINDS[kind], binary or args.ruvio_bin)
     srv.argv[2] = cpus                      # taskset -c <cpus>: by default the replica shares the client's CPU
     return srv
 
@@ -129,70 +131,120 @@ def caught_up(primary, replica, timeout=60):
 CGROUP = "/sys/fs/cgroup/cpu/ruvio-bench-primary"
 
 
-def cpu_quota(pid, pct):
-    """Cap process pid (all its threads) at pct% of one CPU: cgroup v1 cpu controller, CFS quota per 10 ms."""
-    os.makedirs(CGROUP, exist_ok=True)
-    with open(os.path.join(CGROUP, "cpu.cfs_period_us"), "w") as f:
+def cpu_quota(pid, pct, name=""):
+    """Cap process pid (all its threads) at pct% of one CPU: cgroup v1 cpu controller, CFS quota per 10 ms.
+    Each name gets its own cgroup (the interleaved mode runs its primaries side by side)."""
+    cg = CGROUP + ("-" + name if name else "")
+    os.makedirs(cg, exist_ok=True)
+    with open(os.path.join(cg, "cpu.cfs_period_us"), "w") as f:
         f.write("10000")
-    with open(os.path.join(CGROUP, "cpu.cfs_quota_us"), "w") as f:
+    with open(os.path.join(cg, "cpu.cfs_quota_us"), "w") as f:
         f.write(str(int(pct * 100)))
-    with open(os.path.join(CGROUP, "cgroup.procs"), "w") as f:
+    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
         f.write(str(pid))
 
 
-def one_run(cfg, args):
+def setup(cfg, args):
+    """Start cfg's primary (and replica, online): returns (primary, replica or None)."""
     kind = "redis" if cfg.startswith("redis") else "ruvio"
-    with bench.Server(cfg, primary_cmd(kind, args), args.ruvio_bin) as prim:
-        rep = None
-        try:
-            if args.primary_cpu_quota:
-                cpu_quota(prim.pid, args.primary_cpu_quota)
-            if not cfg.endswith("_alone"):
-                rep = replica_server(kind, args, args.replica_cpus).start()
-                follow(rep, prim.port, 30)
-            bench.sanity_check(prim)
-            bench.redis_benchmark(prim, "PING_MBULK", 20000, 16, 50, 64, 120)
-            if not bench.wait_quiet(0.10, args.quiet_wait):
-                bench.log("  machine still busy; running anyway")
-            rc0 = bench.cpu_ns(rep.pid) if rep is not None else 0
-            res = bench.redis_benchmark(prim, "SET", args.n, 16, 50, 64, 600)
-            if rep is not None:
-                res["replica_catch_up_s"] = round(caught_up(prim, rep), 3)
-                # the replica's CPU for applying the run (its catch-up included; a few INFO/DBSIZE polls too)
-                res["replica_cpu_ns_per_op"] = (bench.cpu_ns(rep.pid) - rc0) / args.n
-                res["replica_link"] = info(rep.port, "replication").get("master_link_status")
-            return res
-        finally:
-            if rep is not None:
-                rep.stop()
+    binary = dict(args.variant_bin).get(cfg[len("ruvio_repl_"):]) if cfg.startswith("ruvio_repl_") else None
+    binary = os.path.abspath(binary) if binary else args.ruvio_bin
+    prim = bench.Server(cfg, primary_cmd(kind, args, cfg), binary).start()
+    rep = None
+    try:
+        if args.primary_cpu_quota:
+            cpu_quota(prim.pid, args.primary_cpu_quota, cfg)
+        if not cfg.endswith("_alone"):
+            rep = replica_server(kind, args, args.replica_cpus, binary).start()
+            follow(rep, prim.port, 30)
+        bench.sanity_check(prim)
+        bench.redis_benchmark(prim, "PING_MBULK", 20000, 16, 50, 64, 120)
+    except BaseException:
+        for srv in (rep, prim):
+            if srv is not None:
+                srv.stop()
+        raise
+    return prim, rep
+
+
+def measure(prim, rep, n):
+    """One redis-benchmark SET run against prim; with a replica, waits until it caught up (so that its apply
+    does not spill into the next run) and charges it the replica's CPU."""
+    rc0 = bench.cpu_ns(rep.pid) if rep is not None else 0
+    res = bench.redis_benchmark(prim, "SET", n, 16, 50, 64, 600)
+    if rep is not None:
+        res["replica_catch_up_s"] = round(caught_up(prim, rep), 3)
+        # the replica's CPU for applying the run (its catch-up included; a few INFO/DBSIZE polls too)
+        res["replica_cpu_ns_per_op"] = (bench.cpu_ns(rep.pid) - rc0) / n
+        res["replica_link"] = info(rep.port, "replication").get("master_link_status")
+    return res
+
+
+def one_run(cfg, args):
+    prim, rep = setup(cfg, args)
+    try:
+        if not bench.wait_quiet(0.10, args.quiet_wait):
+            bench.log("  machine still busy; running anyway")
+        return measure(prim, rep, args.n)
+    finally:
+        for srv in (rep, prim):
+            if srv is not None:
+                srv.stop()
 
 
 def throughput(args):
-    cfgs = ["ruvio_repl", "redis_repl", "ruvio_alone"] + (["redis_alone"] if args.redis_alone else [])
+    cfgs = ["ruvio_repl", "redis_repl", "ruvio_alone"] + (["redis_alone"] if args.redis_alone else []) + \
+        ["ruvio_repl_" + name for name, _ in args.variant]
     runs = {c: [] for c in cfgs}
-    for r in range(args.rounds):
-        order = cfgs[r % len(cfgs):] + cfgs[:r % len(cfgs)]
-        for cfg in order:
-            res = one_run(cfg, args)
-            runs[cfg].append(res)
-            bench.log("round %d %-11s %9.0f rps %6.0f ns/op (primary) p99 %.2f ms foreign %.2f catch-up %s s"
-                      % (r + 1, cfg, res["rps"], res["server_cpu_ns_per_op"], res["p99_ms"] or -1,
-                         res["foreign_cpu_util"], res.get("replica_catch_up_s")))
-    out = {"runs": runs}
+    live = {}
+    try:
+        if args.interleave:
+            # every configuration up at once, idle but for its own bursts: the ratios of a round are taken
+            # seconds apart, so the host's drift (which swamps a few percent over a minute) mostly cancels
+            for cfg in cfgs:
+                live[cfg] = setup(cfg, args)
+        for r in range(args.rounds):
+            order = cfgs[r % len(cfgs):] + cfgs[:r % len(cfgs)]
+            if args.interleave and not bench.wait_quiet(0.10, min(args.quiet_wait, 2.0)):
+                bench.log("  machine still busy; running anyway")
+            for cfg in order:
+                res = measure(*live[cfg], args.n) if args.interleave else one_run(cfg, args)
+                runs[cfg].append(res)
+                bench.log("round %d %-11s %9.0f rps %6.0f ns/op (primary) p99 %.2f ms foreign %.2f catch-up %s s"
+                          % (r + 1, cfg, res["rps"], res["server_cpu_ns_per_op"], res["p99_ms"] or -1,
+                             res["foreign_cpu_util"], res.get("replica_catch_up_s")))
+    finally:
+        for prim, rep in live.values():
+            for srv in (rep, prim):
+                if srv is not None:
+                    srv.stop()
+    out = {"runs": runs, "mode": "interleaved" if args.interleave else "sequential"}
     for c in cfgs:
         out[c] = {"rps_median": med([x["rps"] for x in runs[c]]),
                   "replica_cpu_ns_per_op_median": med([x.get("replica_cpu_ns_per_op") for x in runs[c]]),
                   "cpu_ns_per_op_median": med([x["server_cpu_ns_per_op"] for x in runs[c]]),
                   "p99_ms_median": med([x["p99_ms"] for x in runs[c]])}
-    out["ratio_ruvio_repl_vs_redis_repl"] = med([a["rps"] / b["rps"] for a, b in
-                                                 zip(runs["ruvio_repl"], runs["redis_repl"])])
-    out["ratio_ruvio_repl_vs_ruvio_alone"] = med([a["rps"] / b["rps"] for a, b in
-                                                  zip(runs["ruvio_repl"], runs["ruvio_alone"])])
-    out["ratio_ruvio_repl_vs_ruvio_alone_cpu"] = med([b["server_cpu_ns_per_op"] / a["server_cpu_ns_per_op"]
-                                                      for a, b in zip(runs["ruvio_repl"], runs["ruvio_alone"])])
+
+    def ratios(a, b, key="rps", inv=False):
+        xs = [(y[key] / x[key]) if inv else (x[key] / y[key]) for x, y in zip(runs[a], runs[b])]
+        return xs
+
+    def summary(xs):
+        return {"median": med(xs), "p25": pct(xs, 25), "p75": pct(xs, 75), "min": min(xs), "max": max(xs)}
+
+    pairs = {"ratio_ruvio_repl_vs_redis_repl": ratios("ruvio_repl", "redis_repl"),
+             "ratio_ruvio_repl_vs_ruvio_alone": ratios("ruvio_repl", "ruvio_alone"),
+             "ratio_ruvio_repl_vs_ruvio_alone_cpu": ratios("ruvio_repl", "ruvio_alone", "server_cpu_ns_per_op",
+                                                           inv=True)}
     if args.redis_alone:
-        out["ratio_redis_repl_vs_redis_alone"] = med([a["rps"] / b["rps"] for a, b in
-                                                      zip(runs["redis_repl"], runs["redis_alone"])])
+        pairs["ratio_redis_repl_vs_redis_alone"] = ratios("redis_repl", "redis_alone")
+    for name, _ in args.variant:
+        pairs["ratio_ruvio_repl_%s_vs_ruvio_alone" % name] = ratios("ruvio_repl_" + name, "ruvio_alone")
+        pairs["ratio_ruvio_repl_%s_vs_ruvio_alone_cpu" % name] = ratios("ruvio_repl_" + name, "ruvio_alone",
+                                                                         "server_cpu_ns_per_op", inv=True)
+    for k, xs in pairs.items():
+        out[k] = med(xs)
+        out[k + "_spread"] = summary(xs)
     return out
 
 
@@ -332,6 +384,15 @@ def main():
                     help="cap every primary at this %% of one CPU (cgroup v1 CFS quota) in the throughput runs, so "
                          "that the primary, not the client's CPU shared with the replica, sets the rate: the "
                          "2-CPU stand-in for a replica on its own host (needs root)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="start every configuration at once and alternate short runs between them (use a smaller "
+                         "-n and more --rounds): drift-proof ratios on a noisy host")
+    ap.add_argument("--variant", action="append", default=[], type=lambda v: tuple(v.split("=", 1)),
+                    metavar="NAME=ARGS", help="also run a ruvio primary + replica whose primary gets ARGS (e.g. "
+                    "d2000='--repl-ship-delay-us 2000'), reported beside ruvio_repl: a knob's effect, paired")
+    ap.add_argument("--variant-bin", action="append", default=[], type=lambda v: tuple(v.split("=", 1)),
+                    metavar="NAME=PATH", help="the --variant NAME runs this ruvio binary (primary and replica): "
+                    "two builds compared side by side")
     ap.add_argument("--skip", default="", help="comma list of throughput,lag,sync")
     ap.add_argument("--quiet-wait", type=float, default=20.0)
     ap.add_argument("--json", default="/tmp/ruvio-replication-bench.json")
@@ -357,16 +418,24 @@ def main():
         bench._cleanup()
     t = out.get("throughput")
     if t:
-        print("\nSET -c 50 -P 16 -d 64, %d rounds (medians)" % args.rounds)
-        for c in [k for k in ("ruvio_repl", "redis_repl", "ruvio_alone", "redis_alone") if k in t]:
+        print("\nSET -c 50 -P 16 -d 64, %d %s rounds of %d (medians)" % (args.rounds, t["mode"], args.n))
+        for c in [k for k in ("ruvio_repl", "redis_repl", "ruvio_alone", "redis_alone") if k in t] + \
+                ["ruvio_repl_" + name for name, _ in args.variant]:
             print("%-12s %10.0f rps %7.0f primary CPU ns/op %7.0f replica CPU ns/op  p99 %.2f ms" % (
                 c, t[c]["rps_median"], t[c]["cpu_ns_per_op_median"], t[c]["replica_cpu_ns_per_op_median"] or 0,
                 t[c]["p99_ms_median"] or -1))
         print("ruvio_repl / redis_repl  %.3f (target >= 1.10)" % t["ratio_ruvio_repl_vs_redis_repl"])
-        print("ruvio_repl / ruvio_alone %.3f (target >= 0.90); primary CPU/op alone / with replica %.3f" % (
-            t["ratio_ruvio_repl_vs_ruvio_alone"], t["ratio_ruvio_repl_vs_ruvio_alone_cpu"]))
+        sp = t["ratio_ruvio_repl_vs_ruvio_alone_spread"]
+        print("ruvio_repl / ruvio_alone %.3f (target >= 0.90; rounds p25 %.3f p75 %.3f, min %.3f max %.3f); "
+              "primary CPU/op alone / with replica %.3f" % (
+                  t["ratio_ruvio_repl_vs_ruvio_alone"], sp["p25"], sp["p75"], sp["min"], sp["max"],
+                  t["ratio_ruvio_repl_vs_ruvio_alone_cpu"]))
         if "ratio_redis_repl_vs_redis_alone" in t:
             print("redis_repl / redis_alone %.3f (reference)" % t["ratio_redis_repl_vs_redis_alone"])
+        for name, a in args.variant:
+            k = "ratio_ruvio_repl_%s_vs_ruvio_alone" % name
+            print("variant %s (%s) / ruvio_alone %.3f (rounds p25 %.3f p75 %.3f); CPU/op %.3f" % (
+                name, a, t[k], t[k + "_spread"]["p25"], t[k + "_spread"]["p75"], t[k + "_cpu"]))
     for kind, v in out.get("lag", {}).items():
         print("lag %-5s at %d SET/s (achieved %d): p50 %.2f ms p99 %.2f ms max %.2f ms (%d probes)" % (
             kind, v["target_rate"], v["achieved_rate"], v["p50_ms"], v["p99_ms"], v["max_ms"], v["probes"]))
