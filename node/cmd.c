@@ -427,6 +427,59 @@ cmd_reject(struct conn *c, struct cmd_stat *st)
 
 _Thread_local uint64_t cmd_batch_mark;
 
+/* The open run of a cmd_batch_runs batch: n calls of st since the mark. */
+static _Thread_local struct {
+    bool on;
+    uint32_t n;
+    struct cmd_stat *st;
+} run;
+
+static void
+run_close(uint64_t now)
+{
+    if (run.n > 0) {
+        uint64_t cycles = now - cmd_batch_mark;
+        run.st->cycles += cycles;
+        if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
+            run.st->hist[metrics_bucket(cycles / run.n,
+                                        atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))] += run.n;
+        }
+    }
+    cmd_batch_mark = now;
+    run.n = 0;
+    run.st = NULL;
+}
+
+void
+cmd_batch_runs_begin(void)
+{
+    cmd_batch_begin();
+    run.on = true;
+}
+
+void
+cmd_batch_runs_end(void)
+{
+    run_close(__rdtsc());
+    run.on = false;
+    cmd_batch_end();
+}
+
+/* cmd_call's handler call inside a cmd_batch_runs batch. */
+static void
+run_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv, struct cmd_stat *st)
+{
+    if (run.st != st) {
+        run_close(__rdtsc());
+        run.st = st;
+    }
+    run.on = false;                  /* (a nested call is timed on its own) */
+    cmd->fn(c, argc, argv);
+    run.on = true;
+    run.n++;
+    st->calls++;
+}
+
 void
 cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
@@ -444,23 +497,27 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
     if (rv_unlikely(ph->cow) && (cmd->flags & CMD_WRITE)) {
         persist_before_write(c, cmd, argc, argv);   /* checkpoint copy-on-write */
     }
-    uint64_t t0 = cmd_batch_mark;
-    if (t0 == 0) {
-        t0 = __rdtsc();
-    }
-    cmd->fn(c, argc, argv);
-    uint64_t t1 = __rdtsc();
-    uint64_t cycles = t1 - t0;
-    if (cmd_batch_mark != 0) {
-        cmd_batch_mark = t1;          /* the next command of the batch starts here */
-    }
-    st->cycles += cycles;
-    st->calls++;
-    if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
-        st->hist[metrics_bucket(cycles, atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))]++;
-    }
-    if (rv_unlikely(cycles >= atomic_load_explicit(&metrics_hot.slow_cycles, memory_order_relaxed))) {
-        metrics_slow(c, cmd, argc, argv, cycles);
+    if (run.on) {
+        run_call(c, cmd, argc, argv, st);
+    } else {
+        uint64_t t0 = cmd_batch_mark;
+        if (t0 == 0) {
+            t0 = __rdtsc();
+        }
+        cmd->fn(c, argc, argv);
+        uint64_t t1 = __rdtsc();
+        uint64_t cycles = t1 - t0;
+        if (cmd_batch_mark != 0) {
+            cmd_batch_mark = t1;          /* the next command of the batch starts here */
+        }
+        st->cycles += cycles;
+        st->calls++;
+        if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
+            st->hist[metrics_bucket(cycles, atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))]++;
+        }
+        if (rv_unlikely(cycles >= atomic_load_explicit(&metrics_hot.slow_cycles, memory_order_relaxed))) {
+            metrics_slow(c, cmd, argc, argv, cycles);
+        }
     }
     shard_stats(s)->commands++;
     size_t mark = c->wbuf.off + before;   /* where this command's reply starts */

@@ -123,6 +123,14 @@ cmd_batch_end(void)
 {
     cmd_batch_mark = 0;
 }
+/* A replica applying its primary's records (hundreds of commands per read,
+ * mostly runs of the same command) reads the counter once per run instead:
+ * a run of the same command is charged its time evenly. INFO commandstats
+ * stays exact in calls and total time; the latency histogram gets each call
+ * at the run's mean, and SLOWLOG and the latency monitor do not see calls
+ * timed this way. The primary timed each of them already. */
+void cmd_batch_runs_begin(void);
+void cmd_batch_runs_end(void);
 
 /* The shared tail of LMPOP/BLMPOP/ZMPOP/BZMPOP, from argv[at]:
  * "numkeys key [key ...] <end0|end1> [COUNT count]". Sets the key count, which

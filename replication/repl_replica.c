@@ -438,9 +438,9 @@ on_records(struct repl *r, const struct repl_records *rec)
         up_fail(r, "records before the sync finished");
         return false;
     }
-    cmd_batch_begin();
+    cmd_batch_runs_begin();
     int rc = apply_frames(r, rec->frames, rec->len, true, err, sizeof(err));
-    cmd_batch_end();
+    cmd_batch_runs_end();
     if (rc != 0) {
         up_fail(r, err);
         return false;

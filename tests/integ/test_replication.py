@@ -1086,3 +1086,40 @@ def test_stream_of_alternating_command_names_applies_each(start_server):
     assert r.hgetall("h") == p.hgetall("h") == {"f299": "299"}
     assert r.smembers("s") == p.smembers("s") == {"299"}
     assert r.dbsize() == p.dbsize()
+
+
+def test_replica_times_runs_of_replicated_commands(start_server):
+    """A replica times each run of the same replicated command as a whole and charges it evenly: calls and
+    total time stay exact per command, and a slow command between two runs keeps its own time."""
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    assert r.replicaof(HOST, primary.port) == "OK"
+    wait_link_up(replica)
+    pipe = p.pipeline(transaction=False)
+    for i in range(0, 300000, 5000):
+        pipe.sadd("big", *("member:%d" % j for j in range(i, i + 5000)))
+    pipe.execute()
+    wait_offset(primary, replica, timeout=30)
+    assert r.scard("big") == 300000
+    assert r.config_resetstat()
+    pipe = p.pipeline(transaction=False)
+    for i in range(200):
+        pipe.set("a%d" % i, i)
+    pipe.delete("big")                      # freeing 300k members: milliseconds, in one call
+    for i in range(200):
+        pipe.set("b%d" % i, i)
+    pipe.execute()
+    wait_offset(primary, replica)
+    st = r.info("commandstats")
+    assert st["cmdstat_set"]["calls"] == 400
+    assert st["cmdstat_del"]["calls"] == 1
+    assert st["cmdstat_del"]["usec"] >= 1000, st
+    assert st["cmdstat_set"]["usec"] < st["cmdstat_del"]["usec"], st
+    hist = r.execute_command("LATENCY", "HISTOGRAM", "set", "del")
+    hist = dict(zip(hist[::2], hist[1::2]))
+    for name, calls in (("set", 400), ("del", 1)):
+        h = dict(zip(hist[name][::2], hist[name][1::2]))
+        assert h["calls"] == calls
+        assert h["histogram_usec"][-1] == calls     # cumulative: every call in a bucket
+    assert r.dbsize() == p.dbsize() == 400
