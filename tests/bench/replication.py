@@ -9,9 +9,16 @@ Throughput (paired, rounds alternate the order): redis-benchmark SET -c 50 -P 16
   redis_repl   redis-server primary + one redis-server replica
   ruvio_repl   ruvio primary + one ruvio replica
   ruvio_alone  ruvio primary, no replica
-Each run waits for the replica to be online (and after the run, for it to reach the primary's offset and the
-same DBSIZE). Reported: median rps, ratios ruvio_repl/redis_repl and ruvio_repl/ruvio_alone, primary and replica
-CPU ns/op. With two CPUs the replica has to share one: by default the client's (--replica-cpus), so in the
+By default every configuration is started once, up front, and each round runs redis-benchmark (-n 300000, about
+half a second) against each of them in turn: a round's ratios are taken seconds apart, so the host's drift (which
+on shared machines moves throughput by 30 % within a minute) mostly cancels, and the ratio is the median of the
+rounds' ratios (16 rounds). --sequential starts each configuration afresh for each run instead (the method of
+rounds 1-4 in docs/BENCHMARKS.md). After each run against a primary with a replica, the next run waits until the
+replica reached the primary's offset and the same DBSIZE, so that its apply never spills into another run.
+Reported: median rps, ratios ruvio_repl/redis_repl and ruvio_repl/ruvio_alone with their spread over the rounds,
+primary and replica CPU ns/op. --variant NAME=ARGS (with --variant-bin NAME=PATH) adds a ruvio primary + replica
+whose primary gets ARGS (or that runs another build), measured in the same rounds: a knob's or a change's
+effect, paired. With two CPUs the replica has to share one: by default the client's (--replica-cpus), so in the
 *_repl runs redis-benchmark gets only what the replica leaves of CPU 1 (in ruvio_alone it is the bottleneck
 at ~100% of CPU 1): compare the primaries' CPU ns/op too, which does not depend on that.
 
@@ -33,8 +40,8 @@ Full sync: the primary is loaded with K keys of 64 bytes (pipelined SETs), an em
 is sent and the time until INFO replication shows master_link_status:up and DBSIZE equals K is measured (polled
 every 5 ms). Redis runs with repl-diskless-sync yes and repl-diskless-sync-delay 0.
 
-Usage: tests/bench/replication.py [--rounds 3] [-n 1000000] [--lag-seconds 10] [--sync-keys 1000000]
-       [--redis-alone] [--primary-cpu-quota 50]
+Usage: tests/bench/replication.py [--rounds 16] [-n 300000] [--sequential] [--lag-seconds 10]
+       [--sync-keys 1000000] [--redis-alone] [--primary-cpu-quota 50] [--variant NAME=ARGS [--variant-bin NAME=PATH]]
        [--json tests/bench/results-replication.json]
 """
 import argparse
@@ -367,8 +374,9 @@ def main():
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ruvio-bin", default=os.environ.get("RUVIO_BIN", "build/ruvio"))
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("-n", type=int, default=1000000)
+    ap.add_argument("--rounds", type=int, default=None, help="default: 16 interleaved, 3 sequential")
+    ap.add_argument("-n", type=int, default=None, help="SETs per run; default: 300000 interleaved, 1000000 "
+                    "sequential")
     ap.add_argument("--lag-seconds", type=float, default=10.0)
     ap.add_argument("--replica-cpus", default=bench.CLIENT_CPU,
                     help="taskset CPU list of the replica in the throughput runs (default: the client's CPU)")
@@ -384,9 +392,10 @@ def main():
                     help="cap every primary at this %% of one CPU (cgroup v1 CFS quota) in the throughput runs, so "
                          "that the primary, not the client's CPU shared with the replica, sets the rate: the "
                          "2-CPU stand-in for a replica on its own host (needs root)")
-    ap.add_argument("--interleave", action="store_true",
-                    help="start every configuration at once and alternate short runs between them (use a smaller "
-                         "-n and more --rounds): drift-proof ratios on a noisy host")
+    ap.add_argument("--sequential", dest="interleave", action="store_false",
+                    help="start each configuration afresh for each of its runs (rounds of a few seconds each), "
+                         "instead of the default: every configuration up at once, short runs alternating between "
+                         "them, so that each round's ratios are taken seconds apart (drift-proof on a noisy host)")
     ap.add_argument("--variant", action="append", default=[], type=lambda v: tuple(v.split("=", 1)),
                     metavar="NAME=ARGS", help="also run a ruvio primary + replica whose primary gets ARGS (e.g. "
                     "d2000='--repl-ship-delay-us 2000'), reported beside ruvio_repl: a knob's effect, paired")
@@ -397,6 +406,10 @@ def main():
     ap.add_argument("--quiet-wait", type=float, default=20.0)
     ap.add_argument("--json", default="/tmp/ruvio-replication-bench.json")
     args = ap.parse_args()
+    if args.rounds is None:
+        args.rounds = 16 if args.interleave else 3
+    if args.n is None:
+        args.n = 300000 if args.interleave else 1000000
     args.ruvio_bin = os.path.abspath(args.ruvio_bin)
     skip = set(x for x in args.skip.split(",") if x)
     out = {"machine": bench.machine_info(), "config": vars(args)}
