@@ -31,6 +31,16 @@ def wait_link_up(replica, timeout=10):
         c.close()
 
 
+def linked_pair(start_server):
+    """A primary and a replica with its link up: (primary, replica, primary client, replica client)."""
+    primary = start_server()
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    assert r.replicaof(HOST, primary.port) == "OK"
+    wait_link_up(replica)
+    return primary, replica, p, r
+
+
 def wait_offset(primary, replica, timeout=10, password=None):
     """Until the replica applied everything the primary produced so far."""
     p, r = primary.client(password=password), replica.client()
@@ -266,11 +276,7 @@ def test_waitaof_counts_durable_replicas(start_server, tmp_path):
 
 
 def test_expired_keys_hidden_until_primary_deletes(start_server):
-    primary = start_server()
-    replica = start_server()
-    p, r = primary.client(), replica.client()
-    r.replicaof(HOST, primary.port)
-    wait_link_up(replica)
+    primary, replica, p, r = linked_pair(start_server)
     p.set("gone", "v", px=400)
     p.set("stay", "v")
     wait_offset(primary, replica)
@@ -523,11 +529,7 @@ def test_full_sync_under_writes_is_consistent(start_server):
 
 
 def test_writable_replica_keeps_local_writes_out_of_the_stream(start_server):
-    primary = start_server()
-    replica = start_server()
-    p, r = primary.client(), replica.client()
-    r.replicaof(HOST, primary.port)
-    wait_link_up(replica)
+    primary, replica, p, r = linked_pair(start_server)
     r.config_set("replica-read-only", "no")
     assert r.set("local", "x") is True
     before = info(r)["slave_repl_offset"]
@@ -596,11 +598,7 @@ def test_stale_primary_is_fenced_by_a_newer_epoch(start_server, proxies):
 
 
 def test_failover_switch_over_under_load_loses_no_acknowledged_write(start_server):
-    primary = start_server()
-    replica = start_server()
-    p, r = primary.client(), replica.client()
-    r.replicaof(HOST, primary.port)
-    wait_link_up(replica)
+    primary, replica, p, r = linked_pair(start_server)
     acked, errors = [], []
     stop = threading.Event()
 
@@ -911,11 +909,7 @@ def _burst(port, n):
 def test_connected_replica_survives_a_burst_larger_than_the_backlog(start_server):
     """A burst far bigger than repl-backlog-size does not drop a connected replica: what it has not been sent
     yet moves to its output buffer (Redis: bounded by client-output-buffer-limit replica), no resync."""
-    primary = start_server()
-    replica = start_server()
-    p, r = primary.client(), replica.client()
-    r.replicaof(HOST, primary.port)
-    wait_link_up(replica)
+    primary, replica, p, r = linked_pair(start_server)
     assert p.config_set("repl-backlog-size", "16kb")
     time.sleep(0.5)                             # the ring adopts it at the shard's next cron tick
     before = stats(p)
@@ -1058,11 +1052,7 @@ def test_ship_delay_batches_under_load_but_not_after_quiet_or_for_wait(start_ser
 def test_stream_of_alternating_command_names_applies_each(start_server):
     """A replica reuses the last command looked up when the next name has the same bytes: names of one
     length that differ in a single byte (first, middle or last) must never be taken for each other."""
-    primary = start_server()
-    replica = start_server()
-    p, r = primary.client(), replica.client()
-    assert r.replicaof(HOST, primary.port) == "OK"
-    wait_link_up(replica)
+    primary, replica, p, r = linked_pair(start_server)
     pipe = p.pipeline(transaction=False)
     for i in range(300):
         pipe.incr("n")
@@ -1091,11 +1081,7 @@ def test_stream_of_alternating_command_names_applies_each(start_server):
 def test_replica_times_runs_of_replicated_commands(start_server):
     """A replica times each run of the same replicated command as a whole and charges it evenly: calls and
     total time stay exact per command, and a slow command between two runs keeps its own time."""
-    primary = start_server()
-    replica = start_server()
-    p, r = primary.client(), replica.client()
-    assert r.replicaof(HOST, primary.port) == "OK"
-    wait_link_up(replica)
+    primary, replica, p, r = linked_pair(start_server)
     pipe = p.pipeline(transaction=False)
     for i in range(0, 300000, 5000):
         pipe.sadd("big", *("member:%d" % j for j in range(i, i + 5000)))
