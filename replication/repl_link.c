@@ -79,6 +79,21 @@ repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max)
     return 1;
 }
 
+size_t
+repl_need(const struct buf *in)
+{
+    size_t have = buf_unread(in);
+    uint32_t n;
+    if (have == 0) {
+        return 0;
+    }
+    if (have < 4) {
+        return 4 - have;
+    }
+    memcpy(&n, in->data + in->off, 4);
+    return have - 4 < n ? 4 + (size_t)n - have : 0;
+}
+
 void
 repl_consume(struct buf *in, uint32_t n)
 {
@@ -114,15 +129,29 @@ repl_read(int fd, struct buf *in)
     if (in->off > 0 && in->off == in->len) {
         in->off = in->len = 0;
     }
-    /* Big reads, few syscalls, but not past a few hundred KB: what is read is
-     * applied before the next read, while it is still in cache. Room is made
-     * only when under 64 KB is free, so the unread tail (a partial message)
-     * moves at most once per few hundred KB read; repl_next reserves room
-     * for a whole large message. */
-    if (in->cap - in->len < 64 * 1024) {
-        buf_reserve(in, 256 * 1024);
+    /* Big reads, few syscalls, but not past 256 KB: what is read is applied
+     * before the next read, while it is still in cache. Making room moves the
+     * unread tail (a partial message) to the front, so it is avoided: a
+     * replica's buffer (ships of ~100 KB, often read in pieces) first grows to
+     * 1 MB, and near its end a read stops where the partial message ends, so
+     * that everything read is consumed and the next read starts at the front
+     * again (callgrind: before, a quarter of the bytes read were moved once
+     * more). A primary's reads (acks) stay small. repl_next reserves room for
+     * a whole large message. */
+    size_t need = repl_need(in), room = in->cap - in->len;
+    if (room < 64 * 1024 && (need == 0 || need > room)) {
+        if (in->len - in->off > 16 * 1024 && in->cap < (1u << 20)) {
+            buf_reserve(in, in->cap);            /* grow (doubles) */
+        } else {
+            buf_reserve(in, 256 * 1024);
+        }
+        room = in->cap - in->len;
     }
-    ssize_t n = read(fd, in->data + in->len, in->cap - in->len);
+    size_t want = room < 256 * 1024 ? room : 256 * 1024;
+    if (need > 0 && need < want && room - want < 64 * 1024) {
+        want = need;                             /* near the end: finish this message only */
+    }
+    ssize_t n = read(fd, in->data + in->len, want);
     if (n > 0) {
         in->len += (size_t)n;
         return (int)(n > INT32_MAX ? INT32_MAX : n);
