@@ -427,25 +427,28 @@ cmd_reject(struct conn *c, struct cmd_stat *st)
 
 _Thread_local uint64_t cmd_batch_mark;
 
-/* The open run of a cmd_batch_runs batch: n calls of st since the mark. */
+/* The open run of a cmd_batch_runs batch: n calls of st since t0 (the
+ * batch's start for the first run, so that its first parse counts too). */
 static _Thread_local struct {
     bool on;
     uint32_t n;
     struct cmd_stat *st;
+    uint64_t t0;
 } run;
 
 static void
 run_close(uint64_t now)
 {
-    if (run.n > 0) {
-        uint64_t cycles = now - cmd_batch_mark;
-        run.st->cycles += cycles;
-        if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
-            run.st->hist[metrics_bucket(cycles / run.n,
-                                        atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))] += run.n;
-        }
+    if (run.n == 0) {
+        return;
     }
-    cmd_batch_mark = now;
+    uint64_t cycles = now - run.t0;
+    run.st->cycles += cycles;
+    if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
+        run.st->hist[metrics_bucket(cycles / run.n,
+                                    atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))] += run.n;
+    }
+    run.t0 = now;
     run.n = 0;
     run.st = NULL;
 }
@@ -453,7 +456,9 @@ run_close(uint64_t now)
 void
 cmd_batch_runs_begin(void)
 {
-    cmd_batch_begin();
+    run.t0 = __rdtsc();
+    run.n = 0;
+    run.st = NULL;
     run.on = true;
 }
 
@@ -462,10 +467,11 @@ cmd_batch_runs_end(void)
 {
     run_close(__rdtsc());
     run.on = false;
-    cmd_batch_end();
 }
 
-/* cmd_call's handler call inside a cmd_batch_runs batch. */
+/* cmd_call's handler call inside a cmd_batch_runs batch. A nested call (none
+ * today: a replica applies effects, never EXEC or scripts) is timed on its
+ * own, outside any batch, and counts in the outer run's time too. */
 static void
 run_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv, struct cmd_stat *st)
 {
@@ -473,9 +479,12 @@ run_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
         run_close(__rdtsc());
         run.st = st;
     }
-    run.on = false;                  /* (a nested call is timed on its own) */
+    uint64_t mark = cmd_batch_mark;
+    cmd_batch_mark = 0;
+    run.on = false;
     cmd->fn(c, argc, argv);
     run.on = true;
+    cmd_batch_mark = mark;
     run.n++;
     st->calls++;
 }

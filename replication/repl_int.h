@@ -95,7 +95,8 @@ void repl_msg_free(ReplMsg *m);
  * more, -1 over max. repl_consume(in, n) then drops it. */
 int repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max);
 void repl_consume(struct buf *in, uint32_t n);
-/* Bytes still to read before the next message in `in` is whole (0: none begun). */
+/* Bytes still to read before the next message in `in` is whole (0: nothing
+ * unread, or the message is whole already). */
 size_t repl_need(const struct buf *in);
 /* The Records fast path (repl_records.c): protobuf-c would copy every frames field. */
 struct repl_records {

@@ -60,6 +60,20 @@ repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t
     out->len += n;
 }
 
+/* Make room for n more bytes. A large partial message is not moved to the
+ * front while the buffer is under 1 MB: it grows instead (see repl_read). */
+static void
+room_for(struct buf *in, size_t n)
+{
+    if (in->cap - in->len >= n) {
+        return;
+    }
+    if (buf_unread(in) > 16 * 1024 && in->cap < (1u << 20)) {
+        buf_reserve(in, in->cap);    /* at least doubles: no compaction can give cap */
+    }
+    buf_reserve(in, n);
+}
+
 int
 repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max)
 {
@@ -72,7 +86,7 @@ repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max)
     }
     if (buf_unread(in) - 4 < *n) {
         /* Room for the whole message, so one read may complete it. */
-        buf_reserve(in, *n + 4 - buf_unread(in));
+        room_for(in, *n + 4 - buf_unread(in));
         return 0;
     }
     *body = (const uint8_t *)in->data + in->off + 4;
@@ -133,22 +147,18 @@ repl_read(int fd, struct buf *in)
      * before the next read, while it is still in cache. Making room moves the
      * unread tail (a partial message) to the front, so it is avoided: a
      * replica's buffer (ships of ~100 KB, often read in pieces) first grows to
-     * 1 MB, and near its end a read stops where the partial message ends, so
+     * 1 MB, and then near its end a read stops where the partial message ends, so
      * that everything read is consumed and the next read starts at the front
      * again (callgrind: before, a quarter of the bytes read were moved once
      * more). A primary's reads (acks) stay small. repl_next reserves room for
      * a whole large message. */
     size_t need = repl_need(in), room = in->cap - in->len;
     if (room < 64 * 1024 && (need == 0 || need > room)) {
-        if (in->len - in->off > 16 * 1024 && in->cap < (1u << 20)) {
-            buf_reserve(in, in->cap);            /* grow (doubles) */
-        } else {
-            buf_reserve(in, 256 * 1024);
-        }
+        room_for(in, 256 * 1024);
         room = in->cap - in->len;
     }
     size_t want = room < 256 * 1024 ? room : 256 * 1024;
-    if (need > 0 && need < want && room - want < 64 * 1024) {
+    if (need > 0 && need < want && room - want < 64 * 1024 && in->cap >= (1u << 20)) {
         want = need;                             /* near the end: finish this message only */
     }
     ssize_t n = read(fd, in->data + in->len, want);

@@ -295,6 +295,9 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     struct rv_str *argv = r->argv;
     size_t cap = r->argv_cap;
     int rc = 0;
+    if (stream) {
+        cmd_batch_runs_begin();
+    }
     while (n > 0) {
         struct wal_rec rec;
         if (wal_frame_parse(p, n, &rec) != 1) {
@@ -342,6 +345,7 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     r->argv = argv;
     r->argv_cap = cap;
     if (stream) {
+        cmd_batch_runs_end();        /* (the backlog copy below is nobody's command time) */
         bl_append_run(&r->bl, run, (size_t)(p - run));   /* nothing reads the backlog meanwhile */
     }
     ks_set_replica_mode(ks, true);
@@ -438,9 +442,7 @@ on_records(struct repl *r, const struct repl_records *rec)
         up_fail(r, "records before the sync finished");
         return false;
     }
-    cmd_batch_runs_begin();
     int rc = apply_frames(r, rec->frames, rec->len, true, err, sizeof(err));
-    cmd_batch_runs_end();
     if (rc != 0) {
         up_fail(r, err);
         return false;

@@ -1101,7 +1101,8 @@ def test_replica_times_runs_of_replicated_commands(start_server):
     assert st["cmdstat_set"]["calls"] == 400
     assert st["cmdstat_del"]["calls"] == 1
     assert st["cmdstat_del"]["usec"] >= 1000, st
-    assert st["cmdstat_set"]["usec"] < st["cmdstat_del"]["usec"], st
+    # per call: a run's window also holds whatever paused the replica meanwhile (a busy CI machine)
+    assert st["cmdstat_set"]["usec_per_call"] * 50 < st["cmdstat_del"]["usec"], st
     hist = r.execute_command("LATENCY", "HISTOGRAM", "set", "del")
     hist = dict(zip(hist[::2], hist[1::2]))
     for name, calls in (("set", 400), ("del", 1)):
