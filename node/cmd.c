@@ -436,6 +436,15 @@ static _Thread_local struct {
     uint64_t t0;
 } run;
 
+/* latency-tracking: n calls of `each` cycles into st's histogram. */
+static inline void
+hist_add(struct cmd_stat *st, uint64_t each, uint64_t n)
+{
+    if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
+        st->hist[metrics_bucket(each, atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))] += n;
+    }
+}
+
 static void
 run_close(uint64_t now)
 {
@@ -444,10 +453,7 @@ run_close(uint64_t now)
     }
     uint64_t cycles = now - run.t0;
     run.st->cycles += cycles;
-    if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
-        run.st->hist[metrics_bucket(cycles / run.n,
-                                    atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))] += run.n;
-    }
+    hist_add(run.st, cycles / run.n, run.n);
     run.t0 = now;
     run.n = 0;
     run.st = NULL;
@@ -521,9 +527,7 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
         }
         st->cycles += cycles;
         st->calls++;
-        if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
-            st->hist[metrics_bucket(cycles, atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))]++;
-        }
+        hist_add(st, cycles, 1);
         if (rv_unlikely(cycles >= atomic_load_explicit(&metrics_hot.slow_cycles, memory_order_relaxed))) {
             metrics_slow(c, cmd, argc, argv, cycles);
         }
