@@ -442,8 +442,7 @@ on_records(struct repl *r, const struct repl_records *rec)
         up_fail(r, "records before the sync finished");
         return false;
     }
-    int rc = apply_frames(r, rec->frames, rec->len, true, err, sizeof(err));
-    if (rc != 0) {
+    if (apply_frames(r, rec->frames, rec->len, true, err, sizeof(err)) != 0) {
         up_fail(r, err);
         return false;
     }
