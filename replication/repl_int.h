@@ -76,8 +76,10 @@ bl_block_next_lsn(const struct backlog *bl, const struct bl_block *b)
 }
 
 /* ---- framing (repl_link.c) ---- */
-#define REPL_MAX_FRAME 0xffffffffu     /* primary -> replica: a record may be up to 4 GB */
 #define REPL_MAX_FROM_REPLICA (1u << 20) /* replica -> primary: Hello, Ack */
+/* A full sync's keys_hint pre-sizes the loading table up to this many keys
+ * (about 54 MB of slots); past it the table grows as keys arrive. */
+#define REPL_KEYS_HINT_MAX (1u << 22)
 /* Append one framed message to out. */
 void repl_send(struct buf *out, const ReplMsg *m);
 /* Records frame straight from backlog bytes (one copy). */
@@ -92,7 +94,8 @@ int repl_recv(struct buf *in, ReplMsg **m, uint32_t max);
 void repl_msg_free(ReplMsg *m);
 /* The next message's packed ReplMsg without unpacking it: 1 with [*body,
  * *body + *n) inside in (valid until in is read into or consumed), 0 need
- * more, -1 over max. repl_consume(in, n) then drops it. */
+ * more (in grows as the message's bytes arrive, never by the announced
+ * length at once), -1 over max. repl_consume(in, n) then drops it. */
 int repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max);
 void repl_consume(struct buf *in, uint32_t n);
 /* Bytes still to read before the next message in `in` is whole (0: nothing

@@ -275,6 +275,20 @@ apply_failed(struct repl *r, uint64_t lsn, const struct rv_str *argv, const char
              (int)(argv[0].len > 32 ? 32 : argv[0].len), argv[0].p, e);
 }
 
+/* A payload of several commands is parsed whole before any of them runs: a
+ * malformed one (an unsealed frame has no CRC) must close the link with
+ * nothing of it applied or logged. A single command is parsed before it runs
+ * anyway (apply_frames checks its trailing bytes). */
+static bool
+pay_whole(const struct wal_pay_it *it, struct rv_str **argv, size_t *cap)
+{
+    struct wal_pay_it t = *it;
+    int argc, k;
+    while ((k = wal_pay_next(&t, &argc, argv, cap)) == 1) {
+    }
+    return k == 0;
+}
+
 /* Apply record frames: the stream (LSNs checked, each record logged verbatim
  * to the own WAL and backlog) or a snapshot. Frames are applied in place
  * (views into p): handlers replace argv entries, never their bytes. */
@@ -314,7 +328,8 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
         struct wal_pay_it it;
         int argc, k;
         char e[256];
-        if (!wal_pay_open(&it, rec.payload, rec.len)) {
+        if (!wal_pay_open(&it, rec.payload, rec.len) ||
+            (it.left > 1 && !pay_whole(&it, &argv, &cap))) {
             snprintf(err, errsz, "malformed payload at LSN %" PRIu64, rec.lsn);
             rc = -1;
             break;
@@ -323,10 +338,16 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             clock = rec.ts_ms;
             shard_set_clock(r->s, clock);
         }
-        while ((k = wal_pay_next(&it, &argc, &argv, &cap)) == 1) {
+        while ((k = wal_pay_next(&it, &argc, &argv, &cap)) == 1 &&
+               (it.left > 0 || it.p == it.end)) {
             if (!replay_exec(rp, argc, argv, e, sizeof(e))) {
                 apply_failed(r, rec.lsn, argv, e);
             }
+        }
+        if (k != 0) {
+            snprintf(err, errsz, "malformed payload at LSN %" PRIu64, rec.lsn);
+            rc = -1;
+            break;
         }
         if (stream) {
             /* Same LSN, same bytes: the frame (CRC checked above, or sealed by
@@ -390,7 +411,11 @@ full_sync_begin(struct repl *r, const FullSyncBegin *b)
     u->st = UP_FULL;
     ks_destroy(u->loading);
     u->loading = ks_create(rand_u64(), rand_u64());
-    ks_reserve(u->loading, b->keys_hint + b->keys_hint / 8);
+    /* keys_hint only pre-sizes the table (the primary's own count, which
+     * may change): capped, so a wrong one costs a resize, not an allocation
+     * of its own size. */
+    uint64_t hint = b->keys_hint < REPL_KEYS_HINT_MAX ? b->keys_hint : REPL_KEYS_HINT_MAX;
+    ks_reserve(u->loading, (size_t)(hint + hint / 8));
     ks_set_replica_mode(u->loading, true);
     persist_hook_ks(r->s, u->loading);
     u->snap_lsn = b->lsn;
@@ -596,7 +621,8 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     const uint8_t *body;
     uint32_t len;
     int rc;
-    while ((rc = repl_next(&u->in, &body, &len, REPL_MAX_FRAME)) == 1) {
+    uint32_t max = (uint32_t)shard_cfg(r->s)->repl_frame_limit;
+    while ((rc = repl_next(&u->in, &body, &len, max)) == 1) {
         struct repl_records rec;
         bool ok;
         if (repl_parse_records(body, len, &rec)) {
@@ -616,7 +642,10 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
         repl_consume(&u->in, len);
     }
     if (rc < 0) {
-        up_fail(r, "malformed frame");
+        char why[160];
+        snprintf(why, sizeof(why), "a frame of %" PRIu32 " bytes is over repl-frame-limit (%" PRIu32
+                 " bytes): link closed", len, max);
+        up_fail(r, why);
         return;
     }
     ack_if_asked(r);
