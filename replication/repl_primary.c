@@ -636,6 +636,17 @@ on_hello(struct link *l, const Hello *h)
     primary_ship(r);
 }
 
+static __attribute__((noinline, cold)) void
+ack_refused(struct link *l, const Ack *a)
+{
+    char why[200];
+    snprintf(why, sizeof(why), "ack for LSN %" PRIu64 " (durable %" PRIu64 ") past the last record "
+             "sent (%" PRIu64 "): refused", a->applied, a->durable, l->sent_lsn ? l->sent_lsn - 1 : 0);
+    log_warn("[shard %u] replica %s:%d: connection closed: %s", shard_id(l->r->s), l->ip, l->port,
+             why);
+    link_close(l, NULL);
+}
+
 static void
 on_link_read(evutil_socket_t fd, short what, void *arg)
 {
@@ -663,6 +674,15 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
             }
             break;
         case REPL_MSG__M_ACK:
+            /* An ack past the last record sent would trim the WAL and
+             * satisfy WAIT for records the replica never got: the peer is
+             * broken (or not what it claims), so the link goes. */
+            if (rv_unlikely(m->ack->applied >= l->sent_lsn || m->ack->durable >= l->sent_lsn) &&
+                (m->ack->applied | m->ack->durable) != 0) {
+                ack_refused(l, m->ack);
+                repl_msg_free(m);
+                return;
+            }
             if (m->ack->applied > l->ack) {
                 l->ack = m->ack->applied;
             }

@@ -255,3 +255,77 @@ def test_replica_refuses_a_malformed_record_before_its_wal(start_server, fake_pr
     poll_until(lambda: "malformed payload at LSN 2" in replica.stderr() + replica.stdout(), timeout=5,
                what="the log line")
     assert r.replicaof("no", "one") == "OK"
+
+
+# ---- a fake replica against a real primary ----
+
+def read_frame(s):
+    def exact(n):
+        got = b""
+        while len(got) < n:
+            chunk = s.recv(n - len(got))
+            if not chunk:
+                raise EOFError("closed")
+            got += chunk
+        return got
+    return exact(struct.unpack("<I", exact(4))[0])
+
+
+def fake_replica(primary_port, ri):
+    """RVSYNC, then a Hello that continues the primary's history (ri: its INFO replication) after its last LSN:
+    returns the socket once Continue came."""
+    s = socket.create_connection((HOST, primary_port), timeout=5)
+    s.sendall(b"*1\r\n$6\r\nRVSYNC\r\n")
+    got = b""
+    while b"+OK\r\n" not in got:
+        got += s.recv(5 - len(got))
+    read_frame(s)                                    # Welcome
+    hello = (f_bytes(1, "cd" * 20) + f_int(3, 1) + f_bytes(4, ri["master_replid"]) + f_int(5, ri["repl_epoch"]) +
+             f_int(6, ri["master_repl_offset"]) + f_int(7, 1))
+    s.sendall(msg(1, hello))
+    while read_frame(s)[:1] != b"\x1a":              # until Continue (field 3)
+        pass
+    return s
+
+
+def test_primary_refuses_an_ack_past_what_it_sent(start_server):
+    """An Ack for records never sent closes the link (logged) and never counts for WAIT."""
+    primary = start_server()
+    p = primary.client()
+    p.set("a", "1")
+    ri = p.info("replication")
+    last = ri["master_repl_offset"]
+    s = fake_replica(primary.port, ri)
+    try:
+        poll_until(lambda: p.info("replication")["connected_slaves"] == 1, timeout=5, what="the link")
+        s.sendall(msg(8, f_int(1, last + 1000) + f_int(2, last + 1000)))
+        p.set("b", "1")
+        assert p.wait(1, 200) == 0
+        poll_until(lambda: p.info("replication")["connected_slaves"] == 0, timeout=5,
+                   what="the link closed after a bogus ack")
+        poll_until(lambda: "past the last record sent" in primary.stderr() + primary.stdout(), timeout=5,
+                   what="the log line")
+    finally:
+        s.close()
+
+
+def test_primary_takes_an_ack_of_what_it_sent(start_server):
+    """The same fake replica acking exactly what it was sent keeps its link and counts for WAIT."""
+    primary = start_server()
+    p = primary.client()
+    p.set("a", "1")
+    ri = p.info("replication")
+    last = ri["master_repl_offset"]
+    s = fake_replica(primary.port, ri)
+    try:
+        p.set("b", "1")
+        s.settimeout(5)
+        while True:                                  # the Records message carrying LSN last + 1
+            f = read_frame(s)
+            if f[:1] == b"\x3a":
+                break
+        s.sendall(msg(8, f_int(1, last + 1)))
+        assert p.wait(1, 2000) == 1
+        assert p.info("replication")["connected_slaves"] == 1
+    finally:
+        s.close()
