@@ -39,6 +39,8 @@ void bl_set_size(struct backlog *bl, size_t size);
 void bl_append(struct backlog *bl, const uint8_t *frame, size_t len);
 /* bl_append of each of the whole frames in p[0..n), faster. */
 void bl_append_run(struct backlog *bl, const uint8_t *p, size_t n);
+/* bl_push of each of them (no trim: see repl_trim_backlog). */
+void bl_push_run(struct backlog *bl, const uint8_t *p, size_t n);
 /* The two halves of bl_append, for a primary that must first save what
  * bl_trim would drop (everything below bl_trim_point) for its replicas. */
 void bl_push(struct backlog *bl, const uint8_t *frame, size_t len);
@@ -221,6 +223,9 @@ struct repl {
 struct repl *repl_of(struct shard *s);
 uint64_t repl_last_lsn(struct repl *r);
 void repl_backlog_start(struct repl *r);
+/* After bl_push or bl_push_run: drop what the backlog's size no longer keeps,
+ * first queueing it for connected replicas that have not been sent it. */
+void repl_trim_backlog(struct repl *r);
 void repl_new_replid(struct repl *r);
 void repl_save_state(struct repl *r);
 void repl_forget_state(struct repl *r);

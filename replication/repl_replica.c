@@ -367,7 +367,8 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     r->argv_cap = cap;
     if (stream) {
         cmd_batch_runs_end();        /* (the backlog copy below is nobody's command time) */
-        bl_append_run(&r->bl, run, (size_t)(p - run));   /* nothing reads the backlog meanwhile */
+        bl_push_run(&r->bl, run, (size_t)(p - run));     /* nothing reads the backlog meanwhile */
+        repl_trim_backlog(r);        /* our own replicas keep what they were not sent yet */
     }
     ks_set_replica_mode(ks, true);
     shard_refresh_clock(r->s);

@@ -1110,3 +1110,26 @@ def test_replica_times_runs_of_replicated_commands(start_server):
         assert h["calls"] == calls
         assert h["histogram_usec"][-1] == calls     # cumulative: every call in a bucket
     assert r.dbsize() == p.dbsize() == 400
+
+
+def test_chained_replica_survives_a_burst_larger_than_its_primarys_backlog(start_server):
+    """A replica's own replicas (chained) are kept like a primary's: when a read from upstream brings more than
+    repl-backlog-size, what a sub-replica has not been sent moves to its output buffer before the backlog drops
+    it; no resync, nothing dropped silently."""
+    a = start_server()
+    b = start_server("--repl-backlog-size", "16kb")
+    c = start_server()
+    ac, bc, cc = a.client(), b.client(), c.client()
+    bc.replicaof(HOST, a.port)
+    wait_link_up(b)
+    cc.replicaof(HOST, b.port)
+    wait_link_up(c)
+    before = stats(bc)
+    assert before == (1, 0, 0)
+    _burst(a.port, 200000)
+    wait_offset(a, b, timeout=60)
+    wait_offset(a, c, timeout=60)
+    assert info(bc)["repl_backlog_first_byte_offset"] > 1000      # b's ring did drop what the burst pushed out
+    assert stats(bc) == before, b.stderr()[-2000:]                 # c was never resynced
+    assert "fell out of the backlog" not in b.stderr() + b.stdout()
+    assert cc.execute_command("DEBUG", "DIGEST") == ac.execute_command("DEBUG", "DIGEST")
