@@ -120,6 +120,7 @@ int repl_read(int fd, struct buf *in);
 int repl_write(int fd, struct buf *out, bool *blocked);
 
 /* ---- a replica connected to this (primary) shard ---- */
+#define REPL_GONE_MAX 8                /* disconnected replicas remembered (repl_retain_lsn) */
 enum link_state { LINK_HELLO, LINK_FULL_WAIT, LINK_FULL, LINK_ONLINE };
 struct link {
     struct repl *r;
@@ -190,6 +191,11 @@ struct repl {
     /* primary side */
     struct link *links;
     unsigned nlinks;
+    struct {                         /* replicas whose link closed: their WAL is kept a while */
+        char id[41];
+        uint64_t ack;
+        int64_t at_ms;
+    } gone[REPL_GONE_MAX];
     uint64_t sync_full, sync_partial_ok, sync_partial_err;
     struct waiter *waiters;
     int64_t last_hb_ms;
