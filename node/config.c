@@ -102,6 +102,8 @@ static const struct cfg_key cfg_keys[] = {
     { "masteruser", NULL, K_STR, F(masteruser), "", 0, 0, true, NULL },
     { "repl-backlog-size", NULL, K_MEM, F(repl_backlog_size), "16mb", 16384, INT64_MAX, true, NULL },
     { "repl-timeout", NULL, K_INT, F(repl_timeout), "60", 1, INT_MAX, true, NULL },
+    { "repl-frame-limit", NULL, K_MEM, F(repl_frame_limit), "1gb", 1024 * 1024, 0xffffffffll, true, NULL },
+    { "repl-backlog-ttl", NULL, K_INT, F(repl_backlog_ttl), "3600", 0, INT_MAX, true, NULL },
     { "repl-ship-delay-us", NULL, K_INT, F(repl_ship_delay_us), "1000", 0, 1000000, true, NULL },
     { "replica-read-only", "slave-read-only", K_BOOL, F(replica_read_only), "yes", 0, 1, true, NULL },
     { "replica-serve-stale-data", "slave-serve-stale-data", K_BOOL, F(replica_serve_stale_data), "yes", 0, 1, true, NULL },

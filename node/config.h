@@ -89,6 +89,8 @@ struct cfg {
     char *masteruser;
     int64_t repl_backlog_size;
     int64_t repl_timeout;               /* seconds */
+    int64_t repl_frame_limit;           /* largest message a replica takes from its primary */
+    int64_t repl_backlog_ttl;           /* seconds a gone replica's WAL position is kept */
     int64_t repl_ship_delay_us;         /* records batched for replicas at most this long under load */
     bool replica_read_only;
     bool replica_serve_stale_data;

@@ -194,6 +194,12 @@ after_push(struct repl *r)
 }
 
 void
+repl_trim_backlog(struct repl *r)
+{
+    after_push(r);
+}
+
+void
 repl_feed_slow(struct repl *r, const uint8_t *frame, size_t len)
 {
     bl_push(&r->bl, frame, len);

@@ -160,6 +160,13 @@ bl_append(struct backlog *bl, const uint8_t *frame, size_t len)
 void
 bl_append_run(struct backlog *bl, const uint8_t *p, size_t n)
 {
+    bl_push_run(bl, p, n);
+    bl_trim(bl);
+}
+
+void
+bl_push_run(struct backlog *bl, const uint8_t *p, size_t n)
+{
     /* The same blocks as one bl_append per frame (where each frame goes
      * depends only on the tail's room), with one memcpy per block. Trimming
      * once at the end drops the same blocks too: whether the head goes
@@ -191,7 +198,6 @@ bl_append_run(struct backlog *bl, const uint8_t *p, size_t n)
         p += take;
         n -= take;
     }
-    bl_trim(bl);
 }
 
 const struct bl_block *

@@ -39,6 +39,8 @@ void bl_set_size(struct backlog *bl, size_t size);
 void bl_append(struct backlog *bl, const uint8_t *frame, size_t len);
 /* bl_append of each of the whole frames in p[0..n), faster. */
 void bl_append_run(struct backlog *bl, const uint8_t *p, size_t n);
+/* bl_push of each of them (no trim: see repl_trim_backlog). */
+void bl_push_run(struct backlog *bl, const uint8_t *p, size_t n);
 /* The two halves of bl_append, for a primary that must first save what
  * bl_trim would drop (everything below bl_trim_point) for its replicas. */
 void bl_push(struct backlog *bl, const uint8_t *frame, size_t len);
@@ -76,8 +78,10 @@ bl_block_next_lsn(const struct backlog *bl, const struct bl_block *b)
 }
 
 /* ---- framing (repl_link.c) ---- */
-#define REPL_MAX_FRAME 0xffffffffu     /* primary -> replica: a record may be up to 4 GB */
 #define REPL_MAX_FROM_REPLICA (1u << 20) /* replica -> primary: Hello, Ack */
+/* A full sync's keys_hint pre-sizes the loading table up to this many keys
+ * (about 54 MB of slots); past it the table grows as keys arrive. */
+#define REPL_KEYS_HINT_MAX (1u << 22)
 /* Append one framed message to out. */
 void repl_send(struct buf *out, const ReplMsg *m);
 /* Records frame straight from backlog bytes (one copy). */
@@ -92,7 +96,8 @@ int repl_recv(struct buf *in, ReplMsg **m, uint32_t max);
 void repl_msg_free(ReplMsg *m);
 /* The next message's packed ReplMsg without unpacking it: 1 with [*body,
  * *body + *n) inside in (valid until in is read into or consumed), 0 need
- * more, -1 over max. repl_consume(in, n) then drops it. */
+ * more (in grows as the message's bytes arrive, never by the announced
+ * length at once), -1 over max. repl_consume(in, n) then drops it. */
 int repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max);
 void repl_consume(struct buf *in, uint32_t n);
 /* Bytes still to read before the next message in `in` is whole (0: nothing
@@ -115,6 +120,7 @@ int repl_read(int fd, struct buf *in);
 int repl_write(int fd, struct buf *out, bool *blocked);
 
 /* ---- a replica connected to this (primary) shard ---- */
+#define REPL_GONE_MAX 8                /* disconnected replicas remembered (repl_retain_lsn) */
 enum link_state { LINK_HELLO, LINK_FULL_WAIT, LINK_FULL, LINK_ONLINE };
 struct link {
     struct repl *r;
@@ -185,6 +191,11 @@ struct repl {
     /* primary side */
     struct link *links;
     unsigned nlinks;
+    struct {                         /* replicas whose link closed: their WAL is kept a while */
+        char id[41];
+        uint64_t ack;
+        int64_t at_ms;
+    } gone[REPL_GONE_MAX];
     uint64_t sync_full, sync_partial_ok, sync_partial_err;
     struct waiter *waiters;
     int64_t last_hb_ms;
@@ -218,6 +229,9 @@ struct repl {
 struct repl *repl_of(struct shard *s);
 uint64_t repl_last_lsn(struct repl *r);
 void repl_backlog_start(struct repl *r);
+/* After bl_push or bl_push_run: drop what the backlog's size no longer keeps,
+ * first queueing it for connected replicas that have not been sent it. */
+void repl_trim_backlog(struct repl *r);
 void repl_new_replid(struct repl *r);
 void repl_save_state(struct repl *r);
 void repl_forget_state(struct repl *r);

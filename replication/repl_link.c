@@ -85,8 +85,12 @@ repl_next(struct buf *in, const uint8_t **body, uint32_t *n, uint32_t max)
         return -1;
     }
     if (buf_unread(in) - 4 < *n) {
-        /* Room for the whole message, so one read may complete it. */
-        room_for(in, *n + 4 - buf_unread(in));
+        /* Room for the whole message, so one read may complete it, but never
+         * more than has arrived (1 MB at first): a peer that announces a
+         * large frame gets memory only as its bytes come. */
+        size_t missing = *n + 4 - buf_unread(in);
+        size_t step = buf_unread(in) > (1u << 20) ? buf_unread(in) : (1u << 20);
+        room_for(in, missing < step ? missing : step);
         return 0;
     }
     *body = (const uint8_t *)in->data + in->off + 4;

@@ -28,6 +28,37 @@ static void on_link_read(evutil_socket_t fd, short what, void *arg);
 static void on_link_write(evutil_socket_t fd, short what, void *arg);
 static void ship_range(struct link *l);
 
+/* A replica whose link closed is remembered with its last ack, so that a
+ * checkpoint keeps the WAL it needs to come back with a partial resync
+ * (repl_retain_lsn). The oldest of REPL_GONE_MAX is replaced. */
+static void
+gone_remember(struct repl *r, const char *id, uint64_t ack)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < REPL_GONE_MAX; i++) {
+        if (strcmp(r->gone[i].id, id) == 0) {
+            k = i;
+            break;
+        }
+        if (r->gone[i].at_ms < r->gone[k].at_ms) {
+            k = i;                   /* the oldest, or a free one (at_ms 0) */
+        }
+    }
+    snprintf(r->gone[k].id, sizeof(r->gone[k].id), "%s", id);
+    r->gone[k].ack = ack;
+    r->gone[k].at_ms = shard_now_ms(r->s);
+}
+
+static void
+gone_forget(struct repl *r, const char *id)
+{
+    for (size_t i = 0; i < REPL_GONE_MAX; i++) {
+        if (strcmp(r->gone[i].id, id) == 0) {
+            memset(&r->gone[i], 0, sizeof(r->gone[i]));
+        }
+    }
+}
+
 static void
 link_close(struct link *l, const char *why)
 {
@@ -39,6 +70,9 @@ link_close(struct link *l, const char *why)
         }
     }
     r->nlinks--;
+    if (l->st == LINK_ONLINE && l->id[0]) {
+        gone_remember(r, l->id, l->ack);
+    }
     if (why) {
         log_notice("[shard %u] replica %s:%d: connection closed: %s", shard_id(r->s), l->ip, l->port,
                    why);
@@ -531,6 +565,24 @@ repl_retain_lsn(struct repl *r, uint64_t lsn)
             lsn = l->ack;
         }
     }
+    /* A replica gone for at most repl-backlog-ttl seconds keeps its records
+     * too, while they are few enough for continue_from_wal to send (its
+     * catch-up plus the backlog plus the segment it starts in); past either
+     * bound it is forgotten and full-syncs when it comes back. */
+    const struct cfg *cfg = shard_cfg(r->s);
+    int64_t now = shard_now_ms(r->s);
+    uint64_t most = WAL_CATCHUP_MAX + (uint64_t)cfg->repl_backlog_size + (uint64_t)cfg->wal_segment_bytes;
+    for (size_t i = 0; i < REPL_GONE_MAX; i++) {
+        if (r->gone[i].id[0] == '\0' || r->gone[i].ack >= lsn) {
+            continue;
+        }
+        if (now - r->gone[i].at_ms > cfg->repl_backlog_ttl * 1000 || r->p->w == NULL ||
+            wal_bytes_from(r->p->w, r->gone[i].ack + 1) > most) {
+            memset(&r->gone[i], 0, sizeof(r->gone[i]));
+            continue;
+        }
+        lsn = r->gone[i].ack;
+    }
     if (r->walk && r->walk->lsn < lsn) {
         lsn = r->walk->lsn;
     }
@@ -543,6 +595,7 @@ on_hello(struct link *l, const Hello *h)
     struct repl *r = l->r;
     unsigned ns = shard_node(r->s)->nshards;
     snprintf(l->id, sizeof(l->id), "%s", h->replica_id ? h->replica_id : "");
+    gone_forget(r, l->id);           /* back: its link's ack counts from now on */
     l->port = (int)h->listening_port;
     if (h->nshards != ns || h->shard != shard_id(r->s)) {
         char e[200];
@@ -636,6 +689,17 @@ on_hello(struct link *l, const Hello *h)
     primary_ship(r);
 }
 
+static __attribute__((noinline, cold)) void
+ack_refused(struct link *l, const Ack *a)
+{
+    char why[200];
+    snprintf(why, sizeof(why), "ack for LSN %" PRIu64 " (durable %" PRIu64 ") past the last record "
+             "sent (%" PRIu64 "): refused", a->applied, a->durable, l->sent_lsn ? l->sent_lsn - 1 : 0);
+    log_warn("[shard %u] replica %s:%d: connection closed: %s", shard_id(l->r->s), l->ip, l->port,
+             why);
+    link_close(l, NULL);
+}
+
 static void
 on_link_read(evutil_socket_t fd, short what, void *arg)
 {
@@ -663,6 +727,15 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
             }
             break;
         case REPL_MSG__M_ACK:
+            /* An ack past the last record sent would trim the WAL and
+             * satisfy WAIT for records the replica never got: the peer is
+             * broken (or not what it claims), so the link goes. */
+            if (rv_unlikely(m->ack->applied >= l->sent_lsn || m->ack->durable >= l->sent_lsn) &&
+                (m->ack->applied | m->ack->durable) != 0) {
+                ack_refused(l, m->ack);
+                repl_msg_free(m);
+                return;
+            }
             if (m->ack->applied > l->ack) {
                 l->ack = m->ack->applied;
             }
@@ -947,6 +1020,7 @@ primary_drop_all(struct repl *r)
     while (r->links) {
         link_close(r->links, "this shard stops being a primary");
     }
+    memset(r->gone, 0, sizeof(r->gone));  /* they follow someone else now */
 }
 
 /* CLIENT LIST lines of the replicas (Redis: flags=S; the command is our RVSYNC). */

@@ -275,6 +275,22 @@ apply_failed(struct repl *r, uint64_t lsn, const struct rv_str *argv, const char
              (int)(argv[0].len > 32 ? 32 : argv[0].len), argv[0].p, e);
 }
 
+/* An unsealed payload of several commands is parsed whole before any of them
+ * runs: with no CRC, damage must close the link with nothing of it applied.
+ * A sealed one's CRC already proves its bytes are the primary's (parsing it
+ * twice cost a full sync's load 8 % more instructions); apply_frames still
+ * refuses it, malformed, before it is logged. A single command is parsed
+ * before it runs anyway (apply_frames checks its trailing bytes). */
+static bool
+pay_whole(const struct wal_pay_it *it, struct rv_str **argv, size_t *cap)
+{
+    struct wal_pay_it t = *it;
+    int argc, k;
+    while ((k = wal_pay_next(&t, &argc, argv, cap)) == 1) {
+    }
+    return k == 0;
+}
+
 /* Apply record frames: the stream (LSNs checked, each record logged verbatim
  * to the own WAL and backlog) or a snapshot. Frames are applied in place
  * (views into p): handlers replace argv entries, never their bytes. */
@@ -314,7 +330,8 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
         struct wal_pay_it it;
         int argc, k;
         char e[256];
-        if (!wal_pay_open(&it, rec.payload, rec.len)) {
+        if (!wal_pay_open(&it, rec.payload, rec.len) ||
+            (it.left > 1 && !rec.sealed && !pay_whole(&it, &argv, &cap))) {
             snprintf(err, errsz, "malformed payload at LSN %" PRIu64, rec.lsn);
             rc = -1;
             break;
@@ -323,10 +340,16 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             clock = rec.ts_ms;
             shard_set_clock(r->s, clock);
         }
-        while ((k = wal_pay_next(&it, &argc, &argv, &cap)) == 1) {
+        while ((k = wal_pay_next(&it, &argc, &argv, &cap)) == 1 &&
+               (it.left > 0 || it.p == it.end)) {
             if (!replay_exec(rp, argc, argv, e, sizeof(e))) {
                 apply_failed(r, rec.lsn, argv, e);
             }
+        }
+        if (k != 0) {
+            snprintf(err, errsz, "malformed payload at LSN %" PRIu64, rec.lsn);
+            rc = -1;
+            break;
         }
         if (stream) {
             /* Same LSN, same bytes: the frame (CRC checked above, or sealed by
@@ -346,7 +369,8 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     r->argv_cap = cap;
     if (stream) {
         cmd_batch_runs_end();        /* (the backlog copy below is nobody's command time) */
-        bl_append_run(&r->bl, run, (size_t)(p - run));   /* nothing reads the backlog meanwhile */
+        bl_push_run(&r->bl, run, (size_t)(p - run));     /* nothing reads the backlog meanwhile */
+        repl_trim_backlog(r);        /* our own replicas keep what they were not sent yet */
     }
     ks_set_replica_mode(ks, true);
     shard_refresh_clock(r->s);
@@ -390,7 +414,11 @@ full_sync_begin(struct repl *r, const FullSyncBegin *b)
     u->st = UP_FULL;
     ks_destroy(u->loading);
     u->loading = ks_create(rand_u64(), rand_u64());
-    ks_reserve(u->loading, b->keys_hint + b->keys_hint / 8);
+    /* keys_hint only pre-sizes the table (the primary's own count, which
+     * may change): capped, so a wrong one costs a resize, not an allocation
+     * of its own size. */
+    uint64_t hint = b->keys_hint < REPL_KEYS_HINT_MAX ? b->keys_hint : REPL_KEYS_HINT_MAX;
+    ks_reserve(u->loading, (size_t)(hint + hint / 8));
     ks_set_replica_mode(u->loading, true);
     persist_hook_ks(r->s, u->loading);
     u->snap_lsn = b->lsn;
@@ -596,7 +624,8 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     const uint8_t *body;
     uint32_t len;
     int rc;
-    while ((rc = repl_next(&u->in, &body, &len, REPL_MAX_FRAME)) == 1) {
+    uint32_t max = (uint32_t)shard_cfg(r->s)->repl_frame_limit;
+    while ((rc = repl_next(&u->in, &body, &len, max)) == 1) {
         struct repl_records rec;
         bool ok;
         if (repl_parse_records(body, len, &rec)) {
@@ -616,7 +645,10 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
         repl_consume(&u->in, len);
     }
     if (rc < 0) {
-        up_fail(r, "malformed frame");
+        char why[160];
+        snprintf(why, sizeof(why), "a frame of %" PRIu32 " bytes is over repl-frame-limit (%" PRIu32
+                 " bytes): link closed", len, max);
+        up_fail(r, why);
         return;
     }
     ack_if_asked(r);

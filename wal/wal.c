@@ -1027,6 +1027,19 @@ wal_bytes(const struct wal *w)
     return t;
 }
 
+uint64_t
+wal_bytes_from(const struct wal *w, uint64_t lsn)
+{
+    uint64_t t = 0;
+    for (size_t i = w->nseg; i-- > 0;) {
+        t += w->seg_sizes[i];
+        if (w->seg_starts[i] <= lsn) {
+            break;
+        }
+    }
+    return t;
+}
+
 /* ---------------------------------------------------------------- payload */
 
 void

@@ -94,6 +94,7 @@ uint64_t wal_durable_lsn(const struct wal *w);  /* fdatasync covered it */
 int wal_write_error(const struct wal *w);       /* errno of the last failed write, 0 once it succeeds */
 int wal_sync_error(const struct wal *w);        /* errno of a failed fdatasync: sticky, fatal */
 uint64_t wal_bytes(const struct wal *w);        /* logical bytes of the segments (not file sizes) */
+uint64_t wal_bytes_from(const struct wal *w, uint64_t lsn);  /* of those from the one holding lsn */
 size_t wal_segments(const struct wal *w);
 struct wal_stats {
     uint64_t syncs;                  /* fdatasync rounds */

@@ -1110,3 +1110,55 @@ def test_replica_times_runs_of_replicated_commands(start_server):
         assert h["calls"] == calls
         assert h["histogram_usec"][-1] == calls     # cumulative: every call in a bucket
     assert r.dbsize() == p.dbsize() == 400
+
+
+def test_chained_replica_survives_a_burst_larger_than_its_primarys_backlog(start_server):
+    """A replica's own replicas (chained) are kept like a primary's: when a read from upstream brings more than
+    repl-backlog-size, what a sub-replica has not been sent moves to its output buffer before the backlog drops
+    it; no resync, nothing dropped silently."""
+    a = start_server()
+    b = start_server("--repl-backlog-size", "16kb")
+    c = start_server()
+    ac, bc, cc = a.client(), b.client(), c.client()
+    bc.replicaof(HOST, a.port)
+    wait_link_up(b)
+    cc.replicaof(HOST, b.port)
+    wait_link_up(c)
+    before = stats(bc)
+    assert before == (1, 0, 0)
+    _burst(a.port, 200000)
+    wait_offset(a, b, timeout=60)
+    wait_offset(a, c, timeout=60)
+    assert info(bc)["repl_backlog_first_byte_offset"] > 1000      # b's ring did drop what the burst pushed out
+    assert stats(bc) == before, b.stderr()[-2000:]                 # c was never resynced
+    assert "fell out of the backlog" not in b.stderr() + b.stdout()
+    assert cc.execute_command("DEBUG", "DIGEST") == ac.execute_command("DEBUG", "DIGEST")
+
+
+@pytest.mark.parametrize("ttl", [3600, 0])
+def test_checkpoint_keeps_the_wal_a_disconnected_replica_needs(start_server, proxies, ttl):
+    """A checkpoint while a replica is away keeps the WAL segments holding the records it lacks (it was
+    connected less than repl-backlog-ttl seconds ago, and its catch-up is small), so it comes back with a
+    partial resync read back from the WAL. With repl-backlog-ttl 0 they are dropped and it full-syncs."""
+    primary = start_server("--durability", "everysec", "--repl-backlog-size", "16kb",
+                           "--repl-backlog-ttl", str(ttl))
+    proxy = proxies(primary.port)
+    replica = start_server()
+    p, r = primary.client(), replica.client()
+    p.set("first", "1")
+    r.replicaof(HOST, proxy.port)
+    wait_link_up(replica)
+    wait_offset(primary, replica)
+    proxy.blocked = True
+    proxy.cut()
+    poll_until(lambda: info(p)["connected_slaves"] == 0, timeout=5, what="the primary saw the link go")
+    pipe = p.pipeline(transaction=False)
+    for i in range(2000):                       # far past the 16 KB ring
+        pipe.set("k%d" % i, "x" * 20)
+    pipe.execute()
+    assert p.save() is True                     # a checkpoint covering all of it
+    proxy.blocked = False
+    wait_link_up(replica)
+    wait_offset(primary, replica, timeout=30)
+    assert r.dbsize() == 2001
+    assert stats(p) == ((1, 1, 0) if ttl else (2, 0, 1)), primary.stderr()[-2000:]

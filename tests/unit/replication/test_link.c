@@ -206,6 +206,34 @@ Test(link, next_and_consume_frame_in_place)
     buf_deinit(&in);
 }
 
+/* A peer announcing a huge message gets room only as its bytes arrive: the
+ * buffer never jumps to the announced length. */
+Test(link, next_grows_with_the_bytes_not_the_announced_length)
+{
+    struct buf in;
+    buf_init(&in);
+    const uint8_t *body;
+    uint32_t n, big = 0xffffff00u;
+    buf_reserve(&in, 64);
+    memcpy(in.data, &big, 4);
+    memset(in.data + 4, 0, 60);
+    in.len = 64;
+    cr_assert_eq(repl_next(&in, &body, &n, 0xffffffffu), 0);
+    cr_assert_eq(n, big);
+    cr_assert_leq(in.cap, (size_t)4 << 20, "reserved %zu bytes for 64 received", in.cap);
+    cr_assert_eq(repl_next(&in, &body, &n, big - 1), -1);            /* over max: refused */
+    size_t got = in.len;
+    for (int i = 0; i < 8; i++) {                                     /* 8 MB more arrive */
+        buf_reserve(&in, 1u << 20);
+        memset(in.data + in.len, 0, 1u << 20);
+        in.len += 1u << 20;
+        got += 1u << 20;
+        cr_assert_eq(repl_next(&in, &body, &n, 0xffffffffu), 0);
+        cr_assert_leq(in.cap, 4 * got + (4u << 20), "cap %zu after %zu bytes", in.cap, got);
+    }
+    buf_deinit(&in);
+}
+
 /* A replica reads ships of ~100 KB that arrive in pieces, so a read often
  * ends inside a message. Making room moves that partial tail to the front of
  * the buffer: the buffer grows to 1 MB instead, and then near its end a
