@@ -44,7 +44,11 @@ rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
     (void)st;
     (void)flag;
     (void)ftw;
-    return remove(path);
+    int rc = remove(path);
+    if (flag == FTW_F) {
+        wal_failpoint("reshard-cleanup");
+    }
+    return rc;
 }
 
 static int
@@ -181,11 +185,13 @@ reshard_prepare(const char *dir, unsigned nshards, unsigned *old_n, char *err, s
             snprintf(err, errsz, "cannot move %s to %s: %s", from, to, strerror(errno));
             return -1;
         }
+        wal_failpoint("reshard-move-aside");
     }
     if (wal_fsync_dir(tdir) != 0 || rename(tdir, rdir) != 0 || wal_fsync_dir(dir) != 0) {
         snprintf(err, errsz, "cannot commit %s: %s", rdir, strerror(errno));
         return -1;
     }
+    wal_failpoint("reshard-moved");
     *old_n = m;
     return 1;
 }
@@ -252,6 +258,7 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, char *err, size_t e
             cur = ks_scan(ks, cur, 256, move_key, &m);
         } while (cur != 0);
         shard_destroy(old);
+        wal_failpoint("reshard-redistribute");
     }
     for (unsigned i = 0; i < n->nshards; i++) {
         replay_destroy(m.rp[i]);
@@ -264,6 +271,7 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, char *err, size_t e
         if (persist_save_now(n->shards[i], err, errsz) != 0) {
             return -1;
         }
+        wal_failpoint("reshard-ckpt");
     }
     if (rm_rf(rdir) != 0 || wal_fsync_dir(dir) != 0) {
         snprintf(err, errsz, "cannot remove %s: %s", rdir, strerror(errno));
