@@ -28,7 +28,16 @@ SITES = [
     "reshard-moved",           # resharding.tmp renamed to resharding (the old data is set aside)
     "reshard-redistribute",    # one old shard rebuilt into the new ones, not the other
     "reshard-ckpt",            # one new shard checkpointed, not the others
+    "reshard-layout",          # every new shard checkpointed, layout written, resharding/ not yet renamed
+    "reshard-commit",          # resharding/ renamed to resharding.old (the new data is complete)
     "reshard-cleanup",         # the old data partly deleted
+]
+
+# a kill at the first site, then again while the next start repairs what it left
+TWICE = [
+    ("reshard-move-aside", "reshard-undo"),         # moving the old directories back from resharding.tmp
+    ("reshard-redistribute", "reshard-discard"),    # deleting the partial new directories
+    ("reshard-cleanup", "reshard-cleanup"),         # deleting resharding.old at start-up
 ]
 
 
@@ -143,6 +152,15 @@ def test_kill_at_each_step_restarts_complete(template, tmp_path, site, again):
     shutil.copytree(template[0], d)
     die_at(d, 3, site)
     check_start(d, again, template[1])
+
+
+@pytest.mark.parametrize("first,second", TWICE, ids=["-".join(t) for t in TWICE])
+def test_kill_while_repairing_an_interrupted_one(template, tmp_path, first, second):
+    d = tmp_path / "data"
+    shutil.copytree(template[0], d)
+    die_at(d, 3, first)
+    die_at(d, 3, second)
+    check_start(d, 3, template[1])
 
 
 def test_randomized_kill9_during_redistribution(template, tmp_path):
