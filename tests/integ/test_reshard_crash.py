@@ -4,6 +4,7 @@ A 2-shard data directory is restarted with 3 shards and the process dies at each
 and of its cleanup (RUVIO_FAILPOINT=<site>: _exit(77) there, standing in for kill -9). The next start, with the
 new shard count or with the old one, holds exactly the data set that was written: every key, type, value and
 deadline. A short randomized kill -9 loop runs too; RUVIO_RESHARD_KILLS=N runs N kills on a larger data set."""
+import collections
 import os
 import random
 import shutil
@@ -179,6 +180,7 @@ def test_randomized_kill9_during_redistribution(template, tmp_path):
     else:
         shutil.copytree(template[0], d)
         want = template[1]
+    found = collections.Counter()      # what each kill left: resharding*, or "-" for nothing
     counts = [2, 3, 1, 4]
     n = 2
     for i in range(kills):
@@ -190,5 +192,7 @@ def test_randomized_kill9_during_redistribution(template, tmp_path):
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
+        found[",".join(leftovers(d)) or "-"] += 1
         n = rnd.choice(counts)
         check_start(d, n, want)
+    print("kills: %d; left behind: %s" % (kills, dict(found)))
