@@ -54,9 +54,16 @@ def start(d, nshards, env=None, **kw):
                   env=env or env_with(), **kw)
 
 
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
 def stop(srv):
+    """Stop srv and remove its workdir; fails on a sanitizer report in its output (the ASan build)."""
     srv.stop()
+    out = srv.stderr() + srv.stdout()
     shutil.rmtree(srv.workdir, ignore_errors=True)
+    hits = [m for m in SANITIZER_MARKS if m in out]
+    assert not hits, "sanitizer report: %s" % out[-3000:]
 
 
 def state(srv):
@@ -141,6 +148,7 @@ def die_at(d, nshards, site):
     srv = start(d, nshards, env=env_with(RUVIO_FAILPOINT=site), expect_fail=True, exit_timeout=EXIT_WAIT)
     out = srv.stderr() + srv.stdout()
     shutil.rmtree(srv.workdir, ignore_errors=True)
+    assert not [m for m in SANITIZER_MARKS if m in out], out[-3000:]
     assert srv.returncode == 77, "expected the failpoint %s to exit 77, got %s: %s" % (
         site, srv.returncode, out[-2000:])
     assert "failpoint %s: exiting" % site in out
