@@ -54,9 +54,11 @@ rm_tree(const char *path, const char *site)
         return errno == ENOENT ? 0 : -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        int rc = unlink(path);
+        if (unlink(path) != 0) {
+            return -1;
+        }
         wal_failpoint(site);
-        return rc;
+        return 0;
     }
     DIR *d = opendir(path);
     if (d == NULL) {
@@ -72,8 +74,13 @@ rm_tree(const char *path, const char *site)
         snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
         rc = rm_tree(sub, site);
     }
+    int saved = errno;               /* the failure's, for the caller's message */
     closedir(d);
-    return rc == 0 ? rmdir(path) : rc;
+    if (rc != 0) {
+        errno = saved;
+        return rc;
+    }
+    return rmdir(path);
 }
 
 static bool
