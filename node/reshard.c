@@ -1,17 +1,23 @@
 /* node/reshard.c: starting on a data directory written with another shard
  * count. Every key moves to the shard that owns its slot now.
  *
- *   1. The old shard directories move into <dir>/resharding (through
- *      resharding.tmp, renamed once complete: the commit point).
+ *   1. The old shard directories move into <dir>/resharding.tmp, which is
+ *      renamed to <dir>/resharding once all are in (commit point 1).
  *   2. The new shards start on empty directories.
  *   3. Each old shard is loaded read-only into an offline shard; each key is
  *      rebuilt (the checkpoint's rebuild commands) in the shard that owns its
  *      slot; the offline shard is freed before the next one is loaded.
- *   4. Every new shard writes a checkpoint; then <dir>/resharding is removed.
+ *   4. Every new shard writes a durable checkpoint; <dir>/layout gets the new
+ *      count; <dir>/resharding is renamed to <dir>/resharding.old and the
+ *      directory fsynced (commit point 2); then resharding.old is deleted.
  *
- * A crash before step 4 completes leaves <dir>/resharding: the next start
- * discards the partial new directories and runs steps 2-4 again. A crash
- * during step 1 leaves resharding.tmp, which is moved back first.
+ * Which generation is the truth follows from the one name present, so a kill
+ * at any step restarts into the complete data set:
+ *   resharding.tmp  the old directories, some moved: move them back, start over
+ *   resharding      the old data, complete; the new shard directories are not:
+ *                   delete them and redo steps 2-4 (with this start's count)
+ *   resharding.old  the new directories are complete: finish deleting it
+ * Nothing is ever deleted from resharding/ itself, only after its rename.
  * <dir>/layout records the shard count of the last successful start. */
 #include "node/reshard.h"
 
@@ -30,7 +36,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,23 +43,44 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Delete path and everything under it (our directories are two levels
+ * deep). The failpoint site fires after the first file is gone: a kill in the
+ * middle of a deletion. */
 static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static int
-rm_rf(const char *path)
+rm_tree(const char *path, const char *site)
 {
     struct stat st;
     if (lstat(path, &st) != 0) {
         return errno == ENOENT ? 0 : -1;
     }
-    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlink(path) != 0) {
+            return -1;
+        }
+        wal_failpoint(site);
+        return 0;
+    }
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
+            continue;
+        }
+        char sub[4400];
+        snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+        rc = rm_tree(sub, site);
+    }
+    int saved = errno;               /* the failure's, for the caller's message */
+    closedir(d);
+    if (rc != 0) {
+        errno = saved;
+        return rc;
+    }
+    return rmdir(path);
 }
 
 static bool
@@ -124,38 +150,97 @@ reshard_write_layout(const char *dir, unsigned n)
     return wal_fsync_dir(dir);
 }
 
-int
-reshard_prepare(const char *dir, unsigned nshards, unsigned *old_n, char *err, size_t errsz)
+/* Move dir/shard-<k> (k < m) to sub/shard-<k> (or back with back), leaving
+ * what is already moved; fsync both directories. */
+static int
+move_shards(const char *dir, const char *sub, unsigned m, bool back, const char *site,
+            char *err, size_t errsz)
 {
-    char rdir[4200], tdir[4200];
-    snprintf(rdir, sizeof(rdir), "%s/resharding", dir);
-    snprintf(tdir, sizeof(tdir), "%s/resharding.tmp", dir);
-
-    if (is_dir(tdir)) {
-        /* interrupted while moving the old directories aside: undo */
-        unsigned m = count_shard_dirs(tdir);
-        for (unsigned k = 0; k < m; k++) {
-            char from[4300], to[4300];
-            snprintf(from, sizeof(from), "%s/shard-%u", tdir, k);
-            snprintf(to, sizeof(to), "%s/shard-%u", dir, k);
-            if (is_dir(from) && rename(from, to) != 0) {
-                snprintf(err, errsz, "cannot move %s back to %s: %s", from, to, strerror(errno));
-                return -1;
-            }
+    for (unsigned k = 0; k < m; k++) {
+        char in_dir[4300], in_sub[4300];
+        snprintf(in_dir, sizeof(in_dir), "%s/shard-%u", dir, k);
+        snprintf(in_sub, sizeof(in_sub), "%s/shard-%u", sub, k);
+        const char *from = back ? in_sub : in_dir, *to = back ? in_dir : in_sub;
+        if (!is_dir(from)) {
+            continue;
         }
-        if (rm_rf(tdir) != 0) {
-            snprintf(err, errsz, "cannot remove %s: %s", tdir, strerror(errno));
+        if (rename(from, to) != 0) {
+            snprintf(err, errsz, "cannot move %s to %s: %s", from, to, strerror(errno));
             return -1;
         }
+        wal_failpoint(site);
+    }
+    if (wal_fsync_dir(sub) != 0 || wal_fsync_dir(dir) != 0) {
+        snprintf(err, errsz, "cannot fsync %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Delete path (a directory under dir), then make that durable. */
+static int
+remove_durably(const char *dir, const char *path, const char *site, char *err, size_t errsz)
+{
+    if (rm_tree(path, site) != 0 || wal_fsync_dir(dir) != 0) {
+        snprintf(err, errsz, "cannot remove %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Finish whatever an earlier start left: 1 when the old data set aside in
+ * rdir is to be redistributed, 0 when the directory is settled, -1 on error. */
+static int
+recover(const char *dir, const char *rdir, const char *tdir, const char *odir, char *err,
+        size_t errsz)
+{
+    if (is_dir(odir)) {
+        /* after commit point 2: the new directories are complete */
+        log_notice("removing the old data of a completed redistribution (%s)", odir);
+        return remove_durably(dir, odir, "reshard-cleanup", err, errsz);
+    }
+    if (is_dir(tdir)) {
+        /* before commit point 1: the old directories are the truth, where they are */
+        log_warn("undoing an interrupted redistribution: moving %s back", tdir);
+        unsigned m = count_shard_dirs(tdir);
+        if (move_shards(dir, tdir, m, true, "reshard-undo", err, errsz) != 0) {
+            return -1;
+        }
+        return remove_durably(dir, tdir, "reshard-undo", err, errsz);
     }
     if (is_dir(rdir)) {
-        /* interrupted after the commit point: the old data is the truth */
+        /* between the commit points: the old data is the truth, the new is partial */
         unsigned m = count_shard_dirs(dir);
         for (unsigned k = 0; k < m; k++) {
             char p[4300];
             snprintf(p, sizeof(p), "%s/shard-%u", dir, k);
-            rm_rf(p);
+            if (rm_tree(p, "reshard-discard") != 0) {
+                snprintf(err, errsz, "cannot remove %s: %s", p, strerror(errno));
+                return -1;
+            }
         }
+        if (wal_fsync_dir(dir) != 0) {
+            snprintf(err, errsz, "cannot fsync %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int
+reshard_prepare(const char *dir, unsigned nshards, unsigned *old_n, char *err, size_t errsz)
+{
+    char rdir[4200], tdir[4200], odir[4200];
+    snprintf(rdir, sizeof(rdir), "%s/resharding", dir);
+    snprintf(tdir, sizeof(tdir), "%s/resharding.tmp", dir);
+    snprintf(odir, sizeof(odir), "%s/resharding.old", dir);
+
+    int rc = recover(dir, rdir, tdir, odir, err, errsz);
+    if (rc < 0) {
+        return -1;
+    }
+    if (rc == 1) {
         *old_n = count_shard_dirs(rdir);
         log_warn("resuming an interrupted redistribution from %u to %u shards", *old_n, nshards);
         return 1;
@@ -173,19 +258,14 @@ reshard_prepare(const char *dir, unsigned nshards, unsigned *old_n, char *err, s
         snprintf(err, errsz, "cannot create %s: %s", tdir, strerror(errno));
         return -1;
     }
-    for (unsigned k = 0; k < m; k++) {
-        char from[4300], to[4300];
-        snprintf(from, sizeof(from), "%s/shard-%u", dir, k);
-        snprintf(to, sizeof(to), "%s/shard-%u", tdir, k);
-        if (is_dir(from) && rename(from, to) != 0) {
-            snprintf(err, errsz, "cannot move %s to %s: %s", from, to, strerror(errno));
-            return -1;
-        }
+    if (move_shards(dir, tdir, m, false, "reshard-move-aside", err, errsz) != 0) {
+        return -1;
     }
-    if (wal_fsync_dir(tdir) != 0 || rename(tdir, rdir) != 0 || wal_fsync_dir(dir) != 0) {
+    if (rename(tdir, rdir) != 0 || wal_fsync_dir(dir) != 0) {
         snprintf(err, errsz, "cannot commit %s: %s", rdir, strerror(errno));
         return -1;
     }
+    wal_failpoint("reshard-moved");
     *old_n = m;
     return 1;
 }
@@ -252,6 +332,7 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, char *err, size_t e
             cur = ks_scan(ks, cur, 256, move_key, &m);
         } while (cur != 0);
         shard_destroy(old);
+        wal_failpoint("reshard-redistribute");
     }
     for (unsigned i = 0; i < n->nshards; i++) {
         replay_destroy(m.rp[i]);
@@ -264,9 +345,23 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, char *err, size_t e
         if (persist_save_now(n->shards[i], err, errsz) != 0) {
             return -1;
         }
+        wal_failpoint("reshard-ckpt");
     }
-    if (rm_rf(rdir) != 0 || wal_fsync_dir(dir) != 0) {
-        snprintf(err, errsz, "cannot remove %s: %s", rdir, strerror(errno));
+    /* The checkpoints are durable (file and shard directory fsynced); the
+     * layout's directory fsync makes the new shard-<k> entries durable too. */
+    if (reshard_write_layout(dir, n->nshards) != 0) {
+        snprintf(err, errsz, "cannot write %s/layout: %s", dir, strerror(errno));
+        return -1;
+    }
+    wal_failpoint("reshard-layout");
+    char odir[4200];
+    snprintf(odir, sizeof(odir), "%s/resharding.old", dir);
+    if (rename(rdir, odir) != 0 || wal_fsync_dir(dir) != 0) {
+        snprintf(err, errsz, "cannot rename %s to %s: %s", rdir, odir, strerror(errno));
+        return -1;
+    }
+    wal_failpoint("reshard-commit");
+    if (remove_durably(dir, odir, "reshard-cleanup", err, errsz) != 0) {
         return -1;
     }
     log_notice("redistributed %" PRIu64 " keys from %u to %u shard(s) in %.3f s (%" PRIu64

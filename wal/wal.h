@@ -276,7 +276,8 @@ int wal_frame_parse(const uint8_t *p, size_t avail, struct wal_rec *rec);
 
 /* Failpoints for crash tests: with RUVIO_FAILPOINT=<site> in the environment
  * the process dies (_exit(77)) when it reaches that site; sites: wal-append,
- * wal-sync, wal-rotate, ckpt-write, ckpt-rename. One getenv at start-up; a
+ * wal-sync, wal-rotate, ckpt-write, ckpt-rename, and resharding's reshard-*
+ * (node/reshard.c). One getenv at start-up; a
  * predictable branch otherwise. */
 void wal_failpoint(const char *site);
 /* Fault injection without dying: true when RUVIO_FAILPOINT names site
