@@ -13,6 +13,7 @@
 #include "node/persist.h"
 #include "node/shard.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct mq_cmd {
@@ -279,6 +280,40 @@ watched_key_lost(struct conn *c)
     return false;
 }
 
+/* The write guard that dispatch applied when the writes were queued, applied
+ * again at EXEC: since then the node may have become a replica (FAILOVER,
+ * REPLICAOF), been fenced or lost its replicas. As Redis, the transaction is
+ * then discarded whole with the reason (EXECABORT ... READONLY ...); during a
+ * FAILOVER's pause EXEC waits like a write and is parsed again after it.
+ * true when EXEC must not run now (replied, or paused). */
+static bool
+exec_refused(struct conn *c, const struct multi_state *m)
+{
+    bool writes = false;
+    for (size_t i = 0; i < m->nq && !writes; i++) {
+        writes = (m->q[i].cmd->flags & CMD_WRITE) != 0;
+    }
+    if (!writes || !persist_hot(c->persist)->guard) {
+        return false;
+    }
+    size_t mark = c->wbuf.len;
+    c->flags &= ~CONN_MULTI;         /* judged as one write: a FAILOVER pause holds it */
+    bool refused = persist_refuse_write(c);
+    c->flags |= CONN_MULTI;
+    if (!refused || c->wbuf.len == mark) {
+        return refused;              /* runs, or paused with no reply yet */
+    }
+    /* The refusal's own error line ("-READONLY ...\r\n") becomes EXEC's reason. */
+    char why[512];
+    size_t n = c->wbuf.len - mark - 3;
+    snprintf(why, sizeof(why), "%.*s", (int)(n < sizeof(why) ? n : sizeof(why) - 1),
+             c->wbuf.data + mark + 1);
+    c->wbuf.len = mark;
+    reply_errf(c, "EXECABORT Transaction discarded because of: %s", why);
+    multi_release(c);
+    return true;
+}
+
 CMD_HANDLER(exec)
 {
     struct multi_state *m = c->mstate;
@@ -299,6 +334,9 @@ CMD_HANDLER(exec)
             multi_release(c);
             return;
         }
+    }
+    if (rv_unlikely(exec_refused(c, m))) {
+        return;
     }
     /* replica-serve-stale-data no, link down since the commands were queued:
      * as Redis, EXEC is refused whole unless every queued command may run. */

@@ -8,6 +8,7 @@
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/base/rand.h"
+#include "node/block.h"
 #include "node/cmd.h"
 #include "node/cmds.h"
 #include "node/config.h"
@@ -433,6 +434,13 @@ repl_promote(struct repl *r)
 }
 
 void
+repl_unblock_demoted(struct repl *r)
+{
+    block_unblock_all(r->s, "UNBLOCKED force unblock from blocking operation, instance state "
+                            "changed (master -> replica?)");
+}
+
+void
 repl_role_hook(struct repl *r, const char *old_role, const char *new_role, const char *host, int port)
 {
     if (shard_id(r->s) != 0) {
@@ -469,6 +477,9 @@ run_follow(struct shard *s, struct shard_msg *mm)
             }
         } else if (!r->replica || strcmp(r->mhost, m->host) != 0 || r->mport != m->port) {
             replica_follow(r, m->host, m->port);
+            if (!was_replica) {
+                repl_unblock_demoted(r);
+            }
             repl_role_hook(r, was_replica ? "slave" : "master", "slave", m->host, m->port);
         }
     }

@@ -130,6 +130,7 @@ hand_over(struct repl *r, struct link *l)
                "; it takes over and this shard follows it", shard_id(r->s), host, port, pr.lsn);
     /* Becoming a replica closes the links after writing what they hold. */
     replica_follow(r, host, port);
+    repl_unblock_demoted(r);
     repl_role_hook(r, "master", "slave", host, port);
     r->fo.st = FO_NONE;
     resume_paused(r);

@@ -253,6 +253,9 @@ void replica_stop(struct repl *r);
 void replica_cron(struct repl *r, int64_t now);
 void replica_before_poll(struct repl *r);
 void repl_promote(struct repl *r);
+/* The shard just became a replica: as Redis, its blocked clients (BLMOVE,
+ * XREAD BLOCK, ...) get -UNBLOCKED, so that a woken one never writes here. */
+void repl_unblock_demoted(struct repl *r);
 /* Run the on_role_change hook (node/hook.h) once per node, from shard 0:
  * host NULL means this node's own address (it became the primary). */
 void repl_role_hook(struct repl *r, const char *old_role, const char *new_role, const char *host,
