@@ -36,6 +36,7 @@
 #include "node/persist_int.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "wal/wal.h"
 
 #include "node/config.h"
 
@@ -143,8 +144,10 @@ hand_over(struct repl *r, struct link *l)
     pr.lsn = l->ack < repl_last_lsn(r) ? l->ack : repl_last_lsn(r);
     m.m_case = REPL_MSG__M_PROMOTE;
     m.promote = &pr;
-    repl_send(&l->out, &m);
-    primary_flush_link(l);
+    if (!wal_failpoint_hit("failover-promote-unsent")) {   /* tests: the link closes first */
+        repl_send(&l->out, &m);
+        primary_flush_link(l);
+    }
     log_notice("[shard %u] FAILOVER: replica %s:%d has every record up to LSN %" PRIu64
                "; it takes over and this shard follows it", shard_id(r->s), host, port, pr.lsn);
     r->fo.st = FO_PROGRESS;
@@ -198,11 +201,15 @@ fo_roll_back(struct repl *r, const char *why)
 }
 
 void
-failover_hello(struct repl *r, const Hello *h)
+failover_hello(struct repl *r, const char *ip, const Hello *h)
 {
-    if (r->fo.st != FO_PROGRESS || h->replica_id == NULL ||
-        strcmp(h->replica_id, r->fo.target_id) != 0 || h->epoch > r->fo.epoch0 ||
-        r->epoch != r->fo.epoch0) {
+    if (r->fo.st != FO_PROGRESS || h->epoch > r->fo.epoch0 || r->epoch != r->fo.epoch0) {
+        return;
+    }
+    /* The target's run id, or its address (a restarted target has a new run id). */
+    bool target = (h->replica_id && strcmp(h->replica_id, r->fo.target_id) == 0) ||
+                  (strcmp(ip, r->mhost) == 0 && (int)h->listening_port == r->mport + (int)shard_id(r->s));
+    if (!target) {
         return;
     }
     fo_roll_back(r, "the target came back as a replica at the old epoch (it refused Promote or "
@@ -224,6 +231,11 @@ failover_cancel(struct repl *r, const char *why)
 bool
 failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz)
 {
+    wal_failpoint("failover-promote-crash");     /* tests: the target dies on Promote */
+    if (wal_failpoint_hit("failover-promote-refused")) {
+        snprintf(err, errsz, "FAILOVER: refused to take over (failpoint)");
+        return false;
+    }
     if (r->up.st != UP_ONLINE || repl_last_lsn(r) < pm->lsn) {
         /* We lack records it counted on: refuse; the link closes, and the
          * old primary rolls back when this shard connects to it again. */

@@ -270,7 +270,7 @@ void failover_cancel(struct repl *r, const char *why);
 /* repl_primary.c, a Hello on this shard during failover-in-progress: when it
  * comes from the target at this shard's old epoch, the target did not take
  * over and never will (its link that carried Promote is gone): roll back. */
-void failover_hello(struct repl *r, const Hello *h);
+void failover_hello(struct repl *r, const char *ip, const Hello *h);
 /* Promote from the primary: take over (true), or false with err (refused). */
 bool failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz);
 const char *failover_state_name(const struct repl *r);

@@ -553,7 +553,7 @@ on_hello(struct link *l, const Hello *h)
         link_close(l, NULL);
         return;
     }
-    failover_hello(r, h);
+    failover_hello(r, l->ip, h);
     if (repl_newer(h->epoch, h->replid ? h->replid : "", r->epoch, r->replid)) {
         /* Fencing: a replica knows a newer history, so a newer primary was
          * promoted; this one must not take writes for its old epoch. */
