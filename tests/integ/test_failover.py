@@ -282,13 +282,16 @@ def test_failover_whose_target_dies_on_promote_waits_then_rolls_back_when_it_ret
     p = primary.client()
     assert target.client().replicaof(HOST, primary.port) == "OK"
     wait_link_up(target)
-    with primary.raw(timeout=15) as w:
+    with primary.raw(timeout=15) as w, primary.raw(timeout=15) as x:
+        assert x.cmd("MULTI") == "OK" and x.cmd("SET", "q", "1") == "QUEUED"
         assert p.execute_command("FAILOVER", "TO", HOST, tport, "TIMEOUT", 5000) == "OK"
         assert target.wait_exit(5) == 77
         poll_until(lambda: info(p)["master_failover_state"] == "failover-in-progress", timeout=5, what="handed over")
         t0 = time.monotonic()
         w.send(b"*3\r\n$3\r\nSET\r\n$6\r\nduring\r\n$1\r\n1\r\n")       # paused, then refused
+        x.send(b"*1\r\n$4\r\nEXEC\r\n")                                       # the same
         assert w.read_reply() == "READONLY You can't write against a read only replica."
+        assert x.read_reply() == "EXECABORT " + READONLY_ABORT
         assert time.monotonic() - t0 > 3
     assert info(p)["role"] == "slave" and info(p)["master_failover_state"] == "failover-in-progress"
     target = start_at(start_server, None, tport, tdir)
