@@ -240,6 +240,7 @@ repl_attach(struct shard *s)
                    "configuration names no primary: following it again (REPLICAOF NO ONE makes "
                    "it a primary)", shard_id(s), st.host, st.port + (int)shard_id(s));
         replica_follow(r, st.host, st.port);
+        r->role_from_state = shard_id(s) == 0;   /* CONFIG GET shows it (first tick) */
     }
     if (r->fenced_epoch != 0 && !r->replica) {
         log_warn("[shard %u] repl.state: fenced by replication epoch %" PRIu64 " (this node is at %"
@@ -323,6 +324,12 @@ void
 repl_cron(struct repl *r)
 {
     int64_t now = shard_now_ms(r->s);
+    if (rv_unlikely(r->role_from_state)) {
+        char hp[300];
+        r->role_from_state = false;
+        snprintf(hp, sizeof(hp), "%s %d", r->mhost, r->mport);
+        repl_publish_role(r->s, hp, false);
+    }
     if (r->replica) {
         replica_cron(r, now);
     }

@@ -200,6 +200,7 @@ struct repl {
     uint64_t fenced_epoch;           /* != 0: a newer history exists (this epoch, or this one
                                       * with a greater replid), writes refused; persisted */
     char state_err[300];             /* why repl.state could not be written last */
+    bool role_from_state;            /* shard 0 follows the primary repl.state named: publish it */
     struct {
         enum { FO_NONE, FO_WAIT, FO_PROGRESS } st;
         bool to, force;

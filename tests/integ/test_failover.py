@@ -147,6 +147,8 @@ def test_old_primary_without_a_config_file_restarts_as_a_replica_of_the_new_one(
     p = primary.client()
     assert info(p)["role"] == "slave" and info(p)["master_port"] == replica.port
     assert resp_error(p.set, "x", "1") == "You can't write against a read only replica."
+    poll_until(lambda: p.config_get("replicaof") == {"replicaof": "%s %d" % (HOST, replica.port)}, timeout=5,
+               what="CONFIG GET replicaof")
     wait_link_up(primary)
     r.set("after", "1")
     poll_until(lambda: p.get("after") == "1", timeout=10, what="new write on the old primary")
