@@ -156,7 +156,8 @@ load_state(struct repl *r, struct repl_state *st)
     memset(st->replid2, '0', 40);
     st->second_off = -1;
     int n = fscanf(f, "%40s %" SCNu64 " %40s %" SCNd64 " %" SCNu64 " %15s %255s %d", st->replid,
-                   &st->epoch, st->replid2, &st->second_off, &st->fenced_epoch, role, host, &st->port);
+                   &st->epoch, st->replid2, &st->second_off, &st->fenced_epoch, role, host,
+                   &st->port);
     fclose(f);
     if (n < 2 || strlen(st->replid) != 40 || (n >= 3 && strlen(st->replid2) != 40)) {
         log_warn("[shard %u] %s: unreadable; starting a new history", shard_id(r->s), path);

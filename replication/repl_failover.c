@@ -207,8 +207,9 @@ failover_hello(struct repl *r, const char *ip, const Hello *h)
         return;
     }
     /* The target's run id, or its address (a restarted target has a new run id). */
+    int port = r->mport + (int)shard_id(r->s);
     bool target = (h->replica_id && strcmp(h->replica_id, r->fo.target_id) == 0) ||
-                  (strcmp(ip, r->mhost) == 0 && (int)h->listening_port == r->mport + (int)shard_id(r->s));
+                  (strcmp(ip, r->mhost) == 0 && (int)h->listening_port == port);
     if (!target) {
         return;
     }
