@@ -3,6 +3,7 @@
 Real primary and replica processes on loopback. Each test is a few seconds at most."""
 
 import os
+import signal
 import time
 
 import pytest
@@ -303,3 +304,29 @@ def test_failover_whose_target_dies_on_promote_waits_then_rolls_back_when_it_ret
     assert info(t)["role"] == "slave" and info(t)["repl_epoch"] == 0
     wait_link_up(target)
     poll_until(lambda: t.get("after") == "1", timeout=10, what="writes flow to the target again")
+
+
+def test_forced_failover_to_a_stopped_target_completes_or_rolls_back(start_server):
+    """No failpoint: the target is stopped (SIGSTOP) while the primary queues more than the socket buffers
+    hold, so at FORCE's deadline the Promote sits behind records the link never delivers (the link is
+    closed with them; here it always rolled back). Whatever the target gets, the pair ends with exactly one
+    primary that the other follows (before: both replicas of each other, for good)."""
+    primary, replica, p, r = linked_pair(start_server)
+    replica.proc.send_signal(signal.SIGSTOP)
+    try:
+        pipe = p.pipeline(transaction=False)
+        for i in range(2000):
+            pipe.set("big%d" % i, "x" * 10000)                 # 20 MB behind a stopped reader
+        pipe.execute()
+        assert p.execute_command("FAILOVER", "TO", HOST, replica.port, "FORCE", "TIMEOUT", 300) == "OK"
+        poll_until(lambda: info(p)["role"] == "slave", timeout=10, what="handed over")
+    finally:
+        replica.proc.send_signal(signal.SIGCONT)
+
+    def settled():
+        roles = sorted((info(p)["role"], info(r)["role"]))
+        return roles == ["master", "slave"] and info(p)["master_failover_state"] == "no-failover"
+    poll_until(settled, timeout=15, what="one primary, one replica")
+    new, old = (r, p) if info(r)["role"] == "master" else (p, r)
+    new.set("after", "1")
+    poll_until(lambda: old.get("after") == "1", timeout=10, what="the other follows the primary")
