@@ -296,10 +296,11 @@ exec_refused(struct conn *c, const struct multi_state *m)
     if (!writes || !persist_hot(c->persist)->guard) {
         return false;
     }
-    size_t mark = c->wbuf.len;
+    size_t pending = c->wbuf.len - c->wbuf.off;   /* (appending may compact the buffer) */
     c->flags &= ~CONN_MULTI;         /* judged as one write: a FAILOVER pause holds it */
     bool refused = persist_refuse_write(c);
     c->flags |= CONN_MULTI;
+    size_t mark = c->wbuf.off + pending;
     if (!refused || c->wbuf.len == mark) {
         return refused;              /* runs, or paused with no reply yet */
     }
