@@ -13,7 +13,6 @@
 #include "node/persist.h"
 #include "node/shard.h"
 
-#include <stdio.h>
 #include <string.h>
 
 struct mq_cmd {
@@ -283,8 +282,9 @@ watched_key_lost(struct conn *c)
 /* The write guard that dispatch applied when the writes were queued, applied
  * again at EXEC: since then the node may have become a replica (FAILOVER,
  * REPLICAOF), been fenced or lost its replicas. As Redis, the transaction is
- * then discarded whole with the reason (EXECABORT ... READONLY ...); during a
- * FAILOVER's pause EXEC waits like a write and is parsed again after it.
+ * then discarded whole with the reason (EXECABORT ... READONLY ..., written so
+ * by reply.c under CONN_EXEC_ABORT); during a FAILOVER's pause EXEC waits like
+ * a write and is parsed again after it.
  * true when EXEC must not run now (replied, or paused). */
 static bool
 exec_refused(struct conn *c, const struct multi_state *m)
@@ -296,21 +296,13 @@ exec_refused(struct conn *c, const struct multi_state *m)
     if (!writes || !persist_hot(c->persist)->guard) {
         return false;
     }
-    size_t pending = c->wbuf.len - c->wbuf.off;   /* (appending may compact the buffer) */
-    c->flags &= ~CONN_MULTI;         /* judged as one write: a FAILOVER pause holds it */
+    c->flags = (c->flags & ~CONN_MULTI) | CONN_EXEC_ABORT;   /* judged as one write */
     bool refused = persist_refuse_write(c);
-    c->flags |= CONN_MULTI;
-    size_t mark = c->wbuf.off + pending;
-    if (!refused || c->wbuf.len == mark) {
-        return refused;              /* runs, or paused with no reply yet */
+    bool replied = !(c->flags & CONN_EXEC_ABORT);              /* reply.c took the flag */
+    c->flags = (c->flags & ~CONN_EXEC_ABORT) | CONN_MULTI;
+    if (!refused || !replied) {
+        return refused;              /* runs, or paused (a FAILOVER) with no reply yet */
     }
-    /* The refusal's own error line ("-READONLY ...\r\n") becomes EXEC's reason. */
-    char why[512];
-    size_t n = c->wbuf.len - mark - 3;
-    snprintf(why, sizeof(why), "%.*s", (int)(n < sizeof(why) ? n : sizeof(why) - 1),
-             c->wbuf.data + mark + 1);
-    c->wbuf.len = mark;
-    reply_errf(c, "EXECABORT Transaction discarded because of: %s", why);
     multi_release(c);
     return true;
 }

@@ -64,6 +64,8 @@ def test_exec_with_queued_writes_is_refused_after_a_demotion(start_server, how):
         assert c.cmd("EXEC") == "ERR EXEC without MULTI"       # discarded, as Redis
         assert reads.cmd("EXEC") == [None]                     # a read-only transaction still runs
     assert p.exists("k") == 0 and r.exists("k") == 0
+    # one error per refused EXEC, as Redis counts it (ERR: the EXEC without MULTI)
+    assert p.info("errorstats") == {"errorstat_EXECABORT": "count=1", "errorstat_ERR": "count=1"}
 
 
 @pytest.mark.parametrize("how", ["failover", "replicaof"])
