@@ -555,11 +555,28 @@ repl_promote(struct repl *r)
     return RV_OK;
 }
 
+#define UNBLOCKED_DEMOTED "UNBLOCKED force unblock from blocking operation, instance state " \
+                          "changed (master -> replica?)"
+
 void
 repl_unblock_demoted(struct repl *r)
 {
-    block_unblock_all(r->s, "UNBLOCKED force unblock from blocking operation, instance state "
-                            "changed (master -> replica?)");
+    block_unblock_all(r->s, UNBLOCKED_DEMOTED);
+    /* WAIT / WAITAOF too, as Redis (a replica has no replicas to count). */
+    for (struct waiter **pp = &r->waiters; *pp;) {
+        struct waiter *w = *pp;
+        if (w->paused) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        struct conn *c = w->c;
+        rv_free(w);
+        c->flags &= ~CONN_BLOCKED;
+        reply_errf(c, "%s", UNBLOCKED_DEMOTED);
+        conn_resume(c);
+        shard_want_write(c->shard, c);
+    }
 }
 
 void

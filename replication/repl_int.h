@@ -287,7 +287,8 @@ void replica_before_poll(struct repl *r);
  * new state could not be saved first. */
 int repl_promote(struct repl *r);
 /* The shard just became a replica: as Redis, its blocked clients (BLMOVE,
- * XREAD BLOCK, ...) get -UNBLOCKED, so that a woken one never writes here. */
+ * XREAD BLOCK, ..., WAIT) get -UNBLOCKED, so that a woken one never writes
+ * here (and a WAIT does not wait for replicas it no longer has). */
 void repl_unblock_demoted(struct repl *r);
 /* Run the on_role_change hook (node/hook.h) once per node, from shard 0:
  * host NULL means this node's own address (it became the primary). */

@@ -71,11 +71,15 @@ def test_exec_with_queued_writes_is_refused_after_a_demotion(start_server, how):
 @pytest.mark.parametrize("how", ["failover", "replicaof"])
 def test_blocked_writers_are_unblocked_by_a_demotion(start_server, how):
     primary, replica, p, r = linked_pair(start_server)
-    with primary.raw() as c:
+    with primary.raw() as c, primary.raw() as w:
         c.send(b"*6\r\n$6\r\nBLMOVE\r\n$3\r\nsrc\r\n$3\r\ndst\r\n$4\r\nLEFT\r\n$5\r\nRIGHT\r\n$1\r\n0\r\n")
         poll_until(lambda: p.info("clients")["blocked_clients"] == 1, timeout=5, what="client blocked")
+        assert w.cmd("SET", "w", "1") == "OK"
+        w.send(b"*3\r\n$4\r\nWAIT\r\n$1\r\n2\r\n$1\r\n0\r\n")         # one replica: waits forever
+        assert w.nothing_pending(0.1)
         demote(how, primary, replica, p, r)
         assert c.read_reply() == UNBLOCKED
+        assert w.read_reply() == UNBLOCKED
         r.rpush("src", "x")                                    # replicated to the old primary
         poll_until(lambda: p.llen("src") == 1, timeout=5, what="record applied")
         assert c.cmd("PING") == "PONG"
