@@ -307,6 +307,48 @@ block_unblock(struct conn *c, bool with_error)
     return true;
 }
 
+struct conn_set {
+    struct conn **v;
+    size_t n, cap;
+};
+
+static void
+collect_waiters(void *arg, struct dict_entry *e)
+{
+    struct conn_set *cs = arg;
+    const struct waiters *w = dict_val_ptr(e);
+    for (size_t i = 0; i < w->n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < cs->n && !seen; j++) {
+            seen = cs->v[j] == w->v[i];
+        }
+        if (seen) {
+            continue;                /* waits on several keys */
+        }
+        if (cs->n == cs->cap) {
+            cs->cap = cs->cap ? cs->cap * 2 : 8;
+            cs->v = rv_realloc(cs->v, cs->cap * sizeof(*cs->v));
+        }
+        cs->v[cs->n++] = w->v[i];
+    }
+}
+
+void
+block_unblock_all(struct shard *s, const char *err)
+{
+    struct block_shard *bs = *shard_blocking(s);
+    if (bs == NULL) {
+        return;
+    }
+    struct conn_set cs = { 0 };
+    dict_foreach(bs->waiting, collect_waiters, &cs);
+    for (size_t i = 0; i < cs.n; i++) {
+        reply_errf(cs.v[i], "%s", err);
+        block_finish(cs.v[i]);
+    }
+    rv_free(cs.v);
+}
+
 static void
 free_waiters(void *p)
 {

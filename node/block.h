@@ -44,4 +44,7 @@ bool block_pending(struct shard *s);
 void block_release(struct conn *c);
 /* CLIENT UNBLOCK: answer the timeout reply, or with_error the UNBLOCKED error. */
 bool block_unblock(struct conn *c, bool with_error);
+/* Every waiter of shard s gets the error err (without its '-') and goes on:
+ * the shard became a replica, and a woken blocking command would write. */
+void block_unblock_all(struct shard *s, const char *err);
 void block_shard_destroy(struct shard *s);

@@ -34,6 +34,7 @@ enum conn_flag {
     CONN_BLOCK_RETRY = 1u << 13,      /* re-running the blocking command after a wake-up */
     CONN_IN_EXEC = 1u << 14,          /* running the commands of EXEC */
     CONN_REPLAY = 1u << 15,
+    CONN_EXEC_ABORT = 1u << 17,       /* EXEC's guard: an error reply is EXECABORT's reason */
     CONN_HELD = 1u << 16,             /* output waits for the WAL (persist.c) */           /* internal: replays records (recovery, RESTORE); no socket */
 };
 

@@ -279,6 +279,34 @@ watched_key_lost(struct conn *c)
     return false;
 }
 
+/* The write guard that dispatch applied when the writes were queued, applied
+ * again at EXEC: since then the node may have become a replica (FAILOVER,
+ * REPLICAOF), been fenced or lost its replicas. As Redis, the transaction is
+ * then discarded whole with the reason (EXECABORT ... READONLY ..., written so
+ * by reply.c under CONN_EXEC_ABORT); during a FAILOVER's pause EXEC waits like
+ * a write and is parsed again after it.
+ * true when EXEC must not run now (replied, or paused). */
+static bool
+exec_refused(struct conn *c, const struct multi_state *m)
+{
+    bool writes = false;
+    for (size_t i = 0; i < m->nq && !writes; i++) {
+        writes = (m->q[i].cmd->flags & CMD_WRITE) != 0;
+    }
+    if (!writes || !persist_hot(c->persist)->guard) {
+        return false;
+    }
+    c->flags = (c->flags & ~CONN_MULTI) | CONN_EXEC_ABORT;   /* judged as one write */
+    bool refused = persist_refuse_write(c);
+    bool replied = !(c->flags & CONN_EXEC_ABORT);              /* reply.c took the flag */
+    c->flags = (c->flags & ~CONN_EXEC_ABORT) | CONN_MULTI;
+    if (!refused || !replied) {
+        return refused;              /* runs, or paused (a FAILOVER) with no reply yet */
+    }
+    multi_release(c);
+    return true;
+}
+
 CMD_HANDLER(exec)
 {
     struct multi_state *m = c->mstate;
@@ -299,6 +327,9 @@ CMD_HANDLER(exec)
             multi_release(c);
             return;
         }
+    }
+    if (rv_unlikely(exec_refused(c, m))) {
+        return;
     }
     /* replica-serve-stale-data no, link down since the commands were queued:
      * as Redis, EXEC is refused whole unless every queued command may run. */

@@ -1,6 +1,7 @@
 /* node/reply.c: reply helpers over proto/resp_write.c, in the client's protocol. */
 #include "node/reply.h"
 
+#include "node/base/mem.h"
 #include "node/conn.h"
 #include "node/metrics.h"
 #include "node/shard.h"
@@ -31,6 +32,12 @@ reply_simple(struct conn *c, const char *s)
 static void
 reply_error_text(struct conn *c, const char *s, size_t n)
 {
+    if (rv_unlikely(c->flags & CONN_EXEC_ABORT)) {
+        /* As Redis's execCommandAbort: the refusal is EXEC's reason, one error. */
+        c->flags &= ~CONN_EXEC_ABORT;
+        reply_errf(c, "EXECABORT Transaction discarded because of: %.*s", (int)n, s);
+        return;
+    }
     /* Error text must be one line: newlines would break the protocol. */
     char clean[1024];
     if (n > sizeof(clean)) {

@@ -8,6 +8,7 @@
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/base/rand.h"
+#include "node/block.h"
 #include "node/cmd.h"
 #include "node/cmds.h"
 #include "node/config.h"
@@ -61,32 +62,77 @@ repl_backlog_start(struct repl *r)
     r->p->hot.log = true;            /* memory mode: records are built from now on */
 }
 
-/* With durability on, the history id and epoch live in <shard dir>/repl.state
- * ("replid epoch\n", written to a temporary file, synced and renamed), so a
- * restarted node resumes with a partial resync. */
-void
-repl_save_state(struct repl *r)
+/* With durability on, a shard's replication state lives in
+ * <shard dir>/repl.state, one line:
+ *
+ *   replid epoch replid2 second_off fenced_epoch primary|replica host port
+ *
+ * (older files hold only "replid epoch"). It is written to a temporary file,
+ * fsynced, renamed and the directory fsynced, before the node acts on it
+ * where acting is the dangerous direction (a promotion, repl_promote), or
+ * right after where it is the safe one (a demotion, fencing: refusing writes
+ * is never wrong). The role lets a node restarted without a replicaof in its
+ * configuration follow the primary it followed, rather than come back as a
+ * writable primary under that primary's history. */
+struct repl_state {
+    char replid[41], replid2[41];
+    uint64_t epoch, fenced_epoch;
+    int64_t second_off;
+    bool replica;
+    char host[256];
+    int port;
+};
+
+static void
+state_of(const struct repl *r, struct repl_state *st)
+{
+    memcpy(st->replid, r->replid, 41);
+    memcpy(st->replid2, r->replid2, 41);
+    st->epoch = r->epoch;
+    st->fenced_epoch = r->fenced_epoch;
+    st->second_off = r->second_off;
+    st->replica = r->replica;
+    snprintf(st->host, sizeof(st->host), "%s", r->replica && r->mhost[0] ? r->mhost : "-");
+    st->port = r->replica ? r->mport : 0;
+}
+
+static int
+save_state_as(struct repl *r, const struct repl_state *st)
 {
     if (r->p->mode == WAL_MEMORY) {
-        return;
+        return RV_OK;
     }
     char path[4200], tmp[4210];
     snprintf(path, sizeof(path), "%s/repl.state", persist_dir(r->s));
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (f == NULL) {
-        log_warn("[shard %u] cannot write %s: %s", shard_id(r->s), tmp, strerror(errno));
-        return;
+        goto fail;
     }
-    fprintf(f, "%s %" PRIu64 "\n", r->replid, r->epoch);
+    fprintf(f, "%s %" PRIu64 " %s %" PRId64 " %" PRIu64 " %s %s %d\n", st->replid, st->epoch,
+            st->replid2, st->second_off, st->fenced_epoch, st->replica ? "replica" : "primary",
+            st->host, st->port);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        log_warn("[shard %u] cannot write %s: %s", shard_id(r->s), path, strerror(errno));
+    if (!ok || rename(tmp, path) != 0 || wal_fsync_dir(persist_dir(r->s)) != 0) {
+        int e = errno;
         unlink(tmp);
-        return;
+        errno = e;
+        goto fail;
     }
-    wal_fsync_dir(persist_dir(r->s));
+    return RV_OK;
+fail:
+    snprintf(r->state_err, sizeof(r->state_err), "cannot write %.200s: %s", path, strerror(errno));
+    log_warn("[shard %u] %s", shard_id(r->s), r->state_err);
+    return RV_EIO;
+}
+
+int
+repl_save_state(struct repl *r)
+{
+    struct repl_state st;
+    state_of(r, &st);
+    return save_state_as(r, &st);
 }
 
 void
@@ -98,22 +144,54 @@ repl_forget_state(struct repl *r)
 }
 
 static bool
-load_state(struct repl *r)
+load_state(struct repl *r, struct repl_state *st)
 {
-    char path[4200], id[64];
-    uint64_t epoch;
+    char path[4200], role[16] = "primary", host[256] = "-";
     snprintf(path, sizeof(path), "%s/repl.state", persist_dir(r->s));
     FILE *f = fopen(path, "r");
     if (f == NULL) {
         return false;
     }
-    bool ok = fscanf(f, "%63s %" SCNu64, id, &epoch) == 2 && strlen(id) == 40;
+    memset(st, 0, sizeof(*st));
+    memset(st->replid2, '0', 40);
+    st->second_off = -1;
+    int n = fscanf(f, "%40s %" SCNu64 " %40s %" SCNd64 " %" SCNu64 " %15s %255s %d", st->replid,
+                   &st->epoch, st->replid2, &st->second_off, &st->fenced_epoch, role, host,
+                   &st->port);
     fclose(f);
-    if (ok) {
-        memcpy(r->replid, id, 41);
-        r->epoch = epoch;
+    if (n < 2 || strlen(st->replid) != 40 || (n >= 3 && strlen(st->replid2) != 40)) {
+        log_warn("[shard %u] %s: unreadable; starting a new history", shard_id(r->s), path);
+        return false;
     }
-    return ok;
+    st->replica = n >= 8 && strcmp(role, "replica") == 0 && st->port > 0 && st->port <= 65535;
+    snprintf(st->host, sizeof(st->host), "%s", host);
+    memcpy(r->replid, st->replid, 41);
+    memcpy(r->replid2, st->replid2, 41);
+    r->epoch = st->epoch;
+    r->second_off = st->second_off;
+    r->fenced_epoch = st->fenced_epoch;
+    return true;
+}
+
+bool
+repl_newer(uint64_t e1, const char *id1, uint64_t e2, const char *id2)
+{
+    /* Epoch 0 is no promotion's: independent nodes start there. */
+    return e1 > e2 || (e1 == e2 && e1 > 0 && strlen(id1) == 40 && strlen(id2) == 40 &&
+                       strcmp(id1, id2) > 0);
+}
+
+void
+repl_fence(struct repl *r, uint64_t epoch, const char *who)
+{
+    if (r->fenced_epoch == 0 || r->fenced_epoch < epoch) {
+        r->fenced_epoch = epoch;
+        log_warn("[shard %u] fenced: %s knows a newer history (replication epoch %" PRIu64 ", this "
+                 "node is at %" PRIu64 "); writes are refused until REPLICAOF points this node at "
+                 "the current primary", shard_id(r->s), who, epoch, r->epoch);
+        (void)repl_save_state(r);    /* refusing is safe even if this fails; logged */
+    }
+    repl_guard_update(r);
 }
 
 /* Parse "host port" (replicaof in the config file). */
@@ -142,8 +220,10 @@ repl_attach(struct shard *s)
     repl_new_replid(r);
     memset(r->replid2, '0', 40);
     p->repl = r;
-    if (p->mode != WAL_MEMORY && !load_state(r)) {
-        repl_save_state(r);
+    struct repl_state st = { 0 };
+    bool loaded = p->mode != WAL_MEMORY && load_state(r, &st);
+    if (p->mode != WAL_MEMORY && !loaded) {
+        (void)repl_save_state(r);
     }
     repl_guard_update(r);
     const char *ro = shard_cfg(s)->replicaof;
@@ -153,6 +233,20 @@ repl_attach(struct shard *s)
         replica_follow(r, host, port);   /* connects on the first timer tick */
     } else if (ro && *ro && strcasecmp(ro, "no one") != 0) {
         log_warn("[shard %u] replicaof '%s': expected 'host port'; not replicating", shard_id(s), ro);
+    } else if (loaded && st.replica && !(ro && *ro)) {
+        /* It followed a primary when it stopped (a FAILOVER or REPLICAOF that
+         * no config file recorded): a writable restart would fork that
+         * primary's history. */
+        log_notice("[shard %u] repl.state: this shard followed %s:%d when it stopped and the "
+                   "configuration names no primary: following it again (REPLICAOF NO ONE makes "
+                   "it a primary)", shard_id(s), st.host, st.port + (int)shard_id(s));
+        replica_follow(r, st.host, st.port);
+        r->role_from_state = shard_id(s) == 0;   /* CONFIG GET shows it (first tick) */
+    }
+    if (r->fenced_epoch != 0 && !r->replica) {
+        log_warn("[shard %u] repl.state: fenced by replication epoch %" PRIu64 " (this node is at %"
+                 PRIu64 "): writes are refused until REPLICAOF points it at the current primary",
+                 shard_id(s), r->fenced_epoch, r->epoch);
     }
 }
 
@@ -237,6 +331,12 @@ void
 repl_cron(struct repl *r)
 {
     int64_t now = shard_now_ms(r->s);
+    if (rv_unlikely(r->role_from_state)) {
+        char hp[300];
+        r->role_from_state = false;
+        snprintf(hp, sizeof(hp), "%s %d", r->mhost, r->mport);
+        repl_publish_role(r->s, hp, false);
+    }
     if (r->replica) {
         replica_cron(r, now);
     }
@@ -250,7 +350,7 @@ repl_cron(struct repl *r)
 void
 repl_guard_update(struct repl *r)
 {
-    r->hot.guard = r->replica || r->fenced_epoch > r->epoch || r->fo.st != FO_NONE ||
+    r->hot.guard = r->replica || r->fenced_epoch != 0 || r->fo.st != FO_NONE ||
                    shard_cfg(r->s)->min_replicas_to_write > 0;
     /* persist's flag also covers WAL write errors (persist_refuse_write) */
     r->p->hot.guard = r->p->w != NULL || r->hot.guard;
@@ -260,6 +360,9 @@ bool
 repl_refuse_write(struct repl *r, struct conn *c)
 {
     const struct cfg *cfg = shard_cfg(r->s);
+    if (r->fo.st == FO_PROGRESS && failover_pause_write(r, c)) {
+        return true;                 /* handed over, not confirmed yet: it may roll back */
+    }
     if (r->replica) {
         if (cfg->replica_read_only && !(c->flags & CONN_REPLAY)) {
             reply_errf(c, "READONLY You can't write against a read only replica.");
@@ -270,7 +373,7 @@ repl_refuse_write(struct repl *r, struct conn *c)
     if (r->fo.st != FO_NONE && failover_pause_write(r, c)) {
         return true;                 /* paused: no reply yet */
     }
-    if (r->fenced_epoch > r->epoch) {
+    if (r->fenced_epoch != 0) {
         reply_errf(c, "READONLY This node was fenced: replication epoch %" PRIu64 " exists (this "
                       "node is at %" PRIu64 "); point it at the current primary with REPLICAOF.",
                    r->fenced_epoch, r->epoch);
@@ -414,28 +517,72 @@ struct follow_msg {
     int port;
 };
 
-void
+int
 repl_promote(struct repl *r)
 {
     if (!r->replica) {
-        return;
+        return RV_OK;
+    }
+    /* PSYNC2: the history followed so far stays valid up to here under
+     * replid2, so the other replicas continue with a partial resync. The
+     * epoch is one above any this node has seen (fenced_epoch too); two
+     * promotions from the same epoch differ by replid (repl_newer). The new
+     * state is on disk before the shard takes a write under it. */
+    struct repl_state st;
+    state_of(r, &st);
+    memcpy(st.replid2, r->replid, 41);
+    st.second_off = (int64_t)repl_last_lsn(r) + 1;
+    rand_hex(st.replid, 40);
+    st.epoch = (r->epoch > r->fenced_epoch ? r->epoch : r->fenced_epoch) + 1;
+    st.fenced_epoch = 0;
+    st.replica = false;
+    snprintf(st.host, sizeof(st.host), "-");
+    st.port = 0;
+    if (save_state_as(r, &st) != RV_OK) {
+        log_warn("[shard %u] not promoted: the new replication state could not be saved (%s)",
+                 shard_id(r->s), r->state_err);
+        return RV_EIO;
     }
     replica_stop(r);
+    primary_drop_all(r);             /* chained replicas reconnect and learn the new history */
     r->replica = false;
     r->p->replica = false;
     repl_stale_update(r);
     ks_set_replica_mode(shard_ks(r->s), false);
-    /* PSYNC2: the history followed so far stays valid up to here under
-     * replid2, so the other replicas continue with a partial resync. */
-    memcpy(r->replid2, r->replid, 41);
-    r->second_off = (int64_t)repl_last_lsn(r) + 1;
-    repl_new_replid(r);
-    r->epoch++;
-    repl_save_state(r);
+    memcpy(r->replid2, st.replid2, 41);
+    r->second_off = st.second_off;
+    memcpy(r->replid, st.replid, 41);
+    r->epoch = st.epoch;
+    r->fenced_epoch = 0;
     repl_backlog_start(r);
     repl_guard_update(r);
     log_notice("[shard %u] promoted to primary (epoch %" PRIu64 ", new replid %s, previous %s up to "
                "LSN %" PRId64 ")", shard_id(r->s), r->epoch, r->replid, r->replid2, r->second_off - 1);
+    return RV_OK;
+}
+
+#define UNBLOCKED_DEMOTED "UNBLOCKED force unblock from blocking operation, instance state " \
+                          "changed (master -> replica?)"
+
+void
+repl_unblock_demoted(struct repl *r)
+{
+    block_unblock_all(r->s, UNBLOCKED_DEMOTED);
+    /* WAIT / WAITAOF too, as Redis (a replica has no replicas to count). */
+    for (struct waiter **pp = &r->waiters; *pp;) {
+        struct waiter *w = *pp;
+        if (w->paused) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        struct conn *c = w->c;
+        rv_free(w);
+        c->flags &= ~CONN_BLOCKED;
+        reply_errf(c, "%s", UNBLOCKED_DEMOTED);
+        conn_resume(c);
+        shard_want_write(c->shard, c);
+    }
 }
 
 void
@@ -461,58 +608,84 @@ repl_role_hook(struct repl *r, const char *old_role, const char *new_role, const
     hook_role_change(old_role, new_role, r->epoch, host, port);
 }
 
+/* One shard takes REPLICAOF; RV_EIO when a promotion was refused because its
+ * state could not be saved (the shard stays a replica). */
+static int
+follow_apply(struct repl *r, bool no_one, const char *host, int port)
+{
+    bool was_replica = r->replica;
+    failover_cancel(r, "REPLICAOF");
+    if (no_one) {
+        if (repl_promote(r) != RV_OK) {
+            return RV_EIO;
+        }
+        if (was_replica) {
+            repl_role_hook(r, "slave", "master", NULL, 0);
+        }
+    } else if (!r->replica || strcmp(r->mhost, host) != 0 || r->mport != port) {
+        replica_follow(r, host, port);
+        (void)repl_save_state(r);    /* the role, for a restart without a config file */
+        if (!was_replica) {
+            repl_unblock_demoted(r);
+        }
+        repl_role_hook(r, was_replica ? "slave" : "master", "slave", host, port);
+    }
+    return RV_OK;
+}
+
 static void
 run_follow(struct shard *s, struct shard_msg *mm)
 {
     struct follow_msg *m = (struct follow_msg *)mm;
     struct repl *r = repl_of(s);
     if (r != NULL) {
-        bool was_replica = r->replica;
-        if (m->no_one) {
-            repl_promote(r);
-            if (was_replica) {
-                repl_role_hook(r, "slave", "master", NULL, 0);
-            }
-        } else if (!r->replica || strcmp(r->mhost, m->host) != 0 || r->mport != m->port) {
-            replica_follow(r, m->host, m->port);
-            repl_role_hook(r, was_replica ? "slave" : "master", "slave", m->host, m->port);
-        }
+        (void)follow_apply(r, m->no_one, m->host, m->port);   /* a refusal is logged */
     }
     rv_free(m);
 }
 
-static void
+/* The client's own shard first, at once: its refusal is the command's error
+ * and nothing else changes; then the others. */
+static int
 post_follow(struct shard *from, bool no_one, const char *host, int port)
 {
     struct node *n = shard_node(from);
+    struct repl *own = repl_of(from);
+    if (own != NULL && follow_apply(own, no_one, host ? host : "", port) != RV_OK) {
+        return RV_EIO;
+    }
     for (unsigned i = 0; i < n->nshards; i++) {
+        if (n->shards[i] == from) {
+            continue;
+        }
         struct follow_msg *m = rv_calloc(1, sizeof(*m));
         m->m.run = run_follow;
         m->no_one = no_one;
         snprintf(m->host, sizeof(m->host), "%s", host ? host : "");
         m->port = port;
-        if (n->shards[i] == from) {
-            run_follow(from, &m->m);
-        } else {
-            shard_post(n->shards[i], &m->m);
-        }
+        shard_post(n->shards[i], &m->m);
     }
+    return RV_OK;
 }
 
 /* The role is config state too: CONFIG GET/REWRITE show it (Sentinel
  * persists a repointing with CONFIG REWRITE). */
-static void
-replicaof_publish(struct conn *c, const char *val)
+void
+repl_publish_role(struct shard *s, const char *val, bool rewrite)
 {
-    struct node *n = shard_node(c->shard);
-    struct cfg *next = cfg_dup(shard_cfg(c->shard));
+    struct node *n = shard_node(s);
+    struct cfg *next = cfg_dup(shard_cfg(s));
     (void)cfg_set_state(next, "replicaof", val);
     node_publish_cfg(n, next);
-    shard_adopt_cfg(c->shard);
+    shard_adopt_cfg(s);
     for (unsigned i = 0; i < n->nshards; i++) {
-        if (n->shards[i] != c->shard) {
+        if (n->shards[i] != s) {
             shard_wake(n->shards[i]);
         }
+    }
+    char err[512];
+    if (rewrite && cfg_file()[0] != '\0' && cfg_rewrite(shard_cfg(s), err, sizeof(err)) != 0) {
+        log_warn("the new role (replicaof '%s') could not be written to %s: %s", val, cfg_file(), err);
     }
 }
 
@@ -524,8 +697,11 @@ cmd_replicaof(struct conn *c, int argc, struct rv_str *argv)
         if (r && r->replica) {
             log_notice("MASTER MODE enabled (user request from '%s')", c->addr);
         }
-        post_follow(c->shard, true, NULL, 0);
-        replicaof_publish(c, "");
+        if (post_follow(c->shard, true, NULL, 0) != RV_OK) {
+            reply_errf(c, "ERR REPLICAOF NO ONE refused: %s; this node stays a replica", r->state_err);
+            return;
+        }
+        repl_publish_role(c->shard, "", false);
         reply_ok(c);
         return;
     }
@@ -541,10 +717,10 @@ cmd_replicaof(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     log_notice("REPLICAOF %s:%d enabled (user request from '%s')", host, (int)port, c->addr);
-    post_follow(c->shard, false, host, (int)port);
+    (void)post_follow(c->shard, false, host, (int)port);    /* a demotion is not refused */
     char hp[300];
     snprintf(hp, sizeof(hp), "%s %d", host, (int)port);
-    replicaof_publish(c, hp);
+    repl_publish_role(c->shard, hp, false);
     reply_ok(c);
 }
 

@@ -4,13 +4,26 @@
  *   waiting-for-sync      writes are paused (the client's command is parsed
  *                         again later), until the target replica acked every
  *                         record (or the timeout: abort, or with FORCE go on)
- *   failover-in-progress  the shard sends Promote to the target, turns itself
- *                         into a replica of it (it took its last write before
- *                         the pause, and the target has it), resumes the
- *                         paused clients (they now get -READONLY)
+ *   failover-in-progress  the shard sends Promote to the target and turns
+ *                         itself into a replica of it (it took its last write
+ *                         before the pause, and the target has it); writes
+ *                         stay paused until one of:
+ *     done                the target's new history (a newer epoch) reached
+ *                         this shard through its link: paused writers get
+ *                         -READONLY; the new role goes to CONFIG and the
+ *                         config file (shard 0)
+ *     rolled back         the target connected back to this shard as its
+ *                         replica at the old epoch (it refused Promote or
+ *                         never got it; the link that carried it is gone, so
+ *                         it never will): primary again, same history, and
+ *                         the paused writers run
+ *     no word             FO_CONFIRM_MS passed with neither: paused writers
+ *                         get -READONLY, the shard stays the target's replica
+ *                         (no node takes writes it could lose) and still
+ *                         rolls back if the target comes back unpromoted
  *
- * The target promotes itself (new replid, the old one as replid2, epoch + 1)
- * and the old primary follows it with a partial resync. */
+ * The target promotes itself (new replid, the old one as replid2, a new
+ * epoch) and the old primary follows it with a partial resync. */
 #include "replication/repl_int.h"
 
 #include "node/base/log.h"
@@ -23,11 +36,17 @@
 #include "node/persist_int.h"
 #include "node/reply.h"
 #include "node/shard.h"
+#include "wal/wal.h"
+
+#include "node/config.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+/* How long a handed-over shard holds its writers for the target's answer. */
+#define FO_CONFIRM_MS 5000
 
 struct fo_msg {
     struct shard_msg m;
@@ -99,7 +118,8 @@ fo_end(struct repl *r, const char *why)
 bool
 failover_pause_write(struct repl *r, struct conn *c)
 {
-    if (r->fo.st == FO_NONE || (c->flags & (CONN_MULTI | CONN_IN_EXEC | CONN_REPLAY))) {
+    if (r->fo.st == FO_NONE || r->fo.expired ||
+        (c->flags & (CONN_MULTI | CONN_IN_EXEC | CONN_REPLAY))) {
         return false;
     }
     struct waiter *w = rv_calloc(1, sizeof(*w));
@@ -118,26 +138,142 @@ hand_over(struct repl *r, struct link *l)
     char host[64];
     int port = l->port - (int)shard_id(r->s);
     snprintf(host, sizeof(host), "%s", l->ip);
-    r->fo.st = FO_PROGRESS;
     Promote pr = PROMOTE__INIT;
     ReplMsg m = REPL_MSG__INIT;
-    pr.lsn = repl_last_lsn(r);
+    /* With FORCE the target lacks the records past its ack: it takes over there. */
+    pr.lsn = l->ack < repl_last_lsn(r) ? l->ack : repl_last_lsn(r);
     m.m_case = REPL_MSG__M_PROMOTE;
     m.promote = &pr;
-    repl_send(&l->out, &m);
-    primary_flush_link(l);
+    if (!wal_failpoint_hit("failover-promote-unsent")) {   /* tests: the link closes first */
+        repl_send(&l->out, &m);
+        primary_flush_link(l);
+    }
     log_notice("[shard %u] FAILOVER: replica %s:%d has every record up to LSN %" PRIu64
                "; it takes over and this shard follows it", shard_id(r->s), host, port, pr.lsn);
+    r->fo.st = FO_PROGRESS;
+    r->fo.epoch0 = r->epoch;
+    memcpy(r->fo.replid0, r->replid, 41);
+    snprintf(r->fo.target_id, sizeof(r->fo.target_id), "%s", l->id);
+    r->fo.expired = false;
+    r->fo.deadline_ms = shard_now_ms(r->s) + FO_CONFIRM_MS;
     /* Becoming a replica closes the links after writing what they hold. */
     replica_follow(r, host, port);
+    (void)repl_save_state(r);        /* a restart now follows the target (the safe side) */
+    repl_unblock_demoted(r);
+    repl_guard_update(r);
     repl_role_hook(r, "master", "slave", host, port);
+}
+
+/* The target's history reached this shard: the failover lasts. */
+static void
+fo_done(struct repl *r)
+{
+    log_notice("[shard %u] FAILOVER done: %s:%d took over (epoch %" PRIu64 ")", shard_id(r->s),
+               r->mhost, r->mport + (int)shard_id(r->s), r->epoch);
     r->fo.st = FO_NONE;
+    repl_guard_update(r);
     resume_paused(r);
+    if (shard_id(r->s) == 0) {
+        char hp[300];
+        snprintf(hp, sizeof(hp), "%s %d", r->mhost, r->mport);
+        repl_publish_role(r->s, hp, true);
+    }
+}
+
+/* The target did not take over: primary again, on the same history. */
+static void
+fo_roll_back(struct repl *r, const char *why)
+{
+    log_warn("[shard %u] FAILOVER rolled back: %s; this shard is the primary again (epoch %" PRIu64
+             ")", shard_id(r->s), why, r->epoch);
+    replica_stop(r);
+    r->replica = false;
+    r->p->replica = false;
+    r->mhost[0] = '\0';
+    repl_stale_update(r);
+    ks_set_replica_mode(shard_ks(r->s), false);
+    repl_backlog_start(r);
+    (void)repl_save_state(r);        /* if this fails a restart follows the target: safe */
+    r->fo.st = FO_NONE;
+    repl_guard_update(r);
+    resume_paused(r);
+    repl_role_hook(r, "slave", "master", NULL, 0);
+}
+
+void
+failover_hello(struct repl *r, const char *ip, const Hello *h)
+{
+    if (r->fo.st != FO_PROGRESS || h->epoch > r->fo.epoch0 || r->epoch != r->fo.epoch0) {
+        return;
+    }
+    /* The target's run id, or its address (a restarted target has a new run id). */
+    int port = r->mport + (int)shard_id(r->s);
+    bool target = (h->replica_id && strcmp(h->replica_id, r->fo.target_id) == 0) ||
+                  (strcmp(ip, r->mhost) == 0 && (int)h->listening_port == port);
+    if (!target) {
+        return;
+    }
+    fo_roll_back(r, "the target came back as a replica at the old epoch (it refused Promote or "
+                    "never got it)");
+}
+
+void
+failover_cancel(struct repl *r, const char *why)
+{
+    if (r->fo.st == FO_NONE) {
+        return;
+    }
+    log_notice("[shard %u] FAILOVER ended by %s", shard_id(r->s), why);
+    r->fo.st = FO_NONE;
+    repl_guard_update(r);
+    resume_paused(r);
+}
+
+bool
+failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz)
+{
+    wal_failpoint("failover-promote-crash");     /* tests: the target dies on Promote */
+    if (wal_failpoint_hit("failover-promote-refused")) {
+        snprintf(err, errsz, "FAILOVER: refused to take over (failpoint)");
+        return false;
+    }
+    if (r->up.st != UP_ONLINE || repl_last_lsn(r) < pm->lsn) {
+        /* We lack records it counted on: refuse; the link closes, and the
+         * old primary rolls back when this shard connects to it again. */
+        snprintf(err, errsz, "FAILOVER: asked to take over at LSN %" PRIu64 " but only LSN %" PRIu64
+                 " was applied", pm->lsn, repl_last_lsn(r));
+        return false;
+    }
+    char from[300];
+    snprintf(from, sizeof(from), "%s:%d", r->mhost, r->mport + (int)shard_id(r->s));
+    if (repl_promote(r) != RV_OK) {
+        snprintf(err, errsz, "FAILOVER: refused to take over: %s", r->state_err);
+        return false;
+    }
+    log_notice("[shard %u] FAILOVER: took over from %s at LSN %" PRIu64, shard_id(r->s), from,
+               pm->lsn);
+    repl_role_hook(r, "slave", "master", NULL, 0);
+    if (shard_id(r->s) == 0) {
+        repl_publish_role(r->s, "", true);
+    }
+    return true;
 }
 
 void
 failover_check(struct repl *r, int64_t now)
 {
+    if (r->fo.st == FO_PROGRESS) {
+        if (r->epoch != r->fo.epoch0 || strcmp(r->replid, r->fo.replid0) != 0) {
+            fo_done(r);
+        } else if (!r->fo.expired && now >= r->fo.deadline_ms) {
+            log_warn("[shard %u] FAILOVER: no word from the target within %d ms: this shard stays "
+                     "its replica (REPLICAOF NO ONE here takes writes back)", shard_id(r->s),
+                     FO_CONFIRM_MS);
+            r->fo.expired = true;
+            resume_paused(r);        /* they now get -READONLY */
+        }
+        return;
+    }
     if (r->fo.st != FO_WAIT) {
         return;
     }
@@ -201,6 +337,7 @@ fo_apply(struct repl *r, const struct fo_msg *m)
         return;
     }
     r->fo.st = FO_WAIT;
+    r->fo.expired = false;
     r->ask_ack = true;
     r->fo.to = m->to;
     snprintf(r->fo.host, sizeof(r->fo.host), "%s", m->host);

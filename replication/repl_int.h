@@ -208,13 +208,23 @@ struct repl {
      * ack at the next ship (replicas otherwise ack once per cron tick) */
     bool ask_ack;
     struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
-    uint64_t fenced_epoch;           /* > epoch: a newer primary exists, writes refused */
+    uint64_t fenced_epoch;           /* != 0: a newer history exists (this epoch, or this one
+                                      * with a greater replid), writes refused; persisted */
+    char state_err[300];             /* why repl.state could not be written last */
+    bool role_from_state;            /* shard 0 follows the primary repl.state named: publish it */
     struct {
         enum { FO_NONE, FO_WAIT, FO_PROGRESS } st;
         bool to, force;
         char host[256];
         int port;
         int64_t deadline_ms;
+        /* failover-in-progress: handed over, until the target's new history
+         * reaches this shard (done) or the target shows it did not take over
+         * (rolled back) */
+        uint64_t epoch0;             /* this shard's epoch and history at the hand-over */
+        char replid0[41];
+        char target_id[41];          /* the target node's run id (its Hello) */
+        bool expired;                /* no word within FO_CONFIRM_MS: writers resumed */
     } fo;                            /* FAILOVER (repl_failover.c) */
     /* replica side */
     bool replica;
@@ -233,7 +243,15 @@ void repl_backlog_start(struct repl *r);
  * first queueing it for connected replicas that have not been sent it. */
 void repl_trim_backlog(struct repl *r);
 void repl_new_replid(struct repl *r);
-void repl_save_state(struct repl *r);
+/* Write repl.state (fsynced file and directory); RV_OK, or RV_EIO with
+ * r->state_err set and logged. A no-op in memory mode. */
+int repl_save_state(struct repl *r);
+/* History (e1, id1) supersedes (e2, id2): a greater epoch, or (two promotions
+ * from one epoch) the same epoch above 0 and a greater replid. */
+bool repl_newer(uint64_t e1, const char *id1, uint64_t e2, const char *id2);
+/* who told this primary of a newer history at epoch: refuse writes from now
+ * on, across restarts too, until REPLICAOF. */
+void repl_fence(struct repl *r, uint64_t epoch, const char *who);
 void repl_forget_state(struct repl *r);
 
 /* repl_primary.c */
@@ -256,7 +274,20 @@ void primary_flush_link(struct link *l);
  * (bounded by client-output-buffer-limit replica). */
 void primary_save_unsent(struct repl *r, uint64_t upto);
 
+/* The role is config state too: CONFIG GET/REWRITE show replicaof ("host
+ * port" or ""); with rewrite (FAILOVER), the config file too, if any. From
+ * one shard's thread (the client's, or shard 0). */
+void repl_publish_role(struct shard *s, const char *val, bool rewrite);
+
 /* repl_failover.c */
+/* A FAILOVER in progress on this shard ends (REPLICAOF came): paused writers go on. */
+void failover_cancel(struct repl *r, const char *why);
+/* repl_primary.c, a Hello on this shard during failover-in-progress: when it
+ * comes from the target at this shard's old epoch, the target did not take
+ * over and never will (its link that carried Promote is gone): roll back. */
+void failover_hello(struct repl *r, const char *ip, const Hello *h);
+/* Promote from the primary: take over (true), or false with err (refused). */
+bool failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz);
 const char *failover_state_name(const struct repl *r);
 bool failover_pause_write(struct repl *r, struct conn *c);
 void failover_check(struct repl *r, int64_t now);
@@ -266,7 +297,13 @@ void replica_follow(struct repl *r, const char *host, int port);
 void replica_stop(struct repl *r);
 void replica_cron(struct repl *r, int64_t now);
 void replica_before_poll(struct repl *r);
-void repl_promote(struct repl *r);
+/* REPLICAOF NO ONE on one shard; RV_EIO (logged, still a replica) when the
+ * new state could not be saved first. */
+int repl_promote(struct repl *r);
+/* The shard just became a replica: as Redis, its blocked clients (BLMOVE,
+ * XREAD BLOCK, ..., WAIT) get -UNBLOCKED, so that a woken one never writes
+ * here (and a WAIT does not wait for replicas it no longer has). */
+void repl_unblock_demoted(struct repl *r);
 /* Run the on_role_change hook (node/hook.h) once per node, from shard 0:
  * host NULL means this node's own address (it became the primary). */
 void repl_role_hook(struct repl *r, const char *old_role, const char *new_role, const char *host,

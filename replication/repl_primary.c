@@ -606,19 +606,15 @@ on_hello(struct link *l, const Hello *h)
         link_close(l, NULL);
         return;
     }
-    if (h->epoch > r->epoch) {
+    failover_hello(r, l->ip, h);
+    if (repl_newer(h->epoch, h->replid ? h->replid : "", r->epoch, r->replid)) {
         /* Fencing: a replica knows a newer history, so a newer primary was
          * promoted; this one must not take writes for its old epoch. */
-        char e[200];
+        char e[200], who[100];
         snprintf(e, sizeof(e), "stale primary: the replica knows epoch %" PRIu64 ", this node is at "
                  "epoch %" PRIu64, h->epoch, r->epoch);
-        if (r->fenced_epoch < h->epoch) {
-            r->fenced_epoch = h->epoch;
-            log_warn("[shard %u] fenced: replica %s:%d knows replication epoch %" PRIu64 " > ours %"
-                     PRIu64 "; writes are refused until REPLICAOF points this node at the current "
-                     "primary", shard_id(r->s), l->ip, l->port, h->epoch, r->epoch);
-        }
-        repl_guard_update(r);
+        snprintf(who, sizeof(who), "replica %s:%d", l->ip, l->port);
+        repl_fence(r, h->epoch, who);
         send_error(l, e);
         link_close(l, NULL);
         return;

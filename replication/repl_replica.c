@@ -493,7 +493,7 @@ on_msg(struct repl *r, ReplMsg *m)
             u->backoff_ms = 5000;
             return false;
         }
-        bool stale = m->welcome->epoch < r->epoch;
+        bool stale = repl_newer(r->epoch, r->replid, m->welcome->epoch, m->welcome->replid);
         Hello h = HELLO__INIT;
         ReplMsg o = REPL_MSG__INIT;
         const struct cfg *cfg = shard_cfg(r->s);
@@ -566,18 +566,9 @@ on_msg(struct repl *r, ReplMsg *m)
         u->ack_asked = true;
         return true;
     case REPL_MSG__M_PROMOTE:
-        if (u->st != UP_ONLINE || repl_last_lsn(r) < m->promote->lsn) {
-            /* We lack records it counted on: refuse by dropping the link (the
-             * old primary has already stepped down; an operator decides). */
-            snprintf(err, sizeof(err), "FAILOVER: asked to take over at LSN %" PRIu64 " but only "
-                     "LSN %" PRIu64 " was applied", m->promote->lsn, repl_last_lsn(r));
-            up_fail(r, err);
-            return false;
+        if (!failover_take_over(r, m->promote, err, sizeof(err))) {
+            up_fail(r, err);         /* reconnects: the old primary then rolls back */
         }
-        log_notice("[shard %u] FAILOVER: taking over from %s:%d at LSN %" PRIu64, shard_id(r->s),
-                   r->mhost, r->mport + (int)shard_id(r->s), m->promote->lsn);
-        repl_promote(r);
-        repl_role_hook(r, "slave", "master", NULL, 0);
         return false;                /* the link is closed */
     case REPL_MSG__M_ERROR:
         snprintf(err, sizeof(err), "the primary refused: %s", m->error->text);
