@@ -144,6 +144,9 @@ rec_close(struct persist *p)
         if (p->w) {
             wal_rec_abort(p->w, p->rec_mark);
         }
+        if (__builtin_expect(p->ckpt_pending, 0)) {
+            snap_after_record(p);
+        }
         return;
     }
     if (p->w) {
@@ -155,6 +158,9 @@ rec_close(struct persist *p)
     p->changes++;
     if (p->repl) {
         repl_feed(p->repl, (const uint8_t *)b->data + p->rec_mark, b->len - p->rec_mark);
+    }
+    if (__builtin_expect(p->ckpt_pending, 0)) {
+        snap_after_record(p);        /* asked for while this record was open */
     }
 }
 

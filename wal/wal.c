@@ -217,6 +217,8 @@ struct wal {
     bool spare_on;                   /* always mode on a filesystem where spares pay */
     uint64_t seg_cap;                /* rotate past this: seg_max, or a spare's size */
     int write_err;
+    bool rec_open;                   /* between wal_rec_begin and wal_rec_end/abort */
+    bool rotate_pending;             /* wal_rotate came inside a record: rotate at its end */
     uint64_t *seg_starts;            /* first LSNs of the segment files, oldest first */
     uint64_t *seg_sizes;             /* their logical sizes */
     size_t nseg, capseg;
@@ -787,6 +789,7 @@ wal_rec_begin(struct wal *w)
     size_t mark = w->stage.len;
     buf_reserve(&w->stage, WAL_REC_HDR);
     w->stage.len += WAL_REC_HDR;
+    w->rec_open = true;
     return mark;
 }
 
@@ -803,6 +806,7 @@ wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms)
     size_t len = w->stage.len - mark - WAL_REC_HDR;
     uint64_t lsn = w->next_lsn++;
     wal_frame_seal(h, len, lsn, ts_ms);
+    w->rec_open = false;
     return lsn;
 }
 
@@ -810,6 +814,7 @@ void
 wal_rec_abort(struct wal *w, size_t mark)
 {
     w->stage.len = mark;
+    w->rec_open = false;
 }
 
 void
@@ -896,6 +901,14 @@ rotate_now(struct wal *w)
 int
 wal_rotate(struct wal *w)
 {
+    if (w->rec_open) {
+        /* Never inside a record: its bytes stay staged (and its marks valid)
+         * until it is sealed, and it must end in the segment it starts in.
+         * The next wal_write after it rotates. */
+        w->rotate_pending = true;
+        return 0;
+    }
+    w->rotate_pending = false;
     if (wal_staged(w)) {
         int rc = wal_write(w);
         if (rc < 0) {
@@ -909,8 +922,11 @@ int
 wal_write(struct wal *w)
 {
     size_t n = w->stage.len - w->stage.off;
+    if (w->rec_open) {
+        return 0;                    /* an open record is written whole once sealed */
+    }
     if (n == 0) {
-        return 0;
+        return w->rotate_pending ? wal_rotate(w) : 0;
     }
     wal_failpoint("wal-append");
     if (w->seg_size == WAL_SEG_HDR && !w->seg_zeroed && w->spare_on &&
@@ -932,6 +948,9 @@ wal_write(struct wal *w)
         buf_shrink(&w->stage, 1u << 20);
     }
     atomic_store_explicit(&w->written_lsn, w->next_lsn - 1, memory_order_release);
+    if (__builtin_expect(w->rotate_pending, 0)) {
+        return wal_rotate(w);        /* asked for while a record was open */
+    }
     if (w->spare_on) {
         /* Ask for the next one once the current segment shows load (a
          * server that writes little never zero-fills a big segment), early

@@ -78,12 +78,16 @@ void wal_rec_abort(struct wal *w, size_t mark);
  * LSN must be wal_last_lsn(w) + 1. */
 void wal_rec_put(struct wal *w, const uint8_t *frame, size_t len);
 /* write() everything staged to the segment (rotating when full). 0, or
- * -errno when the kernel refused bytes (they stay staged; call again). */
+ * -errno when the kernel refused bytes (they stay staged; call again).
+ * Between wal_rec_begin and its end nothing is written: a record reaches
+ * the file whole, after it is sealed. */
 int wal_write(struct wal *w);
 bool wal_staged(const struct wal *w);
 /* Ask the syncer for an fdatasync covering everything written. */
 void wal_request_sync(struct wal *w);
-/* Start the next segment now (checkpoints); -errno on failure. */
+/* Start the next segment now (checkpoints); -errno on failure. Inside an
+ * open record it waits for the first wal_write after the record is sealed
+ * or dropped (a record never spans two segments, nor is written unsealed). */
 int wal_rotate(struct wal *w);
 /* Delete segments whose records are all <= lsn (never the current one). */
 void wal_drop_covered(struct wal *w, uint64_t lsn);

@@ -469,3 +469,61 @@ Test(wal, payload_fast_path_decodes_as_the_slow_path)
     rv_free(sa);
     buf_deinit(&b);
 }
+
+/* Finding 4 of issue 14: a rotation asked for while a record is open (a
+ * checkpoint restarted by FLUSHALL inside EXEC) waits for the record's end:
+ * nothing of the open record is written unsealed, its marks stay valid, and
+ * it lands whole in one segment. */
+Test(wal, rotation_inside_an_open_record_waits_for_its_end, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    char err[256] = "";
+    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_EVERYSEC, .seg_bytes = 1 << 20 };
+    struct wal *w = wal_open(&o, 1, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    append(w, 1);
+    struct rv_str a[3] = { { "SET", 3 }, { "a", 1 }, { "1", 1 } };
+    struct rv_str f[1] = { { "FLUSHALL", 8 } };
+    size_t mark = wal_rec_begin(w);
+    size_t start = wal_buf(w)->len;
+    wal_pay_begin(wal_buf(w), WAL_P_CMDS);
+    wal_pay_cmd(wal_buf(w), start, 3, a);
+    cr_assert_eq(wal_rotate(w), 0);
+    cr_assert_eq(wal_segments(w), 1, "rotated inside a record");
+    cr_assert_eq(wal_write(w), 0);
+    cr_assert_eq(wal_written_lsn(w), 0, "wrote while a record was open");
+    wal_pay_cmd(wal_buf(w), start, 1, f);
+    cr_assert_eq(wal_rec_end(w, mark, 2000), 2);
+    cr_assert_eq(wal_write(w), 0);
+    cr_assert_eq(wal_written_lsn(w), 2);
+    cr_assert_eq(wal_segments(w), 2, "the rotation was lost");
+    append(w, 3);
+    wal_close(w);
+
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 2);
+    cr_assert_eq(segs[1].lsn, 3, "the new segment starts after the record");
+    free(segs);
+    free(ck);
+    uint64_t last;
+    size_t n;
+    cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
+    cr_assert_eq(last, 3);
+    cr_assert_eq(n, 3);
+    /* the record holds both commands */
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    struct wal_walk k;
+    struct wal_rec rec;
+    wal_walk_init(&k, segs, ns, 1);
+    do {
+        cr_assert_eq(wal_walk_next(&k, &rec), WAL_RD_OK);
+    } while (rec.lsn < 2);
+    cr_assert_eq(rec.lsn, 2);
+    struct wal_pay_it it;
+    cr_assert(wal_pay_open(&it, rec.payload, rec.len));
+    cr_assert_eq(it.left, 2);
+    wal_walk_close(&k);
+    free(segs);
+    free(ck);
+}
