@@ -131,7 +131,16 @@ dump_entry(struct persist *p, const struct ks_entry *e)
     struct dump_ctx d = { wal_ckpt_buf(sn->k), wal_ckpt_buf(sn->k)->len };
     wal_pay_begin(d.b, WAL_P_CMDS);
     snap_emit_entry(e, dump_cmd, &d);
-    wal_ckpt_rec_end(sn->k, mark);
+    if (wal_ckpt_rec_end(sn->k, mark) != 0) {
+        /* one record per key, and its length field cannot say more */
+        if (!sn->failed) {
+            struct rv_str k = ks_entry_key(e);
+            sn->failed = true;
+            snprintf(sn->why, sizeof(sn->why), "key '%.*s' needs a record over the %llu-byte limit",
+                     (int)(k.len > 64 ? 64 : k.len), k.p, (unsigned long long)WAL_MAX_REC);
+        }
+        return;
+    }
     sn->nkeys++;
 }
 

@@ -804,6 +804,17 @@ wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms)
 {
     uint8_t *h = (uint8_t *)w->stage.data + mark;
     size_t len = w->stage.len - mark - WAL_REC_HDR;
+    if (__builtin_expect(len > WAL_MAX_REC, 0)) {
+        /* Its length would not fit the header: never write a record that
+         * recovery would misread. What it did is in memory only, so the
+         * log cannot be trusted to continue. */
+        log_warn("[shard %u] a WAL record of %zu bytes is over the %llu-byte limit: not logged; "
+                 "writes are refused until restart", w->shard, len, (unsigned long long)WAL_MAX_REC);
+        w->stage.len = mark;
+        w->rec_open = false;
+        atomic_store(&w->sync_err, EFBIG);
+        return 0;
+    }
     uint64_t lsn = w->next_lsn++;
     wal_frame_seal(h, len, lsn, ts_ms);
     w->rec_open = false;
@@ -1089,6 +1100,12 @@ wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
     b->len = (size_t)((char *)p - b->data);
     uint8_t *n = (uint8_t *)b->data + start + 1;
     put32(n, get32(n) + 1);
+}
+
+uint64_t
+wal_pay_cmd_max(int argc, const struct rv_str *argv)
+{
+    return cmd_max(argc, argv);
 }
 
 size_t
@@ -1563,15 +1580,20 @@ wal_ckpt_buf(struct wal_ckpt *k)
     return &k->b;
 }
 
-void
+int
 wal_ckpt_rec_end(struct wal_ckpt *k, size_t mark)
 {
     uint8_t *h = (uint8_t *)k->b.data + mark;
     size_t len = k->b.len - mark - WAL_REC_HDR;
+    if (len > WAL_MAX_REC) {
+        k->b.len = mark;
+        return -EFBIG;
+    }
     put32(h, (uint32_t)len);
     put64(h + 8, k->info.lsn);
     put64(h + 16, (uint64_t)k->info.created_ms);
     put32(h + 4, wal_crc32c(0, h + 8, 16 + len));
+    return 0;
 }
 
 int

@@ -39,7 +39,12 @@
 #define WAL_REC_HDR 24
 #define WAL_SEG_HDR 32
 #define WAL_CKPT_HDR 48
-#define WAL_MAX_REC (1ull << 32)          /* payload bytes; larger commands are refused */
+/* Payload bytes of one record (records, replication frames, checkpoint
+ * records): the length field is 32 bits and its top bit is the sync
+ * barrier flag (WAL_LEN_BARRIER). A write whose record would be larger is
+ * refused before it runs; nothing longer is ever framed. */
+#define WAL_MAX_REC 0x7fffffffull
+#define WAL_LEN_BARRIER 0x80000000u
 
 enum wal_mode { WAL_MEMORY = 0, WAL_EVERYSEC = 1, WAL_ALWAYS = 2 };
 enum wal_kind { WAL_P_CMDS = 1, WAL_P_END = 2 };
@@ -72,6 +77,9 @@ void wal_close(struct wal *w);
 size_t wal_rec_begin(struct wal *w);
 struct buf *wal_buf(struct wal *w);
 uint64_t wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms);
+/* (A payload over WAL_MAX_REC is never framed: wal_rec_end drops it, returns
+ * 0 and fails the log for good (wal_sync_error EFBIG), since the effect it
+ * held is then in memory only. Callers refuse such writes before they run.) */
 void wal_rec_abort(struct wal *w, size_t mark);
 /* Append a record framed elsewhere, verbatim (a replica logs its primary's
  * frames as they came; a wal_frame_mark frame is sealed here): the frame's
@@ -120,6 +128,9 @@ uint32_t wal_pay_ncmds(const struct buf *b, size_t start);
 /* A whole WAL_P_CMDS payload of one command, written at p (the same bytes as
  * wal_pay_begin + wal_pay_cmd): at most wal_pay_one_max bytes; returns the length. */
 size_t wal_pay_one_max(int argc, const struct rv_str *argv);
+/* Upper bound of the bytes wal_pay_cmd adds for one command (no allocation,
+ * reads only the lengths). */
+uint64_t wal_pay_cmd_max(int argc, const struct rv_str *argv);
 size_t wal_pay_one(uint8_t *p, int argc, const struct rv_str *argv);
 
 struct wal_pay_it {
@@ -253,7 +264,8 @@ struct wal_ckpt *wal_ckpt_create(const char *dir, const struct wal_ckpt_info *in
                                  size_t errsz);
 size_t wal_ckpt_rec_begin(struct wal_ckpt *k);
 struct buf *wal_ckpt_buf(struct wal_ckpt *k);
-void wal_ckpt_rec_end(struct wal_ckpt *k, size_t mark);
+/* -EFBIG (the record dropped) when its payload is over WAL_MAX_REC. */
+int wal_ckpt_rec_end(struct wal_ckpt *k, size_t mark);
 /* write() the buffer when it holds at least min bytes; -errno on failure. */
 int wal_ckpt_flush(struct wal_ckpt *k, size_t min);
 /* End record, write, fdatasync, rename into place, fsync the directory. Slow:
@@ -263,7 +275,8 @@ int wal_ckpt_finish(struct wal_ckpt *k, uint64_t nkeys);
 void wal_ckpt_abort(struct wal_ckpt *k);
 
 /* ---- framing without a segment (wal/frame.c; replication) ---- */
-/* Fill the 24-byte header h of a record whose len payload bytes follow it. */
+/* Fill the 24-byte header h of a record whose len payload bytes follow it
+ * (len <= WAL_MAX_REC: the caller checks). */
 void wal_frame_seal(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms);
 /* The same header without the CRC (0), flagged by WAL_LSN_UNSEALED in the LSN
  * field: a record that only travels in memory (durability memory's

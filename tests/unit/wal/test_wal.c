@@ -6,6 +6,7 @@
 #include "node/base/mem.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -526,4 +527,59 @@ Test(wal, rotation_inside_an_open_record_waits_for_its_end, .init = mkdir_tmp, .
     wal_walk_close(&k);
     free(segs);
     free(ck);
+}
+
+/* Finding 11 of issue 14: lengths that do not fit the record header (32
+ * bits, the top one the sync barrier) are refused, never truncated. The
+ * buffers here only claim the length: nothing past the header is read. */
+Test(wal_limit, encoder_bound_reads_lengths_only)
+{
+    struct rv_str big[3] = { { "SET", 3 }, { "k", 1 }, { NULL, (size_t)WAL_MAX_REC } };
+    uint64_t one = wal_pay_cmd_max(3, big);
+    cr_assert_gt(one, WAL_MAX_REC);
+    big[2].len = (size_t)WAL_MAX_REC - 64;
+    cr_assert_leq(5 + wal_pay_cmd_max(3, big), WAL_MAX_REC);
+    big[2].len = (size_t)1 << 32;        /* 4 GiB: the old truncation wrapped it to 0 */
+    cr_assert_gt(wal_pay_cmd_max(3, big), 1ull << 32);
+}
+
+Test(wal_limit, an_oversized_record_is_dropped_and_fails_the_log, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    char err[256] = "";
+    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_EVERYSEC, .seg_bytes = 1 << 20 };
+    struct wal *w = wal_open(&o, 1, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    append(w, 1);
+    size_t mark = wal_rec_begin(w);
+    struct buf *b = wal_buf(w);
+    size_t real = b->len;
+    b->len = mark + WAL_REC_HDR + (size_t)WAL_MAX_REC + 1;   /* claimed, not allocated */
+    cr_assert_eq(wal_rec_end(w, mark, 5), 0, "an oversized record got an LSN");
+    cr_assert_eq(b->len, mark, "its bytes stayed staged");
+    cr_assert_leq(real, b->cap);
+    cr_assert_eq(wal_last_lsn(w), 1);
+    cr_assert_eq(wal_sync_error(w), EFBIG);
+    cr_assert_eq(wal_write(w), 0);
+    wal_close(w);
+    uint64_t last;
+    size_t n;
+    cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
+    cr_assert_eq(last, 1);
+}
+
+Test(wal_limit, an_oversized_checkpoint_record_is_refused, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    char err[256] = "";
+    struct wal_ckpt_info info = { .shard = 0, .nshards = 1, .lsn = 7 };
+    struct wal_ckpt *k = wal_ckpt_create(dir, &info, err, sizeof(err));
+    cr_assert_not_null(k, "%s", err);
+    size_t mark = wal_ckpt_rec_begin(k);
+    struct buf *b = wal_ckpt_buf(k);
+    b->len = mark + WAL_REC_HDR + ((size_t)1 << 32) + 5;   /* would have wrapped to 5 */
+    cr_assert_eq(wal_ckpt_rec_end(k, mark), -EFBIG);
+    cr_assert_eq(b->len, mark);
+    mark = wal_ckpt_rec_begin(k);
+    wal_pay_begin(b, WAL_P_CMDS);
+    cr_assert_eq(wal_ckpt_rec_end(k, mark), 0);
+    wal_ckpt_abort(k);
 }
