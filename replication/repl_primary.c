@@ -505,6 +505,7 @@ continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *c
     uint64_t next = from;
     bool ok = true;
     wal_walk_init(&k, segs, ns, from - 1);
+    wal_walk_live(&k, p->w);                   /* never map what the syncer may cut */
     while (next < upto && wal_walk_next(&k, &rec) == WAL_RD_OK) {
         if (rec.lsn < next) {
             continue;

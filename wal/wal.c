@@ -1249,8 +1249,20 @@ wal_list(const char *dir, struct wal_file **segs, size_t *nsegs, struct wal_file
 
 /* ---------------------------------------------------------------- reader */
 
+static int
+reader_open(struct wal_reader *r, const char *path, bool ckpt, uint64_t max, char *err,
+            size_t errsz);
+
 int
 wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, size_t errsz)
+{
+    return reader_open(r, path, ckpt, UINT64_MAX, err, errsz);
+}
+
+/* max: map no more than this (the part no one will truncate). */
+static int
+reader_open(struct wal_reader *r, const char *path, bool ckpt, uint64_t max, char *err,
+            size_t errsz)
 {
     memset(r, 0, sizeof(*r));
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1264,7 +1276,7 @@ wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, si
         close(r->fd);
         return -1;
     }
-    r->size = (size_t)st.st_size;
+    r->size = (uint64_t)st.st_size < max ? (size_t)st.st_size : (size_t)max;
     size_t hdr = ckpt ? WAL_CKPT_HDR : WAL_SEG_HDR;
     if (r->size > 0) {
         void *m = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
@@ -1437,6 +1449,25 @@ wal_walk_init(struct wal_walk *k, const struct wal_file *segs, size_t n, uint64_
     }
 }
 
+void
+wal_walk_live(struct wal_walk *k, const struct wal *w)
+{
+    k->live = w;
+}
+
+/* The logical size of w's segment starting at first: the sync thread cuts a
+ * finished segment down to it (its zero tail), never below. */
+static uint64_t
+seg_logical(const struct wal *w, uint64_t first)
+{
+    for (size_t i = w->nseg; i-- > 0;) {
+        if (w->seg_starts[i] == first) {
+            return w->seg_sizes[i];
+        }
+    }
+    return UINT64_MAX;
+}
+
 static enum wal_rd
 walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -1472,7 +1503,8 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
                 k->started = true;
             }
             char err[4300];
-            if (wal_reader_open(&k->r, f->path, false, err, sizeof(err)) != 0) {
+            if (reader_open(&k->r, f->path, false, k->live ? seg_logical(k->live, f->lsn) : UINT64_MAX,
+                            err, sizeof(err)) != 0) {
                 return walk_fail(k, WAL_RD_CORRUPT, 0, true, "%s", err);
             }
             k->open = true;

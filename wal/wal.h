@@ -235,6 +235,7 @@ int wal_truncate(const char *path, size_t off);
 struct wal_walk {
     const struct wal_file *segs;
     size_t n;
+    const struct wal *live;          /* wal_walk_live */
     size_t seg;                      /* the segment being read, or the one a problem is in */
     uint64_t after, next;
     bool started, open;
@@ -249,6 +250,11 @@ struct wal_walk {
     char why[4400];
 };
 void wal_walk_init(struct wal_walk *k, const struct wal_file *segs, size_t n, uint64_t after);
+/* Reading the log that w is writing (shard thread; replica catch-up): map
+ * each segment only up to its logical size. The sync thread cuts a finished
+ * segment's zero tail after its fdatasync; a mapping past that cut would
+ * raise SIGBUS when read. */
+void wal_walk_live(struct wal_walk *k, const struct wal *w);
 /* WAL_RD_OK with the next record; WAL_RD_END; WAL_RD_TORN (a torn tail of the
  * last segment: never acknowledged, may be cut off at off) or WAL_RD_CORRUPT,
  * with seg, off and why set. */

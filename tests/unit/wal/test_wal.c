@@ -583,3 +583,50 @@ Test(wal_limit, an_oversized_checkpoint_record_is_refused, .init = mkdir_tmp, .f
     cr_assert_eq(wal_ckpt_rec_end(k, mark), 0);
     wal_ckpt_abort(k);
 }
+
+/* Finding 10 of issue 14: replica catch-up walks the live log on the shard
+ * thread while the sync thread cuts a finished pre-zeroed segment back to its
+ * last record. A segment mapped at its file size (zero tail included) then
+ * raised SIGBUS on the next read; a live walk maps only the logical size.
+ * The cut is made here, between two reads, where the syncer could make it. */
+Test(wal, a_live_walk_survives_the_cut_of_a_zero_tail, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    char err[256] = "";
+    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_EVERYSEC, .seg_bytes = 1 << 20 };
+    struct wal *w = wal_open(&o, 1, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    for (int i = 1; i <= 40; i++) {
+        append(w, i);
+    }
+    cr_assert_eq(wal_rotate(w), 0);      /* segment 1 is finished */
+    for (int i = 41; i <= 50; i++) {
+        append(w, i);
+    }
+    cr_assert_eq(wal_write(w), 0);
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 2);
+    off_t end = fsize(segs[0].path);
+    /* as a retired pre-zeroed segment looks before the syncer cuts it */
+    cr_assert_eq(truncate(segs[0].path, end + (1 << 20)), 0);
+
+    struct wal_walk k;
+    struct wal_rec rec;
+    wal_walk_init(&k, segs, ns, 0);
+    wal_walk_live(&k, w);
+    cr_assert_eq(wal_walk_next(&k, &rec), WAL_RD_OK);
+    cr_assert_eq(truncate(segs[0].path, end), 0);   /* the syncer's cut */
+    uint64_t last = rec.lsn;
+    enum wal_rd rd;
+    while ((rd = wal_walk_next(&k, &rec)) == WAL_RD_OK) {
+        cr_assert_eq(rec.lsn, last + 1);
+        last = rec.lsn;
+    }
+    cr_assert_eq(rd, WAL_RD_END);
+    cr_assert_eq(last, 50);
+    wal_walk_close(&k);
+    free(segs);
+    free(ck);
+    wal_close(w);
+}
