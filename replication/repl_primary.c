@@ -514,7 +514,7 @@ continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *c
             ok = false;
             break;
         }
-        buf_append(frames, rec.payload - WAL_REC_HDR, WAL_REC_HDR + rec.len);
+        wal_frame_copy(frames, &rec);          /* (without the file's sync barrier) */
         next++;
     }
     wal_walk_close(&k);

@@ -712,6 +712,16 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
                 /* a crash left the last segment's reserved blocks: free them */
                 (void)truncate(segs[i].path, st.st_size);
             }
+            /* After a process crash the recovered records may still be only
+             * in the page cache; the durable LSN (and the first wave's sync
+             * barrier) claim they are on disk. */
+            int sfd = ok ? open(segs[i].path, O_RDONLY | O_CLOEXEC) : -1;
+            if (sfd >= 0) {
+                if (fdatasync(sfd) != 0) {
+                    log_warn("[shard %u] fdatasync %s: %s", w->shard, segs[i].path, strerror(errno));
+                }
+                close(sfd);
+            }
         }
     }
     rv_free(segs);
@@ -834,6 +844,7 @@ wal_rec_put(struct wal *w, const uint8_t *frame, size_t len)
     size_t at = w->stage.len;
     buf_append(&w->stage, frame, len);
     uint8_t *h = (uint8_t *)w->stage.data + at;
+    put32(h, get32(h) & ~WAL_LEN_BARRIER);   /* this log's own syncs set its barriers */
     uint64_t lsn;
     memcpy(&lsn, h + 8, 8);
     if (lsn & WAL_LSN_UNSEALED) {    /* from a memory-mode stream: disk records carry their CRC */
@@ -943,6 +954,14 @@ wal_write(struct wal *w)
     if (w->seg_size == WAL_SEG_HDR && !w->seg_zeroed && w->spare_on &&
         atomic_load_explicit(&w->spare_ready, memory_order_relaxed)) {
         rotate_now(w);               /* an empty growing segment: the spare takes its name */
+    }
+    if (w->stage.off == 0 && atomic_load_explicit(&w->durable_lsn, memory_order_acquire) ==
+                                 atomic_load_explicit(&w->written_lsn, memory_order_relaxed)) {
+        /* Everything before this wave is synced: say so in its first record
+         * (the sync barrier), so that recovery can tell damage to synced
+         * records from the torn end of an unsynced write (see wal.h). */
+        uint8_t *h = (uint8_t *)w->stage.data;
+        put32(h, get32(h) | WAL_LEN_BARRIER);
     }
     size_t done = 0;
     int rc = pwrite_all(w->fd, w->stage.data + w->stage.off, n, w->seg_size, &done);
@@ -1335,23 +1354,58 @@ all_zero(const uint8_t *p, size_t n)
     return true;
 }
 
-/* Is there a well-formed record (sane LSN, matching CRC) anywhere after
- * offset from? Then what precedes it was not a torn tail but damage. */
+/* A well-formed record (sane length and LSN, matching CRC) at pos? */
 static bool
-valid_record_after(const struct wal_reader *r, size_t from)
+record_at(const struct wal_reader *r, size_t pos, uint64_t *lsn, uint32_t *len, bool *barrier)
 {
-    for (size_t pos = from + 1; pos + WAL_REC_HDR <= r->size; pos++) {
-        const uint8_t *p = r->map + pos;
-        uint64_t len = get32(p), lsn = get64(p + 8);
-        if (len == 0 || len > r->size - pos - WAL_REC_HDR || lsn < r->last_lsn ||
-            lsn > r->last_lsn + (1ull << 32)) {
+    const uint8_t *p = r->map + pos;
+    uint32_t raw = get32(p);
+    uint64_t l = raw & ~WAL_LEN_BARRIER, n = get64(p + 8);
+    if (l == 0 || l > r->size - pos - WAL_REC_HDR || n < r->last_lsn ||
+        n > r->last_lsn + (1ull << 32) || get32(p + 4) != wal_crc32c(0, p + 8, 16 + (size_t)l)) {
+        return false;
+    }
+    *lsn = n;
+    *len = (uint32_t)l;
+    *barrier = (raw & WAL_LEN_BARRIER) != 0;
+    return true;
+}
+
+/* Bad bytes at offset from: are they a torn tail or damage? Every
+ * well-formed record after them is found (a byte-by-byte search, then
+ * record by record). None: a tail the last write did not finish. One with
+ * the sync barrier: it was written after an fdatasync that covered the bad
+ * record, so that record had been synced (maybe acknowledged): damage,
+ * CORRUPT. Only records without a barrier: they were written in the same
+ * unsynced stretch as the bad one (power loss can persist a later page of a
+ * write without an earlier one): never acknowledged, TORN, and they are
+ * counted in r->gap_*. */
+static enum wal_rd
+judge_damage(struct wal_reader *r, size_t from)
+{
+    uint64_t lsn, first = 0, last = 0, n = 0;
+    uint32_t len;
+    bool barrier;
+    size_t pos = from + 1;
+    r->gap_recs = r->gap_first = r->gap_last = 0;
+    while (pos + WAL_REC_HDR <= r->size) {
+        if (!record_at(r, pos, &lsn, &len, &barrier)) {
+            pos++;
             continue;
         }
-        if (get32(p + 4) == wal_crc32c(0, p + 8, 16 + (size_t)len)) {
-            return true;
+        if (barrier) {
+            return WAL_RD_CORRUPT;
         }
+        if (n++ == 0) {
+            first = lsn;
+        }
+        last = lsn;
+        pos += WAL_REC_HDR + len;
     }
-    return false;
+    r->gap_recs = n;
+    r->gap_first = first;
+    r->gap_last = last;
+    return WAL_RD_TORN;
 }
 
 enum wal_rd
@@ -1376,16 +1430,15 @@ wal_reader_next(struct wal_reader *r, struct wal_rec *rec)
         r->why = "truncated record header";
         return WAL_RD_TORN;
     }
-    uint32_t len = get32(p);
+    uint32_t len = get32(p) & ~WAL_LEN_BARRIER;
+    r->gap_recs = 0;
     if (len == 0 || (uint64_t)len + WAL_REC_HDR > left) {
         r->why = len == 0 ? "zero record length" : "bad record length";
-        if (valid_record_after(r, r->off)) {
-            return WAL_RD_CORRUPT;
-        }
-        if (len != 0) {
+        enum wal_rd rd = judge_damage(r, r->off);
+        if (rd == WAL_RD_TORN && len != 0 && r->gap_recs == 0) {
             r->why = "truncated record";
         }
-        return WAL_RD_TORN;
+        return rd;
     }
     if (get32(p + 4) != wal_crc32c(0, p + 8, 16 + (size_t)len)) {
         size_t after = left - WAL_REC_HDR - len;
@@ -1393,7 +1446,7 @@ wal_reader_next(struct wal_reader *r, struct wal_rec *rec)
         if (after == 0 || all_zero(p + WAL_REC_HDR + len, after)) {
             return WAL_RD_TORN;
         }
-        return valid_record_after(r, r->off) ? WAL_RD_CORRUPT : WAL_RD_TORN;
+        return judge_damage(r, r->off);
     }
     rec->lsn = get64(p + 8);
     r->last_lsn = rec->lsn;
@@ -1538,8 +1591,15 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
             continue;
         }
         /* a damaged tail is torn only in the last segment: older ones were complete */
-        return walk_fail(k, rd == WAL_RD_TORN && k->seg + 1 == k->n ? WAL_RD_TORN : WAL_RD_CORRUPT,
-                         k->r.off, false, "%s", k->r.why);
+        rd = rd == WAL_RD_TORN && k->seg + 1 == k->n ? WAL_RD_TORN : WAL_RD_CORRUPT;
+        if (rd == WAL_RD_TORN && k->r.gap_recs > 0) {
+            k->gap_recs = k->r.gap_recs;
+            return walk_fail(k, rd, k->r.off, false,
+                             "%s, then %" PRIu64 " well-formed records (LSN %" PRIu64 "..%" PRIu64
+                             ") with no sync barrier: never synced, dropped with it", k->r.why,
+                             k->r.gap_recs, k->r.gap_first, k->r.gap_last);
+        }
+        return walk_fail(k, rd, k->r.off, false, "%s", k->r.why);
     }
 }
 

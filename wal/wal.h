@@ -216,6 +216,8 @@ struct wal_reader {
     struct wal_ckpt_info ck;         /* checkpoints */
     const char *why;                 /* after TORN/CORRUPT */
     bool zero_tail;                  /* END: zeros from off to the end of the file */
+    uint64_t gap_recs;               /* TORN: well-formed records after the bad one (dropped) */
+    uint64_t gap_first, gap_last;    /*   their LSNs */
 };
 /* Map a segment (ckpt false) or checkpoint and check its header; -1 with a
  * message naming the file on failure. */
@@ -246,6 +248,7 @@ struct wal_walk {
     size_t tail_seg, tail_off;       /*   the latest, segs[tail_seg] at offset tail_off */
     /* after WAL_RD_TORN / WAL_RD_CORRUPT: */
     size_t off;                      /* where in segs[seg]; 0 with whole_file */
+    uint64_t gap_recs;               /* TORN: well-formed records after off, cut with it */
     bool whole_file;                 /* a missing segment before it, or an unreadable/bad header */
     char why[4400];
 };
@@ -295,6 +298,9 @@ void wal_frame_mark(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms);
  * wal_frame_mark frame, whose CRC is not checked), 0 when avail is shorter
  * than a header, -1 when it is truncated or fails its CRC. */
 int wal_frame_parse(const uint8_t *p, size_t avail, struct wal_rec *rec);
+/* Append the frame of rec (read from a WAL file) to out as it goes on the
+ * wire: without the file's sync barrier flag. */
+void wal_frame_copy(struct buf *out, const struct wal_rec *rec);
 
 /* Failpoints for crash tests: with RUVIO_FAILPOINT=<site> in the environment
  * the process dies (_exit(77)) when it reaches that site; sites: wal-append,

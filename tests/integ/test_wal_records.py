@@ -1,8 +1,11 @@
-"""WAL record boundaries (issue 14, findings 4 and 11): a checkpoint never splits a record, and records too
-large for the format are refused before anything is written.
+"""WAL records (issue 14, findings 4 and 9): a checkpoint never splits a record; recovery cuts a gap in the
+unsynced tail and refuses damage to records a later sync barrier proves were synced.
 
 Every test starts real ruvio processes on a data directory it owns and restarts them on it."""
+import glob
+import os
 import signal
+import struct
 
 import pytest
 
@@ -48,3 +51,71 @@ def test_flushall_in_exec_while_checkpoint_runs(start_server, tmp_path, mode):
     srv3 = start(start_server, tmp_path, mode)
     c3 = srv3.client()
     assert {k: c3.get(k) for k in c3.keys("*")} == want
+
+
+BARRIER = 0x80000000
+SEG_HDR, REC_HDR = 32, 24
+
+
+def records(path):
+    """(offset, raw length field) of each record of a segment, up to its zero tail."""
+    data = open(path, "rb").read()
+    off, out = SEG_HDR, []
+    while off + REC_HDR <= len(data):
+        raw = struct.unpack_from("<I", data, off)[0]
+        if raw == 0:
+            break
+        out.append((off, raw))
+        off += REC_HDR + (raw & ~BARRIER)
+    return out
+
+
+def twelve_acknowledged_writes(start_server, d):
+    """always: one SET per wave, each written after the previous one was synced (so each has the barrier);
+    then kill -9. Returns the last segment's path."""
+    srv = start(start_server, d, "always")
+    c = srv.client()
+    for i in range(1, 13):
+        c.set("k%d" % i, "v")
+    kill9(srv)
+    seg = sorted(glob.glob(str(d / "shard-0" / "wal-*.log")))[-1]
+    recs = records(seg)
+    assert len(recs) == 12 and all(raw & BARRIER for _, raw in recs), recs
+    return seg, recs
+
+
+def patch(path, off, data):
+    with open(path, "r+b") as f:
+        f.seek(off)
+        f.write(data)
+
+
+def test_gap_in_the_unsynced_tail_is_cut_as_torn(start_server, tmp_path):
+    # Records 9..12 as one wave that power loss caught before its sync: no barrier after its first record,
+    # and the page of record 10 never reached the disk while 11 and 12 did.
+    seg, recs = twelve_acknowledged_writes(start_server, tmp_path)
+    for off, raw in recs[9:]:
+        patch(seg, off, struct.pack("<I", raw & ~BARRIER))
+    off10, raw10 = recs[9]
+    patch(seg, off10, bytes(REC_HDR + (raw10 & ~BARRIER)))
+    srv = start(start_server, tmp_path, "always")
+    c = srv.client()
+    assert sorted(c.keys("*"), key=lambda k: int(k[1:])) == ["k%d" % i for i in range(1, 10)]
+    assert c.info("persistence")["loading_torn_tails"] == 1
+    log = srv.stderr() + srv.stdout()
+    assert "torn record at offset %d" % off10 in log, log[-2000:]
+    assert "2 well-formed records (LSN 11..12) with no sync barrier" in log, log[-2000:]
+    c.set("after", "1")          # the log continues at LSN 10
+    kill9(srv)
+    srv2 = start(start_server, tmp_path, "always")
+    assert srv2.client().dbsize() == 10
+
+
+def test_damage_before_a_sync_barrier_refuses_to_start(start_server, tmp_path):
+    seg, recs = twelve_acknowledged_writes(start_server, tmp_path)
+    off5, raw5 = recs[4]
+    patch(seg, off5, bytes(REC_HDR + (raw5 & ~BARRIER)))   # record 6 onwards carry barriers: 5 was synced
+    srv = start_server("--dir", str(tmp_path), "--durability", "always", expect_fail=True)
+    assert srv.returncode not in (None, 0)
+    log = srv.stderr() + srv.stdout()
+    assert "is corrupt at offset %d" % off5 in log, log[-2000:]

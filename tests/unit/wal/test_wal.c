@@ -201,40 +201,126 @@ Test(wal, garbage_inside_the_zeroed_area_is_a_torn_tail, .init = mkdir_tmp, .fin
     cr_assert_eq(k.off, (size_t)end);
 }
 
-Test(wal, zeros_then_a_valid_record_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+/* Waves of 5 records, each written after the previous one was synced
+ * (always mode's rhythm): records 1, 6, 11, 16 carry the sync barrier. The
+ * last wave (16..20) is written but not synced when wave_sync is false. */
+static void
+four_waves(bool last_synced)
 {
     struct wal *w = open_always(1 << 20, false);
-    for (int i = 1; i <= 20; i++) {
-        append(w, i);
+    for (int wave = 0; wave < 4; wave++) {
+        for (int i = 1; i <= 5; i++) {
+            append(w, wave * 5 + i);
+        }
+        cr_assert_eq(wal_write(w), 0);
+        if (wave < 3 || last_synced) {
+            wait_durable(w);
+        }
     }
-    cr_assert_eq(wal_write(w), 0);
-    wait_durable(w);
     wal_close(w);
+}
+
+/* Offsets of the records of a segment (lengths without the barrier flag)
+ * and their barrier flags; returns the count. */
+static int
+rec_offsets(const char *p, size_t *offs, bool *barrier, int max)
+{
+    off_t size = fsize(p);
+    uint8_t *buf = malloc((size_t)size);
+    int fd = open(p, O_RDONLY);
+    cr_assert_eq(pread(fd, buf, (size_t)size, 0), size);
+    close(fd);
+    size_t off = WAL_SEG_HDR;
+    int n = 0;
+    while (off + WAL_REC_HDR <= (size_t)size && n < max) {
+        uint32_t raw;
+        memcpy(&raw, buf + off, 4);
+        if (raw == 0) {
+            break;
+        }
+        offs[n] = off;
+        barrier[n] = (raw & WAL_LEN_BARRIER) != 0;
+        off += WAL_REC_HDR + (raw & ~WAL_LEN_BARRIER);
+        n++;
+    }
+    free(buf);
+    return n;
+}
+
+/* Zero record i (1-based) of segment p: a page the disk never got. */
+static size_t
+zero_record(const char *p, int i)
+{
+    size_t offs[64];
+    bool bar[64];
+    int n = rec_offsets(p, offs, bar, 64);
+    cr_assert_geq(n, i);
+    size_t len = (i < n ? offs[i] : (size_t)fsize(p)) - offs[i - 1];
+    uint8_t *z = calloc(1, len);
+    write_at(p, (off_t)offs[i - 1], z, len);
+    free(z);
+    return offs[i - 1];
+}
+
+Test(wal, each_wave_after_a_sync_carries_the_barrier, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    four_waves(true);
     char p[4200];
     last_seg(p, sizeof(p));
-    off_t size = fsize(p);
-    /* zero the 5th record (acknowledged; records 6..20 follow it) */
-    int fd = open(p, O_RDWR);
-    uint8_t *buf = malloc((size_t)size);
-    cr_assert_eq(pread(fd, buf, (size_t)size, 0), size);
-    size_t off = WAL_SEG_HDR;
-    for (int i = 1; i < 5; i++) {
-        uint32_t len;
-        memcpy(&len, buf + off, 4);
-        off += WAL_REC_HDR + len;
+    size_t offs[64];
+    bool bar[64];
+    cr_assert_eq(rec_offsets(p, offs, bar, 64), 20);
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(bar[i], i % 5 == 0, "record %d barrier %d", i + 1, bar[i]);
     }
-    uint32_t len;
-    memcpy(&len, buf + off, 4);
-    memset(buf + off, 0, WAL_REC_HDR + len);
-    cr_assert_eq(pwrite(fd, buf, (size_t)size, 0), size);
-    close(fd);
-    free(buf);
+    uint64_t last;
+    size_t n;
+    cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
+    cr_assert_eq(last, 20);
+}
+
+/* Finding 9 of issue 14: damage to a record that a later barrier proves was
+ * synced (acknowledged in always) stops recovery, as before. */
+Test(wal, zeros_then_a_record_with_a_barrier_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    four_waves(true);
+    char p[4200];
+    last_seg(p, sizeof(p));
+    size_t off = zero_record(p, 8);      /* wave 2; waves 3 and 4 start with barriers */
     uint64_t last;
     size_t n;
     struct wal_walk k;
     cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT);
-    cr_assert_eq(last, 4);
+    cr_assert_eq(last, 7);
     cr_assert_eq(k.off, off);
+}
+
+/* ... while a gap in the last, unsynced wave followed by well-formed records
+ * of that wave (power loss persisted a later page before an earlier one) is
+ * the torn tail: cut there, the records after it counted. */
+Test(wal, a_gap_in_the_unsynced_last_wave_is_a_torn_tail, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    four_waves(false);
+    char p[4200];
+    last_seg(p, sizeof(p));
+    size_t off = zero_record(p, 17);     /* wave 4 is 16..20, never synced */
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN);
+    cr_assert_eq(last, 16);
+    cr_assert_eq(k.off, off);
+    cr_assert_eq(k.gap_recs, 3);
+    cr_assert(strstr(k.why, "3 well-formed records (LSN 18..20)") != NULL, "%s", k.why);
+    /* the wave's first record lost instead (the one with the barrier):
+     * 17..20 have none, so still the torn tail */
+    cr_assert_eq(unlink(p), 0);
+    four_waves(false);
+    last_seg(p, sizeof(p));
+    zero_record(p, 16);
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN);
+    cr_assert_eq(last, 15);
+    cr_assert_eq(k.gap_recs, 4);
 }
 
 /* The writer: spares are prepared, rotation moves into them, every record
