@@ -53,6 +53,23 @@ def test_flushall_in_exec_while_checkpoint_runs(start_server, tmp_path, mode):
     assert {k: c3.get(k) for k in c3.keys("*")} == want
 
 
+
+def test_bgsave_inside_exec_starts_once_the_record_is_sealed(start_server, tmp_path):
+    # With the automatic trigger off, BGSAVE inside EXEC used to wait for it: the checkpoint never ran.
+    srv = start(start_server, tmp_path, "everysec", "--checkpoint_wal_bytes", "0")
+    c = srv.client()
+    p = c.pipeline(transaction=True)
+    p.set("x", "1")
+    p.bgsave()
+    p.incr("n")
+    assert p.execute() == [True, True, 1]
+    poll_until(lambda: c.info("persistence")["rdb_saves"] == 1, what="the checkpoint asked for in EXEC")
+    ckpts = glob.glob(str(tmp_path / "shard-0" / "ckpt-*.ckpt"))
+    assert [os.path.basename(x) for x in ckpts] == ["ckpt-%020d.ckpt" % 1]   # it covers the EXEC record
+    kill9(srv)
+    c2 = start(start_server, tmp_path, "everysec").client()
+    assert c2.get("x") == "1" and c2.get("n") == "1"
+
 BARRIER = 0x80000000
 SEG_HDR, REC_HDR = 32, 24
 
