@@ -948,7 +948,10 @@ wal_write(struct wal *w)
         return 0;                    /* an open record is written whole once sealed */
     }
     if (n == 0) {
-        return w->rotate_pending ? wal_rotate(w) : 0;
+        if (w->rotate_pending) {
+            wal_rotate(w);           /* on failure the current segment grows on (logged) */
+        }
+        return 0;
     }
     wal_failpoint("wal-append");
     if (w->seg_size == WAL_SEG_HDR && !w->seg_zeroed && w->spare_on &&
@@ -979,7 +982,8 @@ wal_write(struct wal *w)
     }
     atomic_store_explicit(&w->written_lsn, w->next_lsn - 1, memory_order_release);
     if (__builtin_expect(w->rotate_pending, 0)) {
-        return wal_rotate(w);        /* asked for while a record was open */
+        wal_rotate(w);               /* asked for while a record was open; on failure as below */
+        return 0;
     }
     if (w->spare_on) {
         /* Ask for the next one once the current segment shows load (a
