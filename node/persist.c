@@ -944,6 +944,9 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
             snprintf(err, errsz, "cannot truncate %s: %s", path, strerror(-rc));
             return -1;
         }
+        for (size_t i = k.seg + 1; k.drop_later && i < n; i++) {
+            set_aside(segs[i].path);     /* written after the cut, never synced */
+        }
         x->p->torn_tails++;
         return 0;
     }

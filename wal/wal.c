@@ -218,6 +218,10 @@ struct wal {
     uint64_t seg_cap;                /* rotate past this: seg_max, or a spare's size */
     int write_err;
     bool rec_open;                   /* between wal_rec_begin and wal_rec_end/abort */
+    bool last_staged;                /* last_mark: the newest record, still staged */
+    size_t last_mark;
+    bool last_known;                 /* the newest record written: in segment last_seg at last_off */
+    uint64_t last_seg, last_off;
     bool rotate_pending;             /* wal_rotate came inside a record: rotate at its end */
     uint64_t *seg_starts;            /* first LSNs of the segment files, oldest first */
     uint64_t *seg_sizes;             /* their logical sizes */
@@ -594,8 +598,8 @@ syncer_main(void *arg)
 
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        if (w->stop && w->jobs == NULL) {
-            break;
+        if (w->stop && w->jobs == NULL && !w->sync_req) {
+            break;                   /* (wal_close asks for a last sync with stop) */
         }
         if (!w->sync_req && w->jobs == NULL && !w->stop) {
             if (w->mode == WAL_EVERYSEC) {
@@ -754,6 +758,29 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     return w;
 }
 
+/* A clean close: everything is synced, so the newest record gets the sync
+ * barrier too (and is synced once more): recovery then refuses damage to
+ * any record before it, where after a crash the last wave stays unprovable. */
+static void
+close_barrier(struct wal *w)
+{
+    char path[4200];
+    uint8_t h[4];
+    wal_path_seg(path, sizeof(path), w->dir, w->last_seg);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return;
+    }
+    if (pread(fd, h, 4, (off_t)w->last_off) == 4) {
+        put32(h, get32(h) | WAL_LEN_BARRIER);
+        size_t done;
+        if (pwrite_all(fd, h, 4, w->last_off, &done) != 0 || fdatasync(fd) != 0) {
+            log_debug("[shard %u] closing barrier in %s: %s", w->shard, path, strerror(errno));
+        }
+    }
+    close(fd);
+}
+
 void
 wal_close(struct wal *w)
 {
@@ -781,6 +808,10 @@ wal_close(struct wal *w)
     for (size_t i = 0; i < w->nretired; i++) {
         close(w->retired[i].fd);
     }
+    if (w->last_known && atomic_load(&w->sync_err) == 0 &&
+        atomic_load(&w->durable_lsn) == w->next_lsn - 1) {
+        close_barrier(w);
+    }
     /* A closed segment ends at its last record: the zero tail (or the
      * reserved blocks) go. Not synced: a zero tail is a clean end anyway. */
     if (ftruncate(w->fd, (off_t)w->seg_size) != 0) {
@@ -794,6 +825,9 @@ size_t
 wal_rec_begin(struct wal *w)
 {
     if (w->stage.off > 0) {
+        if (w->last_staged) {
+            w->last_mark -= w->stage.off;
+        }
         buf_compact(&w->stage);      /* marks inside a record must not move */
     }
     size_t mark = w->stage.len;
@@ -828,6 +862,8 @@ wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms)
     uint64_t lsn = w->next_lsn++;
     wal_frame_seal(h, len, lsn, ts_ms);
     w->rec_open = false;
+    w->last_staged = true;
+    w->last_mark = mark;
     return lsn;
 }
 
@@ -853,6 +889,8 @@ wal_rec_put(struct wal *w, const uint8_t *frame, size_t len)
         wal_frame_seal(h, len - WAL_REC_HDR, lsn & ~WAL_LSN_UNSEALED, ts);
     }
     w->next_lsn++;
+    w->last_staged = true;
+    w->last_mark = at;
 }
 
 bool
@@ -966,7 +1004,8 @@ wal_write(struct wal *w)
         uint8_t *h = (uint8_t *)w->stage.data;
         put32(h, get32(h) | WAL_LEN_BARRIER);
     }
-    size_t done = 0;
+    size_t done = 0, off0 = w->stage.off;
+    uint64_t base = w->seg_size;
     int rc = pwrite_all(w->fd, w->stage.data + w->stage.off, n, w->seg_size, &done);
     w->stage.off += done;
     w->seg_size += done;
@@ -976,6 +1015,12 @@ wal_write(struct wal *w)
         return rc;
     }
     w->write_err = 0;
+    if (w->last_staged) {
+        w->last_known = true;
+        w->last_seg = w->seg_first;
+        w->last_off = base + (w->last_mark - off0);
+        w->last_staged = false;
+    }
     w->stage.off = w->stage.len = 0;
     if (w->stage.cap > (4u << 20)) {
         buf_shrink(&w->stage, 1u << 20);
@@ -1541,6 +1586,41 @@ walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole, const char
     return rd;
 }
 
+/* A torn stretch in segment k->seg that is not the last one (at offset off,
+ * or a range missing after it): the segments after it hold the records
+ * written after it. None of them with a sync barrier: they were never
+ * synced either (in everysec, power loss soon after a rotation), so the
+ * tail is cut there and they are dropped (drop_later). One with a barrier:
+ * the bad stretch had been synced: corruption. */
+static enum wal_rd
+torn_before_later(struct wal_walk *k, size_t off, const char *why)
+{
+    uint64_t n = 0, first = 0, last = 0;
+    for (size_t i = k->seg + 1; i < k->n; i++) {
+        struct wal_reader r;
+        char err[4300];
+        if (reader_open(&r, k->segs[i].path, false, UINT64_MAX, err, sizeof(err)) != 0) {
+            continue;                /* no readable header: no barrier in it either */
+        }
+        enum wal_rd rd = judge_damage(&r, WAL_SEG_HDR - 1);
+        wal_reader_close(&r);
+        if (rd == WAL_RD_CORRUPT) {
+            return walk_fail(k, WAL_RD_CORRUPT, off, false, "%s; a later segment (%s) has records "
+                             "written after a sync that covered it", why, k->segs[i].path);
+        }
+        if (r.gap_recs > 0) {
+            first = n == 0 ? r.gap_first : first;
+            last = r.gap_last;
+            n += r.gap_recs;
+        }
+    }
+    k->drop_later = true;
+    k->gap_recs += n;
+    return walk_fail(k, WAL_RD_TORN, off, false, "%s; the %zu later segment(s) (%" PRIu64 " records, "
+                     "LSN %" PRIu64 "..%" PRIu64 ") have no sync barrier: never synced, set aside",
+                     why, k->n - k->seg - 1, n, first, last);
+}
+
 enum wal_rd
 wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
 {
@@ -1550,6 +1630,19 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
                 return WAL_RD_END;
             }
             const struct wal_file *f = &k->segs[k->seg];
+            if (k->started && f->lsn > k->next && k->seg > 0) {
+                /* the previous segment ended early: its unsynced end lost? */
+                char why[4400];
+                snprintf(why, sizeof(why), "WAL records %" PRIu64 "..%" PRIu64 " are missing "
+                         "before %s", k->next, f->lsn - 1, f->path);
+                k->seg--;
+                enum wal_rd rd = torn_before_later(k, k->prev_end, why);
+                if (rd == WAL_RD_TORN) {
+                    return rd;
+                }
+                k->seg++;
+                return walk_fail(k, WAL_RD_CORRUPT, 0, true, "%s (a deleted or lost segment)", why);
+            }
             if ((!k->started && f->lsn > k->next) || (k->started && f->lsn != k->next)) {
                 return walk_fail(k, WAL_RD_CORRUPT, 0, true,
                                  "WAL records %" PRIu64 "..%" PRIu64 " are missing before %s "
@@ -1589,21 +1682,28 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
                 k->tail_seg = k->seg;
                 k->tail_off = k->r.off;
             }
+            k->prev_end = k->r.off;
             wal_reader_close(&k->r);
             k->open = false;
             k->seg++;
             continue;
         }
-        /* a damaged tail is torn only in the last segment: older ones were complete */
-        rd = rd == WAL_RD_TORN && k->seg + 1 == k->n ? WAL_RD_TORN : WAL_RD_CORRUPT;
-        if (rd == WAL_RD_TORN && k->r.gap_recs > 0) {
-            k->gap_recs = k->r.gap_recs;
-            return walk_fail(k, rd, k->r.off, false,
-                             "%s, then %" PRIu64 " well-formed records (LSN %" PRIu64 "..%" PRIu64
-                             ") with no sync barrier: never synced, dropped with it", k->r.why,
-                             k->r.gap_recs, k->r.gap_first, k->r.gap_last);
+        if (rd == WAL_RD_CORRUPT) {
+            return walk_fail(k, rd, k->r.off, false, "%s", k->r.why);
         }
-        return walk_fail(k, rd, k->r.off, false, "%s", k->r.why);
+        char why[4400];
+        if (k->r.gap_recs > 0) {
+            k->gap_recs = k->r.gap_recs;
+            snprintf(why, sizeof(why), "%s, then %" PRIu64 " well-formed records (LSN %" PRIu64
+                     "..%" PRIu64 ") with no sync barrier: never synced, dropped with it", k->r.why,
+                     k->r.gap_recs, k->r.gap_first, k->r.gap_last);
+        } else {
+            snprintf(why, sizeof(why), "%s", k->r.why);
+        }
+        if (k->seg + 1 == k->n) {
+            return walk_fail(k, WAL_RD_TORN, k->r.off, false, "%s", why);
+        }
+        return torn_before_later(k, k->r.off, why);
     }
 }
 

@@ -249,6 +249,8 @@ struct wal_walk {
     /* after WAL_RD_TORN / WAL_RD_CORRUPT: */
     size_t off;                      /* where in segs[seg]; 0 with whole_file */
     uint64_t gap_recs;               /* TORN: well-formed records after off, cut with it */
+    bool drop_later;                 /* TORN: and every segment after segs[seg] (none synced) */
+    size_t prev_end;                 /* (where the last segment read ended) */
     bool whole_file;                 /* a missing segment before it, or an unreadable/bad header */
     char why[4400];
 };
@@ -258,9 +260,9 @@ void wal_walk_init(struct wal_walk *k, const struct wal_file *segs, size_t n, ui
  * segment's zero tail after its fdatasync; a mapping past that cut would
  * raise SIGBUS when read. */
 void wal_walk_live(struct wal_walk *k, const struct wal *w);
-/* WAL_RD_OK with the next record; WAL_RD_END; WAL_RD_TORN (a torn tail of the
- * last segment: never acknowledged, may be cut off at off) or WAL_RD_CORRUPT,
- * with seg, off and why set. */
+/* WAL_RD_OK with the next record; WAL_RD_END; WAL_RD_TORN (a torn tail:
+ * never synced, may be cut off at off in segs[seg], and with drop_later the
+ * segments after it set aside) or WAL_RD_CORRUPT, with seg, off and why set. */
 enum wal_rd wal_walk_next(struct wal_walk *k, struct wal_rec *rec);
 /* The caller found the record last returned unusable (malformed payload):
  * turns it into WAL_RD_CORRUPT at its offset. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,19 +203,30 @@ Test(wal, garbage_inside_the_zeroed_area_is_a_torn_tail, .init = mkdir_tmp, .fin
 }
 
 /* Waves of 5 records, each written after the previous one was synced
- * (always mode's rhythm): records 1, 6, 11, 16 carry the sync barrier. The
- * last wave (16..20) is written but not synced when wave_sync is false. */
+ * (always mode's rhythm): records 1, 6, 11, 16 carry the sync barrier, and
+ * a clean close marks record 20 too. crash: the last wave (16..20) is
+ * written, not synced, and the process dies (a child, _exit without close). */
 static void
-four_waves(bool last_synced)
+four_waves(bool crash)
 {
+    pid_t pid = crash ? fork() : 0;
+    cr_assert_geq(pid, 0);
+    if (pid > 0) {
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        return;
+    }
     struct wal *w = open_always(1 << 20, false);
     for (int wave = 0; wave < 4; wave++) {
         for (int i = 1; i <= 5; i++) {
             append(w, wave * 5 + i);
         }
         cr_assert_eq(wal_write(w), 0);
-        if (wave < 3 || last_synced) {
+        if (wave < 3) {
             wait_durable(w);
+        } else if (crash) {
+            _exit(0);
         }
     }
     wal_close(w);
@@ -264,14 +276,14 @@ zero_record(const char *p, int i)
 
 Test(wal, each_wave_after_a_sync_carries_the_barrier, .init = mkdir_tmp, .fini = rm_tmp)
 {
-    four_waves(true);
+    four_waves(false);
     char p[4200];
     last_seg(p, sizeof(p));
     size_t offs[64];
     bool bar[64];
     cr_assert_eq(rec_offsets(p, offs, bar, 64), 20);
     for (int i = 0; i < 20; i++) {
-        cr_assert_eq(bar[i], i % 5 == 0, "record %d barrier %d", i + 1, bar[i]);
+        cr_assert_eq(bar[i], i % 5 == 0 || i == 19, "record %d barrier %d", i + 1, bar[i]);
     }
     uint64_t last;
     size_t n;
@@ -283,7 +295,7 @@ Test(wal, each_wave_after_a_sync_carries_the_barrier, .init = mkdir_tmp, .fini =
  * synced (acknowledged in always) stops recovery, as before. */
 Test(wal, zeros_then_a_record_with_a_barrier_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
 {
-    four_waves(true);
+    four_waves(false);
     char p[4200];
     last_seg(p, sizeof(p));
     size_t off = zero_record(p, 8);      /* wave 2; waves 3 and 4 start with barriers */
@@ -300,7 +312,7 @@ Test(wal, zeros_then_a_record_with_a_barrier_is_corruption, .init = mkdir_tmp, .
  * the torn tail: cut there, the records after it counted. */
 Test(wal, a_gap_in_the_unsynced_last_wave_is_a_torn_tail, .init = mkdir_tmp, .fini = rm_tmp)
 {
-    four_waves(false);
+    four_waves(true);
     char p[4200];
     last_seg(p, sizeof(p));
     size_t off = zero_record(p, 17);     /* wave 4 is 16..20, never synced */
@@ -315,7 +327,7 @@ Test(wal, a_gap_in_the_unsynced_last_wave_is_a_torn_tail, .init = mkdir_tmp, .fi
     /* the wave's first record lost instead (the one with the barrier):
      * 17..20 have none, so still the torn tail */
     cr_assert_eq(unlink(p), 0);
-    four_waves(false);
+    four_waves(true);
     last_seg(p, sizeof(p));
     zero_record(p, 16);
     cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN);
@@ -715,4 +727,84 @@ Test(wal, a_live_walk_survives_the_cut_of_a_zero_tail, .init = mkdir_tmp, .fini 
     free(segs);
     free(ck);
     wal_close(w);
+}
+
+/* Power loss soon after a rotation (everysec's rhythm: writes go on while
+ * the finished segment waits for its sync): the unsynced stretch spans two
+ * segments. Records 1..5 synced; 6..10 written, then a rotation, then
+ * 11..15, and the process dies. synced_before_rotation: a sync covered
+ * 6..10 before 11..15 were written (so 11 carries a barrier). */
+static void
+rotation_then_crash(bool synced_before_rotation)
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid > 0) {
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        return;
+    }
+    struct wal *w = open_always(1 << 20, false);
+    for (int i = 1; i <= 15; i++) {
+        append(w, i);
+        if (i % 5 == 0) {
+            cr_assert_eq(wal_write(w), 0);
+        }
+        if (i == 5 || (i == 10 && synced_before_rotation)) {
+            wait_durable(w);
+        }
+        if (i == 10) {
+            cr_assert_eq(wal_rotate(w), 0);
+        }
+    }
+    _exit(0);
+}
+
+Test(wal, an_unsynced_stretch_across_a_rotation_is_a_torn_tail, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    rotation_then_crash(false);
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 2);
+    size_t off = zero_record(segs[0].path, 8);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN, "%s", k.why);
+    cr_assert_eq(last, 7);
+    cr_assert_eq(k.seg, 0);
+    cr_assert_eq(k.off, off);
+    cr_assert(k.drop_later);
+    cr_assert_eq(k.gap_recs, 7, "%s", k.why);          /* 9, 10 and 11..15 */
+    /* the finished segment's end never reached the disk: records 8..10 missing */
+    cr_assert_eq(wal_truncate(segs[0].path, off), 0);
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN, "%s", k.why);
+    cr_assert_eq(last, 7);
+    cr_assert_eq(k.seg, 0);
+    cr_assert_eq(k.off, off);
+    cr_assert(k.drop_later);
+    free(segs);
+    free(ck);
+}
+
+Test(wal, a_gap_before_a_later_segments_barrier_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    rotation_then_crash(true);
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 2);
+    size_t off = zero_record(segs[0].path, 8);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT, "%s", k.why);
+    cr_assert_eq(k.off, off);
+    cr_assert_eq(wal_truncate(segs[0].path, off), 0);
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT, "%s", k.why);
+    cr_assert(strstr(k.why, "are missing") != NULL, "%s", k.why);
+    free(segs);
+    free(ck);
 }
