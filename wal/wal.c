@@ -1596,6 +1596,12 @@ static enum wal_rd
 torn_before_later(struct wal_walk *k, size_t off, const char *why)
 {
     uint64_t n = 0, first = 0, last = 0;
+    if (k->seg + 2 < k->n) {
+        /* Only the segment before the last: the unsynced stretch is at most
+         * a second of writes, and a segment lost further back (e.g. deleted)
+         * must never make recovery drop everything after it. */
+        return walk_fail(k, WAL_RD_CORRUPT, off, false, "%s", why);
+    }
     for (size_t i = k->seg + 1; i < k->n; i++) {
         struct wal_reader r;
         char err[4300];

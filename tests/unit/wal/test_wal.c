@@ -735,7 +735,7 @@ Test(wal, a_live_walk_survives_the_cut_of_a_zero_tail, .init = mkdir_tmp, .fini 
  * 11..15, and the process dies. synced_before_rotation: a sync covered
  * 6..10 before 11..15 were written (so 11 carries a barrier). */
 static void
-rotation_then_crash(bool synced_before_rotation)
+rotation_then_crash_n(bool synced_before_rotation, int upto)
 {
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
@@ -746,7 +746,7 @@ rotation_then_crash(bool synced_before_rotation)
         return;
     }
     struct wal *w = open_always(1 << 20, false);
-    for (int i = 1; i <= 15; i++) {
+    for (int i = 1; i <= upto; i++) {
         append(w, i);
         if (i % 5 == 0) {
             cr_assert_eq(wal_write(w), 0);
@@ -754,11 +754,17 @@ rotation_then_crash(bool synced_before_rotation)
         if (i == 5 || (i == 10 && synced_before_rotation)) {
             wait_durable(w);
         }
-        if (i == 10) {
+        if (i % 5 == 0 && i >= 10 && i < upto) {
             cr_assert_eq(wal_rotate(w), 0);
         }
     }
     _exit(0);
+}
+
+static void
+rotation_then_crash(bool synced_before_rotation)
+{
+    rotation_then_crash_n(synced_before_rotation, 15);
 }
 
 Test(wal, an_unsynced_stretch_across_a_rotation_is_a_torn_tail, .init = mkdir_tmp, .fini = rm_tmp)
@@ -805,6 +811,25 @@ Test(wal, a_gap_before_a_later_segments_barrier_is_corruption, .init = mkdir_tmp
     cr_assert_eq(wal_truncate(segs[0].path, off), 0);
     cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT, "%s", k.why);
     cr_assert(strstr(k.why, "are missing") != NULL, "%s", k.why);
+    free(segs);
+    free(ck);
+}
+
+/* ... but only from the segment before the last: a gap further back (two
+ * rotations since, no barrier anywhere) still stops recovery. */
+Test(wal, a_gap_two_segments_back_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    rotation_then_crash_n(false, 20);
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 3);
+    zero_record(segs[0].path, 8);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT, "%s", k.why);
+    cr_assert_eq(last, 7);
     free(segs);
     free(ck);
 }
