@@ -136,3 +136,36 @@ def test_damage_before_a_sync_barrier_refuses_to_start(start_server, tmp_path):
     assert srv.returncode not in (None, 0)
     log = srv.stderr() + srv.stdout()
     assert "is corrupt at offset %d" % off5 in log, log[-2000:]
+
+
+def test_unsynced_stretch_across_a_rotation_is_cut_and_the_last_segment_set_aside(start_server, tmp_path):
+    # Power loss soon after a rotation: the end of the segment before the last and all of the last one were
+    # never synced (no barriers there), and a page of the former was lost.
+    srv = start(start_server, tmp_path, "always", "--wal_segment_bytes", "4096")
+    c = srv.client()
+    for i in range(1, 241):
+        c.set("k%d" % i, "v" * 20)
+    kill9(srv)
+    segs = sorted(glob.glob(str(tmp_path / "shard-0" / "wal-*.log")))
+    assert len(segs) >= 3, segs
+    seg_a, seg_b = segs[-2], segs[-1]
+    first_a = int(os.path.basename(seg_a)[4:24])
+    recs_a, recs_b = records(seg_a), records(seg_b)
+    assert len(recs_a) >= 3 and recs_b, (recs_a, recs_b)
+    j = len(recs_a) - 2
+    for off, raw in recs_a[j:]:
+        patch(seg_a, off, struct.pack("<I", raw & ~BARRIER))
+    for off, raw in recs_b:
+        patch(seg_b, off, struct.pack("<I", raw & ~BARRIER))
+    off_j, raw_j = recs_a[j]
+    patch(seg_a, off_j, bytes(REC_HDR + (raw_j & ~BARRIER)))
+    srv2 = start(start_server, tmp_path, "always", "--wal_segment_bytes", "4096")
+    c2 = srv2.client()
+    kept = first_a + j - 1
+    assert c2.dbsize() == kept and c2.exists("k%d" % kept) and not c2.exists("k%d" % (kept + 1))
+    log = srv2.stderr() + srv2.stdout()
+    assert "torn record at offset %d" % off_j in log and "set aside" in log, log[-2000:]
+    assert os.path.exists(seg_b + ".discarded") and not os.path.exists(seg_b)
+    c2.set("after", "1")
+    kill9(srv2)
+    assert start(start_server, tmp_path, "always", "--wal_segment_bytes", "4096").client().dbsize() == kept + 1
