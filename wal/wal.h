@@ -14,7 +14,12 @@
  * spare could be prepared) a segment grows as written.
  *
  * Record (little-endian): u32 len | u32 crc32c | u64 lsn | i64 ts_ms | payload
- * (len bytes). The CRC covers lsn, ts and payload. LSNs start at 1 and grow by
+ * (len bytes). The CRC covers lsn, ts and payload. The top bit of len is the
+ * sync barrier (WAL_LEN_BARRIER): set on the first record of a write when
+ * everything before it had been fdatasync'd, and on the newest record at a
+ * clean close; recovery uses it to tell damage to synced records from the
+ * torn end of an unsynced write (wal_walk_next). It never leaves the file:
+ * replication frames carry the plain length. LSNs start at 1 and grow by
  * one per record with no gaps, across segments; a record's ts is the shard
  * clock when it was executed, and replay runs it with that clock.
  *
