@@ -549,7 +549,8 @@ persist_refuse_write(struct conn *c)
     int se = wal_sync_error(p->w), we = wal_write_error(p->w);
     if (se == EFBIG) {
         reply_errf(c, "MISCONF A record over the WAL's size limit could not be logged on shard %u. "
-                      "Writes are refused until the node is restarted; see the log.", shard_id(c->shard));
+                      "Writes are refused until the node is restarted; see the log.",
+                   shard_id(c->shard));
         return true;
     }
     if (se) {
