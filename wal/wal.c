@@ -866,6 +866,13 @@ wal_rec_abort(struct wal *w, size_t mark)
 void
 wal_rec_put(struct wal *w, const uint8_t *frame, size_t len)
 {
+    if (w->stage.off > 0) {
+        /* after a short write: buf_append could compact under our offsets */
+        if (w->last_staged) {
+            w->last_mark -= w->stage.off;
+        }
+        buf_compact(&w->stage);
+    }
     size_t at = w->stage.len;
     buf_append(&w->stage, frame, len);
     uint8_t *h = (uint8_t *)w->stage.data + at;
