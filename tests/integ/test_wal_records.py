@@ -21,6 +21,12 @@ def start(start_server, d, mode, *extra):
 def kill9(srv):
     srv.proc.send_signal(signal.SIGKILL)
     srv.proc.wait(timeout=5)
+    no_sanitizer_report(srv)
+
+
+def no_sanitizer_report(srv):
+    out = srv.stderr() + srv.stdout()
+    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out[-3000:]
 
 
 @pytest.mark.parametrize("mode", ["always", "everysec"])
