@@ -509,10 +509,15 @@ cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *ar
     }
     c->last_cmd = cmd;
     const struct persist_hot *ph = persist_hot(c->persist);
-    if (rv_unlikely(ph->cow) && (cmd->flags & CMD_WRITE)) {
+    /* a write whose record could not be written must not run (it counts as failed below) */
+    bool refused = (cmd->flags & CMD_WRITE) && ph->log && !(c->flags & CONN_REPLAY) &&
+                   rv_unlikely(persist_refuse_size(c, argc, argv));
+    if (rv_unlikely(ph->cow) && (cmd->flags & CMD_WRITE) && !refused) {
         persist_before_write(c, cmd, argc, argv);   /* checkpoint copy-on-write */
     }
-    if (run.on) {
+    if (rv_unlikely(refused)) {
+        /* nothing to run */
+    } else if (run.on) {
         run_call(c, cmd, argc, argv, st);
     } else {
         uint64_t t0 = cmd_batch_mark;

@@ -144,10 +144,19 @@ rec_close(struct persist *p)
         if (p->w) {
             wal_rec_abort(p->w, p->rec_mark);
         }
+        if (__builtin_expect(p->ckpt_pending, 0)) {
+            snap_after_record(p);
+        }
         return;
     }
     if (p->w) {
-        wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s));
+        if (wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s)) == 0) {
+            return;                  /* over WAL_MAX_REC: dropped, the WAL failed (logged) */
+        }
+    } else if (b->len - WAL_REC_HDR > WAL_MAX_REC) {
+        log_warn("[shard %u] a record of %zu bytes is over the %llu-byte limit: not sent to "
+                 "replicas", shard_id(p->s), b->len - WAL_REC_HDR, (unsigned long long)WAL_MAX_REC);
+        return;
     } else {
         /* memory mode: the record only travels to replicas, unsealed (see wal.h) */
         wal_frame_mark((uint8_t *)b->data, b->len - WAL_REC_HDR, p->next_lsn++, shard_now_ms(p->s));
@@ -155,6 +164,9 @@ rec_close(struct persist *p)
     p->changes++;
     if (p->repl) {
         repl_feed(p->repl, (const uint8_t *)b->data + p->rec_mark, b->len - p->rec_mark);
+    }
+    if (__builtin_expect(p->ckpt_pending, 0)) {
+        snap_after_record(p);        /* asked for while this record was open */
     }
 }
 
@@ -501,6 +513,26 @@ on_expire(void *arg, const struct ks_entry *e)
 
 /* ---------------------------------------------------------------- refusing, holding */
 
+uint64_t
+persist_rec_need(uint64_t open, int argc, const struct rv_str *argv)
+{
+    return (open ? open : 5) + wal_pay_cmd_max(argc, argv);
+}
+
+bool
+persist_refuse_size(struct conn *c, int argc, const struct rv_str *argv)
+{
+    struct persist *p = persist_of(c->shard);
+    uint64_t open = p->rec_open ? rec_buf(p)->len - p->rec_mark - WAL_REC_HDR : 0;
+    if (rv_likely(persist_rec_need(open, argc, argv) <= WAL_MAX_REC)) {
+        return false;
+    }
+    reply_errf(c, "ERR command too large for the write-ahead log: a record holds at most %llu "
+                  "bytes%s", (unsigned long long)WAL_MAX_REC,
+               open ? " (this transaction's record so far included)" : "");
+    return true;
+}
+
 bool
 persist_refuse_write(struct conn *c)
 {
@@ -515,6 +547,12 @@ persist_refuse_write(struct conn *c)
         return false;
     }
     int se = wal_sync_error(p->w), we = wal_write_error(p->w);
+    if (se == EFBIG) {
+        reply_errf(c, "MISCONF A record over the WAL's size limit could not be logged on shard %u. "
+                      "Writes are refused until the node is restarted; see the log.",
+                   shard_id(c->shard));
+        return true;
+    }
     if (se) {
         reply_errf(c, "MISCONF WAL fsync failed on shard %u: %s. Writes are refused until the "
                       "node is restarted; see the log.", shard_id(c->shard), strerror(se));
@@ -906,6 +944,9 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
         if (rc < 0) {
             snprintf(err, errsz, "cannot truncate %s: %s", path, strerror(-rc));
             return -1;
+        }
+        for (size_t i = k.seg + 1; k.drop_later && i < n; i++) {
+            set_aside(segs[i].path);     /* written after the cut, never synced */
         }
         x->p->torn_tails++;
         return 0;

@@ -57,6 +57,12 @@ void persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv
                  size_t reply_mark);
 /* End of EXEC: seal the transaction's record. */
 void persist_exec_end(struct conn *c);
+/* Before a write runs (durable or logging for replicas): true, with an
+ * error replied, when its record (with the open EXEC record so far) would
+ * be over WAL_MAX_REC. persist_rec_need: that size bound, for open bytes
+ * already in the record (0: a new record). */
+bool persist_refuse_size(struct conn *c, int argc, const struct rv_str *argv);
+uint64_t persist_rec_need(uint64_t open, int argc, const struct rv_str *argv);
 /* A write that cannot be logged now: replies -MISCONF and returns true. */
 bool persist_refuse_write(struct conn *c);
 /* c produced output: it may leave only once the WAL covers what c could see. */

@@ -41,6 +41,7 @@ struct persist {
     bool last_ckpt_ok;
     uint64_t saves;
     uint64_t wal_at_ckpt;            /* wal_bytes() when the last checkpoint started */
+    bool ckpt_pending;               /* start one once the open record is sealed */
     /* recovery figures */
     uint64_t keys_loaded, records_replayed, torn_tails, replay_errors, load_us;
 };
@@ -50,8 +51,9 @@ struct persist *persist_of(struct shard *s);
 /* snap.c */
 void snap_emit_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
 void snap_remove_tmp(const char *dir);
-/* Start a checkpoint; -1 with a Redis error text when one is running or the
- * file cannot be created. */
+/* Start a checkpoint; -1 with a Redis error text when one is running, a
+ * record is open (its effects are in the keyspace, its LSN not yet given:
+ * set ckpt_pending instead) or the file cannot be created. */
 int snap_start(struct persist *p, char *err, size_t errsz);
 /* Run the whole snapshot now (SAVE); 0 or -1 with err. */
 int snap_run_sync(struct persist *p, char *err, size_t errsz);
@@ -61,5 +63,6 @@ void snap_cow_refresh(struct persist *p);
 void snap_abort(struct persist *p);
 void snap_wait_finish(struct persist *p);
 void snap_cron(struct persist *p);
+void snap_after_record(struct persist *p);    /* a record was sealed: start a pending one */
 int snap_active(const struct persist *p);
 uint64_t snap_keys(const struct persist *p);

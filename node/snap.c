@@ -131,7 +131,16 @@ dump_entry(struct persist *p, const struct ks_entry *e)
     struct dump_ctx d = { wal_ckpt_buf(sn->k), wal_ckpt_buf(sn->k)->len };
     wal_pay_begin(d.b, WAL_P_CMDS);
     snap_emit_entry(e, dump_cmd, &d);
-    wal_ckpt_rec_end(sn->k, mark);
+    if (wal_ckpt_rec_end(sn->k, mark) != 0) {
+        /* one record per key, and its length field cannot say more */
+        if (!sn->failed) {
+            struct rv_str k = ks_entry_key(e);
+            sn->failed = true;
+            snprintf(sn->why, sizeof(sn->why), "key '%.*s' needs a record over the %llu-byte limit",
+                     (int)(k.len > 64 ? 64 : k.len), k.p, (unsigned long long)WAL_MAX_REC);
+        }
+        return;
+    }
     sn->nkeys++;
 }
 
@@ -346,6 +355,11 @@ snap_start(struct persist *p, char *err, size_t errsz)
         snprintf(err, errsz, "ERR Background save already in progress");
         return -1;
     }
+    if (p->rec_open) {
+        snprintf(err, errsz, "ERR a checkpoint cannot start inside a transaction that wrote");
+        return -1;
+    }
+    p->ckpt_pending = false;
     uint64_t lsn = p->next_lsn - 1;
     if (p->w) {
         if (wal_rotate(p->w) != 0) {
@@ -428,6 +442,13 @@ snap_all_changed(struct persist *p)
     }
     /* Restart: everything the file holds is about to be replaced. */
     snap_abort(p);
+    if (p->rec_open) {
+        /* inside EXEC: the keyspace already holds the open record's first
+         * commands, so the new snapshot must cover that record: start it
+         * once the record is sealed */
+        p->ckpt_pending = true;
+        return;
+    }
     char err[256];
     if (snap_start(p, err, sizeof(err)) != 0) {
         log_warn("[shard %u] restarting the checkpoint after a flush: %s", shard_id(p->s), err);
@@ -461,6 +482,20 @@ snap_wait_finish(struct persist *p)
     p->snap = NULL;                  /* its posted message then sees no snap and only frees itself */
     snap_cow_refresh(p);
     snap_free(sn);
+}
+
+void
+snap_after_record(struct persist *p)
+{
+    if (p->snap != NULL || p->rec_open) {
+        p->ckpt_pending = false;
+        return;
+    }
+    char err[256];
+    if (snap_start(p, err, sizeof(err)) != 0) {
+        log_warn("[shard %u] starting the checkpoint asked for inside a transaction: %s",
+                 shard_id(p->s), err);
+    }
 }
 
 void
@@ -578,7 +613,7 @@ bg_start(struct conn *c, const char *ok)
     }
     if (p->rec_open) {
         /* inside an EXEC that wrote: start once its record is sealed */
-        p->wal_at_ckpt = 0;
+        p->ckpt_pending = true;
         reply_simple(c, ok);
         return;
     }

@@ -539,6 +539,7 @@ continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *c
     uint64_t next = from;
     bool ok = true;
     wal_walk_init(&k, segs, ns, from - 1);
+    wal_walk_live(&k, p->w);                   /* never map what the syncer may cut */
     while (next < upto && wal_walk_next(&k, &rec) == WAL_RD_OK) {
         if (rec.lsn < next) {
             continue;
@@ -547,7 +548,7 @@ continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *c
             ok = false;
             break;
         }
-        buf_append(frames, rec.payload - WAL_REC_HDR, WAL_REC_HDR + rec.len);
+        wal_frame_copy(frames, &rec);          /* (without the file's sync barrier) */
         next++;
     }
     wal_walk_close(&k);

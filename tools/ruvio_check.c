@@ -10,6 +10,7 @@
 #include "wal/wal.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,13 @@ check_segments(struct wal_file *segs, size_t n, struct shard_report *rep, bool f
     snprintf(rep->problem, sizeof(rep->problem), "%s: %s at offset %zu (%s)", segs[k.seg].path,
              torn ? "torn tail" : "corrupt", k.off, k.why);
     if (torn && fix && wal_truncate(segs[k.seg].path, k.off) == 0) {
+        for (size_t i = k.seg + 1; k.drop_later && i < n; i++) {
+            char to[4200];
+            snprintf(to, sizeof(to), "%s.discarded", segs[i].path);
+            if (rename(segs[i].path, to) != 0) {
+                fprintf(stderr, "cannot rename %s: %s\n", segs[i].path, strerror(errno));
+            }
+        }
         rep->status = 0;
         strncat(rep->problem, " - cut off (--fix)", sizeof(rep->problem) - strlen(rep->problem) - 1);
     }

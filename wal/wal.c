@@ -1,6 +1,7 @@
-/* wal/wal.c: segment writer, syncer thread, payload codec, reader, checkpoint
- * files (see wal.h for the formats). */
+/* wal/wal.c: segment writer, syncer thread, payload codec, checkpoint files
+ * (see wal.h for the formats; the reader and the walk are in wal_read.c). */
 #include "wal/wal.h"
+#include "wal/wal_int.h"
 
 #define LOG_MODULE "wal"
 #include "node/base/bytes.h"
@@ -9,7 +10,6 @@
 #include "node/base/varint.h"
 #include "wal/crc32c.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,15 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
-static const char SEG_MAGIC[8] = { 'R', 'V', 'W', 'A', 'L', '0', '0', '1' };
-static const char CKPT_MAGIC[8] = { 'R', 'V', 'C', 'K', 'P', 'T', '0', '1' };
 
 /* ---------------------------------------------------------------- failpoints */
 
@@ -72,16 +69,6 @@ static inline void
 put64(uint8_t *p, uint64_t v)
 {
     memcpy(p, &v, 8);
-}
-static inline uint32_t
-get32(const uint8_t *p)
-{
-    return rv_ld32(p);
-}
-static inline uint64_t
-get64(const uint8_t *p)
-{
-    return rv_ld64(p);
 }
 
 static int
@@ -217,6 +204,12 @@ struct wal {
     bool spare_on;                   /* always mode on a filesystem where spares pay */
     uint64_t seg_cap;                /* rotate past this: seg_max, or a spare's size */
     int write_err;
+    bool rec_open;                   /* between wal_rec_begin and wal_rec_end/abort */
+    bool last_staged;                /* last_mark: the newest record, still staged */
+    size_t last_mark;
+    bool last_known;                 /* the newest record written: segment last_seg, last_off */
+    uint64_t last_seg, last_off;
+    bool rotate_pending;             /* wal_rotate came inside a record: rotate at its end */
     uint64_t *seg_starts;            /* first LSNs of the segment files, oldest first */
     uint64_t *seg_sizes;             /* their logical sizes */
     size_t nseg, capseg;
@@ -264,7 +257,7 @@ static void
 seg_header(struct wal *w, uint8_t *hdr, uint64_t first)
 {
     memset(hdr, 0, WAL_SEG_HDR);
-    memcpy(hdr, SEG_MAGIC, 8);
+    memcpy(hdr, WAL_SEG_MAGIC, 8);
     put32(hdr + 8, 1);
     put32(hdr + 12, w->shard);
     put64(hdr + 16, first);
@@ -592,8 +585,8 @@ syncer_main(void *arg)
 
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        if (w->stop && w->jobs == NULL) {
-            break;
+        if (w->stop && w->jobs == NULL && !w->sync_req) {
+            break;                   /* (wal_close asks for a last sync with stop) */
         }
         if (!w->sync_req && w->jobs == NULL && !w->stop) {
             if (w->mode == WAL_EVERYSEC) {
@@ -710,6 +703,17 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
                 /* a crash left the last segment's reserved blocks: free them */
                 (void)truncate(segs[i].path, st.st_size);
             }
+            /* After a process crash the recovered records may still be only
+             * in the page cache; the durable LSN (and the first wave's sync
+             * barrier) claim they are on disk. */
+            int sfd = ok ? open(segs[i].path, O_RDONLY | O_CLOEXEC) : -1;
+            if (sfd >= 0) {
+                if (fdatasync(sfd) != 0) {
+                    log_warn("[shard %u] fdatasync %s: %s", w->shard, segs[i].path,
+                             strerror(errno));
+                }
+                close(sfd);
+            }
         }
     }
     rv_free(segs);
@@ -742,6 +746,29 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     return w;
 }
 
+/* A clean close: everything is synced, so the newest record gets the sync
+ * barrier too (and is synced once more): recovery then refuses damage to
+ * any record before it, where after a crash the last wave stays unprovable. */
+static void
+close_barrier(struct wal *w)
+{
+    char path[4200];
+    uint8_t h[4];
+    wal_path_seg(path, sizeof(path), w->dir, w->last_seg);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return;
+    }
+    if (pread(fd, h, 4, (off_t)w->last_off) == 4) {
+        put32(h, get32(h) | WAL_LEN_BARRIER);
+        size_t done;
+        if (pwrite_all(fd, h, 4, w->last_off, &done) != 0 || fdatasync(fd) != 0) {
+            log_debug("[shard %u] closing barrier in %s: %s", w->shard, path, strerror(errno));
+        }
+    }
+    close(fd);
+}
+
 void
 wal_close(struct wal *w)
 {
@@ -769,6 +796,10 @@ wal_close(struct wal *w)
     for (size_t i = 0; i < w->nretired; i++) {
         close(w->retired[i].fd);
     }
+    if (w->last_known && atomic_load(&w->sync_err) == 0 &&
+        atomic_load(&w->durable_lsn) == w->next_lsn - 1) {
+        close_barrier(w);
+    }
     /* A closed segment ends at its last record: the zero tail (or the
      * reserved blocks) go. Not synced: a zero tail is a clean end anyway. */
     if (ftruncate(w->fd, (off_t)w->seg_size) != 0) {
@@ -782,11 +813,15 @@ size_t
 wal_rec_begin(struct wal *w)
 {
     if (w->stage.off > 0) {
+        if (w->last_staged) {
+            w->last_mark -= w->stage.off;
+        }
         buf_compact(&w->stage);      /* marks inside a record must not move */
     }
     size_t mark = w->stage.len;
     buf_reserve(&w->stage, WAL_REC_HDR);
     w->stage.len += WAL_REC_HDR;
+    w->rec_open = true;
     return mark;
 }
 
@@ -801,8 +836,23 @@ wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms)
 {
     uint8_t *h = (uint8_t *)w->stage.data + mark;
     size_t len = w->stage.len - mark - WAL_REC_HDR;
+    if (__builtin_expect(len > WAL_MAX_REC, 0)) {
+        /* Its length would not fit the header: never write a record that
+         * recovery would misread. What it did is in memory only, so the
+         * log cannot be trusted to continue. */
+        log_warn("[shard %u] a WAL record of %zu bytes is over the %llu-byte limit: not logged; "
+                 "writes are refused until restart", w->shard, len,
+                 (unsigned long long)WAL_MAX_REC);
+        w->stage.len = mark;
+        w->rec_open = false;
+        atomic_store(&w->sync_err, EFBIG);
+        return 0;
+    }
     uint64_t lsn = w->next_lsn++;
     wal_frame_seal(h, len, lsn, ts_ms);
+    w->rec_open = false;
+    w->last_staged = true;
+    w->last_mark = mark;
     return lsn;
 }
 
@@ -810,14 +860,23 @@ void
 wal_rec_abort(struct wal *w, size_t mark)
 {
     w->stage.len = mark;
+    w->rec_open = false;
 }
 
 void
 wal_rec_put(struct wal *w, const uint8_t *frame, size_t len)
 {
+    if (w->stage.off > 0) {
+        /* after a short write: buf_append could compact under our offsets */
+        if (w->last_staged) {
+            w->last_mark -= w->stage.off;
+        }
+        buf_compact(&w->stage);
+    }
     size_t at = w->stage.len;
     buf_append(&w->stage, frame, len);
     uint8_t *h = (uint8_t *)w->stage.data + at;
+    put32(h, get32(h) & ~WAL_LEN_BARRIER);   /* this log's own syncs set its barriers */
     uint64_t lsn;
     memcpy(&lsn, h + 8, 8);
     if (lsn & WAL_LSN_UNSEALED) {    /* from a memory-mode stream: disk records carry their CRC */
@@ -826,6 +885,8 @@ wal_rec_put(struct wal *w, const uint8_t *frame, size_t len)
         wal_frame_seal(h, len - WAL_REC_HDR, lsn & ~WAL_LSN_UNSEALED, ts);
     }
     w->next_lsn++;
+    w->last_staged = true;
+    w->last_mark = at;
 }
 
 bool
@@ -896,6 +957,14 @@ rotate_now(struct wal *w)
 int
 wal_rotate(struct wal *w)
 {
+    if (w->rec_open) {
+        /* Never inside a record: its bytes stay staged (and its marks valid)
+         * until it is sealed, and it must end in the segment it starts in.
+         * The next wal_write after it rotates. */
+        w->rotate_pending = true;
+        return 0;
+    }
+    w->rotate_pending = false;
     if (wal_staged(w)) {
         int rc = wal_write(w);
         if (rc < 0) {
@@ -909,7 +978,13 @@ int
 wal_write(struct wal *w)
 {
     size_t n = w->stage.len - w->stage.off;
+    if (w->rec_open) {
+        return 0;                    /* an open record is written whole once sealed */
+    }
     if (n == 0) {
+        if (w->rotate_pending) {
+            wal_rotate(w);           /* on failure the current segment grows on (logged) */
+        }
         return 0;
     }
     wal_failpoint("wal-append");
@@ -917,7 +992,16 @@ wal_write(struct wal *w)
         atomic_load_explicit(&w->spare_ready, memory_order_relaxed)) {
         rotate_now(w);               /* an empty growing segment: the spare takes its name */
     }
-    size_t done = 0;
+    if (w->stage.off == 0 && atomic_load_explicit(&w->durable_lsn, memory_order_acquire) ==
+                                 atomic_load_explicit(&w->written_lsn, memory_order_relaxed)) {
+        /* Everything before this wave is synced: say so in its first record
+         * (the sync barrier), so that recovery can tell damage to synced
+         * records from the torn end of an unsynced write (see wal.h). */
+        uint8_t *h = (uint8_t *)w->stage.data;
+        put32(h, get32(h) | WAL_LEN_BARRIER);
+    }
+    size_t done = 0, off0 = w->stage.off;
+    uint64_t base = w->seg_size;
     int rc = pwrite_all(w->fd, w->stage.data + w->stage.off, n, w->seg_size, &done);
     w->stage.off += done;
     w->seg_size += done;
@@ -927,11 +1011,21 @@ wal_write(struct wal *w)
         return rc;
     }
     w->write_err = 0;
+    if (w->last_staged) {
+        w->last_known = true;
+        w->last_seg = w->seg_first;
+        w->last_off = base + (w->last_mark - off0);
+        w->last_staged = false;
+    }
     w->stage.off = w->stage.len = 0;
     if (w->stage.cap > (4u << 20)) {
         buf_shrink(&w->stage, 1u << 20);
     }
     atomic_store_explicit(&w->written_lsn, w->next_lsn - 1, memory_order_release);
+    if (__builtin_expect(w->rotate_pending, 0)) {
+        wal_rotate(w);               /* asked for while a record was open; on failure as below */
+        return 0;
+    }
     if (w->spare_on) {
         /* Ask for the next one once the current segment shows load (a
          * server that writes little never zero-fills a big segment), early
@@ -1085,6 +1179,12 @@ wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv)
     put32(n, get32(n) + 1);
 }
 
+uint64_t
+wal_pay_cmd_max(int argc, const struct rv_str *argv)
+{
+    return cmd_max(argc, argv);
+}
+
 size_t
 wal_pay_one_max(int argc, const struct rv_str *argv)
 {
@@ -1146,361 +1246,15 @@ wal_pay_next_slow(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t
     return 1;
 }
 
-/* ---------------------------------------------------------------- listing */
-
-static int
-cmp_file(const void *a, const void *b)
+uint64_t
+wal_seg_logical(const struct wal *w, uint64_t first)
 {
-    uint64_t x = ((const struct wal_file *)a)->lsn, y = ((const struct wal_file *)b)->lsn;
-    return x < y ? -1 : x > y;
-}
-
-/* prefix, exactly 20 digits, suffix. */
-static bool
-parse_name(const char *name, const char *pre, const char *suf, uint64_t *out)
-{
-    size_t pl = strlen(pre), sl = strlen(suf);
-    if (strlen(name) != pl + 20 + sl || strncmp(name, pre, pl) != 0 ||
-        strcmp(name + pl + 20, suf) != 0) {
-        return false;
-    }
-    uint64_t v = 0;
-    for (size_t i = 0; i < 20; i++) {
-        unsigned d = (unsigned)(name[pl + i] - '0');
-        if (d > 9 || v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
-
-int
-wal_list(const char *dir, struct wal_file **segs, size_t *nsegs, struct wal_file **ckpts,
-         size_t *nckpts)
-{
-    DIR *d = opendir(dir);
-    size_t ns = 0, nc = 0, cs = 0, cc = 0;
-    struct wal_file *s = NULL, *c = NULL;
-    if (d == NULL) {
-        *segs = *ckpts = NULL;
-        *nsegs = *nckpts = 0;
-        return -errno;
-    }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        uint64_t v;
-        bool ck;
-        if (parse_name(de->d_name, "wal-", ".log", &v)) {
-            ck = false;
-        } else if (parse_name(de->d_name, "ckpt-", ".ckpt", &v)) {
-            ck = true;
-        } else {
-            continue;
-        }
-        struct wal_file **arr = ck ? &c : &s;
-        size_t *n = ck ? &nc : &ns, *cap = ck ? &cc : &cs;
-        if (*n == *cap) {
-            *cap = *cap ? 2 * *cap : 8;
-            *arr = rv_realloc(*arr, *cap * sizeof(**arr));
-        }
-        (*arr)[*n].lsn = v;
-        (*arr)[*n].ckpt = ck;
-        snprintf((*arr)[*n].path, sizeof((*arr)[*n].path), "%s/%s", dir, de->d_name);
-        (*n)++;
-    }
-    closedir(d);
-    if (ns) {
-        qsort(s, ns, sizeof(*s), cmp_file);
-    }
-    if (nc) {
-        qsort(c, nc, sizeof(*c), cmp_file);
-    }
-    *segs = s;
-    *nsegs = ns;
-    *ckpts = c;
-    *nckpts = nc;
-    return 0;
-}
-
-/* ---------------------------------------------------------------- reader */
-
-int
-wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, size_t errsz)
-{
-    memset(r, 0, sizeof(*r));
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r->fd < 0) {
-        snprintf(err, errsz, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(r->fd, &st) != 0) {
-        snprintf(err, errsz, "cannot stat %s: %s", path, strerror(errno));
-        close(r->fd);
-        return -1;
-    }
-    r->size = (size_t)st.st_size;
-    size_t hdr = ckpt ? WAL_CKPT_HDR : WAL_SEG_HDR;
-    if (r->size > 0) {
-        void *m = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
-        if (m == MAP_FAILED) {
-            snprintf(err, errsz, "cannot map %s: %s", path, strerror(errno));
-            close(r->fd);
-            return -1;
-        }
-        madvise(m, r->size, MADV_SEQUENTIAL);
-        r->map = m;
-    }
-    const uint8_t *h = r->map;
-    if (r->size < hdr || memcmp(h, ckpt ? CKPT_MAGIC : SEG_MAGIC, 8) != 0 || get32(h + 8) != 1 ||
-        get32(h + hdr - 4) != wal_crc32c(0, h, hdr - 4)) {
-        snprintf(err, errsz, "%s: bad or truncated header at offset 0", path);
-        wal_reader_close(r);
-        return -1;
-    }
-    if (ckpt) {
-        r->ck.shard = get32(h + 12);
-        r->ck.nshards = get32(h + 16);
-        r->ck.keys_hint = get32(h + 20);
-        r->ck.lsn = get64(h + 24);
-        r->ck.created_ms = (int64_t)get64(h + 32);
-        r->last_lsn = r->ck.lsn;
-    } else {
-        r->first_lsn = get64(h + 16);
-        r->last_lsn = r->first_lsn;
-    }
-    r->off = hdr;
-    return 0;
-}
-
-static bool
-all_zero(const uint8_t *p, size_t n)
-{
-    while (n > 0 && ((uintptr_t)p & 7)) {
-        if (*p) {
-            return false;
-        }
-        p++;
-        n--;
-    }
-    for (; n >= 8; p += 8, n -= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        if (v) {
-            return false;
+    for (size_t i = w->nseg; i-- > 0;) {
+        if (w->seg_starts[i] == first) {
+            return w->seg_sizes[i];
         }
     }
-    for (; n > 0; p++, n--) {
-        if (*p) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Is there a well-formed record (sane LSN, matching CRC) anywhere after
- * offset from? Then what precedes it was not a torn tail but damage. */
-static bool
-valid_record_after(const struct wal_reader *r, size_t from)
-{
-    for (size_t pos = from + 1; pos + WAL_REC_HDR <= r->size; pos++) {
-        const uint8_t *p = r->map + pos;
-        uint64_t len = get32(p), lsn = get64(p + 8);
-        if (len == 0 || len > r->size - pos - WAL_REC_HDR || lsn < r->last_lsn ||
-            lsn > r->last_lsn + (1ull << 32)) {
-            continue;
-        }
-        if (get32(p + 4) == wal_crc32c(0, p + 8, 16 + (size_t)len)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-enum wal_rd
-wal_reader_next(struct wal_reader *r, struct wal_rec *rec)
-{
-    size_t left = r->size - r->off;
-    const uint8_t *p = r->map + r->off;
-    if (left == 0) {
-        return WAL_RD_END;
-    }
-    /* Zeros from here to the end of the file: the unwritten part of a
-     * pre-zeroed segment, a clean end. */
-    if (all_zero(p, left < WAL_REC_HDR ? left : WAL_REC_HDR) &&
-        (left <= WAL_REC_HDR || all_zero(p + WAL_REC_HDR, left - WAL_REC_HDR))) {
-        r->zero_tail = true;
-        return WAL_RD_END;
-    }
-    /* A record cut short, or garbage no complete record follows: a torn tail
-     * (the write of the last wave did not complete). Bad bytes followed by a
-     * well-formed record: corruption. */
-    if (left < WAL_REC_HDR) {
-        r->why = "truncated record header";
-        return WAL_RD_TORN;
-    }
-    uint32_t len = get32(p);
-    if (len == 0 || (uint64_t)len + WAL_REC_HDR > left) {
-        r->why = len == 0 ? "zero record length" : "bad record length";
-        if (valid_record_after(r, r->off)) {
-            return WAL_RD_CORRUPT;
-        }
-        if (len != 0) {
-            r->why = "truncated record";
-        }
-        return WAL_RD_TORN;
-    }
-    if (get32(p + 4) != wal_crc32c(0, p + 8, 16 + (size_t)len)) {
-        size_t after = left - WAL_REC_HDR - len;
-        r->why = "CRC mismatch";
-        if (after == 0 || all_zero(p + WAL_REC_HDR + len, after)) {
-            return WAL_RD_TORN;
-        }
-        return valid_record_after(r, r->off) ? WAL_RD_CORRUPT : WAL_RD_TORN;
-    }
-    rec->lsn = get64(p + 8);
-    r->last_lsn = rec->lsn;
-    rec->ts_ms = (int64_t)get64(p + 16);
-    rec->payload = p + WAL_REC_HDR;
-    rec->len = len;
-    r->off += WAL_REC_HDR + len;
-    return WAL_RD_OK;
-}
-
-void
-wal_reader_close(struct wal_reader *r)
-{
-    if (r->map) {
-        munmap((void *)r->map, r->size);
-    }
-    if (r->fd >= 0) {
-        close(r->fd);
-    }
-    r->map = NULL;
-    r->fd = -1;
-}
-
-int
-wal_truncate(const char *path, size_t off)
-{
-    if (truncate(path, (off_t)off) != 0) {
-        return -errno;
-    }
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    int rc = fdatasync(fd) == 0 ? 0 : -errno;
-    close(fd);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- walking */
-
-void
-wal_walk_init(struct wal_walk *k, const struct wal_file *segs, size_t n, uint64_t after)
-{
-    memset(k, 0, sizeof(*k));
-    k->segs = segs;
-    k->n = n;
-    k->after = after;
-    k->next = after + 1;
-    k->r.fd = -1;
-    /* segments wholly covered by the checkpoint are not needed */
-    while (k->seg + 1 < n && segs[k->seg + 1].lsn <= after + 1) {
-        k->seg++;
-    }
-}
-
-static enum wal_rd
-walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static enum wal_rd
-walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(k->why, sizeof(k->why), fmt, ap);
-    va_end(ap);
-    k->off = off;
-    k->whole_file = whole;
-    return rd;
-}
-
-enum wal_rd
-wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
-{
-    for (;;) {
-        if (!k->open) {
-            if (k->seg >= k->n) {
-                return WAL_RD_END;
-            }
-            const struct wal_file *f = &k->segs[k->seg];
-            if ((!k->started && f->lsn > k->next) || (k->started && f->lsn != k->next)) {
-                return walk_fail(k, WAL_RD_CORRUPT, 0, true,
-                                 "WAL records %" PRIu64 "..%" PRIu64 " are missing before %s "
-                                 "(a deleted or lost segment)", k->next, f->lsn - 1, f->path);
-            }
-            if (!k->started) {
-                k->next = f->lsn;
-                k->started = true;
-            }
-            char err[4300];
-            if (wal_reader_open(&k->r, f->path, false, err, sizeof(err)) != 0) {
-                return walk_fail(k, WAL_RD_CORRUPT, 0, true, "%s", err);
-            }
-            k->open = true;
-            k->bytes += k->r.size;
-            if (k->r.first_lsn != f->lsn) {
-                return walk_fail(k, WAL_RD_CORRUPT, 0, true, "WAL %s: header says first LSN %" PRIu64,
-                                 f->path, k->r.first_lsn);
-            }
-        }
-        size_t at = k->r.off;
-        enum wal_rd rd = wal_reader_next(&k->r, rec);
-        if (rd == WAL_RD_OK) {
-            k->rec_off = at;
-            if (rec->lsn != k->next) {
-                return walk_fail(k, WAL_RD_CORRUPT, at, false, "LSN out of sequence");
-            }
-            k->next++;
-            return WAL_RD_OK;
-        }
-        if (rd == WAL_RD_END) {
-            if (k->r.zero_tail) {
-                /* a pre-zeroed segment: its logical end is where the zeros start */
-                k->bytes -= k->r.size - k->r.off;
-                k->zero_tail = true;
-                k->tail_seg = k->seg;
-                k->tail_off = k->r.off;
-            }
-            wal_reader_close(&k->r);
-            k->open = false;
-            k->seg++;
-            continue;
-        }
-        /* a damaged tail is torn only in the last segment: older ones were complete */
-        return walk_fail(k, rd == WAL_RD_TORN && k->seg + 1 == k->n ? WAL_RD_TORN : WAL_RD_CORRUPT,
-                         k->r.off, false, "%s", k->r.why);
-    }
-}
-
-enum wal_rd
-wal_walk_reject(struct wal_walk *k, const char *why)
-{
-    return walk_fail(k, WAL_RD_CORRUPT, k->rec_off, false, "%s", why);
-}
-
-void
-wal_walk_close(struct wal_walk *k)
-{
-    if (k->open) {
-        wal_reader_close(&k->r);
-        k->open = false;
-    }
+    return UINT64_MAX;
 }
 
 /* ---------------------------------------------------------------- checkpoints */
@@ -1530,7 +1284,7 @@ wal_ckpt_create(const char *dir, const struct wal_ckpt_info *info, char *err, si
     k->info = *info;
     buf_init(&k->b);
     uint8_t h[WAL_CKPT_HDR] = { 0 };
-    memcpy(h, CKPT_MAGIC, 8);
+    memcpy(h, WAL_CKPT_MAGIC, 8);
     put32(h + 8, 1);
     put32(h + 12, info->shard);
     put32(h + 16, info->nshards);
@@ -1557,15 +1311,20 @@ wal_ckpt_buf(struct wal_ckpt *k)
     return &k->b;
 }
 
-void
+int
 wal_ckpt_rec_end(struct wal_ckpt *k, size_t mark)
 {
     uint8_t *h = (uint8_t *)k->b.data + mark;
     size_t len = k->b.len - mark - WAL_REC_HDR;
+    if (len > WAL_MAX_REC) {
+        k->b.len = mark;
+        return -EFBIG;
+    }
     put32(h, (uint32_t)len);
     put64(h + 8, k->info.lsn);
     put64(h + 16, (uint64_t)k->info.created_ms);
     put32(h + 4, wal_crc32c(0, h + 8, 16 + len));
+    return 0;
 }
 
 int

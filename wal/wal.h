@@ -14,7 +14,12 @@
  * spare could be prepared) a segment grows as written.
  *
  * Record (little-endian): u32 len | u32 crc32c | u64 lsn | i64 ts_ms | payload
- * (len bytes). The CRC covers lsn, ts and payload. LSNs start at 1 and grow by
+ * (len bytes). The CRC covers lsn, ts and payload. The top bit of len is the
+ * sync barrier (WAL_LEN_BARRIER): set on the first record of a write when
+ * everything before it had been fdatasync'd, and on the newest record at a
+ * clean close; recovery uses it to tell damage to synced records from the
+ * torn end of an unsynced write (wal_walk_next). It never leaves the file:
+ * replication frames carry the plain length. LSNs start at 1 and grow by
  * one per record with no gaps, across segments; a record's ts is the shard
  * clock when it was executed, and replay runs it with that clock.
  *
@@ -39,7 +44,12 @@
 #define WAL_REC_HDR 24
 #define WAL_SEG_HDR 32
 #define WAL_CKPT_HDR 48
-#define WAL_MAX_REC (1ull << 32)          /* payload bytes; larger commands are refused */
+/* Payload bytes of one record (records, replication frames, checkpoint
+ * records): the length field is 32 bits and its top bit is the sync
+ * barrier flag (WAL_LEN_BARRIER). A write whose record would be larger is
+ * refused before it runs; nothing longer is ever framed. */
+#define WAL_MAX_REC 0x7fffffffull
+#define WAL_LEN_BARRIER 0x80000000u
 
 enum wal_mode { WAL_MEMORY = 0, WAL_EVERYSEC = 1, WAL_ALWAYS = 2 };
 enum wal_kind { WAL_P_CMDS = 1, WAL_P_END = 2 };
@@ -72,18 +82,25 @@ void wal_close(struct wal *w);
 size_t wal_rec_begin(struct wal *w);
 struct buf *wal_buf(struct wal *w);
 uint64_t wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms);
+/* (A payload over WAL_MAX_REC is never framed: wal_rec_end drops it, returns
+ * 0 and fails the log for good (wal_sync_error EFBIG), since the effect it
+ * held is then in memory only. Callers refuse such writes before they run.) */
 void wal_rec_abort(struct wal *w, size_t mark);
 /* Append a record framed elsewhere, verbatim (a replica logs its primary's
  * frames as they came; a wal_frame_mark frame is sealed here): the frame's
  * LSN must be wal_last_lsn(w) + 1. */
 void wal_rec_put(struct wal *w, const uint8_t *frame, size_t len);
 /* write() everything staged to the segment (rotating when full). 0, or
- * -errno when the kernel refused bytes (they stay staged; call again). */
+ * -errno when the kernel refused bytes (they stay staged; call again).
+ * Between wal_rec_begin and its end nothing is written: a record reaches
+ * the file whole, after it is sealed. */
 int wal_write(struct wal *w);
 bool wal_staged(const struct wal *w);
 /* Ask the syncer for an fdatasync covering everything written. */
 void wal_request_sync(struct wal *w);
-/* Start the next segment now (checkpoints); -errno on failure. */
+/* Start the next segment now (checkpoints); -errno on failure. Inside an
+ * open record it waits for the first wal_write after the record is sealed
+ * or dropped (a record never spans two segments, nor is written unsealed). */
 int wal_rotate(struct wal *w);
 /* Delete segments whose records are all <= lsn (never the current one). */
 void wal_drop_covered(struct wal *w, uint64_t lsn);
@@ -117,6 +134,9 @@ uint32_t wal_pay_ncmds(const struct buf *b, size_t start);
 /* A whole WAL_P_CMDS payload of one command, written at p (the same bytes as
  * wal_pay_begin + wal_pay_cmd): at most wal_pay_one_max bytes; returns the length. */
 size_t wal_pay_one_max(int argc, const struct rv_str *argv);
+/* Upper bound of the bytes wal_pay_cmd adds for one command (no allocation,
+ * reads only the lengths). */
+uint64_t wal_pay_cmd_max(int argc, const struct rv_str *argv);
 size_t wal_pay_one(uint8_t *p, int argc, const struct rv_str *argv);
 
 struct wal_pay_it {
@@ -202,6 +222,8 @@ struct wal_reader {
     struct wal_ckpt_info ck;         /* checkpoints */
     const char *why;                 /* after TORN/CORRUPT */
     bool zero_tail;                  /* END: zeros from off to the end of the file */
+    uint64_t gap_recs;               /* TORN: well-formed records after the bad one (dropped) */
+    uint64_t gap_first, gap_last;    /*   their LSNs */
 };
 /* Map a segment (ckpt false) or checkpoint and check its header; -1 with a
  * message naming the file on failure. */
@@ -221,6 +243,7 @@ int wal_truncate(const char *path, size_t off);
 struct wal_walk {
     const struct wal_file *segs;
     size_t n;
+    const struct wal *live;          /* wal_walk_live */
     size_t seg;                      /* the segment being read, or the one a problem is in */
     uint64_t after, next;
     bool started, open;
@@ -231,13 +254,21 @@ struct wal_walk {
     size_t tail_seg, tail_off;       /*   the latest, segs[tail_seg] at offset tail_off */
     /* after WAL_RD_TORN / WAL_RD_CORRUPT: */
     size_t off;                      /* where in segs[seg]; 0 with whole_file */
+    uint64_t gap_recs;               /* TORN: well-formed records after off, cut with it */
+    bool drop_later;                 /* TORN: and every segment after segs[seg] (none synced) */
+    size_t prev_end;                 /* (where the last segment read ended) */
     bool whole_file;                 /* a missing segment before it, or an unreadable/bad header */
     char why[4400];
 };
 void wal_walk_init(struct wal_walk *k, const struct wal_file *segs, size_t n, uint64_t after);
-/* WAL_RD_OK with the next record; WAL_RD_END; WAL_RD_TORN (a torn tail of the
- * last segment: never acknowledged, may be cut off at off) or WAL_RD_CORRUPT,
- * with seg, off and why set. */
+/* Reading the log that w is writing (shard thread; replica catch-up): map
+ * each segment only up to its logical size. The sync thread cuts a finished
+ * segment's zero tail after its fdatasync; a mapping past that cut would
+ * raise SIGBUS when read. */
+void wal_walk_live(struct wal_walk *k, const struct wal *w);
+/* WAL_RD_OK with the next record; WAL_RD_END; WAL_RD_TORN (a torn tail:
+ * never synced, may be cut off at off in segs[seg], and with drop_later the
+ * segments after it set aside) or WAL_RD_CORRUPT, with seg, off and why set. */
 enum wal_rd wal_walk_next(struct wal_walk *k, struct wal_rec *rec);
 /* The caller found the record last returned unusable (malformed payload):
  * turns it into WAL_RD_CORRUPT at its offset. */
@@ -250,7 +281,8 @@ struct wal_ckpt *wal_ckpt_create(const char *dir, const struct wal_ckpt_info *in
                                  size_t errsz);
 size_t wal_ckpt_rec_begin(struct wal_ckpt *k);
 struct buf *wal_ckpt_buf(struct wal_ckpt *k);
-void wal_ckpt_rec_end(struct wal_ckpt *k, size_t mark);
+/* -EFBIG (the record dropped) when its payload is over WAL_MAX_REC. */
+int wal_ckpt_rec_end(struct wal_ckpt *k, size_t mark);
 /* write() the buffer when it holds at least min bytes; -errno on failure. */
 int wal_ckpt_flush(struct wal_ckpt *k, size_t min);
 /* End record, write, fdatasync, rename into place, fsync the directory. Slow:
@@ -260,7 +292,8 @@ int wal_ckpt_finish(struct wal_ckpt *k, uint64_t nkeys);
 void wal_ckpt_abort(struct wal_ckpt *k);
 
 /* ---- framing without a segment (wal/frame.c; replication) ---- */
-/* Fill the 24-byte header h of a record whose len payload bytes follow it. */
+/* Fill the 24-byte header h of a record whose len payload bytes follow it
+ * (len <= WAL_MAX_REC: the caller checks). */
 void wal_frame_seal(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms);
 /* The same header without the CRC (0), flagged by WAL_LSN_UNSEALED in the LSN
  * field: a record that only travels in memory (durability memory's
@@ -273,6 +306,9 @@ void wal_frame_mark(uint8_t *h, size_t len, uint64_t lsn, int64_t ts_ms);
  * wal_frame_mark frame, whose CRC is not checked), 0 when avail is shorter
  * than a header, -1 when it is truncated or fails its CRC. */
 int wal_frame_parse(const uint8_t *p, size_t avail, struct wal_rec *rec);
+/* Append the frame of rec (read from a WAL file) to out as it goes on the
+ * wire: without the file's sync barrier flag. */
+void wal_frame_copy(struct buf *out, const struct wal_rec *rec);
 
 /* Failpoints for crash tests: with RUVIO_FAILPOINT=<site> in the environment
  * the process dies (_exit(77)) when it reaches that site; sites: wal-append,

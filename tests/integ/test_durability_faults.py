@@ -81,6 +81,7 @@ def records(path, hdr=SEG_HDR):
         if data[off:off + REC_HDR] == bytes(REC_HDR):
             break                                  # the zero tail of a pre-zeroed segment
         (n,) = struct.unpack_from("<I", data, off)
+        n &= 0x7fffffff                            # the top bit is the sync barrier flag
         if off + REC_HDR + n > len(data):
             break
         out.append((off, REC_HDR + n))

@@ -6,11 +6,13 @@
 #include "node/base/mem.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -200,40 +202,137 @@ Test(wal, garbage_inside_the_zeroed_area_is_a_torn_tail, .init = mkdir_tmp, .fin
     cr_assert_eq(k.off, (size_t)end);
 }
 
-Test(wal, zeros_then_a_valid_record_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+/* Waves of 5 records, each written after the previous one was synced
+ * (always mode's rhythm): records 1, 6, 11, 16 carry the sync barrier, and
+ * a clean close marks record 20 too. crash: the last wave (16..20) is
+ * written, not synced, and the process dies (a child, _exit without close). */
+static void
+four_waves(bool crash)
 {
-    struct wal *w = open_always(1 << 20, false);
-    for (int i = 1; i <= 20; i++) {
-        append(w, i);
+    pid_t pid = crash ? fork() : 0;
+    cr_assert_geq(pid, 0);
+    if (pid > 0) {
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        return;
     }
-    cr_assert_eq(wal_write(w), 0);
-    wait_durable(w);
+    struct wal *w = open_always(1 << 20, false);
+    for (int wave = 0; wave < 4; wave++) {
+        for (int i = 1; i <= 5; i++) {
+            append(w, wave * 5 + i);
+        }
+        cr_assert_eq(wal_write(w), 0);
+        if (wave < 3) {
+            wait_durable(w);
+        } else if (crash) {
+            _exit(0);
+        }
+    }
     wal_close(w);
+}
+
+/* Offsets of the records of a segment (lengths without the barrier flag)
+ * and their barrier flags; returns the count. */
+static int
+rec_offsets(const char *p, size_t *offs, bool *barrier, int max)
+{
+    off_t size = fsize(p);
+    uint8_t *buf = malloc((size_t)size);
+    int fd = open(p, O_RDONLY);
+    cr_assert_eq(pread(fd, buf, (size_t)size, 0), size);
+    close(fd);
+    size_t off = WAL_SEG_HDR;
+    int n = 0;
+    while (off + WAL_REC_HDR <= (size_t)size && n < max) {
+        uint32_t raw;
+        memcpy(&raw, buf + off, 4);
+        if (raw == 0) {
+            break;
+        }
+        offs[n] = off;
+        barrier[n] = (raw & WAL_LEN_BARRIER) != 0;
+        off += WAL_REC_HDR + (raw & ~WAL_LEN_BARRIER);
+        n++;
+    }
+    free(buf);
+    return n;
+}
+
+/* Zero record i (1-based) of segment p: a page the disk never got. */
+static size_t
+zero_record(const char *p, int i)
+{
+    size_t offs[64];
+    bool bar[64];
+    int n = rec_offsets(p, offs, bar, 64);
+    cr_assert_geq(n, i);
+    size_t len = (i < n ? offs[i] : (size_t)fsize(p)) - offs[i - 1];
+    uint8_t *z = calloc(1, len);
+    write_at(p, (off_t)offs[i - 1], z, len);
+    free(z);
+    return offs[i - 1];
+}
+
+Test(wal, each_wave_after_a_sync_carries_the_barrier, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    four_waves(false);
     char p[4200];
     last_seg(p, sizeof(p));
-    off_t size = fsize(p);
-    /* zero the 5th record (acknowledged; records 6..20 follow it) */
-    int fd = open(p, O_RDWR);
-    uint8_t *buf = malloc((size_t)size);
-    cr_assert_eq(pread(fd, buf, (size_t)size, 0), size);
-    size_t off = WAL_SEG_HDR;
-    for (int i = 1; i < 5; i++) {
-        uint32_t len;
-        memcpy(&len, buf + off, 4);
-        off += WAL_REC_HDR + len;
+    size_t offs[64];
+    bool bar[64];
+    cr_assert_eq(rec_offsets(p, offs, bar, 64), 20);
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(bar[i], i % 5 == 0 || i == 19, "record %d barrier %d", i + 1, bar[i]);
     }
-    uint32_t len;
-    memcpy(&len, buf + off, 4);
-    memset(buf + off, 0, WAL_REC_HDR + len);
-    cr_assert_eq(pwrite(fd, buf, (size_t)size, 0), size);
-    close(fd);
-    free(buf);
+    uint64_t last;
+    size_t n;
+    cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
+    cr_assert_eq(last, 20);
+}
+
+/* Finding 9 of issue 14: damage to a record that a later barrier proves was
+ * synced (acknowledged in always) stops recovery, as before. */
+Test(wal, zeros_then_a_record_with_a_barrier_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    four_waves(false);
+    char p[4200];
+    last_seg(p, sizeof(p));
+    size_t off = zero_record(p, 8);      /* wave 2; waves 3 and 4 start with barriers */
     uint64_t last;
     size_t n;
     struct wal_walk k;
     cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT);
-    cr_assert_eq(last, 4);
+    cr_assert_eq(last, 7);
     cr_assert_eq(k.off, off);
+}
+
+/* ... while a gap in the last, unsynced wave followed by well-formed records
+ * of that wave (power loss persisted a later page before an earlier one) is
+ * the torn tail: cut there, the records after it counted. */
+Test(wal, a_gap_in_the_unsynced_last_wave_is_a_torn_tail, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    four_waves(true);
+    char p[4200];
+    last_seg(p, sizeof(p));
+    size_t off = zero_record(p, 17);     /* wave 4 is 16..20, never synced */
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN);
+    cr_assert_eq(last, 16);
+    cr_assert_eq(k.off, off);
+    cr_assert_eq(k.gap_recs, 3);
+    cr_assert(strstr(k.why, "3 well-formed records (LSN 18..20)") != NULL, "%s", k.why);
+    /* the wave's first record lost instead (the one with the barrier):
+     * 17..20 have none, so still the torn tail */
+    cr_assert_eq(unlink(p), 0);
+    four_waves(true);
+    last_seg(p, sizeof(p));
+    zero_record(p, 16);
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN);
+    cr_assert_eq(last, 15);
+    cr_assert_eq(k.gap_recs, 4);
 }
 
 /* The writer: spares are prepared, rotation moves into them, every record
@@ -468,4 +567,269 @@ Test(wal, payload_fast_path_decodes_as_the_slow_path)
     rv_free(fa);
     rv_free(sa);
     buf_deinit(&b);
+}
+
+/* Finding 4 of issue 14: a rotation asked for while a record is open (a
+ * checkpoint restarted by FLUSHALL inside EXEC) waits for the record's end:
+ * nothing of the open record is written unsealed, its marks stay valid, and
+ * it lands whole in one segment. */
+Test(wal, rotation_inside_an_open_record_waits_for_its_end, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    char err[256] = "";
+    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_EVERYSEC, .seg_bytes = 1 << 20 };
+    struct wal *w = wal_open(&o, 1, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    append(w, 1);
+    struct rv_str a[3] = { { "SET", 3 }, { "a", 1 }, { "1", 1 } };
+    struct rv_str f[1] = { { "FLUSHALL", 8 } };
+    size_t mark = wal_rec_begin(w);
+    size_t start = wal_buf(w)->len;
+    wal_pay_begin(wal_buf(w), WAL_P_CMDS);
+    wal_pay_cmd(wal_buf(w), start, 3, a);
+    cr_assert_eq(wal_rotate(w), 0);
+    cr_assert_eq(wal_segments(w), 1, "rotated inside a record");
+    cr_assert_eq(wal_write(w), 0);
+    cr_assert_eq(wal_written_lsn(w), 0, "wrote while a record was open");
+    wal_pay_cmd(wal_buf(w), start, 1, f);
+    cr_assert_eq(wal_rec_end(w, mark, 2000), 2);
+    cr_assert_eq(wal_write(w), 0);
+    cr_assert_eq(wal_written_lsn(w), 2);
+    cr_assert_eq(wal_segments(w), 2, "the rotation was lost");
+    append(w, 3);
+    wal_close(w);
+
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 2);
+    cr_assert_eq(segs[1].lsn, 3, "the new segment starts after the record");
+    free(segs);
+    free(ck);
+    uint64_t last;
+    size_t n;
+    cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
+    cr_assert_eq(last, 3);
+    cr_assert_eq(n, 3);
+    /* the record holds both commands */
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    struct wal_walk k;
+    struct wal_rec rec;
+    wal_walk_init(&k, segs, ns, 1);
+    do {
+        cr_assert_eq(wal_walk_next(&k, &rec), WAL_RD_OK);
+    } while (rec.lsn < 2);
+    cr_assert_eq(rec.lsn, 2);
+    struct wal_pay_it it;
+    cr_assert(wal_pay_open(&it, rec.payload, rec.len));
+    cr_assert_eq(it.left, 2);
+    wal_walk_close(&k);
+    free(segs);
+    free(ck);
+}
+
+/* Finding 11 of issue 14: lengths that do not fit the record header (32
+ * bits, the top one the sync barrier) are refused, never truncated. The
+ * buffers here only claim the length: nothing past the header is read. */
+Test(wal_limit, encoder_bound_reads_lengths_only)
+{
+    struct rv_str big[3] = { { "SET", 3 }, { "k", 1 }, { NULL, (size_t)WAL_MAX_REC } };
+    uint64_t one = wal_pay_cmd_max(3, big);
+    cr_assert_gt(one, WAL_MAX_REC);
+    big[2].len = (size_t)WAL_MAX_REC - 64;
+    cr_assert_leq(5 + wal_pay_cmd_max(3, big), WAL_MAX_REC);
+    big[2].len = (size_t)1 << 32;        /* 4 GiB: the old truncation wrapped it to 0 */
+    cr_assert_gt(wal_pay_cmd_max(3, big), 1ull << 32);
+}
+
+Test(wal_limit, an_oversized_record_is_dropped_and_fails_the_log, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    char err[256] = "";
+    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_EVERYSEC, .seg_bytes = 1 << 20 };
+    struct wal *w = wal_open(&o, 1, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    append(w, 1);
+    size_t mark = wal_rec_begin(w);
+    struct buf *b = wal_buf(w);
+    size_t real = b->len;
+    b->len = mark + WAL_REC_HDR + (size_t)WAL_MAX_REC + 1;   /* claimed, not allocated */
+    cr_assert_eq(wal_rec_end(w, mark, 5), 0, "an oversized record got an LSN");
+    cr_assert_eq(b->len, mark, "its bytes stayed staged");
+    cr_assert_leq(real, b->cap);
+    cr_assert_eq(wal_last_lsn(w), 1);
+    cr_assert_eq(wal_sync_error(w), EFBIG);
+    cr_assert_eq(wal_write(w), 0);
+    wal_close(w);
+    uint64_t last;
+    size_t n;
+    cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
+    cr_assert_eq(last, 1);
+}
+
+Test(wal_limit, an_oversized_checkpoint_record_is_refused, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    char err[256] = "";
+    struct wal_ckpt_info info = { .shard = 0, .nshards = 1, .lsn = 7 };
+    struct wal_ckpt *k = wal_ckpt_create(dir, &info, err, sizeof(err));
+    cr_assert_not_null(k, "%s", err);
+    size_t mark = wal_ckpt_rec_begin(k);
+    struct buf *b = wal_ckpt_buf(k);
+    b->len = mark + WAL_REC_HDR + ((size_t)1 << 32) + 5;   /* would have wrapped to 5 */
+    cr_assert_eq(wal_ckpt_rec_end(k, mark), -EFBIG);
+    cr_assert_eq(b->len, mark);
+    mark = wal_ckpt_rec_begin(k);
+    wal_pay_begin(b, WAL_P_CMDS);
+    cr_assert_eq(wal_ckpt_rec_end(k, mark), 0);
+    wal_ckpt_abort(k);
+}
+
+/* Finding 10 of issue 14: replica catch-up walks the live log on the shard
+ * thread while the sync thread cuts a finished pre-zeroed segment back to its
+ * last record. A segment mapped at its file size (zero tail included) then
+ * raised SIGBUS on the next read; a live walk maps only the logical size.
+ * The cut is made here, between two reads, where the syncer could make it. */
+Test(wal, a_live_walk_survives_the_cut_of_a_zero_tail, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    char err[256] = "";
+    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_EVERYSEC, .seg_bytes = 1 << 20 };
+    struct wal *w = wal_open(&o, 1, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    for (int i = 1; i <= 40; i++) {
+        append(w, i);
+    }
+    cr_assert_eq(wal_rotate(w), 0);      /* segment 1 is finished */
+    for (int i = 41; i <= 50; i++) {
+        append(w, i);
+    }
+    cr_assert_eq(wal_write(w), 0);
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 2);
+    off_t end = fsize(segs[0].path);
+    /* as a retired pre-zeroed segment looks before the syncer cuts it */
+    cr_assert_eq(truncate(segs[0].path, end + (1 << 20)), 0);
+
+    struct wal_walk k;
+    struct wal_rec rec;
+    wal_walk_init(&k, segs, ns, 0);
+    wal_walk_live(&k, w);
+    cr_assert_eq(wal_walk_next(&k, &rec), WAL_RD_OK);
+    cr_assert_eq(truncate(segs[0].path, end), 0);   /* the syncer's cut */
+    uint64_t last = rec.lsn;
+    enum wal_rd rd;
+    while ((rd = wal_walk_next(&k, &rec)) == WAL_RD_OK) {
+        cr_assert_eq(rec.lsn, last + 1);
+        last = rec.lsn;
+    }
+    cr_assert_eq(rd, WAL_RD_END);
+    cr_assert_eq(last, 50);
+    wal_walk_close(&k);
+    free(segs);
+    free(ck);
+    wal_close(w);
+}
+
+/* Power loss soon after a rotation (everysec's rhythm: writes go on while
+ * the finished segment waits for its sync): the unsynced stretch spans two
+ * segments. Records 1..5 synced; 6..10 written, then a rotation, then
+ * 11..15, and the process dies. synced_before_rotation: a sync covered
+ * 6..10 before 11..15 were written (so 11 carries a barrier). */
+static void
+rotation_then_crash_n(bool synced_before_rotation, int upto)
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid > 0) {
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        return;
+    }
+    struct wal *w = open_always(1 << 20, false);
+    for (int i = 1; i <= upto; i++) {
+        append(w, i);
+        if (i % 5 == 0) {
+            cr_assert_eq(wal_write(w), 0);
+        }
+        if (i == 5 || (i == 10 && synced_before_rotation)) {
+            wait_durable(w);
+        }
+        if (i % 5 == 0 && i >= 10 && i < upto) {
+            cr_assert_eq(wal_rotate(w), 0);
+        }
+    }
+    _exit(0);
+}
+
+static void
+rotation_then_crash(bool synced_before_rotation)
+{
+    rotation_then_crash_n(synced_before_rotation, 15);
+}
+
+Test(wal, an_unsynced_stretch_across_a_rotation_is_a_torn_tail, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    rotation_then_crash(false);
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 2);
+    size_t off = zero_record(segs[0].path, 8);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN, "%s", k.why);
+    cr_assert_eq(last, 7);
+    cr_assert_eq(k.seg, 0);
+    cr_assert_eq(k.off, off);
+    cr_assert(k.drop_later);
+    cr_assert_eq(k.gap_recs, 7, "%s", k.why);          /* 9, 10 and 11..15 */
+    /* the finished segment's end never reached the disk: records 8..10 missing */
+    cr_assert_eq(wal_truncate(segs[0].path, off), 0);
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN, "%s", k.why);
+    cr_assert_eq(last, 7);
+    cr_assert_eq(k.seg, 0);
+    cr_assert_eq(k.off, off);
+    cr_assert(k.drop_later);
+    free(segs);
+    free(ck);
+}
+
+Test(wal, a_gap_before_a_later_segments_barrier_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    rotation_then_crash(true);
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 2);
+    size_t off = zero_record(segs[0].path, 8);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT, "%s", k.why);
+    cr_assert_eq(k.off, off);
+    cr_assert_eq(wal_truncate(segs[0].path, off), 0);
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT, "%s", k.why);
+    cr_assert(strstr(k.why, "are missing") != NULL, "%s", k.why);
+    free(segs);
+    free(ck);
+}
+
+/* ... but only from the segment before the last: a gap further back (two
+ * rotations since, no barrier anywhere) still stops recovery. */
+Test(wal, a_gap_two_segments_back_is_corruption, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    rotation_then_crash_n(false, 20);
+    struct wal_file *segs, *ck;
+    size_t ns, nc;
+    cr_assert_eq(wal_list(dir, &segs, &ns, &ck, &nc), 0);
+    cr_assert_eq(ns, 3);
+    zero_record(segs[0].path, 8);
+    uint64_t last;
+    size_t n;
+    struct wal_walk k;
+    cr_assert_eq(walk(&last, &n, &k), WAL_RD_CORRUPT, "%s", k.why);
+    cr_assert_eq(last, 7);
+    free(segs);
+    free(ck);
 }
