@@ -24,6 +24,11 @@ struct persist {
     bool replica;                    /* following a primary: no records of its own, no expiry logging */
     bool repl_cow;                   /* a replication full sync walks the keyspace (copy-on-write) */
     bool loading;
+    bool side_load;                  /* a full sync applies records to a keyspace beside the served
+                                      * one: no copy-on-write for them (persist_side_load) */
+    uint64_t rebase_lsn;             /* a full sync at this LSN is not checkpointed yet: the
+                                      * data directory's rebase marker stands (persist_rebase) */
+    int64_t rebase_retry_ms;         /* its checkpoint failed: retry from snap_cron after this */
     uint64_t next_lsn;               /* after recovery */
     /* the record being built (one command, or one EXEC) */
     bool rec_open;
@@ -61,5 +66,7 @@ void snap_cow_refresh(struct persist *p);
 void snap_abort(struct persist *p);
 void snap_wait_finish(struct persist *p);
 void snap_cron(struct persist *p);
+/* persist.c: a checkpoint at lsn is in place (file and directory synced). */
+void persist_ckpt_done(struct persist *p, uint64_t lsn);
 int snap_active(const struct persist *p);
 uint64_t snap_keys(const struct persist *p);
