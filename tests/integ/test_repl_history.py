@@ -61,3 +61,37 @@ def test_divergent_full_sync_in_always_keeps_answering(start_server):
     assert fresh.get("after4") == "4" and fresh.get("lost0") is None
     assert ca.ping() is True
     assert fresh.replicaof(HOST, c.port) == "OK"   # a later REPLICAOF is answered too
+
+
+def _fill(c, n, prefix="k", value="v"):
+    pipe = c.pipeline(transaction=False)
+    for i in range(n):
+        pipe.set("%s%d" % (prefix, i), "%s%d" % (value, i))
+        if i % 5000 == 4999:
+            pipe.execute()
+    pipe.execute()
+
+
+def test_crash_at_the_end_of_a_durable_full_sync_restarts(start_server, tmp_path):
+    """Finding 7: a replica dies at its first checkpoint's rename after a full sync (ckpt-rename failpoint, for
+    a kill or power loss at that moment). It used to refuse to start ("WAL records 1..L are missing"); now it
+    starts, empty, and full-syncs again."""
+    primary = start_server()
+    p = primary.client()
+    _fill(p, 20000)
+    rdir = str(tmp_path / "replica")
+    args = ("--dir", rdir, "--durability", "everysec", "--replicaof", "%s %d" % (HOST, primary.port))
+    env = dict(os.environ, RUVIO_FAILPOINT="ckpt-rename")
+    crashing = start_server(*args, env=env)
+    assert crashing.wait_exit(15) == 77           # the failpoint's exit status
+    p.set("after", "1")
+    again = start_server(*args, port=crashing.port)
+    r = again.client()
+    wait_link_up(r)
+    wait_offset(p, r)
+    assert r.dbsize() == 20001 and r.get("k19999") == "v19999" and r.get("after") == "1"
+    assert "was interrupted before its data set was checkpointed" in again.stderr() + again.stdout()
+    assert p.info("stats")["sync_full"] == 2
+    poll_until(lambda: r.info("persistence")["checkpoint_lsn"] > 0, timeout=10, what="checkpoint")
+    assert not os.path.exists(os.path.join(rdir, "shard-0", "rebase"))
+
