@@ -76,7 +76,7 @@ def test_crash_at_the_end_of_a_durable_full_sync_restarts(start_server, tmp_path
     """Finding 7: a replica dies at its first checkpoint's rename after a full sync (ckpt-rename failpoint, for
     a kill or power loss at that moment). It used to refuse to start ("WAL records 1..L are missing"); now it
     starts, empty, and full-syncs again."""
-    primary = start_server()
+    primary = start_server("--durability", "everysec")          # LSNs count every write: L = 20000
     p = primary.client()
     _fill(p, 20000)
     rdir = str(tmp_path / "replica")
