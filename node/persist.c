@@ -21,6 +21,7 @@
 #include "wal/wal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -933,6 +934,48 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
     return keep_prefix(segs, n, k.seg, off, err, errsz);
 }
 
+/* dir/running stands while a durable shard has its WAL open; a clean
+ * shutdown removes it once everything staged was written without error. A
+ * start that finds it knows the log may have lost a tail (docs/replication.md,
+ * "Unclean restarts"). */
+static void
+running_path(const struct persist *p, char *out, size_t n)
+{
+    snprintf(out, n, "%s/running", p->dir);
+}
+
+static void
+running_mark(struct persist *p)
+{
+    char path[4200];
+    running_path(p, path, sizeof(path));
+    p->unclean = access(path, F_OK) == 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || fsync(fd) != 0 || wal_fsync_dir(p->dir) != 0) {
+        log_warn("[shard %u] cannot create %s: %s", shard_id(p->s), path, strerror(errno));
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+static void
+running_clear(struct persist *p)
+{
+    char path[4200];
+    running_path(p, path, sizeof(path));
+    if (unlink(path) == 0) {
+        wal_fsync_dir(p->dir);
+    }
+}
+
+bool
+persist_unclean_start(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p != NULL && p->unclean;
+}
+
 static int rebase_recover(struct persist *p, char *err, size_t errsz);
 static struct wal *open_wal(struct persist *p, char *err, size_t errsz);
 
@@ -1031,6 +1074,9 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
     if (p->mode != WAL_MEMORY) {
         if (open_wal(p, err, errsz) == NULL) {
             return -1;
+        }
+        if (!readonly) {
+            running_mark(p);
         }
         p->hot.wal = true;
         p->hot.log = true;
@@ -1296,7 +1342,14 @@ persist_close(struct shard *s)
     snap_abort(p);
     p->hot.wal = false;
     p->hot.guard = false;
+    bool clean = false;
+    if (p->w != NULL) {
+        clean = wal_write(p->w) == 0 && !wal_staged(p->w) && wal_sync_error(p->w) == 0;
+    }
     wal_close(p->w);
+    if (clean) {
+        running_clear(p);
+    }
     p->w = NULL;
     snap_wait_finish(p);
     rv_free(p);

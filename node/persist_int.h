@@ -24,6 +24,7 @@ struct persist {
     bool replica;                    /* following a primary: no records of its own, no expiry logging */
     bool repl_cow;                   /* a replication full sync walks the keyspace (copy-on-write) */
     bool loading;
+    bool unclean;                    /* the last run did not shut down cleanly (dir/running stood) */
     bool side_load;                  /* a full sync applies records to a keyspace beside the served
                                       * one: no copy-on-write for them (persist_side_load) */
     uint64_t rebase_lsn;             /* a full sync at this LSN is not checkpointed yet: the

@@ -130,6 +130,28 @@ parse_hostport(const char *s, char *host, size_t hsz, int *port)
     return true;
 }
 
+/* A primary whose last run did not end cleanly may have sent its replicas
+ * records that its recovered log lacks (shipped in always while the sync ran,
+ * a torn tail cut, power loss): its next records would reuse their LSNs with
+ * other contents. So it continues under a new replid, with the recovered
+ * history as replid2 up to its last LSN: replicas at or below it continue
+ * (PSYNC2-like), those past it get a full sync (counted as divergent). The
+ * epoch stays: this is no promotion, and a higher epoch would let this node
+ * fence a replica that was promoted meanwhile. */
+static void
+new_history_after_crash(struct repl *r)
+{
+    uint64_t last = repl_last_lsn(r);
+    memcpy(r->replid2, r->replid, 41);
+    r->second_off = (int64_t)last + 1;
+    repl_new_replid(r);
+    repl_save_state(r);
+    log_warn("[shard %u] the last run did not shut down cleanly: its log may end before records "
+             "replicas already have, so this primary continues as history %s (replicas at or below "
+             "LSN %" PRIu64 " of %s continue; those past it get a full sync)", shard_id(r->s),
+             r->replid, last, r->replid2);
+}
+
 void
 repl_attach(struct shard *s)
 {
@@ -142,14 +164,17 @@ repl_attach(struct shard *s)
     repl_new_replid(r);
     memset(r->replid2, '0', 40);
     p->repl = r;
-    if (p->mode != WAL_MEMORY && !load_state(r)) {
-        repl_save_state(r);
-    }
-    repl_guard_update(r);
     const char *ro = shard_cfg(s)->replicaof;
     char host[256];
     int port;
-    if (ro && *ro && parse_hostport(ro, host, sizeof(host), &port)) {
+    bool follows = ro && *ro && parse_hostport(ro, host, sizeof(host), &port);
+    if (p->mode != WAL_MEMORY && !load_state(r)) {
+        repl_save_state(r);
+    } else if (p->mode != WAL_MEMORY && !follows && persist_unclean_start(s)) {
+        new_history_after_crash(r);
+    }
+    repl_guard_update(r);
+    if (follows) {
         replica_follow(r, host, port);   /* connects on the first timer tick */
     } else if (ro && *ro && strcasecmp(ro, "no one") != 0) {
         log_warn("[shard %u] replicaof '%s': expected 'host port'; not replicating", shard_id(s), ro);
@@ -361,8 +386,9 @@ repl_info_stats(struct shard *s, struct buf *b)
     if (r == NULL) {
         return;
     }
-    buf_appendf(b, "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64 "\r\n",
-         r->sync_full, r->sync_partial_ok, r->sync_partial_err);
+    buf_appendf(b, "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64
+                "\r\nsync_full_divergent:%" PRIu64 "\r\n",
+         r->sync_full, r->sync_partial_ok, r->sync_partial_err, r->sync_divergent);
 }
 
 /* ---------------------------------------------------------------- CLIENT LIST / KILL */

@@ -186,6 +186,7 @@ struct repl {
     struct link *links;
     unsigned nlinks;
     uint64_t sync_full, sync_partial_ok, sync_partial_err;
+    uint64_t sync_divergent;         /* full syncs of replicas holding records this history lacks */
     struct waiter *waiters;
     int64_t last_hb_ms;
     /* shipping is batched (repl-ship-delay-us): time of the last ship, and the

@@ -618,9 +618,19 @@ on_hello(struct link *l, const Hello *h)
         if (*id && strcmp(id, "?") != 0) {
             r->sync_partial_err++;
         }
+        if (strcmp(id, r->replid) == 0 && h->applied_lsn > last) {
+            /* Ahead of us on our own history: records this primary sent or
+             * had, then lost (a crash of a node that restarted with the same
+             * replid). The full sync replaces them. */
+            r->sync_divergent++;
+            log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past this primary's last LSN "
+                     "%" PRIu64 " on the same history: they are dropped by a full sync", shard_id(r->s),
+                     l->ip, l->port, h->applied_lsn - last, last);
+        }
         if (r->second_off > 0 && strcmp(id, r->replid2) == 0 && (int64_t)from > r->second_off) {
             /* An old primary (or a replica ahead of us) wrote past the fork
              * point: the full sync replaces those records. */
+            r->sync_divergent++;
             log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past the fork point (LSNs %"
                      PRId64 "..%" PRIu64 ") that this primary never had: they are dropped by a full "
                      "sync", shard_id(r->s), l->ip, l->port, h->applied_lsn + 1 - (uint64_t)r->second_off,

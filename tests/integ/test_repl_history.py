@@ -132,3 +132,58 @@ def test_checkpoint_during_a_full_sync_load_saves_the_served_keyspace(start_serv
     a = again.client()
     assert a.dbsize() == 60000
     assert a.execute_command("DEBUG", "DIGEST") == digest
+
+
+def _cut_wal_tail(shard_dir):
+    """Cut the newest WAL segment in the middle of its records: recovery cuts the torn record (a lost tail,
+    as after a power loss or a torn write)."""
+    segs = sorted(f for f in os.listdir(shard_dir) if f.startswith("wal-") and f.endswith(".log"))
+    path = os.path.join(shard_dir, segs[-1])
+    data = open(path, "rb").read()
+    end = len(data.rstrip(b"\0"))
+    assert end > 1000
+    os.truncate(path, 32 + (end - 32) // 2)
+
+
+def test_primary_that_lost_its_log_tail_starts_a_new_history(start_server, tmp_path):
+    """Finding 1: a durable primary restarted after a crash with a shorter log than its replica had applied,
+    then written to, must not let that replica continue partially into a mixed history. The replica that is
+    ahead gets a full sync (logged, counted in sync_full_divergent); a replica that is behind still continues."""
+    pdir = str(tmp_path / "primary")
+    pargs = ("--dir", pdir, "--durability", "everysec")
+    primary = start_server(*pargs)
+    p = primary.client()
+    ahead_args = ("--dir", str(tmp_path / "ahead"), "--durability", "everysec",
+                  "--replicaof", "%s %d" % (HOST, primary.port))
+    behind_args = ("--dir", str(tmp_path / "behind"), "--durability", "everysec",
+                   "--replicaof", "%s %d" % (HOST, primary.port))
+    ahead, behind = start_server(*ahead_args), start_server(*behind_args)
+    wait_link_up(ahead.client())
+    wait_link_up(behind.client())
+    for i in range(100):
+        p.set("k%d" % i, "old%d" % i)
+    wait_offset(p, behind.client())
+    behind.stop()                                 # at LSN 100: behind what the primary will recover
+    for i in range(100, 400):
+        p.set("k%d" % i, "old%d" % i)
+    wait_offset(p, ahead.client())
+    ahead.stop()                                  # at LSN 400
+    time.sleep(1.2)                               # everysec: the primary's sync covers everything
+    primary.proc.kill()
+    primary.proc.wait(5)
+    _cut_wal_tail(os.path.join(pdir, "shard-0"))
+    again = start_server(*pargs, port=primary.port)
+    a = again.client()
+    recovered = info(a)["master_repl_offset"]
+    assert 100 < recovered < 400
+    for i in range(500):
+        a.set("n%d" % i, i)                       # reuses the LSNs of the lost records
+    for args, port in ((behind_args, behind.port), (ahead_args, ahead.port)):
+        c = start_server(*args, port=port).client()
+        wait_link_up(c)
+        wait_offset(a, c)
+        assert c.execute_command("DEBUG", "DIGEST") == a.execute_command("DEBUG", "DIGEST")
+        assert c.get("n0") == "0" and c.get("k399") is None
+    st, log = a.info("stats"), again.stderr() + again.stdout()
+    assert (st["sync_full"], st["sync_partial_ok"], st["sync_full_divergent"]) == (1, 1, 1), log
+    assert "did not shut down cleanly" in log and "records past the fork point" in log
