@@ -1148,7 +1148,7 @@ rebase_clear(struct persist *p)
     rebase_path(p, path, sizeof(path), false);
     unlink(path);
     wal_fsync_dir(p->dir);
-    p->rebase_lsn = 0;
+    p->rebase = false;
 }
 
 /* Delete every WAL segment and checkpoint in the directory; 0 or -1. */
@@ -1262,6 +1262,7 @@ persist_rebase_begin(struct shard *s, uint64_t lsn, char *err, size_t errsz)
     if (rebase_mark(p, lsn, 0, err, errsz) != 0) {
         return -1;                   /* nothing changed: the old data set stays */
     }
+    p->rebase = true;
     p->rebase_lsn = lsn;
     wal_close(p->w);
     p->w = NULL;
@@ -1302,7 +1303,7 @@ persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz)
 void
 persist_ckpt_done(struct persist *p, uint64_t lsn)
 {
-    if (p->rebase_lsn != 0 && lsn >= p->rebase_lsn) {
+    if (p->rebase && lsn >= p->rebase_lsn) {
         rebase_clear(p);
     }
 }
@@ -1311,7 +1312,7 @@ uint64_t
 persist_durable_lsn(struct shard *s)
 {
     struct persist *p = persist_of(s);
-    return p->w == NULL || p->rebase_lsn != 0 ? 0 : wal_durable_lsn(p->w);
+    return p->w == NULL || p->rebase ? 0 : wal_durable_lsn(p->w);
 }
 
 void
@@ -1330,7 +1331,7 @@ persist_close(struct shard *s)
     repl_destroy(p->repl);
     p->repl = NULL;
     buf_deinit(&p->mstage);
-    if (p->w && p->rebase_lsn != 0) {
+    if (p->w && p->rebase) {
         /* A clean stop keeps a full sync's data set: its checkpoint now, or
          * the next start would discard it (rebase_recover). */
         char err[256];

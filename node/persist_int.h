@@ -27,8 +27,9 @@ struct persist {
     bool unclean;                    /* the last run did not shut down cleanly (dir/running stood) */
     bool side_load;                  /* a full sync applies records to a keyspace beside the served
                                       * one: no copy-on-write for them (persist_side_load) */
-    uint64_t rebase_lsn;             /* a full sync at this LSN is not checkpointed yet: the
-                                      * data directory's rebase marker stands (persist_rebase) */
+    bool rebase;                     /* a full sync at rebase_lsn (0 too) is not checkpointed yet:
+                                      * the data directory's rebase marker stands (persist_rebase) */
+    uint64_t rebase_lsn;
     int64_t rebase_retry_ms;         /* its checkpoint failed: retry from snap_cron after this */
     uint64_t next_lsn;               /* after recovery */
     /* the record being built (one command, or one EXEC) */

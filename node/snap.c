@@ -245,7 +245,7 @@ snap_done(struct persist *p, struct snap *sn)
         p->last_ckpt_ok = false;
         log_warn("[shard %u] checkpoint at LSN %" PRIu64 " failed: %s", shard_id(p->s), sn->lsn,
                  sn->failed ? sn->why : strerror(-sn->finish_rc));
-        if (p->rebase_lsn != 0) {
+        if (p->rebase) {
             p->rebase_retry_ms = shard_now_ms(p->s) + 1000;   /* a full sync's data set needs one */
         }
     }
@@ -471,7 +471,8 @@ void
 snap_cron(struct persist *p)
 {
     const struct cfg *cfg = shard_cfg(p->s);
-    if (p->snap == NULL && p->w && p->rebase_lsn != 0 && !p->rec_open && shard_now_ms(p->s) >= p->rebase_retry_ms) {
+    if (p->snap == NULL && p->w && p->rebase && !p->rec_open &&
+        shard_now_ms(p->s) >= p->rebase_retry_ms) {
         /* a full sync's data set has no checkpoint yet (it failed or was aborted) */
         char err[256];
         if (snap_start(p, err, sizeof(err)) != 0) {
