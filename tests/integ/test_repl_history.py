@@ -187,3 +187,49 @@ def test_primary_that_lost_its_log_tail_starts_a_new_history(start_server, tmp_p
     st, log = a.info("stats"), again.stderr() + again.stdout()
     assert (st["sync_full"], st["sync_partial_ok"], st["sync_full_divergent"]) == (1, 1, 1), log
     assert "did not shut down cleanly" in log and "records past the fork point" in log
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    import subprocess
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True,
+                       text=True, timeout=10)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): %s" % r.stderr.strip())
+    holders = []
+    try:
+        yield mnt, holders
+    finally:
+        for srv in holders:
+            srv.stop()
+        if subprocess.run(["umount", str(mnt)], capture_output=True, timeout=10).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
+
+
+def test_full_sync_without_room_for_its_checkpoint_is_not_counted_durable(start_server, tiny_tmpfs):
+    """Finding 7: a durable replica whose full sync cannot be checkpointed (its disk is too small for it)
+    serves and follows the stream but reports nothing durable, so WAITAOF does not count it; the checkpoint
+    is retried, and once it fits the replica counts again and the marker is gone."""
+    mnt, holders = tiny_tmpfs
+    primary = start_server()
+    p = primary.client()
+    pipe = p.pipeline(transaction=False)
+    for i in range(3000):
+        pipe.set("big%d" % i, "v" * 2000)            # ~6 MB: more than the replica's 4 MB disk
+    pipe.execute()
+    rdir = mnt / "data"
+    replica = start_server("--dir", str(rdir), "--durability", "everysec", "--replicaof",
+                           "%s %d" % (HOST, primary.port))
+    holders.append(replica)
+    r = replica.client()
+    wait_link_up(r)
+    p.set("x", "1")
+    wait_offset(p, r)
+    assert r.get("x") == "1" and r.dbsize() == 3001
+    assert (rdir / "shard-0" / "rebase").exists()
+    assert p.execute_command("WAITAOF", 0, 1, 300) == [0, 0]
+    p.delete(*["big%d" % i for i in range(2500)])   # now it fits: the retried checkpoint lands
+    poll_until(lambda: not (rdir / "shard-0" / "rebase").exists(), timeout=10, what="checkpoint landed")
+    assert p.execute_command("WAITAOF", 0, 1, 3000) == [0, 1]
