@@ -692,7 +692,7 @@ cmd_waitaof(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     uint64_t lsn = c->own_lsn > 0 ? c->own_lsn : repl_last_lsn(r);
-    long local = persist_durable_lsn(r->s) >= lsn ? 1 : 0;
+    long local = p->w && persist_durable_lsn(r->s) >= lsn ? 1 : 0;
     long acked = count_acked(r, lsn, true);
     if ((local >= a[0] && acked >= a[1]) || (c->flags & CONN_IN_EXEC)) {
         reply_array(c, 2);
@@ -714,7 +714,7 @@ primary_check_waiters(struct repl *r, int64_t now)
         }
         bool aof = w->need_local >= 0;
         long acked = count_acked(r, w->lsn, aof);
-        long local = aof && persist_durable_lsn(r->s) >= w->lsn ? 1 : 0;
+        long local = aof && r->p->w && persist_durable_lsn(r->s) >= w->lsn ? 1 : 0;
         bool done = acked >= w->need && (!aof || local >= w->need_local);
         if (!done && (w->deadline_ms == 0 || now < w->deadline_ms)) {
             pp = &w->next;
