@@ -78,8 +78,9 @@ void persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
  * switch of keyspaces (docs/durability.md, "Full sync on a durable replica").
  * persist_rebase_begin, before the new data set is served: marks the data
  * directory as being replaced (a crash from here restarts as an empty node,
- * which full-syncs again) and deletes the old WAL and checkpoints; on error
- * nothing changed. persist_rebase, once the new data set is served and the
+ * which full-syncs again) and deletes the old WAL and checkpoints; when the
+ * marker cannot be written nothing changed, after that the WAL stays closed.
+ * persist_rebase, once the new data set is served and the
  * new history id saved: the WAL continues at lsn + 1 and a background
  * checkpoint at lsn starts; the marker goes when a checkpoint covers lsn, and
  * until then persist_durable_lsn() reports nothing durable. Memory mode: only

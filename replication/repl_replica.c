@@ -413,6 +413,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     int64_t t0 = clock_mono_us();
     if (persist_rebase_begin(r->s, lsn, err, sizeof(err)) != 0) {
         log_warn("[shard %u] full sync: cannot replace the data directory: %s", shard_id(r->s), err);
+        repl_new_replid(r);          /* whatever the disk holds now, the next sync is a full one */
         up_fail(r, "local data directory failed");
         return;
     }
