@@ -488,6 +488,12 @@ on_msg(struct repl *r, ReplMsg *m)
         h.shard = shard_id(r->s);
         h.nshards = ns;
         h.replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : (char *)"?";
+        if (r->second_off > 0 && repl_last_lsn(r) + 1 == (uint64_t)r->second_off) {
+            /* Nothing written under the current replid (drawn by a promotion
+             * or an unclean restart): all we hold is replid2's history, which
+             * the primary may know (it was our replica, or followed us). */
+            h.replid = r->replid2;
+        }
         h.epoch = r->epoch;
         h.applied_lsn = repl_last_lsn(r);
         h.listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port

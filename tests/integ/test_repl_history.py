@@ -233,3 +233,32 @@ def test_full_sync_without_room_for_its_checkpoint_is_not_counted_durable(start_
     p.delete(*["big%d" % i for i in range(2500)])   # now it fits: the retried checkpoint lands
     poll_until(lambda: not (rdir / "shard-0" / "rebase").exists(), timeout=10, what="checkpoint landed")
     assert p.execute_command("WAITAOF", 0, 1, 3000) == [0, 1]
+
+
+def test_crashed_primary_rejoining_without_a_divergent_tail_resyncs_partially(start_server, tmp_path):
+    """Finding 1's cost: the new replid drawn after an unclean restart must not force a full sync on an old
+    primary that lost nothing its successor lacks: with no write under the new replid it presents the
+    recovered history (replid2), which the promoted replica knows."""
+    pdir = str(tmp_path / "primary")
+    primary = start_server("--dir", pdir, "--durability", "everysec")
+    p = primary.client()
+    replica = start_server("--durability", "everysec", "--replicaof", "%s %d" % (HOST, primary.port))
+    r = replica.client()
+    for i in range(100):
+        p.set("k%d" % i, i)
+    wait_link_up(r)
+    wait_offset(p, r)
+    time.sleep(1.2)                               # everysec: the primary's disk has everything
+    primary.proc.kill()
+    primary.proc.wait(5)
+    assert r.replicaof("no", "one") == "OK"
+    r.set("after", "1")
+    again = start_server("--dir", pdir, "--durability", "everysec", port=primary.port)   # as a primary
+    a = again.client()
+    assert info(a)["master_replid2"] != "0" * 40              # it did start a new history
+    assert a.replicaof(HOST, replica.port) == "OK"            # then the operator points it at the new one
+    wait_link_up(a)
+    wait_offset(r, a)
+    assert a.get("after") == "1" and a.get("k99") == "99"
+    st = r.info("stats")
+    assert (st["sync_full"], st["sync_partial_ok"]) == (0, 1)
