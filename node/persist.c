@@ -794,6 +794,7 @@ load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *l
             wal_reader_close(&r);
             return -1;
         }
+        x->p->cut = true;
         log_warn("[shard %u] checkpoint %s is corrupt at offset %zu (%s): loaded its valid "
                  "prefix (wal-accept-loss yes)", shard_id(x->p->s), f->path, r.off, why);
     }
@@ -909,6 +910,7 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
             return -1;
         }
         x->p->torn_tails++;
+        x->p->cut = true;
         return 0;
     }
     if (k.whole_file && k.seg + 1 == n && seg_never_written(path)) {
@@ -931,6 +933,7 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
     log_warn("[shard %u] %s: keeping the valid prefix, later segments set aside (wal-accept-loss yes)",
              sid, where);
     size_t off = k.whole_file || k.off == WAL_SEG_HDR ? 0 : k.off;
+    x->p->cut = true;
     return keep_prefix(segs, n, k.seg, off, err, errsz);
 }
 
@@ -970,10 +973,10 @@ running_clear(struct persist *p)
 }
 
 bool
-persist_unclean_start(struct shard *s)
+persist_log_maybe_short(struct shard *s)
 {
     struct persist *p = persist_of(s);
-    return p != NULL && p->unclean;
+    return p != NULL && (p->unclean || p->cut);
 }
 
 static int rebase_recover(struct persist *p, char *err, size_t errsz);

@@ -100,9 +100,10 @@ void persist_hook_ks(struct shard *s, struct ks *ks);
 /* The shard's data directory (data_dir/shard-<i>). */
 const char *persist_dir(struct shard *s);
 /* With durability on: the previous run of this data directory ended without
- * a clean shutdown (kill, crash, power loss), so its recovered log may end
- * before records it had already sent to replicas. */
-bool persist_unclean_start(struct shard *s);
+ * a clean shutdown (kill, crash, power loss), or recovery cut its log (a torn
+ * tail, wal-accept-loss): the recovered log may end before records the shard
+ * had already sent to replicas. */
+bool persist_log_maybe_short(struct shard *s);
 /* Last LSN produced or applied (records count, not bytes). */
 uint64_t persist_last_lsn(struct shard *s);
 

@@ -25,6 +25,7 @@ struct persist {
     bool repl_cow;                   /* a replication full sync walks the keyspace (copy-on-write) */
     bool loading;
     bool unclean;                    /* the last run did not shut down cleanly (dir/running stood) */
+    bool cut;                        /* recovery cut the log (torn tail, wal-accept-loss) */
     bool side_load;                  /* a full sync applies records to a keyspace beside the served
                                       * one: no copy-on-write for them (persist_side_load) */
     bool rebase;                     /* a full sync at rebase_lsn (0 too) is not checkpointed yet:

@@ -130,10 +130,10 @@ parse_hostport(const char *s, char *host, size_t hsz, int *port)
     return true;
 }
 
-/* A primary whose last run did not end cleanly may have sent its replicas
- * records that its recovered log lacks (shipped in always while the sync ran,
- * a torn tail cut, power loss): its next records would reuse their LSNs with
- * other contents. So it continues under a new replid, with the recovered
+/* A primary whose last run did not end cleanly, or whose log recovery cut,
+ * may have sent its replicas records that its recovered log lacks (shipped in
+ * always while the sync ran, a torn tail, power loss, wal-accept-loss): its
+ * next records would reuse their LSNs with other contents. So it continues under a new replid, with the recovered
  * history as replid2 up to its last LSN: replicas at or below it continue
  * (PSYNC2-like), those past it get a full sync (counted as divergent). The
  * epoch stays: this is no promotion, and a higher epoch would let this node
@@ -146,8 +146,9 @@ new_history_after_crash(struct repl *r)
     r->second_off = (int64_t)last + 1;
     repl_new_replid(r);
     repl_save_state(r);
-    log_warn("[shard %u] the last run did not shut down cleanly: its log may end before records "
-             "replicas already have, so this primary continues as history %s (replicas at or below "
+    log_warn("[shard %u] the last run did not shut down cleanly or its log was cut at recovery: it "
+             "may end before records replicas already have, so this primary continues as history %s "
+             "(replicas at or below "
              "LSN %" PRIu64 " of %s continue; those past it get a full sync)", shard_id(r->s),
              r->replid, last, r->replid2);
 }
@@ -170,7 +171,7 @@ repl_attach(struct shard *s)
     bool follows = ro && *ro && parse_hostport(ro, host, sizeof(host), &port);
     if (p->mode != WAL_MEMORY && !load_state(r)) {
         repl_save_state(r);
-    } else if (p->mode != WAL_MEMORY && !follows && persist_unclean_start(s)) {
+    } else if (p->mode != WAL_MEMORY && !follows && persist_log_maybe_short(s)) {
         new_history_after_crash(r);
     }
     repl_guard_update(r);

@@ -145,7 +145,19 @@ def _cut_wal_tail(shard_dir):
     os.truncate(path, 32 + (end - 32) // 2)
 
 
-def test_primary_that_lost_its_log_tail_starts_a_new_history(start_server, tmp_path):
+def _corrupt_wal_middle(shard_dir):
+    """Flip a byte in the middle of the newest segment: recovery with wal-accept-loss keeps the prefix."""
+    segs = sorted(f for f in os.listdir(shard_dir) if f.startswith("wal-") and f.endswith(".log"))
+    path = os.path.join(shard_dir, segs[-1])
+    with open(path, "r+b") as f:
+        data = f.read()
+        off = 32 + (len(data.rstrip(b"\0")) - 32) // 2
+        f.seek(off)
+        f.write(bytes([data[off] ^ 0x5a]))
+
+
+@pytest.mark.parametrize("how", ["kill9_torn_tail", "clean_stop_corrupt_accept_loss"])
+def test_primary_that_lost_its_log_tail_starts_a_new_history(start_server, tmp_path, how):
     """Finding 1: a durable primary restarted after a crash with a shorter log than its replica had applied,
     then written to, must not let that replica continue partially into a mixed history. The replica that is
     ahead gets a full sync (logged, counted in sync_full_divergent); a replica that is behind still continues."""
@@ -168,10 +180,15 @@ def test_primary_that_lost_its_log_tail_starts_a_new_history(start_server, tmp_p
         p.set("k%d" % i, "old%d" % i)
     wait_offset(p, ahead.client())
     ahead.stop()                                  # at LSN 400
-    time.sleep(1.2)                               # everysec: the primary's sync covers everything
-    primary.proc.kill()
-    primary.proc.wait(5)
-    _cut_wal_tail(os.path.join(pdir, "shard-0"))
+    if how == "kill9_torn_tail":
+        time.sleep(1.2)                           # everysec: the primary's sync covers everything
+        primary.proc.kill()
+        primary.proc.wait(5)
+        _cut_wal_tail(os.path.join(pdir, "shard-0"))
+    else:
+        primary.stop()                            # clean: only the damage makes the log shorter
+        _corrupt_wal_middle(os.path.join(pdir, "shard-0"))
+        pargs += ("--wal-accept-loss", "yes")
     again = start_server(*pargs, port=primary.port)
     a = again.client()
     recovered = info(a)["master_repl_offset"]
