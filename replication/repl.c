@@ -145,6 +145,7 @@ new_history_after_crash(struct repl *r)
     memcpy(r->replid2, r->replid, 41);
     r->second_off = (int64_t)last + 1;
     repl_new_replid(r);
+    r->crash_replid = true;
     repl_save_state(r);
     log_warn("[shard %u] the last run did not shut down cleanly or its log was cut at recovery: it "
              "may end before records replicas already have, so this primary continues as history %s "

@@ -180,6 +180,7 @@ struct repl {
     struct persist *p;
     char replid[41], replid2[41];
     int64_t second_off;              /* -1: none */
+    bool crash_replid;               /* replid drawn by an unclean start (repl.c), not adopted */
     uint64_t epoch;
     struct backlog bl;
     /* primary side */

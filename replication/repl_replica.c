@@ -358,6 +358,7 @@ static void
 adopt_history(struct repl *r, const char *replid, uint64_t epoch)
 {
     if (strcmp(r->replid, replid) != 0) {
+        r->crash_replid = false;
         memcpy(r->replid2, r->replid, 41);
         r->second_off = (int64_t)repl_last_lsn(r) + 1;
         snprintf(r->replid, sizeof(r->replid), "%s", replid);
@@ -424,6 +425,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     ks_set_clock(shard_ks(r->s), shard_now_ms(r->s));
     ks_destroy(old);
     snprintf(r->replid, sizeof(r->replid), "%s", u->snap_replid);
+    r->crash_replid = false;
     memset(r->replid2, '0', 40);
     r->second_off = -1;
     r->epoch = u->snap_epoch;
@@ -488,10 +490,10 @@ on_msg(struct repl *r, ReplMsg *m)
         h.shard = shard_id(r->s);
         h.nshards = ns;
         h.replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : (char *)"?";
-        if (r->second_off > 0 && repl_last_lsn(r) + 1 == (uint64_t)r->second_off) {
-            /* Nothing written under the current replid (drawn by a promotion
-             * or an unclean restart): all we hold is replid2's history, which
-             * the primary may know (it was our replica, or followed us). */
+        if (r->crash_replid && repl_last_lsn(r) + 1 == (uint64_t)r->second_off) {
+            /* Nothing written under the replid an unclean start drew: all we
+             * hold is replid2's history, which the primary may know (it was
+             * our replica before a failover). */
             h.replid = r->replid2;
         }
         h.epoch = r->epoch;
