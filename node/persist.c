@@ -21,6 +21,7 @@
 #include "wal/wal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -831,6 +832,7 @@ load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *l
             wal_reader_close(&r);
             return -1;
         }
+        x->p->cut = true;
         log_warn("[shard %u] checkpoint %s is corrupt at offset %zu (%s): loaded its valid "
                  "prefix (wal-accept-loss yes)", shard_id(x->p->s), f->path, r.off, why);
     }
@@ -949,6 +951,7 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
             set_aside(segs[i].path);     /* written after the cut, never synced */
         }
         x->p->torn_tails++;
+        x->p->cut = true;
         return 0;
     }
     if (k.whole_file && k.seg + 1 == n && seg_never_written(path)) {
@@ -971,8 +974,54 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
     log_warn("[shard %u] %s: keeping the valid prefix, later segments set aside (wal-accept-loss yes)",
              sid, where);
     size_t off = k.whole_file || k.off == WAL_SEG_HDR ? 0 : k.off;
+    x->p->cut = true;
     return keep_prefix(segs, n, k.seg, off, err, errsz);
 }
+
+/* dir/running stands while a durable shard has its WAL open; a clean
+ * shutdown removes it once everything staged was written without error. A
+ * start that finds it knows the log may have lost a tail (docs/replication.md,
+ * "Unclean restarts"). */
+static void
+running_path(const struct persist *p, char *out, size_t n)
+{
+    snprintf(out, n, "%s/running", p->dir);
+}
+
+static void
+running_mark(struct persist *p)
+{
+    char path[4200];
+    running_path(p, path, sizeof(path));
+    p->unclean = access(path, F_OK) == 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || fsync(fd) != 0 || wal_fsync_dir(p->dir) != 0) {
+        log_warn("[shard %u] cannot create %s: %s", shard_id(p->s), path, strerror(errno));
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+static void
+running_clear(struct persist *p)
+{
+    char path[4200];
+    running_path(p, path, sizeof(path));
+    if (unlink(path) == 0) {
+        wal_fsync_dir(p->dir);
+    }
+}
+
+bool
+persist_log_maybe_short(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p != NULL && (p->unclean || p->cut);
+}
+
+static int rebase_recover(struct persist *p, char *err, size_t errsz);
+static struct wal *open_wal(struct persist *p, char *err, size_t errsz);
 
 int
 persist_open(struct shard *s, char *err, size_t errsz)
@@ -1013,6 +1062,9 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         return -1;
     }
 
+    if (rebase_recover(p, err, errsz) != 0) {
+        return -1;
+    }
     struct wal_file *segs = NULL, *cks = NULL;
     size_t ns = 0, nc = 0;
     if (wal_list(p->dir, &segs, &ns, &cks, &nc) != 0) {
@@ -1064,15 +1116,11 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
     p->next_lsn = last + 1;
     ks_set_expire_hook(shard_ks(s), on_expire, p);
     if (p->mode != WAL_MEMORY) {
-        struct wal_opts o = {
-            .dir = p->dir, .shard = shard_id(s), .mode = p->mode,
-            .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
-            .notify = on_synced, .notify_arg = s,
-            .sync_min_interval_us = cfg->wal_sync_min_interval_us,
-        };
-        p->w = wal_open(&o, p->next_lsn, err, errsz);
-        if (p->w == NULL) {
+        if (open_wal(p, err, errsz) == NULL) {
             return -1;
+        }
+        if (!readonly) {
+            running_mark(p);
         }
         p->hot.wal = true;
         p->hot.log = true;
@@ -1084,48 +1132,237 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
     return 0;
 }
 
-/* A replica loaded a full sync at LSN lsn: the data directory starts over
- * from a checkpoint at lsn, with the WAL continuing at lsn + 1, so records
- * appended from the stream keep the primary's LSNs. Memory mode: only the
- * LSN counter moves. */
+/* ---------------------------------------------------------------- full sync (rebase) */
+
+/* dir/rebase marks a data directory that a full sync at LSN L is replacing:
+ * "L 0" while the old files are being deleted, "L 1" once they are gone and
+ * the WAL continues at L + 1. It goes when a checkpoint at L or later is in
+ * place. A start that finds it keeps the data only in the second phase with
+ * such a checkpoint; otherwise it wipes the directory and comes up empty, so
+ * a replica full-syncs again instead of refusing to start over a WAL whose
+ * first records are missing. */
+static void
+rebase_path(const struct persist *p, char *out, size_t n, bool tmp)
+{
+    snprintf(out, n, "%s/rebase%s", p->dir, tmp ? ".tmp" : "");
+}
+
+static int
+rebase_mark(struct persist *p, uint64_t lsn, int phase, char *err, size_t errsz)
+{
+    char path[4200], tmp[4200];
+    rebase_path(p, path, sizeof(path), false);
+    rebase_path(p, tmp, sizeof(tmp), true);
+    FILE *f = fopen(tmp, "w");
+    bool ok = f != NULL && fprintf(f, "%" PRIu64 " %d\n", lsn, phase) > 0 && fflush(f) == 0 &&
+              fsync(fileno(f)) == 0;
+    if (f != NULL) {
+        ok = fclose(f) == 0 && ok;
+    }
+    if (!ok || rename(tmp, path) != 0 || wal_fsync_dir(p->dir) != 0) {
+        snprintf(err, errsz, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static bool
+rebase_read(const struct persist *p, uint64_t *lsn, int *phase)
+{
+    char path[4200];
+    rebase_path(p, path, sizeof(path), false);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return false;
+    }
+    bool ok = fscanf(f, "%" SCNu64 " %d", lsn, phase) == 2;
+    fclose(f);
+    if (!ok) {
+        *lsn = 0;
+        *phase = 0;                  /* unreadable: treat as interrupted while deleting */
+    }
+    return true;
+}
+
+static void
+rebase_clear(struct persist *p)
+{
+    char path[4200];
+    rebase_path(p, path, sizeof(path), false);
+    unlink(path);
+    wal_fsync_dir(p->dir);
+    p->rebase = false;
+}
+
+/* Delete every WAL segment and checkpoint in the directory; 0 or -1. */
+static int
+wipe_data(const char *dir)
+{
+    struct wal_file *segs = NULL, *cks = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(dir, &segs, &ns, &cks, &nc) != 0) {
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < ns; i++) {
+        rc |= unlink(segs[i].path) != 0 && errno != ENOENT ? -1 : 0;
+    }
+    for (size_t i = 0; i < nc; i++) {
+        rc |= unlink(cks[i].path) != 0 && errno != ENOENT ? -1 : 0;
+    }
+    rv_free(segs);
+    rv_free(cks);
+    return rc | (wal_fsync_dir(dir) != 0 ? -1 : 0);
+}
+
+/* Start-up: finish or undo a full sync's switch that a crash interrupted. */
+static int
+rebase_recover(struct persist *p, char *err, size_t errsz)
+{
+    uint64_t lsn;
+    int phase;
+    if (!rebase_read(p, &lsn, &phase)) {
+        return 0;
+    }
+    unsigned sid = shard_id(p->s);
+    if (phase == 1) {
+        struct wal_file *segs = NULL, *cks = NULL;
+        size_t ns = 0, nc = 0;
+        bool have = wal_list(p->dir, &segs, &ns, &cks, &nc) == 0 && nc > 0 && cks[nc - 1].lsn >= lsn;
+        rv_free(segs);
+        rv_free(cks);
+        if (have) {
+            /* the checkpoint landed; only the marker's removal was lost */
+            rebase_clear(p);
+            return 0;
+        }
+    }
+    log_warn("[shard %u] a full sync at LSN %" PRIu64 " was interrupted before its data set was "
+             "checkpointed: starting empty (the next sync from the primary is a full one)", sid, lsn);
+    if (wipe_data(p->dir) != 0) {
+        snprintf(err, errsz, "cannot clear %s after an interrupted full sync: %s", p->dir,
+                 strerror(errno));
+        return -1;
+    }
+    rebase_clear(p);
+    return 0;
+}
+
+static struct wal *
+open_wal(struct persist *p, char *err, size_t errsz)
+{
+    const struct cfg *cfg = shard_cfg(p->s);
+    struct wal_opts o = {
+        .dir = p->dir, .shard = shard_id(p->s), .mode = p->mode,
+        .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
+        .notify = on_synced, .notify_arg = p->s,
+        .sync_min_interval_us = cfg->wal_sync_min_interval_us,
+    };
+    p->w = wal_open(&o, p->next_lsn, err, errsz);
+    /* Positions of another log (a history a full sync replaced) mean nothing
+     * here: a sync "already asked" past this log's end would hold every
+     * write, and every reply waiting for it, forever. */
+    p->sync_asked = p->next_lsn - 1;
+    p->last_release = 0;
+    return p->w;
+}
+
+/* The keyspace now holds another history up to lsn: what clients wait for
+ * past it belongs to the replaced one and can never come. Their own writes
+ * there were never acknowledged (the reply still waits), so those clients are
+ * closed: the outcome of their writes is unknown to them, which is the truth. */
+static void
+rebase_conns(struct persist *p, uint64_t lsn)
+{
+    size_t closed = 0;
+    struct conn *next;
+    for (struct conn *c = shard_conn_first(p->s); c != NULL; c = next) {
+        next = c->next;
+        bool waits = c->nmarks > 0 && c->marks[c->nmarks - 1].lsn > lsn;
+        if (c->own_lsn > lsn) {
+            c->own_lsn = 0;
+        }
+        if (waits) {
+            conn_close(c);
+            closed++;
+        }
+    }
+    if (closed) {
+        log_warn("[shard %u] full sync: closed %zu client(s) waiting for records of the replaced "
+                 "history", shard_id(p->s), closed);
+    }
+}
+
 int
-persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz)
+persist_rebase_begin(struct shard *s, uint64_t lsn, char *err, size_t errsz)
 {
     struct persist *p = persist_of(s);
-    if (p->w == NULL) {
-        p->next_lsn = lsn + 1;
+    if (p->mode == WAL_MEMORY) {
         return 0;
     }
     snap_abort(p);
     snap_wait_finish(p);
+    if (rebase_mark(p, lsn, 0, err, errsz) != 0) {
+        return -1;                   /* nothing changed: the old data set stays */
+    }
+    p->rebase = true;
+    p->rebase_lsn = lsn;
     wal_close(p->w);
     p->w = NULL;
-    struct wal_file *segs = NULL, *cks = NULL;
-    size_t ns = 0, nc = 0;
-    if (wal_list(p->dir, &segs, &ns, &cks, &nc) == 0) {
-        for (size_t i = 0; i < ns; i++) {
-            unlink(segs[i].path);
-        }
-        for (size_t i = 0; i < nc; i++) {
-            unlink(cks[i].path);
-        }
-    }
-    rv_free(segs);
-    rv_free(cks);
-    const struct cfg *cfg = shard_cfg(s);
-    struct wal_opts o = {
-        .dir = p->dir, .shard = shard_id(s), .mode = p->mode,
-        .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
-        .notify = on_synced, .notify_arg = s,
-    };
-    p->next_lsn = lsn + 1;
-    p->w = wal_open(&o, p->next_lsn, err, errsz);
-    if (p->w == NULL) {
-        p->hot.wal = p->hot.log = false;   /* guard stays: persist_refuse_write checks p->w */
+    p->hot.wal = p->hot.log = false;   /* guard stays: persist_refuse_write checks p->w */
+    if (wipe_data(p->dir) != 0) {
+        snprintf(err, errsz, "cannot delete the old WAL in %s: %s", p->dir, strerror(errno));
         return -1;
     }
+    return 0;
+}
+
+int
+persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz)
+{
+    struct persist *p = persist_of(s);
+    p->next_lsn = lsn + 1;
+    rebase_conns(p, lsn);
+    if (p->mode == WAL_MEMORY) {
+        return 0;
+    }
+    if (rebase_mark(p, lsn, 1, err, errsz) != 0 || open_wal(p, err, errsz) == NULL) {
+        return -1;
+    }
+    p->hot.wal = p->hot.log = true;
     p->changes = 0;
-    return snap_run_sync(p, err, errsz);
+    p->rebase_retry_ms = 0;
+    /* The checkpoint at lsn walks in slices while the shard serves and applies
+     * the stream (copy-on-write keeps it at lsn), instead of stalling the
+     * shard for a whole synchronous save. */
+    if (snap_start(p, err, errsz) != 0) {
+        log_warn("[shard %u] full sync: checkpoint at LSN %" PRIu64 ": %s (retried)", shard_id(s),
+                 lsn, err);
+        p->rebase_retry_ms = shard_now_ms(s) + 1000;
+    }
+    return 0;
+}
+
+void
+persist_ckpt_done(struct persist *p, uint64_t lsn)
+{
+    if (p->rebase && lsn >= p->rebase_lsn) {
+        rebase_clear(p);
+    }
+}
+
+uint64_t
+persist_durable_lsn(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p->w == NULL || p->rebase ? 0 : wal_durable_lsn(p->w);
+}
+
+void
+persist_side_load(struct shard *s, bool on)
+{
+    persist_of(s)->side_load = on;
 }
 
 void
@@ -1138,10 +1375,26 @@ persist_close(struct shard *s)
     repl_destroy(p->repl);
     p->repl = NULL;
     buf_deinit(&p->mstage);
+    if (p->w && p->rebase) {
+        /* A clean stop keeps a full sync's data set: its checkpoint now, or
+         * the next start would discard it (rebase_recover). */
+        char err[256];
+        if (persist_save_now(s, err, sizeof(err)) != 0) {
+            log_warn("[shard %u] checkpoint of the full sync's data set at shutdown: %s",
+                     shard_id(s), err);
+        }
+    }
     snap_abort(p);
     p->hot.wal = false;
     p->hot.guard = false;
+    bool clean = false;
+    if (p->w != NULL) {
+        clean = wal_write(p->w) == 0 && !wal_staged(p->w) && wal_sync_error(p->w) == 0;
+    }
     wal_close(p->w);
+    if (clean) {
+        running_clear(p);
+    }
     p->w = NULL;
     snap_wait_finish(p);
     rv_free(p);

@@ -80,14 +80,36 @@ bool persist_loading(const struct shard *s);
 /* The commands that rebuild e: its value, then its deadline. */
 void persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
 
-/* Replication: the shard now holds a full sync at LSN lsn; with durability
- * on, the data directory restarts as a checkpoint at lsn (WAL at lsn + 1). */
+/* Replication, at the end of a full sync at LSN lsn, in two steps around the
+ * switch of keyspaces (docs/durability.md, "Full sync on a durable replica").
+ * persist_rebase_begin, before the new data set is served: marks the data
+ * directory as being replaced (a crash from here restarts as an empty node,
+ * which full-syncs again) and deletes the old WAL and checkpoints; when the
+ * marker cannot be written nothing changed, after that the WAL stays closed.
+ * persist_rebase, once the new data set is served and the
+ * new history id saved: the WAL continues at lsn + 1 and a background
+ * checkpoint at lsn starts; the marker goes when a checkpoint covers lsn, and
+ * until then persist_durable_lsn() reports nothing durable. Memory mode: only
+ * the LSN counter moves. Both: 0, or -1 with err. */
+int persist_rebase_begin(struct shard *s, uint64_t lsn, char *err, size_t errsz);
 int persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz);
+/* What a restart would recover: the WAL's durable LSN, or 0 while a full
+ * sync's data set has no checkpoint yet (or with no WAL). */
+uint64_t persist_durable_lsn(struct shard *s);
+/* A full sync applies records to the keyspace it loads beside the served one
+ * (on) or is done with it (off): checkpoint and full-sync copy-on-write only
+ * concern the served keyspace. */
+void persist_side_load(struct shard *s, bool on);
 /* A keyspace that will replace the shard's: log its expiries like the current one's. */
 struct ks;
 void persist_hook_ks(struct shard *s, struct ks *ks);
 /* The shard's data directory (data_dir/shard-<i>). */
 const char *persist_dir(struct shard *s);
+/* With durability on: the previous run of this data directory ended without
+ * a clean shutdown (kill, crash, power loss), or recovery cut its log (a torn
+ * tail, wal-accept-loss): the recovered log may end before records the shard
+ * had already sent to replicas. */
+bool persist_log_maybe_short(struct shard *s);
 /* Last LSN produced or applied (records count, not bytes). */
 uint64_t persist_last_lsn(struct shard *s);
 

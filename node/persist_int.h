@@ -24,6 +24,14 @@ struct persist {
     bool replica;                    /* following a primary: no records of its own, no expiry logging */
     bool repl_cow;                   /* a replication full sync walks the keyspace (copy-on-write) */
     bool loading;
+    bool unclean;                    /* the last run did not shut down cleanly (dir/running stood) */
+    bool cut;                        /* recovery cut the log (torn tail, wal-accept-loss) */
+    bool side_load;                  /* a full sync applies records to a keyspace beside the served
+                                      * one: no copy-on-write for them (persist_side_load) */
+    bool rebase;                     /* a full sync at rebase_lsn (0 too) is not checkpointed yet:
+                                      * the data directory's rebase marker stands (persist_rebase) */
+    uint64_t rebase_lsn;
+    int64_t rebase_retry_ms;         /* its checkpoint failed: retry from snap_cron after this */
     uint64_t next_lsn;               /* after recovery */
     /* the record being built (one command, or one EXEC) */
     bool rec_open;
@@ -64,5 +72,7 @@ void snap_abort(struct persist *p);
 void snap_wait_finish(struct persist *p);
 void snap_cron(struct persist *p);
 void snap_after_record(struct persist *p);    /* a record was sealed: start a pending one */
+/* persist.c: a checkpoint at lsn is in place (file and directory synced). */
+void persist_ckpt_done(struct persist *p, uint64_t lsn);
 int snap_active(const struct persist *p);
 uint64_t snap_keys(const struct persist *p);

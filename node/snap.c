@@ -247,12 +247,16 @@ snap_done(struct persist *p, struct snap *sn)
             wal_drop_covered(p->w, p->repl ? repl_retain_lsn(p->repl, sn->lsn) : sn->lsn);
         }
         remove_older(p, sn->lsn);
+        persist_ckpt_done(p, sn->lsn);
         log_notice("[shard %u] checkpoint at LSN %" PRIu64 ": %" PRIu64 " keys in %" PRId64 " ms",
                  shard_id(p->s), sn->lsn, sn->nkeys, took);
     } else {
         p->last_ckpt_ok = false;
         log_warn("[shard %u] checkpoint at LSN %" PRIu64 " failed: %s", shard_id(p->s), sn->lsn,
                  sn->failed ? sn->why : strerror(-sn->finish_rc));
+        if (p->rebase) {
+            p->rebase_retry_ms = shard_now_ms(p->s) + 1000;   /* a full sync's data set needs one */
+        }
     }
 }
 
@@ -502,6 +506,16 @@ void
 snap_cron(struct persist *p)
 {
     const struct cfg *cfg = shard_cfg(p->s);
+    if (p->snap == NULL && p->w && p->rebase && !p->rec_open &&
+        shard_now_ms(p->s) >= p->rebase_retry_ms) {
+        /* a full sync's data set has no checkpoint yet (it failed or was aborted) */
+        char err[256];
+        if (snap_start(p, err, sizeof(err)) != 0) {
+            log_warn("[shard %u] checkpoint of the full sync's data set: %s", shard_id(p->s), err);
+            p->rebase_retry_ms = shard_now_ms(p->s) + 1000;
+        }
+        return;
+    }
     if (p->snap == NULL && p->w && cfg->checkpoint_wal_bytes > 0 && !p->rec_open &&
         wal_bytes(p->w) > p->wal_at_ckpt + (uint64_t)cfg->checkpoint_wal_bytes) {
         char err[256];
@@ -549,8 +563,8 @@ void
 persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
     struct persist *p = persist_of(c->shard);
-    if (p == NULL || p->loading) {
-        return;
+    if (p == NULL || p->loading || p->side_load) {
+        return;                       /* (side_load: these keys are not the ones being walked) */
     }
     bool ck = p->snap != NULL && !p->snap->scan_done;
     bool rp = p->repl_cow;

@@ -181,6 +181,12 @@ repl_newer(uint64_t e1, const char *id1, uint64_t e2, const char *id2)
                        strcmp(id1, id2) > 0);
 }
 
+bool
+repl_in_lineage(const struct repl *r, const char *id)
+{
+    return id != NULL && r->second_off > 0 && strcmp(id, r->replid2) == 0;
+}
+
 void
 repl_fence(struct repl *r, uint64_t epoch, const char *who)
 {
@@ -208,6 +214,30 @@ parse_hostport(const char *s, char *host, size_t hsz, int *port)
     return true;
 }
 
+/* A primary whose last run did not end cleanly, or whose log recovery cut,
+ * may have sent its replicas records that its recovered log lacks (shipped in
+ * always while the sync ran, a torn tail, power loss, wal-accept-loss): its
+ * next records would reuse their LSNs with other contents. So it continues under a new replid, with the recovered
+ * history as replid2 up to its last LSN: replicas at or below it continue
+ * (PSYNC2-like), those past it get a full sync (counted as divergent). The
+ * epoch stays: this is no promotion, and a higher epoch would let this node
+ * fence a replica that was promoted meanwhile. */
+static void
+new_history_after_crash(struct repl *r)
+{
+    uint64_t last = repl_last_lsn(r);
+    memcpy(r->replid2, r->replid, 41);
+    r->second_off = (int64_t)last + 1;
+    repl_new_replid(r);
+    r->crash_replid = true;
+    (void)repl_save_state(r);   /* logged; the new replid still keeps replicas apart this run */
+    log_warn("[shard %u] the last run did not shut down cleanly or its log was cut at recovery: it "
+             "may end before records replicas already have, so this primary continues as history %s "
+             "(replicas at or below "
+             "LSN %" PRIu64 " of %s continue; those past it get a full sync)", shard_id(r->s),
+             r->replid, last, r->replid2);
+}
+
 void
 repl_attach(struct shard *s)
 {
@@ -220,20 +250,24 @@ repl_attach(struct shard *s)
     repl_new_replid(r);
     memset(r->replid2, '0', 40);
     p->repl = r;
-    struct repl_state st = { 0 };
-    bool loaded = p->mode != WAL_MEMORY && load_state(r, &st);
-    if (p->mode != WAL_MEMORY && !loaded) {
-        (void)repl_save_state(r);
-    }
-    repl_guard_update(r);
     const char *ro = shard_cfg(s)->replicaof;
     char host[256];
     int port;
-    if (ro && *ro && parse_hostport(ro, host, sizeof(host), &port)) {
+    bool follows = ro && *ro && parse_hostport(ro, host, sizeof(host), &port);
+    struct repl_state st = { 0 };
+    bool loaded = p->mode != WAL_MEMORY && load_state(r, &st);
+    bool follows_state = loaded && st.replica && !(ro && *ro);
+    if (p->mode != WAL_MEMORY && !loaded) {
+        (void)repl_save_state(r);
+    } else if (loaded && !follows && !follows_state && persist_log_maybe_short(s)) {
+        new_history_after_crash(r);
+    }
+    repl_guard_update(r);
+    if (follows) {
         replica_follow(r, host, port);   /* connects on the first timer tick */
     } else if (ro && *ro && strcasecmp(ro, "no one") != 0) {
         log_warn("[shard %u] replicaof '%s': expected 'host port'; not replicating", shard_id(s), ro);
-    } else if (loaded && st.replica && !(ro && *ro)) {
+    } else if (follows_state) {
         /* It followed a primary when it stopped (a FAILOVER or REPLICAOF that
          * no config file recorded): a writable restart would fork that
          * primary's history. */
@@ -470,8 +504,9 @@ repl_info_stats(struct shard *s, struct buf *b)
     if (r == NULL) {
         return;
     }
-    buf_appendf(b, "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64 "\r\n",
-         r->sync_full, r->sync_partial_ok, r->sync_partial_err);
+    buf_appendf(b, "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64
+                "\r\nsync_full_divergent:%" PRIu64 "\r\n",
+         r->sync_full, r->sync_partial_ok, r->sync_partial_err, r->sync_divergent);
 }
 
 /* ---------------------------------------------------------------- CLIENT LIST / KILL */
@@ -848,7 +883,7 @@ cmd_waitaof(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     uint64_t lsn = c->own_lsn > 0 ? c->own_lsn : repl_last_lsn(r);
-    long local = p->w && wal_durable_lsn(p->w) >= lsn ? 1 : 0;
+    long local = p->w && persist_durable_lsn(r->s) >= lsn ? 1 : 0;
     long acked = count_acked(r, lsn, true);
     if ((local >= a[0] && acked >= a[1]) || (c->flags & CONN_IN_EXEC)) {
         reply_array(c, 2);
@@ -870,7 +905,7 @@ primary_check_waiters(struct repl *r, int64_t now)
         }
         bool aof = w->need_local >= 0;
         long acked = count_acked(r, w->lsn, aof);
-        long local = aof && r->p->w && wal_durable_lsn(r->p->w) >= w->lsn ? 1 : 0;
+        long local = aof && r->p->w && persist_durable_lsn(r->s) >= w->lsn ? 1 : 0;
         bool done = acked >= w->need && (!aof || local >= w->need_local);
         if (!done && (w->deadline_ms == 0 || now < w->deadline_ms)) {
             pp = &w->next;

@@ -186,6 +186,7 @@ struct repl {
     struct persist *p;
     char replid[41], replid2[41];
     int64_t second_off;              /* -1: none */
+    bool crash_replid;               /* replid drawn by an unclean start (repl.c), not adopted */
     uint64_t epoch;
     struct backlog bl;
     /* primary side */
@@ -197,6 +198,7 @@ struct repl {
         int64_t at_ms;
     } gone[REPL_GONE_MAX];
     uint64_t sync_full, sync_partial_ok, sync_partial_err;
+    uint64_t sync_divergent;         /* full syncs of replicas holding records this history lacks */
     struct waiter *waiters;
     int64_t last_hb_ms;
     /* shipping is batched (repl-ship-delay-us): time of the last ship, and the
@@ -249,6 +251,8 @@ int repl_save_state(struct repl *r);
 /* History (e1, id1) supersedes (e2, id2): a greater epoch, or (two promotions
  * from one epoch) the same epoch above 0 and a greater replid. */
 bool repl_newer(uint64_t e1, const char *id1, uint64_t e2, const char *id2);
+/* id is the history this shard continues (its replid2): never a rival's. */
+bool repl_in_lineage(const struct repl *r, const char *id);
 /* who told this primary of a newer history at epoch: refuse writes from now
  * on, across restarts too, until REPLICAOF. */
 void repl_fence(struct repl *r, uint64_t epoch, const char *who);

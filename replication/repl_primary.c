@@ -193,6 +193,7 @@ primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre)
     ReplMsg m = REPL_MSG__INIT;
     w.replid = r->replid;
     w.epoch = r->epoch;
+    w.replid2 = r->second_off > 0 ? r->replid2 : (char *)"";
     w.shard = shard_id(r->s);
     w.nshards = shard_node(r->s)->nshards;
     m.m_case = REPL_MSG__M_WELCOME;
@@ -608,7 +609,8 @@ on_hello(struct link *l, const Hello *h)
         return;
     }
     failover_hello(r, l->ip, h);
-    if (repl_newer(h->epoch, h->replid ? h->replid : "", r->epoch, r->replid)) {
+    if (repl_newer(h->epoch, h->replid ? h->replid : "", r->epoch, r->replid) &&
+        !repl_in_lineage(r, h->replid)) {
         /* Fencing: a replica knows a newer history, so a newer primary was
          * promoted; this one must not take writes for its old epoch. */
         char e[200], who[100];
@@ -668,9 +670,19 @@ on_hello(struct link *l, const Hello *h)
         if (*id && strcmp(id, "?") != 0) {
             r->sync_partial_err++;
         }
+        if (strcmp(id, r->replid) == 0 && h->applied_lsn > last) {
+            /* Ahead of us on our own history: records this primary sent or
+             * had, then lost (a crash of a node that restarted with the same
+             * replid). The full sync replaces them. */
+            r->sync_divergent++;
+            log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past this primary's last LSN "
+                     "%" PRIu64 " on the same history: they are dropped by a full sync", shard_id(r->s),
+                     l->ip, l->port, h->applied_lsn - last, last);
+        }
         if (r->second_off > 0 && strcmp(id, r->replid2) == 0 && (int64_t)from > r->second_off) {
             /* An old primary (or a replica ahead of us) wrote past the fork
              * point: the full sync replaces those records. */
+            r->sync_divergent++;
             log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past the fork point (LSNs %"
                      PRId64 "..%" PRIu64 ") that this primary never had: they are dropped by a full "
                      "sync", shard_id(r->s), l->ip, l->port, h->applied_lsn + 1 - (uint64_t)r->second_off,

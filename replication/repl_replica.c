@@ -4,6 +4,7 @@
  * every batch and each second; reconnects with backoff (100 ms .. 5 s). */
 #include "replication/repl_int.h"
 
+#include "node/base/clock.h"
 #include "node/base/log.h"
 #include "node/base/mem.h"
 #include "node/base/rand.h"
@@ -230,7 +231,7 @@ send_ack(struct repl *r)
     Ack a = ACK__INIT;
     ReplMsg m = REPL_MSG__INIT;
     a.applied = repl_last_lsn(r);
-    a.durable = r->p->w ? wal_durable_lsn(r->p->w) : 0;
+    a.durable = persist_durable_lsn(r->s);
     m.m_case = REPL_MSG__M_ACK;
     m.ack = &a;
     repl_send(&u->out, &m);
@@ -261,7 +262,7 @@ replica_before_poll(struct repl *r)
 {
     struct upstream *u = &r->up;
     if (rv_unlikely(u->durable_want != 0) && u->st == UP_ONLINE &&
-        wal_durable_lsn(r->p->w) >= u->durable_want) {
+        persist_durable_lsn(r->s) >= u->durable_want) {
         u->durable_want = 0;
         send_ack(r);
         up_flush(r);
@@ -381,6 +382,7 @@ static void
 adopt_history(struct repl *r, const char *replid, uint64_t epoch)
 {
     if (strcmp(r->replid, replid) != 0) {
+        r->crash_replid = false;
         memcpy(r->replid2, r->replid, 41);
         r->second_off = (int64_t)repl_last_lsn(r) + 1;
         snprintf(r->replid, sizeof(r->replid), "%s", replid);
@@ -397,7 +399,9 @@ load_chunk(struct repl *r, const uint8_t *p, size_t n, char *err, size_t errsz)
 {
     struct upstream *u = &r->up;
     struct ks *old = shard_swap_ks(r->s, u->loading);
+    persist_side_load(r->s, true);   /* a checkpoint walking the served keyspace must not see these */
     int rc = apply_frames(r, p, n, false, err, errsz);
+    persist_side_load(r->s, false);
     shard_swap_ks(r->s, old);
     return rc;
 }
@@ -427,36 +431,49 @@ full_sync_begin(struct repl *r, const FullSyncBegin *b)
     snprintf(u->snap_replid, sizeof(u->snap_replid), "%s", b->replid);
 }
 
+/* The switch: the old data directory is marked as replaced before the new
+ * keyspace is served, and the new history id is saved before the WAL
+ * continues at lsn + 1 (persist_rebase_begin / persist_rebase). */
 static void
 full_sync_done(struct repl *r, uint64_t lsn)
 {
     struct upstream *u = &r->up;
     char err[256];
-    repl_forget_state(r);            /* a crash from here on restarts with a full sync */
+    int64_t t0 = clock_mono_us();
+    if (persist_rebase_begin(r->s, lsn, err, sizeof(err)) != 0) {
+        log_warn("[shard %u] full sync: cannot replace the data directory: %s", shard_id(r->s), err);
+        repl_new_replid(r);          /* whatever the disk holds now, the next sync is a full one */
+        up_fail(r, "local data directory failed");
+        return;
+    }
+    repl_forget_state(r);
     ks_reserve(u->loading, 0);
     struct ks *old = shard_swap_ks(r->s, u->loading);
     u->loading = NULL;
     ks_set_clock(shard_ks(r->s), shard_now_ms(r->s));
     ks_destroy(old);
-    if (persist_rebase(r->s, lsn, err, sizeof(err)) != 0) {
-        log_warn("[shard %u] full sync: cannot restart the data directory at LSN %" PRIu64 ": %s",
-                 shard_id(r->s), lsn, err);
-        up_fail(r, "local data directory failed");
-        return;
-    }
     snprintf(r->replid, sizeof(r->replid), "%s", u->snap_replid);
+    r->crash_replid = false;
     memset(r->replid2, '0', 40);
     r->second_off = -1;
     r->epoch = u->snap_epoch;
     repl_save_state(r);
+    if (persist_rebase(r->s, lsn, err, sizeof(err)) != 0) {
+        log_warn("[shard %u] full sync: cannot restart the data directory at LSN %" PRIu64 ": %s",
+                 shard_id(r->s), lsn, err);
+        repl_new_replid(r);          /* unknown to the primary: the next sync is a full one */
+        up_fail(r, "local data directory failed");
+        return;
+    }
     r->hot.backlog = false;
     bl_deinit(&r->bl);
     primary_drop_all(r);             /* our own replicas follow a history that just ended */
     repl_backlog_start(r);
     u->st = UP_ONLINE;
     repl_stale_update(r);
-    log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64,
-               shard_id(r->s), r->mhost, r->mport + (int)shard_id(r->s), u->snap_keys, lsn);
+    log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64 " (switch "
+               "%.1f ms)", shard_id(r->s), r->mhost, r->mport + (int)shard_id(r->s), u->snap_keys, lsn,
+               (double)(clock_mono_us() - t0) / 1000.0);
     send_ack(r);
 }
 
@@ -493,7 +510,11 @@ on_msg(struct repl *r, ReplMsg *m)
             u->backoff_ms = 5000;
             return false;
         }
-        bool stale = repl_newer(r->epoch, r->replid, m->welcome->epoch, m->welcome->replid);
+        /* A primary that continues our history under a new replid (an
+         * unclean restart draws one at the same epoch) is not a rival. */
+        const char *w2 = m->welcome->replid2;
+        bool stale = repl_newer(r->epoch, r->replid, m->welcome->epoch, m->welcome->replid) &&
+                     !(w2 && strcmp(w2, r->replid) == 0);
         Hello h = HELLO__INIT;
         ReplMsg o = REPL_MSG__INIT;
         const struct cfg *cfg = shard_cfg(r->s);
@@ -501,6 +522,12 @@ on_msg(struct repl *r, ReplMsg *m)
         h.shard = shard_id(r->s);
         h.nshards = ns;
         h.replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : (char *)"?";
+        if (r->crash_replid && repl_last_lsn(r) + 1 == (uint64_t)r->second_off) {
+            /* Nothing written under the replid an unclean start drew: all we
+             * hold is replid2's history, which the primary may know (it was
+             * our replica before a failover). */
+            h.replid = r->replid2;
+        }
         h.epoch = r->epoch;
         h.applied_lsn = repl_last_lsn(r);
         h.listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port
@@ -695,7 +722,7 @@ replica_cron(struct repl *r, int64_t now)
         return;
     case UP_ONLINE:
         if (now - u->last_ack_sent_ms >= 1000 || u->acked != repl_last_lsn(r) ||
-            (r->p->w && u->acked_durable != wal_durable_lsn(r->p->w))) {
+            u->acked_durable != persist_durable_lsn(r->s)) {
             send_ack(r);
             up_flush(r);
         }
