@@ -229,7 +229,9 @@ def test_replica_crash_partial_then_past_backlog_full(net, example_nodes):
     wait_synced(nodes, ["replica1", "replica2"])
 
     # past the WAL too (a checkpoint dropped the segments it needed): a full sync, while the primary keeps
-    # serving writes (the nodes run with 64 KB segments, so the checkpoint can drop the old ones)
+    # serving writes (the nodes run with 64 KB segments, so the checkpoint can drop the old ones). A
+    # checkpoint keeps the segments a replica that left within repl-backlog-ttl needs: 0 keeps none
+    assert p.config_set("repl-backlog-ttl", "0")
     nodes["replica2"].kill9()
     load(p, "gap2", 3000, size=64)
     # WAL segments stay while a connected replica's ack needs them, and replicas ack once per cron
