@@ -118,56 +118,90 @@ class Client(threading.Thread):
 
     def run(self):
         r = self.run_
-        gap = len(range(r.opts.clients)) / float(r.opts.rate)
+        gap = r.opts.clients / float(r.opts.rate)
+        node = None
         while not r.stop_clients.is_set():
-            node = r.cluster.primary
+            # a client keeps writing to the node it has until that fails, as real clients do: so a deposed
+            # primary that still takes writes gets them
+            node = node or r.cluster.primary
             if node is None:
                 time.sleep(0.05)
                 continue
-            self.seq += 1
-            txn = self.rng.random() < 0.1
-            keys = ["j:%d:%d" % (self.cid, self.seq)] + (["j:%d:%dt" % (self.cid, self.seq)] if txn else [])
-            op = checker.Op(c=self.cid, kind="txn" if txn else "set", keys=keys,
-                            val="%d:%d:%d" % (r.opts.seed, self.cid, self.seq), node=node.name, t0=r.now(),
-                            want=self.rng.choice(r.opts.wait))
-            hold = self.rng.choice((0, 0, 0.01, 0.2)) if txn else 0
+            ops = self.draw(node)
+            hold = self.rng.choice((0, 0, 0.01, 0.2)) if ops[0].kind == "txn" else 0
             try:
-                self.attempt(node, op, hold)
+                self.attempt(node, ops, hold)
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as e:
-                op.st, op.err = "unknown", "%s: %s" % (type(e).__name__, e)
                 self.drop(node)
+                if "connecting to" in str(e):     # nothing was sent: not an operation
+                    node = None
+                    time.sleep(0.1)
+                    continue
+                self.outcome(ops, "unknown", "%s: %s" % (type(e).__name__, e))
             except redis.exceptions.ResponseError as e:
-                op.st, op.err = ("fail" if checker.error_is_definite(str(e)) else "unknown"), str(e)[:200]
+                self.outcome(ops, "fail" if checker.error_is_definite(str(e)) else "unknown", str(e)[:200])
                 self.drop(node)                   # a MULTI may be left open
             except Exception as e:                # a bug in the harness must not pass as a system failure
-                op.st, op.err = "unknown", "harness: %r" % e
+                self.outcome(ops, "unknown", "harness: %r" % e)
                 self.drop(node)
-            op.t1 = r.now()
+            t1 = r.now()
             with r.lock:
-                op.i = len(r.ops)
-                r.ops.append(op)
-            if op.st != "ok":
+                for op in ops:
+                    op.t1 = t1
+                    op.i = len(r.ops)
+                    r.ops.append(op)
+            if any(op.st != "ok" for op in ops):
+                node = None
                 time.sleep(0.05)
             elif gap:
-                time.sleep(gap)
+                time.sleep(gap * len(ops))
         for name in list(self.conns):
             self.drop(r.cluster[name])
 
-    def attempt(self, node, op, hold):
+    def draw(self, node):
+        """The next operation(s): a SET (80 %), a pipelined burst of 5 to 40 SETs (10 %) or a MULTI (10 %)."""
+        r = self.run_
+        x = self.rng.random()
+        kind, n = ("txn", 1) if x < 0.1 else ("burst", self.rng.randint(5, 40)) if x < 0.2 else ("set", 1)
+        want = self.rng.choice(r.opts.wait)
+        ops = []
+        for _ in range(n):
+            self.seq += 1
+            keys = ["j:%d:%d" % (self.cid, self.seq)] + (["j:%d:%dt" % (self.cid, self.seq)] if kind == "txn" else [])
+            ops.append(checker.Op(c=self.cid, kind=kind, keys=keys, val="%d:%d:%d" % (r.opts.seed, self.cid, self.seq),
+                                  node=node.name, t0=r.now(), want=want))
+        return ops
+
+    @staticmethod
+    def outcome(ops, st, err):
+        for op in ops:
+            if op.st is None:
+                op.st, op.err = st, err
+
+    def attempt(self, node, ops, hold):
         c = self.conn(node)
-        if op.kind == "set":
+        want = ops[0].want
+        if ops[0].kind != "txn":
             p = c.pipeline(transaction=False)
-            p.execute_command("SET", op.keys[0], op.val)
+            for op in ops:
+                p.execute_command("SET", op.keys[0], op.val)
             p.execute_command("INFO", "replication")
-            if op.want:
-                p.execute_command("WAIT", op.want, self.run_.opts.wait_ms)
+            if want:
+                p.execute_command("WAIT", want, self.run_.opts.wait_ms)
             res = p.execute(raise_on_error=False)
-            if isinstance(res[0], Exception):
-                raise res[0]
-            op.st = "ok" if res[0] in (True, "OK") else "unknown"
-            info = cl.parse_info(res[1]) if isinstance(res[1], str) else None
-            waited = res[2] if op.want else None
+            for op, x in zip(ops, res):
+                if isinstance(x, redis.exceptions.ResponseError):
+                    op.st = "fail" if checker.error_is_definite(str(x)) else "unknown"
+                    op.err = str(x)[:200]
+                elif isinstance(x, Exception):
+                    raise x
+                else:
+                    op.st = "ok" if x in (True, "OK") else "unknown"
+            info = res[len(ops)]
+            info = cl.parse_info(info) if isinstance(info, str) else None
+            waited = res[len(ops) + 1] if want else None
         else:
+            op = ops[0]
             c.execute_command("MULTI")
             c.execute_command("SET", op.keys[0], op.val)
             if hold:
@@ -178,15 +212,17 @@ class Client(threading.Thread):
                 raise redis.exceptions.ResponseError("EXECABORT (harness) EXEC answered %r" % (out,))
             op.st = "ok"
             info = cl.parse_info(c.execute_command("INFO", "replication"))
-            waited = c.execute_command("WAIT", op.want, self.run_.opts.wait_ms) if op.want else None
+            waited = c.execute_command("WAIT", want, self.run_.opts.wait_ms) if want else None
+        for op in ops:
+            if info:
+                op.role = info.get("role")
+                op.replid = info.get("master_replid")
+                op.epoch = int(info["repl_epoch"]) if info.get("repl_epoch", "").isdigit() else None
+                off = info.get("master_repl_offset", "")
+                op.lsn = int(off) if off.lstrip("-").isdigit() else None
+            op.got = waited if isinstance(waited, int) else None
         if info:
-            op.role = info.get("role")
-            op.replid = info.get("master_replid")
-            op.epoch = int(info["repl_epoch"]) if info.get("repl_epoch", "").isdigit() else None
-            off = info.get("master_repl_offset", "")
-            op.lsn = int(off) if off.lstrip("-").isdigit() else None
             self.run_.note_info(info)
-        op.got = waited if isinstance(waited, int) else None
 
 
 # -- nemesis ---------------------------------------------------------------------------------------------------
@@ -551,7 +587,7 @@ def parse(argv=None):
     ap.add_argument("--faults", default="all", help="a profile (%s) or a comma list of %s" % (
         ",".join(PROFILES), ",".join(ALL_FAULTS)))
     ap.add_argument("--durability", default="always", choices=("always", "everysec", "memory"))
-    ap.add_argument("--clients", type=int, default=3)
+    ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--rate", type=float, default=300, help="writes per second, all clients together (at most)")
     ap.add_argument("--wait", default="0,1,2", help="WAIT numreplicas values the clients pick from")
     ap.add_argument("--wait-ms", type=int, default=1000)
