@@ -40,9 +40,12 @@ class Op:
                  (self.replid or "?")[:8], self.lsn))
 
 
-def error_is_definite(msg):
-    """An error reply that means the write was not applied (Redis's refusals)."""
-    return msg.split(" ", 1)[0].upper() in DEFINITE
+def error_is_definite(err):
+    """An error reply (text, or redis-py's exception, which drops the code of the errors it maps to a class)
+    that means the write was not applied (Redis's refusals)."""
+    if type(err).__name__ in ("ReadOnlyError", "ExecAbortError", "BusyLoadingError", "NoScriptError"):
+        return True
+    return str(err).split(" ", 1)[0].upper() in DEFINITE
 
 
 def in_history(replid, lsn, final_replid, lineage):
@@ -221,6 +224,18 @@ def check(ops, events, final, durability, lineage, max_list=15):
         lines.append("(h) FAIL after healing, SET + WAIT 2 on the primary %s: %s" % (prim, final.get("canary")))
     else:
         lines.append("(h) ok: after healing the primary %s took a write that both replicas acknowledged" % prim)
+
+    # (i) a restarted node comes back in the role the operator gave it (REPLICAOF + CONFIG REWRITE, FAILOVER)
+    lost_roles = [e for e in events if e["kind"] == "role-lost"]
+    summary["repairs"] = sum(1 for e in events if e["kind"] == "repair")
+    if lost_roles:
+        failures.append("i")
+        lines.append("(i) FAIL nodes restarted in another role than they had: %d" % len(lost_roles))
+        for e in lost_roles[:max_list]:
+            lines.append("    t=%.2fs %s" % (e["t"], e["desc"]))
+    else:
+        lines.append("(i) ok: every restarted node came back in its role (%d operator repairs in all)" %
+                     summary["repairs"])
     summary["failed"] = failures
     return not failures, lines, summary
 

@@ -230,11 +230,24 @@ class Cluster:
         return out
 
     def replicaof(self, n, target):
-        """REPLICAOF through n's proxy (target None: NO ONE). Returns the reply or the error text."""
+        """REPLICAOF through n's proxy (target None: NO ONE), then CONFIG REWRITE as Sentinel does, so a restart
+        keeps the role. Returns the replies or the error text."""
         try:
             c = n.client(10)
             if target is None:
-                return c.execute_command("REPLICAOF", "NO", "ONE")
-            return c.execute_command("REPLICAOF", *target.via())
+                r = c.execute_command("REPLICAOF", "NO", "ONE")
+            else:
+                r = c.execute_command("REPLICAOF", *target.via())
         except redis.exceptions.RedisError as e:
             return "error: %s" % e
+        return "%s, %s" % (r, self.rewrite(n))
+
+    def rewrite(self, n):
+        try:
+            return "CONFIG REWRITE %s" % n.client(10).execute_command("CONFIG", "REWRITE")
+        except redis.exceptions.RedisError as e:
+            return "CONFIG REWRITE error: %s" % e
+
+    def expected_role(self, n):
+        """The role the operator gave n: ('master', None) or ('slave', primary)."""
+        return ("master", None) if n is self.primary else ("slave", self.primary)

@@ -139,7 +139,8 @@ class Client(threading.Thread):
                     continue
                 self.outcome(ops, "unknown", "%s: %s" % (type(e).__name__, e))
             except redis.exceptions.ResponseError as e:
-                self.outcome(ops, "fail" if checker.error_is_definite(str(e)) else "unknown", str(e)[:200])
+                self.outcome(ops, "fail" if checker.error_is_definite(e) else "unknown",
+                             ("%s: %s" % (type(e).__name__, e))[:200])
                 self.drop(node)                   # a MULTI may be left open
             except Exception as e:                # a bug in the harness must not pass as a system failure
                 self.outcome(ops, "unknown", "harness: %r" % e)
@@ -191,8 +192,8 @@ class Client(threading.Thread):
             res = p.execute(raise_on_error=False)
             for op, x in zip(ops, res):
                 if isinstance(x, redis.exceptions.ResponseError):
-                    op.st = "fail" if checker.error_is_definite(str(x)) else "unknown"
-                    op.err = str(x)[:200]
+                    op.st = "fail" if checker.error_is_definite(x) else "unknown"
+                    op.err = ("%s: %s" % (type(x).__name__, x))[:200]
                 elif isinstance(x, Exception):
                     raise x
                 else:
@@ -256,13 +257,26 @@ class Nemesis:
         self.c.net.stop(n.proc, grace=10)
         self.restart_node(n, "after SIGTERM")
 
-    def restart_node(self, n, why):
+    def restart_node(self, n, why, expect=None):
         n.start(wait=False)
         try:
             n.wait_ready(timeout=30)
-            self.run.event("start", "%s up %s" % (n, why), node=n.name)
         except Exception as e:
             self.run.event("start-failed", "%s did not come up %s: %s" % (n, why, str(e)[-600:]), node=n.name)
+            return
+        i = n.info(5) or {}
+        want = expect or self.c.expected_role(n)
+        got = (i.get("role"), self.c.by_via(i.get("master_host", ""), i.get("master_port") or 0)
+               if i.get("role") == "slave" else None)
+        self.run.event("start", "%s up %s: %s" % (n, why, self.desc_role(got)), node=n.name)
+        if got != want:
+            self.run.event("role-lost", "%s restarted %s as %s, but the operator had made it %s (epoch %s, replid "
+                           "%s)" % (n, why, self.desc_role(got), self.desc_role(want), i.get("repl_epoch"),
+                                    (i.get("master_replid") or "?")[:8]), node=n.name)
+
+    @staticmethod
+    def desc_role(r):
+        return "primary" if r[0] == "master" else "replica of %s" % r[1] if r[0] == "slave" else "unknown (%s)" % (r,)
 
     def f_stop(self, p):
         n = self.target(p)
@@ -334,7 +348,9 @@ class Nemesis:
         try:
             m = netns.wait_for(settled, timeout=10, interval=0.1, what="one primary after FAILOVER")
             self.c.primary = m[0]
-            self.run.event("failover-done", "primary now %s (epoch %s)" % (m[0], self.epoch(m[0])), node=m[0].name)
+            self.run.event("failover-done", "primary now %s (epoch %s); %s" % (
+                m[0], self.epoch(m[0]), ", ".join("%s %s" % (n, self.c.rewrite(n)) for n in self.c.nodes)),
+                node=m[0].name)
         except AssertionError as e:
             self.run.event("failover-stuck", "no single primary 10 s after FAILOVER: %s" % self.describe(), err=str(e))
 
@@ -380,7 +396,7 @@ class Nemesis:
             old.host.link_up()
             old.partitioned = False
         else:
-            self.restart_node(old, "(old primary)")
+            self.restart_node(old, "(old primary)", expect=("master", None))
         if best is not None:
             self.run.event("repoint", "old primary %s back: REPLICAOF %s: %s" % (old, best,
                                                                                self.c.replicaof(old, best)),
@@ -559,7 +575,8 @@ def run_once(opts):
     ok, lines, summary = checker.check(run.ops, run.events, final, opts.durability, run.lineage)
     summary.update(seed=opts.seed, duration=opts.duration, faults=",".join(faults))
     with open(os.path.join(opts.out, "report.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n" + json.dumps(summary, default=str) + "\n")
+        f.write("\n".join(lines) + "\n" + json.dumps(summary, default=str) + "\nevents:\n")
+        f.writelines("  [%7.2fs] %s\n" % (e["t"], e["desc"]) for e in run.events)
     print("\n".join(lines))
     print("jepsen summary: %s" % json.dumps(summary, default=str))
     if not ok:

@@ -107,3 +107,10 @@ def test_g_unknown_key_or_value():
 def test_h_liveness():
     ok, text, s = run([op(0, "k0")], final(same({"k0": "vk0"}), canary="error: Timeout reading from socket"))
     assert s["failed"] == ["h"] and "Timeout reading" in text
+
+
+def test_i_role_lost_on_restart():
+    ev = [{"t": 1.0, "kind": "role-lost", "desc": "n1 restarted after SIGTERM as primary, but the operator had made "
+           "it replica of n2"}, {"t": 1.1, "kind": "repair", "desc": "n1 is a primary"}]
+    ok, lines, s = check([op(0, "k0")], ev, final(same({"k0": "vk0"})), "always", {})
+    assert s["failed"] == ["i"] and s["repairs"] == 1 and "replica of n2" in "\n".join(lines)
