@@ -87,6 +87,9 @@ def check(ops, events, final, durability, lineage, max_list=15):
         if o.durable(durability):
             summary["durable"] += 1
 
+    # a node that could not be read is reported once, under (c), and left out of the per-write checks
+    readable = [n for n in names if nodes[n].get("values") is not None]
+
     def present(o, n):
         vals = nodes[n].get("values")
         return vals is not None and all(vals.get(k) == o.val for k in o.keys)
@@ -97,13 +100,20 @@ def check(ops, events, final, durability, lineage, max_list=15):
 
     def lost_report(title, lost):
         lines.append("%s: %d" % (title, len(lost)))
-        for o, missing_on in lost[:max_list]:
+        shown, ev = lost[:max_list], []
+        for o, missing_on in shown:
             lines.append("    %s; missing on %s" % (o.short(), ",".join(missing_on)))
-            for e in near(events, o.t1 or o.t0):
-                lines.append("        event t=%.2fs %s" % (e["t"], e["desc"]))
+            ev += [e for e in near(events, o.t1 or o.t0) if e not in ev]
+        if len(lost) > len(shown):
+            t = [o.t1 or o.t0 for o, _ in lost]
+            lines.append("    ... %d more, acknowledged between t=%.2fs and t=%.2fs" % (len(lost) - len(shown), min(t),
+                                                                                     max(t)))
+        if ev:
+            lines.append("    faults and operator steps within 6 s of those shown:")
+            lines.extend("        t=%.2fs %s" % (e["t"], e["desc"]) for e in sorted(ev, key=lambda e: e["t"]))
 
     # (a) durable acknowledgements survive
-    lost = [(o, [n for n in names if not present(o, n)]) for o in ops if o.durable(durability)]
+    lost = [(o, [n for n in readable if not present(o, n)]) for o in ops if o.durable(durability)]
     lost = [x for x in lost if x[1]]
     summary["durable_lost"] = len(lost)
     if lost:
@@ -117,12 +127,12 @@ def check(ops, events, final, durability, lineage, max_list=15):
                                                                                    lineage)]
     in_hist = set(hist)
     outside = [o for o in ops if o.st == "ok" and o not in in_hist]
-    lost = [(o, [n for n in names if not present(o, n)]) for o in hist]
+    lost = [(o, [n for n in readable if not present(o, n)]) for o in hist]
     lost = [x for x in lost if x[1]]
     summary["history_acked"] = len(hist)
     summary["history_lost"] = len(lost)
     summary["acked_outside_history"] = len(outside)
-    summary["acked_outside_history_lost"] = sum(1 for o in outside if not all(present(o, n) for n in names))
+    summary["acked_outside_history_lost"] = sum(1 for o in outside if not all(present(o, n) for n in readable))
     if lost:
         failures.append("b")
         lost_report("(b) FAIL writes acknowledged in the final history (replid %s and its ancestors), missing" %
@@ -137,16 +147,19 @@ def check(ops, events, final, durability, lineage, max_list=15):
     sizes = {n: nodes[n].get("dbsize") for n in names}
     diff = []
     for o in ops:
-        seen = set(tuple(nodes[n]["values"].get(k) for k in o.keys) if nodes[n].get("values") is not None else None
-                   for n in names)
+        seen = set(tuple(nodes[n]["values"].get(k) for k in o.keys) for n in readable)
         if len(seen) > 1:
             diff.append(o)
     if len(set(digests.values())) != 1 or None in digests.values() or not final.get("converged") or diff:
         failures.append("c")
-        lines.append("(c) FAIL nodes differ (converged=%s): digests %s, dbsize %s; %d written keys differ" %
+        for n in names:
+            if n not in readable:
+                lines.append("(c) FAIL %s could not be read after healing: %s" % (n, nodes[n].get("error")))
+        lines.append("(c) FAIL nodes differ (converged=%s): digests %s, dbsize %s; %d written keys differ among the "
+                     "nodes read" %
                      (final.get("converged"), digests, sizes, len(diff)))
         for o in diff[:max_list]:
-            lines.append("    %s; holders: %s" % (o.short(), ",".join(n for n in names if present(o, n)) or "none"))
+            lines.append("    %s; holders: %s" % (o.short(), ",".join(n for n in readable if present(o, n)) or "none"))
     else:
         lines.append("(c) ok: %d nodes, digest %s, %s keys" % (len(names), digests[names[0]], sizes[names[0]]))
 
@@ -221,9 +234,11 @@ def check(ops, events, final, durability, lineage, max_list=15):
     # (h) after healing the cluster serves a replicated write
     if final.get("canary") != "ok":
         failures.append("h")
-        lines.append("(h) FAIL after healing, SET + WAIT 2 on the primary %s: %s" % (prim, final.get("canary")))
+        lines.append("(h) FAIL after healing (SET + WAIT 2 on the primary %s, PING on every node): %s" % (
+            prim, final.get("canary")))
     else:
-        lines.append("(h) ok: after healing the primary %s took a write that both replicas acknowledged" % prim)
+        lines.append("(h) ok: after healing the primary %s took a write that both replicas acknowledged, every node "
+                     "answers" % prim)
 
     # (i) a restarted node comes back in the role the operator gave it (REPLICAOF + CONFIG REWRITE, FAILOVER)
     lost_roles = [e for e in events if e["kind"] == "role-lost"]

@@ -151,9 +151,11 @@ class Node:
     def info(self, timeout=CLIENT_TIMEOUT):
         """INFO replication as {field: str}, or None when the node does not answer."""
         try:
-            return parse_info(self.client(timeout).execute_command("INFO", "replication"))
+            i = parse_info(self.client(timeout).execute_command("INFO", "replication"))
         except redis.exceptions.RedisError:
             return None
+        self.cluster.note_info(i)
+        return i
 
 
 def netns_bin():
@@ -167,6 +169,13 @@ class Cluster:
         self.net = None
         self.nodes = []
         self.primary = None            # the node the operator (harness) made primary
+        self.lineage = {}              # replid -> (replid2, second_repl_offset), from every INFO read
+
+    def note_info(self, info):
+        """Learn a link between histories: a node at replid R that continues replid2 up to second_repl_offset."""
+        r, r2 = info.get("master_replid"), info.get("master_replid2")
+        if r and r2 and r2 != "0" * 40 and r2 != r and info.get("second_repl_offset", "").lstrip("-").isdigit():
+            self.lineage.setdefault(r, (r2, int(info["second_repl_offset"])))
 
     def __getitem__(self, name):
         return next(n for n in self.nodes if n.name == name)

@@ -63,7 +63,6 @@ class Run:
         self.t0 = time.monotonic()
         self.ops = []
         self.events = []
-        self.lineage = {}              # replid -> (replid2, second_repl_offset), from every INFO read
         self.stop_clients = threading.Event()
         self.lock = threading.Lock()
         self.cluster = None
@@ -79,10 +78,7 @@ class Run:
         return e
 
     def note_info(self, info):
-        if info and info.get("role") == "master":
-            r2 = info.get("master_replid2")
-            if r2 and r2 != checker.ZERO_ID and info.get("master_replid"):
-                self.lineage[info["master_replid"]] = (r2, int(info.get("second_repl_offset", -1)))
+        self.cluster.note_info(info)
 
 
 # -- clients ---------------------------------------------------------------------------------------------------
@@ -471,14 +467,19 @@ def heal(run):
     p = c.primary
     canary = "not tried"
     try:
-        pc = p.client(run.opts.heal_timeout)
+        pc = p.client(15)
         pc.set("j:canary", "1")
         got = pc.execute_command("WAIT", 2, 10000)
         canary = "ok" if got == 2 else "WAIT 2 answered %s" % got
         pc.delete("j:canary")
     except redis.exceptions.RedisError as e:
-        canary = "error: %s" % e
-    run.event("canary", "SET + WAIT 2 on %s: %s" % (p, canary))
+        canary = "error on %s: %s" % (p, e)
+    for n in c.nodes:
+        try:
+            n.client(5).ping()
+        except redis.exceptions.RedisError as e:
+            canary = "%s; %s does not answer PING: %s" % ("" if canary == "ok" else canary, n, e)
+    run.event("canary", "SET + WAIT 2 on %s, PING on every node: %s" % (p, canary))
 
     def converged():
         infos = {n: n.info(2) for n in c.nodes}
@@ -505,7 +506,7 @@ def heal(run):
     for n in c.nodes:
         d = {"digest": None, "dbsize": None, "info": n.info(5), "values": None}
         try:
-            nc = n.client(30)
+            nc = n.client(10)
             d["digest"] = nc.execute_command("DEBUG", "DIGEST")
             d["dbsize"] = nc.dbsize()
             vals = {}
@@ -572,7 +573,7 @@ def run_once(opts):
         if left:
             print("jepsen: namespaces/links left behind: %s" % left)
         save(run, opts, schedule, final)
-    ok, lines, summary = checker.check(run.ops, run.events, final, opts.durability, run.lineage)
+    ok, lines, summary = checker.check(run.ops, run.events, final, opts.durability, c.lineage)
     summary.update(seed=opts.seed, duration=opts.duration, faults=",".join(faults))
     with open(os.path.join(opts.out, "report.txt"), "w") as f:
         f.write("\n".join(lines) + "\n" + json.dumps(summary, default=str) + "\nevents:\n")
@@ -591,7 +592,7 @@ def run_once(opts):
 
 def save(run, opts, schedule, final):
     h = {"seed": opts.seed, "duration": opts.duration, "durability": opts.durability, "schedule": schedule,
-         "events": run.events, "lineage": run.lineage, "final": final, "ops": [o.to_json() for o in run.ops]}
+         "events": run.events, "lineage": run.cluster.lineage, "final": final, "ops": [o.to_json() for o in run.ops]}
     with open(os.path.join(opts.out, "history.json"), "w") as f:
         json.dump(h, f, default=list)
 
