@@ -189,7 +189,7 @@ def check(ops, events, final, durability, lineage, max_list=15):
                                                         x["acked"], x["survive"]) for r, x in h.items())))
 
     # (e) refused writes never appear
-    ghost = [(o, [n for n in names if not absent(o, n)]) for o in ops if o.st == "fail"]
+    ghost = [(o, [n for n in readable if not absent(o, n)]) for o in ops if o.st == "fail"]
     ghost = [x for x in ghost if x[1]]
     summary["refused_present"] = len(ghost)
     if ghost:
