@@ -84,8 +84,8 @@ class Run:
 # -- clients ---------------------------------------------------------------------------------------------------
 
 class Client(threading.Thread):
-    """Writes unique keys to the node the operator calls primary: a SET (pipelined with INFO replication and
-    WAIT n), or one time in ten a MULTI with two SETs (sometimes held open for a while) and EXEC."""
+    """Writes unique keys to the node the operator calls primary (draw() says what); every answer is recorded
+    in run.ops. Its random choices come from its own generator seeded from the run's seed."""
 
     def __init__(self, run, cid):
         super().__init__(daemon=True)
@@ -265,7 +265,7 @@ class Nemesis:
         got = (i.get("role"), self.c.by_via(i.get("master_host", ""), i.get("master_port") or 0)
                if i.get("role") == "slave" else None)
         self.run.event("start", "%s up %s: %s" % (n, why, self.desc_role(got)), node=n.name)
-        if got != want:
+        if i and got != want:
             self.run.event("role-lost", "%s restarted %s as %s, but the operator had made it %s (epoch %s, replid "
                            "%s)" % (n, why, self.desc_role(got), self.desc_role(want), i.get("repl_epoch"),
                                     (i.get("master_replid") or "?")[:8]), node=n.name)
