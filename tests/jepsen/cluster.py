@@ -187,7 +187,33 @@ class Cluster:
                 return n
         return None
 
+    @staticmethod
+    def unmount_stale():
+        """Unmount the tmpfs data directories of earlier runs whose harness process is gone (killed by a
+        ctest timeout, say): their data would otherwise hold memory until reboot."""
+        try:
+            with open("/proc/mounts") as f:
+                mounts = [line.split()[1] for line in f if line.startswith("tmpfs ")]
+        except OSError:
+            return
+        for m in mounts:
+            work = os.path.dirname(os.path.dirname(m))
+            if os.path.basename(m) != "data" or os.path.basename(os.path.dirname(m)) not in NAMES:
+                continue
+            try:
+                with open(os.path.join(work, "owner.pid")) as f:
+                    pid = int(f.read())
+            except (OSError, ValueError):
+                continue
+            if not netns._pid_alive(pid):
+                subprocess.run(["umount", "-l", m], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               timeout=20)
+
     def create(self):
+        self.unmount_stale()
+        os.makedirs(self.workdir, exist_ok=True)
+        with open(os.path.join(self.workdir, "owner.pid"), "w") as f:
+            f.write(str(os.getpid()))
         self.net = netns.Net.create(NAMES, workdir=self.workdir)
         self.nodes = [Node(self, i + 1, h) for i, h in enumerate(self.net)]
         for n in self.nodes:
