@@ -474,11 +474,13 @@ def heal(run):
         pc.delete("j:canary")
     except redis.exceptions.RedisError as e:
         canary = "error on %s: %s" % (p, e)
+    problems = [] if canary == "ok" else [canary]
     for n in c.nodes:
         try:
             n.client(5).ping()
         except redis.exceptions.RedisError as e:
-            canary = "%s; %s does not answer PING: %s" % ("" if canary == "ok" else canary, n, e)
+            problems.append("%s does not answer PING: %s" % (n, e))
+    canary = "; ".join(problems) or "ok"
     run.event("canary", "SET + WAIT 2 on %s, PING on every node: %s" % (p, canary))
 
     def converged():
