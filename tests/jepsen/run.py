@@ -156,10 +156,10 @@ class Client(threading.Thread):
             self.drop(r.cluster[name])
 
     def draw(self, node):
-        """The next operation(s): a SET (80 %), a pipelined burst of 5 to 40 SETs (10 %) or a MULTI (10 %)."""
+        """The next operation(s): a SET (80 %), a pipelined burst of 5 to --burst SETs (10 %) or a MULTI (10 %)."""
         r = self.run_
         x = self.rng.random()
-        kind, n = ("txn", 1) if x < 0.1 else ("burst", self.rng.randint(5, 40)) if x < 0.2 else ("set", 1)
+        kind, n = ("txn", 1) if x < 0.1 else ("burst", self.rng.randint(5, r.opts.burst)) if x < 0.2 else ("set", 1)
         want = self.rng.choice(r.opts.wait)
         ops = []
         for _ in range(n):
@@ -611,6 +611,7 @@ def parse(argv=None):
     ap.add_argument("--rate", type=float, default=300, help="writes per second, all clients together (at most)")
     ap.add_argument("--wait", default="0,1,2", help="WAIT numreplicas values the clients pick from")
     ap.add_argument("--wait-ms", type=int, default=1000)
+    ap.add_argument("--burst", type=int, default=40, help="largest pipelined burst of SETs (at least 5)")
     ap.add_argument("--min-replicas", type=int, default=0, help="min-replicas-to-write on every node")
     ap.add_argument("--repl-timeout", type=int, default=5)
     ap.add_argument("--op-timeout", type=float, default=5)
@@ -619,6 +620,7 @@ def parse(argv=None):
     ap.add_argument("-v", "--verbose", action="store_true")
     o = ap.parse_args(argv)
     o.wait = [int(x) for x in o.wait.split(",")]
+    o.burst = max(5, o.burst)
     o.out = o.out or "/tmp/ruvio-jepsen-%d" % o.seed
     return o
 
