@@ -76,12 +76,18 @@ def test_b_lineage_through_replid2():
     assert s["acked_outside_history"] == 1 and s["acked_outside_history_lost"] == 1
 
 
-def test_d_two_histories_in_one_epoch_both_survive():
+def test_d_two_nodes_in_one_epoch_both_survive():
     ops = [op(0, "k0", want=0, epoch=3, replid=R1), op(1, "k1", want=0, epoch=3, replid=R2, node="n2")]
     ok, text, s = run(ops, final(same({"k0": "vk0", "k1": "vk1"})))
-    assert "d" in s["failed"] and "epoch 3" in text
+    assert "d" in s["failed"] and "epoch 3: n1 as replid aaaaaaaa" in text
     ops[1].epoch = 4
     assert "d" not in run(ops, final(same({"k0": "vk0", "k1": "vk1"})))[2]["failed"]
+
+
+def test_d_one_node_two_histories_in_one_epoch_is_listed_not_failed():
+    ops = [op(0, "k0", want=0, epoch=0, replid=R1), op(1, "k1", want=0, epoch=0, replid=R2)]
+    ok, text, s = run(ops, final(same({"k0": "vk0", "k1": "vk1"})))
+    assert ok and s["epochs_with_two_histories"] == 1 and "n1 as replid aaaaaaaa,bbbbbbbb" in text
 
 
 def test_e_refused_write_present():
