@@ -567,9 +567,8 @@ def run_once(opts):
     finally:
         run.stop_clients.set()
         for n in c.nodes:
-            if n.proc is not None:
-                shutil.copy(n.proc.log_path, os.path.join(opts.out, "ruvio-%s.log" % n.name)) \
-                    if os.path.exists(n.proc.log_path) else None
+            if n.proc is not None and os.path.exists(n.proc.log_path):
+                shutil.copy(n.proc.log_path, os.path.join(opts.out, "ruvio-%s.log" % n.name))
         c.close()
         left = c.leftovers()
         if left:
@@ -583,13 +582,20 @@ def run_once(opts):
     print("\n".join(lines))
     print("jepsen summary: %s" % json.dumps(summary, default=str))
     if not ok:
-        print("jepsen: FAILED invariants %s with seed %d; rerun: python3 tests/jepsen/run.py --seed %d --duration "
-              "%d --faults %s; history: %s" % (",".join(summary["failed"]), opts.seed, opts.seed, opts.duration,
-                                               ",".join(faults), os.path.join(opts.out, "history.json")))
+        print("jepsen: FAILED invariants %s with seed %d; rerun: RUVIO_BIN=%s python3 tests/jepsen/run.py %s; "
+              "history: %s" % (",".join(summary["failed"]), opts.seed, cl.netns_bin(), rerun_args(opts, faults),
+                               os.path.join(opts.out, "history.json")))
         print("events:")
         for e in run.events:
             print("  [%7.2fs] %s" % (e["t"], e["desc"]))
     return ok, summary
+
+
+def rerun_args(opts, faults):
+    return "--seed %d --duration %d --faults %s --durability %s --clients %d --rate %g --wait %s --wait-ms %d " \
+        "--burst %d --min-replicas %d --repl-timeout %d" % (
+            opts.seed, opts.duration, ",".join(faults), opts.durability, opts.clients, opts.rate,
+            ",".join(map(str, opts.wait)), opts.wait_ms, opts.burst, opts.min_replicas, opts.repl_timeout)
 
 
 def save(run, opts, schedule, final):
