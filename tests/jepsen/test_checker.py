@@ -120,3 +120,11 @@ def test_i_role_lost_on_restart():
            "it replica of n2"}, {"t": 1.1, "kind": "repair", "desc": "n1 is a primary"}]
     ok, lines, s = check([op(0, "k0")], ev, final(same({"k0": "vk0"})), "always", {})
     assert s["failed"] == ["i"] and s["repairs"] == 1 and "replica of n2" in "\n".join(lines)
+
+
+def test_unreadable_node_reported_once_under_c():
+    fin = final(same({"k0": "vk0"}))
+    fin["nodes"]["n2"].update(values=None, digest=None, dbsize=None, error="Timeout reading from socket")
+    ok, text, s = run([op(0, "k0"), op(1, "k1", st="fail")], fin)
+    assert s["failed"] == ["c"] and "n2 could not be read after healing: Timeout reading" in text
+    assert s["durable_lost"] == 0 and s["refused_present"] == 0
