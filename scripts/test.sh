@@ -10,7 +10,7 @@ jobs=$(nproc)
 echo "== release build (-Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRUVIO_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
-(cd build && ctest --output-on-failure -L 'unit|integ' --timeout 900)
+(cd build && ctest --output-on-failure -L 'unit|integ|jepsen' --timeout 900)
 
 echo "== fuzz (libFuzzer, clang, bounded)"
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRUVIO_FUZZ=ON -DRUVIO_SANITIZE=ON >/dev/null
