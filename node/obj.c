@@ -54,6 +54,7 @@ obj_emit_init(struct obj_emitter *b, obj_emit_fn *fn, void *arg, const char *nam
     b->argv[1] = key;
     b->head = b->argc = 2;
     b->nel = 0;
+    b->bytes = 0;
 }
 
 void
@@ -73,6 +74,7 @@ void
 obj_emit_arg(struct obj_emitter *b, struct rv_str s)
 {
     b->argv[b->argc++] = s;
+    b->bytes += s.len;
 }
 
 void
@@ -111,12 +113,13 @@ obj_emit_flush(struct obj_emitter *b)
     }
     b->argc = b->head;
     b->nel = 0;
+    b->bytes = 0;
 }
 
 void
 obj_emit_elem(struct obj_emitter *b)
 {
-    if (++b->nel == OBJ_EMIT_BATCH) {
+    if (++b->nel == OBJ_EMIT_BATCH || b->bytes >= OBJ_EMIT_BYTES) {
         obj_emit_flush(b);
     }
 }

@@ -11,9 +11,11 @@
 /* Rebuild commands: emit() calls fn once per command that, run in order on a
  * missing key, recreates the value exactly (elements, scores, field deadlines;
  * not the key's own deadline, which the caller adds). Long values are split
- * into commands of at most OBJ_EMIT_BATCH elements. Used by checkpoints, DUMP
- * and full resync; argv views are valid only during the call. */
+ * into commands of at most OBJ_EMIT_BATCH elements or about OBJ_EMIT_BYTES of
+ * arguments. Used by checkpoints, DUMP and full resync; argv views are valid
+ * only during the call. */
 #define OBJ_EMIT_BATCH 64
+#define OBJ_EMIT_BYTES (1u << 20)
 typedef void obj_emit_fn(void *arg, int argc, const struct rv_str *argv);
 
 /* Small collections may be stored inline in their entry (ks_entry_inl):
@@ -42,6 +44,7 @@ struct obj_emitter {
     int head;                   /* arguments repeated in every command */
     int argc;
     int nel;                    /* elements in the pending command */
+    size_t bytes;               /* their arguments' bytes */
     struct rv_str argv[OBJ_EMIT_MAXARGS];
     char scratch[OBJ_EMIT_MAXARGS][OBJ_EMIT_SCRATCH];
 };

@@ -13,7 +13,8 @@
  * are replayed. FLUSHALL restarts the snapshot.
  *
  * Each key is one record of rebuild commands (SET, or the type's emit(), then
- * PEXPIREAT). The file is written to ckpt-<L>.ckpt.tmp; a helper thread then
+ * PEXPIREAT); a key past WAL_SPLIT_REC bytes goes on in further records. The
+ * end record counts records. The file is written to ckpt-<L>.ckpt.tmp; a helper thread then
  * fdatasyncs it, renames it into place and fsyncs the directory, and the shard
  * drops the WAL segments and older checkpoints the new one covers. */
 #include "node/persist_int.h"
@@ -54,6 +55,7 @@ struct snap {
     char why[256];
     struct dict *dumped;             /* keys already copied (or absent) ahead of the scan */
     uint64_t nkeys;
+    uint64_t nrecs;                   /* the end record's count: a long key takes several */
     uint64_t changes_at_start;
     int64_t t0_ms;
     struct event *ev;
@@ -72,13 +74,30 @@ struct snap_done_msg {
 
 struct dump_ctx {
     struct buf *b;
-    size_t start;
+    size_t start;                     /* the record's payload */
+    size_t mark;                      /* the record's header */
+    struct snap *sn;
+    bool split_failed;
 };
 
 static void
 dump_cmd(void *arg, int argc, const struct rv_str *argv)
 {
     struct dump_ctx *d = arg;
+    if (d->split_failed) {
+        return;
+    }
+    if (d->b->len - d->start >= WAL_SPLIT_REC) {
+        /* a long key goes on in another record: replay appends to it */
+        if (wal_ckpt_rec_end(d->sn->k, d->mark) != 0) {
+            d->split_failed = true;
+            return;
+        }
+        d->sn->nrecs++;
+        d->mark = wal_ckpt_rec_begin(d->sn->k);
+        d->start = d->b->len;
+        wal_pay_begin(d->b, WAL_P_CMDS);
+    }
     wal_pay_cmd(d->b, d->start, argc, argv);
 }
 
@@ -128,11 +147,11 @@ dump_entry(struct persist *p, const struct ks_entry *e)
         }
     }
     size_t mark = wal_ckpt_rec_begin(sn->k);
-    struct dump_ctx d = { wal_ckpt_buf(sn->k), wal_ckpt_buf(sn->k)->len };
+    struct dump_ctx d = { wal_ckpt_buf(sn->k), wal_ckpt_buf(sn->k)->len, mark, sn, false };
     wal_pay_begin(d.b, WAL_P_CMDS);
     snap_emit_entry(e, dump_cmd, &d);
-    if (wal_ckpt_rec_end(sn->k, mark) != 0) {
-        /* one record per key, and its length field cannot say more */
+    if (d.split_failed || wal_ckpt_rec_end(sn->k, d.mark) != 0) {
+        /* one command of the key's is over what a record can hold */
         if (!sn->failed) {
             struct rv_str k = ks_entry_key(e);
             sn->failed = true;
@@ -142,6 +161,7 @@ dump_entry(struct persist *p, const struct ks_entry *e)
         return;
     }
     sn->nkeys++;
+    sn->nrecs++;
 }
 
 static void
@@ -187,7 +207,7 @@ finish_main(void *arg)
     struct snap *sn = m->sn;
     pthread_setname_np(pthread_self(), "ruvio-ckpt");
     long long mem0 = rv_mem_thread_net();
-    sn->finish_rc = wal_ckpt_finish(sn->k, sn->nkeys);
+    sn->finish_rc = wal_ckpt_finish(sn->k, sn->nrecs);
     m->freed = mem0 - rv_mem_thread_net();
     sn->k = NULL;
     shard_post(m->to, &m->m);
@@ -287,7 +307,7 @@ snap_finish_async(struct persist *p)
     m->to = p->s;
     sn->finishing = true;
     if (pthread_create(&sn->th, NULL, finish_main, m) != 0) {
-        sn->finish_rc = wal_ckpt_finish(sn->k, sn->nkeys);
+        sn->finish_rc = wal_ckpt_finish(sn->k, sn->nrecs);
         sn->k = NULL;
         sn->finishing = false;
         rv_free(m);
@@ -414,7 +434,7 @@ snap_run_sync(struct persist *p, char *err, size_t errsz)
     while (!snap_step(p, UINT64_MAX / 2)) {
     }
     if (!sn->failed) {
-        sn->finish_rc = wal_ckpt_finish(sn->k, sn->nkeys);
+        sn->finish_rc = wal_ckpt_finish(sn->k, sn->nrecs);
         sn->k = NULL;
     } else {
         sn->finish_rc = -EIO;

@@ -243,15 +243,48 @@ struct rsnap {
 static void walk_start(struct repl *r);
 
 struct emit_ctx {
-    struct buf *b;
+    struct repl *r;
+    size_t mark;                     /* the record's header in the chunk */
     size_t pay;                      /* where the record's payload starts */
+    int64_t now;
 };
+
+static void send_chunk(struct repl *r);
+
+/* Seal the record being built at x->mark (a full sync's records carry LSN 0). */
+static void
+seal_rec(struct emit_ctx *x)
+{
+    struct buf *b = &x->r->walk->chunk;
+    wal_frame_seal((uint8_t *)b->data + x->mark, b->len - x->mark - WAL_REC_HDR, 0, x->now);
+}
+
+static void
+begin_rec(struct emit_ctx *x)
+{
+    struct buf *b = &x->r->walk->chunk;
+    x->mark = b->len;
+    buf_reserve(b, WAL_REC_HDR);
+    b->len += WAL_REC_HDR;
+    x->pay = b->len;
+    wal_pay_begin(b, WAL_P_CMDS);
+}
 
 static void
 emit_cmd(void *arg, int argc, const struct rv_str *argv)
 {
     struct emit_ctx *x = arg;
-    wal_pay_cmd(x->b, x->pay, argc, argv);
+    struct buf *b = &x->r->walk->chunk;
+    if (b->len - x->pay >= WAL_SPLIT_REC) {
+        /* a long key goes on in another record (the replica appends to it),
+         * and the chunk leaves before it grows past CHUNK_SEND again */
+        seal_rec(x);
+        if (b->len >= CHUNK_SEND) {
+            send_chunk(x->r);
+        }
+        begin_rec(x);
+    }
+    wal_pay_cmd(b, x->pay, argc, argv);
 }
 
 static void
@@ -275,7 +308,7 @@ send_chunk(struct repl *r)
     w->chunk.off = w->chunk.len = 0;
 }
 
-/* One key's record; skip keys already expired. */
+/* One key's record (several for a long one); skip keys already expired. */
 static void
 dump_key(struct repl *r, const struct ks_entry *e)
 {
@@ -285,15 +318,12 @@ dump_key(struct repl *r, const struct ks_entry *e)
     if (dl != KS_NO_EXPIRE && dl <= now) {
         return;
     }
-    size_t mark = w->chunk.len;
-    buf_reserve(&w->chunk, WAL_REC_HDR);
-    w->chunk.len += WAL_REC_HDR;
-    struct emit_ctx x = { &w->chunk, w->chunk.len };
-    wal_pay_begin(&w->chunk, WAL_P_CMDS);
+    struct emit_ctx x = { .r = r, .now = now };
+    begin_rec(&x);
     struct rv_str del[2] = { { "DEL", 3 }, ks_entry_key(e) };
     wal_pay_cmd(&w->chunk, x.pay, 2, del);
     persist_rebuild_entry(e, emit_cmd, &x);
-    wal_frame_seal((uint8_t *)w->chunk.data + mark, w->chunk.len - mark - WAL_REC_HDR, 0, now);
+    seal_rec(&x);
     w->keys++;
 }
 

@@ -49,6 +49,10 @@
  * barrier flag (WAL_LEN_BARRIER). A write whose record would be larger is
  * refused before it runs; nothing longer is ever framed. */
 #define WAL_MAX_REC 0x7fffffffull
+/* A key's rebuild record (checkpoints, full sync) is split at the first
+ * command boundary past this many bytes: any key a command can build fits,
+ * and neither a checkpoint nor a replica's frame limit meets one huge record. */
+#define WAL_SPLIT_REC (32u << 20)
 #define WAL_LEN_BARRIER 0x80000000u
 
 enum wal_mode { WAL_MEMORY = 0, WAL_EVERYSEC = 1, WAL_ALWAYS = 2 };

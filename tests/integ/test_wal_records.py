@@ -175,3 +175,45 @@ def test_unsynced_stretch_across_a_rotation_is_cut_and_the_last_segment_set_asid
     c2.set("after", "1")
     kill9(srv2)
     assert start(start_server, tmp_path, "always", "--wal_segment_bytes", "4096").client().dbsize() == kept + 1
+
+
+def _ckpt_records(path):
+    """Records of a checkpoint file before its end record (header 48 bytes; a record: u32 length with the
+    sync-barrier bit, u32 crc, u64 lsn, u64 time, then the payload, whose first byte is its kind)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    off, n = 48, 0
+    while off + 24 <= len(data):
+        ln = struct.unpack_from("<I", data, off)[0] & 0x7FFFFFFF
+        if data[off + 24] == 2:               # WAL_P_END
+            return n
+        n += 1
+        off += 24 + ln
+    raise AssertionError("no end record in %s" % path)
+
+
+def test_a_long_key_is_split_across_records(start_server, tmp_path):
+    """Finding 11, the other half: a key whose rebuild commands pass 32 MB goes on in further records, in a
+    checkpoint and in a full sync's frames, so no key meets the record length limit (2 GiB) or a replica's
+    repl-frame-limit; the records rebuild it exactly (restart and replica digests)."""
+    d = tmp_path / "p"
+    p = start(start_server, d, "everysec")
+    c = p.client()
+    big = "x" * (1 << 20)
+    for i in range(40):                       # 40 MB of fields in one hash: two records
+        c.hset("h", "f%d" % i, big + str(i))
+    c.rpush("l", *range(100))
+    c.set("s", "v")
+    assert c.save()
+    ckpt = sorted(glob.glob(str(d / "shard-0" / "*.ckpt")))[-1]
+    assert _ckpt_records(ckpt) == 4           # h twice, l, s (one record per key before)
+    digest = c.execute_command("DEBUG", "DIGEST")
+    r = start_server("--replicaof", "127.0.0.1 %d" % p.port).client()
+    poll_until(lambda: r.info("replication").get("master_link_status") == "up", timeout=20,
+               what="replica link up")
+    poll_until(lambda: r.execute_command("DEBUG", "DIGEST") == digest, timeout=10, what="replica digest")
+    assert r.hlen("h") == 40 and r.hget("h", "f39") == big + "39"
+    p.stop()
+    again = start(start_server, d, "everysec")
+    assert again.client().execute_command("DEBUG", "DIGEST") == digest
+    no_sanitizer_report(again)
