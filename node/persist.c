@@ -978,38 +978,54 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
     return keep_prefix(segs, n, k.seg, off, err, errsz);
 }
 
-/* dir/running stands while a durable shard has its WAL open; a clean
- * shutdown removes it once everything staged was written without error. A
- * start that finds it knows the log may have lost a tail (docs/replication.md,
- * "Unclean restarts"). */
+/* dir/clean is written by a clean shutdown once everything staged was
+ * written without error, and taken away by the next start: a start that does
+ * not find it knows the log may have lost a tail (docs/replication.md,
+ * "Unclean restarts"). The other way round (a marker made at start, removed at
+ * a clean stop) fails open: on a full disk the marker cannot be made, and a
+ * crash later looks clean. Here a marker that cannot be written makes the next
+ * start unclean, the safe side, and unlink needs no space. */
 static void
-running_path(const struct persist *p, char *out, size_t n)
+clean_path(const struct persist *p, char *out, size_t n)
 {
-    snprintf(out, n, "%s/running", p->dir);
+    snprintf(out, n, "%s/clean", p->dir);
+}
+
+static int
+clean_take(struct persist *p, char *err, size_t errsz)
+{
+    char path[4200];
+    clean_path(p, path, sizeof(path));
+    if (unlink(path) != 0) {
+        if (errno == ENOENT) {
+            p->unclean = true;
+            return 0;
+        }
+        snprintf(err, errsz, "cannot remove %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (wal_fsync_dir(p->dir) != 0) {
+        /* a crash could bring the marker back and make this run look clean */
+        snprintf(err, errsz, "cannot sync the directory %s after removing %s: %s", p->dir, path,
+                 strerror(errno));
+        return -1;
+    }
+    p->unclean = false;
+    return 0;
 }
 
 static void
-running_mark(struct persist *p)
+clean_mark(struct persist *p)
 {
     char path[4200];
-    running_path(p, path, sizeof(path));
-    p->unclean = access(path, F_OK) == 0;
+    clean_path(p, path, sizeof(path));
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || fsync(fd) != 0 || wal_fsync_dir(p->dir) != 0) {
-        log_warn("[shard %u] cannot create %s: %s", shard_id(p->s), path, strerror(errno));
+        log_warn("[shard %u] cannot write %s (%s): the next start takes this stop for a crash",
+                 shard_id(p->s), path, strerror(errno));
     }
     if (fd >= 0) {
         close(fd);
-    }
-}
-
-static void
-running_clear(struct persist *p)
-{
-    char path[4200];
-    running_path(p, path, sizeof(path));
-    if (unlink(path) == 0) {
-        wal_fsync_dir(p->dir);
     }
 }
 
@@ -1119,8 +1135,8 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         if (open_wal(p, err, errsz) == NULL) {
             return -1;
         }
-        if (!readonly) {
-            running_mark(p);
+        if (!readonly && clean_take(p, err, errsz) != 0) {
+            return -1;
         }
         p->hot.wal = true;
         p->hot.log = true;
@@ -1393,7 +1409,7 @@ persist_close(struct shard *s)
     }
     wal_close(p->w);
     if (clean) {
-        running_clear(p);
+        clean_mark(p);
     }
     p->w = NULL;
     snap_wait_finish(p);
