@@ -430,7 +430,8 @@ def test_fsync_eio_everysec_refuses_writes_and_keeps_reads(start_server, tmp_pat
     assert c.dbsize() == 1
     inf = info(srv)
     assert inf["wal_fsync_error"] == "Input/output error", inf
-    assert "fdatasync failed" in server_output(srv)
+    # the logger writes from its own thread: the line may follow the INFO field by a moment
+    poll_until(lambda: "fdatasync failed" in server_output(srv), timeout=5, what="the log line")
     # still refused later (no retry that could hide lost data)
     with pytest.raises(Exception) as ei:
         c.incr("n")
