@@ -9,8 +9,8 @@
  *
  * Writer: appends replies to a struct buf, in RESP2 or RESP3 form as asked. */
 #pragma once
-#include "node/base/buf.h"
-#include "node/base/rv_err.h"
+#include "base/buf.h"
+#include "base/rv_err.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,7 +7,7 @@
  * move the unconsumed bytes between calls and no byte is scanned twice. */
 #include "proto/resp.h"
 
-#include "node/base/mem.h"
+#include "base/mem.h"
 
 #include <string.h>
 

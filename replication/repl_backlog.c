@@ -7,8 +7,8 @@
  * room. Positions are absolute (bytes ever appended, blocks back to back). */
 #include "replication/repl_int.h"
 
-#include "node/base/bytes.h"
-#include "node/base/mem.h"
+#include "base/bytes.h"
+#include "base/mem.h"
 #include "wal/wal.h"
 
 #include <string.h>

@@ -26,19 +26,19 @@
  * epoch) and the old primary follows it with a partial resync. */
 #include "replication/repl_int.h"
 
-#include "node/base/log.h"
-#include "node/base/mem.h"
-#include "node/cmd.h"
-#include "node/cmds.h"
-#include "node/conn.h"
-#include "node/node.h"
-#include "node/persist.h"
-#include "node/persist_int.h"
-#include "node/reply.h"
-#include "node/shard.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "node/core/cmd.h"
+#include "node/commands/cmds.h"
+#include "node/core/conn.h"
+#include "node/core/node.h"
+#include "node/persist/persist.h"
+#include "node/persist/persist_int.h"
+#include "node/core/reply.h"
+#include "node/core/shard.h"
 #include "wal/wal.h"
 
-#include "node/config.h"
+#include "node/core/config.h"
 
 #include <event2/event.h>
 #include <inttypes.h>

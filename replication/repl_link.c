@@ -2,7 +2,7 @@
  * u32 little-endian length, then one packed ReplMsg (proto/repl.proto). */
 #include "replication/repl_int.h"
 
-#include "node/base/varint.h"
+#include "base/varint.h"
 
 #include <errno.h>
 #include <string.h>

@@ -2,17 +2,17 @@
  * RVSYNC, partial or full resync, shipping records, acks and heartbeats. */
 #include "replication/repl_int.h"
 
-#include "node/base/clock.h"
-#include "node/base/log.h"
-#include "node/base/mem.h"
-#include "node/acl.h"
-#include "node/conn.h"
-#include "node/dict.h"
-#include "node/ks.h"
-#include "node/node.h"
-#include "node/persist.h"
-#include "node/persist_int.h"
-#include "node/shard.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "node/features/acl.h"
+#include "node/core/conn.h"
+#include "node/keyspace/dict.h"
+#include "node/keyspace/ks.h"
+#include "node/core/node.h"
+#include "node/persist/persist.h"
+#include "node/persist/persist_int.h"
+#include "node/core/shard.h"
 #include "wal/wal.h"
 
 #include <errno.h>

@@ -5,7 +5,7 @@
  * tests/fuzz/fuzz_repl.c compare the two). */
 #include "replication/repl_int.h"
 
-#include "node/base/varint.h"
+#include "base/varint.h"
 
 /* One protobuf field at *pp: its number, wire type and value (varint or
  * length-delimited bytes; fixed32/64 are skipped). false when cut short or of

@@ -6,7 +6,7 @@
  *
  * Exit status: 0 all valid; 1 a torn tail in a last segment (recovery cuts it
  * off; --fix does it now); 2 corruption recovery would refuse; 3 usage or I/O. */
-#include "node/base/mem.h"
+#include "base/mem.h"
 #include "wal/wal.h"
 
 #include <dirent.h>

@@ -4,10 +4,10 @@
 #include "wal/wal_int.h"
 
 #define LOG_MODULE "wal"
-#include "node/base/bytes.h"
-#include "node/base/log.h"
-#include "node/base/mem.h"
-#include "node/base/varint.h"
+#include "base/bytes.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/varint.h"
 #include "wal/crc32c.h"
 
 #include <errno.h>

@@ -34,7 +34,7 @@
  * LSN; the shard never syncs. In always mode a spare thread zero-fills the
  * next segment. */
 #pragma once
-#include "node/base/buf.h"
+#include "base/buf.h"
 #include "proto/resp.h"
 
 #include <stdbool.h>
@@ -317,7 +317,7 @@ void wal_frame_copy(struct buf *out, const struct wal_rec *rec);
 /* Failpoints for crash tests: with RUVIO_FAILPOINT=<site> in the environment
  * the process dies (_exit(77)) when it reaches that site; sites: wal-append,
  * wal-sync, wal-rotate, ckpt-write, ckpt-rename, and resharding's reshard-*
- * (node/reshard.c). One getenv at start-up; a
+ * (node/persist/reshard.c). One getenv at start-up; a
  * predictable branch otherwise. */
 void wal_failpoint(const char *site);
 /* Fault injection without dying: true when RUVIO_FAILPOINT names site

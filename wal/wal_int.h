@@ -1,7 +1,7 @@
 /* wal/wal_int.h: what wal.c (the writer) and wal_read.c (the reader and the
  * walk) share. Not for other modules. */
 #pragma once
-#include "node/base/bytes.h"
+#include "base/bytes.h"
 #include "wal/wal.h"
 
 #include <stdint.h>

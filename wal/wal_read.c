@@ -4,7 +4,7 @@
 #include "wal/wal.h"
 #include "wal/wal_int.h"
 
-#include "node/base/mem.h"
+#include "base/mem.h"
 #include "wal/crc32c.h"
 
 #include <dirent.h>

@@ -11,7 +11,7 @@
  *    parses back to itself; integer and double writers match printf. */
 #include "proto/resp.h"
 
-#include "node/base/mem.h"
+#include "base/mem.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 """Process-level behaviour: signals, configuration files, flags, environment, start-up failures.
 
-ruvio's configuration sources (node/config.h): built-in defaults, the config file (argv[1] when it does not start
+ruvio's configuration sources (node/core/config.h): built-in defaults, the config file (argv[1] when it does not start
 with "--", else $RUVIO_CONFIG), $RUVIO_DATA_DIR, then "--key value" flags; later sources win.  Start-up errors are
 one stderr line:
     ruvio: config error at <file>:<line>: '<key>': <reason>

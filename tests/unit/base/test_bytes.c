@@ -1,6 +1,6 @@
 /* tests/unit/base/test_bytes.c: the short compare and the streaming copy
  * against memcmp/memcpy, at every alignment and around their size limits. */
-#include "node/base/bytes.h"
+#include "base/bytes.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

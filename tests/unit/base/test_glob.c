@@ -1,4 +1,4 @@
-#include "node/base/glob.h"
+#include "base/glob.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

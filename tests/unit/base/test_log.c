@@ -1,4 +1,4 @@
-#include "node/base/log.h"
+#include "base/log.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

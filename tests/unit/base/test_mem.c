@@ -1,4 +1,4 @@
-#include "node/base/mem.h"
+#include "base/mem.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-#include "node/base/fs.h"
-#include "node/base/rand.h"
+#include "base/fs.h"
+#include "base/rand.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

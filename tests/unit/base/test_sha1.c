@@ -1,5 +1,5 @@
 /* SHA-1 against the FIPS 180 example vectors, whole and in odd-sized pieces. */
-#include "node/base/sha1.h"
+#include "base/sha1.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* tests/unit/base/test_siphash.c: SipHash against the published SipHash-2-4
  * vectors (key 00..0f, message 00..n-1), and basic properties of 1-3. */
-#include "node/base/siphash.h"
+#include "base/siphash.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

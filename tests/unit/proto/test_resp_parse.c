@@ -1,7 +1,7 @@
 /* tests/unit/proto/test_resp_parse.c: RESP request parser. */
 #include "proto/resp.h"
 
-#include "node/base/mem.h"
+#include "base/mem.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * of the log), torn tails and corruption inside the zeroed area, spares. */
 #include "wal/wal.h"
 
-#include "node/base/buf.h"
-#include "node/base/mem.h"
+#include "base/buf.h"
+#include "base/mem.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -1,0 +1,350 @@
+/* node/commands/cmd_dump.c: DUMP and RESTORE (Redis 7 syntax, replies and errors).
+ *
+ * The payload is Ruvio's own and opaque to clients, as Redis's is:
+ *
+ *   byte 0        DUMP_MAGIC
+ *   records       the value's rebuild commands (obj_ops.emit; SET for a
+ *                 string) without their key: varint argc, then argc times
+ *                 varint length + bytes
+ *   2 bytes       DUMP_VERSION, little-endian
+ *   8 bytes       CRC-64 (reflected ECMA-182 polynomial, as CRC-64/XZ) of
+ *                 every byte before it, little-endian
+ *
+ * RESTORE checks the trailer, then parses every record and checks that the
+ * commands are the rebuild commands of one type before touching the
+ * keyspace, so a payload can only ever recreate a value: it never runs an
+ * arbitrary command. The records then run through a replay context
+ * (node/persist/replay.h) with the target key put back as argv[1]. */
+#include "node/commands/cmds.h"
+
+#include "base/buf.h"
+#include "node/core/conn.h"
+#include "node/keyspace/ks.h"
+#include "node/core/lookup.h"
+#include "node/types/obj.h"
+#include "node/persist/replay.h"
+#include "node/core/reply.h"
+
+#include <string.h>
+
+#define DUMP_MAGIC 0xF5u
+#define DUMP_VERSION 1u
+#define DUMP_TRAILER 10u
+/* A record never has more arguments than an emitter produces. */
+#define DUMP_MAXARGS OBJ_EMIT_MAXARGS
+
+#define ERR_DUMP "ERR DUMP payload version or checksum are wrong"
+#define ERR_BADFMT "ERR Bad data format"
+
+/* ------------------------------------------------------------------ CRC-64 */
+
+#define CRC64_POLY UINT64_C(0xC96C5795D7870F42)   /* ECMA-182, reflected */
+
+static uint64_t
+dump_crc64(const uint8_t *p, size_t n)
+{
+    uint64_t tab[256], crc = ~UINT64_C(0);
+
+    for (unsigned i = 0; i < 256; i++) {
+        uint64_t v = i;
+        for (int k = 0; k < 8; k++) {
+            v = (v & 1) ? (v >> 1) ^ CRC64_POLY : v >> 1;
+        }
+        tab[i] = v;
+    }
+    for (size_t i = 0; i < n; i++) {
+        crc = tab[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    }
+    return ~crc;
+}
+
+/* ---------------------------------------------------------------- encoding */
+
+static void
+put_varint(struct buf *b, uint64_t v)
+{
+    while (v >= 0x80) {
+        buf_putc(b, (char)(v | 0x80));
+        v >>= 7;
+    }
+    buf_putc(b, (char)v);
+}
+
+/* Appends one record: argv without argv[1] (the key). */
+static void
+dump_record(void *arg, int argc, const struct rv_str *argv)
+{
+    struct buf *b = arg;
+    put_varint(b, (uint64_t)argc - 1);
+    for (int i = 0; i < argc; i++) {
+        if (i == 1) {
+            continue;
+        }
+        put_varint(b, argv[i].len);
+        buf_append(b, argv[i].p, argv[i].len);
+    }
+}
+
+static void
+dump_finish(struct buf *b)
+{
+    uint8_t t[8];
+    uint64_t crc;
+
+    buf_putc(b, (char)(DUMP_VERSION & 0xff));
+    buf_putc(b, (char)(DUMP_VERSION >> 8));
+    crc = dump_crc64((const uint8_t *)b->data, b->len);
+    for (int i = 0; i < 8; i++) {
+        t[i] = (uint8_t)(crc >> (8 * i));
+    }
+    buf_append(b, t, sizeof(t));
+}
+
+CMD_HANDLER(dump)
+{
+    struct ks_entry *e = lookup_read(c, argv[1]);
+    struct buf b;
+
+    (void)argc;
+    if (e == NULL) {
+        reply_null(c);
+        return;
+    }
+    buf_init(&b);
+    buf_putc(&b, (char)DUMP_MAGIC);
+    if (ks_entry_type(e) == KS_STRING) {
+        char scratch[24];
+        struct rv_str av[3] = { { "SET", 3 }, ks_entry_key(e), ks_str_get(e, scratch) };
+        dump_record(&b, 3, av);
+    } else {
+        obj_ops_of(ks_entry_type(e))->emit(e, dump_record, &b);
+    }
+    dump_finish(&b);
+    reply_bulk(c, b.data, b.len);
+    buf_deinit(&b);
+}
+
+/* ---------------------------------------------------------------- decoding */
+
+struct dump_rd {
+    const uint8_t *p, *end;
+};
+
+static bool
+get_varint(struct dump_rd *r, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; r->p < r->end && shift < 64; shift += 7) {
+        uint8_t c = *r->p++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads one record into av[0], av[2..] (av[1] is left for the key); *argc
+ * counts the key. false on a malformed record. */
+static bool
+read_record(struct dump_rd *r, struct rv_str *av, int *argc)
+{
+    uint64_t n, len;
+    if (!get_varint(r, &n) || n < 1 || n > DUMP_MAXARGS - 1) {
+        return false;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (!get_varint(r, &len) || len > (uint64_t)(r->end - r->p)) {
+            return false;
+        }
+        av[i == 0 ? 0 : i + 1] = (struct rv_str){ (const char *)r->p, (size_t)len };
+        r->p += len;
+    }
+    *argc = (int)n + 1;
+    return true;
+}
+
+/* Which commands a payload may hold: the rebuild commands of one type. */
+enum dump_kind { DK_NONE, DK_STRING, DK_LIST, DK_SET, DK_ZSET, DK_HASH, DK_COORD };
+
+static enum dump_kind
+record_kind(const struct rv_str *av, int argc, enum dump_kind cur, bool *ttl_phase)
+{
+    struct rv_str name = av[0];
+    if (cmd_arg_is(name, "set") && argc == 3 && cur == DK_NONE) {
+        return DK_STRING;
+    }
+    if (cmd_arg_is(name, "rpush") && argc >= 3 && (cur == DK_NONE || cur == DK_LIST)) {
+        return DK_LIST;
+    }
+    if (cmd_arg_is(name, "sadd") && argc >= 3 && (cur == DK_NONE || cur == DK_SET)) {
+        return DK_SET;
+    }
+    if (cmd_arg_is(name, "zadd") && argc >= 4 && argc % 2 == 0 && (cur == DK_NONE || cur == DK_ZSET)) {
+        return DK_ZSET;
+    }
+    if (cmd_arg_is(name, "hset") && argc >= 4 && argc % 2 == 0 && !*ttl_phase &&
+        (cur == DK_NONE || cur == DK_HASH)) {
+        return DK_HASH;
+    }
+    if (cmd_arg_is(name, "hpexpireat") && argc == 6 && cur == DK_HASH &&
+        cmd_arg_is(av[3], "fields") && av[4].len == 1 && av[4].p[0] == '1') {
+        *ttl_phase = true;
+        return DK_HASH;
+    }
+    if (cmd_arg_is(name, "semaphore") && argc >= 4 && cmd_arg_is(av[2], "restore") &&
+        (cur == DK_NONE || cur == DK_COORD)) {
+        return DK_COORD;
+    }
+    return DK_NONE;
+}
+
+/* 0 when the payload is good, else the error to reply. */
+static const char *
+dump_verify(struct rv_str pl)
+{
+    const uint8_t *p = (const uint8_t *)pl.p;
+    struct dump_rd r;
+    enum dump_kind kind = DK_NONE;
+    bool ttl_phase = false;
+    uint64_t crc = 0;
+    size_t body;
+
+    if (pl.len < 1 + DUMP_TRAILER || p[0] != DUMP_MAGIC) {
+        return ERR_DUMP;
+    }
+    body = pl.len - DUMP_TRAILER;
+    if ((unsigned)(p[body] | p[body + 1] << 8) != DUMP_VERSION) {
+        return ERR_DUMP;
+    }
+    for (int i = 0; i < 8; i++) {
+        crc |= (uint64_t)p[body + 2 + i] << (8 * i);
+    }
+    if (crc != dump_crc64(p, body + 2)) {
+        return ERR_DUMP;
+    }
+    r.p = p + 1;
+    r.end = p + body;
+    if (r.p == r.end) {
+        return ERR_BADFMT;
+    }
+    while (r.p < r.end) {
+        struct rv_str av[DUMP_MAXARGS + 1];
+        int argc;
+        if (!read_record(&r, av, &argc)) {
+            return ERR_BADFMT;
+        }
+        kind = record_kind(av, argc, kind, &ttl_phase);
+        if (kind == DK_NONE) {
+            return ERR_BADFMT;
+        }
+    }
+    return NULL;
+}
+
+/* Replays the verified payload on key; false (key deleted) when a command failed. */
+static bool
+dump_replay(struct conn *c, struct rv_str key, struct rv_str pl)
+{
+    struct replay *rp = replay_create(c->shard);
+    struct dump_rd r = { (const uint8_t *)pl.p + 1, (const uint8_t *)pl.p + pl.len - DUMP_TRAILER };
+    bool ok = true;
+
+    while (ok && r.p < r.end) {
+        struct rv_str av[DUMP_MAXARGS + 1];
+        char err[256];
+        int argc;
+        read_record(&r, av, &argc);
+        av[1] = key;
+        ok = replay_exec(rp, argc, av, err, sizeof(err));
+    }
+    replay_destroy(rp);
+    if (!ok) {
+        ks_delete(conn_ks(c), key.p, key.len);
+    }
+    return ok;
+}
+
+/* RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency] */
+CMD_HANDLER(restore)
+{
+    struct ks *ks = conn_ks(c);
+    struct rv_str key = argv[1];
+    int64_t ttl, idle = -1, freq = -1, now = conn_now_ms(c);
+    bool replace = false, absttl = false;
+    struct ks_entry *e;
+    const char *err;
+
+    for (int j = 4; j < argc; j++) {
+        bool more = j + 1 < argc;
+        if (cmd_arg_is(argv[j], "replace")) {
+            replace = true;
+        } else if (cmd_arg_is(argv[j], "absttl")) {
+            absttl = true;
+        } else if (cmd_arg_is(argv[j], "idletime") && more && freq == -1) {
+            if (!cmd_arg_int(argv[++j], &idle)) {
+                reply_err(c, RV_ERR_NOTINT);
+                return;
+            }
+            if (idle < 0) {
+                reply_errf(c, "ERR Invalid IDLETIME value, must be >= 0");
+                return;
+            }
+        } else if (cmd_arg_is(argv[j], "freq") && more && idle == -1) {
+            if (!cmd_arg_int(argv[++j], &freq)) {
+                reply_err(c, RV_ERR_NOTINT);
+                return;
+            }
+            if (freq < 0 || freq > 255) {
+                reply_errf(c, "ERR Invalid FREQ value, must be >= 0 and <= 255");
+                return;
+            }
+        } else {
+            reply_err(c, RV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (!replace && lookup_write(c, key) != NULL) {
+        reply_errf(c, "BUSYKEY Target key name already exists.");
+        return;
+    }
+    if (!cmd_arg_int(argv[2], &ttl)) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    if (ttl < 0) {
+        reply_errf(c, "ERR Invalid TTL value, must be >= 0");
+        return;
+    }
+    if ((err = dump_verify(argv[3])) != NULL) {
+        reply_errf(c, "%s", err);
+        return;
+    }
+    if (ttl != 0 && !absttl && __builtin_add_overflow(ttl, now, &ttl)) {
+        reply_errf(c, "ERR Invalid TTL value, must be >= 0");
+        return;
+    }
+    if (replace) {
+        ks_delete(ks, key.p, key.len);
+    }
+    if (ttl != 0 && ttl <= now) {
+        reply_ok(c);                      /* already expired: not created (Redis) */
+        return;
+    }
+    if (!dump_replay(c, key, argv[3])) {
+        reply_errf(c, ERR_BADFMT);
+        return;
+    }
+    e = ks_peek(ks, key.p, key.len);
+    if (e != NULL) {
+        ks_set_expire(ks, e, ttl != 0 ? ttl : KS_NO_EXPIRE);
+        e = ks_peek(ks, key.p, key.len);
+        if (idle >= 0 && !ks_lfu(ks)) {
+            ks_entry_set_idle(e, now, (uint64_t)idle * 1000);
+        } else if (freq >= 0 && ks_lfu(ks)) {
+            ks_entry_set_freq(e, now, (unsigned)freq);
+        }
+    }
+    reply_ok(c);
+}

@@ -1,0 +1,104 @@
+/* node/commands/cmds.h: command handlers, one per row of cmd_table.c. Grouped by file. */
+#pragma once
+#include "node/core/cmd.h"
+
+#define CMD_HANDLER(name) void cmd_##name(struct conn *c, int argc, struct rv_str *argv)
+
+/* cmd_string.c */
+CMD_HANDLER(get); CMD_HANDLER(set); CMD_HANDLER(setnx); CMD_HANDLER(setex); CMD_HANDLER(psetex);
+CMD_HANDLER(mget); CMD_HANDLER(mset); CMD_HANDLER(msetnx); CMD_HANDLER(getset); CMD_HANDLER(getdel);
+CMD_HANDLER(getex); CMD_HANDLER(append); CMD_HANDLER(strlen); CMD_HANDLER(incr); CMD_HANDLER(decr);
+CMD_HANDLER(incrby); CMD_HANDLER(decrby); CMD_HANDLER(incrbyfloat); CMD_HANDLER(getrange);
+CMD_HANDLER(setrange);
+
+/* cmd_generic.c */
+CMD_HANDLER(del); CMD_HANDLER(unlink); CMD_HANDLER(exists); CMD_HANDLER(type); CMD_HANDLER(expire);
+CMD_HANDLER(pexpire); CMD_HANDLER(expireat); CMD_HANDLER(pexpireat); CMD_HANDLER(ttl); CMD_HANDLER(pttl);
+CMD_HANDLER(expiretime); CMD_HANDLER(pexpiretime); CMD_HANDLER(persist); CMD_HANDLER(keys);
+CMD_HANDLER(scan); CMD_HANDLER(randomkey); CMD_HANDLER(rename); CMD_HANDLER(renamenx);
+CMD_HANDLER(copy); CMD_HANDLER(touch); CMD_HANDLER(dbsize); CMD_HANDLER(flushdb);
+CMD_HANDLER(flushall); CMD_HANDLER(object_encoding); CMD_HANDLER(object_freq);
+CMD_HANDLER(object_idletime); CMD_HANDLER(object_refcount); CMD_HANDLER(object_help);
+CMD_HANDLER(memory_usage);
+
+/* cmd_dump.c */
+CMD_HANDLER(dump); CMD_HANDLER(restore);
+
+/* cmd_conn.c */
+CMD_HANDLER(ping); CMD_HANDLER(echo); CMD_HANDLER(hello); CMD_HANDLER(auth); CMD_HANDLER(select);
+CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite);
+CMD_HANDLER(client_id); CMD_HANDLER(client_setname); CMD_HANDLER(client_getname);
+CMD_HANDLER(client_list); CMD_HANDLER(client_info); CMD_HANDLER(client_kill);
+CMD_HANDLER(client_setinfo);
+CMD_HANDLER(client_no_evict); CMD_HANDLER(client_unblock); CMD_HANDLER(client_reply); CMD_HANDLER(client_help);
+CMD_HANDLER(command); CMD_HANDLER(command_count); CMD_HANDLER(command_info);
+CMD_HANDLER(command_docs); CMD_HANDLER(command_list); CMD_HANDLER(command_getkeys);
+CMD_HANDLER(command_help);
+
+/* cmd_server.c */
+CMD_HANDLER(info); CMD_HANDLER(config_get); CMD_HANDLER(config_set); CMD_HANDLER(config_resetstat);
+CMD_HANDLER(config_help); CMD_HANDLER(config_rewrite); CMD_HANDLER(time); CMD_HANDLER(shutdown); CMD_HANDLER(memory_help);
+
+/* cmd_debug.c */
+void cmd_debug_log(struct conn *c, int argc, struct rv_str *argv);
+CMD_HANDLER(debug_digest); CMD_HANDLER(debug_digest_value); CMD_HANDLER(debug_sleep);
+CMD_HANDLER(debug_set_active_expire); CMD_HANDLER(debug_role_change_hook); CMD_HANDLER(debug_help);
+
+/* slowlog.c, latency.c */
+CMD_HANDLER(slowlog_get); CMD_HANDLER(slowlog_len); CMD_HANDLER(slowlog_reset); CMD_HANDLER(slowlog_help);
+CMD_HANDLER(latency_latest); CMD_HANDLER(latency_history); CMD_HANDLER(latency_reset);
+CMD_HANDLER(latency_doctor); CMD_HANDLER(latency_histogram); CMD_HANDLER(latency_help);
+CMD_HANDLER(debug);
+
+/* cmd_memory.c */
+CMD_HANDLER(memory_stats); CMD_HANDLER(memory_doctor); CMD_HANDLER(memory_purge);
+CMD_HANDLER(memory_malloc_stats);
+
+/* replication/repl.c */
+CMD_HANDLER(replicaof); CMD_HANDLER(role); CMD_HANDLER(wait); CMD_HANDLER(waitaof);
+CMD_HANDLER(replconf); CMD_HANDLER(rvsync);
+/* replication/repl_failover.c */
+CMD_HANDLER(failover);
+
+/* multi.c */
+CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
+
+/* pubsub.c */
+CMD_HANDLER(publish); CMD_HANDLER(spublish); CMD_HANDLER(subscribe); CMD_HANDLER(ssubscribe);
+CMD_HANDLER(unsubscribe); CMD_HANDLER(sunsubscribe); CMD_HANDLER(psubscribe);
+CMD_HANDLER(punsubscribe); CMD_HANDLER(pubsub_channels); CMD_HANDLER(pubsub_shardchannels);
+CMD_HANDLER(pubsub_numsub); CMD_HANDLER(pubsub_shardnumsub); CMD_HANDLER(pubsub_numpat);
+CMD_HANDLER(pubsub_help);
+
+/* t_list_block.c */
+CMD_HANDLER(blpop); CMD_HANDLER(brpop); CMD_HANDLER(blmove); CMD_HANDLER(brpoplpush);
+CMD_HANDLER(blmpop);
+int list_blmpop_keys(int argc, struct rv_str *argv, int *out, int max);
+
+/* t_zset_block.c */
+CMD_HANDLER(bzpopmin); CMD_HANDLER(bzpopmax); CMD_HANDLER(bzmpop);
+int zset_bzmpop_keys(int argc, struct rv_str *argv, int *out, int max);
+
+/* cmd_cluster.c */
+CMD_HANDLER(cluster_keyslot); CMD_HANDLER(cluster_slots); CMD_HANDLER(cluster_shards);
+CMD_HANDLER(cluster_nodes); CMD_HANDLER(cluster_myid); CMD_HANDLER(cluster_info);
+CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HANDLER(cluster_help);
+
+/* Collection types: each module declares its handlers in node/t_<type>.h. */
+#include "node/commands/t_list.h"
+#include "node/commands/t_hash.h"
+#include "node/commands/t_set.h"
+#include "node/commands/t_zset.h"
+#include "node/commands/t_bitmap.h"
+#include "node/commands/t_hll.h"
+#include "node/commands/t_geo.h"
+#include "node/commands/t_coord.h"
+
+/* snap.c: checkpoints */
+CMD_HANDLER(save); CMD_HANDLER(bgsave); CMD_HANDLER(bgrewriteaof); CMD_HANDLER(lastsave);
+
+/* cmd_acl.c */
+CMD_HANDLER(acl_setuser); CMD_HANDLER(acl_deluser); CMD_HANDLER(acl_getuser); CMD_HANDLER(acl_list);
+CMD_HANDLER(acl_users); CMD_HANDLER(acl_whoami); CMD_HANDLER(acl_cat); CMD_HANDLER(acl_genpass);
+CMD_HANDLER(acl_log); CMD_HANDLER(acl_dryrun); CMD_HANDLER(acl_load); CMD_HANDLER(acl_save);
+CMD_HANDLER(acl_help);

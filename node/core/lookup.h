@@ -1,0 +1,58 @@
+/* node/core/lookup.h: the keyspace lookups commands use, with Redis's semantics:
+ * read lookups count keyspace hits/misses and touch the access clock; write
+ * lookups do neither; both expire a key whose deadline has passed. */
+#pragma once
+#include "node/core/conn.h"
+#include "node/keyspace/ks.h"
+#include "node/core/shard.h"
+
+#include <stdbool.h>
+
+static inline bool
+entry_expired(const struct ks_entry *e, int64_t now)
+{
+    int64_t dl = ks_entry_expire(e);
+    return dl != KS_NO_EXPIRE && dl <= now;
+}
+
+static inline void
+lookup_count(struct conn *c, bool hit)
+{
+    struct shard_stats *st = shard_stats(c->shard);
+    if (hit) {
+        st->keyspace_hits++;
+    } else {
+        st->keyspace_misses++;
+    }
+}
+
+/* Read lookup (Redis lookupKeyRead). */
+static inline struct ks_entry *
+lookup_read(struct conn *c, struct rv_str k)
+{
+    struct ks_entry *e = ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
+    lookup_count(c, e != NULL);
+    return e;
+}
+
+/* Write lookup (Redis lookupKeyWrite). */
+static inline struct ks_entry *
+lookup_write(struct conn *c, struct rv_str k)
+{
+    return ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
+}
+
+/* Expires but leaves the access clock alone (LOOKUP_NOTOUCH: TYPE, TTL, OBJECT). */
+static inline struct ks_entry *
+lookup_notouch(struct conn *c, struct rv_str k, bool stats)
+{
+    struct ks *ks = conn_ks(c);
+    struct ks_entry *e = ks_peek(ks, k.p, k.len);
+    if (e != NULL && entry_expired(e, conn_now_ms(c))) {
+        e = ks_lookup(ks, k.p, k.len, conn_now_ms(c));   /* deletes it */
+    }
+    if (stats) {
+        lookup_count(c, e != NULL);
+    }
+    return e;
+}

@@ -1,0 +1,43 @@
+/* node/core/node.c */
+#include "node/core/node.h"
+
+#include "cluster/slot.h"
+#include "base/mem.h"
+
+#include <pthread.h>
+
+/* Retired snapshots stay allocated until exit: a shard may still read one. */
+struct cfg_retired {
+    struct cfg *c;
+    struct cfg_retired *next;
+};
+
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cfg_retired *retired;
+
+void
+node_publish_cfg(struct node *n, struct cfg *c)
+{
+    struct cfg *old = atomic_exchange(&n->cfg, c);
+    if (old) {
+        struct cfg_retired *r = rv_malloc(sizeof(*r));
+        r->c = old;
+        pthread_mutex_lock(&retired_lock);
+        r->next = retired;
+        retired = r;
+        pthread_mutex_unlock(&retired_lock);
+    }
+    atomic_fetch_add(&n->cfg_version, 1);
+}
+
+unsigned
+node_slot_shard(const struct node *n, unsigned slot)
+{
+    return slot_owner(slot, n->nshards);
+}
+
+int
+node_shard_port(const struct node *n, unsigned i)
+{
+    return (int)atomic_load(&((struct node *)n)->cfg)->port + (int)i;
+}

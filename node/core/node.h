@@ -1,0 +1,33 @@
+/* node/core/node.h: the process-wide view: how many shards, their ports, ids and
+ * slot ranges (immutable after start-up), the published config snapshot and
+ * the shutdown flag. Shards read these; nothing here is on a lock. */
+#pragma once
+#include "node/core/config.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct shard;
+
+struct node {
+    unsigned nshards;
+    struct shard **shards;
+    char (*ids)[41];                 /* per-shard 40-hex node ids (CLUSTER MYID) */
+    char run_id[41];
+    _Atomic(struct cfg *) cfg;       /* latest snapshot; older ones are kept until exit */
+    atomic_uint_fast64_t cfg_version;
+    atomic_bool shutdown;
+    atomic_bool save_on_exit;        /* SHUTDOWN SAVE: every shard checkpoints before exiting */
+    atomic_uint_fast64_t stat_gen;   /* CONFIG RESETSTAT generation */
+    atomic_long nclients;            /* client connections on all shards (maxclients) */
+    int64_t start_ms;
+    char executable[4096];
+    char config_file[4096];
+};
+
+/* Publish a new snapshot (takes ownership); shards adopt it at a safe point. */
+void node_publish_cfg(struct node *n, struct cfg *c);
+/* Slot owner and port of shard i. */
+unsigned node_slot_shard(const struct node *n, unsigned slot);
+int node_shard_port(const struct node *n, unsigned i);

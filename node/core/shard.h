@@ -1,0 +1,143 @@
+/* node/core/shard.h: one shard = one thread with its own libevent loop, listening
+ * socket (base port + id), connections, keyspace and slot range. Nothing on
+ * the request path is shared with other shards or locked.
+ *
+ * Loop: for (;;) { shard_before_poll(); event_base_loop(EVLOOP_ONCE); }
+ * Read handlers parse and execute and leave replies in connection buffers;
+ * shard_before_poll() writes every pending connection once. */
+#pragma once
+#include "node/core/config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct shard;
+struct node;
+struct ks;
+struct conn;
+struct event_base;
+
+struct shard_stats {
+    uint64_t conns_received;
+    uint64_t conns_rejected;
+    uint64_t commands;
+    uint64_t net_input_bytes;
+    uint64_t net_output_bytes;
+    uint64_t keyspace_hits;
+    uint64_t keyspace_misses;
+    uint64_t unexpected_errors;
+    uint64_t total_error_replies;
+    uint64_t client_qbuf_limit_disconnections;
+    uint64_t protocol_errors;
+    uint64_t client_output_limit_disconnections;
+    uint64_t expired_keys_base;   /* keyspace counter at the last CONFIG RESETSTAT */
+    uint64_t evicted_keys;
+};
+
+/* Latency histogram buckets (metrics.h): bucket b counts handler times in
+ * [2^(b-1), 2^b) µs, bucket 0 those under 1 µs, the last everything longer. */
+#define CMD_LAT_BUCKETS 24
+
+/* Written only by the shard's thread; other threads (INFO node, /metrics)
+ * read the words with relaxed loads. */
+struct cmd_stat {
+    uint64_t calls;
+    uint64_t cycles;      /* TSC cycles spent in the handler */
+    uint64_t failed;      /* handler replied with an error */
+    uint64_t rejected;    /* refused before running (arity, auth, routing) */
+    uint64_t hist[CMD_LAT_BUCKETS];   /* latency-tracking yes */
+};
+
+/* Create shard id: bind and listen (errors name the address and port). */
+struct shard *shard_create(struct node *n, unsigned id, char *err, size_t errsz);
+int shard_start(struct shard *s, int cpu);    /* cpu < 0: no pinning */
+void shard_wake(struct shard *s);              /* any thread: re-check shutdown/config */
+/* Wait up to timeout_ms for the thread to finish; false on timeout. */
+bool shard_join(struct shard *s, int64_t timeout_ms);
+void shard_destroy(struct shard *s);
+/* A shard that never serves: loads the data directory dir read-only (no WAL
+ * is opened, nothing written but a torn tail cut off). Resharding uses it. */
+struct shard *shard_create_offline(struct node *n, unsigned id, const char *dir, char *err,
+                                   size_t errsz);
+
+unsigned shard_id(const struct shard *s);
+struct node *shard_node(const struct shard *s);
+struct ks *shard_ks(const struct shard *s);
+/* Replication: install another keyspace (a full sync loaded beside the old one); returns the old. */
+struct ks *shard_swap_ks(struct shard *s, struct ks *ks);
+const struct cfg *shard_cfg(const struct shard *s);
+struct event_base *shard_base(const struct shard *s);
+int64_t shard_now_ms(const struct shard *s);           /* cached, refreshed per read batch */
+int64_t shard_refresh_clock(struct shard *s);
+/* Replay: run with a record's clock. Recovery: the clock never goes below ms. */
+void shard_set_clock(struct shard *s, int64_t ms);
+void shard_set_clock_floor(struct shard *s, int64_t ms);
+struct persist;
+struct persist **shard_persist(struct shard *s);
+struct shard_stats *shard_stats(struct shard *s);
+struct cmd_stat *shard_cmdstats(struct shard *s);      /* indexed by cmd_spec.id */
+void shard_reset_stats(struct shard *s);
+/* Rates over the last ~1.6 s, sampled by the shard's timer (INFO instantaneous_*). */
+double shard_ops_per_sec(const struct shard *s);
+double shard_input_kbps(const struct shard *s);
+double shard_output_kbps(const struct shard *s);
+bool shard_multi(const struct shard *s);                /* more than one shard in the node */
+bool shard_owns_slot(const struct shard *s, unsigned slot);
+void shard_slots(const struct shard *s, unsigned *lo, unsigned *hi);
+uint64_t shard_next_conn_id(struct shard *s);
+double shard_tsc_per_us(void);
+/* Adopt a config snapshot set on this shard right away (CONFIG SET). */
+void shard_adopt_cfg(struct shard *s);
+
+/* Messages between shards: posted by any thread, run on the receiving shard's
+ * thread (which then owns and frees the message). Lock-free: a push onto an
+ * atomic list, and one eventfd wake-up when the list was empty. */
+struct shard_msg {
+    struct shard_msg *next;
+    void (*run)(struct shard *s, struct shard_msg *m);
+};
+void shard_post(struct shard *to, struct shard_msg *m);
+
+/* Pub/Sub state of the shard (pubsub.c creates it on first use), and the
+ * number of subscriptions it holds, readable from other shards (relaxed): a
+ * publisher skips shards with none. */
+struct pubsub;
+struct pubsub **shard_pubsub(struct shard *s);
+void shard_pubsub_count_add(struct shard *s, long delta);
+unsigned long shard_pubsub_count(const struct shard *s);
+
+/* Slowlog, latency events, error counts and published gauges (metrics.c);
+ * created with the shard. */
+struct metrics;
+struct metrics *shard_metrics(struct shard *s);
+
+/* Hash keys with timed fields (t_hash.c creates it on first HEXPIRE). */
+struct hash_ttl_index;
+struct hash_ttl_index **shard_hash_ttl(struct shard *s);
+
+/* Memory charge, budgets and eviction (evict.c; created with the shard). */
+struct evict;
+struct evict **shard_evict(struct shard *s);
+
+/* Blocked clients of the shard (block.c creates it on first use). */
+struct block_shard;
+struct block_shard **shard_blocking(struct shard *s);
+
+/* The shard's WATCH table (multi.c creates it on first use; NULL until then). */
+struct dict;
+struct dict **shard_watched(struct shard *s);
+
+/* The ACL snapshot this shard's connections point into, and the acl_gen it
+ * was taken at (acl.c; adopted once per read batch when acl_gen moved). */
+struct acl_snap;
+struct acl_snap **shard_acl(struct shard *s);
+uint64_t *shard_acl_gen(struct shard *s);
+/* Wake every shard but except (any thread): they re-check config and ACLs. */
+void shard_wake_all(struct node *n, struct shard *except);
+
+/* Connection bookkeeping (conn.c). */
+void shard_conn_link(struct shard *s, struct conn *c);
+void shard_conn_unlink(struct shard *s, struct conn *c);
+struct conn *shard_conn_first(struct shard *s);
+size_t shard_conn_count(const struct shard *s);
+void shard_want_write(struct shard *s, struct conn *c);

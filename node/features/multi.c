@@ -1,0 +1,389 @@
+/* node/features/multi.c */
+#include "node/features/multi.h"
+
+#include "node/features/acl.h"
+#include "base/mem.h"
+#include "node/core/cmd.h"
+#include "node/commands/cmds.h"
+#include "node/core/conn.h"
+#include "node/keyspace/dict.h"
+#include "node/features/evict.h"
+#include "node/keyspace/ks.h"
+#include "node/core/reply.h"
+#include "node/persist/persist.h"
+#include "node/core/shard.h"
+
+#include <string.h>
+
+struct mq_cmd {
+    const struct cmd_spec *cmd;
+    int argc;
+    struct rv_str *argv;      /* argv array followed by the argument bytes: one allocation */
+};
+
+struct watched_key {
+    char *key;
+    size_t len;
+    bool existed;             /* present (and not expired) when WATCH ran */
+};
+
+struct multi_state {
+    bool in_multi;
+    bool dirty_exec;          /* a queued command was refused: EXECABORT */
+    bool dirty_cas;           /* a watched key was written */
+    struct mq_cmd *q;
+    size_t nq, capq;
+    size_t qbytes;            /* what the queued commands hold (CLIENT LIST multi-mem=) */
+    struct watched_key *w;
+    size_t nw, capw;
+};
+
+/* Watch table value: the connections watching one key. */
+struct watchers {
+    struct conn **v;
+    size_t n, cap;
+};
+
+static struct multi_state *
+mstate(struct conn *c)
+{
+    if (c->mstate == NULL) {
+        c->mstate = rv_calloc(1, sizeof(*c->mstate));
+    }
+    return c->mstate;
+}
+
+static void
+queue_clear(struct multi_state *m)
+{
+    for (size_t i = 0; i < m->nq; i++) {
+        rv_free(m->q[i].argv);
+    }
+    m->nq = 0;
+    m->qbytes = 0;
+    m->in_multi = false;
+    m->dirty_exec = false;
+}
+
+void
+multi_queue(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
+{
+    struct multi_state *m = mstate(c);
+    size_t bytes = (size_t)argc * sizeof(struct rv_str);
+    for (int i = 0; i < argc; i++) {
+        bytes += argv[i].len;
+    }
+    struct rv_str *copy = rv_malloc(bytes ? bytes : 1);
+    char *data = (char *)(copy + argc);
+    for (int i = 0; i < argc; i++) {
+        memcpy(data, argv[i].p, argv[i].len);
+        copy[i].p = data;
+        copy[i].len = argv[i].len;
+        data += argv[i].len;
+    }
+    if (m->nq == m->capq) {
+        m->capq = m->capq ? m->capq * 2 : 8;
+        m->q = rv_realloc(m->q, m->capq * sizeof(*m->q));
+    }
+    m->q[m->nq++] = (struct mq_cmd){ cmd, argc, copy };
+    m->qbytes += bytes + sizeof(struct mq_cmd);
+    reply_simple(c, "QUEUED");
+}
+
+void
+multi_flag_error(struct conn *c)
+{
+    mstate(c)->dirty_exec = true;
+}
+
+static void
+unwatch_all(struct conn *c)
+{
+    struct multi_state *m = c->mstate;
+    struct dict *tab = *shard_watched(c->shard);
+    if (m == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < m->nw; i++) {
+        struct dict_entry *e = tab ? dict_find(tab, m->w[i].key, m->w[i].len) : NULL;
+        if (e) {
+            struct watchers *ws = dict_val_ptr(e);
+            for (size_t j = 0; j < ws->n; j++) {
+                if (ws->v[j] == c) {
+                    ws->v[j] = ws->v[--ws->n];
+                    break;
+                }
+            }
+            if (ws->n == 0) {
+                dict_delete(tab, m->w[i].key, m->w[i].len, NULL);
+                rv_free(ws->v);
+                rv_free(ws);
+            }
+        }
+        rv_free(m->w[i].key);
+    }
+    m->nw = 0;
+    m->dirty_cas = false;
+}
+
+void
+multi_release(struct conn *c)
+{
+    struct multi_state *m = c->mstate;
+    if (m == NULL) {
+        return;
+    }
+    queue_clear(m);
+    if (m->nw) {
+        unwatch_all(c);
+    }
+    rv_free(m->q);
+    rv_free(m->w);
+    rv_free(m);
+    c->mstate = NULL;
+    c->flags &= ~CONN_MULTI;
+}
+
+static void
+flag_watchers(struct dict *tab, const char *key, size_t len)
+{
+    struct dict_entry *e = dict_find(tab, key, len);
+    if (e) {
+        struct watchers *ws = dict_val_ptr(e);
+        for (size_t j = 0; j < ws->n; j++) {
+            ws->v[j]->mstate->dirty_cas = true;
+        }
+    }
+}
+
+static void
+flag_all(void *arg, struct dict_entry *e)
+{
+    (void)arg;
+    struct watchers *ws = dict_val_ptr(e);
+    for (size_t j = 0; j < ws->n; j++) {
+        ws->v[j]->mstate->dirty_cas = true;
+    }
+}
+
+void
+multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
+{
+    struct dict *tab = *shard_watched(s);
+    int keys[256];
+    int n = cmd_get_keys(cmd, argc, argv, keys, 256);
+
+    if (tab == NULL || dict_size(tab) == 0) {
+        return;
+    }
+    if (n == 0) {
+        dict_foreach(tab, flag_all, NULL);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        flag_watchers(tab, argv[keys[i]].p, argv[keys[i]].len);
+    }
+}
+
+static bool
+key_live(struct conn *c, const char *key, size_t len)
+{
+    struct ks_entry *e = ks_peek(conn_ks(c), key, len);
+    if (e == NULL) {
+        return false;
+    }
+    int64_t dl = ks_entry_expire(e);
+    return dl == KS_NO_EXPIRE || dl > conn_now_ms(c);
+}
+
+CMD_HANDLER(watch)
+{
+    if (c->flags & CONN_MULTI) {
+        reply_errf(c, "ERR WATCH inside MULTI is not allowed");
+        return;
+    }
+    struct multi_state *m = mstate(c);
+    struct dict **tabp = shard_watched(c->shard);
+    if (*tabp == NULL) {
+        *tabp = dict_create();
+    }
+    for (int i = 1; i < argc; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < m->nw && !dup; j++) {
+            dup = m->w[j].len == argv[i].len && memcmp(m->w[j].key, argv[i].p, argv[i].len) == 0;
+        }
+        if (dup) {
+            continue;
+        }
+        if (m->nw == m->capw) {
+            m->capw = m->capw ? m->capw * 2 : 4;
+            m->w = rv_realloc(m->w, m->capw * sizeof(*m->w));
+        }
+        m->w[m->nw++] = (struct watched_key){ rv_strndup(argv[i].p, argv[i].len), argv[i].len,
+                                              key_live(c, argv[i].p, argv[i].len) };
+        bool created;
+        struct dict_entry *e = dict_add(*tabp, argv[i].p, argv[i].len, &created);
+        struct watchers *ws = created ? rv_calloc(1, sizeof(*ws)) : dict_val_ptr(e);
+        if (created) {
+            dict_set_val_ptr(e, ws);
+        }
+        if (ws->n == ws->cap) {
+            ws->cap = ws->cap ? ws->cap * 2 : 2;
+            ws->v = rv_realloc(ws->v, ws->cap * sizeof(*ws->v));
+        }
+        ws->v[ws->n++] = c;
+    }
+    reply_ok(c);
+}
+
+CMD_HANDLER(unwatch)
+{
+    if (c->mstate && c->mstate->nw) {
+        unwatch_all(c);
+    }
+    reply_ok(c);
+}
+
+CMD_HANDLER(multi)
+{
+    if (c->flags & CONN_MULTI) {
+        reply_errf(c, "ERR MULTI calls can not be nested");
+        return;
+    }
+    mstate(c)->in_multi = true;
+    c->flags |= CONN_MULTI;
+    reply_ok(c);
+}
+
+CMD_HANDLER(discard)
+{
+    if (!(c->flags & CONN_MULTI)) {
+        reply_errf(c, "ERR DISCARD without MULTI");
+        return;
+    }
+    multi_release(c);
+    reply_ok(c);
+}
+
+/* A watched key that was live at WATCH and is gone or expired now counts as
+ * modified (expiry, eviction, or a delete we were not told about). */
+static bool
+watched_key_lost(struct conn *c)
+{
+    struct multi_state *m = c->mstate;
+    for (size_t i = 0; i < m->nw; i++) {
+        if (m->w[i].existed && !key_live(c, m->w[i].key, m->w[i].len)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The write guard that dispatch applied when the writes were queued, applied
+ * again at EXEC: since then the node may have become a replica (FAILOVER,
+ * REPLICAOF), been fenced or lost its replicas. As Redis, the transaction is
+ * then discarded whole with the reason (EXECABORT ... READONLY ..., written so
+ * by reply.c under CONN_EXEC_ABORT); during a FAILOVER's pause EXEC waits like
+ * a write and is parsed again after it.
+ * true when EXEC must not run now (replied, or paused). */
+static bool
+exec_refused(struct conn *c, const struct multi_state *m)
+{
+    bool writes = false;
+    for (size_t i = 0; i < m->nq && !writes; i++) {
+        writes = (m->q[i].cmd->flags & CMD_WRITE) != 0;
+    }
+    if (!writes || !persist_hot(c->persist)->guard) {
+        return false;
+    }
+    c->flags = (c->flags & ~CONN_MULTI) | CONN_EXEC_ABORT;   /* judged as one write */
+    bool refused = persist_refuse_write(c);
+    bool replied = !(c->flags & CONN_EXEC_ABORT);              /* reply.c took the flag */
+    c->flags = (c->flags & ~CONN_EXEC_ABORT) | CONN_MULTI;
+    if (!refused || !replied) {
+        return refused;              /* runs, or paused (a FAILOVER) with no reply yet */
+    }
+    multi_release(c);
+    return true;
+}
+
+CMD_HANDLER(exec)
+{
+    struct multi_state *m = c->mstate;
+    if (!(c->flags & CONN_MULTI)) {
+        reply_errf(c, "ERR EXEC without MULTI");
+        return;
+    }
+    /* Over a memory budget, a transaction that may grow memory is refused whole
+     * (as Redis: the OOM check applies to EXEC for its queued commands). */
+    if (evict_hot(*shard_evict(c->shard))->armed) {
+        bool denyoom = false;
+        for (size_t i = 0; i < m->nq && !denyoom; i++) {
+            denyoom = (m->q[i].cmd->flags & CMD_DENYOOM) != 0;
+        }
+        if (denyoom && !evict_admit(c->shard)) {
+            reply_errf(c, "EXECABORT Transaction discarded because of: %s",
+                       rv_client_err_text[RV_ERR_OOM]);
+            multi_release(c);
+            return;
+        }
+    }
+    if (rv_unlikely(exec_refused(c, m))) {
+        return;
+    }
+    /* replica-serve-stale-data no, link down since the commands were queued:
+     * as Redis, EXEC is refused whole unless every queued command may run. */
+    if (rv_unlikely(persist_hot(c->persist)->stale)) {
+        for (size_t i = 0; i < m->nq; i++) {
+            if (!(m->q[i].cmd->flags & CMD_STALE)) {
+                reply_errf(c, "EXECABORT Transaction discarded because of: MASTERDOWN Link with MASTER "
+                              "is down and replica-serve-stale-data is set to 'no'.");
+                multi_release(c);
+                return;
+            }
+        }
+    }
+    if (m->dirty_exec) {
+        reply_errf(c, "EXECABORT Transaction discarded because of previous errors.");
+        multi_release(c);
+        return;
+    }
+    if (m->dirty_cas || (m->nw && watched_key_lost(c))) {
+        reply_null_array(c);
+        multi_release(c);
+        return;
+    }
+    /* Unwatch first: our own writes must not flag us, and nothing can run
+     * between here and the end of the transaction on this shard. */
+    if (m->nw) {
+        unwatch_all(c);
+    }
+    c->flags &= ~CONN_MULTI;
+    m->in_multi = false;
+    reply_array(c, m->nq);
+    c->flags |= CONN_IN_EXEC;
+    for (size_t i = 0; i < m->nq; i++) {
+        /* As Redis, ACLs are checked again: they may have changed since queueing. */
+        if (rv_unlikely(c->acl_slow) && !acl_allow(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv)) {
+            continue;
+        }
+        cmd_call(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
+    }
+    c->flags &= ~CONN_IN_EXEC;
+    persist_exec_end(c);
+    multi_release(c);
+}
+
+size_t
+multi_watch_count(const struct conn *c)
+{
+    return c->mstate ? c->mstate->nw : 0;
+}
+
+long
+multi_queued(const struct conn *c, size_t *bytes)
+{
+    const struct multi_state *m = c->mstate;
+    *bytes = m && m->in_multi ? m->qbytes : 0;
+    return m && m->in_multi ? (long)m->nq : -1;
+}

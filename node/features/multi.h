@@ -1,0 +1,33 @@
+/* node/features/multi.h: MULTI/EXEC/DISCARD and WATCH (optimistic locking).
+ *
+ * Queued commands are copied out of the read buffer into the connection's
+ * transaction state. WATCH registers keys in the shard's watch table; the
+ * dispatcher calls multi_touch() after every write command, which flags the
+ * watching connections so their EXEC fails. A key that existed when watched
+ * and has expired or vanished by EXEC time also fails it, so expiry and
+ * eviction invalidate a WATCH as in Redis. Nothing here costs anything on
+ * the request path while no connection of the shard watches a key. */
+#pragma once
+#include "proto/resp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct conn;
+struct shard;
+struct cmd_spec;
+
+/* Queue cmd for EXEC and reply +QUEUED. */
+void multi_queue(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+/* A command sent inside MULTI was refused: EXEC will answer EXECABORT. */
+void multi_flag_error(struct conn *c);
+/* Keys c watches (CLIENT LIST watch=). */
+size_t multi_watch_count(const struct conn *c);
+/* Commands queued by c's MULTI, -1 outside one; *bytes: their memory
+ * (CLIENT LIST multi=, multi-mem=). */
+long multi_queued(const struct conn *c, size_t *bytes);
+/* Drop the transaction and every watch of c (DISCARD, RESET, close). */
+void multi_release(struct conn *c);
+/* After a write command: flag the watchers of its keys; a keyless write
+ * (FLUSHDB, FLUSHALL) flags every watcher of the shard. */
+void multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv);

@@ -1,0 +1,601 @@
+/* node/features/pubsub.c */
+#include "node/features/pubsub.h"
+
+#include "cluster/slot.h"
+#include "base/glob.h"
+#include "base/mem.h"
+#include "node/commands/cmds.h"
+#include "node/core/conn.h"
+#include "node/keyspace/dict.h"
+#include "node/core/node.h"
+#include "node/core/reply.h"
+#include "node/core/shard.h"
+
+#include <string.h>
+
+/* Connections subscribed to one channel (dict value). */
+struct subs {
+    struct conn **v;
+    size_t n, cap;
+};
+
+struct pattern_sub {
+    char *pat;
+    size_t len;
+    struct conn *c;
+};
+
+/* Per shard. */
+struct pubsub {
+    struct dict *channels;        /* channel -> struct subs * */
+    struct dict *schannels;       /* shard channel -> struct subs * */
+    struct pattern_sub *pats;
+    size_t npats, cappats;
+};
+
+/* Per connection. */
+struct pubsub_conn {
+    struct dict *channels;        /* key-only */
+    struct dict *schannels;       /* key-only */
+    struct rv_str *pats;          /* owned copies */
+    size_t npats, cappats;
+};
+
+/* A message for subscribers on another shard: channel and payload inline. */
+struct ps_msg {
+    struct shard_msg base;
+    size_t chlen, len;
+    char data[];
+};
+
+enum ps_kind { PS_CHANNEL, PS_SHARD };
+
+static struct pubsub *
+shard_ps(struct shard *s)
+{
+    struct pubsub **pp = shard_pubsub(s);
+    if (*pp == NULL) {
+        *pp = rv_calloc(1, sizeof(**pp));
+        (*pp)->channels = dict_create();
+        (*pp)->schannels = dict_create();
+    }
+    return *pp;
+}
+
+static struct pubsub_conn *
+conn_ps(struct conn *c)
+{
+    if (c->ps == NULL) {
+        c->ps = rv_calloc(1, sizeof(*c->ps));
+        c->ps->channels = dict_create_kind(DICT_KEYONLY);
+        c->ps->schannels = dict_create_kind(DICT_KEYONLY);
+    }
+    return c->ps;
+}
+
+static size_t
+conn_total(const struct conn *c)
+{
+    return c->ps ? dict_size(c->ps->channels) + c->ps->npats : 0;
+}
+
+void
+pubsub_counts(const struct conn *c, size_t *sub, size_t *psub, size_t *ssub)
+{
+    *sub = c->ps ? dict_size(c->ps->channels) : 0;
+    *psub = c->ps ? c->ps->npats : 0;
+    *ssub = c->ps ? dict_size(c->ps->schannels) : 0;
+}
+
+struct each_ctx {
+    pubsub_visit_fn *fn;
+    void *arg;
+    bool ok;
+};
+
+static void
+each_entry(void *arg, struct dict_entry *e)
+{
+    struct each_ctx *x = arg;
+    x->ok = x->fn(x->arg, dict_key(e), false) && x->ok;
+}
+
+bool
+pubsub_each(struct conn *c, pubsub_visit_fn *fn, void *arg)
+{
+    struct each_ctx x = { fn, arg, true };
+    if (c->ps == NULL) {
+        return true;
+    }
+    if (c->ps->channels) {
+        dict_foreach(c->ps->channels, each_entry, &x);
+    }
+    if (c->ps->schannels) {
+        dict_foreach(c->ps->schannels, each_entry, &x);
+    }
+    for (size_t i = 0; i < c->ps->npats; i++) {
+        x.ok = fn(arg, c->ps->pats[i], true) && x.ok;
+    }
+    return x.ok;
+}
+
+static void
+update_mode(struct conn *c)
+{
+    if (c->ps && (conn_total(c) + dict_size(c->ps->schannels)) > 0) {
+        c->flags |= CONN_PUBSUB;
+    } else {
+        c->flags &= ~CONN_PUBSUB;
+    }
+}
+
+/* ["subscribe", channel, count] as a push (RESP3) or array (RESP2). */
+static void
+reply_event(struct conn *c, const char *kind, const char *ch, size_t chlen, bool null_ch, size_t count)
+{
+    resp_w_push(&c->wbuf, c->proto, 3);
+    reply_bulk_cstr(c, kind);
+    if (null_ch) {
+        reply_null(c);
+    } else {
+        reply_bulk(c, ch, chlen);
+    }
+    reply_int(c, (int64_t)count);
+}
+
+static bool
+subs_add(struct dict *tab, const char *ch, size_t len, struct conn *c)
+{
+    bool created;
+    struct dict_entry *e = dict_add(tab, ch, len, &created);
+    struct subs *s = created ? rv_calloc(1, sizeof(*s)) : dict_val_ptr(e);
+    if (created) {
+        dict_set_val_ptr(e, s);
+    }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 4;
+        s->v = rv_realloc(s->v, s->cap * sizeof(*s->v));
+    }
+    s->v[s->n++] = c;
+    return true;
+}
+
+static void
+subs_remove(struct dict *tab, const char *ch, size_t len, struct conn *c)
+{
+    struct dict_entry *e = dict_find(tab, ch, len);
+    if (e == NULL) {
+        return;
+    }
+    struct subs *s = dict_val_ptr(e);
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->v[i] == c) {
+            s->v[i] = s->v[--s->n];
+            break;
+        }
+    }
+    if (s->n == 0) {
+        dict_delete(tab, ch, len, NULL);
+        rv_free(s->v);
+        rv_free(s);
+    }
+}
+
+static void
+subscribe_generic(struct conn *c, int argc, struct rv_str *argv, enum ps_kind kind)
+{
+    struct pubsub *ps = shard_ps(c->shard);
+    struct pubsub_conn *cp = conn_ps(c);
+    struct dict *mine = kind == PS_SHARD ? cp->schannels : cp->channels;
+    struct dict *tab = kind == PS_SHARD ? ps->schannels : ps->channels;
+    for (int i = 1; i < argc; i++) {
+        bool created;
+        dict_add(mine, argv[i].p, argv[i].len, &created);
+        if (created) {
+            subs_add(tab, argv[i].p, argv[i].len, c);
+            shard_pubsub_count_add(c->shard, 1);
+        }
+        reply_event(c, kind == PS_SHARD ? "ssubscribe" : "subscribe", argv[i].p, argv[i].len, false,
+                    kind == PS_SHARD ? dict_size(mine) : conn_total(c));
+    }
+    update_mode(c);
+}
+
+struct collect {
+    struct rv_str *v;
+    size_t n;
+};
+
+static void
+collect_key(void *arg, struct dict_entry *e)
+{
+    struct collect *x = arg;
+    struct rv_str k = dict_key(e);
+    x->v[x->n++] = (struct rv_str){ rv_strndup(k.p, k.len), k.len };
+}
+
+static void
+unsubscribe_one(struct conn *c, const char *ch, size_t len, enum ps_kind kind, bool reply)
+{
+    struct pubsub *ps = shard_ps(c->shard);
+    struct pubsub_conn *cp = conn_ps(c);
+    struct dict *mine = kind == PS_SHARD ? cp->schannels : cp->channels;
+    if (dict_delete(mine, ch, len, NULL)) {
+        subs_remove(kind == PS_SHARD ? ps->schannels : ps->channels, ch, len, c);
+        shard_pubsub_count_add(c->shard, -1);
+    }
+    if (reply) {
+        reply_event(c, kind == PS_SHARD ? "sunsubscribe" : "unsubscribe", ch, len, false,
+                    kind == PS_SHARD ? dict_size(mine) : conn_total(c));
+    }
+}
+
+static void
+unsubscribe_generic(struct conn *c, int argc, struct rv_str *argv, enum ps_kind kind, bool reply)
+{
+    struct pubsub_conn *cp = conn_ps(c);
+    struct dict *mine = kind == PS_SHARD ? cp->schannels : cp->channels;
+    if (argc > 1) {
+        for (int i = 1; i < argc; i++) {
+            unsubscribe_one(c, argv[i].p, argv[i].len, kind, reply);
+        }
+    } else if (dict_size(mine) == 0) {
+        if (reply) {
+            reply_event(c, kind == PS_SHARD ? "sunsubscribe" : "unsubscribe", NULL, 0, true,
+                        kind == PS_SHARD ? 0 : conn_total(c));
+        }
+    } else {
+        struct collect x = { rv_malloc(dict_size(mine) * sizeof(struct rv_str)), 0 };
+        dict_foreach(mine, collect_key, &x);
+        for (size_t i = 0; i < x.n; i++) {
+            unsubscribe_one(c, x.v[i].p, x.v[i].len, kind, reply);
+            rv_free((void *)x.v[i].p);
+        }
+        rv_free(x.v);
+    }
+    update_mode(c);
+}
+
+static void
+punsubscribe_one(struct conn *c, const char *pat, size_t len, bool reply)
+{
+    struct pubsub *ps = shard_ps(c->shard);
+    struct pubsub_conn *cp = conn_ps(c);
+    for (size_t i = 0; i < cp->npats; i++) {
+        if (cp->pats[i].len == len && memcmp(cp->pats[i].p, pat, len) == 0) {
+            rv_free((void *)cp->pats[i].p);
+            cp->pats[i] = cp->pats[--cp->npats];
+            for (size_t j = 0; j < ps->npats; j++) {
+                if (ps->pats[j].c == c && ps->pats[j].len == len &&
+                    memcmp(ps->pats[j].pat, pat, len) == 0) {
+                    rv_free(ps->pats[j].pat);
+                    ps->pats[j] = ps->pats[--ps->npats];
+                    break;
+                }
+            }
+            shard_pubsub_count_add(c->shard, -1);
+            break;
+        }
+    }
+    if (reply) {
+        reply_event(c, "punsubscribe", pat, len, false, conn_total(c));
+    }
+}
+
+void
+pubsub_release(struct conn *c)
+{
+    if (c->ps == NULL) {
+        return;
+    }
+    unsubscribe_generic(c, 1, NULL, PS_CHANNEL, false);
+    unsubscribe_generic(c, 1, NULL, PS_SHARD, false);
+    while (c->ps->npats) {
+        struct rv_str p = c->ps->pats[0];
+        char *copy = rv_strndup(p.p, p.len);
+        punsubscribe_one(c, copy, p.len, false);
+        rv_free(copy);
+    }
+    dict_destroy(c->ps->channels, NULL);
+    dict_destroy(c->ps->schannels, NULL);
+    rv_free(c->ps->pats);
+    rv_free(c->ps);
+    c->ps = NULL;
+    c->flags &= ~CONN_PUBSUB;
+}
+
+static void
+free_subs(void *p)
+{
+    struct subs *s = p;
+    rv_free(s->v);
+    rv_free(s);
+}
+
+void
+pubsub_shard_destroy(struct shard *s)
+{
+    struct pubsub **pp = shard_pubsub(s);
+    if (*pp == NULL) {
+        return;
+    }
+    dict_destroy((*pp)->channels, free_subs);
+    dict_destroy((*pp)->schannels, free_subs);
+    for (size_t i = 0; i < (*pp)->npats; i++) {
+        rv_free((*pp)->pats[i].pat);
+    }
+    rv_free((*pp)->pats);
+    rv_free(*pp);
+    *pp = NULL;
+}
+
+/* A subscriber whose unread output passes the pub/sub limits is dropped, so a
+ * slow reader cannot make the shard's memory grow without bound. */
+static void
+check_output_limit(struct conn *c)
+{
+    const struct cfg *cfg = shard_cfg(c->shard);
+    size_t pending = c->wbuf.len - c->wbuf.off;
+    int64_t hard = cfg->obl_hard[CFG_OBL_PUBSUB], soft = cfg->obl_soft[CFG_OBL_PUBSUB];
+    bool over = false;
+    if (hard > 0 && pending > (size_t)hard) {
+        over = true;
+    } else if (soft > 0 && pending > (size_t)soft) {
+        int64_t now = shard_now_ms(c->shard);
+        if (c->obl_soft_since == 0) {
+            c->obl_soft_since = now;
+        } else if (now - c->obl_soft_since >= cfg->obl_secs[CFG_OBL_PUBSUB] * 1000) {
+            over = true;
+        }
+    } else {
+        c->obl_soft_since = 0;
+    }
+    if (over && !(c->flags & CONN_CLOSE_ASAP)) {
+        c->flags |= CONN_CLOSE_ASAP;
+        shard_stats(c->shard)->client_output_limit_disconnections++;
+    }
+}
+
+static void
+deliver_to(struct conn *c, const char *kind, const char *pat, size_t plen, const char *ch,
+           size_t chlen, const char *msg, size_t len)
+{
+    if (c->flags & (CONN_CLOSE_ASAP | CONN_CLOSE_AFTER_REPLY)) {
+        return;
+    }
+    resp_w_push(&c->wbuf, c->proto, pat ? 4 : 3);
+    resp_w_bulk_cstr(&c->wbuf, kind);
+    if (pat) {
+        resp_w_bulk(&c->wbuf, pat, plen);
+    }
+    resp_w_bulk(&c->wbuf, ch, chlen);
+    resp_w_bulk(&c->wbuf, msg, len);
+    check_output_limit(c);
+    shard_want_write(c->shard, c);
+}
+
+/* Deliver on this shard; returns the number of receivers. */
+static size_t
+deliver_local(struct shard *s, enum ps_kind kind, const char *ch, size_t chlen, const char *msg,
+              size_t len)
+{
+    struct pubsub *ps = *shard_pubsub(s);
+    size_t n = 0;
+    if (ps == NULL) {
+        return 0;
+    }
+    struct dict_entry *e = dict_find(kind == PS_SHARD ? ps->schannels : ps->channels, ch, chlen);
+    if (e) {
+        struct subs *sb = dict_val_ptr(e);
+        for (size_t i = 0; i < sb->n; i++) {
+            deliver_to(sb->v[i], kind == PS_SHARD ? "smessage" : "message", NULL, 0, ch, chlen, msg,
+                       len);
+        }
+        n += sb->n;
+    }
+    if (kind == PS_CHANNEL) {
+        for (size_t i = 0; i < ps->npats; i++) {
+            struct pattern_sub *p = &ps->pats[i];
+            if (glob_match(p->pat, p->len, ch, chlen, false)) {
+                deliver_to(p->c, "pmessage", p->pat, p->len, ch, chlen, msg, len);
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+static void
+run_remote(struct shard *s, struct shard_msg *m)
+{
+    struct ps_msg *pm = (struct ps_msg *)m;
+    deliver_local(s, PS_CHANNEL, pm->data, pm->chlen, pm->data + pm->chlen, pm->len);
+    rv_free(pm);
+}
+
+CMD_HANDLER(publish)
+{
+    struct shard *me = c->shard;
+    struct node *n = shard_node(me);
+    size_t got = deliver_local(me, PS_CHANNEL, argv[1].p, argv[1].len, argv[2].p, argv[2].len);
+    for (unsigned i = 0; i < n->nshards; i++) {
+        struct shard *to = n->shards[i];
+        if (to == me || shard_pubsub_count(to) == 0) {
+            continue;
+        }
+        struct ps_msg *m = rv_malloc(sizeof(*m) + argv[1].len + argv[2].len);
+        m->base.run = run_remote;
+        m->chlen = argv[1].len;
+        m->len = argv[2].len;
+        memcpy(m->data, argv[1].p, argv[1].len);
+        memcpy(m->data + argv[1].len, argv[2].p, argv[2].len);
+        shard_post(to, &m->base);
+    }
+    reply_int(c, (int64_t)got);
+}
+
+CMD_HANDLER(spublish)
+{
+    reply_int(c, (int64_t)deliver_local(c->shard, PS_SHARD, argv[1].p, argv[1].len, argv[2].p,
+                                        argv[2].len));
+}
+
+CMD_HANDLER(subscribe)
+{
+    subscribe_generic(c, argc, argv, PS_CHANNEL);
+}
+
+CMD_HANDLER(ssubscribe)
+{
+    subscribe_generic(c, argc, argv, PS_SHARD);
+}
+
+CMD_HANDLER(unsubscribe)
+{
+    unsubscribe_generic(c, argc, argv, PS_CHANNEL, true);
+}
+
+CMD_HANDLER(sunsubscribe)
+{
+    unsubscribe_generic(c, argc, argv, PS_SHARD, true);
+}
+
+CMD_HANDLER(psubscribe)
+{
+    struct pubsub *ps = shard_ps(c->shard);
+    struct pubsub_conn *cp = conn_ps(c);
+    for (int i = 1; i < argc; i++) {
+        bool have = false;
+        for (size_t j = 0; j < cp->npats && !have; j++) {
+            have = cp->pats[j].len == argv[i].len && memcmp(cp->pats[j].p, argv[i].p, argv[i].len) == 0;
+        }
+        if (!have) {
+            if (cp->npats == cp->cappats) {
+                cp->cappats = cp->cappats ? cp->cappats * 2 : 4;
+                cp->pats = rv_realloc(cp->pats, cp->cappats * sizeof(*cp->pats));
+            }
+            cp->pats[cp->npats++] = (struct rv_str){ rv_strndup(argv[i].p, argv[i].len), argv[i].len };
+            if (ps->npats == ps->cappats) {
+                ps->cappats = ps->cappats ? ps->cappats * 2 : 4;
+                ps->pats = rv_realloc(ps->pats, ps->cappats * sizeof(*ps->pats));
+            }
+            ps->pats[ps->npats++] = (struct pattern_sub){ rv_strndup(argv[i].p, argv[i].len),
+                                                         argv[i].len, c };
+            shard_pubsub_count_add(c->shard, 1);
+        }
+        reply_event(c, "psubscribe", argv[i].p, argv[i].len, false, conn_total(c));
+    }
+    update_mode(c);
+}
+
+CMD_HANDLER(punsubscribe)
+{
+    struct pubsub_conn *cp = conn_ps(c);
+    if (argc > 1) {
+        for (int i = 1; i < argc; i++) {
+            punsubscribe_one(c, argv[i].p, argv[i].len, true);
+        }
+    } else if (cp->npats == 0) {
+        reply_event(c, "punsubscribe", NULL, 0, true, conn_total(c));
+    } else {
+        while (cp->npats) {
+            struct rv_str p = cp->pats[cp->npats - 1];
+            char *copy = rv_strndup(p.p, p.len);
+            punsubscribe_one(c, copy, p.len, true);
+            rv_free(copy);
+        }
+    }
+    update_mode(c);
+}
+
+/* ---- PUBSUB introspection (this shard, as a cluster node answers) ---- */
+
+struct chan_list {
+    struct conn *c;
+    struct rv_str *pat;
+    size_t n;
+};
+
+static void
+list_channel(void *arg, struct dict_entry *e)
+{
+    struct chan_list *x = arg;
+    struct rv_str k = dict_key(e);
+    if (x->pat == NULL || glob_match(x->pat->p, x->pat->len, k.p, k.len, false)) {
+        reply_bulk(x->c, k.p, k.len);
+        x->n++;
+    }
+}
+
+static void
+channels_generic(struct conn *c, int argc, struct rv_str *argv, enum ps_kind kind)
+{
+    struct pubsub *ps = shard_ps(c->shard);
+    struct chan_list x = { c, argc > 2 ? &argv[2] : NULL, 0 };
+    size_t h = reply_defer(c);
+    dict_foreach(kind == PS_SHARD ? ps->schannels : ps->channels, list_channel, &x);
+    reply_defer_array(c, h, x.n);
+}
+
+static void
+numsub_generic(struct conn *c, int argc, struct rv_str *argv, enum ps_kind kind)
+{
+    struct pubsub *ps = shard_ps(c->shard);
+    struct dict *tab = kind == PS_SHARD ? ps->schannels : ps->channels;
+    reply_map(c, (size_t)(argc - 2));
+    for (int i = 2; i < argc; i++) {
+        struct dict_entry *e = dict_find(tab, argv[i].p, argv[i].len);
+        reply_bulk(c, argv[i].p, argv[i].len);
+        reply_int(c, e ? (int64_t)((struct subs *)dict_val_ptr(e))->n : 0);
+    }
+}
+
+CMD_HANDLER(pubsub_channels)
+{
+    channels_generic(c, argc, argv, PS_CHANNEL);
+}
+
+CMD_HANDLER(pubsub_shardchannels)
+{
+    channels_generic(c, argc, argv, PS_SHARD);
+}
+
+CMD_HANDLER(pubsub_numsub)
+{
+    numsub_generic(c, argc, argv, PS_CHANNEL);
+}
+
+CMD_HANDLER(pubsub_shardnumsub)
+{
+    numsub_generic(c, argc, argv, PS_SHARD);
+}
+
+CMD_HANDLER(pubsub_numpat)
+{
+    struct pubsub *ps = shard_ps(c->shard);
+    /* Redis counts distinct patterns. */
+    size_t n = 0;
+    for (size_t i = 0; i < ps->npats; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) {
+            seen = ps->pats[j].len == ps->pats[i].len &&
+                   memcmp(ps->pats[j].pat, ps->pats[i].pat, ps->pats[i].len) == 0;
+        }
+        n += !seen;
+    }
+    reply_int(c, (int64_t)n);
+}
+
+CMD_HANDLER(pubsub_help)
+{
+    static const char *const lines[] = {
+        "CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT", "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]", "    Return the number of subscribers for the specified channels, excluding",
+        "    pattern subscriptions(default: no channels).",
+        "SHARDCHANNELS [<pattern>]", "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]", "    Return the number of subscribers for the specified shard level channel(s)",
+        NULL,
+    };
+    reply_help(c, "PUBSUB", lines);
+}

@@ -1,0 +1,1483 @@
+/* node/persist/persist.c: WAL glue, group commit, recovery (see persist.h). The
+ * checkpoint snapshot lives in snap.c. */
+#include "node/persist/persist.h"
+#include "node/persist/persist_int.h"
+
+#include "base/clock.h"
+#include "base/fs.h"
+#define LOG_MODULE "persist"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/strnum.h"
+#include "node/core/cmd.h"
+#include "node/core/conn.h"
+#include "node/keyspace/ks.h"
+#include "node/obs/metrics.h"
+#include "node/types/obj.h"
+#include "node/persist/replay.h"
+#include "node/core/reply.h"
+#include "node/core/shard.h"
+#include "replication/repl.h"
+#include "wal/wal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+/* Commands whose effect is logged differently from their arguments. */
+enum rw {
+    RW_NONE = 0, RW_SPOP, RW_INCRBYFLOAT, RW_EXPIRE, RW_PEXPIRE, RW_SETEX, RW_PSETEX, RW_SET,
+    RW_GETEX, RW_BLPOP, RW_BRPOP, RW_BLMOVE, RW_BRPOPLPUSH, RW_BLMPOP, RW_BZPOPMIN,
+    RW_BZPOPMAX, RW_BZMPOP, RW_STATE, RW_RESTORE,
+};
+static const struct { const char *name; enum rw rw; } rw_names[] = {
+    { "spop", RW_SPOP }, { "incrbyfloat", RW_INCRBYFLOAT }, { "expire", RW_EXPIRE },
+    { "pexpire", RW_PEXPIRE }, { "setex", RW_SETEX }, { "psetex", RW_PSETEX }, { "set", RW_SET },
+    { "getex", RW_GETEX }, { "blpop", RW_BLPOP }, { "brpop", RW_BRPOP }, { "blmove", RW_BLMOVE },
+    { "brpoplpush", RW_BRPOPLPUSH }, { "blmpop", RW_BLMPOP }, { "bzpopmin", RW_BZPOPMIN },
+    { "bzpopmax", RW_BZPOPMAX }, { "bzmpop", RW_BZMPOP }, { "semaphore", RW_STATE },
+    { "restore", RW_RESTORE },
+};
+#define NRW (sizeof(rw_names) / sizeof(rw_names[0]))
+/* enum rw by cmd_spec.id; built once by the main thread before shards run. */
+static uint8_t *rw_by_id;
+
+static void
+rw_init(void)
+{
+    if (rw_by_id != NULL) {
+        return;
+    }
+    rw_by_id = rv_calloc(cmd_id_count(), 1);
+    for (size_t i = 0; i < NRW; i++) {
+        const struct cmd_spec *s = cmd_lookup(rw_names[i].name, strlen(rw_names[i].name));
+        if (s != NULL) {
+            rw_by_id[s->id] = (uint8_t)rw_names[i].rw;
+            for (const struct cmd_spec *sub = s->subs; sub && sub->name; sub++) {
+                rw_by_id[sub->id] = (uint8_t)rw_names[i].rw;
+            }
+        }
+    }
+}
+
+static inline enum rw
+rw_of(const struct cmd_spec *cmd)
+{
+    return (enum rw)rw_by_id[cmd->id];
+}
+
+struct persist *
+persist_of(struct shard *s)
+{
+    return *shard_persist(s);
+}
+
+/* ---------------------------------------------------------------- records */
+
+/* Records go to the WAL's staging buffer, or (memory mode with a
+ * replication backlog) to a scratch buffer; either way a sealed record is
+ * handed to replication, which copies it into its backlog. */
+static inline struct buf *
+rec_buf(struct persist *p)
+{
+    return p->w ? wal_buf(p->w) : &p->mstage;
+}
+
+static void on_expire(void *arg, const struct ks_entry *e);
+
+void
+persist_hook_ks(struct shard *s, struct ks *ks)
+{
+    ks_set_expire_hook(ks, on_expire, persist_of(s));
+}
+
+const char *
+persist_dir(struct shard *s)
+{
+    return persist_of(s)->dir;
+}
+
+static inline uint64_t
+last_lsn(const struct persist *p)
+{
+    return p->w ? wal_last_lsn(p->w) : p->next_lsn - 1;
+}
+
+uint64_t
+persist_last_lsn(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p == NULL ? 0 : last_lsn(p);
+}
+
+static void
+rec_open(struct persist *p)
+{
+    if (p->rec_open) {
+        return;
+    }
+    if (p->w) {
+        p->rec_mark = wal_rec_begin(p->w);
+    } else {
+        p->mstage.off = p->mstage.len = 0;
+        buf_reserve(&p->mstage, WAL_REC_HDR);
+        p->rec_mark = 0;
+        p->mstage.len = WAL_REC_HDR;
+    }
+    p->pay_start = rec_buf(p)->len;
+    wal_pay_begin(rec_buf(p), WAL_P_CMDS);
+    p->rec_open = true;
+}
+
+static void
+rec_close(struct persist *p)
+{
+    if (!p->rec_open) {
+        return;
+    }
+    p->rec_open = false;
+    struct buf *b = rec_buf(p);
+    if (wal_pay_ncmds(b, p->pay_start) == 0) {
+        if (p->w) {
+            wal_rec_abort(p->w, p->rec_mark);
+        }
+        if (__builtin_expect(p->ckpt_pending, 0)) {
+            snap_after_record(p);
+        }
+        return;
+    }
+    if (p->w) {
+        if (wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s)) == 0) {
+            return;                  /* over WAL_MAX_REC: dropped, the WAL failed (logged) */
+        }
+    } else if (b->len - WAL_REC_HDR > WAL_MAX_REC) {
+        log_warn("[shard %u] a record of %zu bytes is over the %llu-byte limit: not sent to "
+                 "replicas", shard_id(p->s), b->len - WAL_REC_HDR, (unsigned long long)WAL_MAX_REC);
+        return;
+    } else {
+        /* memory mode: the record only travels to replicas, unsealed (see wal.h) */
+        wal_frame_mark((uint8_t *)b->data, b->len - WAL_REC_HDR, p->next_lsn++, shard_now_ms(p->s));
+    }
+    p->changes++;
+    if (p->repl) {
+        repl_feed(p->repl, (const uint8_t *)b->data + p->rec_mark, b->len - p->rec_mark);
+    }
+    if (__builtin_expect(p->ckpt_pending, 0)) {
+        snap_after_record(p);        /* asked for while this record was open */
+    }
+}
+
+static void
+rec_cmd(struct persist *p, int argc, const struct rv_str *argv)
+{
+    wal_pay_cmd(rec_buf(p), p->pay_start, argc, argv);
+}
+
+static void
+emit_to_rec(void *arg, int argc, const struct rv_str *argv)
+{
+    rec_cmd(arg, argc, argv);
+}
+
+#define S(lit) ((struct rv_str){ lit, sizeof(lit) - 1 })
+
+static struct rv_str
+fmt_i64(char *buf, int64_t v)
+{
+    int n = snprintf(buf, 24, "%" PRId64, v);
+    return (struct rv_str){ buf, (size_t)n };
+}
+
+/* DEL key, then the commands that rebuild its current value (and deadline). */
+static void
+rec_key_state(struct persist *p, struct rv_str key)
+{
+    struct rv_str del[2] = { S("DEL"), key };
+    rec_cmd(p, 2, del);
+    struct ks_entry *e = ks_peek(shard_ks(p->s), key.p, key.len);
+    if (e == NULL) {
+        return;
+    }
+    snap_emit_entry(e, emit_to_rec, p);
+}
+
+/* ---- a small reader for our own replies (RESP2 and RESP3) ---- */
+struct rd {
+    const char *p, *end;
+};
+
+static bool
+rd_line(struct rd *r, char *type, const char **s, size_t *n)
+{
+    if (r->p >= r->end) {
+        return false;
+    }
+    const char *e = memchr(r->p, '\r', (size_t)(r->end - r->p));
+    if (e == NULL || e + 1 >= r->end) {
+        return false;
+    }
+    *type = r->p[0];
+    *s = r->p + 1;
+    *n = (size_t)(e - r->p - 1);
+    r->p = e + 2;
+    return true;
+}
+
+/* One scalar: bulk/simple/double/integer; *isnull for nulls. */
+static bool
+rd_scalar(struct rd *r, struct rv_str *out, bool *isnull)
+{
+    char t;
+    const char *s;
+    size_t n;
+    *isnull = false;
+    if (!rd_line(r, &t, &s, &n)) {
+        return false;
+    }
+    if (t == '_' || ((t == '$' || t == '*') && n == 2 && s[0] == '-')) {
+        *isnull = true;
+        return true;
+    }
+    if (t == '$') {
+        int64_t len;
+        if (!str_to_i64(s, n, &len) || len < 0 || r->end - r->p < len + 2) {
+            return false;
+        }
+        *out = (struct rv_str){ r->p, (size_t)len };
+        r->p += len + 2;
+        return true;
+    }
+    if (t == '+' || t == ',' || t == ':') {
+        *out = (struct rv_str){ s, n };
+        return true;
+    }
+    return false;
+}
+
+/* An aggregate header: count, or -1 for null. */
+static bool
+rd_agg(struct rd *r, int64_t *count)
+{
+    char t;
+    const char *s;
+    size_t n;
+    if (!rd_line(r, &t, &s, &n)) {
+        return false;
+    }
+    if (t == '_' || (n == 2 && s[0] == '-')) {
+        *count = -1;
+        return true;
+    }
+    if (t != '*' && t != '~' && t != '>') {
+        return false;
+    }
+    return str_to_i64(s, n, count);
+}
+
+/* ---- rewrites ---- */
+
+static bool
+arg_is(struct rv_str a, const char *lower)
+{
+    return cmd_arg_is(a, lower);
+}
+
+/* SET/GETEX: EX/PX -> PXAT; EXAT -> PXAT. */
+static void
+rw_ttl_opts(struct persist *p, int argc, struct rv_str *argv, int from, int64_t now)
+{
+    struct rv_str v[argc];
+    char num[24];
+    int n = 0;
+    for (int i = 0; i < from; i++) {
+        v[n++] = argv[i];
+    }
+    for (int i = from; i < argc; i++) {
+        int64_t x;
+        bool ex = arg_is(argv[i], "ex"), px = arg_is(argv[i], "px"), exat = arg_is(argv[i], "exat");
+        if ((ex || px || exat) && i + 1 < argc && cmd_arg_int(argv[i + 1], &x)) {
+            int64_t at = ex ? now + x * 1000 : px ? now + x : x * 1000;
+            v[n++] = S("PXAT");
+            v[n++] = fmt_i64(num, at);
+            i++;
+            continue;
+        }
+        v[n++] = argv[i];
+    }
+    rec_cmd(p, n, v);
+}
+
+static void
+log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int argc,
+            struct rv_str *argv, size_t mark)
+{
+    enum rw rw = rw_of(cmd);
+    struct rd r = { c->wbuf.data + mark, c->wbuf.data + c->wbuf.len };
+    int64_t now = shard_now_ms(p->s);
+    char num[24];
+    struct rv_str a, b;
+    bool isnull;
+    int64_t cnt;
+
+    switch (rw) {
+    case RW_NONE:
+        rec_cmd(p, argc, argv);
+        return;
+    case RW_SPOP: {              /* SREM key <popped...> */
+        if (argc == 2) {
+            if (!rd_scalar(&r, &a, &isnull) || isnull) {
+                return;
+            }
+            struct rv_str v[3] = { S("SREM"), argv[1], a };
+            rec_cmd(p, 3, v);
+            return;
+        }
+        if (!rd_agg(&r, &cnt) || cnt <= 0) {
+            return;
+        }
+        struct rv_str *v = rv_malloc(((size_t)cnt + 2) * sizeof(*v));
+        v[0] = S("SREM");
+        v[1] = argv[1];
+        int64_t i;
+        for (i = 0; i < cnt && rd_scalar(&r, &v[i + 2], &isnull); i++) {
+        }
+        if (i == cnt) {
+            rec_cmd(p, (int)cnt + 2, v);
+        } else {
+            rec_key_state(p, argv[1]);
+        }
+        rv_free(v);
+        return;
+    }
+    case RW_INCRBYFLOAT:
+        if (rd_scalar(&r, &a, &isnull) && !isnull) {
+            struct rv_str v[4] = { S("SET"), argv[1], a, S("KEEPTTL") };
+            rec_cmd(p, 4, v);
+        }
+        return;
+    case RW_EXPIRE:
+    case RW_PEXPIRE: {           /* PEXPIREAT key abs [NX|XX|GT|LT] */
+        int64_t x;
+        if (!rd_scalar(&r, &a, &isnull) || isnull || a.len != 1 || a.p[0] != '1' ||
+            !cmd_arg_int(argv[2], &x)) {
+            return;                  /* nothing changed */
+        }
+        int64_t at = rw == RW_EXPIRE ? now + x * 1000 : now + x;
+        struct rv_str v[4] = { S("PEXPIREAT"), argv[1], fmt_i64(num, at), argc > 3 ? argv[3] : S("") };
+        rec_cmd(p, argc > 3 ? 4 : 3, v);
+        return;
+    }
+    case RW_SETEX:
+    case RW_PSETEX: {            /* SET key value PXAT abs */
+        int64_t x;
+        if (!cmd_arg_int(argv[2], &x)) {
+            return;
+        }
+        int64_t at = rw == RW_SETEX ? now + x * 1000 : now + x;
+        struct rv_str v[5] = { S("SET"), argv[1], argv[3], S("PXAT"), fmt_i64(num, at) };
+        rec_cmd(p, 5, v);
+        return;
+    }
+    case RW_SET:
+        if (argc == 3) {
+            rec_cmd(p, argc, argv);  /* plain SET: nothing relative */
+            return;
+        }
+        rw_ttl_opts(p, argc, argv, 3, now);
+        return;
+    case RW_GETEX:
+        if (rd_scalar(&r, &a, &isnull) && !isnull) {
+            rw_ttl_opts(p, argc, argv, 2, now);
+        }
+        return;
+    case RW_BLPOP:
+    case RW_BRPOP:
+    case RW_BZPOPMIN:
+    case RW_BZPOPMAX: {          /* [key, ...] -> LPOP/RPOP/ZPOPMIN/ZPOPMAX key */
+        if (!rd_agg(&r, &cnt) || cnt < 2 || !rd_scalar(&r, &a, &isnull) || isnull) {
+            return;
+        }
+        static const char *const names[] = { "LPOP", "RPOP", "ZPOPMIN", "ZPOPMAX" };
+        const char *nm = names[rw == RW_BLPOP ? 0 : rw == RW_BRPOP ? 1 : rw == RW_BZPOPMIN ? 2 : 3];
+        struct rv_str v[2] = { { nm, strlen(nm) }, a };
+        rec_cmd(p, 2, v);
+        return;
+    }
+    case RW_BLMOVE:              /* BLMOVE src dst from to timeout */
+        if (rd_scalar(&r, &a, &isnull) && !isnull) {
+            struct rv_str v[5] = { S("LMOVE"), argv[1], argv[2], argv[3], argv[4] };
+            rec_cmd(p, 5, v);
+        }
+        return;
+    case RW_BRPOPLPUSH:
+        if (rd_scalar(&r, &a, &isnull) && !isnull) {
+            struct rv_str v[3] = { S("RPOPLPUSH"), argv[1], argv[2] };
+            rec_cmd(p, 3, v);
+        }
+        return;
+    case RW_BLMPOP:
+    case RW_BZMPOP: {            /* [key, [elements]] -> xPOP key count */
+        int64_t nk, inner;
+        if (!rd_agg(&r, &cnt) || cnt != 2 || !rd_scalar(&r, &a, &isnull) || isnull ||
+            !rd_agg(&r, &inner) || inner <= 0 || !cmd_arg_int(argv[2], &nk) || nk <= 0 ||
+            3 + nk >= argc) {
+            return;
+        }
+        struct rv_str dir = argv[3 + nk];
+        const char *nm = rw == RW_BLMPOP ? (arg_is(dir, "left") ? "LPOP" : "RPOP")
+                                         : (arg_is(dir, "min") ? "ZPOPMIN" : "ZPOPMAX");
+        struct rv_str v[3] = { { nm, strlen(nm) }, a, fmt_i64(num, inner) };
+        rec_cmd(p, 3, v);
+        return;
+    }
+    case RW_STATE:
+        rec_key_state(p, argv[1]);
+        return;
+    case RW_RESTORE: {           /* a relative ttl becomes ABSTTL */
+        int64_t ttl;
+        bool abs = false;
+        for (int i = 4; i < argc; i++) {
+            abs |= arg_is(argv[i], "absttl");
+        }
+        if (abs || !cmd_arg_int(argv[2], &ttl) || ttl == 0) {
+            rec_cmd(p, argc, argv);
+            return;
+        }
+        struct rv_str *v = rv_malloc(((size_t)argc + 1) * sizeof(*v));
+        memcpy(v, argv, (size_t)argc * sizeof(*v));
+        v[2] = fmt_i64(num, now + ttl);
+        v[argc] = S("ABSTTL");
+        rec_cmd(p, argc + 1, v);
+        rv_free(v);
+        return;
+    }
+    }
+    (void)b;
+}
+
+void
+persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
+            size_t mark)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p == NULL || !p->hot.log || p->loading || (c->flags & CONN_REPLAY) || p->replica) {
+        return;                      /* (a replica's own writes, replica-read-only no, stay local) */
+    }
+    bool txn = (c->flags & CONN_IN_EXEC) != 0;
+    enum rw rw = rw_of(cmd);
+    if (p->w == NULL && !txn && !p->rec_open && p->repl && repl_backlog_on(p->repl) &&
+        (rw == RW_NONE || (rw == RW_SET && argc == 3))) {
+        /* memory mode, a command logged as its own arguments: straight into the backlog */
+        repl_log_cmd(p->repl, p->next_lsn++, shard_now_ms(p->s), argc, argv);
+        p->changes++;
+        c->own_lsn = last_lsn(p);
+        return;
+    }
+    rec_open(p);
+    log_effects(p, c, cmd, argc, argv, mark);
+    if (!txn) {
+        rec_close(p);
+        c->own_lsn = last_lsn(p);
+    }
+}
+
+void
+persist_exec_end(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p && p->hot.log && !(c->flags & CONN_REPLAY) && !p->replica) {
+        rec_close(p);
+        c->own_lsn = last_lsn(p);
+    }
+}
+
+/* Lazy or active expiry deleted a key: log it as DEL. */
+static void
+on_expire(void *arg, const struct ks_entry *e)
+{
+    struct persist *p = arg;
+    if (p->loading || !p->hot.log || p->replica) {
+        return;
+    }
+    bool was_open = p->rec_open;
+    rec_open(p);
+    struct rv_str v[2] = { S("DEL"), ks_entry_key(e) };
+    rec_cmd(p, 2, v);
+    if (!was_open) {
+        rec_close(p);
+    }
+}
+
+/* ---------------------------------------------------------------- refusing, holding */
+
+uint64_t
+persist_rec_need(uint64_t open, int argc, const struct rv_str *argv)
+{
+    return (open ? open : 5) + wal_pay_cmd_max(argc, argv);
+}
+
+bool
+persist_refuse_size(struct conn *c, int argc, const struct rv_str *argv)
+{
+    struct persist *p = persist_of(c->shard);
+    uint64_t open = p->rec_open ? rec_buf(p)->len - p->rec_mark - WAL_REC_HDR : 0;
+    if (rv_likely(persist_rec_need(open, argc, argv) <= WAL_MAX_REC)) {
+        return false;
+    }
+    reply_errf(c, "ERR command too large for the write-ahead log: a record holds at most %llu "
+                  "bytes%s", (unsigned long long)WAL_MAX_REC,
+               open ? " (this transaction's record so far included)" : "");
+    return true;
+}
+
+bool
+persist_refuse_write(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p == NULL) {
+        return false;
+    }
+    if (p->repl && repl_guard_on(p->repl) && repl_refuse_write(p->repl, c)) {
+        return true;
+    }
+    if (p->w == NULL) {
+        return false;
+    }
+    int se = wal_sync_error(p->w), we = wal_write_error(p->w);
+    if (se == EFBIG) {
+        reply_errf(c, "MISCONF A record over the WAL's size limit could not be logged on shard %u. "
+                      "Writes are refused until the node is restarted; see the log.",
+                   shard_id(c->shard));
+        return true;
+    }
+    if (se) {
+        reply_errf(c, "MISCONF WAL fsync failed on shard %u: %s. Writes are refused until the "
+                      "node is restarted; see the log.", shard_id(c->shard), strerror(se));
+        return true;
+    }
+    if (we) {
+        reply_errf(c, "MISCONF Errors writing to the WAL of shard %u: %s. Writes resume by "
+                      "themselves once the record can be written.", shard_id(c->shard), strerror(we));
+        return true;
+    }
+    return false;
+}
+
+static uint64_t
+release_lsn(const struct persist *p)
+{
+    return p->mode == WAL_ALWAYS ? wal_durable_lsn(p->w) : wal_written_lsn(p->w);
+}
+
+static bool
+wal_failing(const struct persist *p)
+{
+    return wal_write_error(p->w) != 0 || wal_sync_error(p->w) != 0;
+}
+
+/* write() what is staged; the first failure of an episode is logged. */
+static void
+wal_flush_staged(struct persist *p)
+{
+    if (!wal_staged(p->w) || wal_write_error(p->w) != 0) {
+        return;
+    }
+    if (p->mode == WAL_ALWAYS && p->sync_asked > wal_durable_lsn(p->w) &&
+        wal_sync_error(p->w) == 0) {
+        /* A sync is running: appending to the file now makes it chase the
+         * new pages (measured: 15-30 ms syncs instead of 0.5 ms). The next
+         * wave is written, in one piece, when it returns. */
+        return;
+    }
+    int rc = wal_write(p->w);
+    if (rc < 0) {
+        log_warn("[shard %u] cannot write the WAL in %s: %s; writes are refused and their replies "
+                 "held until it can be written (retried 10 times a second)", shard_id(p->s), p->dir,
+                 strerror(-rc));
+    }
+}
+
+/* The LSN c's newest output depends on: everything staged so far (c may have
+ * read it), except while the WAL fails: then only c's own records and what
+ * is already safe, so that reads (and the -MISCONF errors) keep flowing. */
+void
+persist_note_output(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p == NULL || p->w == NULL) {
+        return;
+    }
+    uint64_t need = wal_failing(p) ? release_lsn(p) : wal_last_lsn(p->w);
+    if (c->own_lsn > need) {
+        need = c->own_lsn;
+    }
+    uint64_t pos = c->out_done + (c->wbuf.len - c->wbuf.off);
+    if (need <= release_lsn(p) && c->nmarks == 0) {
+        return;                       /* already safe: nothing to hold */
+    }
+    unsigned n = c->nmarks;
+    if (n > 0 && (c->marks[n - 1].lsn >= need || n == sizeof(c->marks) / sizeof(c->marks[0]))) {
+        /* extend the newest mark (merging keeps the larger LSN) */
+        c->marks[n - 1].pos = pos;
+        if (need > c->marks[n - 1].lsn) {
+            c->marks[n - 1].lsn = need;
+        }
+        return;
+    }
+    c->marks[n].pos = pos;
+    c->marks[n].lsn = need;
+    c->nmarks = (uint8_t)(n + 1);
+}
+
+static void
+held_add(struct persist *p, struct conn *c)
+{
+    if (!(c->flags & CONN_HELD)) {
+        c->flags |= CONN_HELD;
+        c->hnext = p->held;
+        p->held = c;
+        p->nheld++;
+    }
+}
+
+size_t
+persist_flush_limit(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    size_t unread = c->wbuf.len - c->wbuf.off;
+    if (p == NULL || p->w == NULL) {
+        c->nmarks = 0;
+        return unread;
+    }
+    wal_flush_staged(p);              /* the kernel first, then the reply */
+    uint64_t rel = release_lsn(p);
+    unsigned i = 0;
+    while (i < c->nmarks && c->marks[i].lsn <= rel) {
+        i++;
+    }
+    uint64_t upto = i > 0 ? c->marks[i - 1].pos : c->out_done;
+    memmove(c->marks, c->marks + i, (c->nmarks - i) * sizeof(c->marks[0]));
+    c->nmarks = (uint8_t)(c->nmarks - i);
+    if (c->nmarks == 0) {
+        return unread;
+    }
+    held_add(p, c);
+    uint64_t allowed = upto > c->out_done ? upto - c->out_done : 0;
+    return allowed < unread ? (size_t)allowed : unread;
+}
+
+void
+persist_conn_gone(struct conn *c)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p != NULL && p->repl != NULL && (c->flags & CONN_BLOCKED)) {
+        repl_conn_gone(p->repl, c);
+    }
+    if (p == NULL || !(c->flags & CONN_HELD)) {
+        return;
+    }
+    for (struct conn **pp = &p->held; *pp; pp = &(*pp)->hnext) {
+        if (*pp == c) {
+            *pp = c->hnext;
+            p->nheld--;
+            break;
+        }
+    }
+    c->flags &= ~CONN_HELD;
+}
+
+void
+persist_before_poll(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    if (p == NULL) {
+        return;
+    }
+    if (p->w == NULL) {
+        if (p->repl && repl_backlog_on(p->repl)) {
+            repl_before_poll(p->repl);
+        }
+        return;
+    }
+    uint64_t t0 = metrics_events_on() ? __rdtsc() : 0;
+    wal_flush_staged(p);
+    if (t0) {
+        metrics_event(s, "aof-write", __rdtsc() - t0);   /* LATENCY: the shard's WAL write() */
+    }
+    if (p->repl && repl_backlog_on(p->repl)) {
+        repl_before_poll(p->repl);   /* records leave once write() gave them to the kernel */
+    }
+    uint64_t written = wal_written_lsn(p->w);
+    if (p->mode == WAL_ALWAYS && written > wal_durable_lsn(p->w) && written > p->sync_asked) {
+        /* One fdatasync covers this whole wave; the next wave is processed
+         * (and written) while it runs. */
+        p->sync_asked = written;
+        wal_request_sync(p->w);
+    }
+    uint64_t rel = release_lsn(p);
+    if (p->held == NULL || (rel == p->last_release && wal_sync_error(p->w) == 0)) {
+        return;
+    }
+    p->last_release = rel;
+    struct conn *list = p->held;
+    p->held = NULL;
+    p->nheld = 0;
+    size_t closed = 0;
+    while (list) {
+        struct conn *c = list;
+        list = c->hnext;
+        c->hnext = NULL;
+        c->flags &= ~CONN_HELD;
+        if (wal_sync_error(p->w) != 0) {
+            if (c->own_lsn > rel) {
+                /* Its writes can never be made durable: the client must not
+                 * read them as acknowledged. Closing leaves the outcome
+                 * unknown, which is the truth. */
+                conn_close(c);
+                closed++;
+                continue;
+            }
+            c->nmarks = 0;           /* readers go on being answered */
+        }
+        conn_flush(c);               /* re-queues itself if part must still wait */
+    }
+    if (closed) {
+        log_warn("[shard %u] closed %zu client(s) whose writes cannot be made durable (fsync failed)",
+                 shard_id(s), closed);
+    }
+}
+
+/* Syncer thread: the durable LSN moved; the shard releases replies. */
+static void
+on_synced(void *arg)
+{
+    shard_wake(arg);
+}
+
+/* ---------------------------------------------------------------- recovery */
+
+bool
+persist_loading(const struct shard *s)
+{
+    struct persist *p = *shard_persist((struct shard *)s);
+    return p && p->loading;
+}
+
+struct replayer {
+    struct persist *p;
+    struct replay *rp;
+    struct rv_str *argv;
+    size_t cap;
+    uint64_t cmds, errors;
+};
+
+/* Apply one record; -1 when its payload is malformed. */
+static int
+apply_rec(struct replayer *x, const struct wal_rec *rec)
+{
+    struct wal_pay_it it;
+    int argc, rc;
+    char err[256];
+    if (!wal_pay_open(&it, rec->payload, rec->len)) {
+        return -1;
+    }
+    shard_set_clock(x->p->s, rec->ts_ms);
+    while ((rc = wal_pay_next(&it, &argc, &x->argv, &x->cap)) == 1) {
+        x->cmds++;
+        if (!replay_exec(x->rp, argc, x->argv, err, sizeof(err))) {
+            if (x->errors++ < 5) {
+                log_warn("[shard %u] replaying LSN %" PRIu64 " (%.*s): %s", shard_id(x->p->s),
+                         rec->lsn, (int)(x->argv[0].len > 32 ? 32 : x->argv[0].len), x->argv[0].p, err);
+            }
+        }
+    }
+    return rc;
+}
+
+static int
+load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *lsn, int64_t *created,
+          char *err, size_t errsz)
+{
+    struct wal_reader r;
+    struct wal_rec rec;
+    enum wal_rd rd;
+    bool end = false;
+    if (wal_reader_open(&r, f->path, true, err, errsz) != 0) {
+        return -1;
+    }
+    *lsn = r.ck.lsn;
+    *created = r.ck.created_ms;
+    ks_reserve(shard_ks(x->p->s), r.ck.keys_hint + r.ck.keys_hint / 8);
+    while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
+        if (rec.len >= 1 && rec.payload[0] == WAL_P_END) {
+            end = true;
+            break;
+        }
+        if (apply_rec(x, &rec) != 0) {
+            rd = WAL_RD_CORRUPT;
+            r.why = "malformed record";
+            break;
+        }
+        x->p->keys_loaded++;
+    }
+    if (!end) {
+        const char *why = rd == WAL_RD_OK || rd == WAL_RD_END ? "no end record" : r.why;
+        if (!accept) {
+            snprintf(err, errsz, "checkpoint %s is corrupt at offset %zu (%s); start with "
+                     "wal-accept-loss yes to load its valid prefix", f->path, r.off, why);
+            wal_reader_close(&r);
+            return -1;
+        }
+        x->p->cut = true;
+        log_warn("[shard %u] checkpoint %s is corrupt at offset %zu (%s): loaded its valid "
+                 "prefix (wal-accept-loss yes)", shard_id(x->p->s), f->path, r.off, why);
+    }
+    wal_reader_close(&r);
+    return 0;
+}
+
+/* Move a file out of the way (kept for inspection, never read again). */
+static void
+set_aside(const char *path)
+{
+    char to[4200];
+    snprintf(to, sizeof(to), "%s.discarded", path);
+    if (rename(path, to) != 0) {
+        log_warn("cannot rename %s: %s", path, strerror(errno));
+    }
+}
+
+/* A last segment whose header never made it to disk (a crash right after
+ * creating it): shorter than a header, or zeros only (a pre-zeroed segment
+ * is as long as a whole segment; records after a zero header are not
+ * "never written"). */
+static bool
+seg_never_written(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t h[65536];
+    size_t n, total = 0;
+    bool nonzero = false;
+    if (f == NULL) {
+        return false;
+    }
+    while (!(nonzero && total >= WAL_SEG_HDR) && (n = fread(h, 1, sizeof(h), f)) > 0) {
+        for (size_t i = 0; i < n && !nonzero; i++) {
+            nonzero = h[i] != 0;
+        }
+        total += n;
+    }
+    fclose(f);
+    return total < WAL_SEG_HDR || !nonzero;
+}
+
+/* Keep the valid prefix (wal_accept_loss): cut segment i at off (or set it
+ * aside when off is 0) and set every later segment aside. */
+static int
+keep_prefix(struct wal_file *segs, size_t n, size_t i, size_t off, char *err, size_t errsz)
+{
+    if (off == 0) {
+        set_aside(segs[i].path);
+    } else {
+        int rc = wal_truncate(segs[i].path, off);
+        if (rc < 0) {
+            snprintf(err, errsz, "cannot truncate %s: %s", segs[i].path, strerror(-rc));
+            return -1;
+        }
+    }
+    for (size_t j = i + 1; j < n; j++) {
+        set_aside(segs[j].path);
+    }
+    return 0;
+}
+
+/* The unwritten rest of a pre-zeroed segment (the process died with it open,
+ * or before a finished one was cut): a clean end; give the space back. */
+static void
+cut_zero_tail(unsigned sid, struct wal_walk *k)
+{
+    const char *path = k->segs[k->tail_seg].path;
+    int rc = wal_truncate(path, k->tail_off);
+    if (rc < 0) {
+        log_warn("[shard %u] cannot truncate the zero tail of %s: %s", sid, path, strerror(-rc));
+    }
+    k->zero_tail = false;
+}
+
+static int
+replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t after, bool accept,
+                uint64_t *last, char *err, size_t errsz)
+{
+    unsigned sid = shard_id(x->p->s);
+    struct wal_walk k;
+    struct wal_rec rec;
+    enum wal_rd rd;
+    wal_walk_init(&k, segs, n, after);
+    while ((rd = wal_walk_next(&k, &rec)) == WAL_RD_OK) {
+        if (k.zero_tail) {
+            cut_zero_tail(sid, &k);
+        }
+        if (rec.lsn <= after) {
+            continue;
+        }
+        if (apply_rec(x, &rec) != 0) {
+            rd = wal_walk_reject(&k, "malformed record");
+            break;
+        }
+        *last = rec.lsn;
+        x->p->records_replayed++;
+    }
+    wal_walk_close(&k);
+    if (k.zero_tail) {
+        cut_zero_tail(sid, &k);
+    }
+    if (rd == WAL_RD_END) {
+        return 0;
+    }
+    const char *path = segs[k.seg].path;
+    if (rd == WAL_RD_TORN) {
+        /* Never acknowledged: the write of this record did not complete. */
+        log_warn("[shard %u] WAL %s: torn record at offset %zu (%s): cut off", sid, path, k.off, k.why);
+        int rc = wal_truncate(path, k.off);
+        if (rc < 0) {
+            snprintf(err, errsz, "cannot truncate %s: %s", path, strerror(-rc));
+            return -1;
+        }
+        for (size_t i = k.seg + 1; k.drop_later && i < n; i++) {
+            set_aside(segs[i].path);     /* written after the cut, never synced */
+        }
+        x->p->torn_tails++;
+        x->p->cut = true;
+        return 0;
+    }
+    if (k.whole_file && k.seg + 1 == n && seg_never_written(path)) {
+        log_warn("[shard %u] %s: removing the last segment, whose header was never written", sid,
+                 k.why);
+        unlink(path);
+        return 0;
+    }
+    char where[9000];
+    if (k.whole_file) {
+        snprintf(where, sizeof(where), "%s", k.why);
+    } else {
+        snprintf(where, sizeof(where), "WAL %s is corrupt at offset %zu (%s)", path, k.off, k.why);
+    }
+    if (!accept) {
+        snprintf(err, errsz, "%s; start with wal-accept-loss yes to keep the valid prefix and drop "
+                 "the rest", where);
+        return -1;
+    }
+    log_warn("[shard %u] %s: keeping the valid prefix, later segments set aside (wal-accept-loss yes)",
+             sid, where);
+    size_t off = k.whole_file || k.off == WAL_SEG_HDR ? 0 : k.off;
+    x->p->cut = true;
+    return keep_prefix(segs, n, k.seg, off, err, errsz);
+}
+
+/* dir/clean is written by a clean shutdown once everything staged was
+ * written without error, and taken away by the next start: a start that does
+ * not find it knows the log may have lost a tail (docs/replication.md,
+ * "Unclean restarts"). The other way round (a marker made at start, removed at
+ * a clean stop) fails open: on a full disk the marker cannot be made, and a
+ * crash later looks clean. Here a marker that cannot be written makes the next
+ * start unclean, the safe side, and unlink needs no space. */
+static void
+clean_path(const struct persist *p, char *out, size_t n)
+{
+    snprintf(out, n, "%s/clean", p->dir);
+}
+
+static int
+clean_take(struct persist *p, char *err, size_t errsz)
+{
+    char path[4200];
+    clean_path(p, path, sizeof(path));
+    if (unlink(path) != 0) {
+        if (errno == ENOENT) {
+            p->unclean = true;
+            return 0;
+        }
+        snprintf(err, errsz, "cannot remove %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (wal_fsync_dir(p->dir) != 0) {
+        /* a crash could bring the marker back and make this run look clean */
+        snprintf(err, errsz, "cannot sync the directory %s after removing %s: %s", p->dir, path,
+                 strerror(errno));
+        return -1;
+    }
+    p->unclean = false;
+    return 0;
+}
+
+static void
+clean_mark(struct persist *p)
+{
+    char path[4200];
+    clean_path(p, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || fsync(fd) != 0 || wal_fsync_dir(p->dir) != 0) {
+        log_warn("[shard %u] cannot write %s (%s): the next start takes this stop for a crash",
+                 shard_id(p->s), path, strerror(errno));
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+bool
+persist_log_maybe_short(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p != NULL && (p->unclean || p->cut);
+}
+
+static int rebase_recover(struct persist *p, char *err, size_t errsz);
+static struct wal *open_wal(struct persist *p, char *err, size_t errsz);
+
+int
+persist_open(struct shard *s, char *err, size_t errsz)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/shard-%u", shard_cfg(s)->dir, shard_id(s));
+    return persist_open_dir(s, dir, false, err, errsz);
+}
+
+void
+persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+{
+    snap_emit_entry(e, fn, arg);
+}
+
+int
+persist_save_now(struct shard *s, char *err, size_t errsz)
+{
+    struct persist *p = persist_of(s);
+    snap_wait_finish(p);             /* a background one that is already writing its file */
+    snap_abort(p);                   /* one still walking: this one replaces it */
+    return snap_run_sync(p, err, errsz);
+}
+
+int
+persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz)
+{
+    const struct cfg *cfg = shard_cfg(s);
+    rw_init();
+    struct persist *p = rv_calloc(1, sizeof(*p));
+    *shard_persist(s) = p;
+    p->s = s;
+    p->mode = readonly ? WAL_MEMORY : (int)cfg->durability;
+    p->last_ckpt_ok = true;
+    snprintf(p->dir, sizeof(p->dir), "%s", dir);
+    if (fs_mkdir_p(p->dir) != 0) {
+        snprintf(err, errsz, "cannot create data directory %s: %s", p->dir, strerror(errno));
+        return -1;
+    }
+
+    if (rebase_recover(p, err, errsz) != 0) {
+        return -1;
+    }
+    struct wal_file *segs = NULL, *cks = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(p->dir, &segs, &ns, &cks, &nc) != 0) {
+        snprintf(err, errsz, "cannot read data directory %s: %s", p->dir, strerror(errno));
+        return -1;
+    }
+    snap_remove_tmp(p->dir);
+    int64_t t0 = clock_mono_us();
+    struct replayer x = { .p = p, .rp = replay_create(s) };
+    uint64_t ck_lsn = 0, last = 0;
+    int64_t created = 0;
+    int rc = 0;
+    p->loading = true;
+    if (nc > 0) {
+        struct wal_file *f = &cks[nc - 1];
+        rc = load_ckpt(&x, f, cfg->wal_accept_loss, &ck_lsn, &created, err, errsz);
+        if (rc == 0) {
+            p->ckpt_lsn = ck_lsn;
+            p->lastsave_ms = created;
+            last = ck_lsn;
+        }
+    }
+    if (rc == 0) {
+        rc = replay_segments(&x, segs, ns, ck_lsn, cfg->wal_accept_loss, &last, err, errsz);
+    }
+    p->loading = false;
+    ks_reserve(shard_ks(s), 0);
+    replay_destroy(x.rp);
+    rv_free(x.argv);
+    rv_free(segs);
+    rv_free(cks);
+    if (rc != 0) {
+        return -1;
+    }
+    p->replay_errors = x.errors;
+    p->load_us = clock_mono_us() - t0;
+    /* No deadline moves backwards: the clock never goes below what was replayed. */
+    int64_t floor = created;
+    if (x.cmds > 0 && shard_now_ms(s) > floor) {
+        floor = shard_now_ms(s);
+    }
+    shard_set_clock_floor(s, floor);
+    shard_refresh_clock(s);
+    if (x.cmds > 0 || nc > 0) {
+        log_notice("[shard %u] loaded %" PRIu64 " keys from checkpoint LSN %" PRIu64 " and %" PRIu64
+                 " WAL records in %.3f s (%" PRIu64 " replay errors)", shard_id(s), p->keys_loaded,
+                 ck_lsn, p->records_replayed, (double)p->load_us / 1e6, x.errors);
+    }
+    p->next_lsn = last + 1;
+    ks_set_expire_hook(shard_ks(s), on_expire, p);
+    if (p->mode != WAL_MEMORY) {
+        if (open_wal(p, err, errsz) == NULL) {
+            return -1;
+        }
+        if (!readonly && clean_take(p, err, errsz) != 0) {
+            return -1;
+        }
+        p->hot.wal = true;
+        p->hot.log = true;
+        p->hot.guard = true;
+    }
+    if (!readonly) {
+        repl_attach(s);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- full sync (rebase) */
+
+/* dir/rebase marks a data directory that a full sync at LSN L is replacing:
+ * "L 0" while the old files are being deleted, "L 1" once they are gone and
+ * the WAL continues at L + 1. It goes when a checkpoint at L or later is in
+ * place. A start that finds it keeps the data only in the second phase with
+ * such a checkpoint; otherwise it wipes the directory and comes up empty, so
+ * a replica full-syncs again instead of refusing to start over a WAL whose
+ * first records are missing. */
+static void
+rebase_path(const struct persist *p, char *out, size_t n, bool tmp)
+{
+    snprintf(out, n, "%s/rebase%s", p->dir, tmp ? ".tmp" : "");
+}
+
+static int
+rebase_mark(struct persist *p, uint64_t lsn, int phase, char *err, size_t errsz)
+{
+    char path[4200], tmp[4200];
+    rebase_path(p, path, sizeof(path), false);
+    rebase_path(p, tmp, sizeof(tmp), true);
+    FILE *f = fopen(tmp, "w");
+    bool ok = f != NULL && fprintf(f, "%" PRIu64 " %d\n", lsn, phase) > 0 && fflush(f) == 0 &&
+              fsync(fileno(f)) == 0;
+    if (f != NULL) {
+        ok = fclose(f) == 0 && ok;
+    }
+    if (!ok || rename(tmp, path) != 0 || wal_fsync_dir(p->dir) != 0) {
+        snprintf(err, errsz, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static bool
+rebase_read(const struct persist *p, uint64_t *lsn, int *phase)
+{
+    char path[4200];
+    rebase_path(p, path, sizeof(path), false);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return false;
+    }
+    bool ok = fscanf(f, "%" SCNu64 " %d", lsn, phase) == 2;
+    fclose(f);
+    if (!ok) {
+        *lsn = 0;
+        *phase = 0;                  /* unreadable: treat as interrupted while deleting */
+    }
+    return true;
+}
+
+static void
+rebase_clear(struct persist *p)
+{
+    char path[4200];
+    rebase_path(p, path, sizeof(path), false);
+    unlink(path);
+    wal_fsync_dir(p->dir);
+    p->rebase = false;
+}
+
+/* Delete every WAL segment and checkpoint in the directory; 0 or -1. */
+static int
+wipe_data(const char *dir)
+{
+    struct wal_file *segs = NULL, *cks = NULL;
+    size_t ns = 0, nc = 0;
+    if (wal_list(dir, &segs, &ns, &cks, &nc) != 0) {
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < ns; i++) {
+        rc |= unlink(segs[i].path) != 0 && errno != ENOENT ? -1 : 0;
+    }
+    for (size_t i = 0; i < nc; i++) {
+        rc |= unlink(cks[i].path) != 0 && errno != ENOENT ? -1 : 0;
+    }
+    rv_free(segs);
+    rv_free(cks);
+    return rc | (wal_fsync_dir(dir) != 0 ? -1 : 0);
+}
+
+/* Start-up: finish or undo a full sync's switch that a crash interrupted. */
+static int
+rebase_recover(struct persist *p, char *err, size_t errsz)
+{
+    uint64_t lsn;
+    int phase;
+    if (!rebase_read(p, &lsn, &phase)) {
+        return 0;
+    }
+    unsigned sid = shard_id(p->s);
+    if (phase == 1) {
+        struct wal_file *segs = NULL, *cks = NULL;
+        size_t ns = 0, nc = 0;
+        bool have = wal_list(p->dir, &segs, &ns, &cks, &nc) == 0 && nc > 0 && cks[nc - 1].lsn >= lsn;
+        rv_free(segs);
+        rv_free(cks);
+        if (have) {
+            /* the checkpoint landed; only the marker's removal was lost */
+            rebase_clear(p);
+            return 0;
+        }
+    }
+    log_warn("[shard %u] a full sync at LSN %" PRIu64 " was interrupted before its data set was "
+             "checkpointed: starting empty (the next sync from the primary is a full one)", sid, lsn);
+    if (wipe_data(p->dir) != 0) {
+        snprintf(err, errsz, "cannot clear %s after an interrupted full sync: %s", p->dir,
+                 strerror(errno));
+        return -1;
+    }
+    rebase_clear(p);
+    return 0;
+}
+
+static struct wal *
+open_wal(struct persist *p, char *err, size_t errsz)
+{
+    const struct cfg *cfg = shard_cfg(p->s);
+    struct wal_opts o = {
+        .dir = p->dir, .shard = shard_id(p->s), .mode = p->mode,
+        .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
+        .notify = on_synced, .notify_arg = p->s,
+        .sync_min_interval_us = cfg->wal_sync_min_interval_us,
+    };
+    p->w = wal_open(&o, p->next_lsn, err, errsz);
+    /* Positions of another log (a history a full sync replaced) mean nothing
+     * here: a sync "already asked" past this log's end would hold every
+     * write, and every reply waiting for it, forever. */
+    p->sync_asked = p->next_lsn - 1;
+    p->last_release = 0;
+    return p->w;
+}
+
+/* The keyspace now holds another history up to lsn: what clients wait for
+ * past it belongs to the replaced one and can never come. Their own writes
+ * there were never acknowledged (the reply still waits), so those clients are
+ * closed: the outcome of their writes is unknown to them, which is the truth. */
+static void
+rebase_conns(struct persist *p, uint64_t lsn)
+{
+    size_t closed = 0;
+    struct conn *next;
+    for (struct conn *c = shard_conn_first(p->s); c != NULL; c = next) {
+        next = c->next;
+        bool waits = c->nmarks > 0 && c->marks[c->nmarks - 1].lsn > lsn;
+        if (c->own_lsn > lsn) {
+            c->own_lsn = 0;
+        }
+        if (waits) {
+            conn_close(c);
+            closed++;
+        }
+    }
+    if (closed) {
+        log_warn("[shard %u] full sync: closed %zu client(s) waiting for records of the replaced "
+                 "history", shard_id(p->s), closed);
+    }
+}
+
+int
+persist_rebase_begin(struct shard *s, uint64_t lsn, char *err, size_t errsz)
+{
+    struct persist *p = persist_of(s);
+    if (p->mode == WAL_MEMORY) {
+        return 0;
+    }
+    snap_abort(p);
+    snap_wait_finish(p);
+    if (rebase_mark(p, lsn, 0, err, errsz) != 0) {
+        return -1;                   /* nothing changed: the old data set stays */
+    }
+    p->rebase = true;
+    p->rebase_lsn = lsn;
+    wal_close(p->w);
+    p->w = NULL;
+    p->hot.wal = p->hot.log = false;   /* guard stays: persist_refuse_write checks p->w */
+    if (wipe_data(p->dir) != 0) {
+        snprintf(err, errsz, "cannot delete the old WAL in %s: %s", p->dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int
+persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz)
+{
+    struct persist *p = persist_of(s);
+    p->next_lsn = lsn + 1;
+    rebase_conns(p, lsn);
+    if (p->mode == WAL_MEMORY) {
+        return 0;
+    }
+    if (rebase_mark(p, lsn, 1, err, errsz) != 0 || open_wal(p, err, errsz) == NULL) {
+        return -1;
+    }
+    p->hot.wal = p->hot.log = true;
+    p->changes = 0;
+    p->rebase_retry_ms = 0;
+    /* The checkpoint at lsn walks in slices while the shard serves and applies
+     * the stream (copy-on-write keeps it at lsn), instead of stalling the
+     * shard for a whole synchronous save. */
+    if (snap_start(p, err, errsz) != 0) {
+        log_warn("[shard %u] full sync: checkpoint at LSN %" PRIu64 ": %s (retried)", shard_id(s),
+                 lsn, err);
+        p->rebase_retry_ms = shard_now_ms(s) + 1000;
+    }
+    return 0;
+}
+
+void
+persist_ckpt_done(struct persist *p, uint64_t lsn)
+{
+    if (p->rebase && lsn >= p->rebase_lsn) {
+        rebase_clear(p);
+    }
+}
+
+uint64_t
+persist_durable_lsn(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p->w == NULL || p->rebase ? 0 : wal_durable_lsn(p->w);
+}
+
+void
+persist_side_load(struct shard *s, bool on)
+{
+    persist_of(s)->side_load = on;
+}
+
+void
+persist_close(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    if (p == NULL) {
+        return;
+    }
+    repl_destroy(p->repl);
+    p->repl = NULL;
+    buf_deinit(&p->mstage);
+    if (p->w && p->rebase) {
+        /* A clean stop keeps a full sync's data set: its checkpoint now, or
+         * the next start would discard it (rebase_recover). */
+        char err[256];
+        if (persist_save_now(s, err, sizeof(err)) != 0) {
+            log_warn("[shard %u] checkpoint of the full sync's data set at shutdown: %s",
+                     shard_id(s), err);
+        }
+    }
+    snap_abort(p);
+    p->hot.wal = false;
+    p->hot.guard = false;
+    bool clean = false;
+    if (p->w != NULL) {
+        clean = wal_write(p->w) == 0 && !wal_staged(p->w) && wal_sync_error(p->w) == 0;
+    }
+    wal_close(p->w);
+    if (clean) {
+        clean_mark(p);
+    }
+    p->w = NULL;
+    snap_wait_finish(p);
+    rv_free(p);
+    *shard_persist(s) = NULL;
+}
+
+void
+persist_cron(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    if (p == NULL) {
+        return;
+    }
+    if (p->w && wal_write_error(p->w) != 0 && wal_staged(p->w)) {
+        if (wal_write(p->w) == 0) {
+            log_warn("[shard %u] WAL writes work again; accepting writes", shard_id(s));
+            p->last_release = 0;     /* release what waited */
+        }
+    }
+    snap_cron(p);
+    if (p->repl) {
+        repl_cron(p->repl);
+    }
+}
+
+void
+persist_info(struct shard *s, struct buf *b)
+{
+    struct persist *p = persist_of(s);
+    static const char *const modes[] = { "memory", "everysec", "always" };
+    char line[2048];
+    int n;
+    if (p == NULL) {
+        return;
+    }
+    uint64_t last = persist_last_lsn(s);
+    struct wal_stats ws = { 0 };
+    if (p->w) {
+        wal_stats(p->w, &ws);
+    }
+    n = snprintf(line, sizeof(line),
+                 "# Persistence\r\nloading:%d\r\nasync_loading:0\r\ndurability:%s\r\n"
+                 "rdb_changes_since_last_save:%" PRIu64 "\r\nrdb_bgsave_in_progress:%d\r\n"
+                 "rdb_last_save_time:%" PRId64 "\r\nrdb_last_bgsave_status:%s\r\n"
+                 "rdb_last_bgsave_time_sec:%" PRId64 "\r\nrdb_saves:%" PRIu64 "\r\n"
+                 "aof_enabled:%d\r\naof_rewrite_in_progress:%d\r\naof_last_write_status:%s\r\n"
+                 "aof_last_bgrewrite_status:%s\r\n"
+                 "wal_last_lsn:%" PRIu64 "\r\nwal_written_lsn:%" PRIu64 "\r\nwal_durable_lsn:%" PRIu64 "\r\n"
+                 "wal_bytes:%" PRIu64 "\r\nwal_segments:%zu\r\nwal_write_error:%s\r\n"
+                 "wal_fsync_error:%s\r\nwal_held_clients:%zu\r\n"
+                 "wal_fsyncs:%" PRIu64 "\r\nwal_fsyncs_slow:%" PRIu64 "\r\nwal_fsyncs_paced:%" PRIu64 "\r\n"
+                 "wal_fsync_max_us:%" PRIu64 "\r\nwal_prezeroed_segments:%" PRIu64 "\r\n"
+                 "checkpoint_lsn:%" PRIu64 "\r\n"
+                 "checkpoint_in_progress:%d\r\ncheckpoint_keys_written:%" PRIu64 "\r\n"
+                 "loading_keys:%" PRIu64 "\r\nloading_wal_records:%" PRIu64 "\r\n"
+                 "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
+                 "loading_time_ms:%" PRIu64 "\r\n\r\n",
+                 p->loading, modes[p->mode], p->changes, snap_active(p), p->lastsave_ms / 1000,
+                 p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves,
+                 p->w != NULL, snap_active(p),
+                 p->w && wal_write_error(p->w) ? "err" : "ok", p->last_ckpt_ok ? "ok" : "err",
+                 last, p->w ? wal_written_lsn(p->w) : last, p->w ? wal_durable_lsn(p->w) : last,
+                 p->w ? wal_bytes(p->w) : 0, p->w ? wal_segments(p->w) : (size_t)0,
+                 p->w && wal_write_error(p->w) ? strerror(wal_write_error(p->w)) : "none",
+                 p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none",
+                 p->nheld, ws.syncs, ws.slow_syncs, ws.paced_syncs, ws.max_sync_us,
+                 ws.prezeroed_segments, p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
+                 p->torn_tails, p->replay_errors, p->load_us / 1000);
+    buf_append(b, line, (size_t)n);
+}

@@ -1,0 +1,117 @@
+/* node/persist/persist.h: a shard's durability: the WAL glue (what each write logs),
+ * group commit (replies held until their records are written or synced),
+ * checkpoints (consistent snapshots taken while serving) and recovery.
+ *
+ * What is logged: every write command that did not reply an error, as the
+ * effects that replay deterministically with the record's timestamp as the
+ * clock: relative TTLs become absolute (PEXPIREAT, SET ... PXAT), SPOP becomes
+ * SREM of what was popped, INCRBYFLOAT the resulting SET, a served blocking
+ * pop the matching non-blocking pop, a SEMAPHORE change the resulting holder
+ * set; expiries are logged as DEL; the writes of one EXEC form one record.
+ * The details and the guarantees of each mode are in docs/durability.md. */
+#pragma once
+#include "node/types/obj.h"
+#include "proto/resp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct shard;
+struct conn;
+struct cmd_spec;
+struct buf;
+struct persist;
+
+/* The first member of a shard's persistence state: what the request path
+ * checks inline before calling in (one load and a branch in memory mode). */
+struct persist_hot {
+    bool wal;                        /* a WAL is open: log writes, hold replies */
+    bool cow;                        /* a checkpoint is walking: copy keys before writes */
+    bool log;                        /* build records: a WAL is open or a replication backlog is */
+    bool guard;                      /* writes may be refused: WAL open, replica, min-replicas-to-write */
+    bool stale;                      /* replica, link not up, replica-serve-stale-data no: -MASTERDOWN */
+};
+static inline const struct persist_hot *
+persist_hot(const struct persist *p)
+{
+    return (const struct persist_hot *)(const void *)p;
+}
+
+/* Recover the shard's data directory (newest checkpoint, then the WAL after
+ * it) and open the WAL for appending. Runs before the shard serves. On error
+ * writes a message naming the file and offset and returns -1. */
+int persist_open(struct shard *s, char *err, size_t errsz);
+/* The same on another directory; readonly opens no WAL (resharding's source). */
+int persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz);
+/* Write a checkpoint now (resharding); 0 or -1 with err. */
+int persist_save_now(struct shard *s, char *err, size_t errsz);
+/* Write and sync what is staged; stop background work. */
+void persist_close(struct shard *s);
+
+/* ---- hooks on the command path ---- */
+/* Before a write command runs: copy-on-write for a checkpoint in progress. */
+void persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+/* After a write command replied (reply starts at reply_mark in c's output). */
+void persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
+                 size_t reply_mark);
+/* End of EXEC: seal the transaction's record. */
+void persist_exec_end(struct conn *c);
+/* Before a write runs (durable or logging for replicas): true, with an
+ * error replied, when its record (with the open EXEC record so far) would
+ * be over WAL_MAX_REC. persist_rec_need: that size bound, for open bytes
+ * already in the record (0: a new record). */
+bool persist_refuse_size(struct conn *c, int argc, const struct rv_str *argv);
+uint64_t persist_rec_need(uint64_t open, int argc, const struct rv_str *argv);
+/* A write that cannot be logged now: replies -MISCONF and returns true. */
+bool persist_refuse_write(struct conn *c);
+/* c produced output: it may leave only once the WAL covers what c could see. */
+void persist_note_output(struct conn *c);
+/* conn_flush: how many of c's unread output bytes may be written now; when
+ * not all, c is queued and flushed again once the WAL has moved on. */
+size_t persist_flush_limit(struct conn *c);
+void persist_conn_gone(struct conn *c);
+/* Shard loop, before polling: write staged records, start syncs, release held clients. */
+void persist_before_poll(struct shard *s);
+void persist_cron(struct shard *s);
+/* True while the shard is replaying its data directory. */
+bool persist_loading(const struct shard *s);
+
+/* The commands that rebuild e: its value, then its deadline. */
+void persist_rebuild_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
+
+/* Replication, at the end of a full sync at LSN lsn, in two steps around the
+ * switch of keyspaces (docs/durability.md, "Full sync on a durable replica").
+ * persist_rebase_begin, before the new data set is served: marks the data
+ * directory as being replaced (a crash from here restarts as an empty node,
+ * which full-syncs again) and deletes the old WAL and checkpoints; when the
+ * marker cannot be written nothing changed, after that the WAL stays closed.
+ * persist_rebase, once the new data set is served and the
+ * new history id saved: the WAL continues at lsn + 1 and a background
+ * checkpoint at lsn starts; the marker goes when a checkpoint covers lsn, and
+ * until then persist_durable_lsn() reports nothing durable. Memory mode: only
+ * the LSN counter moves. Both: 0, or -1 with err. */
+int persist_rebase_begin(struct shard *s, uint64_t lsn, char *err, size_t errsz);
+int persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz);
+/* What a restart would recover: the WAL's durable LSN, or 0 while a full
+ * sync's data set has no checkpoint yet (or with no WAL). */
+uint64_t persist_durable_lsn(struct shard *s);
+/* A full sync applies records to the keyspace it loads beside the served one
+ * (on) or is done with it (off): checkpoint and full-sync copy-on-write only
+ * concern the served keyspace. */
+void persist_side_load(struct shard *s, bool on);
+/* A keyspace that will replace the shard's: log its expiries like the current one's. */
+struct ks;
+void persist_hook_ks(struct shard *s, struct ks *ks);
+/* The shard's data directory (data_dir/shard-<i>). */
+const char *persist_dir(struct shard *s);
+/* With durability on: the previous run of this data directory ended without
+ * a clean shutdown (kill, crash, power loss), or recovery cut its log (a torn
+ * tail, wal-accept-loss): the recovered log may end before records the shard
+ * had already sent to replicas. */
+bool persist_log_maybe_short(struct shard *s);
+/* Last LSN produced or applied (records count, not bytes). */
+uint64_t persist_last_lsn(struct shard *s);
+
+/* INFO persistence. */
+void persist_info(struct shard *s, struct buf *b);

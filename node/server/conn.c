@@ -1,0 +1,415 @@
+/* node/server/conn.c: client connections. The hot path is conn_on_readable():
+ * one read() into rbuf, parse every complete command in place, dispatch each
+ * (replies appended to wbuf), then queue the connection for one write in
+ * shard_before_poll(). */
+#include "node/core/conn.h"
+
+#define LOG_MODULE "conn"
+#include "node/features/acl.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "node/features/block.h"
+#include "node/core/cmd.h"
+#include "node/keyspace/ks.h"
+#include "node/features/multi.h"
+#include "node/persist/persist.h"
+#include "node/features/pubsub.h"
+#include "node/core/shard.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONN_READ_LEN (16 * 1024)
+#define CONN_WBUF_KEEP (64 * 1024)
+/* A client that sends faster than it reads stops being read once this much
+ * output waits for it; the rest of its input is parsed when the backlog is
+ * written. Memory per client stays bounded without dropping anyone. */
+#define CONN_WBUF_PAUSE (64u * 1024 * 1024)
+
+static void conn_on_readable(evutil_socket_t fd, short what, void *arg);
+static void conn_on_writable(evutil_socket_t fd, short what, void *arg);
+
+struct ks *
+conn_ks(const struct conn *c)
+{
+    return shard_ks(c->shard);
+}
+
+int64_t
+conn_now_ms(const struct conn *c)
+{
+    return shard_now_ms(c->shard);
+}
+
+void
+conn_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(out, outsz, "%s:%d", host, port);
+    if (ip) {
+        snprintf(ip, ipsz, "%s", host);
+    }
+}
+
+static bool
+is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (ss->ss_family == AF_INET6) {
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+    }
+    return true;
+}
+
+struct conn *
+conn_create(struct shard *s, int fd)
+{
+    const struct cfg *cfg = shard_cfg(s);
+    struct sockaddr_storage peer, local;
+    socklen_t plen = sizeof(peer), llen = sizeof(local);
+    memset(&peer, 0, sizeof(peer));
+    memset(&local, 0, sizeof(local));
+    getpeername(fd, (struct sockaddr *)&peer, &plen);
+    getsockname(fd, (struct sockaddr *)&local, &llen);
+
+    /* The issue's rule (Redis 6's): with protected mode on, no explicit bind
+     * and a default user without a password, only loopback clients are
+     * served. Redis 7 applies it whatever bind says; an operator who binds a
+     * private address on purpose is served there (docs/operations.md). */
+    if (cfg->protected_mode && !cfg->bind_explicit && !is_loopback(&peer) && acl_default_open(s)) {
+        /* Redis's text, word for word: clients and operators match on it. */
+        static const char msg[] =
+            "-DENIED Redis is running in protected mode because protected mode is enabled and no "
+            "password is set for the default user. In this mode connections are only accepted from "
+            "the loopback interface. If you want to connect from external computers to Redis you "
+            "may adopt one of the following solutions: 1) Just disable protected mode sending the "
+            "command 'CONFIG SET protected-mode no' from the loopback interface by connecting to "
+            "Redis from the same host the server is running, however MAKE SURE Redis is not "
+            "publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change "
+            "permanent. 2) Alternatively you can just disable the protected mode by editing the "
+            "Redis configuration file, and setting the protected mode option to 'no', and then "
+            "restarting the server. 3) If you started the server manually just for testing, restart "
+            "it with the '--protected-mode no' option. 4) Setup a an authentication password for the "
+            "default user. NOTE: You only need to do one of the above things in order for the "
+            "server to start accepting connections from the outside.\r\n";
+        ssize_t w = write(fd, msg, sizeof(msg) - 1);
+        (void)w;
+        close(fd);
+        shard_stats(s)->conns_rejected++;
+        return NULL;
+    }
+
+    struct conn *c = rv_calloc(1, sizeof(*c));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (cfg->tcp_keepalive > 0) {
+        int idle = (int)cfg->tcp_keepalive;
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        /* Redis's probes: every idle/3 seconds, 3 unanswered ones drop the peer. */
+        int intvl = idle / 3 > 0 ? idle / 3 : 1, cnt = 3;
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    }
+    c->shard = s;
+    c->persist = *shard_persist(s);
+    c->fd = fd;
+    c->proto = 2;
+    c->id = shard_next_conn_id(s);
+    c->ctime_ms = c->last_ms = shard_refresh_clock(s);
+    conn_fmt_addr(&peer, c->addr, sizeof(c->addr), NULL, 0);
+    conn_fmt_addr(&local, c->laddr, sizeof(c->laddr), c->lip, sizeof(c->lip));
+    buf_init(&c->rbuf);
+    buf_init(&c->wbuf);
+    struct resp_limits lim = { .max_bulk = (uint64_t)cfg->proto_max_bulk_len };
+    resp_parser_init(&c->parser, &lim);
+    acl_conn_init(c);   /* user, authed, parser's pre-auth limits */
+    event_assign(&c->rev, shard_base(s), fd, EV_READ | EV_PERSIST, conn_on_readable, c);
+    event_assign(&c->wev, shard_base(s), fd, EV_WRITE | EV_PERSIST, conn_on_writable, c);
+    event_add(&c->rev, NULL);
+    shard_conn_link(s, c);
+    return c;
+}
+
+void
+conn_close(struct conn *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    persist_conn_gone(c);
+    block_release(c);
+    multi_release(c);
+    pubsub_release(c);
+    shard_conn_unlink(c->shard, c);
+    event_del(&c->rev);
+    event_del(&c->wev);
+    close(c->fd);
+    resp_parser_deinit(&c->parser);
+    buf_deinit(&c->rbuf);
+    buf_deinit(&c->wbuf);
+    rv_free(c->name);
+    rv_free(c->lib_name);
+    rv_free(c->lib_ver);
+    rv_free(c);
+}
+
+void
+conn_close_after_reply(struct conn *c)
+{
+    if (!(c->flags & CONN_CLOSE_AFTER_REPLY)) {
+        c->flags |= CONN_CLOSE_AFTER_REPLY;
+        event_del(&c->rev);
+    }
+    shard_want_write(c->shard, c);
+}
+
+/* Answer a malformed request, then close once it is written. */
+static void
+conn_proto_error(struct conn *c, const char *msg)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), "-ERR %s\r\n", msg);
+    buf_append(&c->wbuf, line, (size_t)n);
+    shard_stats(c->shard)->protocol_errors++;
+    log_info("[shard %u] closing client %s: %s", shard_id(c->shard), c->addr, msg);
+    conn_close_after_reply(c);
+}
+
+/* One read into rbuf. RV_OK (maybe no data), RV_EIO when the peer is gone. */
+static int
+conn_fill(struct conn *c)
+{
+    size_t want = resp_parser_want(&c->parser);
+    size_t room = want > CONN_READ_LEN ? want : CONN_READ_LEN;
+    if (c->rbuf.off == c->rbuf.len) {
+        c->rbuf.off = c->rbuf.len = 0;
+    }
+    buf_reserve(&c->rbuf, room);
+    ssize_t n = read(c->fd, c->rbuf.data + c->rbuf.len, c->rbuf.cap - c->rbuf.len);
+    if (n > 0) {
+        c->rbuf.len += (size_t)n;
+        shard_stats(c->shard)->net_input_bytes += (uint64_t)n;
+        return RV_OK;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return RV_OK;
+    }
+    return RV_EIO;
+}
+
+/* The unread output above which conn_over_output() must look: the smaller of
+ * the pause threshold and the client class's limits (precomputed by config.c). */
+static inline size_t
+conn_output_check(const struct conn *c, const struct cfg *cfg)
+{
+    int64_t lim = cfg->obl_check[(c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL];
+    return lim < (int64_t)CONN_WBUF_PAUSE ? (size_t)lim : CONN_WBUF_PAUSE;
+}
+
+/* client-output-buffer-limit for a client's own replies (Redis semantics:
+ * over the hard limit, or over the soft limit for soft-seconds, closes it).
+ * Returns true when input must stop: closed, or paused while the backlog drains. */
+static bool
+conn_over_output(struct conn *c, const struct cfg *cfg)
+{
+    size_t pending = c->wbuf.len - c->wbuf.off;
+    int cls = (c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL;
+    int64_t hard = cfg->obl_hard[cls], soft = cfg->obl_soft[cls];
+    bool over = hard > 0 && pending > (size_t)hard;
+    if (!over && soft > 0 && pending > (size_t)soft) {
+        int64_t now = shard_now_ms(c->shard);
+        if (c->obl_soft_since == 0) {
+            c->obl_soft_since = now;
+        } else if (now - c->obl_soft_since >= cfg->obl_secs[cls] * 1000) {
+            over = true;
+        }
+    } else if (!over) {
+        c->obl_soft_since = 0;
+    }
+    if (over) {
+        if (!(c->flags & CONN_CLOSE_ASAP)) {
+            c->flags |= CONN_CLOSE_ASAP;
+            shard_stats(c->shard)->client_output_limit_disconnections++;
+            log_notice("[shard %u] client id=%llu addr=%s closed for overcoming of output buffer "
+                       "limits (%zu bytes unread)", shard_id(c->shard), (unsigned long long)c->id,
+                       c->addr, pending);
+        }
+        return true;
+    }
+    if (pending > CONN_WBUF_PAUSE) {
+        if (!(c->flags & CONN_READ_PAUSED)) {
+            c->flags |= CONN_READ_PAUSED;
+            event_del(&c->rev);
+        }
+        return true;
+    }
+    return false;
+}
+
+static void
+conn_process_batch(struct conn *c)
+{
+    int argc;
+    struct rv_str *argv;
+    const struct cfg *cfg = shard_cfg(c->shard);
+    size_t out_check = conn_output_check(c, cfg);
+
+    c->parser.lim.max_bulk = (uint64_t)cfg->proto_max_bulk_len;   /* CONFIG SET applies live */
+    while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP | CONN_BLOCKED))) {
+        if (rv_unlikely(c->wbuf.len - c->wbuf.off > out_check) && conn_over_output(c, cfg)) {
+            return;
+        }
+        size_t pos = c->rbuf.off;
+        int rc = resp_parse(&c->parser, c->rbuf.data, c->rbuf.len, &pos, &argc, &argv);
+        if (rc == RV_EAGAIN) {
+            break;
+        }
+        if (rc != RV_OK) {
+            conn_proto_error(c, c->parser.errmsg);
+            return;
+        }
+        c->cmd_start = c->rbuf.off;
+        c->rbuf.off = pos;
+        if (argc > 0) {
+            cmd_dispatch(c, argc, argv);
+        }
+    }
+    if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)cfg->client_query_buffer_limit)) {
+        shard_stats(c->shard)->client_qbuf_limit_disconnections++;
+        conn_proto_error(c, "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");
+    }
+}
+
+static void
+conn_process(struct conn *c)
+{
+    cmd_batch_begin();
+    conn_process_batch(c);
+    cmd_batch_end();
+}
+
+void
+conn_resume(struct conn *c)
+{
+    conn_process(c);
+    if (c->wbuf.len > c->wbuf.off || (c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
+        shard_want_write(c->shard, c);
+    }
+}
+
+static void
+conn_on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+
+    if (conn_fill(c) != RV_OK) {
+        conn_close(c);
+        return;
+    }
+    if (rv_unlikely(acl_gen_now() != *shard_acl_gen(c->shard))) {
+        acl_shard_refresh(c->shard);   /* users changed on some shard: before this batch runs */
+        if (c->flags & CONN_CLOSE_ASAP) {
+            return;
+        }
+    }
+    shard_refresh_clock(c->shard);
+    c->last_ms = shard_now_ms(c->shard);
+    conn_process(c);
+    if (c->rbuf.off == c->rbuf.len && c->rbuf.cap > 4 * CONN_READ_LEN) {
+        c->rbuf.off = c->rbuf.len = 0;
+        buf_shrink(&c->rbuf, CONN_READ_LEN);
+    }
+    if (c->wbuf.len > c->wbuf.off || (c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
+        shard_want_write(c->shard, c);   /* also notes what the output waits for (persist.c) */
+    }
+}
+
+bool
+conn_flush(struct conn *c)
+{
+    if (c->flags & CONN_CLOSE_ASAP) {
+        conn_close(c);
+        return false;
+    }
+    size_t limit = c->wbuf.len;
+    if (rv_unlikely(c->nmarks != 0)) {
+        limit = c->wbuf.off + persist_flush_limit(c);   /* the rest waits for the WAL */
+    }
+    while (c->wbuf.off < limit) {
+        ssize_t n = write(c->fd, c->wbuf.data + c->wbuf.off, limit - c->wbuf.off);
+        if (n > 0) {
+            c->wbuf.off += (size_t)n;
+            c->out_done += (uint64_t)n;
+            shard_stats(c->shard)->net_output_bytes += (uint64_t)n;
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if (!(c->flags & CONN_WRITE_WAIT)) {
+                c->flags |= CONN_WRITE_WAIT;
+                event_add(&c->wev, NULL);
+            }
+            return true;
+        }
+        conn_close(c);
+        return false;
+    }
+    if (rv_unlikely(c->wbuf.off < c->wbuf.len)) {
+        /* held: persist_before_poll() flushes the rest; no EV_WRITE meanwhile */
+        if (c->flags & CONN_WRITE_WAIT) {
+            c->flags &= ~CONN_WRITE_WAIT;
+            event_del(&c->wev);
+        }
+        return true;
+    }
+    c->wbuf.off = c->wbuf.len = 0;
+    if (c->wbuf.cap > CONN_WBUF_KEEP) {
+        buf_shrink(&c->wbuf, CONN_WBUF_KEEP);
+    }
+    if (c->flags & CONN_WRITE_WAIT) {
+        c->flags &= ~CONN_WRITE_WAIT;
+        event_del(&c->wev);
+    }
+    if (c->flags & CONN_CLOSE_AFTER_REPLY) {
+        conn_close(c);
+        return false;
+    }
+    if (rv_unlikely(c->flags & CONN_READ_PAUSED)) {
+        c->flags &= ~CONN_READ_PAUSED;
+        event_add(&c->rev, NULL);
+        conn_process(c);
+        if (c->wbuf.len > c->wbuf.off || (c->flags & CONN_CLOSE_AFTER_REPLY)) {
+            shard_want_write(c->shard, c);
+        }
+    }
+    return true;
+}
+
+static void
+conn_on_writable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_flush(arg);
+}

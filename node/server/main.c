@@ -1,0 +1,173 @@
+/* node/server/main.c: parse the configuration, start the shards, wait for a signal,
+ * stop within a bounded time. All logic lives in the libraries. */
+#include "base/clock.h"
+#include "base/fs.h"
+#include "base/rand.h"
+#define LOG_MODULE "main"
+#include "base/log.h"
+#include "node/features/acl.h"
+#include "node/core/cmd.h"
+#include "node/core/config.h"
+#include "node/keyspace/dict.h"
+#include "node/server/hook.h"
+#include "node/obs/metrics.h"
+#include "node/core/node.h"
+#include "node/server/notify.h"
+#include "node/persist/reshard.h"
+#include "node/core/shard.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int
+main(int argc, char **argv)
+{
+    char err[8192];
+    static struct node node;
+
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-v") == 0)) {
+        printf("Ruvio v=%s\n", RUVIO_VERSION);
+        return 0;
+    }
+    /* Static: the start-up error paths below just return, and what the
+     * configuration holds stays reachable (no leak report at exit). */
+    static struct cfg *cfg;
+    cfg = cfg_load(argc, argv, err, sizeof(err));
+    if (cfg == NULL) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
+    if (log_setup((int)cfg->loglevel, cfg->logfile, cfg->log_queue_lines) != 0) {
+        fprintf(stderr, "ruvio: config error: 'logfile': cannot open '%s': %s\n", cfg->logfile,
+                strerror(errno));
+        return 1;
+    }
+    /* $RUVIO_LOG wins over `loglevel` at start-up (CONFIG SET loglevel changes the default later). */
+    if (log_set_spec(getenv("RUVIO_LOG"), err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
+    if (fs_mkdir_p(cfg->dir) != 0) {
+        fprintf(stderr, "ruvio: config error: 'dir': cannot create '%s': %s\n", cfg->dir,
+                strerror(errno));
+        return 1;
+    }
+    int cpus[1024];
+    int ncpus = cfg->shard_cpus[0] ? cfg_cpu_list(cfg->shard_cpus, cpus, 1024) : 0;
+
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);   /* shard threads inherit the mask */
+
+    notify_setup(cfg);
+    cmd_init();
+    for (const char *r = cfg->rename_commands; r && *r;) {
+        char from[256], to[256] = "";
+        const char *nl = strchr(r, '\n');
+        if (sscanf(r, "%255s %255[^\n]", from, to) < 1 || cmd_rename_command(from, to, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ruvio: config error: %s\n", err);
+            return 1;
+        }
+        r = nl ? nl + 1 : r + strlen(r);
+    }
+    if (acl_init(cfg->requirepass, cfg->acl_users, cfg->aclfile, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->aclfile[0] ? "aclfile" : "user", err);
+        return 1;
+    }
+    dict_seed(rand_u64(), rand_u64());
+    node.nshards = (unsigned)cfg->shards;
+    node.shards = calloc(node.nshards, sizeof(*node.shards));
+    node.ids = calloc(node.nshards, sizeof(*node.ids));
+    node.start_ms = clock_unix_ms();
+    rand_hex(node.run_id, 40);
+    snprintf(node.config_file, sizeof(node.config_file), "%s", cfg_file());
+    if (realpath(argv[0], node.executable) == NULL) {
+        snprintf(node.executable, sizeof(node.executable), "%s", argv[0]);
+    }
+    for (unsigned i = 0; i < node.nshards; i++) {
+        rand_hex(node.ids[i], 40);
+    }
+    node_publish_cfg(&node, cfg);
+    hook_setup(&node);
+
+    unsigned old_n = 0;
+    int resh = reshard_prepare(cfg->dir, node.nshards, &old_n, err, sizeof(err));
+    if (resh < 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
+    if (resh == 1) {
+        notify_send("STATUS=Redistributing the data directory of %u shard(s)", old_n);
+    }
+    for (unsigned i = 0; i < node.nshards; i++) {
+        notify_send("STATUS=Loading shard %u/%u", i + 1, node.nshards);
+        node.shards[i] = shard_create(&node, i, err, sizeof(err));
+        if (node.shards[i] == NULL) {
+            fprintf(stderr, "ruvio: %s\n", err);
+            return 1;
+        }
+    }
+    if (resh == 1 && reshard_run(&node, cfg->dir, old_n, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: redistributing the data directory: %s\n", err);
+        return 1;
+    }
+    if (reshard_write_layout(cfg->dir, node.nshards) != 0) {
+        log_warn("cannot write %s/layout: %s", cfg->dir, strerror(errno));
+    }
+    metrics_apply_cfg(cfg);
+    if (cfg->metrics_address[0] && metrics_http_start(&node, cfg->metrics_address, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
+    for (unsigned i = 0; i < node.nshards; i++) {
+        int cpu = ncpus > 0 ? cpus[i % (unsigned)ncpus] : -1;
+        if (shard_start(node.shards[i], cpu) != 0) {
+            fprintf(stderr, "ruvio: shard %u: cannot start its thread\n", i);
+            return 1;
+        }
+    }
+    log_notice("Ruvio %s started: %u shard(s), ports %lld-%lld, pid %d", RUVIO_VERSION,
+               node.nshards, (long long)cfg->port, (long long)(cfg->port + node.nshards - 1),
+               (int)getpid());
+    log_notice("Ready to accept connections tcp");
+    /* Recovery is over and every listener is bound and served by its thread. */
+    notify_send("READY=1\nSTATUS=Ready to accept connections on ports %lld-%lld\nMAINPID=%d",
+           (long long)cfg->port, (long long)(cfg->port + node.nshards - 1), (int)getpid());
+
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT)) {
+    }
+    log_notice("Received %s, shutting down (finishing replies in flight)",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    notify_send("STOPPING=1\nSTATUS=Shutting down");
+    atomic_store(&node.shutdown, true);
+    for (unsigned i = 0; i < node.nshards; i++) {
+        shard_wake(node.shards[i]);
+    }
+    int64_t grace = atomic_load(&node.cfg)->shutdown_timeout * 1000 + 1000;
+    for (unsigned i = 0; i < node.nshards; i++) {
+        if (!shard_join(node.shards[i], grace)) {
+            log_warn("shard %u did not stop in time; exiting anyway", i);
+            log_shutdown();
+            _exit(0);
+        }
+    }
+    metrics_http_stop();
+    for (unsigned i = 0; i < node.nshards; i++) {
+        shard_destroy(node.shards[i]);
+    }
+    cfg_destroy(atomic_load(&node.cfg));
+    acl_shutdown();
+    free(node.shards);
+    free(node.ids);
+    log_notice("Ruvio is now ready to exit, bye bye...");
+    log_shutdown();
+    return 0;
+}

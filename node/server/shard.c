@@ -1,0 +1,771 @@
+/* node/server/shard.c: shard threads, listeners, the per-loop flush and the timer. */
+#include "node/core/shard.h"
+
+#include "cluster/slot.h"
+#include "base/clock.h"
+#include "base/mem.h"
+#include "base/rand.h"
+#include "node/features/acl.h"
+#include "node/features/block.h"
+#include "node/core/cmd.h"
+#include "node/core/conn.h"
+#include "node/commands/debug.h"
+#include "node/keyspace/dict.h"
+#include "node/features/evict.h"
+#include "node/keyspace/ks.h"
+#include "node/obs/metrics.h"
+#include "node/commands/t_hash.h"
+#define LOG_MODULE "shard"
+#include "base/log.h"
+#include "node/core/node.h"
+#include "node/persist/persist.h"
+#include "replication/repl.h"
+#include "node/features/pubsub.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#define SHARD_MAX_LISTEN 8
+#define SHARD_SAMPLES 16
+
+/* Per-second rates from one timer interval. */
+struct shard_sample {
+    double ops, in, out;
+};
+
+struct shard {
+    unsigned id;
+    struct node *node;
+    struct event_base *base;
+    struct ks *ks;
+    const struct cfg *cfg;
+    uint64_t cfg_version;
+    uint64_t stat_gen;
+    int lfds[SHARD_MAX_LISTEN];
+    struct event *levs[SHARD_MAX_LISTEN];
+    int nlisten;
+    int wakefd;
+    struct event *wakeev;
+    struct event *cronev;
+    struct event *rehashev;
+    struct event *evictev;        /* while over a memory budget: evict a slice every ms */
+    pthread_t thread;
+    int cpu;
+    atomic_bool done;
+    int64_t now_ms;
+    unsigned slot_lo, slot_hi;
+    uint64_t next_conn_id;
+    struct conn *conns;
+    size_t nconns;
+    struct conn *pending;
+    bool stopping;
+    int64_t stop_deadline_ms;
+    uint64_t rnd;
+    struct shard_stats stats;
+    struct cmd_stat *cmdstats;
+    struct dict *watched;
+    struct pubsub *pubsub;
+    struct block_shard *blocking;
+    struct hash_ttl_index *hash_ttl;
+    struct metrics *metrics;
+    struct persist *persist;
+    struct acl_snap *acl;
+    uint64_t acl_gen;
+    struct evict *evict;
+    int64_t clock_floor;          /* recovery: the clock never goes below replayed time */
+    atomic_ulong pubsub_subs;
+    _Atomic(struct shard_msg *) inbox;
+    struct shard_sample samples[SHARD_SAMPLES];
+    unsigned sample_idx;
+    uint64_t last_sample_ms;
+    struct shard_sample last;
+};
+
+static double tsc_per_us = 0;
+
+double
+shard_tsc_per_us(void)
+{
+    return tsc_per_us;
+}
+
+static void
+calibrate_tsc(void)
+{
+    if (tsc_per_us > 0) {
+        return;
+    }
+    uint64_t t0 = clock_mono_us(), c0 = __rdtsc();
+    struct timespec ts = { 0, 20 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    uint64_t t1 = clock_mono_us(), c1 = __rdtsc();
+    tsc_per_us = t1 > t0 ? (double)(c1 - c0) / (double)(t1 - t0) : 1000.0;
+}
+
+static int
+listen_one(struct shard *s, const char *addr, int port, char *err, size_t errsz)
+{
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((uint16_t)port);
+    if (strcmp(addr, "*") == 0 || strcmp(addr, "0.0.0.0") == 0) {
+        sin.sin_addr.s_addr = htonl(INADDR_ANY);
+    } else if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
+        snprintf(err, errsz, "shard %u: cannot listen on %s:%d ('bind'): not an IPv4 address",
+                 s->id, addr, port);
+        return -1;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0) {
+        snprintf(err, errsz, "shard %u: socket(): %s", s->id, strerror(errno));
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+        listen(fd, (int)s->cfg->tcp_backlog) != 0) {
+        snprintf(err, errsz, "shard %u: cannot listen on %s:%d ('port'): %s", s->id, addr, port,
+                 strerror(errno));
+        close(fd);
+        return -1;
+    }
+    s->lfds[s->nlisten++] = fd;
+    return 0;
+}
+
+static struct shard *shard_create_impl(struct node *n, unsigned id, const char *dir, char *err,
+                                       size_t errsz);
+
+struct shard *
+shard_create(struct node *n, unsigned id, char *err, size_t errsz)
+{
+    return shard_create_impl(n, id, NULL, err, errsz);
+}
+
+struct shard *
+shard_create_offline(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
+{
+    return shard_create_impl(n, id, dir, err, errsz);
+}
+
+static struct shard *
+shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
+{
+    long long mem0 = rv_mem_thread_net();   /* this thread's work for the shard is its charge */
+    struct shard *s = rv_calloc(1, sizeof(*s));
+    s->evict = evict_create();
+    s->id = id;
+    s->node = n;
+    s->cfg = atomic_load(&n->cfg);
+    s->cfg_version = atomic_load(&n->cfg_version);
+    s->wakefd = -1;
+    s->cpu = -1;
+    slot_range(id, n->nshards, &s->slot_lo, &s->slot_hi);
+    s->next_conn_id = (uint64_t)id + 1;
+    s->rnd = clock_mono_us() ^ ((uint64_t)id << 32) ^ 0x9e3779b97f4a7c15ull;
+    s->cmdstats = rv_calloc(cmd_id_count(), sizeof(*s->cmdstats));
+    s->metrics = metrics_create();
+    calibrate_tsc();
+
+    if (dir != NULL) {
+        s->ks = ks_create(rand_u64(), rand_u64());
+        s->now_ms = clock_unix_ms();
+        if (persist_open_dir(s, dir, true, err, errsz) != 0) {
+            goto fail;
+        }
+        evict_add_carry(s->evict, rv_mem_thread_net() - mem0);
+        evict_adopt_cfg(s);
+        return s;
+    }
+    char binds[1024];
+    snprintf(binds, sizeof(binds), "%s", s->cfg->bind);
+    int port = (int)s->cfg->port + (int)id;
+    char *save = NULL;
+    for (char *a = strtok_r(binds, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
+        if (s->nlisten == SHARD_MAX_LISTEN) {
+            snprintf(err, errsz, "shard %u: too many bind addresses ('bind')", id);
+            goto fail;
+        }
+        if (listen_one(s, a, port, err, errsz) != 0) {
+            goto fail;
+        }
+    }
+    if (s->nlisten == 0) {
+        snprintf(err, errsz, "shard %u: no bind address ('bind')", id);
+        goto fail;
+    }
+    s->ks = ks_create(rand_u64(), rand_u64());
+    s->now_ms = clock_unix_ms();
+    if (persist_open(s, err, errsz) != 0) {
+        goto fail;
+    }
+    evict_add_carry(s->evict, rv_mem_thread_net() - mem0);
+    evict_adopt_cfg(s);
+    return s;
+fail:
+    shard_destroy(s);
+    return NULL;
+}
+
+static void
+on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    struct shard *s = arg;
+    (void)what;
+    for (int i = 0; i < 32; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                log_warn("[shard %u] accept: %s", s->id, strerror(errno));
+            }
+            return;
+        }
+        if ((int64_t)atomic_load_explicit(&s->node->nclients, memory_order_relaxed) >= s->cfg->maxclients) {
+            static const char msg[] = "-ERR max number of clients reached\r\n";
+            ssize_t w = write(fd, msg, sizeof(msg) - 1);
+            (void)w;
+            close(fd);
+            s->stats.conns_rejected++;
+            continue;
+        }
+        s->stats.conns_received++;
+        struct conn *c = conn_create(s, fd);
+        if (c) {
+            log_info("Accepted %s", c->addr);
+        }
+    }
+}
+
+/* Adopt the newest published config snapshot. */
+static void
+shard_check_cfg(struct shard *s)
+{
+    uint64_t g = atomic_load_explicit(&s->node->stat_gen, memory_order_relaxed);
+    if (g != s->stat_gen) {
+        s->stat_gen = g;
+        shard_reset_stats(s);
+    }
+    uint64_t v = atomic_load_explicit(&s->node->cfg_version, memory_order_acquire);
+    if (v != s->cfg_version) {
+        s->cfg_version = v;
+        s->cfg = atomic_load(&s->node->cfg);
+        evict_adopt_cfg(s);
+    }
+}
+
+void
+shard_adopt_cfg(struct shard *s)
+{
+    shard_check_cfg(s);
+}
+
+static void
+shard_begin_stop(struct shard *s)
+{
+    if (s->stopping) {
+        return;
+    }
+    s->stopping = true;
+    s->stop_deadline_ms = clock_unix_ms() + s->cfg->shutdown_timeout * 1000;
+    for (int i = 0; i < s->nlisten; i++) {
+        event_free(s->levs[i]);
+        s->levs[i] = NULL;
+        close(s->lfds[i]);
+        s->lfds[i] = -1;
+    }
+    /* Stop reading from clients; what was already answered is still written. */
+    for (struct conn *c = s->conns; c; c = c->next) {
+        conn_close_after_reply(c);
+    }
+}
+
+void
+shard_post(struct shard *to, struct shard_msg *m)
+{
+    /* The message's bytes move to the receiver's charge (it frees them). */
+    rv_mem_thread_adjust(-(long long)rv_usable_size(m));
+    struct shard_msg *head = atomic_load_explicit(&to->inbox, memory_order_relaxed);
+    do {
+        m->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&to->inbox, &head, m, memory_order_release,
+                                                    memory_order_relaxed));
+    if (head == NULL) {
+        shard_wake(to);
+    }
+}
+
+static void
+shard_drain_inbox(struct shard *s)
+{
+    struct shard_msg *m = atomic_exchange_explicit(&s->inbox, NULL, memory_order_acquire);
+    struct shard_msg *fifo = NULL;
+    while (m) {                      /* the list is newest-first: reverse it */
+        struct shard_msg *n = m->next;
+        m->next = fifo;
+        fifo = m;
+        m = n;
+    }
+    if (fifo == NULL) {
+        return;
+    }
+    shard_refresh_clock(s);
+    while (fifo) {
+        struct shard_msg *n = fifo->next;
+        rv_mem_thread_adjust((long long)rv_usable_size(fifo));
+        fifo->run(s, fifo);
+        fifo = n;
+    }
+}
+
+static void
+on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct shard *s = arg;
+    uint64_t v;
+    (void)what;
+    ssize_t r = read(fd, &v, sizeof(v));
+    (void)r;
+    shard_drain_inbox(s);
+    shard_check_cfg(s);
+    if (acl_gen_now() != s->acl_gen) {
+        acl_shard_refresh(s);
+    }
+    if (atomic_load(&s->node->shutdown)) {
+        shard_begin_stop(s);
+    }
+}
+
+static void
+shard_sample_rates(struct shard *s, int64_t now)
+{
+    if (s->last_sample_ms == 0 || now <= (int64_t)s->last_sample_ms) {
+        s->last_sample_ms = (uint64_t)now;
+        s->last = (struct shard_sample){ (double)s->stats.commands, (double)s->stats.net_input_bytes,
+                                         (double)s->stats.net_output_bytes };
+        return;
+    }
+    double dt = (double)(now - (int64_t)s->last_sample_ms) / 1000.0;
+    struct shard_sample cur = { (double)s->stats.commands, (double)s->stats.net_input_bytes,
+                                (double)s->stats.net_output_bytes };
+    struct shard_sample *smp = &s->samples[s->sample_idx++ % SHARD_SAMPLES];
+    smp->ops = cur.ops >= s->last.ops ? (cur.ops - s->last.ops) / dt : 0;
+    smp->in = cur.in >= s->last.in ? (cur.in - s->last.in) / dt : 0;
+    smp->out = cur.out >= s->last.out ? (cur.out - s->last.out) / dt : 0;
+    s->last = cur;
+    s->last_sample_ms = (uint64_t)now;
+}
+
+static double
+sample_mean(const struct shard *s, size_t off)
+{
+    double sum = 0;
+    for (unsigned i = 0; i < SHARD_SAMPLES; i++) {
+        sum += *(const double *)((const char *)&s->samples[i] + off);
+    }
+    return sum / SHARD_SAMPLES;
+}
+
+double shard_ops_per_sec(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, ops)); }
+double shard_input_kbps(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, in)) / 1024; }
+double shard_output_kbps(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, out)) / 1024; }
+
+static void
+on_cron(evutil_socket_t fd, short what, void *arg)
+{
+    struct shard *s = arg;
+    (void)fd;
+    (void)what;
+    int64_t now = shard_refresh_clock(s);
+    shard_check_cfg(s);
+    if (acl_gen_now() != s->acl_gen) {
+        acl_shard_refresh(s);
+    }
+    uint64_t budget = (uint64_t)(25000 / s->cfg->hz) * (uint64_t)s->cfg->active_expire_effort / 10;
+    if (budget < 1000) {
+        budget = 1000;
+    }
+    if (!debug_active_expire_on()) {
+        budget = 0;     /* DEBUG SET-ACTIVE-EXPIRE 0: the expiry cycles do nothing */
+    }
+    shard_sample_rates(s, now);
+    metrics_cron(s);
+    persist_cron(s);
+    ks_active_expire(s->ks, now, budget);
+    if (!repl_is_replica(s)) {         /* replicas wait for the primary's records */
+        hash_active_expire(s, now, budget / 4);
+        /* and, as Redis's replica-ignore-maxmemory yes, evict nothing themselves */
+        if (evict_cron(s) && !evtimer_pending(s->evictev, NULL)) {
+            struct timeval one_ms = { 0, 1000 };
+            evtimer_add(s->evictev, &one_ms);
+        }
+    }
+    if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
+        struct timeval one_ms = { 0, 1000 };
+        evtimer_add(s->rehashev, &one_ms);
+    }
+    if (s->cfg->timeout > 0) {
+        for (struct conn *c = s->conns, *n; c; c = n) {
+            n = c->next;
+            /* As Redis: subscribers and blocked clients are not idle. */
+            if (now - c->last_ms > s->cfg->timeout * 1000 &&
+                !(c->flags & (CONN_PENDING | CONN_PUBSUB | CONN_BLOCKED))) {
+                conn_close(c);
+            }
+        }
+    }
+    struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
+    event_add(s->cronev, &tv);
+}
+
+/* While a resize is in progress, spend up to 1 ms per millisecond on it: a
+ * resize then finishes in a fraction of a second (no old table lingers in
+ * memory) while no client ever waits more than 1 ms for it. */
+static void
+on_rehash(evutil_socket_t fd, short what, void *arg)
+{
+    struct shard *s = arg;
+    (void)fd;
+    (void)what;
+    if (ks_rehash_step(s->ks, 1000)) {
+        struct timeval one_ms = { 0, 1000 };
+        evtimer_add(s->rehashev, &one_ms);
+    }
+}
+
+static void
+on_evict(evutil_socket_t fd, short what, void *arg)
+{
+    struct shard *s = arg;
+    (void)fd;
+    (void)what;
+    if (evict_cron(s)) {
+        struct timeval one_ms = { 0, 1000 };
+        evtimer_add(s->evictev, &one_ms);
+    }
+}
+
+static void
+shard_before_poll(struct shard *s)
+{
+    persist_before_poll(s);
+    struct conn *c = s->pending;
+    s->pending = NULL;
+    while (c) {
+        struct conn *n = c->pnext;
+        c->flags &= ~CONN_PENDING;
+        c->pnext = NULL;
+        conn_flush(c);
+        c = n;
+    }
+}
+
+static void *
+shard_main(void *arg)
+{
+    struct shard *s = arg;
+    char name[16];
+    snprintf(name, sizeof(name), "ruvio-shard-%u", s->id);
+    pthread_setname_np(pthread_self(), name);
+    log_set_thread_shard((int)s->id);
+    if (s->cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(s->cpu, &set);
+        if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+            log_warn("[shard %u] cannot pin to CPU %d", s->id, s->cpu);
+        }
+    }
+    shard_refresh_clock(s);
+    while (!s->stopping || (s->conns && clock_unix_ms() < s->stop_deadline_ms)) {
+        shard_before_poll(s);
+        if (s->stopping && s->conns == NULL) {
+            break;
+        }
+        /* Work queued by the flush itself (a paused client resumed) must not wait for I/O. */
+        event_base_loop(s->base, s->pending ? EVLOOP_NONBLOCK : EVLOOP_ONCE);
+    }
+    while (s->conns) {
+        conn_close(s->conns);
+    }
+    if (atomic_load(&s->node->save_on_exit)) {
+        char err[512];
+        if (persist_save_now(s, err, sizeof(err)) != 0) {
+            log_warn("[shard %u] SHUTDOWN SAVE: %s", s->id, err);
+        }
+    }
+    persist_close(s);
+    atomic_store(&s->done, true);
+    return NULL;
+}
+
+int
+shard_start(struct shard *s, int cpu)
+{
+    struct event_config *ec = event_config_new();
+    event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
+    s->base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    if (s->base == NULL) {
+        return RV_EIO;
+    }
+    s->cpu = cpu;
+    for (int i = 0; i < s->nlisten; i++) {
+        s->levs[i] = event_new(s->base, s->lfds[i], EV_READ | EV_PERSIST, on_accept, s);
+        event_add(s->levs[i], NULL);
+    }
+    s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    s->wakeev = event_new(s->base, s->wakefd, EV_READ | EV_PERSIST, on_wake, s);
+    event_add(s->wakeev, NULL);
+    s->cronev = evtimer_new(s->base, on_cron, s);
+    s->rehashev = evtimer_new(s->base, on_rehash, s);
+    s->evictev = evtimer_new(s->base, on_evict, s);
+    struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
+    event_add(s->cronev, &tv);
+    if (pthread_create(&s->thread, NULL, shard_main, s) != 0) {
+        return RV_EIO;
+    }
+    return RV_OK;
+}
+
+void
+shard_wake(struct shard *s)
+{
+    uint64_t one = 1;
+    if (s->wakefd >= 0) {
+        ssize_t w = write(s->wakefd, &one, sizeof(one));
+        (void)w;
+    }
+}
+
+bool
+shard_join(struct shard *s, int64_t timeout_ms)
+{
+    int64_t deadline = clock_unix_ms() + timeout_ms;
+    while (!atomic_load(&s->done)) {
+        if (clock_unix_ms() >= deadline) {
+            return false;
+        }
+        struct timespec ts = { 0, 5 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    pthread_join(s->thread, NULL);
+    return true;
+}
+
+void
+shard_destroy(struct shard *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    for (int i = 0; i < s->nlisten; i++) {
+        if (s->levs[i]) {
+            event_free(s->levs[i]);
+        }
+        if (s->lfds[i] >= 0) {
+            close(s->lfds[i]);
+        }
+    }
+    if (s->wakeev) {
+        event_free(s->wakeev);
+    }
+    if (s->cronev) {
+        event_free(s->cronev);
+    }
+    if (s->rehashev) {
+        event_free(s->rehashev);
+    }
+    if (s->evictev) {
+        event_free(s->evictev);
+    }
+    if (s->wakefd >= 0) {
+        close(s->wakefd);
+    }
+    if (s->base) {
+        event_base_free(s->base);
+    }
+    shard_drain_inbox(s);
+    pubsub_shard_destroy(s);
+    block_shard_destroy(s);
+    persist_close(s);
+    hash_ttl_index_destroy(s->hash_ttl);
+    ks_destroy(s->ks);
+    evict_destroy(s->evict);
+    dict_destroy(s->watched, NULL);
+    acl_shard_release(s->acl);
+    rv_free(s->cmdstats);
+    metrics_destroy(s->metrics);
+    rv_free(s);
+}
+
+unsigned shard_id(const struct shard *s) { return s->id; }
+struct node *shard_node(const struct shard *s) { return s->node; }
+struct ks *shard_ks(const struct shard *s) { return s->ks; }
+struct evict **shard_evict(struct shard *s) { return &s->evict; }
+struct ks *shard_swap_ks(struct shard *s, struct ks *ks) { struct ks *o = s->ks; s->ks = ks; return o; }
+const struct cfg *shard_cfg(const struct shard *s) { return s->cfg; }
+struct event_base *shard_base(const struct shard *s) { return s->base; }
+int64_t shard_now_ms(const struct shard *s) { return s->now_ms; }
+struct shard_stats *shard_stats(struct shard *s) { return &s->stats; }
+struct cmd_stat *shard_cmdstats(struct shard *s) { return s->cmdstats; }
+bool shard_multi(const struct shard *s) { return s->node->nshards > 1; }
+struct conn *shard_conn_first(struct shard *s) { return s->conns; }
+struct dict **shard_watched(struct shard *s) { return &s->watched; }
+struct pubsub **shard_pubsub(struct shard *s) { return &s->pubsub; }
+struct block_shard **shard_blocking(struct shard *s) { return &s->blocking; }
+struct hash_ttl_index **shard_hash_ttl(struct shard *s) { return &s->hash_ttl; }
+struct metrics *shard_metrics(struct shard *s) { return s->metrics; }
+struct acl_snap **shard_acl(struct shard *s) { return &s->acl; }
+uint64_t *shard_acl_gen(struct shard *s) { return &s->acl_gen; }
+
+void
+shard_wake_all(struct node *n, struct shard *except)
+{
+    for (unsigned i = 0; i < n->nshards; i++) {
+        if (n->shards[i] != except) {
+            shard_wake(n->shards[i]);
+        }
+    }
+}
+
+void
+shard_pubsub_count_add(struct shard *s, long delta)
+{
+    atomic_fetch_add_explicit(&s->pubsub_subs, (unsigned long)delta, memory_order_relaxed);
+}
+
+unsigned long
+shard_pubsub_count(const struct shard *s)
+{
+    return atomic_load_explicit(&((struct shard *)s)->pubsub_subs, memory_order_relaxed);
+}
+size_t shard_conn_count(const struct shard *s) { return s->nconns; }
+
+int64_t
+shard_refresh_clock(struct shard *s)
+{
+    int64_t now = clock_unix_ms();
+    s->now_ms = now > s->clock_floor ? now : s->clock_floor;
+    ks_set_clock(s->ks, s->now_ms);
+    return s->now_ms;
+}
+
+void
+shard_reset_stats(struct shard *s)
+{
+    /* The shard that ran CONFIG RESETSTAT has reset for this generation: its
+     * next config check must not reset again (and wipe what ran since). */
+    s->stat_gen = atomic_load_explicit(&s->node->stat_gen, memory_order_relaxed);
+    memset(&s->stats, 0, sizeof(s->stats));
+    s->stats.expired_keys_base = ks_stats(s->ks)->expired_keys;
+    memset(s->samples, 0, sizeof(s->samples));
+    s->last_sample_ms = 0;
+    memset(s->cmdstats, 0, cmd_id_count() * sizeof(*s->cmdstats));
+    metrics_reset(s);
+}
+
+bool
+shard_owns_slot(const struct shard *s, unsigned slot)
+{
+    return slot >= s->slot_lo && slot <= s->slot_hi;
+}
+
+void
+shard_slots(const struct shard *s, unsigned *lo, unsigned *hi)
+{
+    *lo = s->slot_lo;
+    *hi = s->slot_hi;
+}
+
+uint64_t
+shard_next_conn_id(struct shard *s)
+{
+    /* Ids are unique across the node: shard i hands out i+1, i+1+N, ... */
+    uint64_t id = s->next_conn_id;
+    s->next_conn_id += s->node->nshards;
+    return id;
+}
+
+void
+shard_conn_link(struct shard *s, struct conn *c)
+{
+    c->prev = NULL;
+    c->next = s->conns;
+    if (s->conns) {
+        s->conns->prev = c;
+    }
+    s->conns = c;
+    s->nconns++;
+    atomic_fetch_add_explicit(&s->node->nclients, 1, memory_order_relaxed);   /* maxclients is node-wide */
+}
+
+void
+shard_conn_unlink(struct shard *s, struct conn *c)
+{
+    if (c->prev) {
+        c->prev->next = c->next;
+    } else {
+        s->conns = c->next;
+    }
+    if (c->next) {
+        c->next->prev = c->prev;
+    }
+    s->nconns--;
+    atomic_fetch_sub_explicit(&s->node->nclients, 1, memory_order_relaxed);
+    if (c->flags & CONN_PENDING) {
+        struct conn **pp = &s->pending;
+        while (*pp && *pp != c) {
+            pp = &(*pp)->pnext;
+        }
+        if (*pp) {
+            *pp = c->pnext;
+        }
+        c->flags &= ~CONN_PENDING;
+    }
+}
+
+struct persist **shard_persist(struct shard *s) { return &s->persist; }
+
+void
+shard_set_clock(struct shard *s, int64_t ms)
+{
+    s->now_ms = ms;
+    ks_set_clock(s->ks, ms);
+}
+
+void
+shard_set_clock_floor(struct shard *s, int64_t ms)
+{
+    s->clock_floor = ms;
+}
+
+void
+shard_want_write(struct shard *s, struct conn *c)
+{
+    if (rv_unlikely(c->persist != NULL && persist_hot(c->persist)->wal)) {
+        persist_note_output(c);
+    }
+    /* A connection waiting for EV_WRITE is flushed by that event, unless it
+     * must be closed now (killed, or over its output limit). */
+    if (!(c->flags & (CONN_PENDING | CONN_REPLAY)) &&
+        (!(c->flags & CONN_WRITE_WAIT) || (c->flags & CONN_CLOSE_ASAP))) {
+        c->flags |= CONN_PENDING;
+        c->pnext = s->pending;
+        s->pending = c;
+    }
+}
