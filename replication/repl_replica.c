@@ -9,6 +9,7 @@
 #include "base/mem.h"
 #include "base/rand.h"
 #include "node/core/cmd.h"
+#include "node/server/dispatch.h"
 #include "node/core/conn.h"
 #include "node/keyspace/ks.h"
 #include "node/core/node.h"

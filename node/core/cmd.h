@@ -2,7 +2,7 @@
  *
  * Every command is one row of cmd_table.c: name, handler, arity, flags, key
  * positions and docs. COMMAND INFO/DOCS/COUNT/LIST are derived from it.
- * cmd_dispatch() runs the generic checks once (arity, auth, cluster routing,
+ * dispatch() (node/server/dispatch.c) runs the generic checks once (arity, auth, cluster routing,
  * MULTI queueing, stats) so handlers hold only command semantics. A handler
  * emits exactly one top-level reply. Argument views (argv) are borrowed from the
  * connection's read buffer and are valid only until the handler returns. */
@@ -11,7 +11,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <x86intrin.h>
 
 struct conn;
 
@@ -103,34 +102,22 @@ void cmd_fullname(const struct cmd_spec *s, char *out, size_t outsz);
 /* Key indexes of argv for s; returns how many (<= max). */
 int cmd_get_keys(const struct cmd_spec *s, int argc, struct rv_str *argv, int *out, int max);
 
-/* Execute one parsed command on c (replies appended to c's output). */
-void cmd_dispatch(struct conn *c, int argc, struct rv_str *argv);
-/* Run an already validated command: handler, stats, WATCH invalidation. */
-void cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+/* Client-visible lookup: honours rename-command (cmd_renamed is set once at start-up). */
+extern bool cmd_renamed;
+const struct cmd_spec *cmd_lookup_client(const char *name, size_t len);
 
-/* A batch of commands (one read's pipeline, one replication read) is timed
- * with one time-stamp counter read per command instead of two: each command
- * runs from the end of the previous one (or the batch's start), so its time
- * includes parsing it. Outside a batch cmd_call reads the counter twice. */
-extern _Thread_local uint64_t cmd_batch_mark;
+/* Run an already validated command: handler, stats, WATCH invalidation, WAL.
+ * The server's dispatcher (node/server/dispatch.c) provides it before any
+ * shard starts; EXEC, blocking retries and replay run their commands through
+ * it without depending on the server. */
+typedef void cmd_call_fn(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+extern cmd_call_fn *cmd_caller;
+void cmd_set_caller(cmd_call_fn *fn);
 static inline void
-cmd_batch_begin(void)
+cmd_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
-    cmd_batch_mark = __rdtsc();
+    cmd_caller(c, cmd, argc, argv);
 }
-static inline void
-cmd_batch_end(void)
-{
-    cmd_batch_mark = 0;
-}
-/* A replica applying its primary's records (hundreds of commands per read,
- * mostly runs of the same command) reads the counter once per run instead:
- * a run of the same command is charged its time evenly. INFO commandstats
- * stays exact in calls and total time; the latency histogram gets each call
- * at the run's mean, and SLOWLOG and the latency monitor do not see calls
- * timed this way. The primary timed each of them already. */
-void cmd_batch_runs_begin(void);
-void cmd_batch_runs_end(void);
 
 /* The shared tail of LMPOP/BLMPOP/ZMPOP/BZMPOP, from argv[at]:
  * "numkeys key [key ...] <end0|end1> [COUNT count]". Sets the key count, which

@@ -59,6 +59,10 @@ struct conn {
     int64_t ctime_ms;
     int64_t last_ms;
     const struct cmd_spec *last_cmd;
+    /* Error replies written since the dispatcher last counted them (INFO
+     * errorstats, total_error_replies), and the code of the last one. */
+    uint32_t nerr;
+    char errcode[32];
     struct multi_state *mstate;       /* MULTI queue and WATCHed keys (multi.c), or NULL */
     struct pubsub_conn *ps;           /* subscriptions (pubsub.c), or NULL */
     struct block_state *bstate;       /* blocking command in progress (block.c), or NULL */

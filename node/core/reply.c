@@ -3,7 +3,6 @@
 
 #include "base/mem.h"
 #include "node/core/conn.h"
-#include "node/obs/metrics.h"
 #include "node/core/shard.h"
 #include "proto/resp.h"
 
@@ -40,6 +39,7 @@ reply_error_text(struct conn *c, const char *s, size_t n)
     }
     /* Error text must be one line: newlines would break the protocol. */
     char clean[1024];
+    clean[0] = '\0';   /* (n may be 0) */
     if (n > sizeof(clean)) {
         n = sizeof(clean);
     }
@@ -47,8 +47,14 @@ reply_error_text(struct conn *c, const char *s, size_t n)
         clean[i] = (s[i] == '\r' || s[i] == '\n') ? ' ' : s[i];
     }
     resp_w_error(&c->wbuf, clean, n);
-    shard_stats(c->shard)->total_error_replies++;
-    metrics_error(c->shard, clean, n);
+    /* counted by the dispatcher (dispatch_count_errors), by code: the first word */
+    size_t len = 0;
+    while (len < n && clean[len] != ' ' && len < sizeof(c->errcode) - 1) {
+        len++;
+    }
+    memcpy(c->errcode, clean, len);
+    c->errcode[len] = '\0';
+    c->nerr++;
 }
 
 void

@@ -86,8 +86,22 @@ bool shard_owns_slot(const struct shard *s, unsigned slot);
 void shard_slots(const struct shard *s, unsigned *lo, unsigned *hi);
 uint64_t shard_next_conn_id(struct shard *s);
 double shard_tsc_per_us(void);
-/* Adopt a config snapshot set on this shard right away (CONFIG SET). */
+/* Adopt the newest published config snapshot now (CONFIG SET; the shard's
+ * own timer and wake-ups do it otherwise). */
 void shard_adopt_cfg(struct shard *s);
+
+/* What the layers above the shard's state do on its events, set once by the
+ * server before any shard starts (the state cannot call up into them). */
+struct shard_hooks {
+    void (*output)(struct conn *c);          /* output queued while a WAL is open (persistence) */
+    void (*cfg_adopted)(struct shard *s);    /* a new config snapshot was adopted (eviction budgets) */
+    void (*stats_reset)(struct shard *s);    /* CONFIG RESETSTAT (metrics) */
+};
+void shard_set_hooks(const struct shard_hooks *h);
+/* Measure the time-stamp counter's rate once (the first shard created does). */
+void shard_calibrate_tsc(void);
+/* Sample the per-second rates (the shard's timer). */
+void shard_sample_rates(struct shard *s, int64_t now);
 
 /* Messages between shards: posted by any thread, run on the receiving shard's
  * thread (which then owns and frees the message). Lock-free: a push onto an

@@ -10,6 +10,7 @@
  * set; expiries are logged as DEL; the writes of one EXEC form one record.
  * The details and the guarantees of each mode are in docs/durability.md. */
 #pragma once
+#include "node/core/persist_hot.h"
 #include "node/types/obj.h"
 #include "proto/resp.h"
 
@@ -22,21 +23,6 @@ struct conn;
 struct cmd_spec;
 struct buf;
 struct persist;
-
-/* The first member of a shard's persistence state: what the request path
- * checks inline before calling in (one load and a branch in memory mode). */
-struct persist_hot {
-    bool wal;                        /* a WAL is open: log writes, hold replies */
-    bool cow;                        /* a checkpoint is walking: copy keys before writes */
-    bool log;                        /* build records: a WAL is open or a replication backlog is */
-    bool guard;                      /* writes may be refused: WAL open, replica, min-replicas-to-write */
-    bool stale;                      /* replica, link not up, replica-serve-stale-data no: -MASTERDOWN */
-};
-static inline const struct persist_hot *
-persist_hot(const struct persist *p)
-{
-    return (const struct persist_hot *)(const void *)p;
-}
 
 /* Recover the shard's data directory (newest checkpoint, then the WAL after
  * it) and open the WAL for appending. Runs before the shard serves. On error

@@ -10,6 +10,7 @@
 #include "base/mem.h"
 #include "node/features/block.h"
 #include "node/core/cmd.h"
+#include "node/server/dispatch.h"
 #include "node/keyspace/ks.h"
 #include "node/features/multi.h"
 #include "node/persist/persist.h"
@@ -291,7 +292,7 @@ conn_process_batch(struct conn *c)
         c->cmd_start = c->rbuf.off;
         c->rbuf.off = pos;
         if (argc > 0) {
-            cmd_dispatch(c, argc, argv);
+            dispatch(c, argc, argv);
         }
     }
     if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)cfg->client_query_buffer_limit)) {
@@ -349,6 +350,7 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
 bool
 conn_flush(struct conn *c)
 {
+    dispatch_count_errors(c);
     if (c->flags & CONN_CLOSE_ASAP) {
         conn_close(c);
         return false;

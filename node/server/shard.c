@@ -1,5 +1,5 @@
 /* node/server/shard.c: shard threads, listeners, the per-loop flush and the timer. */
-#include "node/core/shard.h"
+#include "node/core/shard_int.h"
 
 #include "cluster/slot.h"
 #include "base/clock.h"
@@ -9,6 +9,7 @@
 #include "node/features/block.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
+#include "node/server/dispatch.h"
 #include "node/commands/debug.h"
 #include "node/keyspace/dict.h"
 #include "node/features/evict.h"
@@ -38,83 +39,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
-
-#define SHARD_MAX_LISTEN 8
-#define SHARD_SAMPLES 16
-
-/* Per-second rates from one timer interval. */
-struct shard_sample {
-    double ops, in, out;
-};
-
-struct shard {
-    unsigned id;
-    struct node *node;
-    struct event_base *base;
-    struct ks *ks;
-    const struct cfg *cfg;
-    uint64_t cfg_version;
-    uint64_t stat_gen;
-    int lfds[SHARD_MAX_LISTEN];
-    struct event *levs[SHARD_MAX_LISTEN];
-    int nlisten;
-    int wakefd;
-    struct event *wakeev;
-    struct event *cronev;
-    struct event *rehashev;
-    struct event *evictev;        /* while over a memory budget: evict a slice every ms */
-    pthread_t thread;
-    int cpu;
-    atomic_bool done;
-    int64_t now_ms;
-    unsigned slot_lo, slot_hi;
-    uint64_t next_conn_id;
-    struct conn *conns;
-    size_t nconns;
-    struct conn *pending;
-    bool stopping;
-    int64_t stop_deadline_ms;
-    uint64_t rnd;
-    struct shard_stats stats;
-    struct cmd_stat *cmdstats;
-    struct dict *watched;
-    struct pubsub *pubsub;
-    struct block_shard *blocking;
-    struct hash_ttl_index *hash_ttl;
-    struct metrics *metrics;
-    struct persist *persist;
-    struct acl_snap *acl;
-    uint64_t acl_gen;
-    struct evict *evict;
-    int64_t clock_floor;          /* recovery: the clock never goes below replayed time */
-    atomic_ulong pubsub_subs;
-    _Atomic(struct shard_msg *) inbox;
-    struct shard_sample samples[SHARD_SAMPLES];
-    unsigned sample_idx;
-    uint64_t last_sample_ms;
-    struct shard_sample last;
-};
-
-static double tsc_per_us = 0;
-
-double
-shard_tsc_per_us(void)
-{
-    return tsc_per_us;
-}
-
-static void
-calibrate_tsc(void)
-{
-    if (tsc_per_us > 0) {
-        return;
-    }
-    uint64_t t0 = clock_mono_us(), c0 = __rdtsc();
-    struct timespec ts = { 0, 20 * 1000 * 1000 };
-    nanosleep(&ts, NULL);
-    uint64_t t1 = clock_mono_us(), c1 = __rdtsc();
-    tsc_per_us = t1 > t0 ? (double)(c1 - c0) / (double)(t1 - t0) : 1000.0;
-}
 
 static int
 listen_one(struct shard *s, const char *addr, int port, char *err, size_t errsz)
@@ -163,9 +87,19 @@ shard_create_offline(struct node *n, unsigned id, const char *dir, char *err, si
     return shard_create_impl(n, id, dir, err, errsz);
 }
 
+/* The shard's state (node/core) calls up into persistence, eviction and
+ * metrics through these. */
+static const struct shard_hooks server_hooks = {
+    .output = persist_note_output,
+    .cfg_adopted = evict_adopt_cfg,
+    .stats_reset = metrics_reset,
+};
+
 static struct shard *
 shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
 {
+    shard_set_hooks(&server_hooks);
+    cmd_set_caller(dispatch_call);
     long long mem0 = rv_mem_thread_net();   /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));
     s->evict = evict_create();
@@ -180,7 +114,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     s->rnd = clock_mono_us() ^ ((uint64_t)id << 32) ^ 0x9e3779b97f4a7c15ull;
     s->cmdstats = rv_calloc(cmd_id_count(), sizeof(*s->cmdstats));
     s->metrics = metrics_create();
-    calibrate_tsc();
+    shard_calibrate_tsc();
 
     if (dir != NULL) {
         s->ks = ks_create(rand_u64(), rand_u64());
@@ -251,29 +185,6 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
     }
 }
 
-/* Adopt the newest published config snapshot. */
-static void
-shard_check_cfg(struct shard *s)
-{
-    uint64_t g = atomic_load_explicit(&s->node->stat_gen, memory_order_relaxed);
-    if (g != s->stat_gen) {
-        s->stat_gen = g;
-        shard_reset_stats(s);
-    }
-    uint64_t v = atomic_load_explicit(&s->node->cfg_version, memory_order_acquire);
-    if (v != s->cfg_version) {
-        s->cfg_version = v;
-        s->cfg = atomic_load(&s->node->cfg);
-        evict_adopt_cfg(s);
-    }
-}
-
-void
-shard_adopt_cfg(struct shard *s)
-{
-    shard_check_cfg(s);
-}
-
 static void
 shard_begin_stop(struct shard *s)
 {
@@ -291,21 +202,6 @@ shard_begin_stop(struct shard *s)
     /* Stop reading from clients; what was already answered is still written. */
     for (struct conn *c = s->conns; c; c = c->next) {
         conn_close_after_reply(c);
-    }
-}
-
-void
-shard_post(struct shard *to, struct shard_msg *m)
-{
-    /* The message's bytes move to the receiver's charge (it frees them). */
-    rv_mem_thread_adjust(-(long long)rv_usable_size(m));
-    struct shard_msg *head = atomic_load_explicit(&to->inbox, memory_order_relaxed);
-    do {
-        m->next = head;
-    } while (!atomic_compare_exchange_weak_explicit(&to->inbox, &head, m, memory_order_release,
-                                                    memory_order_relaxed));
-    if (head == NULL) {
-        shard_wake(to);
     }
 }
 
@@ -341,7 +237,7 @@ on_wake(evutil_socket_t fd, short what, void *arg)
     ssize_t r = read(fd, &v, sizeof(v));
     (void)r;
     shard_drain_inbox(s);
-    shard_check_cfg(s);
+    shard_adopt_cfg(s);
     if (acl_gen_now() != s->acl_gen) {
         acl_shard_refresh(s);
     }
@@ -351,47 +247,13 @@ on_wake(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-shard_sample_rates(struct shard *s, int64_t now)
-{
-    if (s->last_sample_ms == 0 || now <= (int64_t)s->last_sample_ms) {
-        s->last_sample_ms = (uint64_t)now;
-        s->last = (struct shard_sample){ (double)s->stats.commands, (double)s->stats.net_input_bytes,
-                                         (double)s->stats.net_output_bytes };
-        return;
-    }
-    double dt = (double)(now - (int64_t)s->last_sample_ms) / 1000.0;
-    struct shard_sample cur = { (double)s->stats.commands, (double)s->stats.net_input_bytes,
-                                (double)s->stats.net_output_bytes };
-    struct shard_sample *smp = &s->samples[s->sample_idx++ % SHARD_SAMPLES];
-    smp->ops = cur.ops >= s->last.ops ? (cur.ops - s->last.ops) / dt : 0;
-    smp->in = cur.in >= s->last.in ? (cur.in - s->last.in) / dt : 0;
-    smp->out = cur.out >= s->last.out ? (cur.out - s->last.out) / dt : 0;
-    s->last = cur;
-    s->last_sample_ms = (uint64_t)now;
-}
-
-static double
-sample_mean(const struct shard *s, size_t off)
-{
-    double sum = 0;
-    for (unsigned i = 0; i < SHARD_SAMPLES; i++) {
-        sum += *(const double *)((const char *)&s->samples[i] + off);
-    }
-    return sum / SHARD_SAMPLES;
-}
-
-double shard_ops_per_sec(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, ops)); }
-double shard_input_kbps(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, in)) / 1024; }
-double shard_output_kbps(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, out)) / 1024; }
-
-static void
 on_cron(evutil_socket_t fd, short what, void *arg)
 {
     struct shard *s = arg;
     (void)fd;
     (void)what;
     int64_t now = shard_refresh_clock(s);
-    shard_check_cfg(s);
+    shard_adopt_cfg(s);
     if (acl_gen_now() != s->acl_gen) {
         acl_shard_refresh(s);
     }
@@ -542,16 +404,6 @@ shard_start(struct shard *s, int cpu)
     return RV_OK;
 }
 
-void
-shard_wake(struct shard *s)
-{
-    uint64_t one = 1;
-    if (s->wakefd >= 0) {
-        ssize_t w = write(s->wakefd, &one, sizeof(one));
-        (void)w;
-    }
-}
-
 bool
 shard_join(struct shard *s, int64_t timeout_ms)
 {
@@ -613,159 +465,3 @@ shard_destroy(struct shard *s)
     rv_free(s);
 }
 
-unsigned shard_id(const struct shard *s) { return s->id; }
-struct node *shard_node(const struct shard *s) { return s->node; }
-struct ks *shard_ks(const struct shard *s) { return s->ks; }
-struct evict **shard_evict(struct shard *s) { return &s->evict; }
-struct ks *shard_swap_ks(struct shard *s, struct ks *ks) { struct ks *o = s->ks; s->ks = ks; return o; }
-const struct cfg *shard_cfg(const struct shard *s) { return s->cfg; }
-struct event_base *shard_base(const struct shard *s) { return s->base; }
-int64_t shard_now_ms(const struct shard *s) { return s->now_ms; }
-struct shard_stats *shard_stats(struct shard *s) { return &s->stats; }
-struct cmd_stat *shard_cmdstats(struct shard *s) { return s->cmdstats; }
-bool shard_multi(const struct shard *s) { return s->node->nshards > 1; }
-struct conn *shard_conn_first(struct shard *s) { return s->conns; }
-struct dict **shard_watched(struct shard *s) { return &s->watched; }
-struct pubsub **shard_pubsub(struct shard *s) { return &s->pubsub; }
-struct block_shard **shard_blocking(struct shard *s) { return &s->blocking; }
-struct hash_ttl_index **shard_hash_ttl(struct shard *s) { return &s->hash_ttl; }
-struct metrics *shard_metrics(struct shard *s) { return s->metrics; }
-struct acl_snap **shard_acl(struct shard *s) { return &s->acl; }
-uint64_t *shard_acl_gen(struct shard *s) { return &s->acl_gen; }
-
-void
-shard_wake_all(struct node *n, struct shard *except)
-{
-    for (unsigned i = 0; i < n->nshards; i++) {
-        if (n->shards[i] != except) {
-            shard_wake(n->shards[i]);
-        }
-    }
-}
-
-void
-shard_pubsub_count_add(struct shard *s, long delta)
-{
-    atomic_fetch_add_explicit(&s->pubsub_subs, (unsigned long)delta, memory_order_relaxed);
-}
-
-unsigned long
-shard_pubsub_count(const struct shard *s)
-{
-    return atomic_load_explicit(&((struct shard *)s)->pubsub_subs, memory_order_relaxed);
-}
-size_t shard_conn_count(const struct shard *s) { return s->nconns; }
-
-int64_t
-shard_refresh_clock(struct shard *s)
-{
-    int64_t now = clock_unix_ms();
-    s->now_ms = now > s->clock_floor ? now : s->clock_floor;
-    ks_set_clock(s->ks, s->now_ms);
-    return s->now_ms;
-}
-
-void
-shard_reset_stats(struct shard *s)
-{
-    /* The shard that ran CONFIG RESETSTAT has reset for this generation: its
-     * next config check must not reset again (and wipe what ran since). */
-    s->stat_gen = atomic_load_explicit(&s->node->stat_gen, memory_order_relaxed);
-    memset(&s->stats, 0, sizeof(s->stats));
-    s->stats.expired_keys_base = ks_stats(s->ks)->expired_keys;
-    memset(s->samples, 0, sizeof(s->samples));
-    s->last_sample_ms = 0;
-    memset(s->cmdstats, 0, cmd_id_count() * sizeof(*s->cmdstats));
-    metrics_reset(s);
-}
-
-bool
-shard_owns_slot(const struct shard *s, unsigned slot)
-{
-    return slot >= s->slot_lo && slot <= s->slot_hi;
-}
-
-void
-shard_slots(const struct shard *s, unsigned *lo, unsigned *hi)
-{
-    *lo = s->slot_lo;
-    *hi = s->slot_hi;
-}
-
-uint64_t
-shard_next_conn_id(struct shard *s)
-{
-    /* Ids are unique across the node: shard i hands out i+1, i+1+N, ... */
-    uint64_t id = s->next_conn_id;
-    s->next_conn_id += s->node->nshards;
-    return id;
-}
-
-void
-shard_conn_link(struct shard *s, struct conn *c)
-{
-    c->prev = NULL;
-    c->next = s->conns;
-    if (s->conns) {
-        s->conns->prev = c;
-    }
-    s->conns = c;
-    s->nconns++;
-    atomic_fetch_add_explicit(&s->node->nclients, 1, memory_order_relaxed);   /* maxclients is node-wide */
-}
-
-void
-shard_conn_unlink(struct shard *s, struct conn *c)
-{
-    if (c->prev) {
-        c->prev->next = c->next;
-    } else {
-        s->conns = c->next;
-    }
-    if (c->next) {
-        c->next->prev = c->prev;
-    }
-    s->nconns--;
-    atomic_fetch_sub_explicit(&s->node->nclients, 1, memory_order_relaxed);
-    if (c->flags & CONN_PENDING) {
-        struct conn **pp = &s->pending;
-        while (*pp && *pp != c) {
-            pp = &(*pp)->pnext;
-        }
-        if (*pp) {
-            *pp = c->pnext;
-        }
-        c->flags &= ~CONN_PENDING;
-    }
-}
-
-struct persist **shard_persist(struct shard *s) { return &s->persist; }
-
-void
-shard_set_clock(struct shard *s, int64_t ms)
-{
-    s->now_ms = ms;
-    ks_set_clock(s->ks, ms);
-}
-
-void
-shard_set_clock_floor(struct shard *s, int64_t ms)
-{
-    s->clock_floor = ms;
-}
-
-void
-shard_want_write(struct shard *s, struct conn *c)
-{
-    if (rv_unlikely(c->persist != NULL && persist_hot(c->persist)->wal)) {
-        persist_note_output(c);
-    }
-    /* A connection waiting for EV_WRITE is flushed by that event, unless it
-     * must be closed now (killed, or over its output limit). */
-    if (!(c->flags & (CONN_PENDING | CONN_REPLAY)) &&
-        (!(c->flags & CONN_WRITE_WAIT) || (c->flags & CONN_CLOSE_ASAP))) {
-        c->flags |= CONN_PENDING;
-        c->pnext = s->pending;
-        s->pending = c;
-    }
-}
