@@ -308,7 +308,7 @@ int repl_promote(struct repl *r);
  * XREAD BLOCK, ..., WAIT) get -UNBLOCKED, so that a woken one never writes
  * here (and a WAIT does not wait for replicas it no longer has). */
 void repl_unblock_demoted(struct repl *r);
-/* Run the on_role_change hook (node/server/hook.h) once per node, from shard 0:
+/* Run the on_role_change hook (node/features/hook.h) once per node, from shard 0:
  * host NULL means this node's own address (it became the primary). */
 void repl_role_hook(struct repl *r, const char *old_role, const char *new_role, const char *host,
                     int port);

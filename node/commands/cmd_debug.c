@@ -16,7 +16,7 @@
 #include "node/commands/cmds.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
-#include "node/server/hook.h"
+#include "node/features/hook.h"
 #include "node/keyspace/ks.h"
 #include "node/types/obj.h"
 #include "node/core/reply.h"

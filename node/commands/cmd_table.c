@@ -287,3 +287,9 @@ struct cmd_spec cmd_table[] = {
 };
 
 const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);
+
+void
+cmds_init(void)
+{
+    cmd_init(cmd_table, cmd_table_len);
+}

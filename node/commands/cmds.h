@@ -2,6 +2,9 @@
 #pragma once
 #include "node/core/cmd.h"
 
+/* Give the command table (cmd_table.c) to node/core: once, before any shard starts. */
+void cmds_init(void);
+
 #define CMD_HANDLER(name) void cmd_##name(struct conn *c, int argc, struct rv_str *argv)
 
 /* cmd_string.c */

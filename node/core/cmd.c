@@ -15,8 +15,9 @@
 #include <string.h>
 #include <x86intrin.h>
 
-extern struct cmd_spec cmd_table[];
-extern const size_t cmd_table_len;
+/* The rows (node/commands/cmd_table.c), given to cmd_init(). */
+static struct cmd_spec *cmd_table;
+static size_t cmd_table_len;
 
 #define LOOKUP_SLOTS 1024   /* power of two, > 2x the number of commands */
 
@@ -54,11 +55,13 @@ name_eq(const char *lower, const char *p, size_t n)
 }
 
 void
-cmd_init(void)
+cmd_init(struct cmd_spec *table, size_t n)
 {
     if (by_id) {
         return;
     }
+    cmd_table = table;
+    cmd_table_len = n;
     size_t total = 0;
     for (size_t i = 0; i < cmd_table_len; i++) {
         total++;

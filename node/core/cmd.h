@@ -85,7 +85,7 @@ struct cmd_spec {
 };
 
 /* Build lookup structures; call once before any shard starts. */
-void cmd_init(void);
+void cmd_init(struct cmd_spec *table, size_t n);
 /* Top-level command by name, case-insensitive, no allocation; NULL if unknown. */
 const struct cmd_spec *cmd_lookup(const char *name, size_t len);
 /* rename-command (start-up only, before shards run): clients then reach the

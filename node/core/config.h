@@ -50,7 +50,7 @@ struct cfg {
     char *cluster_announce_ip;
     int64_t shutdown_timeout;   /* seconds to finish replies in flight on SIGTERM */
     int64_t active_expire_effort;
-    char *on_role_change;               /* executable run on role changes (node/server/hook.h), "" = none */
+    char *on_role_change;               /* executable run on role changes (node/features/hook.h), "" = none */
     int64_t on_role_change_timeout;     /* seconds before the hook is killed */
     int64_t supervised;                 /* enum cfg_supervised: sd_notify when systemd/auto */
     int64_t enable_debug_command;       /* enum cfg_protected: who may run DEBUG */

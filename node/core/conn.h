@@ -85,8 +85,15 @@ struct conn {
     char lip[48];                     /* local IP (for MOVED / CLUSTER SLOTS) */
 };
 
-/* Take ownership of an accepted socket. */
-struct conn *conn_create(struct shard *s, int fd);
+/* The socket I/O behind conn_close, conn_flush and conn_resume, provided by
+ * the server (node/server/conn.c) before any shard starts. */
+struct conn_io {
+    void (*close)(struct conn *c);
+    bool (*flush)(struct conn *c);
+    void (*resume)(struct conn *c);
+};
+void conn_set_io(const struct conn_io *ops);
+
 /* Close now: unlink, free buffers, close the socket. */
 void conn_close(struct conn *c);
 /* Write as much of the output as the socket takes; arms EV_WRITE if needed.

@@ -48,18 +48,7 @@ struct cmd_stat {
     uint64_t hist[CMD_LAT_BUCKETS];   /* latency-tracking yes */
 };
 
-/* Create shard id: bind and listen (errors name the address and port). */
-struct shard *shard_create(struct node *n, unsigned id, char *err, size_t errsz);
-int shard_start(struct shard *s, int cpu);    /* cpu < 0: no pinning */
 void shard_wake(struct shard *s);              /* any thread: re-check shutdown/config */
-/* Wait up to timeout_ms for the thread to finish; false on timeout. */
-bool shard_join(struct shard *s, int64_t timeout_ms);
-void shard_destroy(struct shard *s);
-/* A shard that never serves: loads the data directory dir read-only (no WAL
- * is opened, nothing written but a torn tail cut off). Resharding uses it. */
-struct shard *shard_create_offline(struct node *n, unsigned id, const char *dir, char *err,
-                                   size_t errsz);
-
 unsigned shard_id(const struct shard *s);
 struct node *shard_node(const struct shard *s);
 struct ks *shard_ks(const struct shard *s);

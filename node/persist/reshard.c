@@ -303,7 +303,8 @@ move_key(void *arg, struct ks_entry *e)
 }
 
 int
-reshard_run(struct node *n, const char *dir, unsigned old_n, char *err, size_t errsz)
+reshard_run(struct node *n, const char *dir, unsigned old_n, const struct reshard_source *src,
+            char *err, size_t errsz)
 {
     char rdir[4200];
     int64_t t0 = clock_mono_us();
@@ -321,7 +322,7 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, char *err, size_t e
         if (!is_dir(sdir)) {
             continue;
         }
-        struct shard *old = shard_create_offline(n, k, sdir, err, errsz);
+        struct shard *old = src->open(n, k, sdir, err, errsz);
         if (old == NULL) {
             rc = -1;
             break;
@@ -331,7 +332,7 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, char *err, size_t e
         do {
             cur = ks_scan(ks, cur, 256, move_key, &m);
         } while (cur != 0);
-        shard_destroy(old);
+        src->close(old);
         wal_failpoint("reshard-redistribute");
     }
     for (unsigned i = 0; i < n->nshards; i++) {

@@ -2,7 +2,7 @@
  * one read() into rbuf, parse every complete command in place, dispatch each
  * (replies appended to wbuf), then queue the connection for one write in
  * shard_before_poll(). */
-#include "node/core/conn.h"
+#include "node/server/conn_io.h"
 
 #define LOG_MODULE "conn"
 #include "node/features/acl.h"
@@ -36,38 +36,6 @@
 
 static void conn_on_readable(evutil_socket_t fd, short what, void *arg);
 static void conn_on_writable(evutil_socket_t fd, short what, void *arg);
-
-struct ks *
-conn_ks(const struct conn *c)
-{
-    return shard_ks(c->shard);
-}
-
-int64_t
-conn_now_ms(const struct conn *c)
-{
-    return shard_now_ms(c->shard);
-}
-
-void
-conn_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-        port = ntohs(a->sin_port);
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-        port = ntohs(a->sin6_port);
-    }
-    snprintf(out, outsz, "%s:%d", host, port);
-    if (ip) {
-        snprintf(ip, ipsz, "%s", host);
-    }
-}
 
 static bool
 is_loopback(const struct sockaddr_storage *ss)
@@ -152,7 +120,7 @@ conn_create(struct shard *s, int fd)
 }
 
 void
-conn_close(struct conn *c)
+conn_io_close(struct conn *c)
 {
     if (c == NULL) {
         return;
@@ -172,16 +140,6 @@ conn_close(struct conn *c)
     rv_free(c->lib_name);
     rv_free(c->lib_ver);
     rv_free(c);
-}
-
-void
-conn_close_after_reply(struct conn *c)
-{
-    if (!(c->flags & CONN_CLOSE_AFTER_REPLY)) {
-        c->flags |= CONN_CLOSE_AFTER_REPLY;
-        event_del(&c->rev);
-    }
-    shard_want_write(c->shard, c);
 }
 
 /* Answer a malformed request, then close once it is written. */
@@ -310,7 +268,7 @@ conn_process(struct conn *c)
 }
 
 void
-conn_resume(struct conn *c)
+conn_io_resume(struct conn *c)
 {
     conn_process(c);
     if (c->wbuf.len > c->wbuf.off || (c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
@@ -326,7 +284,7 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
     (void)what;
 
     if (conn_fill(c) != RV_OK) {
-        conn_close(c);
+        conn_io_close(c);
         return;
     }
     if (rv_unlikely(acl_gen_now() != *shard_acl_gen(c->shard))) {
@@ -348,11 +306,11 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
 }
 
 bool
-conn_flush(struct conn *c)
+conn_io_flush(struct conn *c)
 {
     dispatch_count_errors(c);
     if (c->flags & CONN_CLOSE_ASAP) {
-        conn_close(c);
+        conn_io_close(c);
         return false;
     }
     size_t limit = c->wbuf.len;
@@ -374,7 +332,7 @@ conn_flush(struct conn *c)
             }
             return true;
         }
-        conn_close(c);
+        conn_io_close(c);
         return false;
     }
     if (rv_unlikely(c->wbuf.off < c->wbuf.len)) {
@@ -394,7 +352,7 @@ conn_flush(struct conn *c)
         event_del(&c->wev);
     }
     if (c->flags & CONN_CLOSE_AFTER_REPLY) {
-        conn_close(c);
+        conn_io_close(c);
         return false;
     }
     if (rv_unlikely(c->flags & CONN_READ_PAUSED)) {
@@ -413,5 +371,11 @@ conn_on_writable(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    conn_flush(arg);
+    conn_io_flush(arg);
 }
+
+const struct conn_io conn_io_ops = {
+    .close = conn_io_close,
+    .flush = conn_io_flush,
+    .resume = conn_io_resume,
+};

@@ -7,14 +7,16 @@
 #include "base/log.h"
 #include "node/features/acl.h"
 #include "node/core/cmd.h"
+#include "node/commands/cmds.h"
 #include "node/core/config.h"
 #include "node/keyspace/dict.h"
-#include "node/server/hook.h"
+#include "node/features/hook.h"
 #include "node/obs/metrics.h"
 #include "node/core/node.h"
 #include "node/server/notify.h"
 #include "node/persist/reshard.h"
 #include "node/core/shard.h"
+#include "node/server/shard_thread.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -22,6 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static const struct reshard_source reshard_src = {
+    .open = shard_create_offline,
+    .close = shard_destroy,
+};
 
 int
 main(int argc, char **argv)
@@ -67,7 +74,7 @@ main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);   /* shard threads inherit the mask */
 
     notify_setup(cfg);
-    cmd_init();
+    cmds_init();
     for (const char *r = cfg->rename_commands; r && *r;) {
         char from[256], to[256] = "";
         const char *nl = strchr(r, '\n');
@@ -114,7 +121,7 @@ main(int argc, char **argv)
             return 1;
         }
     }
-    if (resh == 1 && reshard_run(&node, cfg->dir, old_n, err, sizeof(err)) != 0) {
+    if (resh == 1 && reshard_run(&node, cfg->dir, old_n, &reshard_src, err, sizeof(err)) != 0) {
         fprintf(stderr, "ruvio: redistributing the data directory: %s\n", err);
         return 1;
     }

@@ -1,5 +1,6 @@
 /* node/server/shard.c: shard threads, listeners, the per-loop flush and the timer. */
 #include "node/core/shard_int.h"
+#include "node/server/shard_thread.h"
 
 #include "cluster/slot.h"
 #include "base/clock.h"
@@ -9,6 +10,7 @@
 #include "node/features/block.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
+#include "node/server/conn_io.h"
 #include "node/server/dispatch.h"
 #include "node/commands/debug.h"
 #include "node/keyspace/dict.h"
@@ -100,6 +102,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
 {
     shard_set_hooks(&server_hooks);
     cmd_set_caller(dispatch_call);
+    conn_set_io(&conn_io_ops);
     long long mem0 = rv_mem_thread_net();   /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));
     s->evict = evict_create();
@@ -286,7 +289,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
             /* As Redis: subscribers and blocked clients are not idle. */
             if (now - c->last_ms > s->cfg->timeout * 1000 &&
                 !(c->flags & (CONN_PENDING | CONN_PUBSUB | CONN_BLOCKED))) {
-                conn_close(c);
+                conn_io_close(c);
             }
         }
     }
@@ -331,7 +334,7 @@ shard_before_poll(struct shard *s)
         struct conn *n = c->pnext;
         c->flags &= ~CONN_PENDING;
         c->pnext = NULL;
-        conn_flush(c);
+        conn_io_flush(c);
         c = n;
     }
 }
@@ -362,7 +365,7 @@ shard_main(void *arg)
         event_base_loop(s->base, s->pending ? EVLOOP_NONBLOCK : EVLOOP_ONCE);
     }
     while (s->conns) {
-        conn_close(s->conns);
+        conn_io_close(s->conns);
     }
     if (atomic_load(&s->node->save_on_exit)) {
         char err[512];

@@ -1,5 +1,6 @@
 /* The command table is the single source of truth: check its rows. */
 #include "node/core/cmd.h"
+#include "node/commands/cmds.h"
 
 #include <criterion/criterion.h>
 #include <ctype.h>
@@ -10,7 +11,7 @@
 static void
 setup(void)
 {
-    cmd_init();
+    cmds_init();
 }
 
 TestSuite(cmd_table, .init = setup);

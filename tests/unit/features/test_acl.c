@@ -1,6 +1,7 @@
 /* ACL rules and checks without sockets: users come from `user` lines, verdicts from acl_dryrun(). */
 #include "node/features/acl.h"
 #include "node/core/cmd.h"
+#include "node/commands/cmds.h"
 #include "node/core/config.h"
 
 #include <criterion/criterion.h>
@@ -11,7 +12,7 @@
 static void
 setup(void)
 {
-    cmd_init();
+    cmds_init();
 }
 
 TestSuite(acl, .init = setup, .fini = acl_shutdown);

@@ -1,7 +1,7 @@
-/* node/server/hook.c: the on_role_change runner (see hook.h). A shard only takes a
+/* node/features/hook.c: the on_role_change runner (see hook.h). A shard only takes a
  * mutex for a queue push; spawning, waiting and killing happen on the
  * runner thread, so a slow or hung script never delays a request. */
-#include "node/server/hook.h"
+#include "node/features/hook.h"
 
 #include "base/clock.h"
 #include "base/log.h"

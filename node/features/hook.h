@@ -1,4 +1,4 @@
-/* node/server/hook.h: operator hooks run on node events (`on_role_change`).
+/* node/features/hook.h: operator hooks run on node events (`on_role_change`).
  *
  * hook_role_change() may be called from any thread, a shard's included: it
  * copies its arguments into a queue and returns at once. One background

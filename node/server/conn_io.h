@@ -1,0 +1,16 @@
+/* node/server/conn_io.h: a connection's socket I/O (node/server/conn.c).
+ * Other layers reach these through node/core/conn.h's conn_close,
+ * conn_flush and conn_resume; the server calls them directly. */
+#pragma once
+#include "node/core/conn.h"
+
+#include <stdbool.h>
+
+struct shard;
+/* Take ownership of an accepted socket. */
+struct conn *conn_create(struct shard *s, int fd);
+void conn_io_close(struct conn *c);
+bool conn_io_flush(struct conn *c);
+void conn_io_resume(struct conn *c);
+/* The table the server gives node/core (conn_set_io). */
+extern const struct conn_io conn_io_ops;
