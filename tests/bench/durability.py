@@ -173,19 +173,17 @@ def recovery(args):
 
 
 def wait_ping(port, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def pong():
         try:
             c = bench.Conn(port, timeout=2)
             try:
-                if c.call("PING") == "PONG":
-                    return
+                return c.call("PING") == "PONG"
             finally:
                 c.close()
         except (OSError, bench.BenchError):
-            pass
-        time.sleep(0.01)
-    raise bench.BenchError("server on port %d not ready after %ds" % (port, timeout))
+            return False
+    bench.wait_for(pong, timeout=timeout, interval=0.01, what="server on port %d answering PONG" % port,
+                   error=bench.BenchError)
 
 
 def main():

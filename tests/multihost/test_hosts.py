@@ -13,7 +13,7 @@ import redis
 import examples
 import netns
 from mh_fixtures import example_nodes, net, sentinels  # noqa: F401 (pytest fixtures)
-from netns import wait_for
+from ruviotest.wait import wait_for  # (mh_fixtures put tests/pylib on the path)
 
 
 def test_examples_start_and_reach_each_other(net, example_nodes):

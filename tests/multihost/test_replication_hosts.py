@@ -14,7 +14,8 @@ import redis
 
 import examples
 from mh_fixtures import example_nodes, net, sentinels  # noqa: F401 (pytest fixtures)
-from netns import wait_for
+from ruviotest import repl  # (mh_fixtures put tests/pylib on the path)
+from ruviotest.wait import wait_for
 
 
 def info(c, section):
@@ -26,11 +27,7 @@ def digest(node):
 
 
 def link_up(node):
-    try:
-        i = info(node.client(socket_timeout=2), "replication")
-    except redis.exceptions.RedisError:
-        return False
-    return i.get("role") == "slave" and i.get("master_link_status") == "up"
+    return repl.link_up(node.client(socket_timeout=2))
 
 
 def wait_synced(nodes, names, primary="primary", timeout=30):
