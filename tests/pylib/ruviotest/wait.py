@@ -15,3 +15,14 @@ def wait_for(fn, timeout=10.0, interval=0.1, what="condition", error=AssertionEr
         if time.monotonic() > deadline:
             raise error("timed out after %ss waiting for %s (last=%r)" % (timeout, what, v))
         time.sleep(interval)
+
+
+def wal_durable(c):
+    """True when the node behind redis-py client c has its WAL on disk up to its last record (INFO persistence:
+    wal_durable_lsn == wal_last_lsn); under everysec that is after the next sync, instead of a sleep of 1 s+."""
+    i = c.info("persistence")
+    return i["wal_durable_lsn"] == i["wal_last_lsn"]
+
+
+def wait_durable(c, timeout=5.0, interval=0.02):
+    wait_for(lambda: wal_durable(c), timeout=timeout, interval=interval, what="the WAL synced to its last record")
