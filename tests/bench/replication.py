@@ -360,10 +360,8 @@ def full_sync(kind, args):
         try:
             t0 = time.monotonic()
             link = follow(rep, prim.port, 120)
-            while call(rep.port, "DBSIZE") != args.sync_keys:
-                if time.monotonic() - t0 > 120:
-                    raise bench.BenchError("full sync: DBSIZE never reached %d" % args.sync_keys)
-                time.sleep(0.005)
+            bench.wait_for(lambda: call(rep.port, "DBSIZE") == args.sync_keys, timeout=t0 + 120 - time.monotonic(),
+                           interval=0.005, what="full sync: DBSIZE %d" % args.sync_keys, error=bench.BenchError)
             total = time.monotonic() - t0
         finally:
             rep.stop()

@@ -500,7 +500,7 @@ def heal(run):
     ok = False
     try:
         ok = bool(wait_for(converged, timeout=run.opts.heal_timeout, interval=0.25,
-                                 what="replicas at the primary's offset with equal digests"))
+                           what="replicas at the primary's offset with equal digests"))
     except AssertionError:
         pass
     run.event("converge", "converged: %s (%s)" % (ok, nem.describe()))
@@ -543,7 +543,7 @@ def run_once(opts):
         c.create()
         run.event("setup", "n1 primary, n2 n3 replicas via proxies; durability %s" % opts.durability)
         wait_for(lambda: c.primary.info(2) and c.primary.info(2).get("connected_slaves") == "2",
-                       timeout=20, what="two replicas connected")
+                 timeout=20, what="two replicas connected")
         clients = [Client(run, i) for i in range(opts.clients)]
         for t in clients:
             t.start()
