@@ -57,6 +57,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 
 from ruviotest.net import free_port  # noqa: E402,F401  (churn.py and the others use bench.free_port too)
+from ruviotest.procs import rss_kib  # noqa: E402
 from ruviotest.resp import encode_command as resp_cmd  # noqa: E402
 from ruviotest.wait import wait_for  # noqa: E402
 
@@ -209,11 +210,10 @@ def stat_cpu_ns(pid):
 
 
 def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise BenchError("no VmRSS for pid %d" % pid)
+    kib = rss_kib(pid)
+    if not kib:
+        raise BenchError("no VmRSS for pid %d" % pid)
+    return kib * 1024
 
 
 def proc_stat():

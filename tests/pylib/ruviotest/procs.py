@@ -51,3 +51,12 @@ def read_tail(path, n=4000):
             return f.read()[-n:]
     except (OSError, TypeError):
         return ""
+
+
+def rss_kib(pid):
+    """Resident set size of pid in KiB (VmRSS), 0 when /proc does not say."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
