@@ -419,7 +419,8 @@ def test_replicaof_in_config_and_auth(start_server):
     wait_offset(primary, replica, password="sekret")
     assert replica.client().get("a") == "1"
     bad = start_server("--replicaof", "%s %d" % (HOST, primary.port), "--masterauth", "wrong")
-    time.sleep(1.0)
+    poll_until(lambda: "replication link to %s:%d" % (HOST, primary.port) in bad.stderr() + bad.stdout(),
+               timeout=5, what="the refused AUTH logged")
     assert info(bad.client())["master_link_status"] == "down"
 
 
