@@ -57,6 +57,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 
 from ruviotest.net import free_port  # noqa: E402,F401  (churn.py and the others use bench.free_port too)
+from ruviotest import procs  # noqa: E402
 from ruviotest.procs import rss_kib  # noqa: E402
 from ruviotest.resp import encode_command as resp_cmd  # noqa: E402
 from ruviotest.wait import wait_for  # noqa: E402
@@ -305,18 +306,7 @@ class Server:
             return "(no log)"
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                self.proc.terminate()
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
-            except ProcessLookupError:
-                pass
+        procs.stop(self.proc, grace=10)
         if self in _live:
             _live.remove(self)
         shutil.rmtree(self.dir, ignore_errors=True)
