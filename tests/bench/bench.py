@@ -54,6 +54,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+
+from ruviotest.net import free_port  # noqa: E402,F401  (churn.py and the others use bench.free_port too)
+from ruviotest import procs  # noqa: E402
+from ruviotest.procs import rss_kib  # noqa: E402
+from ruviotest.resp import encode_command as resp_cmd  # noqa: E402
+from ruviotest.wait import wait_for  # noqa: E402
 
 DEFAULT_RUVIO_CMD = ("{bin} --port {port} --bind 127.0.0.1 --dir {dir} "
                      "--shards 1 --durability memory")
@@ -96,17 +103,6 @@ class BenchError(Exception):
 # --------------------------------------------------------------------------
 # RESP helpers (raw sockets, bounded timeouts)
 # --------------------------------------------------------------------------
-
-def resp_cmd(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = b"%d" % a
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
 
 class Conn:
     def __init__(self, port, timeout=10.0):
@@ -189,14 +185,6 @@ class Conn:
 # Process helpers
 # --------------------------------------------------------------------------
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def cpu_ns(pid):
     """CPU time of all live threads of pid in ns (schedstat field 1)."""
     total = 0
@@ -223,11 +211,10 @@ def stat_cpu_ns(pid):
 
 
 def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise BenchError("no VmRSS for pid %d" % pid)
+    kib = rss_kib(pid)
+    if not kib:
+        raise BenchError("no VmRSS for pid %d" % pid)
+    return kib * 1024
 
 
 def proc_stat():
@@ -284,26 +271,25 @@ class Server:
         finally:
             logf.close()
         _live.append(self)
-        deadline = time.monotonic() + self.startup_timeout
-        last = None
-        while time.monotonic() < deadline:
+
+        def pong():
             if self.proc.poll() is not None:
-                raise BenchError("%s exited with %s during startup:\n%s"
-                                 % (self.name, self.proc.returncode, self.log_tail()))
+                raise BenchError("%s exited with %s during startup" % (self.name, self.proc.returncode))
             try:
                 c = Conn(self.port, timeout=2.0)
                 try:
                     r = c.call("PING")
                 finally:
                     c.close()
-                if r == "PONG":
-                    return self
-                last = r
-            except (OSError, BenchError) as e:
-                last = e
-            time.sleep(0.05)
-        raise BenchError("%s not ready after %.0fs (last: %r):\n%s"
-                         % (self.name, self.startup_timeout, last, self.log_tail()))
+                return r if r == "PONG" else None
+            except (OSError, BenchError):
+                return None
+        try:
+            wait_for(pong, timeout=self.startup_timeout, interval=0.05, what="%s answering PONG" % self.name,
+                     error=BenchError)
+        except BenchError as e:
+            raise BenchError("%s:\n%s" % (e, self.log_tail()))
+        return self
 
     @property
     def pid(self):
@@ -320,18 +306,7 @@ class Server:
             return "(no log)"
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                self.proc.terminate()
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
-            except ProcessLookupError:
-                pass
+        procs.stop(self.proc, grace=10)
         if self in _live:
             _live.remove(self)
         shutil.rmtree(self.dir, ignore_errors=True)

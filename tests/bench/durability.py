@@ -35,6 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
+from ruviotest.resp import parse_info_flat  # noqa: E402  (tests/pylib: on the path through bench)
 
 RUVIO = "{bin} --port {port} --bind 127.0.0.1 --dir {dir} --shards 1 --durability %s"
 REDIS = ("redis-server --port {port} --bind 127.0.0.1 --dir {dir} --save '' "
@@ -109,7 +110,7 @@ def wal_stats(srv):
     if isinstance(info, bytes):
         info = info.decode()
     keys = ("wal_fsyncs", "wal_fsyncs_slow", "wal_fsyncs_paced", "wal_fsync_max_us", "wal_prezeroed_segments")
-    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    fields = parse_info_flat(info)
     return {k: int(fields[k]) for k in keys if k in fields}
 
 
@@ -141,7 +142,8 @@ def recovery(args):
         assert c.call("SAVE") == "OK"
         c.close()
         load_sets(port, b"wal:", args.recovery_records)
-        time.sleep(1.5)                       # everysec: let the sync cover everything
+        bench.wait_for(lambda: wal_synced(port), timeout=10, interval=0.02, error=bench.BenchError,
+                       what="everysec: the sync to cover everything")
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait(10)
@@ -172,20 +174,29 @@ def recovery(args):
     return res
 
 
+def wal_synced(port):
+    """INFO persistence: the WAL is on disk up to its last record."""
+    c = bench.Conn(port, timeout=10)
+    try:
+        info = c.call("INFO", "persistence")
+    finally:
+        c.close()
+    f = parse_info_flat(info.decode() if isinstance(info, bytes) else info)
+    return f.get("wal_durable_lsn") is not None and f.get("wal_durable_lsn") == f.get("wal_last_lsn")
+
+
 def wait_ping(port, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def pong():
         try:
             c = bench.Conn(port, timeout=2)
             try:
-                if c.call("PING") == "PONG":
-                    return
+                return c.call("PING") == "PONG"
             finally:
                 c.close()
         except (OSError, bench.BenchError):
-            pass
-        time.sleep(0.01)
-    raise bench.BenchError("server on port %d not ready after %ds" % (port, timeout))
+            return False
+    bench.wait_for(pong, timeout=timeout, interval=0.01, what="server on port %d answering PONG" % port,
+                   error=bench.BenchError)
 
 
 def main():

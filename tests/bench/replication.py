@@ -57,6 +57,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
 import durability  # noqa: E402  (load_sets)
+from ruviotest.resp import parse_info_flat  # noqa: E402  (tests/pylib: on the path through bench)
 
 RUVIO = "{bin} --port {port} --bind 127.0.0.1 --dir {dir} --shards 1 --durability memory"
 REDIS = ("redis-server --port {port} --bind 127.0.0.1 --dir {dir} --save '' --appendonly no "
@@ -84,7 +85,7 @@ def info(port, section):
         s = text(c.call("INFO", section))
     finally:
         c.close()
-    return dict(line.split(":", 1) for line in s.splitlines() if ":" in line)
+    return parse_info_flat(s)
 
 
 def call(port, *args):
@@ -115,24 +116,25 @@ def follow(replica, primary_port, timeout):
     r = call(replica.port, "REPLICAOF", "127.0.0.1", str(primary_port))
     if text(r) != "OK":
         raise bench.BenchError("REPLICAOF: %r" % (r,))
-    deadline = t0 + timeout
-    while time.monotonic() < deadline:
-        if info(replica.port, "replication").get("master_link_status") == "up":
-            return time.monotonic() - t0
-        time.sleep(0.005)
-    raise bench.BenchError("%s: link not up after %ss:\n%s" % (replica.name, timeout, replica.log_tail()))
+    try:
+        bench.wait_for(lambda: info(replica.port, "replication").get("master_link_status") == "up",
+                       timeout=timeout, interval=0.005, what="%s's link up" % replica.name, error=bench.BenchError)
+    except bench.BenchError as e:
+        raise bench.BenchError("%s:\n%s" % (e, replica.log_tail()))
+    return time.monotonic() - t0
 
 
 def caught_up(primary, replica, timeout=60):
     """Wait until the replica's offset is the primary's and DBSIZE is equal; returns seconds waited."""
     t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
+
+    def same():
         pi, ri = info(primary.port, "replication"), info(replica.port, "replication")
-        if ri.get("master_link_status") == "up" and ri.get("slave_repl_offset") == pi.get("master_repl_offset") \
-                and call(primary.port, "DBSIZE") == call(replica.port, "DBSIZE"):
-            return time.monotonic() - t0
-        time.sleep(0.01)
-    raise bench.BenchError("%s never caught up with %s" % (replica.name, primary.name))
+        return ri.get("master_link_status") == "up" and ri.get("slave_repl_offset") == pi.get("master_repl_offset") \
+            and call(primary.port, "DBSIZE") == call(replica.port, "DBSIZE")
+    bench.wait_for(same, timeout=timeout, interval=0.01, what="%s to catch up with %s" % (replica.name, primary.name),
+                   error=bench.BenchError)
+    return time.monotonic() - t0
 
 
 CGROUP = "/sys/fs/cgroup/cpu/ruvio-bench-primary"
@@ -358,10 +360,8 @@ def full_sync(kind, args):
         try:
             t0 = time.monotonic()
             link = follow(rep, prim.port, 120)
-            while call(rep.port, "DBSIZE") != args.sync_keys:
-                if time.monotonic() - t0 > 120:
-                    raise bench.BenchError("full sync: DBSIZE never reached %d" % args.sync_keys)
-                time.sleep(0.005)
+            bench.wait_for(lambda: call(rep.port, "DBSIZE") == args.sync_keys, timeout=t0 + 120 - time.monotonic(),
+                           interval=0.005, what="full sync: DBSIZE %d" % args.sync_keys, error=bench.BenchError)
             total = time.monotonic() - t0
         finally:
             rep.stop()

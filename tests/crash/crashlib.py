@@ -14,34 +14,27 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import redis
 
-HOST = "127.0.0.1"
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
+
+from ruviotest import procs  # noqa: E402
+from ruviotest.net import HOST, free_port  # noqa: E402
+from ruviotest.paths import ruvio_bin  # noqa: E402
+from ruviotest.net import ping_once as _ping  # noqa: E402
 
 
 def default_bin():
-    return os.environ.get("RUVIO_BIN") or str(REPO / "build" / "ruvio")
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    return ruvio_bin()
 
 
 def ping_once(port, timeout=0.5):
-    try:
-        with socket.create_connection((HOST, port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            s.sendall(b"PING\r\n")
-            return s.recv(64)[:1] in (b"+", b"-")
-    except OSError:
-        return False
+    return _ping(HOST, port, timeout)
 
 
 class RuvioProc:
@@ -77,14 +70,10 @@ class RuvioProc:
                 log.flush()
                 self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=env)
-            deadline = t0 + timeout
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    break
-                if ping_once(self.port):
-                    self.start_s = time.monotonic() - t0
-                    return True
-                time.sleep(0.01)
+            if procs.wait_ready(self.proc, HOST, [self.port], timeout=t0 + timeout - time.monotonic(),
+                                interval=0.01):
+                self.start_s = time.monotonic() - t0
+                return True
             if self.proc.poll() is None:
                 self.kill()
                 return False
@@ -118,11 +107,7 @@ class RuvioProc:
         return rc
 
     def log_tail(self, n=4000):
-        try:
-            with open(self.log_path, "r", errors="replace") as f:
-                return f.read()[-n:]
-        except OSError:
-            return ""
+        return procs.read_tail(self.log_path, n)
 
     def client(self, timeout=10.0):
         return redis.Redis(host=HOST, port=self.port, socket_timeout=timeout, socket_connect_timeout=timeout,

@@ -12,24 +12,29 @@ full error line, so exact-wire assertions use it.
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 import redis
 
+# The shared helpers (tests/pylib/ruviotest), for a direct `python3 -m pytest tests/integ/...` and ctest alike.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
+
+from ruviotest import procs  # noqa: E402
+from ruviotest.net import HOST, free_port, free_ports, ping_once  # noqa: E402,F401
+from ruviotest.paths import REPO, ruvio_bin  # noqa: E402,F401
+from ruviotest.resp import (ConnClosed, Push, RawConn, RespError, Verbatim, encode_command,  # noqa: E402,F401
+                            parse_info)
+from ruviotest.wait import wait_for  # noqa: E402
+
 TARGET = os.environ.get("RUVIO_TARGET", "ruvio").lower()
 IS_REDIS = TARGET == "redis"
 ADDR = os.environ.get("RUVIO_ADDR")
-REPO = Path(__file__).resolve().parents[2]
-RUVIO_BIN = os.environ.get("RUVIO_BIN", str(REPO / "build" / "ruvio"))
+RUVIO_BIN = ruvio_bin()
 REDIS_BIN = os.environ.get("REDIS_SERVER_BIN", shutil.which("redis-server") or "/usr/bin/redis-server")
-HOST = "127.0.0.1"
 TIMEOUT = 10          # every socket / client timeout, and the start-up PING deadline
 STOP_GRACE = 5        # SIGTERM grace before SIGKILL
 
@@ -47,265 +52,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# ports
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def _port_free(port):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_ports(n, also_bus=False):
-    """Base of n consecutive free ports (and, with also_bus, base+10000.. free too, for a redis cluster bus)."""
-    for _ in range(200):
-        base = free_port()
-        if base + n + (10000 if also_bus else 0) >= 65535:
-            continue
-        ports = list(range(base, base + n))
-        if also_bus:
-            ports += [p + 10000 for p in range(base, base + n)]
-        if all(_port_free(p) for p in ports):
-            return base
-    raise RuntimeError("no run of %d free ports" % n)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# raw RESP socket
-
-class RespError(str):
-    """An error reply (-... or !...), full text including the code, e.g. 'ERR syntax error'."""
-
-
-class Verbatim(str):
-    def __new__(cls, fmt, text):
-        o = super().__new__(cls, text)
-        o.fmt = fmt
-        return o
-
-
-class Push(list):
-    pass
-
-
-class ConnClosed(Exception):
-    pass
-
-
-def parse_info(text):
-    """INFO text -> {section (lower case): {field: value}}; every line must be a header or field:value."""
-    out, cur = {}, None
-    for line in text.split("\r\n"):
-        if not line:
-            continue
-        if line.startswith("# "):
-            cur = line[2:].lower()
-            out[cur] = {}
-            continue
-        assert cur is not None, "field before any section header: %r" % line
-        k, sep, v = line.partition(":")
-        assert sep == ":", "bad INFO line %r" % line
-        out[cur][k] = v
-    return out
-
-
-def encode_command(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-class RawConn:
-    """A plain socket speaking RESP2/RESP3, returning parsed replies or exact reply bytes."""
-
-    def __init__(self, host, port, timeout=TIMEOUT):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.settimeout(timeout)
-        self.timeout = timeout
-        self.buf = b""
-        self._raw = None
-
-    def close(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.close()
-
-    def send(self, data):
-        self.sock.sendall(data)
-
-    def cmd(self, *args):
-        self.send(encode_command(*args))
-        return self.read_reply()
-
-    def cmd_raw(self, *args):
-        self.send(encode_command(*args))
-        return self.read_reply_raw()
-
-    # ---- low-level reads
-    def _fill(self, timeout=None):
-        if timeout is not None:
-            self.sock.settimeout(timeout)
-        try:
-            data = self.sock.recv(65536)
-        except ConnectionResetError:
-            data = b""
-        finally:
-            if timeout is not None:
-                self.sock.settimeout(self.timeout)
-        if not data:
-            raise ConnClosed("connection closed by server (buffered %r)" % self.buf[:200])
-        self.buf += data
-
-    def _line(self):
-        while True:
-            i = self.buf.find(b"\r\n")
-            if i >= 0:
-                line, self.buf = self.buf[:i], self.buf[i + 2:]
-                self._raw.append(line + b"\r\n")
-                return line
-            self._fill()
-
-    def _exact(self, n):
-        while len(self.buf) < n + 2:
-            self._fill()
-        data, self.buf = self.buf[:n], self.buf[n + 2:]
-        self._raw.append(data + b"\r\n")
-        return data
-
-    def _parse(self):
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t == b"+":
-            return rest.decode()
-        if t == b"-":
-            return RespError(rest.decode())
-        if t == b":":
-            return int(rest)
-        if t == b"$":
-            n = int(rest)
-            return None if n < 0 else self._exact(n)
-        if t in (b"*", b"~", b">"):
-            n = int(rest)
-            if n < 0:
-                return None
-            items = [self._parse() for _ in range(n)]
-            if t == b"~":
-                return set(_hashable(x) for x in items)
-            if t == b">":
-                return Push(items)
-            return items
-        if t == b"%":
-            n = int(rest)
-            d = {}
-            for _ in range(n):
-                k = self._parse()
-                d[_hashable(k)] = self._parse()
-            return d
-        if t == b"|":  # attribute: skip it, return the following reply
-            n = int(rest)
-            for _ in range(2 * n):
-                self._parse()
-            return self._parse()
-        if t == b"_":
-            return None
-        if t == b",":
-            return float(rest.decode().replace("inf", "inf"))
-        if t == b"#":
-            return rest == b"t"
-        if t == b"(":
-            return int(rest)
-        if t == b"!":
-            return RespError(self._exact(int(rest)).decode())
-        if t == b"=":
-            data = self._exact(int(rest))
-            return Verbatim(data[:3].decode(), data[4:].decode())
-        raise AssertionError("unknown RESP type byte in line %r" % line)
-
-    def read_reply(self):
-        self._raw = []
-        return self._parse()
-
-    def read_reply_raw(self):
-        """Exact bytes of the next complete reply."""
-        self._raw = []
-        self._parse()
-        return b"".join(self._raw)
-
-    def read_bytes(self, n):
-        while len(self.buf) < n:
-            self._fill()
-        data, self.buf = self.buf[:n], self.buf[n:]
-        return data
-
-    def read_until_closed(self, timeout=TIMEOUT):
-        """Everything the server sends until it closes the connection; fails if it stays open past timeout."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError("connection still open after %ss (got %r)" % (timeout, self.buf[:200]))
-            try:
-                self._fill(timeout=left)
-            except ConnClosed:
-                data, self.buf = self.buf, b""
-                return data
-            except socket.timeout:
-                continue
-
-    def nothing_pending(self, wait=0.2):
-        """True if no bytes arrive within `wait` seconds (used for CLIENT REPLY OFF checks)."""
-        if self.buf:
-            return False
-        try:
-            self._fill(timeout=wait)
-        except socket.timeout:
-            return True
-        return False
-
-
-def _hashable(x):
-    if isinstance(x, list):
-        return tuple(_hashable(i) for i in x)
-    if isinstance(x, dict):
-        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
-    if isinstance(x, set):
-        return frozenset(x)
-    return x
-
-
-# --------------------------------------------------------------------------------------------------------------
 # server processes
 
 def _ping_once(host, port, timeout=1.0):
-    """True once the server answers a PING with any RESP reply (PONG, or NOAUTH with requirepass)."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            s.sendall(b"PING\r\n")
-            data = s.recv(64)
-            return data[:1] in (b"+", b"-")
-    except OSError:
-        return False
+    return ping_once(host, port, timeout)
 
 
 class Server:
@@ -355,16 +105,7 @@ class Server:
 
     def stop(self):
         for p in [self.proc] + self.extra:
-            if p is None or p.poll() is not None:
-                continue
-            try:
-                p.send_signal(signal.SIGTERM)
-                p.wait(timeout=STOP_GRACE)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=STOP_GRACE)
-            except ProcessLookupError:
-                pass
+            procs.stop(p, STOP_GRACE)
 
 
 def _spawn(argv, workdir, env=None, tag="srv"):
@@ -377,18 +118,7 @@ def _spawn(argv, workdir, env=None, tag="srv"):
 
 
 def _wait_ready(proc, ports, deadline_s=TIMEOUT):
-    deadline = time.monotonic() + deadline_s
-    pending = list(ports)
-    while pending:
-        if proc.poll() is not None:
-            return False
-        if _ping_once(HOST, pending[0]):
-            pending.pop(0)
-            continue
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    return procs.wait_ready(proc, HOST, ports, timeout=deadline_s, interval=0.02)
 
 
 class StartFailed(Exception):
@@ -534,15 +264,9 @@ def start_server():
 
 
 def poll_until(fn, timeout=5.0, interval=0.02, what="condition"):
-    """Poll fn() until truthy, bounded; returns the last value or fails."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %ss waiting for %s (last=%r)" % (timeout, what, v))
-        time.sleep(interval)
+    """Poll fn() until truthy, bounded; returns the last value or fails (ruviotest.wait.wait_for, with the
+    suite's shorter defaults)."""
+    return wait_for(fn, timeout=timeout, interval=interval, what=what)
 
 
 def resp_error(fn, *args, **kw):

@@ -8,16 +8,9 @@ import time
 import pytest
 
 from conftest import encode_command, poll_until
+from ruviotest.procs import rss_kib
 
 pytestmark = pytest.mark.ruvio_only
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def test_pipelining_without_reading_stays_bounded(start_server):

@@ -84,7 +84,7 @@ def test_unread_ping_flood_is_closed_at_the_normal_hard_limit(start_server):
     stop = threading.Event()
     pinger = threading.Thread(target=_ping_latencies, args=(srv.client(), stop, lat), daemon=True)
     pinger.start()
-    time.sleep(0.1)
+    poll_until(lambda: lat, what="the pinger's first PING")
     before = int(info_stats(r)["client_output_buffer_limit_disconnections"]) if not IS_REDIS else 0
     s, t, res = _flood_without_reading(srv.host, srv.port, FLOOD * 100_000)
     try:

@@ -193,13 +193,16 @@ def test_served_blocking_pop_is_logged_as_plain_pop(start_server, tmp_path):
         res["z"] = w.bzpopmin("zq", timeout=5)
         res["m"] = w.blmove("src", "dst", 5, "LEFT", "RIGHT")
 
+    def blocked_on(step):                # the waiter got the reply before `step` and now blocks again
+        return lambda: step in res and c.info("clients")["blocked_clients"] == 1
+
     t = threading.Thread(target=waiter)
     t.start()
-    time.sleep(0.2)
+    poll_until(lambda: c.info("clients")["blocked_clients"] == 1, what="BLPOP blocked")
     c.rpush("q2", "a", "b")
-    time.sleep(0.1)
+    poll_until(blocked_on("v"), what="BZPOPMIN blocked")
     c.zadd("zq", {"m": 1, "n": 2})
-    time.sleep(0.1)
+    poll_until(blocked_on("z"), what="BLMOVE blocked")
     c.rpush("src", "x", "y")
     t.join(10)
     assert res["v"] == ("q2", "a") and res["z"] == ("zq", "m", 1.0) and res["m"] == "x"

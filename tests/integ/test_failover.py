@@ -10,6 +10,7 @@ import pytest
 import redis
 
 from conftest import HOST, RUVIO_BIN, free_ports, poll_until, resp_error
+from ruviotest import repl
 
 pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
 
@@ -24,7 +25,7 @@ def info(c):
 def wait_link_up(replica, timeout=10):
     c = replica.client()
     try:
-        poll_until(lambda: info(c).get("master_link_status") == "up", timeout=timeout, what="link up")
+        repl.wait_link_up(c, timeout=timeout, what="link up")
     finally:
         c.close()
 

@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from conftest import IS_REDIS, poll_until
+from ruviotest.procs import rss_kib
 
 
 def needs_jemalloc(c):
@@ -67,14 +68,6 @@ def until_oom_queued(raw, n=200):
 
 def used(c):
     return int(c.info("memory")["used_memory"])
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 # ---------------------------------------------------------------------------------------------------- policies
@@ -385,11 +378,11 @@ def test_resident_memory_stays_near_the_budget(start_server):
     srv = start_server("--maxmemory", str(budget), "--maxmemory-policy", "allkeys-lru")
     c = srv.client()
     needs_jemalloc(c)
-    base = rss_kb(srv.proc.pid) * 1024
+    base = rss_kib(srv.proc.pid) * 1024
     peak = 0
     for lo in range(0, 96000, 8000):
         assert fill(c, "k", 8000, start=lo, batch=500) == 0
-        peak = max(peak, rss_kb(srv.proc.pid) * 1024)
+        peak = max(peak, rss_kib(srv.proc.pid) * 1024)
     assert int(c.info("stats")["evicted_keys"]) > 50000
     assert peak <= 1.10 * budget + base + 4 * 1024 * 1024, (peak, base)
 
@@ -399,11 +392,11 @@ def test_rss_returns_near_baseline_after_flushall(start_server):
     srv = start_server()
     c = srv.client()
     needs_jemalloc(c)
-    base = rss_kb(srv.proc.pid)
+    base = rss_kib(srv.proc.pid)
     fill(c, "k", 50000, batch=500)
-    assert rss_kb(srv.proc.pid) > base + 40000
+    assert rss_kib(srv.proc.pid) > base + 40000
     c.flushall()
-    poll_until(lambda: rss_kb(srv.proc.pid) < base + 8000, timeout=5, what="RSS back near %d kB" % base)
+    poll_until(lambda: rss_kib(srv.proc.pid) < base + 8000, timeout=5, what="RSS back near %d kB" % base)
 
 
 @pytest.mark.ruvio_only
@@ -412,13 +405,13 @@ def test_rss_returns_near_baseline_after_mass_deletion_without_traffic(start_ser
     srv = start_server()
     c = srv.client()
     needs_jemalloc(c)
-    base = rss_kb(srv.proc.pid)
+    base = rss_kib(srv.proc.pid)
     fill(c, "k", 50000, batch=500)
-    assert rss_kb(srv.proc.pid) > base + 40000
+    assert rss_kib(srv.proc.pid) > base + 40000
     for lo in range(0, 50000, 1000):
         c.delete(*["k%d" % i for i in range(lo, lo + 1000)])
     assert c.dbsize() == 0
-    poll_until(lambda: rss_kb(srv.proc.pid) < base + 10000, timeout=8, interval=0.2,
+    poll_until(lambda: rss_kib(srv.proc.pid) < base + 10000, timeout=8, interval=0.2,
                what="RSS back near %d kB" % base)
 
 

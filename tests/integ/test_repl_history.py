@@ -4,12 +4,13 @@ See docs/replication.md ("Promotion and history ids", "Full sync") and docs/dura
 
 import os
 import signal
-import time
 
 import pytest
 import redis
 
 from conftest import HOST, poll_until
+from ruviotest import repl
+from ruviotest.wait import wait_durable
 
 pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
 
@@ -18,14 +19,8 @@ def info(c, section="replication"):
     return c.info(section)
 
 
-def wait_link_up(c, timeout=10):
-    poll_until(lambda: info(c).get("master_link_status") == "up", timeout=timeout, what="master_link_status:up")
-
-
-def wait_offset(p, r, timeout=10):
-    target = info(p)["master_repl_offset"]
-    poll_until(lambda: info(r).get("slave_repl_offset", -1) >= target, timeout=timeout,
-               what="replica offset >= %d" % target)
+wait_link_up = repl.wait_link_up
+wait_offset = repl.wait_offset
 
 
 def test_divergent_full_sync_in_always_keeps_answering(start_server):
@@ -181,7 +176,7 @@ def test_primary_that_lost_its_log_tail_starts_a_new_history(start_server, tmp_p
     wait_offset(p, ahead.client())
     ahead.stop()                                  # at LSN 400
     if how == "kill9_torn_tail":
-        time.sleep(1.2)                           # everysec: the primary's sync covers everything
+        wait_durable(p)                           # everysec: the primary's sync covers everything
         primary.proc.kill()
         primary.proc.wait(5)
         _cut_wal_tail(os.path.join(pdir, "shard-0"))
@@ -265,7 +260,7 @@ def test_crashed_primary_rejoining_without_a_divergent_tail_resyncs_partially(st
         p.set("k%d" % i, i)
     wait_link_up(r)
     wait_offset(p, r)
-    time.sleep(1.2)                               # everysec: the primary's disk has everything
+    wait_durable(p)                               # everysec: the primary's disk has everything
     primary.proc.kill()
     primary.proc.wait(5)
     assert r.replicaof("no", "one") == "OK"
@@ -301,7 +296,7 @@ def test_unclean_restart_of_a_promoted_primary_is_no_rival_to_its_replicas(start
         for i in range(20):
             cb.set("r%d-%d" % (rnd, i), i)
         wait_offset(cb, ca)
-        time.sleep(1.2)                               # everysec: b's disk has all a applied
+        wait_durable(cb)                              # everysec: b's disk has all a applied
         b.proc.kill()
         b.proc.wait(5)
         b = start_server("--dir", bdir, "--durability", "everysec", port=b.port)

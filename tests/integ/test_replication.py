@@ -15,6 +15,8 @@ import pytest
 import redis
 
 from conftest import HOST, free_port, poll_until, resp_error
+from ruviotest import repl
+from ruviotest.wait import wait_durable
 
 pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
 
@@ -26,7 +28,7 @@ def info(c, section="replication"):
 def wait_link_up(replica, timeout=10):
     c = replica.client()
     try:
-        poll_until(lambda: info(c).get("master_link_status") == "up", timeout=timeout, what="master_link_status:up")
+        repl.wait_link_up(c, timeout=timeout)
     finally:
         c.close()
 
@@ -45,9 +47,7 @@ def wait_offset(primary, replica, timeout=10, password=None):
     """Until the replica applied everything the primary produced so far."""
     p, r = primary.client(password=password), replica.client()
     try:
-        target = info(p)["master_repl_offset"]
-        poll_until(lambda: info(r).get("slave_repl_offset", -1) >= target, timeout=timeout,
-                   what="replica offset >= %d" % target)
+        repl.wait_offset(p, r, timeout=timeout)
     finally:
         p.close()
         r.close()
@@ -405,10 +405,9 @@ def test_shard_count_mismatch_is_refused(start_server):
     replica = start_server()
     r = replica.client()
     r.replicaof(HOST, primary.port)
-    time.sleep(1.0)
-    assert info(r)["master_link_status"] == "down"
     poll_until(lambda: "shard count mismatch" in replica.stderr() + replica.stdout(), timeout=5,
                what="mismatch logged")
+    assert info(r)["master_link_status"] == "down"
 
 
 def test_replicaof_in_config_and_auth(start_server):
@@ -420,7 +419,8 @@ def test_replicaof_in_config_and_auth(start_server):
     wait_offset(primary, replica, password="sekret")
     assert replica.client().get("a") == "1"
     bad = start_server("--replicaof", "%s %d" % (HOST, primary.port), "--masterauth", "wrong")
-    time.sleep(1.0)
+    poll_until(lambda: "replication link to %s:%d" % (HOST, primary.port) in bad.stderr() + bad.stdout(),
+               timeout=5, what="the refused AUTH logged")
     assert info(bad.client())["master_link_status"] == "down"
 
 
@@ -451,7 +451,7 @@ def test_durable_replica_restarts_and_resumes(start_server, tmp_path, how):
         p.set("k%d" % i, i)
     wait_offset(primary, replica)
     if how == "kill9":
-        time.sleep(1.3)                          # everysec: let one sync cover the stream
+        wait_durable(replica.client())           # everysec: let one sync cover the stream
         replica.proc.kill()
         replica.proc.wait(5)
     else:
@@ -774,6 +774,7 @@ def test_replica_survives_a_primary_that_sends_garbage(start_server):
     ls.listen(4)
     port = ls.getsockname()[1]
     stop = threading.Event()
+    served = []
 
     def fake_primary():
         ls.settimeout(0.2)
@@ -792,6 +793,7 @@ def test_replica_survives_a_primary_that_sends_garbage(start_server):
                             b"+OK\r\n+OK\r\n" + _frame(b"\x3a\x06\x08\x05\x10\x01\x1a\x00")]
                 c.sendall(payloads[n % len(payloads)])
                 n += 1
+                served.append(n)
                 time.sleep(0.1)
             except OSError:
                 pass
@@ -803,7 +805,7 @@ def test_replica_survives_a_primary_that_sends_garbage(start_server):
         replica = start_server()
         r = replica.client()
         r.replicaof(HOST, port)
-        time.sleep(2.0)                          # several attempts, each with bad input
+        poll_until(lambda: len(served) >= 4, timeout=10, what="several attempts, each with bad input")
         assert r.ping() is True
         assert info(r)["master_link_status"] == "down"
         assert r.replicaof("no", "one") == "OK"

@@ -12,7 +12,7 @@ import time
 import pytest
 import redis
 
-from conftest import HOST, RUVIO_BIN, _ping_once, free_ports
+from conftest import HOST, RUVIO_BIN, _ping_once, free_ports, poll_until
 
 pytestmark = pytest.mark.ruvio_only
 
@@ -97,9 +97,7 @@ def test_ready_only_when_every_port_answers(env):
 def test_ready_after_loading_the_data(env):
     n = 60000
     p, port = env("--durability", "everysec", notify=False)
-    deadline = time.monotonic() + 10
-    while not _ping_once(HOST, port) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    poll_until(lambda: _ping_once(HOST, port), timeout=10, what="PING answered")
     c = redis.Redis(host=HOST, port=port, socket_timeout=30)
     for start in range(0, n, 5000):
         pipe = c.pipeline(transaction=False)
@@ -124,10 +122,7 @@ def test_ready_after_loading_the_data(env):
 
 def test_supervised_no_and_no_socket(env):
     p, port = env("--supervised", "no")
-    deadline = time.monotonic() + 10
-    while not _ping_once(HOST, port) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _ping_once(HOST, port)
+    poll_until(lambda: _ping_once(HOST, port), timeout=10, what="PING answered")
     env.notify.sock.settimeout(0.3)
     with pytest.raises(socket.timeout):
         env.notify.sock.recv(4096)
@@ -135,9 +130,6 @@ def test_supervised_no_and_no_socket(env):
     assert p.wait(timeout=15) == 0
     # without NOTIFY_SOCKET the node starts and stops as usual (sd_notify is a no-op)
     p2, port2 = env(notify=False)
-    deadline = time.monotonic() + 10
-    while not _ping_once(HOST, port2) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert _ping_once(HOST, port2)
+    poll_until(lambda: _ping_once(HOST, port2), timeout=10, what="PING answered")
     p2.send_signal(signal.SIGTERM)
     assert p2.wait(timeout=15) == 0

@@ -16,8 +16,13 @@ import redis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "multihost"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
 
 import netns  # noqa: E402
+from ruviotest.paths import ruvio_bin  # noqa: E402
+from ruviotest.procs import read_tail  # noqa: E402
+from ruviotest.resp import parse_info_flat as parse_info  # noqa: E402
+from ruviotest.wait import wait_for  # noqa: E402
 
 NAMES = ("n1", "n2", "n3")
 PORT = 6379
@@ -27,16 +32,6 @@ CLIENT_TIMEOUT = 5
 
 def _raw(resp, **kw):
     return resp.decode() if isinstance(resp, bytes) else resp
-
-
-def parse_info(text):
-    """INFO text -> {field: str} (redis-py's parser would turn a replid of digits into a number)."""
-    out = {}
-    for line in (text or "").splitlines():
-        if ":" in line and not line.startswith("#"):
-            k, v = line.split(":", 1)
-            out[k] = v.strip()
-    return out
 
 
 def client(ip, timeout=CLIENT_TIMEOUT):
@@ -79,11 +74,7 @@ class Node:
         return self.proc is not None and self.proc.poll() is None
 
     def log_tail(self, n=4000):
-        try:
-            with open(self.proc.log_path, errors="replace") as f:
-                return f.read()[-n:]
-        except (OSError, AttributeError):
-            return ""
+        return read_tail(getattr(self.proc, "log_path", None), n)
 
     def write_conf(self, replicaof, opts):
         lines = ["bind %s 127.0.0.1" % self.ip, "port %d" % PORT, "shards 1", "dir %s" % self.data,
@@ -109,7 +100,7 @@ class Node:
                 return self.client(1).ping()
             except redis.exceptions.RedisError:
                 return False
-        netns.wait_for(up, timeout=timeout, what="%s answering PING" % self.name)
+        wait_for(up, timeout=timeout, what="%s answering PING" % self.name)
 
     def signal(self, sig):
         try:
@@ -159,7 +150,7 @@ class Node:
 
 
 def netns_bin():
-    return os.environ.get("RUVIO_BIN") or os.path.join(os.path.dirname(os.path.dirname(HERE)), "build", "ruvio")
+    return ruvio_bin()
 
 
 class Cluster:

@@ -27,6 +27,7 @@ sys.path.insert(0, HERE)
 import checker  # noqa: E402
 import cluster as cl  # noqa: E402
 import netns  # noqa: E402  (put on the path by cluster)
+from ruviotest.wait import wait_for  # noqa: E402  (tests/pylib: put on the path by cluster)
 
 ALL_FAULTS = ("kill", "stop", "partition", "delay", "stall", "disk", "restart", "failover", "promote")
 PROFILES = {
@@ -342,7 +343,7 @@ class Nemesis:
             fo = (roles.get(old) or ("", "", {}))[2].get("master_failover_state", "no-failover")
             return m if len(m) == 1 and fo == "no-failover" else None
         try:
-            m = netns.wait_for(settled, timeout=10, interval=0.1, what="one primary after FAILOVER")
+            m = wait_for(settled, timeout=10, interval=0.1, what="one primary after FAILOVER")
             self.c.primary = m[0]
             self.run.event("failover-done", "primary now %s (epoch %s); %s" % (
                 m[0], self.epoch(m[0]), ", ".join("%s %s" % (n, self.c.rewrite(n)) for n in self.c.nodes)),
@@ -498,8 +499,8 @@ def heal(run):
         return len(ds) == 1
     ok = False
     try:
-        ok = bool(netns.wait_for(converged, timeout=run.opts.heal_timeout, interval=0.25,
-                                 what="replicas at the primary's offset with equal digests"))
+        ok = bool(wait_for(converged, timeout=run.opts.heal_timeout, interval=0.25,
+                           what="replicas at the primary's offset with equal digests"))
     except AssertionError:
         pass
     run.event("converge", "converged: %s (%s)" % (ok, nem.describe()))
@@ -541,8 +542,8 @@ def run_once(opts):
     try:
         c.create()
         run.event("setup", "n1 primary, n2 n3 replicas via proxies; durability %s" % opts.durability)
-        netns.wait_for(lambda: c.primary.info(2) and c.primary.info(2).get("connected_slaves") == "2",
-                       timeout=20, what="two replicas connected")
+        wait_for(lambda: c.primary.info(2) and c.primary.info(2).get("connected_slaves") == "2",
+                 timeout=20, what="two replicas connected")
         clients = [Client(run, i) for i in range(opts.clients)]
         for t in clients:
             t.start()

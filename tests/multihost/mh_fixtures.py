@@ -13,9 +13,11 @@ import pytest
 import redis
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 
 import examples  # noqa: E402
 import netns  # noqa: E402
+from ruviotest.wait import wait_for  # noqa: E402
 
 CLIENT_TIMEOUT = 20      # above the WAIT timeouts below: sanitizer builds on 2 cores catch up slowly
 
@@ -57,7 +59,7 @@ class Node:
                 return ok
             except redis.exceptions.RedisError:
                 return False
-        netns.wait_for(up, timeout=timeout, what="%s answering PING" % self)
+        wait_for(up, timeout=timeout, what="%s answering PING" % self)
 
     def client(self, **kw):
         """redis-py client from the test process (through the bridge), authenticated."""
@@ -150,10 +152,6 @@ def sentinels(net):
                 return all(x[2].ping() for x in out)
             except redis.exceptions.RedisError:
                 return False
-        netns.wait_for(up, timeout=15, what="three sentinels answering PING")
+        wait_for(up, timeout=15, what="three sentinels answering PING")
         return out
     return make
-
-
-def wait_for(fn, timeout=10.0, interval=0.1, what="condition"):
-    return netns.wait_for(fn, timeout=timeout, interval=interval, what=what)

@@ -26,7 +26,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 PREFIX = "rvmh"
 STATE_DIR = "/run/ruvio-multihost" if os.path.isdir("/run") else "/tmp/ruvio-multihost"
@@ -325,14 +324,3 @@ class Net:
         left += [x for x in [h.veth for h in self.hosts] + [self.bridge] if x and (" %s:" % x in links or
                                                                                 " %s@" % x in links)]
         return left
-
-
-def wait_for(fn, timeout=10.0, interval=0.1, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %ss waiting for %s (last=%r)" % (timeout, what, v))
-        time.sleep(interval)

@@ -5,7 +5,6 @@ cleanup that leaves nothing behind."""
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
 import redis
@@ -13,7 +12,7 @@ import redis
 import examples
 import netns
 from mh_fixtures import example_nodes, net, sentinels  # noqa: F401 (pytest fixtures)
-from netns import wait_for
+from ruviotest.wait import wait_durable, wait_for  # (mh_fixtures put tests/pylib on the path)
 
 
 def test_examples_start_and_reach_each_other(net, example_nodes):
@@ -64,8 +63,9 @@ def test_partition_blocks_and_heal_restores(net, example_nodes):
 def test_kill9_and_restart_a_node(net, example_nodes):
     nodes = example_nodes()
     n = nodes["primary"]             # writable whether or not the replicas follow it
-    n.client().set("k", "v")
-    time.sleep(1.2)                    # durability everysec: the record is synced within a second
+    c = n.client()
+    c.set("k", "v")
+    wait_durable(c)                    # durability everysec: the record is synced within a second
     n.kill9()
     assert not net["replica1"].can_reach(net["primary"], examples.PORT, password=examples.PASSWORD)
     n.start()

@@ -14,7 +14,8 @@ import redis
 
 import examples
 from mh_fixtures import example_nodes, net, sentinels  # noqa: F401 (pytest fixtures)
-from netns import wait_for
+from ruviotest import repl  # (mh_fixtures put tests/pylib on the path)
+from ruviotest.wait import wait_durable, wait_for
 
 
 def info(c, section):
@@ -26,11 +27,7 @@ def digest(node):
 
 
 def link_up(node):
-    try:
-        i = info(node.client(socket_timeout=2), "replication")
-    except redis.exceptions.RedisError:
-        return False
-    return i.get("role") == "slave" and i.get("master_link_status") == "up"
+    return repl.link_up(node.client(socket_timeout=2))
 
 
 def wait_synced(nodes, names, primary="primary", timeout=30):
@@ -192,7 +189,8 @@ def test_replica_crash_partial_then_past_backlog_full(net, example_nodes):
     wait_for(lambda: int(info(p, "replication")["connected_slaves"]) == 2, timeout=20, what="two replicas")
     load(p, "base", 3000)
     assert p.execute_command("WAIT", 2, 15000) == 2
-    time.sleep(1.2)                      # durability everysec on the replicas: their WAL holds the base
+    for n in ("replica1", "replica2"):     # durability everysec on the replicas: their WAL holds the base
+        wait_durable(nodes[n].client())
 
     # kill -9 of replica1 while a writer keeps the stream busy; it restarts and continues (partial resync)
     w = Writer(prim, "a")
@@ -328,7 +326,7 @@ def test_primary_crash_manual_promotion(net, example_nodes):
         for i in range(50):
             p.set("C:%d" % i, i)
         assert p.execute_command("WAIT", 1, 300) == 0
-        time.sleep(1.3)                          # everysec: C reaches the old primary's disk
+        wait_durable(p)                          # everysec: C reaches the old primary's disk
         prim.kill9()
     finally:
         net["replica1"].link_up()

@@ -1,0 +1,62 @@
+"""Server processes: wait until a new one answers, stop one politely and then not, read the end of its log."""
+
+import signal
+import subprocess
+import time
+
+from .net import ping_once
+
+
+def wait_ready(proc, host, ports, timeout=10.0, interval=0.02):
+    """True once every port in `ports` answers a PING (in order); False when proc exits first or `timeout`
+    seconds pass."""
+    deadline = time.monotonic() + timeout
+    pending = list(ports)
+    while pending:
+        if proc.poll() is not None:
+            return False
+        if ping_once(host, pending[0]):
+            pending.pop(0)
+            continue
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
+def stop(proc, grace=5.0):
+    """SIGTERM, then SIGKILL when it has not exited after `grace` seconds; returns the exit status (None if it
+    outlived the SIGKILL's wait too)."""
+    if proc is None:
+        return None
+    if proc.poll() is not None:
+        return proc.returncode
+    try:
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        try:
+            return proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            return None
+    except ProcessLookupError:
+        return proc.poll()
+
+
+def read_tail(path, n=4000):
+    """The last n characters of a log file ('' when there is none)."""
+    try:
+        with open(path, "r", errors="replace") as f:
+            return f.read()[-n:]
+    except (OSError, TypeError):
+        return ""
+
+
+def rss_kib(pid):
+    """Resident set size of pid in KiB (VmRSS), 0 when /proc does not say."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
