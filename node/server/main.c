@@ -30,6 +30,134 @@ static const struct reshard_source reshard_src = {
     .close = shard_destroy,
 };
 
+/* Logging, the data directory and the process's signals, from the loaded
+ * configuration; 0, or 1 after printing why not. */
+static int
+setup_process(const struct cfg *cfg, sigset_t *set, char *err, size_t errsz)
+{
+    if (log_setup((int)cfg->loglevel, cfg->logfile, cfg->log_queue_lines) != 0) {
+        fprintf(stderr, "ruvio: config error: 'logfile': cannot open '%s': %s\n", cfg->logfile,
+                strerror(errno));
+        return 1;
+    }
+    /* $RUVIO_LOG wins over `loglevel` at start-up (CONFIG SET loglevel changes the default later). */
+    if (log_set_spec(getenv("RUVIO_LOG"), err, errsz) != 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
+    if (fs_mkdir_p(cfg->dir) != 0) {
+        fprintf(stderr, "ruvio: config error: 'dir': cannot create '%s': %s\n", cfg->dir,
+                strerror(errno));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, set, NULL);   /* shard threads inherit the mask */
+    return 0;
+}
+
+/* The command table (with rename-command), ACL users and the node's identity;
+ * 0, or 1 after printing why not. */
+static int
+setup_node(struct node *node, struct cfg *cfg, const char *argv0, char *err, size_t errsz)
+{
+    notify_setup(cfg);
+    cmds_init();
+    for (const char *r = cfg->rename_commands; r && *r;) {
+        char from[256], to[256] = "";
+        const char *nl = strchr(r, '\n');
+        if (sscanf(r, "%255s %255[^\n]", from, to) < 1 || cmd_rename_command(from, to, err, errsz) != 0) {
+            fprintf(stderr, "ruvio: config error: %s\n", err);
+            return 1;
+        }
+        r = nl ? nl + 1 : r + strlen(r);
+    }
+    if (acl_init(cfg->requirepass, cfg->acl_users, cfg->aclfile, err, errsz) != 0) {
+        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->aclfile[0] ? "aclfile" : "user", err);
+        return 1;
+    }
+    dict_seed(rand_u64(), rand_u64());
+    node->nshards = (unsigned)cfg->shards;
+    node->shards = calloc(node->nshards, sizeof(*node->shards));
+    node->ids = calloc(node->nshards, sizeof(*node->ids));
+    node->start_ms = clock_unix_ms();
+    rand_hex(node->run_id, 40);
+    snprintf(node->config_file, sizeof(node->config_file), "%s", cfg_file());
+    if (realpath(argv0, node->executable) == NULL) {
+        snprintf(node->executable, sizeof(node->executable), "%s", argv0);
+    }
+    for (unsigned i = 0; i < node->nshards; i++) {
+        rand_hex(node->ids[i], 40);
+    }
+    node_publish_cfg(node, cfg);
+    hook_setup(node);
+    return 0;
+}
+
+/* Create every shard (recovering its data), redistributing a data directory
+ * written with another shard count first; 0, or 1 after printing why not. */
+static int
+load_shards(struct node *node, const struct cfg *cfg, char *err, size_t errsz)
+{
+    unsigned old_n = 0;
+    int resh = reshard_prepare(cfg->dir, node->nshards, &old_n, err, errsz);
+    if (resh < 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
+    if (resh == 1) {
+        notify_send("STATUS=Redistributing the data directory of %u shard(s)", old_n);
+    }
+    for (unsigned i = 0; i < node->nshards; i++) {
+        notify_send("STATUS=Loading shard %u/%u", i + 1, node->nshards);
+        node->shards[i] = shard_create(node, i, err, errsz);
+        if (node->shards[i] == NULL) {
+            fprintf(stderr, "ruvio: %s\n", err);
+            return 1;
+        }
+    }
+    if (resh == 1 && reshard_run(node, cfg->dir, old_n, &reshard_src, err, errsz) != 0) {
+        fprintf(stderr, "ruvio: redistributing the data directory: %s\n", err);
+        return 1;
+    }
+    if (reshard_write_layout(cfg->dir, node->nshards) != 0) {
+        log_warn("cannot write %s/layout: %s", cfg->dir, strerror(errno));
+    }
+    return 0;
+}
+
+/* SIGTERM/SIGINT: every shard finishes the replies in flight and stops. */
+static int
+stop_node(struct node *node)
+{
+    notify_send("STOPPING=1\nSTATUS=Shutting down");
+    atomic_store(&node->shutdown, true);
+    for (unsigned i = 0; i < node->nshards; i++) {
+        shard_wake(node->shards[i]);
+    }
+    int64_t grace = atomic_load(&node->cfg)->shutdown_timeout * 1000 + 1000;
+    for (unsigned i = 0; i < node->nshards; i++) {
+        if (!shard_join(node->shards[i], grace)) {
+            log_warn("shard %u did not stop in time; exiting anyway", i);
+            log_shutdown();
+            _exit(0);
+        }
+    }
+    metrics_http_stop();
+    for (unsigned i = 0; i < node->nshards; i++) {
+        shard_destroy(node->shards[i]);
+    }
+    cfg_destroy(atomic_load(&node->cfg));
+    acl_shutdown();
+    free(node->shards);
+    free(node->ids);
+    log_notice("Ruvio is now ready to exit, bye bye...");
+    log_shutdown();
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -48,85 +176,15 @@ main(int argc, char **argv)
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
-    if (log_setup((int)cfg->loglevel, cfg->logfile, cfg->log_queue_lines) != 0) {
-        fprintf(stderr, "ruvio: config error: 'logfile': cannot open '%s': %s\n", cfg->logfile,
-                strerror(errno));
-        return 1;
-    }
-    /* $RUVIO_LOG wins over `loglevel` at start-up (CONFIG SET loglevel changes the default later). */
-    if (log_set_spec(getenv("RUVIO_LOG"), err, sizeof(err)) != 0) {
-        fprintf(stderr, "ruvio: %s\n", err);
-        return 1;
-    }
-    if (fs_mkdir_p(cfg->dir) != 0) {
-        fprintf(stderr, "ruvio: config error: 'dir': cannot create '%s': %s\n", cfg->dir,
-                strerror(errno));
+    sigset_t set;
+    if (setup_process(cfg, &set, err, sizeof(err)) != 0) {
         return 1;
     }
     int cpus[1024];
     int ncpus = cfg->shard_cpus[0] ? cfg_cpu_list(cfg->shard_cpus, cpus, 1024) : 0;
-
-    signal(SIGPIPE, SIG_IGN);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);   /* shard threads inherit the mask */
-
-    notify_setup(cfg);
-    cmds_init();
-    for (const char *r = cfg->rename_commands; r && *r;) {
-        char from[256], to[256] = "";
-        const char *nl = strchr(r, '\n');
-        if (sscanf(r, "%255s %255[^\n]", from, to) < 1 || cmd_rename_command(from, to, err, sizeof(err)) != 0) {
-            fprintf(stderr, "ruvio: config error: %s\n", err);
-            return 1;
-        }
-        r = nl ? nl + 1 : r + strlen(r);
-    }
-    if (acl_init(cfg->requirepass, cfg->acl_users, cfg->aclfile, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->aclfile[0] ? "aclfile" : "user", err);
+    if (setup_node(&node, cfg, argv[0], err, sizeof(err)) != 0 ||
+        load_shards(&node, cfg, err, sizeof(err)) != 0) {
         return 1;
-    }
-    dict_seed(rand_u64(), rand_u64());
-    node.nshards = (unsigned)cfg->shards;
-    node.shards = calloc(node.nshards, sizeof(*node.shards));
-    node.ids = calloc(node.nshards, sizeof(*node.ids));
-    node.start_ms = clock_unix_ms();
-    rand_hex(node.run_id, 40);
-    snprintf(node.config_file, sizeof(node.config_file), "%s", cfg_file());
-    if (realpath(argv[0], node.executable) == NULL) {
-        snprintf(node.executable, sizeof(node.executable), "%s", argv[0]);
-    }
-    for (unsigned i = 0; i < node.nshards; i++) {
-        rand_hex(node.ids[i], 40);
-    }
-    node_publish_cfg(&node, cfg);
-    hook_setup(&node);
-
-    unsigned old_n = 0;
-    int resh = reshard_prepare(cfg->dir, node.nshards, &old_n, err, sizeof(err));
-    if (resh < 0) {
-        fprintf(stderr, "ruvio: %s\n", err);
-        return 1;
-    }
-    if (resh == 1) {
-        notify_send("STATUS=Redistributing the data directory of %u shard(s)", old_n);
-    }
-    for (unsigned i = 0; i < node.nshards; i++) {
-        notify_send("STATUS=Loading shard %u/%u", i + 1, node.nshards);
-        node.shards[i] = shard_create(&node, i, err, sizeof(err));
-        if (node.shards[i] == NULL) {
-            fprintf(stderr, "ruvio: %s\n", err);
-            return 1;
-        }
-    }
-    if (resh == 1 && reshard_run(&node, cfg->dir, old_n, &reshard_src, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ruvio: redistributing the data directory: %s\n", err);
-        return 1;
-    }
-    if (reshard_write_layout(cfg->dir, node.nshards) != 0) {
-        log_warn("cannot write %s/layout: %s", cfg->dir, strerror(errno));
     }
     metrics_apply_cfg(cfg);
     if (cfg->metrics_address[0] && metrics_http_start(&node, cfg->metrics_address, err, sizeof(err)) != 0) {
@@ -153,28 +211,5 @@ main(int argc, char **argv)
     }
     log_notice("Received %s, shutting down (finishing replies in flight)",
                sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    notify_send("STOPPING=1\nSTATUS=Shutting down");
-    atomic_store(&node.shutdown, true);
-    for (unsigned i = 0; i < node.nshards; i++) {
-        shard_wake(node.shards[i]);
-    }
-    int64_t grace = atomic_load(&node.cfg)->shutdown_timeout * 1000 + 1000;
-    for (unsigned i = 0; i < node.nshards; i++) {
-        if (!shard_join(node.shards[i], grace)) {
-            log_warn("shard %u did not stop in time; exiting anyway", i);
-            log_shutdown();
-            _exit(0);
-        }
-    }
-    metrics_http_stop();
-    for (unsigned i = 0; i < node.nshards; i++) {
-        shard_destroy(node.shards[i]);
-    }
-    cfg_destroy(atomic_load(&node.cfg));
-    acl_shutdown();
-    free(node.shards);
-    free(node.ids);
-    log_notice("Ruvio is now ready to exit, bye bye...");
-    log_shutdown();
-    return 0;
+    return stop_node(&node);
 }
