@@ -191,3 +191,34 @@ bool ks_rehash_step(struct ks *ks, uint64_t budget_us);
  * budget_us; returns the number deleted. Repeats while >25% of a sample was stale.
  * A budget of 0 does nothing (DEBUG SET-ACTIVE-EXPIRE 0). */
 size_t ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us);
+
+/* ---- snapshot iterator (ks_snap.c) ----
+ *
+ * A consistent walk of the keyspace as it was at ks_snap_begin, taken while
+ * the shard keeps serving (checkpoints, a replication full sync, later slot
+ * migration). The walk goes in hash order (ks_scan's cursor): a key whose hash
+ * is below the cursor has been emitted, one above has not. Copy-on-write: the
+ * owner calls ks_snap_touch before a write changes a key; a key the walk has
+ * not reached is then emitted at once (its value is still the one at the
+ * snapshot point) and remembered, so the walk skips it later; a key that did
+ * not exist is remembered too, so a key created after the snapshot point is
+ * never emitted. Each key present at the snapshot point is thus emitted exactly
+ * once, with its value at that point, and no other key is. A write that
+ * changes keys it cannot name (FLUSHALL) invalidates the snapshot: end it and
+ * begin another.
+ *
+ * Expired keys are emitted too (the emitter decides). The snapshot holds no
+ * pointer to the keyspace: each call takes the one being walked, which must be
+ * the same one throughout. */
+struct ks_snap;
+/* fn must not modify the keyspace. */
+typedef void ks_snap_emit_fn(void *arg, const struct ks_entry *e);
+struct ks_snap *ks_snap_begin(ks_snap_emit_fn *emit, void *arg);
+/* Walk about count more keys; true once the walk is complete (nothing more
+ * will be emitted, touches do nothing). */
+bool ks_snap_next(struct ks_snap *sn, struct ks *ks, size_t count);
+/* Before a write changes key: emits its value first when the walk has not
+ * reached it yet (once per key). */
+void ks_snap_touch(struct ks_snap *sn, struct ks *ks, const char *key, size_t klen);
+bool ks_snap_done(const struct ks_snap *sn);
+void ks_snap_end(struct ks_snap *sn);                   /* NULL is a no-op */

@@ -1,5 +1,5 @@
-/* node/keyspace/ks_int.h: keyspace internals for tests only (included by ks.c and
- * tests/unit/node/test_ks.c). */
+/* node/keyspace/ks_int.h: keyspace internals for tests only (included by ks.c, ks_iter.c and
+ * tests/unit/keyspace/test_ks.c). */
 #pragma once
 #include "node/keyspace/ks.h"
 

@@ -2,13 +2,10 @@
  * the shard keeps serving, with no fork.
  *
  * A checkpoint covers every record up to LSN L, the last one staged when it
- * starts. The keyspace is walked with ks_scan() in slices of about 1 ms; the
- * scan cursor is a position in hash order, so a key whose hash is below the
- * cursor has been written to the file and one above has not. Before a write
- * command changes a key that has not been visited, the key's current value
- * (its value at L, since nothing changed it yet) is written first and the key
- * is remembered, so the scan skips it later; a key that did not exist is
- * remembered too. Expiry needs no copy: a key that expires before the scan
+ * starts. The keyspace is walked by the snapshot iterator (ks_snap_*, in
+ * node/keyspace) in slices of about 1 ms; before a write command changes a key
+ * the walk has not reached, ks_snap_touch writes the key's value at L first,
+ * so each key of L is written once with its value at L. Expiry needs no copy: a key that expires before the scan
  * reaches it is expired at any later clock, which is when the records after L
  * are replayed. FLUSHALL restarts the snapshot.
  *
@@ -26,7 +23,6 @@
 #include "node/core/cmd.h"
 #include "node/commands/cmds.h"
 #include "node/core/conn.h"
-#include "node/keyspace/dict.h"
 #include "node/keyspace/ks.h"
 #include "node/persist/persist.h"
 #include "node/core/reply.h"
@@ -49,11 +45,10 @@ struct snap {
     struct wal_ckpt *k;
     uint64_t lsn;
     int64_t created;
-    uint64_t cursor;
+    struct ks_snap *it;               /* the walk of the keyspace as of L */
     bool scan_done;
     bool failed;
     char why[256];
-    struct dict *dumped;             /* keys already copied (or absent) ahead of the scan */
     uint64_t nkeys;
     uint64_t nrecs;                   /* the end record's count: a long key takes several */
     uint64_t changes_at_start;
@@ -165,17 +160,9 @@ dump_entry(struct persist *p, const struct ks_entry *e)
 }
 
 static void
-scan_cb(void *arg, struct ks_entry *e)
+emit_cb(void *arg, const struct ks_entry *e)
 {
-    struct persist *p = arg;
-    struct snap *sn = p->snap;
-    if (dict_size(sn->dumped) > 0) {
-        struct rv_str k = ks_entry_key(e);
-        if (dict_find(sn->dumped, k.p, k.len) != NULL) {
-            return;
-        }
-    }
-    dump_entry(p, e);
+    dump_entry(arg, e);
 }
 
 void
@@ -185,19 +172,7 @@ snap_touch(struct persist *p, const char *key, size_t len)
     if (sn == NULL || sn->scan_done || sn->failed) {
         return;
     }
-    struct ks *ks = shard_ks(p->s);
-    if (sn->cursor != 0 && ks_hash(ks, key, len) < sn->cursor) {
-        return;                       /* visited: the file has its value at L */
-    }
-    bool created = false;
-    dict_add(sn->dumped, key, len, &created);
-    if (!created) {
-        return;
-    }
-    struct ks_entry *e = ks_peek(ks, key, len);
-    if (e != NULL) {
-        dump_entry(p, e);
-    }
+    ks_snap_touch(sn->it, shard_ks(p->s), key, len);
 }
 
 static void *
@@ -247,7 +222,7 @@ snap_free(struct snap *sn)
         event_free(sn->ev);
     }
     wal_ckpt_abort(sn->k);
-    dict_destroy(sn->dumped, NULL);
+    ks_snap_end(sn->it);
     rv_free(sn);
 }
 
@@ -325,8 +300,7 @@ snap_step(struct persist *p, uint64_t budget_us)
     struct snap *sn = p->snap;
     uint64_t t0 = clock_mono_us();
     do {
-        sn->cursor = ks_scan(shard_ks(p->s), sn->cursor, 64, scan_cb, p);
-        if (sn->cursor == 0) {
+        if (ks_snap_next(sn->it, shard_ks(p->s), 64)) {
             sn->scan_done = true;
             snap_cow_refresh(p);
         }
@@ -408,7 +382,7 @@ snap_start(struct persist *p, char *err, size_t errsz)
     sn->k = k;
     sn->lsn = lsn;
     sn->created = info.created_ms;
-    sn->dumped = dict_create_kind(DICT_KEYONLY);
+    sn->it = ks_snap_begin(emit_cb, p);
     sn->changes_at_start = p->changes;
     sn->t0_ms = clock_unix_ms();
     p->snap = sn;
