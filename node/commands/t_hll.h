@@ -4,4 +4,7 @@
 #include "node/commands/cmds.h"
 #include "node/types/hll.h"
 
+/* The reply to a string that is not a sketch. */
+#define HLL_ERR_INVALID "WRONGTYPE Key is not a valid HyperLogLog string value."
+
 CMD_HANDLER(pfadd); CMD_HANDLER(pfcount); CMD_HANDLER(pfmerge);

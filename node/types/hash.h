@@ -22,9 +22,10 @@
 #include <stdint.h>
 
 struct dict;
-/* A struct hobj is a handle: on the heap for a standalone hash (hobj_create,
- * tests), or on a command's stack bound to a keyspace entry (hobj_bind). */
-enum { HENC_PK = 0, HENC_HT = 1 };
+struct ks;
+struct ks_entry;
+
+enum { HENC_PK = 0, HENC_HT = 1 };   /* struct hobj's enc */
 
 /* The hashtable encoding: what the keyspace points to for a big hash.
  * Visible so that commands walk the dict directly (HSCAN, HRANDFIELD). */
@@ -34,6 +35,8 @@ struct hht {
      * one; only hashtable-encoded hashes have it (HEXPIRE converts). */
     struct dict *ttl;
 };
+/* A struct hobj is a handle: on the heap for a standalone hash (hobj_create,
+ * tests), or on a command's stack bound to a keyspace entry (hobj_bind). */
 struct hobj {
     uint32_t enc;          /* listpack or hashtable */
     struct hpk_ref pk;     /* listpack */
@@ -98,7 +101,7 @@ void hash_ttl_index_destroy(struct hash_ttl_index *x);       /* NULL is a no-op 
 /* Adds key to *xp, creating the index on first use. */
 void hash_ttl_index_add(struct hash_ttl_index **xp, struct rv_str key);
 /* Reaps due fields of the indexed keys of ks, resuming where the last sweep
- * stopped; stops after about budget_us (0: does nothing). */
+ * stopped; stops after about budget_us (0 or x NULL: does nothing). */
 void hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now,
                           uint64_t budget_us);
 

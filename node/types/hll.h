@@ -31,7 +31,6 @@
 #define HLL_DENSE_BYTES (HLL_HDR + HLL_REGS * 6 / 8) /* 12296 */
 #define HLL_SPARSE_WORD 3
 #define HLL_SPARSE_MAX_BYTES 3000                   /* sparse -> dense past this */
-#define HLL_ERR_INVALID "WRONGTYPE Key is not a valid HyperLogLog string value."
 
 enum hll_enc { HLL_DENSE = 0, HLL_SPARSE = 1 };
 

@@ -11,8 +11,8 @@
  *
  * `fill` arguments are list-max-listpack-size: > 0 elements per node (and at
  * most 8 KiB unless the node holds one element), -1..-5 a byte limit of
- * 4/8/16/32/64 KiB per node.
- * The caller passes fill (the commands read it from the configuration). */
+ * 4/8/16/32/64 KiB per node; the caller passes it (the commands read it from
+ * the configuration). */
 #pragma once
 #include "node/types/listpack.h"
 #include "node/types/obj.h"
