@@ -5,7 +5,6 @@
  * node/types/coord.c. */
 #include "node/commands/t_coord.h"
 
-#include "base/mem.h"
 #include "base/rand.h"
 #include "node/core/conn.h"
 #include "node/keyspace/ks.h"

@@ -8,7 +8,6 @@
 #include "base/mem.h"
 #include "node/core/conn.h"
 #include "node/keyspace/dict.h"
-#include "node/types/intset.h"
 #include "node/keyspace/ks.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
