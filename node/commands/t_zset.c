@@ -1,6 +1,6 @@
 /* node/commands/t_zset.c: sorted-set commands (Redis 7 semantics, RESP2 and RESP3).
  *
- * Storage lives in zset_enc.c. Ranges of every kind (rank, score, lex) are
+ * Storage, its obj_ops and the range predicates live in node/types/zset_enc.c. Ranges of every kind (rank, score, lex) are
  * turned into a first rank and a count, then walked with an iterator, so a
  * range costs O(log n + m) on the tree form. Keyspace entries are views:
  * handlers look keys up again after any keyspace write. */
@@ -24,72 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ZADD key score member ..., in order; scores round-trip exactly. */
-static void
-zset_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
-{
-    struct zset zb, *z = &zb;
-    struct obj_emitter b;
-    struct zset_it it;
-
-    zset_bind(z, NULL, (struct ks_entry *)(uintptr_t)e);
-    obj_emit_init(&b, fn, arg, "ZADD", ks_entry_key(e));
-    if (zset_len(z) > 0) {
-        zset_it_init(&it, z, 0);
-        do {
-            struct rv_str m;
-            double score;
-            zset_it_get(&it, &m, &score);
-            obj_emit_double(&b, score);
-            obj_emit_arg(&b, m);
-            obj_emit_elem(&b);
-        } while (zset_it_next(&it));
-        zset_it_done(&it);
-    }
-    obj_emit_flush(&b);
-}
-
-static const char *
-zset_encoding_op(const struct ks_entry *e)
-{
-    return ks_entry_inl(e) ? "listpack" : "skiplist";
-}
-
-/* Bytes outside the entry: none for the inline listpack. */
-static size_t
-zset_mem_op(const struct ks_entry *e)
-{
-    struct zset z;
-    if (ks_entry_inl(e)) {
-        return 0;
-    }
-    zset_bind(&z, NULL, (struct ks_entry *)(uintptr_t)e);
-    return zset_mem(&z);
-}
-
-/* A copy of a stored tree. */
-static void *
-zset_dup_op(const struct ks_entry *e)
-{
-    struct zset z, *c;
-    void *tree;
-    zset_bind(&z, NULL, (struct ks_entry *)(uintptr_t)e);
-    c = zset_dup(&z);
-    tree = c->p;
-    rv_free(c);
-    return tree;
-}
-
-const struct obj_ops obj_zset_ops = {
-    .type_name = "zset",
-    .encoding = zset_encoding_op,
-    .mem = zset_mem_op,
-    .dup = zset_dup_op,
-    .free = zset_tree_free,
-    .emit = zset_emit,
-};
-
 #define ERR_NAN "ERR resulting score is not a number (NaN)"
 #define ERR_MINMAX_FLOAT "ERR min or max is not a float"
 #define ERR_MINMAX_LEX "ERR min or max not valid string range item"
@@ -244,10 +178,14 @@ store_zset(struct conn *c, struct rv_str dst, struct zset *z)
 
 enum { ZA_NX = 1, ZA_XX = 2, ZA_GT = 4, ZA_LT = 8, ZA_CH = 16, ZA_INCR = 32 };
 
-static void
-zadd_generic(struct conn *c, int argc, struct rv_str *argv, int flags, int first)
+/* ZADD's options from argv[first] and checks of the score/member pairs that
+ * follow; false after replying an error. *at is the first pair's index and
+ * *nel the number of pairs. */
+static bool
+zadd_parse(struct conn *c, int argc, struct rv_str *argv, int first, int *flagsp, int *at,
+           int *nelp)
 {
-    int i = first;
+    int i = first, flags = *flagsp;
     bool opts = !(flags & ZA_INCR);    /* ZINCRBY takes no options */
     for (; opts && i < argc; i++) {
         if (cmd_arg_is(argv[i], "nx")) flags |= ZA_NX;
@@ -261,30 +199,42 @@ zadd_generic(struct conn *c, int argc, struct rv_str *argv, int flags, int first
     int nel = argc - i;
     if (nel == 0 || nel % 2) {
         reply_err(c, RV_ERR_SYNTAX);
-        return;
+        return false;
     }
     nel /= 2;
     if ((flags & ZA_NX) && (flags & ZA_XX)) {
         reply_errf(c, "ERR XX and NX options at the same time are not compatible");
-        return;
+        return false;
     }
     if (((flags & ZA_GT) && (flags & ZA_NX)) || ((flags & ZA_LT) && (flags & ZA_NX)) ||
         ((flags & ZA_GT) && (flags & ZA_LT))) {
         reply_errf(c, "ERR GT, LT, and/or NX options at the same time are not compatible");
-        return;
+        return false;
     }
     if ((flags & ZA_INCR) && nel > 1) {
         reply_errf(c, "ERR INCR option supports a single increment-element pair");
-        return;
+        return false;
     }
     for (int j = 0; j < nel; j++) {
         double d;
         if (!parse_score(argv[i + 2 * j], &d)) {
             reply_err(c, RV_ERR_NOTFLOAT);
-            return;
+            return false;
         }
     }
+    *flagsp = flags;
+    *at = i;
+    *nelp = nel;
+    return true;
+}
 
+static void
+zadd_generic(struct conn *c, int argc, struct rv_str *argv, int flags, int first)
+{
+    int i, nel;
+    if (!zadd_parse(c, argc, argv, first, &flags, &i, &nel)) {
+        return;
+    }
     struct rv_str key = argv[1];
     bool wrong;
     struct zset zb, *z = as_zset(c, lookup_write(c, key), &wrong, &zb);
@@ -478,29 +428,14 @@ CMD_HANDLER(zrevrank)
 
 /* ------------------------------------------------------------------ ranges */
 
-struct srange {
-    double min, max;
-    bool minex, maxex;
-};
-
-struct lbound {
-    int inf;            /* -1: "-", +1: "+", 0: a member */
-    bool ex;
-    struct rv_str m;
-};
-
-struct lrange {
-    struct lbound min, max;
-};
-
 static bool
-parse_srange(struct rv_str min, struct rv_str max, struct srange *r)
+parse_srange(struct rv_str min, struct rv_str max, struct zset_srange *r)
 {
     return parse_bound(min, &r->min, &r->minex) && parse_bound(max, &r->max, &r->maxex);
 }
 
 static bool
-parse_lbound(struct rv_str a, struct lbound *b)
+parse_lbound(struct rv_str a, struct zset_lbound *b)
 {
     b->inf = 0;
     b->ex = false;
@@ -521,94 +456,6 @@ parse_lbound(struct rv_str a, struct lbound *b)
     return false;
 }
 
-static int
-memcmp_len(const char *a, size_t al, const char *b, size_t bl)
-{
-    size_t l = al < bl ? al : bl;
-    int r = l ? memcmp(a, b, l) : 0;
-    if (r != 0) {
-        return r;
-    }
-    return al < bl ? -1 : al > bl;
-}
-
-/* Predicates: "at or past the lower bound" and "past the upper bound". */
-static bool
-pred_score_min(const void *arg, double s, const char *m, size_t ml)
-{
-    const struct srange *r = arg;
-    (void)m;
-    (void)ml;
-    return r->minex ? s > r->min : s >= r->min;
-}
-
-static bool
-pred_score_max(const void *arg, double s, const char *m, size_t ml)
-{
-    const struct srange *r = arg;
-    (void)m;
-    (void)ml;
-    return r->maxex ? s >= r->max : s > r->max;
-}
-
-static bool
-pred_lex_min(const void *arg, double s, const char *m, size_t ml)
-{
-    const struct lbound *b = arg;
-    (void)s;
-    if (b->inf) {
-        return b->inf < 0;
-    }
-    int cmp = memcmp_len(m, ml, b->m.p, b->m.len);
-    return b->ex ? cmp > 0 : cmp >= 0;
-}
-
-static bool
-pred_lex_max(const void *arg, double s, const char *m, size_t ml)
-{
-    const struct lbound *b = arg;
-    (void)s;
-    if (b->inf) {
-        return b->inf < 0;
-    }
-    int cmp = memcmp_len(m, ml, b->m.p, b->m.len);
-    return b->ex ? cmp >= 0 : cmp > 0;
-}
-
-/* [lo, hi) ranks of the elements inside a score range. */
-static void
-srange_ranks(const struct zset *z, const struct srange *r, size_t *lo, size_t *hi)
-{
-    if (r->min > r->max || (r->min == r->max && (r->minex || r->maxex))) {
-        *lo = *hi = 0;
-        return;
-    }
-    *lo = zset_lower(z, pred_score_min, r);
-    *hi = zset_lower(z, pred_score_max, r);
-    if (*hi < *lo) {
-        *hi = *lo;
-    }
-}
-
-static void
-lrange_ranks(const struct zset *z, const struct lrange *r, size_t *lo, size_t *hi)
-{
-    bool empty = r->min.inf > 0 || r->max.inf < 0;
-    if (!empty && r->min.inf == 0 && r->max.inf == 0) {
-        int cmp = memcmp_len(r->min.m.p, r->min.m.len, r->max.m.p, r->max.m.len);
-        empty = cmp > 0 || (cmp == 0 && (r->min.ex || r->max.ex));
-    }
-    if (empty) {
-        *lo = *hi = 0;
-        return;
-    }
-    *lo = zset_lower(z, pred_lex_min, &r->min);
-    *hi = zset_lower(z, pred_lex_max, &r->max);
-    if (*hi < *lo) {
-        *hi = *lo;
-    }
-}
-
 enum { RT_AUTO, RT_RANK, RT_SCORE, RT_LEX };
 
 struct zrange_req {
@@ -617,8 +464,8 @@ struct zrange_req {
     bool withscores;
     int64_t offset, limit;
     int64_t start, end;
-    struct srange sr;
-    struct lrange lr;
+    struct zset_srange sr;
+    struct zset_lrange lr;
 };
 
 /* Ranks to emit: returns how many, from *first in the direction of q->rev. */
@@ -639,9 +486,9 @@ zrange_select(const struct zset *z, const struct zrange_req *q, size_t *first)
         return (size_t)(e - s + 1);
     }
     if (q->type == RT_SCORE) {
-        srange_ranks(z, &q->sr, &lo, &hi);
+        zset_srange_ranks(z, &q->sr, &lo, &hi);
     } else {
-        lrange_ranks(z, &q->lr, &lo, &hi);
+        zset_lrange_ranks(z, &q->lr, &lo, &hi);
     }
     size_t n = hi - lo;
     if (q->offset < 0 || (uint64_t)q->offset >= n) {
@@ -802,7 +649,7 @@ CMD_HANDLER(zrevrangebylex)
 
 CMD_HANDLER(zcount)
 {
-    struct srange r;
+    struct zset_srange r;
     size_t lo = 0, hi = 0;
     (void)argc;
     if (!parse_srange(argv[2], argv[3], &r)) {
@@ -816,14 +663,14 @@ CMD_HANDLER(zcount)
         return;
     }
     if (z) {
-        srange_ranks(z, &r, &lo, &hi);
+        zset_srange_ranks(z, &r, &lo, &hi);
     }
     reply_int(c, (int64_t)(hi - lo));
 }
 
 CMD_HANDLER(zlexcount)
 {
-    struct lrange r;
+    struct zset_lrange r;
     size_t lo = 0, hi = 0;
     (void)argc;
     if (!parse_lbound(argv[2], &r.min) || !parse_lbound(argv[3], &r.max)) {
@@ -837,7 +684,7 @@ CMD_HANDLER(zlexcount)
         return;
     }
     if (z) {
-        lrange_ranks(z, &r, &lo, &hi);
+        zset_lrange_ranks(z, &r, &lo, &hi);
     }
     reply_int(c, (int64_t)(hi - lo));
 }
@@ -848,8 +695,8 @@ static void
 zremrange_generic(struct conn *c, struct rv_str *argv, int type)
 {
     int64_t start = 0, end = 0;
-    struct srange sr;
-    struct lrange lr;
+    struct zset_srange sr;
+    struct zset_lrange lr;
     if (type == RT_RANK) {
         if (!cmd_arg_int(argv[2], &start) || !cmd_arg_int(argv[3], &end)) {
             reply_err(c, RV_ERR_NOTINT);
@@ -888,9 +735,9 @@ zremrange_generic(struct conn *c, struct rv_str *argv, int type)
         lo = (size_t)start;
         hi = (size_t)end + 1;
     } else if (type == RT_SCORE) {
-        srange_ranks(z, &sr, &lo, &hi);
+        zset_srange_ranks(z, &sr, &lo, &hi);
     } else {
-        lrange_ranks(z, &lr, &lo, &hi);
+        zset_lrange_ranks(z, &lr, &lo, &hi);
     }
     if (hi > lo) {
         zset_delete_range(z, lo, hi - 1);

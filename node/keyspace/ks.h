@@ -28,7 +28,7 @@ enum ks_type {
     KS_ZSET = 3,
     KS_HASH = 4,
     KS_STREAM = 5,
-    KS_COORD = 6,        /* SEMAPHORE holders (node/commands/t_coord.h) */
+    KS_COORD = 6,        /* SEMAPHORE holders (node/types/coord.h) */
 };
 
 enum ks_enc {            /* what OBJECT ENCODING reports for strings */

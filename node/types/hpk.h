@@ -1,5 +1,5 @@
-/* node/types/hpk.h: the packed string list small hashes and sets use (implemented
- * in t_hash.c). A list lives on the heap or inline in a keyspace entry; see
+/* node/types/hpk.h: the packed string list small hashes and sets use (hpk.c).
+ * A list lives on the heap or inline in a keyspace entry; see
  * struct hpk_ref. */
 #pragma once
 #include "proto/resp.h"

@@ -1,16 +1,16 @@
 /* node/types/obj.c: the type table. */
 #include "node/types/obj.h"
 
+#include "node/types/coord.h"
+#include "node/types/hash.h"
+#include "node/types/list.h"
+#include "node/types/set.h"
+#include "node/types/zset_enc.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const struct obj_ops obj_list_ops;
-extern const struct obj_ops obj_set_ops;
-extern const struct obj_ops obj_zset_ops;
-extern const struct obj_ops obj_hash_ops;
-extern const struct obj_ops obj_coord_ops;
 
 const struct obj_ops *
 obj_ops_of(enum ks_type t)

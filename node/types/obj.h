@@ -1,7 +1,7 @@
 /* node/types/obj.h: operations every non-string value type provides, so generic
  * commands (TYPE, OBJECT ENCODING, MEMORY USAGE, COPY, SCAN TYPE) and the
- * keyspace (freeing) handle all types through one table. A type module
- * (t_list.c, t_hash.c, ...) defines its `const struct obj_ops obj_<type>_ops`. */
+ * keyspace (freeing) handle all types through one table. A type module of
+ * this folder (list.c, hash.c, ...) defines its `const struct obj_ops obj_<type>_ops`. */
 #pragma once
 #include "node/keyspace/ks.h"
 

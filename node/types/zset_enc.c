@@ -1,4 +1,5 @@
-/* node/types/zset_enc.c: packed and B+tree sorted-set encodings (see zset_enc.h). */
+/* node/types/zset_enc.c: packed and B+tree sorted-set encodings, their obj_ops
+ * and the range predicates (see zset_enc.h). */
 #include "node/types/zset_enc.h"
 
 #include "base/mem.h"
@@ -1196,3 +1197,160 @@ zset_check(const struct zset *z)
     return zt_check_node(t, t->root, t->height, &c, NULL, NULL) && c == t->n &&
            dict_size(t->d) == t->n && zt_leaf_count(t->root, t->height) == t->n;
 }
+
+/* ------------------------------------------------------------- obj_ops */
+
+/* ZADD key score member ..., in order; scores round-trip exactly. */
+static void
+zset_emit(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
+{
+    struct zset zb, *z = &zb;
+    struct obj_emitter b;
+    struct zset_it it;
+
+    zset_bind(z, NULL, (struct ks_entry *)(uintptr_t)e);
+    obj_emit_init(&b, fn, arg, "ZADD", ks_entry_key(e));
+    if (zset_len(z) > 0) {
+        zset_it_init(&it, z, 0);
+        do {
+            struct rv_str m;
+            double score;
+            zset_it_get(&it, &m, &score);
+            obj_emit_double(&b, score);
+            obj_emit_arg(&b, m);
+            obj_emit_elem(&b);
+        } while (zset_it_next(&it));
+        zset_it_done(&it);
+    }
+    obj_emit_flush(&b);
+}
+
+static const char *
+zset_encoding_op(const struct ks_entry *e)
+{
+    return ks_entry_inl(e) ? "listpack" : "skiplist";
+}
+
+/* Bytes outside the entry: none for the inline listpack. */
+static size_t
+zset_mem_op(const struct ks_entry *e)
+{
+    struct zset z;
+    if (ks_entry_inl(e)) {
+        return 0;
+    }
+    zset_bind(&z, NULL, (struct ks_entry *)(uintptr_t)e);
+    return zset_mem(&z);
+}
+
+/* A copy of a stored tree. */
+static void *
+zset_dup_op(const struct ks_entry *e)
+{
+    struct zset z, *c;
+    void *tree;
+    zset_bind(&z, NULL, (struct ks_entry *)(uintptr_t)e);
+    c = zset_dup(&z);
+    tree = c->p;
+    rv_free(c);
+    return tree;
+}
+
+const struct obj_ops obj_zset_ops = {
+    .type_name = "zset",
+    .encoding = zset_encoding_op,
+    .mem = zset_mem_op,
+    .dup = zset_dup_op,
+    .free = zset_tree_free,
+    .emit = zset_emit,
+};
+
+/* ------------------------------------------------------------- ranges */
+
+static int
+memcmp_len(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t l = al < bl ? al : bl;
+    int r = l ? memcmp(a, b, l) : 0;
+    if (r != 0) {
+        return r;
+    }
+    return al < bl ? -1 : al > bl;
+}
+
+/* Predicates: "at or past the lower bound" and "past the upper bound". */
+static bool
+pred_score_min(const void *arg, double s, const char *m, size_t ml)
+{
+    const struct zset_srange *r = arg;
+    (void)m;
+    (void)ml;
+    return r->minex ? s > r->min : s >= r->min;
+}
+
+static bool
+pred_score_max(const void *arg, double s, const char *m, size_t ml)
+{
+    const struct zset_srange *r = arg;
+    (void)m;
+    (void)ml;
+    return r->maxex ? s >= r->max : s > r->max;
+}
+
+static bool
+pred_lex_min(const void *arg, double s, const char *m, size_t ml)
+{
+    const struct zset_lbound *b = arg;
+    (void)s;
+    if (b->inf) {
+        return b->inf < 0;
+    }
+    int cmp = memcmp_len(m, ml, b->m.p, b->m.len);
+    return b->ex ? cmp > 0 : cmp >= 0;
+}
+
+static bool
+pred_lex_max(const void *arg, double s, const char *m, size_t ml)
+{
+    const struct zset_lbound *b = arg;
+    (void)s;
+    if (b->inf) {
+        return b->inf < 0;
+    }
+    int cmp = memcmp_len(m, ml, b->m.p, b->m.len);
+    return b->ex ? cmp >= 0 : cmp > 0;
+}
+
+void
+zset_srange_ranks(const struct zset *z, const struct zset_srange *r, size_t *lo, size_t *hi)
+{
+    if (r->min > r->max || (r->min == r->max && (r->minex || r->maxex))) {
+        *lo = *hi = 0;
+        return;
+    }
+    *lo = zset_lower(z, pred_score_min, r);
+    *hi = zset_lower(z, pred_score_max, r);
+    if (*hi < *lo) {
+        *hi = *lo;
+    }
+}
+
+void
+zset_lrange_ranks(const struct zset *z, const struct zset_lrange *r, size_t *lo, size_t *hi)
+{
+    bool empty = r->min.inf > 0 || r->max.inf < 0;
+    if (!empty && r->min.inf == 0 && r->max.inf == 0) {
+        int cmp = memcmp_len(r->min.m.p, r->min.m.len, r->max.m.p, r->max.m.len);
+        empty = cmp > 0 || (cmp == 0 && (r->min.ex || r->max.ex));
+    }
+    if (empty) {
+        *lo = *hi = 0;
+        return;
+    }
+    *lo = zset_lower(z, pred_lex_min, &r->min);
+    *hi = zset_lower(z, pred_lex_max, &r->max);
+    if (*hi < *lo) {
+        *hi = *lo;
+    }
+}
+

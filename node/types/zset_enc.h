@@ -13,6 +13,7 @@
  * Member views returned by lookups and iterators point into the set and are
  * valid until the next modification of that set. */
 #pragma once
+#include "node/types/obj.h"
 #include "proto/resp.h"
 
 #include <stdbool.h>
@@ -106,3 +107,28 @@ uint64_t zset_scan(struct zset *z, uint64_t cursor, size_t count, zset_scan_fn *
 void zset_random(const struct zset *z, uint64_t rnd, struct rv_str *m, double *score);
 /* Internal consistency check for tests: counts, order, dict agreement. */
 bool zset_check(const struct zset *z);
+
+/* How the keyspace stores, copies, frees and rebuilds a sorted set. */
+extern const struct obj_ops obj_zset_ops;
+
+/* ---- ranges (ZRANGEBYSCORE, ZRANGEBYLEX, ZCOUNT, ...) ---- */
+/* A score range; ex: the bound itself is excluded. */
+struct zset_srange {
+    double min, max;
+    bool minex, maxex;
+};
+
+/* One end of a lex range: "-", "+", or a member, inclusive or not. */
+struct zset_lbound {
+    int inf;            /* -1: "-", +1: "+", 0: a member */
+    bool ex;
+    struct rv_str m;
+};
+
+struct zset_lrange {
+    struct zset_lbound min, max;
+};
+
+/* [lo, hi) ranks of the elements inside a score (lex) range. */
+void zset_srange_ranks(const struct zset *z, const struct zset_srange *r, size_t *lo, size_t *hi);
+void zset_lrange_ranks(const struct zset *z, const struct zset_lrange *r, size_t *lo, size_t *hi);

@@ -1,5 +1,5 @@
-/* tests/unit/commands/test_t_set.c: set encodings and their conversions. */
-#include "node/commands/t_set.h"
+/* tests/unit/types/test_set.c: set encodings and their conversions. */
+#include "node/types/set.h"
 
 #include "node/keyspace/ks.h"
 

@@ -1,5 +1,5 @@
-/* tests/unit/commands/test_t_coord.c: the semaphore holder array and token encoding. */
-#include "node/commands/t_coord.h"
+/* tests/unit/types/test_coord.c: the semaphore holder array and token encoding. */
+#include "node/types/coord.h"
 
 #include "node/keyspace/ks.h"
 

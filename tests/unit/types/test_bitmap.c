@@ -1,5 +1,5 @@
-/* tests/unit/commands/test_t_bitmap.c: the bit helpers of t_bitmap.c. */
-#include "node/commands/t_bitmap.h"
+/* tests/unit/types/test_bitmap.c: the bit helpers (node/types/bitmap.c). */
+#include "node/types/bitmap.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

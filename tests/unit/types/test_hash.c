@@ -1,6 +1,6 @@
-/* tests/unit/commands/test_t_hash.c: packed list encoding and hash objects
+/* tests/unit/types/test_hash.c: packed list encoding and hash objects
  * (conversion at the thresholds, round trips, edge values). */
-#include "node/commands/t_hash.h"
+#include "node/types/hash.h"
 
 #include "node/keyspace/ks.h"
 

@@ -1,6 +1,6 @@
-/* tests/unit/commands/test_t_list.c: list encodings: conversion at the node limits, quicklist
+/* tests/unit/types/test_list.c: list encodings: conversion at the node limits, quicklist
  * pushes/pops/inserts/deletes against a model, duplication and memory accounting. */
-#include "node/commands/t_list.h"
+#include "node/types/list.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

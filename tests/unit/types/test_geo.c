@@ -1,7 +1,7 @@
-/* tests/unit/commands/test_t_geo.c: geohash interleaving, encode/decode, the
+/* tests/unit/types/test_geo.c: geohash interleaving, encode/decode, the
  * GEOHASH string and haversine distances (expected values taken from Redis
  * 7.0.15 replies). */
-#include "node/commands/t_geo.h"
+#include "node/types/geo.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,6 +1,6 @@
-/* tests/unit/commands/test_t_hll.c: the HyperLogLog sketch: encodings, merge,
+/* tests/unit/types/test_hll.c: the HyperLogLog sketch: encodings, merge,
  * accuracy and rejection of strings that are not sketches. */
-#include "node/commands/t_hll.h"
+#include "node/types/hll.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
