@@ -1,6 +1,7 @@
 /* replication/repl_int.h: state shared by the replication files. */
 #pragma once
 #include "replication/repl.h"
+#include "replication/repl_host.h"
 
 #include "base/buf.h"
 #include "proto/repl.pb-c.h"
@@ -8,11 +9,6 @@
 #include <event2/event_struct.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-struct shard;
-struct persist;
-struct replay;
-struct conn;
 
 /* ---- backlog (repl_backlog.c): the most recent record frames, in blocks that
  * records never straddle. Absolute positions count bytes ever appended. ---- */
@@ -163,7 +159,7 @@ struct upstream {
     bool ack_asked;                  /* a GetAck came in this read */
     uint64_t durable_want;           /* a GetAck found the own WAL behind: ack once it is durable */
     int64_t backoff_ms;
-    struct ks *loading;              /* full sync: the keyspace being loaded beside the served one */
+    void *loading;                   /* full sync: the keyspace being loaded beside the served one (host's) */
     uint64_t snap_lsn, snap_keys, snap_bytes;
     char snap_replid[41];
     uint64_t snap_epoch;
@@ -172,7 +168,7 @@ struct upstream {
 
 struct waiter {                      /* WAIT / WAITAOF, or a write paused by FAILOVER */
     struct waiter *next;
-    struct conn *c;
+    void *c;                         /* the host's client */
     bool paused;
     uint64_t lsn;
     long need;
@@ -182,8 +178,9 @@ struct waiter {                      /* WAIT / WAITAOF, or a write paused by FAI
 
 struct repl {
     struct repl_hot hot;             /* must stay first (repl.h) */
-    struct shard *s;
-    struct persist *p;
+    const struct repl_host_ops *ops; /* the shard, through repl_host.h */
+    void *host;
+    struct repl_host_info hi;        /* fixed facts about the shard */
     char replid[41], replid2[41];
     int64_t second_off;              /* -1: none */
     bool crash_replid;               /* replid drawn by an unclean start (repl.c), not adopted */
@@ -233,13 +230,31 @@ struct repl {
     char mhost[256];
     int mport;
     struct upstream up;
-    struct replay *rp;
+    void *rp;                        /* the host's replayer (replay_open) */
     struct rv_str *argv;
     size_t argv_cap;
 };
 
-struct repl *repl_of(struct shard *s);
-uint64_t repl_last_lsn(struct repl *r);
+uint64_t repl_last_lsn(const struct repl *r);
+/* Shorthands for the host's clock and configuration. */
+static inline int64_t
+repl_now(const struct repl *r)
+{
+    return r->ops->now_ms(r->host);
+}
+static inline void
+repl_cfg(const struct repl *r, struct repl_cfg *c)
+{
+    r->ops->cfg(r->host, c);
+}
+static inline struct wal *
+repl_wal(const struct repl *r)
+{
+    return r->ops->wal(r->host);
+}
+/* "ip:port" and the ip alone (when ip) of a socket address (CLIENT LIST, slaveN:ip=). */
+struct sockaddr_storage;
+void repl_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz);
 void repl_backlog_start(struct repl *r);
 /* After bl_push or bl_push_run: drop what the backlog's size no longer keeps,
  * first queueing it for connected replicas that have not been sent it. */
@@ -259,7 +274,7 @@ void repl_fence(struct repl *r, uint64_t epoch, const char *who);
 void repl_forget_state(struct repl *r);
 
 /* repl_primary.c */
-void primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre);
+
 void primary_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out);
 long primary_client_kill(struct repl *r, int64_t id, const struct rv_str *addr);
 /* repl_replica.c: the master link's CLIENT LIST line / CLIENT KILL */
@@ -278,10 +293,6 @@ void primary_flush_link(struct link *l);
  * (bounded by client-output-buffer-limit replica). */
 void primary_save_unsent(struct repl *r, uint64_t upto);
 
-/* The role is config state too: CONFIG GET/REWRITE show replicaof ("host
- * port" or ""); with rewrite (FAILOVER), the config file too, if any. From
- * one shard's thread (the client's, or shard 0). */
-void repl_publish_role(struct shard *s, const char *val, bool rewrite);
 
 /* repl_failover.c */
 /* A FAILOVER in progress on this shard ends (REPLICAOF came): paused writers go on. */
@@ -293,7 +304,7 @@ void failover_hello(struct repl *r, const char *ip, const Hello *h);
 /* Promote from the primary: take over (true), or false with err (refused). */
 bool failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz);
 const char *failover_state_name(const struct repl *r);
-bool failover_pause_write(struct repl *r, struct conn *c);
+bool failover_pause_write(struct repl *r, void *c);
 void failover_check(struct repl *r, int64_t now);
 
 /* repl_replica.c */

@@ -7,15 +7,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "base/rand.h"
-#include "node/core/cmd.h"
-#include "node/core/conn.h"
-#include "node/keyspace/ks.h"
-#include "node/core/node.h"
-#include "node/persist/persist.h"
-#include "node/persist/persist_int.h"
-#include "node/persist/replay.h"
-#include "node/core/shard.h"
 #include "wal/wal.h"
 
 #include <errno.h>
@@ -46,8 +37,10 @@ up_close(struct repl *r)
     u->rev_on = u->wev_on = false;
     buf_deinit(&u->in);
     buf_deinit(&u->out);
-    ks_destroy(u->loading);
-    u->loading = NULL;
+    if (u->loading != NULL) {
+        r->ops->load_drop(r->host, u->loading);
+        u->loading = NULL;
+    }
     u->ack_asked = false;
     u->durable_want = 0;
 }
@@ -59,14 +52,14 @@ up_fail(struct repl *r, const char *why)
     struct upstream *u = &r->up;
     bool was_up = u->st == UP_ONLINE;
     if (was_up || strcmp(u->err, why) != 0) {
-        log_warn("[shard %u] replication link to %s:%d: %s", shard_id(r->s), r->mhost,
-                 r->mport + (int)shard_id(r->s), why);
+        log_warn("[shard %u] replication link to %s:%d: %s", r->hi.shard, r->mhost,
+                 r->mport + (int)r->hi.shard, why);
         snprintf(u->err, sizeof(u->err), "%s", why);
     }
     up_close(r);
     u->st = UP_CONNECT;
     repl_stale_update(r);
-    int64_t now = shard_now_ms(r->s);
+    int64_t now = repl_now(r);
     if (was_up) {
         u->since_ms = now;
     }
@@ -117,7 +110,7 @@ up_connect(struct repl *r)
 {
     struct upstream *u = &r->up;
     char port[16];
-    snprintf(port, sizeof(port), "%d", r->mport + (int)shard_id(r->s));
+    snprintf(port, sizeof(port), "%d", r->mport + (int)r->hi.shard);
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV }, *ai = NULL;
     int rc = getaddrinfo(r->mhost, port, &hints, &ai);
@@ -150,43 +143,44 @@ up_connect(struct repl *r)
         return;
     }
     u->fd = fd;
-    u->cid = shard_next_conn_id(r->s);
-    u->ctime_ms = shard_now_ms(r->s);
+    u->cid = r->ops->next_client_id(r->host);
+    u->ctime_ms = repl_now(r);
     buf_init(&u->in);
     buf_init(&u->out);
-    event_assign(&u->rev, shard_base(r->s), fd, EV_READ | EV_PERSIST, on_up_read, r);
-    event_assign(&u->wev, shard_base(r->s), fd, EV_WRITE | EV_PERSIST, on_up_write, r);
+    event_assign(&u->rev, r->hi.base, fd, EV_READ | EV_PERSIST, on_up_read, r);
+    event_assign(&u->wev, r->hi.base, fd, EV_WRITE | EV_PERSIST, on_up_write, r);
     event_add(&u->wev, NULL);
     u->wev_on = true;
     u->st = UP_CONNECTING;
-    u->last_io_ms = shard_now_ms(r->s);
+    u->last_io_ms = repl_now(r);
 }
 
 static void
 up_handshake(struct repl *r)
 {
     struct upstream *u = &r->up;
-    const struct cfg *cfg = shard_cfg(r->s);
+    struct repl_cfg cfg;
+    repl_cfg(r, &cfg);
     u->resp_left = 0;
-    if (cfg->masterauth[0]) {
-        if (cfg->masteruser[0]) {
-            const char *a[] = { "AUTH", cfg->masteruser, cfg->masterauth };
+    if (cfg.masterauth[0]) {
+        if (cfg.masteruser[0]) {
+            const char *a[] = { "AUTH", cfg.masteruser, cfg.masterauth };
             resp_cmd(&u->out, 3, a);
         } else {
-            const char *a[] = { "AUTH", cfg->masterauth };
+            const char *a[] = { "AUTH", cfg.masterauth };
             resp_cmd(&u->out, 2, a);
         }
         u->resp_left++;
     }
     char port[16];
-    int myport = cfg->replica_announce_port > 0 ? (int)cfg->replica_announce_port
-                                                : (int)cfg->port;
-    snprintf(port, sizeof(port), "%d", myport + (int)shard_id(r->s));
+    int myport = cfg.replica_announce_port > 0 ? (int)cfg.replica_announce_port
+                                               : (int)cfg.port;
+    snprintf(port, sizeof(port), "%d", myport + (int)r->hi.shard);
     const char *lp[] = { "REPLCONF", "listening-port", port };
     resp_cmd(&u->out, 3, lp);
     u->resp_left++;
-    if (cfg->replica_announce_ip[0]) {
-        const char *ip[] = { "REPLCONF", "ip-address", cfg->replica_announce_ip };
+    if (cfg.replica_announce_ip[0]) {
+        const char *ip[] = { "REPLCONF", "ip-address", cfg.replica_announce_ip };
         resp_cmd(&u->out, 3, ip);
         u->resp_left++;
     }
@@ -217,7 +211,7 @@ on_up_write(evutil_socket_t fd, short what, void *arg)
         }
         event_del(&u->wev);
         u->wev_on = false;
-        u->last_io_ms = shard_now_ms(r->s);
+        u->last_io_ms = repl_now(r);
         up_handshake(r);
         return;
     }
@@ -231,11 +225,11 @@ send_ack(struct repl *r)
     Ack a = ACK__INIT;
     ReplMsg m = REPL_MSG__INIT;
     a.applied = repl_last_lsn(r);
-    a.durable = persist_durable_lsn(r->s);
+    a.durable = r->ops->durable_lsn(r->host);
     m.m_case = REPL_MSG__M_ACK;
     m.ack = &a;
     repl_send(&u->out, &m);
-    u->last_ack_sent_ms = shard_now_ms(r->s);
+    u->last_ack_sent_ms = repl_now(r);
     u->acked = a.applied;
     u->acked_durable = a.durable;
 }
@@ -254,7 +248,7 @@ ack_if_asked(struct repl *r)
     }
     u->ack_asked = false;
     send_ack(r);
-    u->durable_want = r->p->w && u->acked_durable < u->acked ? u->acked : 0;
+    u->durable_want = repl_wal(r) && u->acked_durable < u->acked ? u->acked : 0;
 }
 
 void
@@ -262,7 +256,7 @@ replica_before_poll(struct repl *r)
 {
     struct upstream *u = &r->up;
     if (rv_unlikely(u->durable_want != 0) && u->st == UP_ONLINE &&
-        persist_durable_lsn(r->s) >= u->durable_want) {
+        r->ops->durable_lsn(r->host) >= u->durable_want) {
         u->durable_want = 0;
         send_ack(r);
         up_flush(r);
@@ -272,7 +266,7 @@ replica_before_poll(struct repl *r)
 static __attribute__((noinline, cold)) void
 apply_failed(struct repl *r, uint64_t lsn, const struct rv_str *argv, const char *e)
 {
-    log_warn("[shard %u] applying LSN %" PRIu64 " (%.*s): %s", shard_id(r->s), lsn,
+    log_warn("[shard %u] applying LSN %" PRIu64 " (%.*s): %s", r->hi.shard, lsn,
              (int)(argv[0].len > 32 ? 32 : argv[0].len), argv[0].p, e);
 }
 
@@ -298,23 +292,21 @@ pay_whole(const struct wal_pay_it *it, struct rv_str **argv, size_t *cap)
 static int
 apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err, size_t errsz)
 {
-    struct ks *ks = shard_ks(r->s);
-    struct persist *ps = r->p;
+    const struct repl_host_ops *ops = r->ops;
     if (r->rp == NULL) {
-        r->rp = replay_create(r->s);
+        r->rp = ops->replay_open(r->host);
     }
-    ks_set_replica_mode(ks, false);   /* records run with their own clock, as on the primary */
+    /* records run with their own clock, as on the primary */
+    ops->apply_begin(r->host, stream);
     int64_t clock = INT64_MIN;
-    uint64_t want = repl_last_lsn(r) + 1;
+    uint64_t want = repl_last_lsn(r) + 1, want0 = want;
     const uint8_t *run = p;          /* the frames applied so far, for the backlog */
     /* In locals, not reloaded from r after every command. */
-    struct replay *rp = r->rp;
+    void *rp = r->rp;
+    struct wal *wal = stream ? ops->wal(r->host) : NULL;
     struct rv_str *argv = r->argv;
     size_t cap = r->argv_cap;
     int rc = 0;
-    if (stream) {
-        cmd_batch_runs_begin();
-    }
     while (n > 0) {
         struct wal_rec rec;
         if (wal_frame_parse(p, n, &rec) != 1) {
@@ -339,11 +331,11 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
         }
         if (rec.ts_ms != clock) {
             clock = rec.ts_ms;
-            shard_set_clock(r->s, clock);
+            ops->set_clock(r->host, clock);
         }
         while ((k = wal_pay_next(&it, &argc, &argv, &cap)) == 1 &&
                (it.left > 0 || it.p == it.end)) {
-            if (!replay_exec(rp, argc, argv, e, sizeof(e))) {
+            if (!ops->replay_exec(rp, argc, argv, e, sizeof(e))) {
                 apply_failed(r, rec.lsn, argv, e);
             }
         }
@@ -356,10 +348,8 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             /* Same LSN, same bytes: the frame (CRC checked above, or sealed by
              * wal_rec_put when it came unsealed from a memory-mode primary)
              * is logged as is. */
-            if (ps->w) {
-                wal_rec_put(ps->w, p, sz);
-            } else {
-                ps->next_lsn = rec.lsn + 1;
+            if (wal) {
+                wal_rec_put(wal, p, sz);
             }
             want++;
         }
@@ -368,13 +358,15 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     }
     r->argv = argv;
     r->argv_cap = cap;
+    if (stream && wal == NULL && want != want0) {
+        ops->set_next_lsn(r->host, want);       /* memory mode: the LSNs applied */
+    }
+    /* (the backlog copy below is nobody's command time) */
+    ops->apply_end(r->host, stream);
     if (stream) {
-        cmd_batch_runs_end();        /* (the backlog copy below is nobody's command time) */
         bl_push_run(&r->bl, run, (size_t)(p - run));     /* nothing reads the backlog meanwhile */
         repl_trim_backlog(r);        /* our own replicas keep what they were not sent yet */
     }
-    ks_set_replica_mode(ks, true);
-    shard_refresh_clock(r->s);
     return rc;
 }
 
@@ -397,12 +389,10 @@ adopt_history(struct repl *r, const char *replid, uint64_t epoch)
 static int
 load_chunk(struct repl *r, const uint8_t *p, size_t n, char *err, size_t errsz)
 {
-    struct upstream *u = &r->up;
-    struct ks *old = shard_swap_ks(r->s, u->loading);
-    persist_side_load(r->s, true);   /* a checkpoint walking the served keyspace must not see these */
+    /* a checkpoint walking the served keyspace must not see these */
+    void *served = r->ops->load_enter(r->host, r->up.loading);
     int rc = apply_frames(r, p, n, false, err, errsz);
-    persist_side_load(r->s, false);
-    shard_swap_ks(r->s, old);
+    r->ops->load_leave(r->host, served);
     return rc;
 }
 
@@ -412,19 +402,18 @@ full_sync_begin(struct repl *r, const FullSyncBegin *b)
     struct upstream *u = &r->up;
     if (u->st != UP_FULL && repl_last_lsn(r) > 0) {
         log_warn("[shard %u] full sync from %s:%d replaces this shard's data: history %s up to LSN %"
-                 PRIu64 " is discarded (%zu keys)", shard_id(r->s), r->mhost,
-                 r->mport + (int)shard_id(r->s), r->replid, repl_last_lsn(r), ks_size(shard_ks(r->s)));
+                 PRIu64 " is discarded (%zu keys)", r->hi.shard, r->mhost,
+                 r->mport + (int)r->hi.shard, r->replid, repl_last_lsn(r), r->ops->keys(r->host));
     }
     u->st = UP_FULL;
-    ks_destroy(u->loading);
-    u->loading = ks_create(rand_u64(), rand_u64());
+    if (u->loading != NULL) {
+        r->ops->load_drop(r->host, u->loading);
+    }
     /* keys_hint only pre-sizes the table (the primary's own count, which
      * may change): capped, so a wrong one costs a resize, not an allocation
      * of its own size. */
     uint64_t hint = b->keys_hint < REPL_KEYS_HINT_MAX ? b->keys_hint : REPL_KEYS_HINT_MAX;
-    ks_reserve(u->loading, (size_t)(hint + hint / 8));
-    ks_set_replica_mode(u->loading, true);
-    persist_hook_ks(r->s, u->loading);
+    u->loading = r->ops->load_new(r->host, (size_t)(hint + hint / 8));
     u->snap_lsn = b->lsn;
     u->snap_epoch = b->epoch;
     u->snap_bytes = 0;
@@ -440,27 +429,24 @@ full_sync_done(struct repl *r, uint64_t lsn)
     struct upstream *u = &r->up;
     char err[256];
     int64_t t0 = clock_mono_us();
-    if (persist_rebase_begin(r->s, lsn, err, sizeof(err)) != 0) {
-        log_warn("[shard %u] full sync: cannot replace the data directory: %s", shard_id(r->s), err);
+    if (r->ops->rebase_begin(r->host, lsn, err, sizeof(err)) != 0) {
+        log_warn("[shard %u] full sync: cannot replace the data directory: %s", r->hi.shard, err);
         repl_new_replid(r);          /* whatever the disk holds now, the next sync is a full one */
         up_fail(r, "local data directory failed");
         return;
     }
     repl_forget_state(r);
-    ks_reserve(u->loading, 0);
-    struct ks *old = shard_swap_ks(r->s, u->loading);
+    r->ops->load_install(r->host, u->loading);   /* the old keyspace goes */
     u->loading = NULL;
-    ks_set_clock(shard_ks(r->s), shard_now_ms(r->s));
-    ks_destroy(old);
     snprintf(r->replid, sizeof(r->replid), "%s", u->snap_replid);
     r->crash_replid = false;
     memset(r->replid2, '0', 40);
     r->second_off = -1;
     r->epoch = u->snap_epoch;
     repl_save_state(r);
-    if (persist_rebase(r->s, lsn, err, sizeof(err)) != 0) {
+    if (r->ops->rebase(r->host, lsn, err, sizeof(err)) != 0) {
         log_warn("[shard %u] full sync: cannot restart the data directory at LSN %" PRIu64 ": %s",
-                 shard_id(r->s), lsn, err);
+                 r->hi.shard, lsn, err);
         repl_new_replid(r);          /* unknown to the primary: the next sync is a full one */
         up_fail(r, "local data directory failed");
         return;
@@ -472,7 +458,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     u->st = UP_ONLINE;
     repl_stale_update(r);
     log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64 " (switch "
-               "%.1f ms)", shard_id(r->s), r->mhost, r->mport + (int)shard_id(r->s), u->snap_keys, lsn,
+               "%.1f ms)", r->hi.shard, r->mhost, r->mport + (int)r->hi.shard, u->snap_keys, lsn,
                (double)(clock_mono_us() - t0) / 1000.0);
     send_ack(r);
 }
@@ -502,8 +488,8 @@ on_msg(struct repl *r, ReplMsg *m)
     char err[300];
     switch (m->m_case) {
     case REPL_MSG__M_WELCOME: {
-        unsigned ns = shard_node(r->s)->nshards;
-        if (m->welcome->nshards != ns || m->welcome->shard != shard_id(r->s)) {
+        unsigned ns = r->hi.nshards;
+        if (m->welcome->nshards != ns || m->welcome->shard != r->hi.shard) {
             snprintf(err, sizeof(err), "shard count mismatch: the primary has %u shards, this node %u",
                      m->welcome->nshards, ns);
             up_fail(r, err);
@@ -517,9 +503,10 @@ on_msg(struct repl *r, ReplMsg *m)
                      !(w2 && strcmp(w2, r->replid) == 0);
         Hello h = HELLO__INIT;
         ReplMsg o = REPL_MSG__INIT;
-        const struct cfg *cfg = shard_cfg(r->s);
-        h.replica_id = shard_node(r->s)->run_id;
-        h.shard = shard_id(r->s);
+        struct repl_cfg cfg;
+        repl_cfg(r, &cfg);
+        h.replica_id = (char *)r->hi.run_id;
+        h.shard = r->hi.shard;
         h.nshards = ns;
         h.replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : (char *)"?";
         if (r->crash_replid && repl_last_lsn(r) + 1 == (uint64_t)r->second_off) {
@@ -530,8 +517,8 @@ on_msg(struct repl *r, ReplMsg *m)
         }
         h.epoch = r->epoch;
         h.applied_lsn = repl_last_lsn(r);
-        h.listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port
-                                                                      : cfg->port) + shard_id(r->s));
+        h.listening_port = (uint32_t)((cfg.replica_announce_port > 0 ? cfg.replica_announce_port
+                                                                     : cfg.port) + r->hi.shard);
         o.m_case = REPL_MSG__M_HELLO;
         o.hello = &h;
         repl_send(&u->out, &o);
@@ -555,8 +542,8 @@ on_msg(struct repl *r, ReplMsg *m)
         repl_stale_update(r);
         u->err[0] = '\0';
         u->backoff_ms = 0;
-        log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, shard_id(r->s), r->mhost,
-                   r->mport + (int)shard_id(r->s), m->cont->from_lsn);
+        log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, r->hi.shard, r->mhost,
+                   r->mport + (int)r->hi.shard, m->cont->from_lsn);
         send_ack(r);
         return true;
     case REPL_MSG__M_FULL_BEGIN:
@@ -619,8 +606,7 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
         up_fail(r, "connection lost");
         return;
     }
-    shard_refresh_clock(r->s);
-    u->last_io_ms = shard_now_ms(r->s);
+    u->last_io_ms = r->ops->refresh_clock(r->host);
     while (u->st == UP_HANDSHAKE && u->resp_left > 0) {
         char *s = u->in.data + u->in.off;
         char *e = memchr(s, '\n', u->in.len - u->in.off);
@@ -642,7 +628,9 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     const uint8_t *body;
     uint32_t len;
     int rc;
-    uint32_t max = (uint32_t)shard_cfg(r->s)->repl_frame_limit;
+    struct repl_cfg cfg;
+    repl_cfg(r, &cfg);
+    uint32_t max = (uint32_t)cfg.repl_frame_limit;
     while ((rc = repl_next(&u->in, &body, &len, max)) == 1) {
         struct repl_records rec;
         bool ok;
@@ -684,9 +672,8 @@ replica_follow(struct repl *r, const char *host, int port)
     primary_drop_all(r);
     if (!r->replica) {
         r->replica = true;
-        r->p->replica = true;
+        r->ops->set_role(r->host, true);
         repl_guard_update(r);
-        ks_set_replica_mode(shard_ks(r->s), true);
     }
     snprintf(r->mhost, sizeof(r->mhost), "%s", host);
     r->mport = port;
@@ -694,7 +681,7 @@ replica_follow(struct repl *r, const char *host, int port)
     u->st = UP_CONNECT;
     u->err[0] = '\0';
     u->backoff_ms = 0;
-    u->since_ms = shard_now_ms(r->s);
+    u->since_ms = repl_now(r);
     u->last_io_ms = 0;               /* connect at the next tick */
     repl_stale_update(r);
 }
@@ -711,7 +698,9 @@ void
 replica_cron(struct repl *r, int64_t now)
 {
     struct upstream *u = &r->up;
-    int64_t timeout = shard_cfg(r->s)->repl_timeout * 1000;
+    struct repl_cfg cfg;
+    repl_cfg(r, &cfg);
+    int64_t timeout = cfg.repl_timeout * 1000;
     switch (u->st) {
     case UP_NONE:
         return;
@@ -722,7 +711,7 @@ replica_cron(struct repl *r, int64_t now)
         return;
     case UP_ONLINE:
         if (now - u->last_ack_sent_ms >= 1000 || u->acked != repl_last_lsn(r) ||
-            u->acked_durable != persist_durable_lsn(r->s)) {
+            u->acked_durable != r->ops->durable_lsn(r->host)) {
             send_ack(r);
             up_flush(r);
         }
@@ -767,8 +756,8 @@ up_addrs(const struct upstream *u, char *addr, char *laddr, size_t n)
     memset(&local, 0, sizeof(local));
     getpeername(u->fd, (struct sockaddr *)&peer, &plen);
     getsockname(u->fd, (struct sockaddr *)&local, &llen);
-    conn_fmt_addr(&peer, addr, n, NULL, 0);
-    conn_fmt_addr(&local, laddr, n, NULL, 0);
+    repl_fmt_addr(&peer, addr, n, NULL, 0);
+    repl_fmt_addr(&local, laddr, n, NULL, 0);
 }
 
 void
@@ -787,7 +776,7 @@ replica_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *ou
     }
     char addr[80], laddr[80];
     up_addrs(u, addr, laddr, sizeof(addr));
-    int64_t now = shard_now_ms(r->s);
+    int64_t now = repl_now(r);
     buf_appendf(out, "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=M db=0 sub=0 psub=0 "
                 "ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 obl=0 oll=0 "
                 "omem=%zu tot-mem=%zu events=r%s cmd=NULL user=default redir=-1 resp=2 watch=0 "
