@@ -115,18 +115,15 @@ hand_over(struct repl *r, struct link *l)
     char host[64];
     int port = l->port - (int)r->hi.shard;
     snprintf(host, sizeof(host), "%s", l->ip);
-    Promote pr = PROMOTE__INIT;
-    ReplMsg m = REPL_MSG__INIT;
+    struct repl_msg m = { .kind = RM_PROMOTE };
     /* With FORCE the target lacks the records past its ack: it takes over there. */
-    pr.lsn = l->ack < repl_last_lsn(r) ? l->ack : repl_last_lsn(r);
-    m.m_case = REPL_MSG__M_PROMOTE;
-    m.promote = &pr;
+    m.u.promote = l->ack < repl_last_lsn(r) ? l->ack : repl_last_lsn(r);
     if (!wal_failpoint_hit("failover-promote-unsent")) {   /* tests: the link closes first */
-        repl_send(&l->out, &m);
+        repl_msg_put(&l->out, &m);
         primary_flush_link(l);
     }
     log_notice("[shard %u] FAILOVER: replica %s:%d has every record up to LSN %" PRIu64
-               "; it takes over and this shard follows it", r->hi.shard, host, port, pr.lsn);
+               "; it takes over and this shard follows it", r->hi.shard, host, port, m.u.promote);
     r->fo.st = FO_PROGRESS;
     r->fo.epoch0 = r->epoch;
     memcpy(r->fo.replid0, r->replid, 41);
@@ -177,7 +174,7 @@ fo_roll_back(struct repl *r, const char *why)
 }
 
 void
-failover_hello(struct repl *r, const char *ip, const Hello *h)
+failover_hello(struct repl *r, const char *ip, const struct repl_hello *h)
 {
     if (r->fo.st != FO_PROGRESS || h->epoch > r->fo.epoch0 || r->epoch != r->fo.epoch0) {
         return;
@@ -206,18 +203,18 @@ failover_cancel(struct repl *r, const char *why)
 }
 
 bool
-failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz)
+failover_take_over(struct repl *r, uint64_t lsn, char *err, size_t errsz)
 {
     wal_failpoint("failover-promote-crash");     /* tests: the target dies on Promote */
     if (wal_failpoint_hit("failover-promote-refused")) {
         snprintf(err, errsz, "FAILOVER: refused to take over (failpoint)");
         return false;
     }
-    if (r->up.st != UP_ONLINE || repl_last_lsn(r) < pm->lsn) {
+    if (r->up.st != UP_ONLINE || repl_last_lsn(r) < lsn) {
         /* We lack records it counted on: refuse; the link closes, and the
          * old primary rolls back when this shard connects to it again. */
         snprintf(err, errsz, "FAILOVER: asked to take over at LSN %" PRIu64 " but only LSN %" PRIu64
-                 " was applied", pm->lsn, repl_last_lsn(r));
+                 " was applied", lsn, repl_last_lsn(r));
         return false;
     }
     char from[300];
@@ -226,8 +223,7 @@ failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz)
         snprintf(err, errsz, "FAILOVER: refused to take over: %s", r->state_err);
         return false;
     }
-    log_notice("[shard %u] FAILOVER: took over from %s at LSN %" PRIu64, r->hi.shard, from,
-               pm->lsn);
+    log_notice("[shard %u] FAILOVER: took over from %s at LSN %" PRIu64, r->hi.shard, from, lsn);
     repl_role_hook(r, "slave", "master", NULL, 0);
     if (r->hi.shard == 0) {
         repl_publish_role(r, "", true);

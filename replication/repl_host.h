@@ -24,7 +24,6 @@ struct wal;
 struct repl_host_info {
     unsigned shard, nshards;         /* this shard's number, the node's shard count */
     const char *run_id;              /* the node's run id (40 hex), as long as the node lives */
-    struct event_base *base;         /* the shard's event loop */
     bool memory;                     /* no durability: no repl.state, no WAL */
     const char *dir;                 /* the shard's data directory, as long as the shard lives */
     bool log_maybe_short;            /* the last run ended uncleanly or recovery cut the log */
@@ -72,6 +71,7 @@ struct repl_host_ops {
     void (*info)(void *host, struct repl_host_info *out);
     void (*cfg)(void *host, struct repl_cfg *out);
     /* The shard's clock: cached, and refreshed (returns it). */
+    struct event_base *(*base)(void *host);      /* the shard's event loop (once it runs) */
     int64_t (*now_ms)(void *host);
     int64_t (*refresh_clock)(void *host);
     uint64_t (*next_client_id)(void *host);       /* ids of master links (CLIENT LIST) */

@@ -4,7 +4,7 @@
 #include "replication/repl_host.h"
 
 #include "base/buf.h"
-#include "proto/repl.pb-c.h"
+#include "replication/repl_msg.h"
 
 #include <event2/event_struct.h>
 #include <stdbool.h>
@@ -78,8 +78,6 @@ bl_block_next_lsn(const struct backlog *bl, const struct bl_block *b)
 /* A full sync's keys_hint pre-sizes the loading table up to this many keys
  * (about 54 MB of slots); past it the table grows as keys arrive. */
 #define REPL_KEYS_HINT_MAX (1u << 22)
-/* Append one framed message to out. */
-void repl_send(struct buf *out, const ReplMsg *m);
 /* Records frame straight from backlog bytes (one copy). */
 void repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t *p, size_t n);
 /* The bytes that precede n bytes of frames in a Records message (the u32
@@ -87,9 +85,6 @@ void repl_send_records(struct buf *out, uint64_t first, uint32_t count, const ui
  * frames themselves can be sent from where they lie. Returns the length. */
 #define REPL_RECORDS_HDR_MAX 40
 size_t repl_records_hdr(uint8_t *h, uint64_t first, uint32_t count, size_t n);
-/* Next message in in: 1 (caller frees with repl_msg_free), 0 need more, -1 bad. */
-int repl_recv(struct buf *in, ReplMsg **m, uint32_t max);
-void repl_msg_free(ReplMsg *m);
 /* The next message's packed ReplMsg without unpacking it: 1 with [*body,
  * *body + *n) inside in (valid until in is read into or consumed), 0 need
  * more (in grows as the message's bytes arrive, never by the announced
@@ -99,13 +94,6 @@ void repl_consume(struct buf *in, uint32_t n);
 /* Bytes still to read before the next message in `in` is whole (0: nothing
  * unread, or the message is whole already). */
 size_t repl_need(const struct buf *in);
-/* The Records fast path (repl_records.c): protobuf-c would copy every frames field. */
-struct repl_records {
-    uint64_t first_lsn;
-    uint32_t count;
-    const uint8_t *frames;           /* points into the packed message */
-    size_t len;
-};
 /* true when the packed ReplMsg [p, p + n) is a plain Records message, parsed
  * as protobuf-c would; false for any other or unusual message (unpack it with
  * protobuf-c, which also rejects malformed ones). */
@@ -300,9 +288,9 @@ void failover_cancel(struct repl *r, const char *why);
 /* repl_primary.c, a Hello on this shard during failover-in-progress: when it
  * comes from the target at this shard's old epoch, the target did not take
  * over and never will (its link that carried Promote is gone): roll back. */
-void failover_hello(struct repl *r, const char *ip, const Hello *h);
+void failover_hello(struct repl *r, const char *ip, const struct repl_hello *h);
 /* Promote from the primary: take over (true), or false with err (refused). */
-bool failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz);
+bool failover_take_over(struct repl *r, uint64_t lsn, char *err, size_t errsz);
 const char *failover_state_name(const struct repl *r);
 bool failover_pause_write(struct repl *r, void *c);
 void failover_check(struct repl *r, int64_t now);

@@ -12,17 +12,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-void
-repl_send(struct buf *out, const ReplMsg *m)
-{
-    size_t n = protobuf_c_message_get_packed_size(&m->base);
-    uint32_t n32 = (uint32_t)n;
-    buf_reserve(out, 4 + n);
-    memcpy(out->data + out->len, &n32, 4);
-    protobuf_c_message_pack(&m->base, (uint8_t *)out->data + out->len + 4);
-    out->len += 4 + n;
-}
-
 /* ReplMsg{records(7): Records{first_lsn(1), count(2), frames(3)}}, packed
  * by hand because protobuf-c would copy the frames into the message; the
  * bytes are those protobuf-c produces (zero scalars omitted), which the unit
@@ -123,26 +112,6 @@ repl_consume(struct buf *in, uint32_t n)
     if (in->off == in->len) {
         in->off = in->len = 0;
     }
-}
-
-int
-repl_recv(struct buf *in, ReplMsg **m, uint32_t max)
-{
-    const uint8_t *body;
-    uint32_t n;
-    int rc = repl_next(in, &body, &n, max);
-    if (rc != 1) {
-        return rc;
-    }
-    *m = repl_msg__unpack(NULL, n, body);
-    repl_consume(in, n);
-    return *m != NULL ? 1 : -1;
-}
-
-void
-repl_msg_free(ReplMsg *m)
-{
-    repl_msg__free_unpacked(m, NULL);
 }
 
 int

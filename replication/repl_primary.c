@@ -178,34 +178,25 @@ repl_accept(struct repl *r, int fd, const struct repl_client_info *c, struct buf
     buf_init(pre);
     l->st = LINK_HELLO;
     l->last_io_ms = l->last_ack_ms = repl_now(r);
-    event_assign(&l->rev, r->hi.base, fd, EV_READ | EV_PERSIST, on_link_read, l);
-    event_assign(&l->wev, r->hi.base, fd, EV_WRITE | EV_PERSIST, on_link_write, l);
+    event_assign(&l->rev, r->ops->base(r->host), fd, EV_READ | EV_PERSIST, on_link_read, l);
+    event_assign(&l->wev, r->ops->base(r->host), fd, EV_WRITE | EV_PERSIST, on_link_write, l);
     event_add(&l->rev, NULL);
     l->next = r->links;
     r->links = l;
     r->nlinks++;
-    Welcome w = WELCOME__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    w.replid = r->replid;
-    w.epoch = r->epoch;
-    w.replid2 = r->second_off > 0 ? r->replid2 : (char *)"";
-    w.shard = r->hi.shard;
-    w.nshards = r->hi.nshards;
-    m.m_case = REPL_MSG__M_WELCOME;
-    m.welcome = &w;
-    repl_send(&l->out, &m);
+    struct repl_msg m = { .kind = RM_WELCOME };
+    m.u.welcome = (struct repl_welcome){ .replid = r->replid, .epoch = r->epoch,
+                                         .replid2 = r->second_off > 0 ? r->replid2 : "",
+                                         .shard = r->hi.shard, .nshards = r->hi.nshards };
+    repl_msg_put(&l->out, &m);
     link_flush(l);
 }
 
 static void
 send_error(struct link *l, const char *text)
 {
-    Error e = ERROR__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    e.text = (char *)text;
-    m.m_case = REPL_MSG__M_ERROR;
-    m.error = &e;
-    repl_send(&l->out, &m);
+    struct repl_msg m = { .kind = RM_ERROR, .u.error = text };
+    repl_msg_put(&l->out, &m);
     link_flush(l);
 }
 
@@ -364,15 +355,11 @@ send_chunk(struct repl *r)
     if (w->chunk.len == 0) {
         return;
     }
-    FullSyncChunk ch = FULL_SYNC_CHUNK__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    ch.frames.data = (uint8_t *)w->chunk.data;
-    ch.frames.len = w->chunk.len;
-    m.m_case = REPL_MSG__M_FULL_CHUNK;
-    m.full_chunk = &ch;
+    struct repl_msg m = { .kind = RM_FULL_CHUNK };
+    m.u.full_chunk = (struct repl_bytes){ (const uint8_t *)w->chunk.data, w->chunk.len };
     for (struct link *l = r->links; l; l = l->next) {
         if (l->st == LINK_FULL) {
-            repl_send(&l->out, &m);
+            repl_msg_put(&l->out, &m);
         }
     }
     w->chunk.off = w->chunk.len = 0;
@@ -452,12 +439,8 @@ walk_end(struct repl *r)
 {
     struct rsnap *w = r->walk;
     send_chunk(r);
-    FullSyncEnd e = FULL_SYNC_END__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    e.lsn = w->lsn;
-    e.keys = w->keys;
-    m.m_case = REPL_MSG__M_FULL_END;
-    m.full_end = &e;
+    struct repl_msg m = { .kind = RM_FULL_END };
+    m.u.full_end = (struct repl_full_end){ w->lsn, w->keys };
     uint64_t pos;
     bool have = bl_find(&r->bl, w->lsn + 1, &pos);
     int64_t took = repl_now(r) - w->t0_ms;
@@ -473,7 +456,7 @@ walk_end(struct repl *r)
                           "repl-backlog-size");
             continue;
         }
-        repl_send(&l->out, &m);
+        repl_msg_put(&l->out, &m);
         l->snap_end = l->out_done + buf_unread(&l->out);
         l->sent_pos = pos;
         l->sent_lsn = lsn + 1;
@@ -562,21 +545,15 @@ walk_start(struct repl *r)
     keyset_init(&w->dumped);
     w->t0_ms = repl_now(r);
     buf_init(&w->chunk);
-    w->ev = evtimer_new(r->hi.base, on_slice, r);
+    w->ev = evtimer_new(r->ops->base(r->host), on_slice, r);
     r->walk = w;
     r->ops->set_cow(r->host, true);
-    FullSyncBegin b = FULL_SYNC_BEGIN__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    b.replid = r->replid;
-    b.epoch = r->epoch;
-    b.lsn = w->lsn;
-    b.keys_hint = r->ops->keys(r->host);
-    m.m_case = REPL_MSG__M_FULL_BEGIN;
-    m.full_begin = &b;
+    struct repl_msg m = { .kind = RM_FULL_BEGIN };
+    m.u.full_begin = (struct repl_full_begin){ r->replid, r->epoch, w->lsn, r->ops->keys(r->host) };
     for (struct link *l = r->links; l; l = l->next) {
         if (l->st == LINK_FULL_WAIT || l->st == LINK_FULL) {
             l->st = LINK_FULL;
-            repl_send(&l->out, &m);
+            repl_msg_put(&l->out, &m);
         }
     }
     struct timeval tv = { 0, 0 };
@@ -685,7 +662,7 @@ repl_retain_lsn(struct repl *r, uint64_t lsn)
 }
 
 static void
-on_hello(struct link *l, const Hello *h)
+on_hello(struct link *l, const struct repl_hello *h)
 {
     struct repl *r = l->r;
     unsigned ns = r->hi.nshards;
@@ -728,14 +705,9 @@ on_hello(struct link *l, const Hello *h)
     bool ok = (same || prev) && (bl_find(&r->bl, from, &pos) ||
                                  continue_from_wal(l, from, &walrecs, &nwal));
     if (ok) {
-        Continue c = CONTINUE__INIT;
-        ReplMsg m = REPL_MSG__INIT;
-        c.replid = r->replid;
-        c.epoch = r->epoch;
-        c.from_lsn = from;
-        m.m_case = REPL_MSG__M_CONT;
-        m.cont = &c;
-        repl_send(&l->out, &m);
+        struct repl_msg m = { .kind = RM_CONT };
+        m.u.cont = (struct repl_cont){ r->replid, r->epoch, from };
+        repl_msg_put(&l->out, &m);
         if (nwal > 0) {
             repl_send_records(&l->out, from, nwal, (const uint8_t *)walrecs.data, walrecs.len);
             log_notice("[shard %u] replica %s:%d: %u records read back from the WAL", r->hi.shard,
@@ -792,7 +764,7 @@ on_hello(struct link *l, const Hello *h)
 }
 
 static __attribute__((noinline, cold)) void
-ack_refused(struct link *l, const Ack *a)
+ack_refused(struct link *l, const struct repl_ack *a)
 {
     char why[200];
     snprintf(why, sizeof(why), "ack for LSN %" PRIu64 " (durable %" PRIu64 ") past the last record "
@@ -816,39 +788,40 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
     }
     int64_t now = r->ops->refresh_clock(r->host);
     l->last_io_ms = now;
-    ReplMsg *m;
+    struct repl_msg m;
     int rc;
     bool acked = false;
-    while ((rc = repl_recv(&l->in, &m, REPL_MAX_FROM_REPLICA)) == 1) {
-        switch (m->m_case) {
-        case REPL_MSG__M_HELLO:
+    while ((rc = repl_msg_recv(&l->in, &m, REPL_MAX_FROM_REPLICA)) == 1) {
+        const struct repl_ack *a = &m.u.ack;
+        switch (m.kind) {
+        case RM_HELLO:
             if (l->st == LINK_HELLO) {
-                on_hello(l, m->hello);
-                repl_msg_free(m);
+                on_hello(l, &m.u.hello);
+                repl_msg_done(&m);
                 return;              /* l may be gone; more input comes with the next read */
             }
             break;
-        case REPL_MSG__M_ACK:
+        case RM_ACK:
             /* An ack past the last record sent would trim the WAL and
              * satisfy WAIT for records the replica never got: the peer is
              * broken (or not what it claims), so the link goes. */
-            if (rv_unlikely(m->ack->applied >= l->sent_lsn || m->ack->durable >= l->sent_lsn) &&
-                (m->ack->applied | m->ack->durable) != 0) {
-                ack_refused(l, m->ack);
-                repl_msg_free(m);
+            if (rv_unlikely(a->applied >= l->sent_lsn || a->durable >= l->sent_lsn) &&
+                (a->applied | a->durable) != 0) {
+                ack_refused(l, a);
+                repl_msg_done(&m);
                 return;
             }
-            if (m->ack->applied > l->ack) {
-                l->ack = m->ack->applied;
+            if (a->applied > l->ack) {
+                l->ack = a->applied;
             }
-            l->durable = m->ack->durable;
+            l->durable = a->durable;
             l->last_ack_ms = now;
             acked = true;
             break;
         default:
             break;
         }
-        repl_msg_free(m);
+        repl_msg_done(&m);
     }
     if (rc < 0) {
         link_close(l, "malformed frame");
@@ -1000,7 +973,7 @@ ship_due(struct repl *r, uint64_t pending)
     }
     if (!r->ship_armed) {
         if (!event_initialized(&r->ship_ev)) {
-            evtimer_assign(&r->ship_ev, r->hi.base, on_ship_timer, r);
+            evtimer_assign(&r->ship_ev, r->ops->base(r->host), on_ship_timer, r);
         }
         uint64_t left = r->last_ship_us + (uint64_t)delay - now;
         struct timeval tv = { (time_t)(left / 1000000), (suseconds_t)(left % 1000000) };
@@ -1015,11 +988,8 @@ ship_due(struct repl *r, uint64_t pending)
 static bool
 link_ask_ack(struct link *l)
 {
-    GetAck g = GET_ACK__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    m.m_case = REPL_MSG__M_GET_ACK;
-    m.get_ack = &g;
-    repl_send(&l->out, &m);
+    struct repl_msg m = { .kind = RM_GET_ACK };
+    repl_msg_put(&l->out, &m);
     return l->wev_on || link_flush(l);
 }
 
@@ -1105,13 +1075,9 @@ primary_cron(struct repl *r, int64_t now)
             continue;
         }
         if (beat && l->st == LINK_ONLINE) {
-            Heartbeat h = HEARTBEAT__INIT;
-            ReplMsg m = REPL_MSG__INIT;
-            h.lsn = repl_last_lsn(r);
-            h.now_ms = now;
-            m.m_case = REPL_MSG__M_HEARTBEAT;
-            m.heartbeat = &h;
-            repl_send(&l->out, &m);
+            struct repl_msg m = { .kind = RM_HEARTBEAT };
+            m.u.heartbeat = (struct repl_heartbeat){ repl_last_lsn(r), now };
+            repl_msg_put(&l->out, &m);
             link_flush(l);
         }
     }

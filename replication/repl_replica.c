@@ -147,8 +147,8 @@ up_connect(struct repl *r)
     u->ctime_ms = repl_now(r);
     buf_init(&u->in);
     buf_init(&u->out);
-    event_assign(&u->rev, r->hi.base, fd, EV_READ | EV_PERSIST, on_up_read, r);
-    event_assign(&u->wev, r->hi.base, fd, EV_WRITE | EV_PERSIST, on_up_write, r);
+    event_assign(&u->rev, r->ops->base(r->host), fd, EV_READ | EV_PERSIST, on_up_read, r);
+    event_assign(&u->wev, r->ops->base(r->host), fd, EV_WRITE | EV_PERSIST, on_up_write, r);
     event_add(&u->wev, NULL);
     u->wev_on = true;
     u->st = UP_CONNECTING;
@@ -222,16 +222,12 @@ static void
 send_ack(struct repl *r)
 {
     struct upstream *u = &r->up;
-    Ack a = ACK__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    a.applied = repl_last_lsn(r);
-    a.durable = r->ops->durable_lsn(r->host);
-    m.m_case = REPL_MSG__M_ACK;
-    m.ack = &a;
-    repl_send(&u->out, &m);
+    struct repl_msg m = { .kind = RM_ACK };
+    m.u.ack = (struct repl_ack){ repl_last_lsn(r), r->ops->durable_lsn(r->host) };
+    repl_msg_put(&u->out, &m);
     u->last_ack_sent_ms = repl_now(r);
-    u->acked = a.applied;
-    u->acked_durable = a.durable;
+    u->acked = m.u.ack.applied;
+    u->acked_durable = m.u.ack.durable;
 }
 
 /* Acks go out once per cron tick when something changed (and every second
@@ -397,7 +393,7 @@ load_chunk(struct repl *r, const uint8_t *p, size_t n, char *err, size_t errsz)
 }
 
 static void
-full_sync_begin(struct repl *r, const FullSyncBegin *b)
+full_sync_begin(struct repl *r, const struct repl_full_begin *b)
 {
     struct upstream *u = &r->up;
     if (u->st != UP_FULL && repl_last_lsn(r) > 0) {
@@ -482,51 +478,49 @@ on_records(struct repl *r, const struct repl_records *rec)
 
 /* One message; false when the link was closed. */
 static bool
-on_msg(struct repl *r, ReplMsg *m)
+on_msg(struct repl *r, const struct repl_msg *m)
 {
     struct upstream *u = &r->up;
     char err[300];
-    switch (m->m_case) {
-    case REPL_MSG__M_WELCOME: {
+    switch (m->kind) {
+    case RM_WELCOME: {
         unsigned ns = r->hi.nshards;
-        if (m->welcome->nshards != ns || m->welcome->shard != r->hi.shard) {
+        if (m->u.welcome.nshards != ns || m->u.welcome.shard != r->hi.shard) {
             snprintf(err, sizeof(err), "shard count mismatch: the primary has %u shards, this node %u",
-                     m->welcome->nshards, ns);
+                     m->u.welcome.nshards, ns);
             up_fail(r, err);
             u->backoff_ms = 5000;
             return false;
         }
         /* A primary that continues our history under a new replid (an
          * unclean restart draws one at the same epoch) is not a rival. */
-        const char *w2 = m->welcome->replid2;
-        bool stale = repl_newer(r->epoch, r->replid, m->welcome->epoch, m->welcome->replid) &&
+        const char *w2 = m->u.welcome.replid2;
+        bool stale = repl_newer(r->epoch, r->replid, m->u.welcome.epoch, m->u.welcome.replid) &&
                      !(w2 && strcmp(w2, r->replid) == 0);
-        Hello h = HELLO__INIT;
-        ReplMsg o = REPL_MSG__INIT;
+        struct repl_msg o = { .kind = RM_HELLO };
+        struct repl_hello *h = &o.u.hello;
         struct repl_cfg cfg;
         repl_cfg(r, &cfg);
-        h.replica_id = (char *)r->hi.run_id;
-        h.shard = r->hi.shard;
-        h.nshards = ns;
-        h.replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : (char *)"?";
+        h->replica_id = r->hi.run_id;
+        h->shard = r->hi.shard;
+        h->nshards = ns;
+        h->replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : "?";
         if (r->crash_replid && repl_last_lsn(r) + 1 == (uint64_t)r->second_off) {
             /* Nothing written under the replid an unclean start drew: all we
              * hold is replid2's history, which the primary may know (it was
              * our replica before a failover). */
-            h.replid = r->replid2;
+            h->replid = r->replid2;
         }
-        h.epoch = r->epoch;
-        h.applied_lsn = repl_last_lsn(r);
-        h.listening_port = (uint32_t)((cfg.replica_announce_port > 0 ? cfg.replica_announce_port
-                                                                     : cfg.port) + r->hi.shard);
-        o.m_case = REPL_MSG__M_HELLO;
-        o.hello = &h;
-        repl_send(&u->out, &o);
+        h->epoch = r->epoch;
+        h->applied_lsn = repl_last_lsn(r);
+        h->listening_port = (uint32_t)((cfg.replica_announce_port > 0 ? cfg.replica_announce_port
+                                                                      : cfg.port) + r->hi.shard);
+        repl_msg_put(&u->out, &o);
         if (stale) {
             /* The Hello tells the stale primary our epoch: it fences itself. */
             up_flush(r);
             snprintf(err, sizeof(err), "the primary is at replication epoch %" PRIu64 ", older than "
-                     "this node's %" PRIu64 ": not following a stale primary", m->welcome->epoch,
+                     "this node's %" PRIu64 ": not following a stale primary", m->u.welcome.epoch,
                      r->epoch);
             up_fail(r, err);
             u->backoff_ms = 5000;
@@ -535,57 +529,53 @@ on_msg(struct repl *r, ReplMsg *m)
         u->st = UP_SYNC;
         return true;
     }
-    case REPL_MSG__M_CONT:
-        adopt_history(r, m->cont->replid, m->cont->epoch);
+    case RM_CONT:
+        adopt_history(r, m->u.cont.replid, m->u.cont.epoch);
         repl_backlog_start(r);
         u->st = UP_ONLINE;
         repl_stale_update(r);
         u->err[0] = '\0';
         u->backoff_ms = 0;
         log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, r->hi.shard, r->mhost,
-                   r->mport + (int)r->hi.shard, m->cont->from_lsn);
+                   r->mport + (int)r->hi.shard, m->u.cont.from_lsn);
         send_ack(r);
         return true;
-    case REPL_MSG__M_FULL_BEGIN:
-        full_sync_begin(r, m->full_begin);
+    case RM_FULL_BEGIN:
+        full_sync_begin(r, &m->u.full_begin);
         return true;
-    case REPL_MSG__M_FULL_CHUNK:
+    case RM_FULL_CHUNK:
         if (u->st != UP_FULL) {
             up_fail(r, "snapshot data outside a full sync");
             return false;
         }
-        u->snap_bytes += m->full_chunk->frames.len;
-        if (load_chunk(r, m->full_chunk->frames.data, m->full_chunk->frames.len, err,
-                       sizeof(err)) != 0) {
+        u->snap_bytes += m->u.full_chunk.len;
+        if (load_chunk(r, m->u.full_chunk.data, m->u.full_chunk.len, err, sizeof(err)) != 0) {
             up_fail(r, err);
             return false;
         }
         return true;
-    case REPL_MSG__M_FULL_END:
+    case RM_FULL_END:
         if (u->st != UP_FULL) {
             up_fail(r, "snapshot end outside a full sync");
             return false;
         }
-        u->snap_keys = m->full_end->keys;
+        u->snap_keys = m->u.full_end.keys;
         u->err[0] = '\0';
         u->backoff_ms = 0;
-        full_sync_done(r, m->full_end->lsn);
+        full_sync_done(r, m->u.full_end.lsn);
         return u->fd >= 0;
-    case REPL_MSG__M_RECORDS: {
-        struct repl_records rec = { m->records->first_lsn, m->records->count,
-                                    m->records->frames.data, m->records->frames.len };
-        return on_records(r, &rec);
-    }
-    case REPL_MSG__M_GET_ACK:
+    case RM_RECORDS:
+        return on_records(r, &m->u.records);
+    case RM_GET_ACK:
         u->ack_asked = true;
         return true;
-    case REPL_MSG__M_PROMOTE:
-        if (!failover_take_over(r, m->promote, err, sizeof(err))) {
+    case RM_PROMOTE:
+        if (!failover_take_over(r, m->u.promote, err, sizeof(err))) {
             up_fail(r, err);         /* reconnects: the old primary then rolls back */
         }
         return false;                /* the link is closed */
-    case REPL_MSG__M_ERROR:
-        snprintf(err, sizeof(err), "the primary refused: %s", m->error->text);
+    case RM_ERROR:
+        snprintf(err, sizeof(err), "the primary refused: %s", m->u.error);
         up_fail(r, err);
         u->backoff_ms = 5000;
         return false;
@@ -637,13 +627,13 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
         if (repl_parse_records(body, len, &rec)) {
             ok = on_records(r, &rec);
         } else {
-            ReplMsg *m = repl_msg__unpack(NULL, len, body);
-            if (m == NULL) {
+            struct repl_msg m;
+            if (!repl_msg_decode(body, len, &m)) {
                 up_fail(r, "malformed frame");
                 return;
             }
-            ok = on_msg(r, m);
-            repl_msg_free(m);
+            ok = on_msg(r, &m);
+            repl_msg_done(&m);
         }
         if (!ok || u->fd < 0) {
             return;                  /* the link was closed (u->in is gone) */

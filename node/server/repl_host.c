@@ -32,7 +32,6 @@ h_info(void *host, struct repl_host_info *out)
     out->shard = shard_id(s);
     out->nshards = shard_node(s)->nshards;
     out->run_id = shard_node(s)->run_id;
-    out->base = shard_base(s);
     out->memory = p->mode == WAL_MEMORY;
     out->dir = p->dir;
     out->log_maybe_short = persist_log_maybe_short(s);
@@ -64,6 +63,12 @@ h_cfg(void *host, struct repl_cfg *out)
     out->obl_secs = c->obl_secs[CFG_OBL_REPLICA];
     out->replica_read_only = c->replica_read_only;
     out->replica_serve_stale_data = c->replica_serve_stale_data;
+}
+
+static struct event_base *
+h_base(void *host)
+{
+    return shard_base(host);
 }
 
 static int64_t
@@ -376,6 +381,7 @@ h_set_cow(void *host, bool on)
 static const struct repl_host_ops ops = {
     .info = h_info,
     .cfg = h_cfg,
+    .base = h_base,
     .now_ms = h_now_ms,
     .refresh_clock = h_refresh_clock,
     .next_client_id = h_next_client_id,
