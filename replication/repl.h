@@ -6,8 +6,9 @@
  * the same LSNs and payloads recovery replays, so a replica applies exactly
  * what a restart would. Offsets shown by INFO/ROLE/WAIT are LSNs.
  *
- * Everything here runs on the shard's thread; REPLICAOF reaches the other
- * shards with shard_post(). */
+ * Everything here runs on the shard's thread; the commands
+ * (node/commands/cmd_repl.c) run REPLICAOF and FAILOVER on every shard. The
+ * shard itself is reached only through replication/repl_host.h. */
 #pragma once
 #include "proto/resp.h"
 
@@ -61,7 +62,8 @@ void repl_cron(struct repl *r);
 /* Recompute the guard flags (this one and the persist one) after a change of
  * role, fencing, FAILOVER state or min-replicas-to-write. */
 void repl_guard_update(struct repl *r);
-/* A write from client c: true (with -READONLY / -NOREPLICAS replied) when refused. */
+/* A write from client c: true when refused (-READONLY / -NOREPLICAS replied
+ * through the host's client_error) or paused (FAILOVER). */
 bool repl_refuse_write(struct repl *r, void *c);
 /* snap.c, before a write while a full sync walks: copy the key's value at
  * the snapshot LSN first (or restart the walk for a keyless write). */
