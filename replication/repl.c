@@ -47,9 +47,8 @@ repl_backlog_start(struct repl *r)
     if (r->hot.backlog) {
         return;
     }
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    bl_init(&r->bl, (size_t)cfg.repl_backlog_size, repl_last_lsn(r) + 1);
+    const struct repl_cfg *cfg = repl_cfg(r);
+    bl_init(&r->bl, (size_t)cfg->repl_backlog_size, repl_last_lsn(r) + 1);
     r->hot.backlog = true;
     r->ops->log_on(r->host);         /* memory mode: records are built from now on */
 }
@@ -242,9 +241,8 @@ repl_attach(void *hs)
     r->up.fd = -1;
     repl_new_replid(r);
     memset(r->replid2, '0', 40);
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    const char *ro = cfg.replicaof;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    const char *ro = cfg->replicaof;
     char host[256];
     int port;
     bool follows = ro && *ro && parse_hostport(ro, host, sizeof(host), &port);
@@ -355,9 +353,8 @@ repl_before_poll(struct repl *r)
 void
 repl_stale_update(struct repl *r)
 {
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    r->ops->set_stale(r->host, r->replica && !replica_link_up(r) && !cfg.replica_serve_stale_data);
+    const struct repl_cfg *cfg = repl_cfg(r);
+    r->ops->set_stale(r->host, r->replica && !replica_link_up(r) && !cfg->replica_serve_stale_data);
 }
 
 void
@@ -374,9 +371,8 @@ repl_cron(struct repl *r)
         replica_cron(r, now);
     }
     primary_cron(r, now);
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    bl_set_size(&r->bl, (size_t)cfg.repl_backlog_size);   /* CONFIG SET applies live */
+    const struct repl_cfg *cfg = repl_cfg(r);
+    bl_set_size(&r->bl, (size_t)cfg->repl_backlog_size);   /* CONFIG SET applies live */
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
     repl_guard_update(r);
     repl_stale_update(r);            /* CONFIG SET replica-serve-stale-data */
@@ -385,23 +381,21 @@ repl_cron(struct repl *r)
 void
 repl_guard_update(struct repl *r)
 {
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
+    const struct repl_cfg *cfg = repl_cfg(r);
     r->hot.guard = r->replica || r->fenced_epoch != 0 || r->fo.st != FO_NONE ||
-                   cfg.min_replicas_to_write > 0;
+                   cfg->min_replicas_to_write > 0;
     r->ops->set_guard(r->host, r->hot.guard);
 }
 
 bool
 repl_refuse_write(struct repl *r, void *c)
 {
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
+    const struct repl_cfg *cfg = repl_cfg(r);
     if (r->fo.st == FO_PROGRESS && failover_pause_write(r, c)) {
         return true;                 /* handed over, not confirmed yet: it may roll back */
     }
     if (r->replica) {
-        if (cfg.replica_read_only && !(r->ops->client_state(r->host, c) & REPL_CL_REPLAY)) {
+        if (cfg->replica_read_only && !(r->ops->client_state(r->host, c) & REPL_CL_REPLAY)) {
             r->ops->client_error(r->host, c, "READONLY You can't write against a read only replica.");
             return true;
         }
@@ -418,8 +412,8 @@ repl_refuse_write(struct repl *r, void *c)
         r->ops->client_error(r->host, c, e);
         return true;
     }
-    if (cfg.min_replicas_to_write > 0 &&
-        primary_good_replicas(r, repl_now(r)) < cfg.min_replicas_to_write) {
+    if (cfg->min_replicas_to_write > 0 &&
+        primary_good_replicas(r, repl_now(r)) < cfg->min_replicas_to_write) {
         r->ops->client_error(r->host, c, "NOREPLICAS Not enough good replicas to write.");
         return true;
     }
@@ -454,8 +448,7 @@ repl_info(struct repl *r, struct buf *b)
     if (r == NULL) {
         return;
     }
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
+    const struct repl_cfg *cfg = repl_cfg(r);
     int64_t now = repl_now(r);
     uint64_t off = repl_last_lsn(r);
     buf_appendf(b, "# Replication\r\nrole:%s\r\n", r->replica ? "slave" : "master");
@@ -477,10 +470,10 @@ repl_info(struct repl *r, struct buf *b)
             buf_appendf(b, "master_link_down_since_seconds:%" PRId64 "\r\n", (now - u->since_ms) / 1000);
         }
         buf_appendf(b, "slave_priority:%" PRId64 "\r\nslave_read_only:%d\r\nreplica_announced:1\r\n",
-             cfg.replica_priority, cfg.replica_read_only ? 1 : 0);
+             cfg->replica_priority, cfg->replica_read_only ? 1 : 0);
     }
     buf_appendf(b, "connected_slaves:%u\r\n", r->nlinks);
-    if (!r->replica && cfg.min_replicas_to_write > 0) {
+    if (!r->replica && cfg->min_replicas_to_write > 0) {
         buf_appendf(b, "min_slaves_good_slaves:%ld\r\n", primary_good_replicas(r, now));
     }
     unsigned i = 0;
@@ -496,7 +489,7 @@ repl_info(struct repl *r, struct buf *b)
             "repl_backlog_active:%d\r\nrepl_backlog_size:%" PRId64 "\r\n"
             "repl_backlog_first_byte_offset:%" PRIu64 "\r\nrepl_backlog_histlen:%" PRIu64 "\r\n"
             "repl_epoch:%" PRIu64 "\r\n\r\n",
-         failover_state_name(r), r->replid, r->replid2, off, r->second_off, r->hot.backlog ? 1 : 0, cfg.repl_backlog_size,
+         failover_state_name(r), r->replid, r->replid2, off, r->second_off, r->hot.backlog ? 1 : 0, cfg->repl_backlog_size,
          r->hot.backlog ? r->bl.first_lsn : 0,
          r->hot.backlog ? r->bl.next_lsn - r->bl.first_lsn : 0, r->epoch);
 }
@@ -618,18 +611,17 @@ repl_role_hook(struct repl *r, const char *old_role, const char *new_role, const
     }
     char self[256];
     if (host == NULL) {
-        struct repl_cfg cfg;
-        repl_cfg(r, &cfg);
-        const char *ip = cfg.replica_announce_ip && *cfg.replica_announce_ip ? cfg.replica_announce_ip
-                         : cfg.cluster_announce_ip && *cfg.cluster_announce_ip ? cfg.cluster_announce_ip
-                                                                                : cfg.bind;
+        const struct repl_cfg *cfg = repl_cfg(r);
+        const char *ip = cfg->replica_announce_ip && *cfg->replica_announce_ip ? cfg->replica_announce_ip
+                         : cfg->cluster_announce_ip && *cfg->cluster_announce_ip ? cfg->cluster_announce_ip
+                                                                                : cfg->bind;
         size_t n = ip ? strcspn(ip, " ") : 0;
         if (n == 0 || (n == 1 && ip[0] == '*')) {
             ip = "127.0.0.1", n = 9;
         }
         snprintf(self, sizeof(self), "%.*s", (int)n, ip);
         host = self;
-        port = (int)(cfg.replica_announce_port ? cfg.replica_announce_port : cfg.port);
+        port = (int)(cfg->replica_announce_port ? cfg->replica_announce_port : cfg->port);
     }
     r->ops->role_hook(r->host, old_role, new_role, r->epoch, host, port);
 }

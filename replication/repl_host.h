@@ -30,8 +30,8 @@ struct repl_host_info {
 };
 
 /* The configuration values replication reads, as the shard sees them now
- * (CONFIG SET applies at once). Strings live as long as the shard's current
- * configuration snapshot; NULL or "" when unset. */
+ * (CONFIG SET applies at once). Strings live as long as the snapshot they
+ * came from (the node keeps every snapshot); NULL or "" when unset. */
 struct repl_cfg {
     const char *replicaof, *masterauth, *masteruser;
     const char *replica_announce_ip, *cluster_announce_ip, *bind;
@@ -69,6 +69,9 @@ enum repl_wake {
 
 struct repl_host_ops {
     void (*info)(void *host, struct repl_host_info *out);
+    /* The configuration snapshot's identity (a new one for every change),
+     * and its values: cfg is asked again only when the identity changed. */
+    const void *(*cfg_id)(void *host);
     void (*cfg)(void *host, struct repl_cfg *out);
     /* The shard's clock: cached, and refreshed (returns it). */
     struct event_base *(*base)(void *host);      /* the shard's event loop (once it runs) */

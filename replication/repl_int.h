@@ -4,6 +4,7 @@
 #include "replication/repl_host.h"
 
 #include "base/buf.h"
+#include "base/mem.h"
 #include "replication/repl_msg.h"
 
 #include <event2/event_struct.h>
@@ -169,6 +170,8 @@ struct repl {
     const struct repl_host_ops *ops; /* the shard, through repl_host.h */
     void *host;
     struct repl_host_info hi;        /* fixed facts about the shard */
+    struct repl_cfg cfg;             /* repl_cfg's copy, of the snapshot cfg_id */
+    const void *cfg_id;
     char replid[41], replid2[41];
     int64_t second_off;              /* -1: none */
     bool crash_replid;               /* replid drawn by an unclean start (repl.c), not adopted */
@@ -230,10 +233,17 @@ repl_now(const struct repl *r)
 {
     return r->ops->now_ms(r->host);
 }
-static inline void
-repl_cfg(const struct repl *r, struct repl_cfg *c)
+/* The configuration as the shard sees it now: asked of the host again only
+ * when its snapshot changed (one indirect call otherwise). */
+static inline const struct repl_cfg *
+repl_cfg(struct repl *r)
 {
-    r->ops->cfg(r->host, c);
+    const void *id = r->ops->cfg_id(r->host);
+    if (rv_unlikely(id != r->cfg_id)) {
+        r->ops->cfg(r->host, &r->cfg);
+        r->cfg_id = id;
+    }
+    return &r->cfg;
 }
 static inline struct wal *
 repl_wal(const struct repl *r)

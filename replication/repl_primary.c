@@ -87,9 +87,8 @@ link_over_limit(struct link *l, int64_t now)
     if (l->st != LINK_ONLINE) {
         return false;                /* a full sync's snapshot is paced by the walk (OUT_PAUSE) */
     }
-    struct repl_cfg cfg;
-    repl_cfg(l->r, &cfg);
-    int64_t hard = cfg.obl_hard, soft = cfg.obl_soft;
+    const struct repl_cfg *cfg = repl_cfg(l->r);
+    int64_t hard = cfg->obl_hard, soft = cfg->obl_soft;
     uint64_t pending = buf_unread(&l->out);
     if (l->snap_end > l->out_done) {
         /* As in Redis, the snapshot itself is not the replica's output buffer:
@@ -108,7 +107,7 @@ link_over_limit(struct link *l, int64_t now)
         l->obl_soft_since_ms = now;
         return false;
     }
-    return now - l->obl_soft_since_ms >= cfg.obl_secs * 1000;
+    return now - l->obl_soft_since_ms >= cfg->obl_secs * 1000;
 }
 
 static void
@@ -639,16 +638,15 @@ repl_retain_lsn(struct repl *r, uint64_t lsn)
      * too, while they are few enough for continue_from_wal to send (its
      * catch-up plus the backlog plus the segment it starts in); past either
      * bound it is forgotten and full-syncs when it comes back. */
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
+    const struct repl_cfg *cfg = repl_cfg(r);
     struct wal *wal = repl_wal(r);
     int64_t now = repl_now(r);
-    uint64_t most = WAL_CATCHUP_MAX + (uint64_t)cfg.repl_backlog_size + (uint64_t)cfg.wal_segment_bytes;
+    uint64_t most = WAL_CATCHUP_MAX + (uint64_t)cfg->repl_backlog_size + (uint64_t)cfg->wal_segment_bytes;
     for (size_t i = 0; i < REPL_GONE_MAX; i++) {
         if (r->gone[i].id[0] == '\0' || r->gone[i].ack >= lsn) {
             continue;
         }
-        if (now - r->gone[i].at_ms > cfg.repl_backlog_ttl * 1000 || wal == NULL ||
+        if (now - r->gone[i].at_ms > cfg->repl_backlog_ttl * 1000 || wal == NULL ||
             wal_bytes_from(wal, r->gone[i].ack + 1) > most) {
             memset(&r->gone[i], 0, sizeof(r->gone[i]));
             continue;
@@ -962,9 +960,8 @@ on_ship_timer(evutil_socket_t fd, short what, void *arg)
 static bool
 ship_due(struct repl *r, uint64_t pending)
 {
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    int64_t delay = cfg.repl_ship_delay_us;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    int64_t delay = cfg->repl_ship_delay_us;
     uint64_t now = clock_mono_us();
     if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || pending >= SHIP_NOW_BYTES ||
         now - r->last_ship_us >= (uint64_t)delay) {
@@ -1046,9 +1043,8 @@ primary_stop_timer(struct repl *r)
 long
 primary_good_replicas(struct repl *r, int64_t now)
 {
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    int64_t max_lag = cfg.min_replicas_max_lag * 1000;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    int64_t max_lag = cfg->min_replicas_max_lag * 1000;
     long n = 0;
     for (struct link *l = r->links; l; l = l->next) {
         if (l->st == LINK_ONLINE && now - l->last_ack_ms <= max_lag) {
@@ -1061,9 +1057,8 @@ primary_good_replicas(struct repl *r, int64_t now)
 void
 primary_cron(struct repl *r, int64_t now)
 {
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    int64_t timeout = cfg.repl_timeout * 1000;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    int64_t timeout = cfg->repl_timeout * 1000;
     bool beat = now - r->last_hb_ms >= 1000;
     if (beat) {
         r->last_hb_ms = now;

@@ -159,28 +159,27 @@ static void
 up_handshake(struct repl *r)
 {
     struct upstream *u = &r->up;
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
+    const struct repl_cfg *cfg = repl_cfg(r);
     u->resp_left = 0;
-    if (cfg.masterauth[0]) {
-        if (cfg.masteruser[0]) {
-            const char *a[] = { "AUTH", cfg.masteruser, cfg.masterauth };
+    if (cfg->masterauth[0]) {
+        if (cfg->masteruser[0]) {
+            const char *a[] = { "AUTH", cfg->masteruser, cfg->masterauth };
             resp_cmd(&u->out, 3, a);
         } else {
-            const char *a[] = { "AUTH", cfg.masterauth };
+            const char *a[] = { "AUTH", cfg->masterauth };
             resp_cmd(&u->out, 2, a);
         }
         u->resp_left++;
     }
     char port[16];
-    int myport = cfg.replica_announce_port > 0 ? (int)cfg.replica_announce_port
-                                               : (int)cfg.port;
+    int myport = cfg->replica_announce_port > 0 ? (int)cfg->replica_announce_port
+                                               : (int)cfg->port;
     snprintf(port, sizeof(port), "%d", myport + (int)r->hi.shard);
     const char *lp[] = { "REPLCONF", "listening-port", port };
     resp_cmd(&u->out, 3, lp);
     u->resp_left++;
-    if (cfg.replica_announce_ip[0]) {
-        const char *ip[] = { "REPLCONF", "ip-address", cfg.replica_announce_ip };
+    if (cfg->replica_announce_ip[0]) {
+        const char *ip[] = { "REPLCONF", "ip-address", cfg->replica_announce_ip };
         resp_cmd(&u->out, 3, ip);
         u->resp_left++;
     }
@@ -499,8 +498,7 @@ on_msg(struct repl *r, const struct repl_msg *m)
                      !(w2 && strcmp(w2, r->replid) == 0);
         struct repl_msg o = { .kind = RM_HELLO };
         struct repl_hello *h = &o.u.hello;
-        struct repl_cfg cfg;
-        repl_cfg(r, &cfg);
+        const struct repl_cfg *cfg = repl_cfg(r);
         h->replica_id = r->hi.run_id;
         h->shard = r->hi.shard;
         h->nshards = ns;
@@ -513,8 +511,8 @@ on_msg(struct repl *r, const struct repl_msg *m)
         }
         h->epoch = r->epoch;
         h->applied_lsn = repl_last_lsn(r);
-        h->listening_port = (uint32_t)((cfg.replica_announce_port > 0 ? cfg.replica_announce_port
-                                                                      : cfg.port) + r->hi.shard);
+        h->listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port
+                                                                      : cfg->port) + r->hi.shard);
         repl_msg_put(&u->out, &o);
         if (stale) {
             /* The Hello tells the stale primary our epoch: it fences itself. */
@@ -618,9 +616,8 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     const uint8_t *body;
     uint32_t len;
     int rc;
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    uint32_t max = (uint32_t)cfg.repl_frame_limit;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    uint32_t max = (uint32_t)cfg->repl_frame_limit;
     while ((rc = repl_next(&u->in, &body, &len, max)) == 1) {
         struct repl_records rec;
         bool ok;
@@ -688,9 +685,8 @@ void
 replica_cron(struct repl *r, int64_t now)
 {
     struct upstream *u = &r->up;
-    struct repl_cfg cfg;
-    repl_cfg(r, &cfg);
-    int64_t timeout = cfg.repl_timeout * 1000;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    int64_t timeout = cfg->repl_timeout * 1000;
     switch (u->st) {
     case UP_NONE:
         return;

@@ -37,6 +37,14 @@ h_info(void *host, struct repl_host_info *out)
     out->log_maybe_short = persist_log_maybe_short(s);
 }
 
+/* Snapshots are never changed in place nor freed before exit: the pointer
+ * names one. */
+static const void *
+h_cfg_id(void *host)
+{
+    return shard_cfg(host);
+}
+
 static void
 h_cfg(void *host, struct repl_cfg *out)
 {
@@ -380,6 +388,7 @@ h_set_cow(void *host, bool on)
 
 static const struct repl_host_ops ops = {
     .info = h_info,
+    .cfg_id = h_cfg_id,
     .cfg = h_cfg,
     .base = h_base,
     .now_ms = h_now_ms,
