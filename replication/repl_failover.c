@@ -28,35 +28,15 @@
 
 #include "base/log.h"
 #include "base/mem.h"
-#include "node/core/cmd.h"
-#include "node/commands/cmds.h"
-#include "node/core/conn.h"
-#include "node/core/node.h"
-#include "node/persist/persist.h"
-#include "node/persist/persist_int.h"
-#include "node/core/reply.h"
-#include "node/core/shard.h"
+#include "base/rv_err.h"
 #include "wal/wal.h"
 
-#include "node/core/config.h"
-
-#include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 /* How long a handed-over shard holds its writers for the target's answer. */
 #define FO_CONFIRM_MS 5000
-
-struct fo_msg {
-    struct shard_msg m;
-    bool abort;
-    bool to;
-    char host[256];
-    int port;
-    bool force;
-    int64_t timeout_ms;
-};
 
 const char *
 failover_state_name(const struct repl *r)
@@ -79,7 +59,7 @@ find_target(struct repl *r, bool to, const char *host, int port)
             }
             continue;
         }
-        if (strcmp(l->ip, host) == 0 && l->port == port + (int)shard_id(r->s)) {
+        if (strcmp(l->ip, host) == 0 && l->port == port + (int)r->hi.shard) {
             return l;
         }
     }
@@ -97,11 +77,9 @@ resume_paused(struct repl *r)
             continue;
         }
         *pp = w->next;
-        struct conn *c = w->c;
+        void *c = w->c;
         rv_free(w);
-        c->flags &= ~CONN_BLOCKED;
-        conn_resume(c);
-        shard_want_write(c->shard, c);
+        r->ops->client_wake(r->host, c, REPL_WAKE_RESUME, 0, 0, NULL);
     }
 }
 
@@ -109,17 +87,17 @@ static void
 fo_end(struct repl *r, const char *why)
 {
     if (why) {
-        log_warn("[shard %u] FAILOVER aborted: %s", shard_id(r->s), why);
+        log_warn("[shard %u] FAILOVER aborted: %s", r->hi.shard, why);
     }
     r->fo.st = FO_NONE;
     resume_paused(r);
 }
 
 bool
-failover_pause_write(struct repl *r, struct conn *c)
+failover_pause_write(struct repl *r, void *c)
 {
     if (r->fo.st == FO_NONE || r->fo.expired ||
-        (c->flags & (CONN_MULTI | CONN_IN_EXEC | CONN_REPLAY))) {
+        (r->ops->client_state(r->host, c) & (REPL_CL_MULTI | REPL_CL_EXEC | REPL_CL_REPLAY))) {
         return false;
     }
     struct waiter *w = rv_calloc(1, sizeof(*w));
@@ -127,8 +105,7 @@ failover_pause_write(struct repl *r, struct conn *c)
     w->paused = true;
     w->next = r->waiters;
     r->waiters = w;
-    c->rbuf.off = c->cmd_start;      /* parse the command again once resumed */
-    c->flags |= CONN_BLOCKED;
+    r->ops->client_pause(r->host, c);    /* parse the command again once resumed */
     return true;
 }
 
@@ -136,26 +113,23 @@ static void
 hand_over(struct repl *r, struct link *l)
 {
     char host[64];
-    int port = l->port - (int)shard_id(r->s);
+    int port = l->port - (int)r->hi.shard;
     snprintf(host, sizeof(host), "%s", l->ip);
-    Promote pr = PROMOTE__INIT;
-    ReplMsg m = REPL_MSG__INIT;
+    struct repl_msg m = { .kind = RM_PROMOTE };
     /* With FORCE the target lacks the records past its ack: it takes over there. */
-    pr.lsn = l->ack < repl_last_lsn(r) ? l->ack : repl_last_lsn(r);
-    m.m_case = REPL_MSG__M_PROMOTE;
-    m.promote = &pr;
+    m.u.promote = l->ack < repl_last_lsn(r) ? l->ack : repl_last_lsn(r);
     if (!wal_failpoint_hit("failover-promote-unsent")) {   /* tests: the link closes first */
-        repl_send(&l->out, &m);
+        repl_msg_put(&l->out, &m);
         primary_flush_link(l);
     }
     log_notice("[shard %u] FAILOVER: replica %s:%d has every record up to LSN %" PRIu64
-               "; it takes over and this shard follows it", shard_id(r->s), host, port, pr.lsn);
+               "; it takes over and this shard follows it", r->hi.shard, host, port, m.u.promote);
     r->fo.st = FO_PROGRESS;
     r->fo.epoch0 = r->epoch;
     memcpy(r->fo.replid0, r->replid, 41);
     snprintf(r->fo.target_id, sizeof(r->fo.target_id), "%s", l->id);
     r->fo.expired = false;
-    r->fo.deadline_ms = shard_now_ms(r->s) + FO_CONFIRM_MS;
+    r->fo.deadline_ms = repl_now(r) + FO_CONFIRM_MS;
     /* Becoming a replica closes the links after writing what they hold. */
     replica_follow(r, host, port);
     (void)repl_save_state(r);        /* a restart now follows the target (the safe side) */
@@ -168,15 +142,15 @@ hand_over(struct repl *r, struct link *l)
 static void
 fo_done(struct repl *r)
 {
-    log_notice("[shard %u] FAILOVER done: %s:%d took over (epoch %" PRIu64 ")", shard_id(r->s),
-               r->mhost, r->mport + (int)shard_id(r->s), r->epoch);
+    log_notice("[shard %u] FAILOVER done: %s:%d took over (epoch %" PRIu64 ")", r->hi.shard,
+               r->mhost, r->mport + (int)r->hi.shard, r->epoch);
     r->fo.st = FO_NONE;
     repl_guard_update(r);
     resume_paused(r);
-    if (shard_id(r->s) == 0) {
+    if (r->hi.shard == 0) {
         char hp[300];
         snprintf(hp, sizeof(hp), "%s %d", r->mhost, r->mport);
-        repl_publish_role(r->s, hp, true);
+        repl_publish_role(r, hp, true);
     }
 }
 
@@ -185,13 +159,12 @@ static void
 fo_roll_back(struct repl *r, const char *why)
 {
     log_warn("[shard %u] FAILOVER rolled back: %s; this shard is the primary again (epoch %" PRIu64
-             ")", shard_id(r->s), why, r->epoch);
+             ")", r->hi.shard, why, r->epoch);
     replica_stop(r);
     r->replica = false;
-    r->p->replica = false;
+    r->ops->set_role(r->host, false);
     r->mhost[0] = '\0';
     repl_stale_update(r);
-    ks_set_replica_mode(shard_ks(r->s), false);
     repl_backlog_start(r);
     (void)repl_save_state(r);        /* if this fails a restart follows the target: safe */
     r->fo.st = FO_NONE;
@@ -201,13 +174,13 @@ fo_roll_back(struct repl *r, const char *why)
 }
 
 void
-failover_hello(struct repl *r, const char *ip, const Hello *h)
+failover_hello(struct repl *r, const char *ip, const struct repl_hello *h)
 {
     if (r->fo.st != FO_PROGRESS || h->epoch > r->fo.epoch0 || r->epoch != r->fo.epoch0) {
         return;
     }
     /* The target's run id, or its address (a restarted target has a new run id). */
-    int port = r->mport + (int)shard_id(r->s);
+    int port = r->mport + (int)r->hi.shard;
     bool target = (h->replica_id && strcmp(h->replica_id, r->fo.target_id) == 0) ||
                   (strcmp(ip, r->mhost) == 0 && (int)h->listening_port == port);
     if (!target) {
@@ -223,38 +196,37 @@ failover_cancel(struct repl *r, const char *why)
     if (r->fo.st == FO_NONE) {
         return;
     }
-    log_notice("[shard %u] FAILOVER ended by %s", shard_id(r->s), why);
+    log_notice("[shard %u] FAILOVER ended by %s", r->hi.shard, why);
     r->fo.st = FO_NONE;
     repl_guard_update(r);
     resume_paused(r);
 }
 
 bool
-failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz)
+failover_take_over(struct repl *r, uint64_t lsn, char *err, size_t errsz)
 {
     wal_failpoint("failover-promote-crash");     /* tests: the target dies on Promote */
     if (wal_failpoint_hit("failover-promote-refused")) {
         snprintf(err, errsz, "FAILOVER: refused to take over (failpoint)");
         return false;
     }
-    if (r->up.st != UP_ONLINE || repl_last_lsn(r) < pm->lsn) {
+    if (r->up.st != UP_ONLINE || repl_last_lsn(r) < lsn) {
         /* We lack records it counted on: refuse; the link closes, and the
          * old primary rolls back when this shard connects to it again. */
         snprintf(err, errsz, "FAILOVER: asked to take over at LSN %" PRIu64 " but only LSN %" PRIu64
-                 " was applied", pm->lsn, repl_last_lsn(r));
+                 " was applied", lsn, repl_last_lsn(r));
         return false;
     }
     char from[300];
-    snprintf(from, sizeof(from), "%s:%d", r->mhost, r->mport + (int)shard_id(r->s));
+    snprintf(from, sizeof(from), "%s:%d", r->mhost, r->mport + (int)r->hi.shard);
     if (repl_promote(r) != RV_OK) {
         snprintf(err, errsz, "FAILOVER: refused to take over: %s", r->state_err);
         return false;
     }
-    log_notice("[shard %u] FAILOVER: took over from %s at LSN %" PRIu64, shard_id(r->s), from,
-               pm->lsn);
+    log_notice("[shard %u] FAILOVER: took over from %s at LSN %" PRIu64, r->hi.shard, from, lsn);
     repl_role_hook(r, "slave", "master", NULL, 0);
-    if (shard_id(r->s) == 0) {
-        repl_publish_role(r->s, "", true);
+    if (r->hi.shard == 0) {
+        repl_publish_role(r, "", true);
     }
     return true;
 }
@@ -267,7 +239,7 @@ failover_check(struct repl *r, int64_t now)
             fo_done(r);
         } else if (!r->fo.expired && now >= r->fo.deadline_ms) {
             log_warn("[shard %u] FAILOVER: no word from the target within %d ms: this shard stays "
-                     "its replica (REPLICAOF NO ONE here takes writes back)", shard_id(r->s),
+                     "its replica (REPLICAOF NO ONE here takes writes back)", r->hi.shard,
                      FO_CONFIRM_MS);
             r->fo.expired = true;
             resume_paused(r);        /* they now get -READONLY */
@@ -289,7 +261,7 @@ failover_check(struct repl *r, int64_t now)
     if (r->fo.deadline_ms > 0 && now >= r->fo.deadline_ms) {
         if (r->fo.force) {
             log_warn("[shard %u] FAILOVER: timeout with FORCE: the target is %" PRIu64
-                     " records behind and takes over anyway", shard_id(r->s),
+                     " records behind and takes over anyway", r->hi.shard,
                      repl_last_lsn(r) - l->ack);
             hand_over(r, l);
         } else {
@@ -298,9 +270,14 @@ failover_check(struct repl *r, int64_t now)
     }
 }
 
-/* Validate on this shard; NULL when it can start, else Redis's error text. */
-static const char *
-fo_check_start(struct repl *r, const struct fo_msg *m)
+bool
+repl_failover_active(const struct repl *r)
+{
+    return r->fo.st != FO_NONE;
+}
+
+const char *
+repl_failover_check(struct repl *r, const struct repl_failover_req *m)
 {
     if (r->replica) {
         return "ERR FAILOVER is not valid when server is a replica.";
@@ -322,8 +299,8 @@ fo_check_start(struct repl *r, const struct fo_msg *m)
     return NULL;
 }
 
-static void
-fo_apply(struct repl *r, const struct fo_msg *m)
+void
+repl_failover_apply(struct repl *r, const struct repl_failover_req *m)
 {
     if (m->abort) {
         if (r->fo.st == FO_WAIT) {
@@ -331,9 +308,9 @@ fo_apply(struct repl *r, const struct fo_msg *m)
         }
         return;
     }
-    const char *e = fo_check_start(r, m);
+    const char *e = repl_failover_check(r, m);
     if (e != NULL) {
-        log_warn("[shard %u] FAILOVER not started: %s", shard_id(r->s), e + 4);
+        log_warn("[shard %u] FAILOVER not started: %s", r->hi.shard, e + 4);
         return;
     }
     r->fo.st = FO_WAIT;
@@ -343,93 +320,9 @@ fo_apply(struct repl *r, const struct fo_msg *m)
     snprintf(r->fo.host, sizeof(r->fo.host), "%s", m->host);
     r->fo.port = m->port;
     r->fo.force = m->force;
-    r->fo.deadline_ms = m->timeout_ms > 0 ? shard_now_ms(r->s) + m->timeout_ms : 0;
+    r->fo.deadline_ms = m->timeout_ms > 0 ? repl_now(r) + m->timeout_ms : 0;
     repl_guard_update(r);
     log_notice("[shard %u] FAILOVER started: writes paused until the target replica has LSN %"
-               PRIu64, shard_id(r->s), repl_last_lsn(r));
-    failover_check(r, shard_now_ms(r->s));
-}
-
-static void
-run_fo(struct shard *s, struct shard_msg *mm)
-{
-    struct fo_msg *m = (struct fo_msg *)mm;
-    struct repl *r = repl_of(s);
-    if (r != NULL) {
-        fo_apply(r, m);
-    }
-    rv_free(m);
-}
-
-void
-cmd_failover(struct conn *c, int argc, struct rv_str *argv)
-{
-    struct repl *r = repl_of(c->shard);
-    struct fo_msg t = { 0 };
-    t.timeout_ms = 0;
-    for (int i = 1; i < argc; i++) {
-        int64_t v;
-        if (cmd_arg_is(argv[i], "to") && i + 2 < argc && !t.to) {
-            if (!cmd_arg_int(argv[i + 2], &v) || v <= 0 || v > 65535) {
-                reply_errf(c, "ERR value is not an integer or out of range");
-                return;
-            }
-            t.to = true;
-            snprintf(t.host, sizeof(t.host), "%.*s", (int)(argv[i + 1].len > 255 ? 255 : argv[i + 1].len),
-                     argv[i + 1].p);
-            t.port = (int)v;
-            i += 2;
-        } else if (cmd_arg_is(argv[i], "force") && !t.force) {
-            t.force = true;
-        } else if (cmd_arg_is(argv[i], "abort") && !t.abort) {
-            t.abort = true;
-        } else if (cmd_arg_is(argv[i], "timeout") && i + 1 < argc && t.timeout_ms == 0) {
-            if (!cmd_arg_int(argv[i + 1], &v)) {
-                reply_errf(c, "ERR value is not an integer or out of range");
-                return;
-            }
-            if (v <= 0) {
-                reply_errf(c, "ERR FAILOVER timeout must be greater than 0");
-                return;
-            }
-            t.timeout_ms = v;
-            i++;
-        } else {
-            reply_errf(c, "ERR syntax error");
-            return;
-        }
-    }
-    if (t.abort) {
-        if (t.to || t.force || t.timeout_ms) {
-            reply_errf(c, "ERR syntax error");
-            return;
-        }
-        if (r->fo.st == FO_NONE) {
-            reply_errf(c, "ERR FAILOVER is not in progress.");
-            return;
-        }
-    } else {
-        if (t.force && (!t.to || t.timeout_ms == 0)) {
-            reply_errf(c, "ERR FAILOVER with force option requires both a timeout and target HOST "
-                          "and IP.");
-            return;
-        }
-        const char *e = fo_check_start(r, &t);
-        if (e != NULL) {
-            reply_errf(c, "%s", e + 4);
-            return;
-        }
-    }
-    reply_ok(c);
-    struct node *n = shard_node(c->shard);
-    for (unsigned i = 0; i < n->nshards; i++) {
-        struct fo_msg *m = rv_malloc(sizeof(*m));
-        *m = t;
-        m->m.run = run_fo;
-        if (n->shards[i] == c->shard) {
-            run_fo(c->shard, &m->m);
-        } else {
-            shard_post(n->shards[i], &m->m);
-        }
-    }
+               PRIu64, r->hi.shard, repl_last_lsn(r));
+    failover_check(r, repl_now(r));
 }

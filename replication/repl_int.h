@@ -1,18 +1,15 @@
 /* replication/repl_int.h: state shared by the replication files. */
 #pragma once
 #include "replication/repl.h"
+#include "replication/repl_host.h"
 
 #include "base/buf.h"
-#include "proto/repl.pb-c.h"
+#include "base/mem.h"
+#include "replication/repl_msg.h"
 
 #include <event2/event_struct.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-struct shard;
-struct persist;
-struct replay;
-struct conn;
 
 /* ---- backlog (repl_backlog.c): the most recent record frames, in blocks that
  * records never straddle. Absolute positions count bytes ever appended. ---- */
@@ -82,8 +79,6 @@ bl_block_next_lsn(const struct backlog *bl, const struct bl_block *b)
 /* A full sync's keys_hint pre-sizes the loading table up to this many keys
  * (about 54 MB of slots); past it the table grows as keys arrive. */
 #define REPL_KEYS_HINT_MAX (1u << 22)
-/* Append one framed message to out. */
-void repl_send(struct buf *out, const ReplMsg *m);
 /* Records frame straight from backlog bytes (one copy). */
 void repl_send_records(struct buf *out, uint64_t first, uint32_t count, const uint8_t *p, size_t n);
 /* The bytes that precede n bytes of frames in a Records message (the u32
@@ -91,9 +86,6 @@ void repl_send_records(struct buf *out, uint64_t first, uint32_t count, const ui
  * frames themselves can be sent from where they lie. Returns the length. */
 #define REPL_RECORDS_HDR_MAX 40
 size_t repl_records_hdr(uint8_t *h, uint64_t first, uint32_t count, size_t n);
-/* Next message in in: 1 (caller frees with repl_msg_free), 0 need more, -1 bad. */
-int repl_recv(struct buf *in, ReplMsg **m, uint32_t max);
-void repl_msg_free(ReplMsg *m);
 /* The next message's packed ReplMsg without unpacking it: 1 with [*body,
  * *body + *n) inside in (valid until in is read into or consumed), 0 need
  * more (in grows as the message's bytes arrive, never by the announced
@@ -103,13 +95,6 @@ void repl_consume(struct buf *in, uint32_t n);
 /* Bytes still to read before the next message in `in` is whole (0: nothing
  * unread, or the message is whole already). */
 size_t repl_need(const struct buf *in);
-/* The Records fast path (repl_records.c): protobuf-c would copy every frames field. */
-struct repl_records {
-    uint64_t first_lsn;
-    uint32_t count;
-    const uint8_t *frames;           /* points into the packed message */
-    size_t len;
-};
 /* true when the packed ReplMsg [p, p + n) is a plain Records message, parsed
  * as protobuf-c would; false for any other or unusual message (unpack it with
  * protobuf-c, which also rejects malformed ones). */
@@ -163,7 +148,7 @@ struct upstream {
     bool ack_asked;                  /* a GetAck came in this read */
     uint64_t durable_want;           /* a GetAck found the own WAL behind: ack once it is durable */
     int64_t backoff_ms;
-    struct ks *loading;              /* full sync: the keyspace being loaded beside the served one */
+    void *loading;                   /* full sync: the keyspace being loaded beside the served one (host's) */
     uint64_t snap_lsn, snap_keys, snap_bytes;
     char snap_replid[41];
     uint64_t snap_epoch;
@@ -172,7 +157,7 @@ struct upstream {
 
 struct waiter {                      /* WAIT / WAITAOF, or a write paused by FAILOVER */
     struct waiter *next;
-    struct conn *c;
+    void *c;                         /* the host's client */
     bool paused;
     uint64_t lsn;
     long need;
@@ -182,8 +167,11 @@ struct waiter {                      /* WAIT / WAITAOF, or a write paused by FAI
 
 struct repl {
     struct repl_hot hot;             /* must stay first (repl.h) */
-    struct shard *s;
-    struct persist *p;
+    const struct repl_host_ops *ops; /* the shard, through repl_host.h */
+    void *host;
+    struct repl_host_info hi;        /* fixed facts about the shard */
+    struct repl_cfg cfg;             /* repl_cfg's copy, of the snapshot cfg_id */
+    const void *cfg_id;
     char replid[41], replid2[41];
     int64_t second_off;              /* -1: none */
     bool crash_replid;               /* replid drawn by an unclean start (repl.c), not adopted */
@@ -233,13 +221,38 @@ struct repl {
     char mhost[256];
     int mport;
     struct upstream up;
-    struct replay *rp;
+    void *rp;                        /* the host's replayer (replay_open) */
     struct rv_str *argv;
     size_t argv_cap;
 };
 
-struct repl *repl_of(struct shard *s);
-uint64_t repl_last_lsn(struct repl *r);
+uint64_t repl_last_lsn(const struct repl *r);
+/* Shorthands for the host's clock and configuration. */
+static inline int64_t
+repl_now(const struct repl *r)
+{
+    return r->ops->now_ms(r->host);
+}
+/* The configuration as the shard sees it now: asked of the host again only
+ * when its snapshot changed (one indirect call otherwise). */
+static inline const struct repl_cfg *
+repl_cfg(struct repl *r)
+{
+    const void *id = r->ops->cfg_id(r->host);
+    if (rv_unlikely(id != r->cfg_id)) {
+        r->ops->cfg(r->host, &r->cfg);
+        r->cfg_id = id;
+    }
+    return &r->cfg;
+}
+static inline struct wal *
+repl_wal(const struct repl *r)
+{
+    return r->ops->wal(r->host);
+}
+/* "ip:port" and the ip alone (when ip) of a socket address (CLIENT LIST, slaveN:ip=). */
+struct sockaddr_storage;
+void repl_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz);
 void repl_backlog_start(struct repl *r);
 /* After bl_push or bl_push_run: drop what the backlog's size no longer keeps,
  * first queueing it for connected replicas that have not been sent it. */
@@ -259,7 +272,7 @@ void repl_fence(struct repl *r, uint64_t epoch, const char *who);
 void repl_forget_state(struct repl *r);
 
 /* repl_primary.c */
-void primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre);
+
 void primary_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out);
 long primary_client_kill(struct repl *r, int64_t id, const struct rv_str *addr);
 /* repl_replica.c: the master link's CLIENT LIST line / CLIENT KILL */
@@ -278,10 +291,6 @@ void primary_flush_link(struct link *l);
  * (bounded by client-output-buffer-limit replica). */
 void primary_save_unsent(struct repl *r, uint64_t upto);
 
-/* The role is config state too: CONFIG GET/REWRITE show replicaof ("host
- * port" or ""); with rewrite (FAILOVER), the config file too, if any. From
- * one shard's thread (the client's, or shard 0). */
-void repl_publish_role(struct shard *s, const char *val, bool rewrite);
 
 /* repl_failover.c */
 /* A FAILOVER in progress on this shard ends (REPLICAOF came): paused writers go on. */
@@ -289,11 +298,11 @@ void failover_cancel(struct repl *r, const char *why);
 /* repl_primary.c, a Hello on this shard during failover-in-progress: when it
  * comes from the target at this shard's old epoch, the target did not take
  * over and never will (its link that carried Promote is gone): roll back. */
-void failover_hello(struct repl *r, const char *ip, const Hello *h);
+void failover_hello(struct repl *r, const char *ip, const struct repl_hello *h);
 /* Promote from the primary: take over (true), or false with err (refused). */
-bool failover_take_over(struct repl *r, const Promote *pm, char *err, size_t errsz);
+bool failover_take_over(struct repl *r, uint64_t lsn, char *err, size_t errsz);
 const char *failover_state_name(const struct repl *r);
-bool failover_pause_write(struct repl *r, struct conn *c);
+bool failover_pause_write(struct repl *r, void *c);
 void failover_check(struct repl *r, int64_t now);
 
 /* repl_replica.c */

@@ -4,20 +4,13 @@
 
 #include "base/varint.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
-
-void
-repl_send(struct buf *out, const ReplMsg *m)
-{
-    size_t n = protobuf_c_message_get_packed_size(&m->base);
-    uint32_t n32 = (uint32_t)n;
-    buf_reserve(out, 4 + n);
-    memcpy(out->data + out->len, &n32, 4);
-    protobuf_c_message_pack(&m->base, (uint8_t *)out->data + out->len + 4);
-    out->len += 4 + n;
-}
 
 /* ReplMsg{records(7): Records{first_lsn(1), count(2), frames(3)}}, packed
  * by hand because protobuf-c would copy the frames into the message; the
@@ -122,26 +115,6 @@ repl_consume(struct buf *in, uint32_t n)
 }
 
 int
-repl_recv(struct buf *in, ReplMsg **m, uint32_t max)
-{
-    const uint8_t *body;
-    uint32_t n;
-    int rc = repl_next(in, &body, &n, max);
-    if (rc != 1) {
-        return rc;
-    }
-    *m = repl_msg__unpack(NULL, n, body);
-    repl_consume(in, n);
-    return *m != NULL ? 1 : -1;
-}
-
-void
-repl_msg_free(ReplMsg *m)
-{
-    repl_msg__free_unpacked(m, NULL);
-}
-
-int
 repl_read(int fd, struct buf *in)
 {
     if (in->off > 0 && in->off == in->len) {
@@ -197,4 +170,24 @@ repl_write(int fd, struct buf *out, bool *blocked)
         buf_shrink(out, 64 * 1024);
     }
     return 0;
+}
+
+void
+repl_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(out, outsz, "%s:%d", host, port);
+    if (ip) {
+        snprintf(ip, ipsz, "%s", host);
+    }
 }

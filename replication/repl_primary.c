@@ -5,14 +5,8 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "node/features/acl.h"
-#include "node/core/conn.h"
-#include "node/keyspace/dict.h"
-#include "node/keyspace/ks.h"
-#include "node/core/node.h"
-#include "node/persist/persist.h"
-#include "node/persist/persist_int.h"
-#include "node/core/shard.h"
+#include "base/rand.h"
+#include "base/siphash.h"
 #include "wal/wal.h"
 
 #include <errno.h>
@@ -46,7 +40,7 @@ gone_remember(struct repl *r, const char *id, uint64_t ack)
     }
     snprintf(r->gone[k].id, sizeof(r->gone[k].id), "%s", id);
     r->gone[k].ack = ack;
-    r->gone[k].at_ms = shard_now_ms(r->s);
+    r->gone[k].at_ms = repl_now(r);
 }
 
 static void
@@ -74,7 +68,7 @@ link_close(struct link *l, const char *why)
         gone_remember(r, l->id, l->ack);
     }
     if (why) {
-        log_notice("[shard %u] replica %s:%d: connection closed: %s", shard_id(r->s), l->ip, l->port,
+        log_notice("[shard %u] replica %s:%d: connection closed: %s", r->hi.shard, l->ip, l->port,
                    why);
     }
     event_del(&l->rev);
@@ -93,8 +87,8 @@ link_over_limit(struct link *l, int64_t now)
     if (l->st != LINK_ONLINE) {
         return false;                /* a full sync's snapshot is paced by the walk (OUT_PAUSE) */
     }
-    const struct cfg *cfg = shard_cfg(l->r->s);
-    int64_t hard = cfg->obl_hard[CFG_OBL_REPLICA], soft = cfg->obl_soft[CFG_OBL_REPLICA];
+    const struct repl_cfg *cfg = repl_cfg(l->r);
+    int64_t hard = cfg->obl_hard, soft = cfg->obl_soft;
     uint64_t pending = buf_unread(&l->out);
     if (l->snap_end > l->out_done) {
         /* As in Redis, the snapshot itself is not the replica's output buffer:
@@ -113,7 +107,7 @@ link_over_limit(struct link *l, int64_t now)
         l->obl_soft_since_ms = now;
         return false;
     }
-    return now - l->obl_soft_since_ms >= cfg->obl_secs[CFG_OBL_REPLICA] * 1000;
+    return now - l->obl_soft_since_ms >= cfg->obl_secs * 1000;
 }
 
 static void
@@ -123,9 +117,9 @@ link_schedule_close(struct link *l)
         return;
     }
     l->close_asap = true;
-    shard_stats(l->r->s)->client_output_limit_disconnections++;
+    l->r->ops->count_obl_close(l->r->host);
     log_warn("[shard %u] replica %s:%d: client scheduled to be closed ASAP for overcoming of output "
-             "buffer limits (%zu bytes unsent; client-output-buffer-limit replica)", shard_id(l->r->s),
+             "buffer limits (%zu bytes unsent; client-output-buffer-limit replica)", l->r->hi.shard,
              l->ip, l->port, (size_t)buf_unread(&l->out));
 }
 
@@ -147,7 +141,7 @@ link_flush(struct link *l)
         event_del(&l->wev);
         l->wev_on = false;
     }
-    if (l->close_asap || link_over_limit(l, shard_now_ms(l->r->s))) {
+    if (l->close_asap || link_over_limit(l, repl_now(l->r))) {
         link_schedule_close(l);
         link_close(l, "output buffer past client-output-buffer-limit replica (too slow)");
         return false;
@@ -162,7 +156,7 @@ primary_flush_link(struct link *l)
 }
 
 void
-primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre)
+repl_accept(struct repl *r, int fd, const struct repl_client_info *c, struct buf *pre)
 {
     struct link *l = rv_calloc(1, sizeof(*l));
     l->r = r;
@@ -170,47 +164,38 @@ primary_accept(struct repl *r, int fd, const struct conn *c, struct buf *pre)
     l->cid = c->id;
     snprintf(l->addr, sizeof(l->addr), "%s", c->addr);
     snprintf(l->laddr, sizeof(l->laddr), "%s", c->laddr);
-    snprintf(l->user, sizeof(l->user), "%s", acl_user_name(c->user));
+    snprintf(l->user, sizeof(l->user), "%s", c->user);
     l->ctime_ms = c->ctime_ms;
     struct sockaddr_storage peer;
     socklen_t plen = sizeof(peer);
     char a[80];
     memset(&peer, 0, sizeof(peer));
     getpeername(fd, (struct sockaddr *)&peer, &plen);
-    conn_fmt_addr(&peer, a, sizeof(a), l->ip, sizeof(l->ip));   /* slaveN:ip= */
+    repl_fmt_addr(&peer, a, sizeof(a), l->ip, sizeof(l->ip));   /* slaveN:ip= */
     buf_init(&l->in);
     l->out = *pre;                   /* the client's replies before RVSYNC go first */
     buf_init(pre);
     l->st = LINK_HELLO;
-    l->last_io_ms = l->last_ack_ms = shard_now_ms(r->s);
-    event_assign(&l->rev, shard_base(r->s), fd, EV_READ | EV_PERSIST, on_link_read, l);
-    event_assign(&l->wev, shard_base(r->s), fd, EV_WRITE | EV_PERSIST, on_link_write, l);
+    l->last_io_ms = l->last_ack_ms = repl_now(r);
+    event_assign(&l->rev, r->ops->base(r->host), fd, EV_READ | EV_PERSIST, on_link_read, l);
+    event_assign(&l->wev, r->ops->base(r->host), fd, EV_WRITE | EV_PERSIST, on_link_write, l);
     event_add(&l->rev, NULL);
     l->next = r->links;
     r->links = l;
     r->nlinks++;
-    Welcome w = WELCOME__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    w.replid = r->replid;
-    w.epoch = r->epoch;
-    w.replid2 = r->second_off > 0 ? r->replid2 : (char *)"";
-    w.shard = shard_id(r->s);
-    w.nshards = shard_node(r->s)->nshards;
-    m.m_case = REPL_MSG__M_WELCOME;
-    m.welcome = &w;
-    repl_send(&l->out, &m);
+    struct repl_msg m = { .kind = RM_WELCOME };
+    m.u.welcome = (struct repl_welcome){ .replid = r->replid, .epoch = r->epoch,
+                                         .replid2 = r->second_off > 0 ? r->replid2 : "",
+                                         .shard = r->hi.shard, .nshards = r->hi.nshards };
+    repl_msg_put(&l->out, &m);
     link_flush(l);
 }
 
 static void
 send_error(struct link *l, const char *text)
 {
-    Error e = ERROR__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    e.text = (char *)text;
-    m.m_case = REPL_MSG__M_ERROR;
-    m.error = &e;
-    repl_send(&l->out, &m);
+    struct repl_msg m = { .kind = RM_ERROR, .u.error = text };
+    repl_msg_put(&l->out, &m);
     link_flush(l);
 }
 
@@ -229,11 +214,86 @@ send_error(struct link *l, const char *text)
 #define CHUNK_SEND (256u << 10)
 #define OUT_PAUSE (16u << 20)        /* slices wait while a replica has this much unsent */
 
+/* The keys a walk already sent ahead of its cursor: a set of their names
+ * (open addressing, linear probing, kept at most half full). */
+struct keyset {
+    struct ks_slot {
+        uint64_t h;
+        size_t len;
+        char *key;                   /* NULL: free */
+    } *slots;
+    size_t cap, n;
+    uint64_t k0, k1;
+};
+
+static void
+keyset_init(struct keyset *ks)
+{
+    memset(ks, 0, sizeof(*ks));
+    ks->k0 = rand_u64();
+    ks->k1 = rand_u64();
+}
+
+static void
+keyset_free(struct keyset *ks)
+{
+    for (size_t i = 0; i < ks->cap; i++) {
+        rv_free(ks->slots[i].key);
+    }
+    rv_free(ks->slots);
+}
+
+static struct ks_slot *
+keyset_find(const struct keyset *ks, uint64_t h, const char *key, size_t len)
+{
+    size_t mask = ks->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        struct ks_slot *e = &ks->slots[i];
+        if (e->key == NULL || (e->h == h && e->len == len && memcmp(e->key, key, len) == 0)) {
+            return e;
+        }
+    }
+}
+
+static bool
+keyset_has(const struct keyset *ks, const char *key, size_t len)
+{
+    return ks->n > 0 && keyset_find(ks, siphash_13(ks->k0, ks->k1, key, len), key, len)->key != NULL;
+}
+
+/* true when key was not in the set (it is now). */
+static bool
+keyset_add(struct keyset *ks, const char *key, size_t len)
+{
+    if (2 * (ks->n + 1) > ks->cap) {
+        struct keyset old = *ks;
+        ks->cap = old.cap ? 2 * old.cap : 64;
+        ks->slots = rv_calloc(ks->cap, sizeof(*ks->slots));
+        for (size_t i = 0; i < old.cap; i++) {
+            if (old.slots[i].key != NULL) {
+                *keyset_find(ks, old.slots[i].h, old.slots[i].key, old.slots[i].len) = old.slots[i];
+            }
+        }
+        rv_free(old.slots);
+    }
+    uint64_t h = siphash_13(ks->k0, ks->k1, key, len);
+    struct ks_slot *e = keyset_find(ks, h, key, len);
+    if (e->key != NULL) {
+        return false;
+    }
+    e->h = h;
+    e->len = len;
+    e->key = rv_malloc(len + 1);
+    memcpy(e->key, key, len);
+    ks->n++;
+    return true;
+}
+
 struct rsnap {
     uint64_t lsn;
     uint64_t cursor;
     bool scan_done;
-    struct dict *dumped;
+    struct keyset dumped;
     struct event *ev;
     struct buf chunk;
     uint64_t keys;
@@ -294,15 +354,11 @@ send_chunk(struct repl *r)
     if (w->chunk.len == 0) {
         return;
     }
-    FullSyncChunk ch = FULL_SYNC_CHUNK__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    ch.frames.data = (uint8_t *)w->chunk.data;
-    ch.frames.len = w->chunk.len;
-    m.m_case = REPL_MSG__M_FULL_CHUNK;
-    m.full_chunk = &ch;
+    struct repl_msg m = { .kind = RM_FULL_CHUNK };
+    m.u.full_chunk = (struct repl_bytes){ (const uint8_t *)w->chunk.data, w->chunk.len };
     for (struct link *l = r->links; l; l = l->next) {
         if (l->st == LINK_FULL) {
-            repl_send(&l->out, &m);
+            repl_msg_put(&l->out, &m);
         }
     }
     w->chunk.off = w->chunk.len = 0;
@@ -310,35 +366,32 @@ send_chunk(struct repl *r)
 
 /* One key's record (several for a long one); skip keys already expired. */
 static void
-dump_key(struct repl *r, const struct ks_entry *e)
+dump_key(struct repl *r, const struct repl_key *k)
 {
     struct rsnap *w = r->walk;
-    int64_t now = shard_now_ms(r->s);
-    int64_t dl = ks_entry_expire(e);
-    if (dl != KS_NO_EXPIRE && dl <= now) {
+    int64_t now = repl_now(r);
+    int64_t dl = k->expire_ms;
+    if (dl != REPL_NO_EXPIRE && dl <= now) {
         return;
     }
     struct emit_ctx x = { .r = r, .now = now };
     begin_rec(&x);
-    struct rv_str del[2] = { { "DEL", 3 }, ks_entry_key(e) };
+    struct rv_str del[2] = { { "DEL", 3 }, k->key };
     wal_pay_cmd(&w->chunk, x.pay, 2, del);
-    persist_rebuild_entry(e, emit_cmd, &x);
+    r->ops->rebuild(r->host, k->entry, emit_cmd, &x);
     seal_rec(&x);
     w->keys++;
 }
 
 static void
-walk_cb(void *arg, struct ks_entry *e)
+walk_cb(void *arg, const struct repl_key *k)
 {
     struct repl *r = arg;
     struct rsnap *w = r->walk;
-    if (dict_size(w->dumped) > 0) {
-        struct rv_str k = ks_entry_key(e);
-        if (dict_find(w->dumped, k.p, k.len) != NULL) {
-            return;
-        }
+    if (keyset_has(&w->dumped, k->key.p, k->key.len)) {
+        return;
     }
-    dump_key(r, e);
+    dump_key(r, k);
 }
 
 void
@@ -348,18 +401,15 @@ repl_touch(struct repl *r, const char *key, size_t len)
     if (w == NULL || w->scan_done) {
         return;
     }
-    struct ks *ks = shard_ks(r->s);
-    if (w->cursor != 0 && ks_hash(ks, key, len) < w->cursor) {
+    if (w->cursor != 0 && r->ops->scanned(r->host, w->cursor, key, len)) {
         return;                      /* visited: the replica has its value at L */
     }
-    bool created = false;
-    dict_add(w->dumped, key, len, &created);
-    if (!created) {
+    if (!keyset_add(&w->dumped, key, len)) {
         return;
     }
-    struct ks_entry *e = ks_peek(ks, key, len);
-    if (e != NULL) {
-        dump_key(r, e);
+    struct repl_key k;
+    if (r->ops->peek(r->host, key, len, &k)) {
+        dump_key(r, &k);
         if (w->chunk.len >= CHUNK_SEND) {
             send_chunk(r);
         }
@@ -374,12 +424,11 @@ walk_free(struct repl *r)
         return;
     }
     r->walk = NULL;
-    r->p->repl_cow = false;
-    snap_cow_refresh(r->p);
+    r->ops->set_cow(r->host, false);
     if (w->ev) {
         event_free(w->ev);
     }
-    dict_destroy(w->dumped, NULL);
+    keyset_free(&w->dumped);
     buf_deinit(&w->chunk);
     rv_free(w);
 }
@@ -389,15 +438,11 @@ walk_end(struct repl *r)
 {
     struct rsnap *w = r->walk;
     send_chunk(r);
-    FullSyncEnd e = FULL_SYNC_END__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    e.lsn = w->lsn;
-    e.keys = w->keys;
-    m.m_case = REPL_MSG__M_FULL_END;
-    m.full_end = &e;
+    struct repl_msg m = { .kind = RM_FULL_END };
+    m.u.full_end = (struct repl_full_end){ w->lsn, w->keys };
     uint64_t pos;
     bool have = bl_find(&r->bl, w->lsn + 1, &pos);
-    int64_t took = shard_now_ms(r->s) - w->t0_ms;
+    int64_t took = repl_now(r) - w->t0_ms;
     uint64_t keys = w->keys, lsn = w->lsn;
     walk_free(r);
     for (struct link *l = r->links, *n; l; l = n) {
@@ -410,14 +455,14 @@ walk_end(struct repl *r)
                           "repl-backlog-size");
             continue;
         }
-        repl_send(&l->out, &m);
+        repl_msg_put(&l->out, &m);
         l->snap_end = l->out_done + buf_unread(&l->out);
         l->sent_pos = pos;
         l->sent_lsn = lsn + 1;
         l->st = LINK_ONLINE;
-        l->last_ack_ms = shard_now_ms(r->s);
+        l->last_ack_ms = repl_now(r);
         log_notice("[shard %u] replica %s:%d: full sync of %" PRIu64 " keys at LSN %" PRIu64
-                   " sent in %" PRId64 " ms", shard_id(r->s), l->ip, l->port, keys, lsn, took);
+                   " sent in %" PRId64 " ms", r->hi.shard, l->ip, l->port, keys, lsn, took);
     }
     primary_ship(r);
     for (struct link *l = r->links; l; l = l->next) {
@@ -463,11 +508,10 @@ on_slice(evutil_socket_t fd, short what, void *arg)
         evtimer_add(w->ev, &tv);
         return;
     }
-    shard_refresh_clock(r->s);
+    r->ops->refresh_clock(r->host);
     uint64_t t0 = clock_mono_us();
-    struct ks *ks = shard_ks(r->s);
     do {
-        w->cursor = ks_scan(ks, w->cursor, 64, walk_cb, r);
+        w->cursor = r->ops->scan(r->host, w->cursor, 64, walk_cb, r);
         if (w->cursor == 0) {
             w->scan_done = true;
         }
@@ -497,25 +541,18 @@ walk_start(struct repl *r)
     }
     struct rsnap *w = rv_calloc(1, sizeof(*w));
     w->lsn = repl_last_lsn(r);
-    w->dumped = dict_create();
-    w->t0_ms = shard_now_ms(r->s);
+    keyset_init(&w->dumped);
+    w->t0_ms = repl_now(r);
     buf_init(&w->chunk);
-    w->ev = evtimer_new(shard_base(r->s), on_slice, r);
+    w->ev = evtimer_new(r->ops->base(r->host), on_slice, r);
     r->walk = w;
-    r->p->repl_cow = true;
-    snap_cow_refresh(r->p);
-    FullSyncBegin b = FULL_SYNC_BEGIN__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    b.replid = r->replid;
-    b.epoch = r->epoch;
-    b.lsn = w->lsn;
-    b.keys_hint = ks_size(shard_ks(r->s));
-    m.m_case = REPL_MSG__M_FULL_BEGIN;
-    m.full_begin = &b;
+    r->ops->set_cow(r->host, true);
+    struct repl_msg m = { .kind = RM_FULL_BEGIN };
+    m.u.full_begin = (struct repl_full_begin){ r->replid, r->epoch, w->lsn, r->ops->keys(r->host) };
     for (struct link *l = r->links; l; l = l->next) {
         if (l->st == LINK_FULL_WAIT || l->st == LINK_FULL) {
             l->st = LINK_FULL;
-            repl_send(&l->out, &m);
+            repl_msg_put(&l->out, &m);
         }
     }
     struct timeval tv = { 0, 0 };
@@ -555,14 +592,14 @@ static bool
 continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *count)
 {
     struct repl *r = l->r;
-    struct persist *p = r->p;
+    struct wal *wal = repl_wal(r);
     uint64_t upto = r->bl.first_lsn;           /* exclusive: the backlog has the rest */
-    if (p->w == NULL || from >= upto || wal_written_lsn(p->w) + 1 < upto) {
+    if (wal == NULL || from >= upto || wal_written_lsn(wal) + 1 < upto) {
         return false;
     }
     struct wal_file *segs = NULL, *cks = NULL;
     size_t ns = 0, nc = 0;
-    if (wal_list(p->dir, &segs, &ns, &cks, &nc) != 0) {
+    if (wal_list(r->hi.dir, &segs, &ns, &cks, &nc) != 0) {
         return false;
     }
     struct wal_walk k;
@@ -570,7 +607,7 @@ continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *c
     uint64_t next = from;
     bool ok = true;
     wal_walk_init(&k, segs, ns, from - 1);
-    wal_walk_live(&k, p->w);                   /* never map what the syncer may cut */
+    wal_walk_live(&k, wal);                    /* never map what the syncer may cut */
     while (next < upto && wal_walk_next(&k, &rec) == WAL_RD_OK) {
         if (rec.lsn < next) {
             continue;
@@ -601,15 +638,16 @@ repl_retain_lsn(struct repl *r, uint64_t lsn)
      * too, while they are few enough for continue_from_wal to send (its
      * catch-up plus the backlog plus the segment it starts in); past either
      * bound it is forgotten and full-syncs when it comes back. */
-    const struct cfg *cfg = shard_cfg(r->s);
-    int64_t now = shard_now_ms(r->s);
+    const struct repl_cfg *cfg = repl_cfg(r);
+    struct wal *wal = repl_wal(r);
+    int64_t now = repl_now(r);
     uint64_t most = WAL_CATCHUP_MAX + (uint64_t)cfg->repl_backlog_size + (uint64_t)cfg->wal_segment_bytes;
     for (size_t i = 0; i < REPL_GONE_MAX; i++) {
         if (r->gone[i].id[0] == '\0' || r->gone[i].ack >= lsn) {
             continue;
         }
-        if (now - r->gone[i].at_ms > cfg->repl_backlog_ttl * 1000 || r->p->w == NULL ||
-            wal_bytes_from(r->p->w, r->gone[i].ack + 1) > most) {
+        if (now - r->gone[i].at_ms > cfg->repl_backlog_ttl * 1000 || wal == NULL ||
+            wal_bytes_from(wal, r->gone[i].ack + 1) > most) {
             memset(&r->gone[i], 0, sizeof(r->gone[i]));
             continue;
         }
@@ -622,18 +660,18 @@ repl_retain_lsn(struct repl *r, uint64_t lsn)
 }
 
 static void
-on_hello(struct link *l, const Hello *h)
+on_hello(struct link *l, const struct repl_hello *h)
 {
     struct repl *r = l->r;
-    unsigned ns = shard_node(r->s)->nshards;
+    unsigned ns = r->hi.nshards;
     snprintf(l->id, sizeof(l->id), "%s", h->replica_id ? h->replica_id : "");
     gone_forget(r, l->id);           /* back: its link's ack counts from now on */
     l->port = (int)h->listening_port;
-    if (h->nshards != ns || h->shard != shard_id(r->s)) {
+    if (h->nshards != ns || h->shard != r->hi.shard) {
         char e[200];
         snprintf(e, sizeof(e), "shard count mismatch: the primary has %u shards, the replica %u "
                  "(each replica shard follows the primary shard with the same number)", ns, h->nshards);
-        log_warn("[shard %u] replica %s:%d refused: %s", shard_id(r->s), l->ip, l->port, e);
+        log_warn("[shard %u] replica %s:%d refused: %s", r->hi.shard, l->ip, l->port, e);
         send_error(l, e);
         link_close(l, NULL);
         return;
@@ -665,17 +703,12 @@ on_hello(struct link *l, const Hello *h)
     bool ok = (same || prev) && (bl_find(&r->bl, from, &pos) ||
                                  continue_from_wal(l, from, &walrecs, &nwal));
     if (ok) {
-        Continue c = CONTINUE__INIT;
-        ReplMsg m = REPL_MSG__INIT;
-        c.replid = r->replid;
-        c.epoch = r->epoch;
-        c.from_lsn = from;
-        m.m_case = REPL_MSG__M_CONT;
-        m.cont = &c;
-        repl_send(&l->out, &m);
+        struct repl_msg m = { .kind = RM_CONT };
+        m.u.cont = (struct repl_cont){ r->replid, r->epoch, from };
+        repl_msg_put(&l->out, &m);
         if (nwal > 0) {
             repl_send_records(&l->out, from, nwal, (const uint8_t *)walrecs.data, walrecs.len);
-            log_notice("[shard %u] replica %s:%d: %u records read back from the WAL", shard_id(r->s),
+            log_notice("[shard %u] replica %s:%d: %u records read back from the WAL", r->hi.shard,
                        l->ip, l->port, nwal);
             pos = r->bl.base;
             from = r->bl.first_lsn;
@@ -692,7 +725,7 @@ on_hello(struct link *l, const Hello *h)
         l->ack = h->applied_lsn;
         r->sync_partial_ok++;
         log_notice("[shard %u] replica %s:%d: partial resync from LSN %" PRIu64 " (%" PRIu64
-                   " records to send)", shard_id(r->s), l->ip, l->port, h->applied_lsn + 1,
+                   " records to send)", r->hi.shard, l->ip, l->port, h->applied_lsn + 1,
                    last - h->applied_lsn);
         buf_deinit(&walrecs);
     } else {
@@ -706,7 +739,7 @@ on_hello(struct link *l, const Hello *h)
              * replid). The full sync replaces them. */
             r->sync_divergent++;
             log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past this primary's last LSN "
-                     "%" PRIu64 " on the same history: they are dropped by a full sync", shard_id(r->s),
+                     "%" PRIu64 " on the same history: they are dropped by a full sync", r->hi.shard,
                      l->ip, l->port, h->applied_lsn - last, last);
         }
         if (r->second_off > 0 && strcmp(id, r->replid2) == 0 && (int64_t)from > r->second_off) {
@@ -715,7 +748,7 @@ on_hello(struct link *l, const Hello *h)
             r->sync_divergent++;
             log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past the fork point (LSNs %"
                      PRId64 "..%" PRIu64 ") that this primary never had: they are dropped by a full "
-                     "sync", shard_id(r->s), l->ip, l->port, h->applied_lsn + 1 - (uint64_t)r->second_off,
+                     "sync", r->hi.shard, l->ip, l->port, h->applied_lsn + 1 - (uint64_t)r->second_off,
                      r->second_off, h->applied_lsn);
         }
         r->sync_full++;
@@ -723,18 +756,18 @@ on_hello(struct link *l, const Hello *h)
         return;
     }
     l->st = LINK_ONLINE;
-    l->last_ack_ms = shard_now_ms(r->s);
+    l->last_ack_ms = repl_now(r);
     /* ship what the backlog has past the start now */
     primary_ship(r);
 }
 
 static __attribute__((noinline, cold)) void
-ack_refused(struct link *l, const Ack *a)
+ack_refused(struct link *l, const struct repl_ack *a)
 {
     char why[200];
     snprintf(why, sizeof(why), "ack for LSN %" PRIu64 " (durable %" PRIu64 ") past the last record "
              "sent (%" PRIu64 "): refused", a->applied, a->durable, l->sent_lsn ? l->sent_lsn - 1 : 0);
-    log_warn("[shard %u] replica %s:%d: connection closed: %s", shard_id(l->r->s), l->ip, l->port,
+    log_warn("[shard %u] replica %s:%d: connection closed: %s", l->r->hi.shard, l->ip, l->port,
              why);
     link_close(l, NULL);
 }
@@ -751,41 +784,42 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
         link_close(l, "connection lost");
         return;
     }
-    int64_t now = shard_refresh_clock(r->s);
+    int64_t now = r->ops->refresh_clock(r->host);
     l->last_io_ms = now;
-    ReplMsg *m;
+    struct repl_msg m;
     int rc;
     bool acked = false;
-    while ((rc = repl_recv(&l->in, &m, REPL_MAX_FROM_REPLICA)) == 1) {
-        switch (m->m_case) {
-        case REPL_MSG__M_HELLO:
+    while ((rc = repl_msg_recv(&l->in, &m, REPL_MAX_FROM_REPLICA)) == 1) {
+        const struct repl_ack *a = &m.u.ack;
+        switch (m.kind) {
+        case RM_HELLO:
             if (l->st == LINK_HELLO) {
-                on_hello(l, m->hello);
-                repl_msg_free(m);
+                on_hello(l, &m.u.hello);
+                repl_msg_done(&m);
                 return;              /* l may be gone; more input comes with the next read */
             }
             break;
-        case REPL_MSG__M_ACK:
+        case RM_ACK:
             /* An ack past the last record sent would trim the WAL and
              * satisfy WAIT for records the replica never got: the peer is
              * broken (or not what it claims), so the link goes. */
-            if (rv_unlikely(m->ack->applied >= l->sent_lsn || m->ack->durable >= l->sent_lsn) &&
-                (m->ack->applied | m->ack->durable) != 0) {
-                ack_refused(l, m->ack);
-                repl_msg_free(m);
+            if (rv_unlikely(a->applied >= l->sent_lsn || a->durable >= l->sent_lsn) &&
+                (a->applied | a->durable) != 0) {
+                ack_refused(l, a);
+                repl_msg_done(&m);
                 return;
             }
-            if (m->ack->applied > l->ack) {
-                l->ack = m->ack->applied;
+            if (a->applied > l->ack) {
+                l->ack = a->applied;
             }
-            l->durable = m->ack->durable;
+            l->durable = a->durable;
             l->last_ack_ms = now;
             acked = true;
             break;
         default:
             break;
         }
-        repl_msg_free(m);
+        repl_msg_done(&m);
     }
     if (rc < 0) {
         link_close(l, "malformed frame");
@@ -882,7 +916,7 @@ ship_link(struct link *l)
         return true;
     }
     if (l->wev_on) {                 /* the write event sends it; only the limits apply now */
-        if (link_over_limit(l, shard_now_ms(r->s))) {
+        if (link_over_limit(l, repl_now(r))) {
             link_schedule_close(l);
         }
         return true;
@@ -896,7 +930,7 @@ primary_save_unsent(struct repl *r, uint64_t upto)
     /* bl_trim is about to drop the blocks below upto: every link still
      * positioned there gets all it has pending queued now (bounded by
      * client-output-buffer-limit replica). */
-    int64_t now = shard_now_ms(r->s);
+    int64_t now = repl_now(r);
     for (struct link *l = r->links; l; l = l->next) {
         if (l->st != LINK_ONLINE || l->close_asap || l->sent_pos >= upto || l->sent_pos < r->bl.base) {
             continue;
@@ -926,7 +960,8 @@ on_ship_timer(evutil_socket_t fd, short what, void *arg)
 static bool
 ship_due(struct repl *r, uint64_t pending)
 {
-    int64_t delay = shard_cfg(r->s)->repl_ship_delay_us;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    int64_t delay = cfg->repl_ship_delay_us;
     uint64_t now = clock_mono_us();
     if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || pending >= SHIP_NOW_BYTES ||
         now - r->last_ship_us >= (uint64_t)delay) {
@@ -935,7 +970,7 @@ ship_due(struct repl *r, uint64_t pending)
     }
     if (!r->ship_armed) {
         if (!event_initialized(&r->ship_ev)) {
-            evtimer_assign(&r->ship_ev, shard_base(r->s), on_ship_timer, r);
+            evtimer_assign(&r->ship_ev, r->ops->base(r->host), on_ship_timer, r);
         }
         uint64_t left = r->last_ship_us + (uint64_t)delay - now;
         struct timeval tv = { (time_t)(left / 1000000), (suseconds_t)(left % 1000000) };
@@ -950,11 +985,8 @@ ship_due(struct repl *r, uint64_t pending)
 static bool
 link_ask_ack(struct link *l)
 {
-    GetAck g = GET_ACK__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    m.m_case = REPL_MSG__M_GET_ACK;
-    m.get_ack = &g;
-    repl_send(&l->out, &m);
+    struct repl_msg m = { .kind = RM_GET_ACK };
+    repl_msg_put(&l->out, &m);
     return l->wev_on || link_flush(l);
 }
 
@@ -1011,7 +1043,8 @@ primary_stop_timer(struct repl *r)
 long
 primary_good_replicas(struct repl *r, int64_t now)
 {
-    int64_t max_lag = shard_cfg(r->s)->min_replicas_max_lag * 1000;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    int64_t max_lag = cfg->min_replicas_max_lag * 1000;
     long n = 0;
     for (struct link *l = r->links; l; l = l->next) {
         if (l->st == LINK_ONLINE && now - l->last_ack_ms <= max_lag) {
@@ -1024,7 +1057,8 @@ primary_good_replicas(struct repl *r, int64_t now)
 void
 primary_cron(struct repl *r, int64_t now)
 {
-    int64_t timeout = shard_cfg(r->s)->repl_timeout * 1000;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    int64_t timeout = cfg->repl_timeout * 1000;
     bool beat = now - r->last_hb_ms >= 1000;
     if (beat) {
         r->last_hb_ms = now;
@@ -1036,13 +1070,9 @@ primary_cron(struct repl *r, int64_t now)
             continue;
         }
         if (beat && l->st == LINK_ONLINE) {
-            Heartbeat h = HEARTBEAT__INIT;
-            ReplMsg m = REPL_MSG__INIT;
-            h.lsn = repl_last_lsn(r);
-            h.now_ms = now;
-            m.m_case = REPL_MSG__M_HEARTBEAT;
-            m.heartbeat = &h;
-            repl_send(&l->out, &m);
+            struct repl_msg m = { .kind = RM_HEARTBEAT };
+            m.u.heartbeat = (struct repl_heartbeat){ repl_last_lsn(r), now };
+            repl_msg_put(&l->out, &m);
             link_flush(l);
         }
     }
@@ -1066,7 +1096,7 @@ primary_drop_all(struct repl *r)
 void
 primary_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *out)
 {
-    int64_t now = shard_now_ms(r->s);
+    int64_t now = repl_now(r);
     for (struct link *l = r->links; l; l = l->next) {
         bool want = nids == 0;
         for (int i = 0; i < nids; i++) {

@@ -7,6 +7,8 @@
 
 #include "base/varint.h"
 
+#define REPL_RECORDS_FIELD 7         /* ReplMsg.records (proto/repl.proto) */
+
 /* One protobuf field at *pp: its number, wire type and value (varint or
  * length-delimited bytes; fixed32/64 are skipped). false when cut short or of
  * a kind the fast path leaves to protobuf-c (groups, field 0). */
@@ -64,7 +66,7 @@ repl_parse_records(const uint8_t *p, size_t n, struct repl_records *out)
         /* Anything but one records field (another oneof member, where the
          * last one wins; a second records, which protobuf merges; unknown
          * fields): never sent by us, protobuf-c decides. */
-        if (num != REPL_MSG__M_RECORDS || wt != 2 || rec != NULL) {
+        if (num != REPL_RECORDS_FIELD || wt != 2 || rec != NULL) {
             return false;
         }
         rec = b;

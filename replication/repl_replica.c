@@ -7,16 +7,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "base/rand.h"
-#include "node/core/cmd.h"
-#include "node/server/dispatch.h"
-#include "node/core/conn.h"
-#include "node/keyspace/ks.h"
-#include "node/core/node.h"
-#include "node/persist/persist.h"
-#include "node/persist/persist_int.h"
-#include "node/persist/replay.h"
-#include "node/core/shard.h"
 #include "wal/wal.h"
 
 #include <errno.h>
@@ -47,8 +37,10 @@ up_close(struct repl *r)
     u->rev_on = u->wev_on = false;
     buf_deinit(&u->in);
     buf_deinit(&u->out);
-    ks_destroy(u->loading);
-    u->loading = NULL;
+    if (u->loading != NULL) {
+        r->ops->load_drop(r->host, u->loading);
+        u->loading = NULL;
+    }
     u->ack_asked = false;
     u->durable_want = 0;
 }
@@ -60,14 +52,14 @@ up_fail(struct repl *r, const char *why)
     struct upstream *u = &r->up;
     bool was_up = u->st == UP_ONLINE;
     if (was_up || strcmp(u->err, why) != 0) {
-        log_warn("[shard %u] replication link to %s:%d: %s", shard_id(r->s), r->mhost,
-                 r->mport + (int)shard_id(r->s), why);
+        log_warn("[shard %u] replication link to %s:%d: %s", r->hi.shard, r->mhost,
+                 r->mport + (int)r->hi.shard, why);
         snprintf(u->err, sizeof(u->err), "%s", why);
     }
     up_close(r);
     u->st = UP_CONNECT;
     repl_stale_update(r);
-    int64_t now = shard_now_ms(r->s);
+    int64_t now = repl_now(r);
     if (was_up) {
         u->since_ms = now;
     }
@@ -118,7 +110,7 @@ up_connect(struct repl *r)
 {
     struct upstream *u = &r->up;
     char port[16];
-    snprintf(port, sizeof(port), "%d", r->mport + (int)shard_id(r->s));
+    snprintf(port, sizeof(port), "%d", r->mport + (int)r->hi.shard);
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV }, *ai = NULL;
     int rc = getaddrinfo(r->mhost, port, &hints, &ai);
@@ -151,23 +143,23 @@ up_connect(struct repl *r)
         return;
     }
     u->fd = fd;
-    u->cid = shard_next_conn_id(r->s);
-    u->ctime_ms = shard_now_ms(r->s);
+    u->cid = r->ops->next_client_id(r->host);
+    u->ctime_ms = repl_now(r);
     buf_init(&u->in);
     buf_init(&u->out);
-    event_assign(&u->rev, shard_base(r->s), fd, EV_READ | EV_PERSIST, on_up_read, r);
-    event_assign(&u->wev, shard_base(r->s), fd, EV_WRITE | EV_PERSIST, on_up_write, r);
+    event_assign(&u->rev, r->ops->base(r->host), fd, EV_READ | EV_PERSIST, on_up_read, r);
+    event_assign(&u->wev, r->ops->base(r->host), fd, EV_WRITE | EV_PERSIST, on_up_write, r);
     event_add(&u->wev, NULL);
     u->wev_on = true;
     u->st = UP_CONNECTING;
-    u->last_io_ms = shard_now_ms(r->s);
+    u->last_io_ms = repl_now(r);
 }
 
 static void
 up_handshake(struct repl *r)
 {
     struct upstream *u = &r->up;
-    const struct cfg *cfg = shard_cfg(r->s);
+    const struct repl_cfg *cfg = repl_cfg(r);
     u->resp_left = 0;
     if (cfg->masterauth[0]) {
         if (cfg->masteruser[0]) {
@@ -181,8 +173,8 @@ up_handshake(struct repl *r)
     }
     char port[16];
     int myport = cfg->replica_announce_port > 0 ? (int)cfg->replica_announce_port
-                                                : (int)cfg->port;
-    snprintf(port, sizeof(port), "%d", myport + (int)shard_id(r->s));
+                                               : (int)cfg->port;
+    snprintf(port, sizeof(port), "%d", myport + (int)r->hi.shard);
     const char *lp[] = { "REPLCONF", "listening-port", port };
     resp_cmd(&u->out, 3, lp);
     u->resp_left++;
@@ -218,7 +210,7 @@ on_up_write(evutil_socket_t fd, short what, void *arg)
         }
         event_del(&u->wev);
         u->wev_on = false;
-        u->last_io_ms = shard_now_ms(r->s);
+        u->last_io_ms = repl_now(r);
         up_handshake(r);
         return;
     }
@@ -229,16 +221,12 @@ static void
 send_ack(struct repl *r)
 {
     struct upstream *u = &r->up;
-    Ack a = ACK__INIT;
-    ReplMsg m = REPL_MSG__INIT;
-    a.applied = repl_last_lsn(r);
-    a.durable = persist_durable_lsn(r->s);
-    m.m_case = REPL_MSG__M_ACK;
-    m.ack = &a;
-    repl_send(&u->out, &m);
-    u->last_ack_sent_ms = shard_now_ms(r->s);
-    u->acked = a.applied;
-    u->acked_durable = a.durable;
+    struct repl_msg m = { .kind = RM_ACK };
+    m.u.ack = (struct repl_ack){ repl_last_lsn(r), r->ops->durable_lsn(r->host) };
+    repl_msg_put(&u->out, &m);
+    u->last_ack_sent_ms = repl_now(r);
+    u->acked = m.u.ack.applied;
+    u->acked_durable = m.u.ack.durable;
 }
 
 /* Acks go out once per cron tick when something changed (and every second
@@ -255,7 +243,7 @@ ack_if_asked(struct repl *r)
     }
     u->ack_asked = false;
     send_ack(r);
-    u->durable_want = r->p->w && u->acked_durable < u->acked ? u->acked : 0;
+    u->durable_want = repl_wal(r) && u->acked_durable < u->acked ? u->acked : 0;
 }
 
 void
@@ -263,7 +251,7 @@ replica_before_poll(struct repl *r)
 {
     struct upstream *u = &r->up;
     if (rv_unlikely(u->durable_want != 0) && u->st == UP_ONLINE &&
-        persist_durable_lsn(r->s) >= u->durable_want) {
+        r->ops->durable_lsn(r->host) >= u->durable_want) {
         u->durable_want = 0;
         send_ack(r);
         up_flush(r);
@@ -273,7 +261,7 @@ replica_before_poll(struct repl *r)
 static __attribute__((noinline, cold)) void
 apply_failed(struct repl *r, uint64_t lsn, const struct rv_str *argv, const char *e)
 {
-    log_warn("[shard %u] applying LSN %" PRIu64 " (%.*s): %s", shard_id(r->s), lsn,
+    log_warn("[shard %u] applying LSN %" PRIu64 " (%.*s): %s", r->hi.shard, lsn,
              (int)(argv[0].len > 32 ? 32 : argv[0].len), argv[0].p, e);
 }
 
@@ -299,23 +287,21 @@ pay_whole(const struct wal_pay_it *it, struct rv_str **argv, size_t *cap)
 static int
 apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err, size_t errsz)
 {
-    struct ks *ks = shard_ks(r->s);
-    struct persist *ps = r->p;
+    const struct repl_host_ops *ops = r->ops;
     if (r->rp == NULL) {
-        r->rp = replay_create(r->s);
+        r->rp = ops->replay_open(r->host);
     }
-    ks_set_replica_mode(ks, false);   /* records run with their own clock, as on the primary */
+    /* records run with their own clock, as on the primary */
+    ops->apply_begin(r->host, stream);
     int64_t clock = INT64_MIN;
-    uint64_t want = repl_last_lsn(r) + 1;
+    uint64_t want = repl_last_lsn(r) + 1, want0 = want;
     const uint8_t *run = p;          /* the frames applied so far, for the backlog */
     /* In locals, not reloaded from r after every command. */
-    struct replay *rp = r->rp;
+    void *rp = r->rp;
+    struct wal *wal = stream ? ops->wal(r->host) : NULL;
     struct rv_str *argv = r->argv;
     size_t cap = r->argv_cap;
     int rc = 0;
-    if (stream) {
-        cmd_batch_runs_begin();
-    }
     while (n > 0) {
         struct wal_rec rec;
         if (wal_frame_parse(p, n, &rec) != 1) {
@@ -340,11 +326,11 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
         }
         if (rec.ts_ms != clock) {
             clock = rec.ts_ms;
-            shard_set_clock(r->s, clock);
+            ops->set_clock(r->host, clock);
         }
         while ((k = wal_pay_next(&it, &argc, &argv, &cap)) == 1 &&
                (it.left > 0 || it.p == it.end)) {
-            if (!replay_exec(rp, argc, argv, e, sizeof(e))) {
+            if (!ops->replay_exec(rp, argc, argv, e, sizeof(e))) {
                 apply_failed(r, rec.lsn, argv, e);
             }
         }
@@ -357,10 +343,8 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             /* Same LSN, same bytes: the frame (CRC checked above, or sealed by
              * wal_rec_put when it came unsealed from a memory-mode primary)
              * is logged as is. */
-            if (ps->w) {
-                wal_rec_put(ps->w, p, sz);
-            } else {
-                ps->next_lsn = rec.lsn + 1;
+            if (wal) {
+                wal_rec_put(wal, p, sz);
             }
             want++;
         }
@@ -369,13 +353,15 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     }
     r->argv = argv;
     r->argv_cap = cap;
+    if (stream && wal == NULL && want != want0) {
+        ops->set_next_lsn(r->host, want);       /* memory mode: the LSNs applied */
+    }
+    /* (the backlog copy below is nobody's command time) */
+    ops->apply_end(r->host, stream);
     if (stream) {
-        cmd_batch_runs_end();        /* (the backlog copy below is nobody's command time) */
         bl_push_run(&r->bl, run, (size_t)(p - run));     /* nothing reads the backlog meanwhile */
         repl_trim_backlog(r);        /* our own replicas keep what they were not sent yet */
     }
-    ks_set_replica_mode(ks, true);
-    shard_refresh_clock(r->s);
     return rc;
 }
 
@@ -398,34 +384,31 @@ adopt_history(struct repl *r, const char *replid, uint64_t epoch)
 static int
 load_chunk(struct repl *r, const uint8_t *p, size_t n, char *err, size_t errsz)
 {
-    struct upstream *u = &r->up;
-    struct ks *old = shard_swap_ks(r->s, u->loading);
-    persist_side_load(r->s, true);   /* a checkpoint walking the served keyspace must not see these */
+    /* a checkpoint walking the served keyspace must not see these */
+    void *served = r->ops->load_enter(r->host, r->up.loading);
     int rc = apply_frames(r, p, n, false, err, errsz);
-    persist_side_load(r->s, false);
-    shard_swap_ks(r->s, old);
+    r->ops->load_leave(r->host, served);
     return rc;
 }
 
 static void
-full_sync_begin(struct repl *r, const FullSyncBegin *b)
+full_sync_begin(struct repl *r, const struct repl_full_begin *b)
 {
     struct upstream *u = &r->up;
     if (u->st != UP_FULL && repl_last_lsn(r) > 0) {
         log_warn("[shard %u] full sync from %s:%d replaces this shard's data: history %s up to LSN %"
-                 PRIu64 " is discarded (%zu keys)", shard_id(r->s), r->mhost,
-                 r->mport + (int)shard_id(r->s), r->replid, repl_last_lsn(r), ks_size(shard_ks(r->s)));
+                 PRIu64 " is discarded (%zu keys)", r->hi.shard, r->mhost,
+                 r->mport + (int)r->hi.shard, r->replid, repl_last_lsn(r), r->ops->keys(r->host));
     }
     u->st = UP_FULL;
-    ks_destroy(u->loading);
-    u->loading = ks_create(rand_u64(), rand_u64());
+    if (u->loading != NULL) {
+        r->ops->load_drop(r->host, u->loading);
+    }
     /* keys_hint only pre-sizes the table (the primary's own count, which
      * may change): capped, so a wrong one costs a resize, not an allocation
      * of its own size. */
     uint64_t hint = b->keys_hint < REPL_KEYS_HINT_MAX ? b->keys_hint : REPL_KEYS_HINT_MAX;
-    ks_reserve(u->loading, (size_t)(hint + hint / 8));
-    ks_set_replica_mode(u->loading, true);
-    persist_hook_ks(r->s, u->loading);
+    u->loading = r->ops->load_new(r->host, (size_t)(hint + hint / 8));
     u->snap_lsn = b->lsn;
     u->snap_epoch = b->epoch;
     u->snap_bytes = 0;
@@ -441,27 +424,24 @@ full_sync_done(struct repl *r, uint64_t lsn)
     struct upstream *u = &r->up;
     char err[256];
     int64_t t0 = clock_mono_us();
-    if (persist_rebase_begin(r->s, lsn, err, sizeof(err)) != 0) {
-        log_warn("[shard %u] full sync: cannot replace the data directory: %s", shard_id(r->s), err);
+    if (r->ops->rebase_begin(r->host, lsn, err, sizeof(err)) != 0) {
+        log_warn("[shard %u] full sync: cannot replace the data directory: %s", r->hi.shard, err);
         repl_new_replid(r);          /* whatever the disk holds now, the next sync is a full one */
         up_fail(r, "local data directory failed");
         return;
     }
     repl_forget_state(r);
-    ks_reserve(u->loading, 0);
-    struct ks *old = shard_swap_ks(r->s, u->loading);
+    r->ops->load_install(r->host, u->loading);   /* the old keyspace goes */
     u->loading = NULL;
-    ks_set_clock(shard_ks(r->s), shard_now_ms(r->s));
-    ks_destroy(old);
     snprintf(r->replid, sizeof(r->replid), "%s", u->snap_replid);
     r->crash_replid = false;
     memset(r->replid2, '0', 40);
     r->second_off = -1;
     r->epoch = u->snap_epoch;
     repl_save_state(r);
-    if (persist_rebase(r->s, lsn, err, sizeof(err)) != 0) {
+    if (r->ops->rebase(r->host, lsn, err, sizeof(err)) != 0) {
         log_warn("[shard %u] full sync: cannot restart the data directory at LSN %" PRIu64 ": %s",
-                 shard_id(r->s), lsn, err);
+                 r->hi.shard, lsn, err);
         repl_new_replid(r);          /* unknown to the primary: the next sync is a full one */
         up_fail(r, "local data directory failed");
         return;
@@ -473,7 +453,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     u->st = UP_ONLINE;
     repl_stale_update(r);
     log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64 " (switch "
-               "%.1f ms)", shard_id(r->s), r->mhost, r->mport + (int)shard_id(r->s), u->snap_keys, lsn,
+               "%.1f ms)", r->hi.shard, r->mhost, r->mport + (int)r->hi.shard, u->snap_keys, lsn,
                (double)(clock_mono_us() - t0) / 1000.0);
     send_ack(r);
 }
@@ -497,50 +477,48 @@ on_records(struct repl *r, const struct repl_records *rec)
 
 /* One message; false when the link was closed. */
 static bool
-on_msg(struct repl *r, ReplMsg *m)
+on_msg(struct repl *r, const struct repl_msg *m)
 {
     struct upstream *u = &r->up;
     char err[300];
-    switch (m->m_case) {
-    case REPL_MSG__M_WELCOME: {
-        unsigned ns = shard_node(r->s)->nshards;
-        if (m->welcome->nshards != ns || m->welcome->shard != shard_id(r->s)) {
+    switch (m->kind) {
+    case RM_WELCOME: {
+        unsigned ns = r->hi.nshards;
+        if (m->u.welcome.nshards != ns || m->u.welcome.shard != r->hi.shard) {
             snprintf(err, sizeof(err), "shard count mismatch: the primary has %u shards, this node %u",
-                     m->welcome->nshards, ns);
+                     m->u.welcome.nshards, ns);
             up_fail(r, err);
             u->backoff_ms = 5000;
             return false;
         }
         /* A primary that continues our history under a new replid (an
          * unclean restart draws one at the same epoch) is not a rival. */
-        const char *w2 = m->welcome->replid2;
-        bool stale = repl_newer(r->epoch, r->replid, m->welcome->epoch, m->welcome->replid) &&
+        const char *w2 = m->u.welcome.replid2;
+        bool stale = repl_newer(r->epoch, r->replid, m->u.welcome.epoch, m->u.welcome.replid) &&
                      !(w2 && strcmp(w2, r->replid) == 0);
-        Hello h = HELLO__INIT;
-        ReplMsg o = REPL_MSG__INIT;
-        const struct cfg *cfg = shard_cfg(r->s);
-        h.replica_id = shard_node(r->s)->run_id;
-        h.shard = shard_id(r->s);
-        h.nshards = ns;
-        h.replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : (char *)"?";
+        struct repl_msg o = { .kind = RM_HELLO };
+        struct repl_hello *h = &o.u.hello;
+        const struct repl_cfg *cfg = repl_cfg(r);
+        h->replica_id = r->hi.run_id;
+        h->shard = r->hi.shard;
+        h->nshards = ns;
+        h->replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : "?";
         if (r->crash_replid && repl_last_lsn(r) + 1 == (uint64_t)r->second_off) {
             /* Nothing written under the replid an unclean start drew: all we
              * hold is replid2's history, which the primary may know (it was
              * our replica before a failover). */
-            h.replid = r->replid2;
+            h->replid = r->replid2;
         }
-        h.epoch = r->epoch;
-        h.applied_lsn = repl_last_lsn(r);
-        h.listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port
-                                                                      : cfg->port) + shard_id(r->s));
-        o.m_case = REPL_MSG__M_HELLO;
-        o.hello = &h;
-        repl_send(&u->out, &o);
+        h->epoch = r->epoch;
+        h->applied_lsn = repl_last_lsn(r);
+        h->listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port
+                                                                      : cfg->port) + r->hi.shard);
+        repl_msg_put(&u->out, &o);
         if (stale) {
             /* The Hello tells the stale primary our epoch: it fences itself. */
             up_flush(r);
             snprintf(err, sizeof(err), "the primary is at replication epoch %" PRIu64 ", older than "
-                     "this node's %" PRIu64 ": not following a stale primary", m->welcome->epoch,
+                     "this node's %" PRIu64 ": not following a stale primary", m->u.welcome.epoch,
                      r->epoch);
             up_fail(r, err);
             u->backoff_ms = 5000;
@@ -549,57 +527,53 @@ on_msg(struct repl *r, ReplMsg *m)
         u->st = UP_SYNC;
         return true;
     }
-    case REPL_MSG__M_CONT:
-        adopt_history(r, m->cont->replid, m->cont->epoch);
+    case RM_CONT:
+        adopt_history(r, m->u.cont.replid, m->u.cont.epoch);
         repl_backlog_start(r);
         u->st = UP_ONLINE;
         repl_stale_update(r);
         u->err[0] = '\0';
         u->backoff_ms = 0;
-        log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, shard_id(r->s), r->mhost,
-                   r->mport + (int)shard_id(r->s), m->cont->from_lsn);
+        log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, r->hi.shard, r->mhost,
+                   r->mport + (int)r->hi.shard, m->u.cont.from_lsn);
         send_ack(r);
         return true;
-    case REPL_MSG__M_FULL_BEGIN:
-        full_sync_begin(r, m->full_begin);
+    case RM_FULL_BEGIN:
+        full_sync_begin(r, &m->u.full_begin);
         return true;
-    case REPL_MSG__M_FULL_CHUNK:
+    case RM_FULL_CHUNK:
         if (u->st != UP_FULL) {
             up_fail(r, "snapshot data outside a full sync");
             return false;
         }
-        u->snap_bytes += m->full_chunk->frames.len;
-        if (load_chunk(r, m->full_chunk->frames.data, m->full_chunk->frames.len, err,
-                       sizeof(err)) != 0) {
+        u->snap_bytes += m->u.full_chunk.len;
+        if (load_chunk(r, m->u.full_chunk.data, m->u.full_chunk.len, err, sizeof(err)) != 0) {
             up_fail(r, err);
             return false;
         }
         return true;
-    case REPL_MSG__M_FULL_END:
+    case RM_FULL_END:
         if (u->st != UP_FULL) {
             up_fail(r, "snapshot end outside a full sync");
             return false;
         }
-        u->snap_keys = m->full_end->keys;
+        u->snap_keys = m->u.full_end.keys;
         u->err[0] = '\0';
         u->backoff_ms = 0;
-        full_sync_done(r, m->full_end->lsn);
+        full_sync_done(r, m->u.full_end.lsn);
         return u->fd >= 0;
-    case REPL_MSG__M_RECORDS: {
-        struct repl_records rec = { m->records->first_lsn, m->records->count,
-                                    m->records->frames.data, m->records->frames.len };
-        return on_records(r, &rec);
-    }
-    case REPL_MSG__M_GET_ACK:
+    case RM_RECORDS:
+        return on_records(r, &m->u.records);
+    case RM_GET_ACK:
         u->ack_asked = true;
         return true;
-    case REPL_MSG__M_PROMOTE:
-        if (!failover_take_over(r, m->promote, err, sizeof(err))) {
+    case RM_PROMOTE:
+        if (!failover_take_over(r, m->u.promote, err, sizeof(err))) {
             up_fail(r, err);         /* reconnects: the old primary then rolls back */
         }
         return false;                /* the link is closed */
-    case REPL_MSG__M_ERROR:
-        snprintf(err, sizeof(err), "the primary refused: %s", m->error->text);
+    case RM_ERROR:
+        snprintf(err, sizeof(err), "the primary refused: %s", m->u.error);
         up_fail(r, err);
         u->backoff_ms = 5000;
         return false;
@@ -620,8 +594,7 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
         up_fail(r, "connection lost");
         return;
     }
-    shard_refresh_clock(r->s);
-    u->last_io_ms = shard_now_ms(r->s);
+    u->last_io_ms = r->ops->refresh_clock(r->host);
     while (u->st == UP_HANDSHAKE && u->resp_left > 0) {
         char *s = u->in.data + u->in.off;
         char *e = memchr(s, '\n', u->in.len - u->in.off);
@@ -643,20 +616,21 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     const uint8_t *body;
     uint32_t len;
     int rc;
-    uint32_t max = (uint32_t)shard_cfg(r->s)->repl_frame_limit;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    uint32_t max = (uint32_t)cfg->repl_frame_limit;
     while ((rc = repl_next(&u->in, &body, &len, max)) == 1) {
         struct repl_records rec;
         bool ok;
         if (repl_parse_records(body, len, &rec)) {
             ok = on_records(r, &rec);
         } else {
-            ReplMsg *m = repl_msg__unpack(NULL, len, body);
-            if (m == NULL) {
+            struct repl_msg m;
+            if (!repl_msg_decode(body, len, &m)) {
                 up_fail(r, "malformed frame");
                 return;
             }
-            ok = on_msg(r, m);
-            repl_msg_free(m);
+            ok = on_msg(r, &m);
+            repl_msg_done(&m);
         }
         if (!ok || u->fd < 0) {
             return;                  /* the link was closed (u->in is gone) */
@@ -685,9 +659,8 @@ replica_follow(struct repl *r, const char *host, int port)
     primary_drop_all(r);
     if (!r->replica) {
         r->replica = true;
-        r->p->replica = true;
+        r->ops->set_role(r->host, true);
         repl_guard_update(r);
-        ks_set_replica_mode(shard_ks(r->s), true);
     }
     snprintf(r->mhost, sizeof(r->mhost), "%s", host);
     r->mport = port;
@@ -695,7 +668,7 @@ replica_follow(struct repl *r, const char *host, int port)
     u->st = UP_CONNECT;
     u->err[0] = '\0';
     u->backoff_ms = 0;
-    u->since_ms = shard_now_ms(r->s);
+    u->since_ms = repl_now(r);
     u->last_io_ms = 0;               /* connect at the next tick */
     repl_stale_update(r);
 }
@@ -712,7 +685,8 @@ void
 replica_cron(struct repl *r, int64_t now)
 {
     struct upstream *u = &r->up;
-    int64_t timeout = shard_cfg(r->s)->repl_timeout * 1000;
+    const struct repl_cfg *cfg = repl_cfg(r);
+    int64_t timeout = cfg->repl_timeout * 1000;
     switch (u->st) {
     case UP_NONE:
         return;
@@ -723,7 +697,7 @@ replica_cron(struct repl *r, int64_t now)
         return;
     case UP_ONLINE:
         if (now - u->last_ack_sent_ms >= 1000 || u->acked != repl_last_lsn(r) ||
-            u->acked_durable != persist_durable_lsn(r->s)) {
+            u->acked_durable != r->ops->durable_lsn(r->host)) {
             send_ack(r);
             up_flush(r);
         }
@@ -768,8 +742,8 @@ up_addrs(const struct upstream *u, char *addr, char *laddr, size_t n)
     memset(&local, 0, sizeof(local));
     getpeername(u->fd, (struct sockaddr *)&peer, &plen);
     getsockname(u->fd, (struct sockaddr *)&local, &llen);
-    conn_fmt_addr(&peer, addr, n, NULL, 0);
-    conn_fmt_addr(&local, laddr, n, NULL, 0);
+    repl_fmt_addr(&peer, addr, n, NULL, 0);
+    repl_fmt_addr(&local, laddr, n, NULL, 0);
 }
 
 void
@@ -788,7 +762,7 @@ replica_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *ou
     }
     char addr[80], laddr[80];
     up_addrs(u, addr, laddr, sizeof(addr));
-    int64_t now = shard_now_ms(r->s);
+    int64_t now = repl_now(r);
     buf_appendf(out, "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=M db=0 sub=0 psub=0 "
                 "ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 obl=0 oll=0 "
                 "omem=%zu tot-mem=%zu events=r%s cmd=NULL user=default redir=-1 resp=2 watch=0 "

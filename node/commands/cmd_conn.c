@@ -10,6 +10,7 @@
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/persist/persist.h"
 #include "replication/repl.h"
 
 #include <stdio.h>
@@ -366,7 +367,7 @@ cmd_client_list(struct conn *c, int argc, struct rv_str *argv)
             client_line(c, o, &out);
         }
     }
-    repl_client_list(c->shard, links, ids, nids, &out);
+    repl_client_list(persist_repl(c->shard), links, ids, nids, &out);
     reply_verbatim(c, out.data ? out.data : "", out.len);
     buf_deinit(&out);
 }
@@ -399,7 +400,8 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
                 return;
             }
         }
-        if (repl_client_kill(c->shard, REPL_CT_REPLICA | REPL_CT_MASTER, 0, &argv[2]) > 0) {
+        if (repl_client_kill(persist_repl(c->shard), REPL_CT_REPLICA | REPL_CT_MASTER, 0,
+                             &argv[2]) > 0) {
             reply_ok(c);
             return;
         }
@@ -463,7 +465,8 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
         }
     }
     /* Replication links have no user or local-address filters here. */
-    int64_t killed = laddr || user || maxage >= 0 ? 0 : repl_client_kill(c->shard, links, id, addr);
+    int64_t killed = laddr || user || maxage >= 0
+                         ? 0 : repl_client_kill(persist_repl(c->shard), links, id, addr);
     if (links_only) {
         reply_int(c, killed);
         return;

@@ -130,14 +130,14 @@ info_stats(struct conn *c, struct buf *b)
             "acl_access_denied_key:%llu\r\nacl_access_denied_channel:%llu\r\n",
          (unsigned long long)denied[0], (unsigned long long)denied[1], (unsigned long long)denied[2],
          (unsigned long long)denied[3]);
-    repl_info_stats(c->shard, b);
+    repl_info_stats(persist_repl(c->shard), b);
     buf_appendf(b, "\r\n");
 }
 
 static void
 info_replication(struct conn *c, struct buf *b)
 {
-    repl_info(c->shard, b);
+    repl_info(persist_repl(c->shard), b);
 }
 
 static double

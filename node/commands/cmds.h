@@ -57,11 +57,9 @@ CMD_HANDLER(debug);
 CMD_HANDLER(memory_stats); CMD_HANDLER(memory_doctor); CMD_HANDLER(memory_purge);
 CMD_HANDLER(memory_malloc_stats);
 
-/* replication/repl.c */
+/* cmd_repl.c (replication/repl.h) */
 CMD_HANDLER(replicaof); CMD_HANDLER(role); CMD_HANDLER(wait); CMD_HANDLER(waitaof);
-CMD_HANDLER(replconf); CMD_HANDLER(rvsync);
-/* replication/repl_failover.c */
-CMD_HANDLER(failover);
+CMD_HANDLER(replconf); CMD_HANDLER(rvsync); CMD_HANDLER(failover);
 
 /* multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);

@@ -1143,7 +1143,7 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         p->hot.guard = true;
     }
     if (!readonly) {
-        repl_attach(s);
+        p->repl = repl_attach(s);
     }
     return 0;
 }
@@ -1373,6 +1373,13 @@ persist_durable_lsn(struct shard *s)
 {
     struct persist *p = persist_of(s);
     return p->w == NULL || p->rebase ? 0 : wal_durable_lsn(p->w);
+}
+
+struct repl *
+persist_repl(struct shard *s)
+{
+    struct persist *p = persist_of(s);
+    return p ? p->repl : NULL;
 }
 
 void

@@ -82,6 +82,9 @@ int persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz);
 /* What a restart would recover: the WAL's durable LSN, or 0 while a full
  * sync's data set has no checkpoint yet (or with no WAL). */
 uint64_t persist_durable_lsn(struct shard *s);
+/* The shard's replication state (replication/repl.h); NULL until attached. */
+struct repl;
+struct repl *persist_repl(struct shard *s);
 /* A full sync applies records to the keyspace it loads beside the served one
  * (on) or is done with it (off): checkpoint and full-sync copy-on-write only
  * concern the served keyspace. */

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "node/core/node.h"
 #include "node/persist/persist.h"
+#include "node/server/repl_host.h"
 #include "replication/repl.h"
 #include "node/features/pubsub.h"
 
@@ -148,6 +149,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     }
     s->ks = ks_create(rand_u64(), rand_u64());
     s->now_ms = clock_unix_ms();
+    repl_host_install();             /* before persistence attaches replication */
     if (persist_open(s, err, errsz) != 0) {
         goto fail;
     }
@@ -271,7 +273,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     metrics_cron(s);
     persist_cron(s);
     ks_active_expire(s->ks, now, budget);
-    if (!repl_is_replica(s)) {         /* replicas wait for the primary's records */
+    if (!repl_is_replica(persist_repl(s))) {         /* replicas wait for the primary's records */
         hash_active_expire(s, now, budget / 4);
         /* and, as Redis's replica-ignore-maxmemory yes, evict nothing themselves */
         if (evict_cron(s) && !evtimer_pending(s->evictev, NULL)) {

@@ -1,0 +1,438 @@
+/* node/server/repl_host.c: the shard as replication's host
+ * (replication/repl_host.h). Replication sits below the node and reaches its
+ * shard only through these operations; host is the struct shard. */
+#include "node/server/repl_host.h"
+
+#include "base/rand.h"
+#include "node/core/cmd.h"
+#include "node/core/config.h"
+#include "node/core/conn.h"
+#include "node/core/node.h"
+#include "node/core/reply.h"
+#include "node/core/shard.h"
+#include "node/features/block.h"
+#include "node/keyspace/ks.h"
+#include "node/persist/persist.h"
+#include "node/persist/persist_int.h"   /* the flags replication sets on the shard's persistence */
+#include "node/persist/replay.h"
+#include "node/server/hook.h"
+#include "replication/repl.h"
+#include "replication/repl_host.h"
+#include "wal/wal.h"
+
+#include "base/log.h"
+
+_Static_assert(REPL_NO_EXPIRE == KS_NO_EXPIRE, "repl_key.expire_ms is the keyspace's");
+
+static void
+h_info(void *host, struct repl_host_info *out)
+{
+    struct shard *s = host;
+    struct persist *p = persist_of(s);
+    out->shard = shard_id(s);
+    out->nshards = shard_node(s)->nshards;
+    out->run_id = shard_node(s)->run_id;
+    out->memory = p->mode == WAL_MEMORY;
+    out->dir = p->dir;
+    out->log_maybe_short = persist_log_maybe_short(s);
+}
+
+/* Snapshots are never changed in place nor freed before exit: the pointer
+ * names one. */
+static const void *
+h_cfg_id(void *host)
+{
+    return shard_cfg(host);
+}
+
+static void
+h_cfg(void *host, struct repl_cfg *out)
+{
+    const struct cfg *c = shard_cfg(host);
+    out->replicaof = c->replicaof;
+    out->masterauth = c->masterauth;
+    out->masteruser = c->masteruser;
+    out->replica_announce_ip = c->replica_announce_ip;
+    out->cluster_announce_ip = c->cluster_announce_ip;
+    out->bind = c->bind;
+    out->port = c->port;
+    out->replica_announce_port = c->replica_announce_port;
+    out->repl_backlog_size = c->repl_backlog_size;
+    out->repl_timeout = c->repl_timeout;
+    out->repl_frame_limit = c->repl_frame_limit;
+    out->repl_backlog_ttl = c->repl_backlog_ttl;
+    out->repl_ship_delay_us = c->repl_ship_delay_us;
+    out->wal_segment_bytes = c->wal_segment_bytes;
+    out->replica_priority = c->replica_priority;
+    out->min_replicas_to_write = c->min_replicas_to_write;
+    out->min_replicas_max_lag = c->min_replicas_max_lag;
+    out->obl_hard = c->obl_hard[CFG_OBL_REPLICA];
+    out->obl_soft = c->obl_soft[CFG_OBL_REPLICA];
+    out->obl_secs = c->obl_secs[CFG_OBL_REPLICA];
+    out->replica_read_only = c->replica_read_only;
+    out->replica_serve_stale_data = c->replica_serve_stale_data;
+}
+
+static struct event_base *
+h_base(void *host)
+{
+    return shard_base(host);
+}
+
+static int64_t
+h_now_ms(void *host)
+{
+    return shard_now_ms(host);
+}
+
+static int64_t
+h_refresh_clock(void *host)
+{
+    return shard_refresh_clock(host);
+}
+
+static uint64_t
+h_next_client_id(void *host)
+{
+    return shard_next_conn_id(host);
+}
+
+static void
+h_count_obl_close(void *host)
+{
+    shard_stats(host)->client_output_limit_disconnections++;
+}
+
+static struct wal *
+h_wal(void *host)
+{
+    return persist_of(host)->w;
+}
+
+static uint64_t
+h_last_lsn(void *host)
+{
+    return persist_last_lsn(host);
+}
+
+static uint64_t
+h_durable_lsn(void *host)
+{
+    return persist_durable_lsn(host);
+}
+
+static void
+h_set_next_lsn(void *host, uint64_t lsn)
+{
+    persist_of(host)->next_lsn = lsn;
+}
+
+static void
+h_log_on(void *host)
+{
+    persist_of(host)->hot.log = true;
+}
+
+static void
+h_set_role(void *host, bool replica)
+{
+    persist_of(host)->replica = replica;
+    ks_set_replica_mode(shard_ks(host), replica);
+}
+
+static void
+h_set_guard(void *host, bool on)
+{
+    struct persist *p = persist_of(host);
+    /* persist's flag also covers WAL write errors (persist_refuse_write) */
+    p->hot.guard = p->w != NULL || on;
+}
+
+static void
+h_set_stale(void *host, bool on)
+{
+    persist_of(host)->hot.stale = on;
+}
+
+/* The role is config state too: CONFIG GET/REWRITE show it (Sentinel
+ * persists a repointing with CONFIG REWRITE). */
+static void
+h_publish_role(void *host, const char *val, bool rewrite)
+{
+    struct shard *s = host;
+    struct node *n = shard_node(s);
+    struct cfg *next = cfg_dup(shard_cfg(s));
+    (void)cfg_set_state(next, "replicaof", val);
+    node_publish_cfg(n, next);
+    shard_adopt_cfg(s);
+    for (unsigned i = 0; i < n->nshards; i++) {
+        if (n->shards[i] != s) {
+            shard_wake(n->shards[i]);
+        }
+    }
+    char err[512];
+    if (rewrite && cfg_file()[0] != '\0' && cfg_rewrite(shard_cfg(s), err, sizeof(err)) != 0) {
+        log_warn("the new role (replicaof '%s') could not be written to %s: %s", val, cfg_file(), err);
+    }
+}
+
+static void
+h_role_hook(void *host, const char *old_role, const char *new_role, uint64_t epoch, const char *addr,
+            int port)
+{
+    hook_role_change(old_role, new_role, epoch, addr, port);
+}
+
+static void
+h_unblock_all(void *host, const char *err)
+{
+    block_unblock_all(host, err);
+}
+
+static unsigned
+h_client_state(void *host, void *cl)
+{
+    const struct conn *c = cl;
+    return (c->flags & CONN_MULTI ? REPL_CL_MULTI : 0) | (c->flags & CONN_IN_EXEC ? REPL_CL_EXEC : 0) |
+           (c->flags & CONN_REPLAY ? REPL_CL_REPLAY : 0);
+}
+
+static void
+h_client_error(void *host, void *c, const char *text)
+{
+    reply_errf(c, "%s", text);
+}
+
+static void
+h_client_pause(void *host, void *cl)
+{
+    struct conn *c = cl;
+    c->rbuf.off = c->cmd_start;      /* parse the command again once resumed */
+    c->flags |= CONN_BLOCKED;
+}
+
+static void
+h_client_wake(void *host, void *cl, enum repl_wake how, long local, long acked, const char *err)
+{
+    struct conn *c = cl;
+    c->flags &= ~CONN_BLOCKED;
+    switch (how) {
+    case REPL_WAKE_WAIT:
+        reply_int(c, acked);
+        break;
+    case REPL_WAKE_WAITAOF:
+        reply_array(c, 2);
+        reply_int(c, local);
+        reply_int(c, acked);
+        break;
+    case REPL_WAKE_ERROR:
+        reply_errf(c, "%s", err);
+        break;
+    case REPL_WAKE_RESUME:
+        break;
+    }
+    conn_resume(c);
+    shard_want_write(c->shard, c);
+}
+
+static void *
+h_replay_open(void *host)
+{
+    return replay_create(host);
+}
+
+static void
+h_replay_close(void *rp)
+{
+    replay_destroy(rp);
+}
+
+static bool
+h_replay_exec(void *rp, int argc, const struct rv_str *argv, char *err, size_t errsz)
+{
+    return replay_exec(rp, argc, argv, err, errsz);
+}
+
+static void
+h_apply_begin(void *host, bool stream)
+{
+    ks_set_replica_mode(shard_ks(host), false);   /* records run with their own clock */
+    if (stream) {
+        cmd_batch_runs_begin();
+    }
+}
+
+static void
+h_set_clock(void *host, int64_t ms)
+{
+    shard_set_clock(host, ms);
+}
+
+static void
+h_apply_end(void *host, bool stream)
+{
+    if (stream) {
+        cmd_batch_runs_end();
+    }
+    ks_set_replica_mode(shard_ks(host), true);
+    shard_refresh_clock(host);
+}
+
+static void *
+h_load_new(void *host, size_t keys_hint)
+{
+    struct ks *ks = ks_create(rand_u64(), rand_u64());
+    ks_reserve(ks, keys_hint);
+    ks_set_replica_mode(ks, true);
+    persist_hook_ks(host, ks);
+    return ks;
+}
+
+static void
+h_load_drop(void *host, void *ld)
+{
+    ks_destroy(ld);
+}
+
+static void *
+h_load_enter(void *host, void *ld)
+{
+    persist_side_load(host, true);   /* a checkpoint walking the served keyspace must not see these */
+    return shard_swap_ks(host, ld);
+}
+
+static void
+h_load_leave(void *host, void *served)
+{
+    persist_side_load(host, false);
+    shard_swap_ks(host, served);
+}
+
+static void
+h_load_install(void *host, void *ld)
+{
+    ks_reserve(ld, 0);
+    struct ks *old = shard_swap_ks(host, ld);
+    ks_set_clock(shard_ks(host), shard_now_ms(host));
+    ks_destroy(old);
+}
+
+static int
+h_rebase_begin(void *host, uint64_t lsn, char *err, size_t errsz)
+{
+    return persist_rebase_begin(host, lsn, err, errsz);
+}
+
+static int
+h_rebase(void *host, uint64_t lsn, char *err, size_t errsz)
+{
+    return persist_rebase(host, lsn, err, errsz);
+}
+
+static size_t
+h_keys(void *host)
+{
+    return ks_size(shard_ks(host));
+}
+
+struct scan_ctx {
+    repl_key_fn *fn;
+    void *arg;
+};
+
+static void
+scan_one(void *arg, struct ks_entry *e)
+{
+    struct scan_ctx *x = arg;
+    struct repl_key k = { ks_entry_key(e), ks_entry_expire(e), e };
+    x->fn(x->arg, &k);
+}
+
+static uint64_t
+h_scan(void *host, uint64_t cursor, unsigned count, repl_key_fn *fn, void *arg)
+{
+    struct scan_ctx x = { fn, arg };
+    return ks_scan(shard_ks(host), cursor, count, scan_one, &x);
+}
+
+static bool
+h_scanned(void *host, uint64_t cursor, const char *key, size_t len)
+{
+    return ks_hash(shard_ks(host), key, len) < cursor;
+}
+
+static bool
+h_peek(void *host, const char *key, size_t len, struct repl_key *out)
+{
+    struct ks_entry *e = ks_peek(shard_ks(host), key, len);
+    if (e == NULL) {
+        return false;
+    }
+    *out = (struct repl_key){ ks_entry_key(e), ks_entry_expire(e), e };
+    return true;
+}
+
+static void
+h_rebuild(void *host, const void *entry, repl_cmd_fn *fn, void *arg)
+{
+    persist_rebuild_entry(entry, fn, arg);
+}
+
+static void
+h_set_cow(void *host, bool on)
+{
+    struct persist *p = persist_of(host);
+    p->repl_cow = on;
+    snap_cow_refresh(p);
+}
+
+static const struct repl_host_ops ops = {
+    .info = h_info,
+    .cfg_id = h_cfg_id,
+    .cfg = h_cfg,
+    .base = h_base,
+    .now_ms = h_now_ms,
+    .refresh_clock = h_refresh_clock,
+    .next_client_id = h_next_client_id,
+    .count_obl_close = h_count_obl_close,
+    .wal = h_wal,
+    .last_lsn = h_last_lsn,
+    .durable_lsn = h_durable_lsn,
+    .set_next_lsn = h_set_next_lsn,
+    .log_on = h_log_on,
+    .set_role = h_set_role,
+    .set_guard = h_set_guard,
+    .set_stale = h_set_stale,
+    .publish_role = h_publish_role,
+    .role_hook = h_role_hook,
+    .unblock_all = h_unblock_all,
+    .client_state = h_client_state,
+    .client_error = h_client_error,
+    .client_pause = h_client_pause,
+    .client_wake = h_client_wake,
+    .replay_open = h_replay_open,
+    .replay_close = h_replay_close,
+    .replay_exec = h_replay_exec,
+    .apply_begin = h_apply_begin,
+    .set_clock = h_set_clock,
+    .apply_end = h_apply_end,
+    .load_new = h_load_new,
+    .load_drop = h_load_drop,
+    .load_enter = h_load_enter,
+    .load_leave = h_load_leave,
+    .load_install = h_load_install,
+    .rebase_begin = h_rebase_begin,
+    .rebase = h_rebase,
+    .keys = h_keys,
+    .scan = h_scan,
+    .scanned = h_scanned,
+    .peek = h_peek,
+    .rebuild = h_rebuild,
+    .set_cow = h_set_cow,
+};
+
+void
+repl_host_install(void)
+{
+    repl_host_set(&ops);
+}
