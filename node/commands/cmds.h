@@ -44,7 +44,7 @@ void cmd_debug_log(struct conn *c, int argc, struct rv_str *argv);
 CMD_HANDLER(debug_digest); CMD_HANDLER(debug_digest_value); CMD_HANDLER(debug_sleep);
 CMD_HANDLER(debug_set_active_expire); CMD_HANDLER(debug_role_change_hook); CMD_HANDLER(debug_help);
 
-/* slowlog.c, latency.c */
+/* cmd_slowlog.c, cmd_latency.c */
 CMD_HANDLER(slowlog_get); CMD_HANDLER(slowlog_len); CMD_HANDLER(slowlog_reset); CMD_HANDLER(slowlog_help);
 CMD_HANDLER(latency_latest); CMD_HANDLER(latency_history); CMD_HANDLER(latency_reset);
 CMD_HANDLER(latency_doctor); CMD_HANDLER(latency_histogram); CMD_HANDLER(latency_help);
