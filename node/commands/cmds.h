@@ -94,7 +94,7 @@ CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HA
 #include "node/commands/t_geo.h"
 #include "node/commands/t_coord.h"
 
-/* snap.c: checkpoints */
+/* cmd_persist.c: checkpoints */
 CMD_HANDLER(save); CMD_HANDLER(bgsave); CMD_HANDLER(bgrewriteaof); CMD_HANDLER(lastsave);
 
 /* cmd_acl.c */
