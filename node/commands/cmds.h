@@ -60,7 +60,7 @@ CMD_HANDLER(replconf); CMD_HANDLER(rvsync);
 /* replication/repl_failover.c */
 CMD_HANDLER(failover);
 
-/* multi.c */
+/* cmd_multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 
 /* pubsub.c */
