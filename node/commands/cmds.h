@@ -63,7 +63,7 @@ CMD_HANDLER(failover);
 /* cmd_multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 
-/* pubsub.c */
+/* cmd_pubsub.c */
 CMD_HANDLER(publish); CMD_HANDLER(spublish); CMD_HANDLER(subscribe); CMD_HANDLER(ssubscribe);
 CMD_HANDLER(unsubscribe); CMD_HANDLER(sunsubscribe); CMD_HANDLER(psubscribe);
 CMD_HANDLER(punsubscribe); CMD_HANDLER(pubsub_channels); CMD_HANDLER(pubsub_shardchannels);
