@@ -9,6 +9,7 @@
 #include "base/mem.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
+#include "node/features/clientinfo.h"
 #include "node/features/pubsub.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
@@ -986,7 +987,7 @@ acl_log_add(struct conn *c, const char *reason, const char *obj, size_t objlen, 
     atomic_fetch_add_explicit(&denied[kind], 1, memory_order_relaxed);
     struct buf ci;
     buf_init(&ci);
-    conn_client_line(c, c, &ci);
+    clientinfo_line(c, c, &ci);
     if (ci.len && ci.data[ci.len - 1] == '\n') {
         ci.len--;
     }
