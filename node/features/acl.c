@@ -479,6 +479,8 @@ acl_user_name(const struct acl_user *u)
 
 /* ---------------------------------------------------------------- ACL LOG */
 
+#define ACL_LOG_MAX 128
+
 struct acl_log_entry {
     uint64_t id;
     int64_t count;
@@ -684,7 +686,7 @@ acl_auth(struct conn *c, const struct rv_str *user, struct rv_str pass)
     return true;
 }
 
-/* ---------------------------------------------------------------- ACL commands */
+/* ---------------------------------------------------------------- for the ACL command */
 
 static bool
 valid_username(struct rv_str n)

@@ -13,7 +13,11 @@
  * channel (the default user, out of the box) has conn.acl_slow == false, so
  * the dispatcher pays one predicted branch. Otherwise acl_allow() costs one
  * bitmap test, plus key/channel pattern checks only for users that have key
- * or channel restrictions. */
+ * or channel restrictions.
+ *
+ * acl.c keeps the node's users (snapshots, loading, connections, the log);
+ * acl_user.c one user's rules and checks. The ACL command's parsing and
+ * replies are node/commands/cmd_acl.c. */
 #pragma once
 #include "proto/resp.h"
 

@@ -8,7 +8,6 @@
 #include <stdint.h>
 
 #define ACL_HASH_LEN 32
-#define ACL_LOG_MAX 128
 
 enum { ACL_PERM_R = 1, ACL_PERM_W = 2 };
 enum {
