@@ -1,4 +1,7 @@
-/* node/commands/cmd_acl.c: the ACL command. The user model lives in acl.c. */
+/* node/commands/cmd_acl.c: the ACL command. The user model lives in node/features/acl.c
+ * (the node's users) and acl_user.c (one user's rules). */
+#include "base/buf.h"
+#include "base/clock.h"
 #include "node/features/acl.h"
 #include "node/commands/cmds.h"
 #include "node/core/conn.h"
@@ -31,22 +34,78 @@ cmd_acl_deluser(struct conn *c, int argc, struct rv_str *argv)
     reply_int(c, n);
 }
 
+static void
+reply_getuser(struct conn *c, const struct acl_user *u)
+{
+    const char *flags[3];
+    int nflags = acl_user_flag_names(u, flags);
+    struct buf b;
+    buf_init(&b);
+    reply_map(c, 6);
+    reply_bulk_cstr(c, "flags");
+    reply_array(c, (size_t)nflags);
+    for (int i = 0; i < nflags; i++) {
+        reply_bulk_cstr(c, flags[i]);
+    }
+    reply_bulk_cstr(c, "passwords");
+    reply_array(c, (size_t)acl_user_npass(u));
+    for (int j = 0; j < acl_user_npass(u); j++) {
+        char h[ACL_PASS_HEX_LEN + 1];
+        acl_user_pass_hex(u, j, h);
+        reply_bulk_cstr(c, h);
+    }
+    reply_bulk_cstr(c, "commands");
+    reply_bulk_cstr(c, acl_user_cmdrules(u));
+    reply_bulk_cstr(c, "keys");
+    acl_user_keys_text(u, &b);
+    reply_bulk(c, b.data ? b.data : "", b.len);
+    buf_reset(&b);
+    reply_bulk_cstr(c, "channels");
+    acl_user_chans_text(u, &b);
+    reply_bulk(c, b.data ? b.data : "", b.len);
+    reply_bulk_cstr(c, "selectors");
+    reply_array(c, 0);
+    buf_deinit(&b);
+}
+
 void
 cmd_acl_getuser(struct conn *c, int argc, struct rv_str *argv)
 {
-    acl_reply_getuser(c, argv[2]);
+    struct acl_snap *s = acl_snap_get();
+    const struct acl_user *u = acl_snap_find(s, argv[2]);
+    if (u == NULL) {
+        reply_null(c);
+    } else {
+        reply_getuser(c, u);
+    }
+    acl_snap_put(s);
 }
 
 void
 cmd_acl_list(struct conn *c, int argc, struct rv_str *argv)
 {
-    acl_reply_list(c);
+    struct acl_snap *s = acl_snap_get();
+    reply_array(c, acl_snap_count(s));
+    struct buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < acl_snap_count(s); i++) {
+        buf_reset(&b);
+        acl_user_describe(acl_snap_user(s, i), &b);
+        reply_bulk(c, b.data, b.len);
+    }
+    buf_deinit(&b);
+    acl_snap_put(s);
 }
 
 void
 cmd_acl_users(struct conn *c, int argc, struct rv_str *argv)
 {
-    acl_reply_users(c);
+    struct acl_snap *s = acl_snap_get();
+    reply_array(c, acl_snap_count(s));
+    for (size_t i = 0; i < acl_snap_count(s); i++) {
+        reply_bulk_cstr(c, acl_user_name(acl_snap_user(s, i)));
+    }
+    acl_snap_put(s);
 }
 
 void
@@ -132,7 +191,35 @@ cmd_acl_log(struct conn *c, int argc, struct rv_str *argv)
             return;
         }
     }
-    acl_reply_log(c, count);
+    size_t n;
+    struct acl_log_view *v = acl_log_copy(count, &n);
+    int64_t now = clock_unix_ms();
+    reply_array(c, n);
+    for (size_t i = 0; i < n; i++) {
+        const struct acl_log_view *e = &v[i];
+        reply_map(c, 10);
+        reply_bulk_cstr(c, "count");
+        reply_int(c, e->count);
+        reply_bulk_cstr(c, "reason");
+        reply_bulk_cstr(c, e->reason);
+        reply_bulk_cstr(c, "context");
+        reply_bulk_cstr(c, e->context);
+        reply_bulk_cstr(c, "object");
+        reply_bulk_cstr(c, e->object);
+        reply_bulk_cstr(c, "username");
+        reply_bulk_cstr(c, e->username);
+        reply_bulk_cstr(c, "age-seconds");
+        reply_double(c, (double)(now - e->created_ms) / 1000.0);
+        reply_bulk_cstr(c, "client-info");
+        reply_bulk_cstr(c, e->client_info);
+        reply_bulk_cstr(c, "entry-id");
+        reply_int(c, (int64_t)e->id);
+        reply_bulk_cstr(c, "timestamp-created");
+        reply_int(c, e->created_ms);
+        reply_bulk_cstr(c, "timestamp-last-updated");
+        reply_int(c, e->updated_ms);
+    }
+    acl_log_free(v, n);
 }
 
 void

@@ -47,7 +47,7 @@ void cmd_debug_log(struct conn *c, int argc, struct rv_str *argv);
 CMD_HANDLER(debug_digest); CMD_HANDLER(debug_digest_value); CMD_HANDLER(debug_sleep);
 CMD_HANDLER(debug_set_active_expire); CMD_HANDLER(debug_role_change_hook); CMD_HANDLER(debug_help);
 
-/* slowlog.c, latency.c */
+/* cmd_slowlog.c, cmd_latency.c */
 CMD_HANDLER(slowlog_get); CMD_HANDLER(slowlog_len); CMD_HANDLER(slowlog_reset); CMD_HANDLER(slowlog_help);
 CMD_HANDLER(latency_latest); CMD_HANDLER(latency_history); CMD_HANDLER(latency_reset);
 CMD_HANDLER(latency_doctor); CMD_HANDLER(latency_histogram); CMD_HANDLER(latency_help);
@@ -61,10 +61,10 @@ CMD_HANDLER(memory_malloc_stats);
 CMD_HANDLER(replicaof); CMD_HANDLER(role); CMD_HANDLER(wait); CMD_HANDLER(waitaof);
 CMD_HANDLER(replconf); CMD_HANDLER(rvsync); CMD_HANDLER(failover);
 
-/* multi.c */
+/* cmd_multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 
-/* pubsub.c */
+/* cmd_pubsub.c */
 CMD_HANDLER(publish); CMD_HANDLER(spublish); CMD_HANDLER(subscribe); CMD_HANDLER(ssubscribe);
 CMD_HANDLER(unsubscribe); CMD_HANDLER(sunsubscribe); CMD_HANDLER(psubscribe);
 CMD_HANDLER(punsubscribe); CMD_HANDLER(pubsub_channels); CMD_HANDLER(pubsub_shardchannels);
@@ -95,7 +95,7 @@ CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HA
 #include "node/commands/t_geo.h"
 #include "node/commands/t_coord.h"
 
-/* snap.c: checkpoints */
+/* cmd_persist.c: checkpoints */
 CMD_HANDLER(save); CMD_HANDLER(bgsave); CMD_HANDLER(bgrewriteaof); CMD_HANDLER(lastsave);
 
 /* cmd_acl.c */

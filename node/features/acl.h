@@ -13,7 +13,11 @@
  * channel (the default user, out of the box) has conn.acl_slow == false, so
  * the dispatcher pays one predicted branch. Otherwise acl_allow() costs one
  * bitmap test, plus key/channel pattern checks only for users that have key
- * or channel restrictions. */
+ * or channel restrictions.
+ *
+ * acl.c keeps the node's users (snapshots, loading, connections, the log);
+ * acl_user.c one user's rules and checks. The ACL command's parsing and
+ * replies are node/commands/cmd_acl.c. */
 #pragma once
 #include "proto/resp.h"
 
@@ -83,13 +87,9 @@ int acl_setuser(struct shard *s, struct rv_str name, int nrules, const struct rv
                 char *err, size_t errsz);
 /* Delete users; returns how many existed. -1 with err for "default". */
 int acl_deluser(struct shard *s, int n, const struct rv_str *names, char *err, size_t errsz);
-void acl_reply_list(struct conn *c);
-void acl_reply_users(struct conn *c);
-void acl_reply_getuser(struct conn *c, struct rv_str name);
 /* DRYRUN: NULL when allowed, else the reason written into why. */
 bool acl_dryrun(struct rv_str user, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
                 char *why, size_t whysz, bool *nouser);
-void acl_reply_log(struct conn *c, int64_t count);
 /* ACL LOAD / ACL SAVE with the aclfile; 0, or -1 with Redis's error text. */
 int acl_load(struct shard *s, char *err, size_t errsz);
 int acl_save(char *err, size_t errsz);
@@ -97,3 +97,39 @@ void acl_log_reset(void);
 /* Refusals since start, node-wide, for INFO stats: acl_access_denied_auth,
  * acl_access_denied_cmd, acl_access_denied_key, acl_access_denied_channel. */
 void acl_denied_counts(uint64_t out[4]);
+
+/* The newest users, sorted by name: a reference that keeps them unchanged
+ * (and their acl_user pointers valid) until acl_snap_put. */
+struct acl_snap *acl_snap_get(void);
+void acl_snap_put(struct acl_snap *s);
+size_t acl_snap_count(const struct acl_snap *s);
+const struct acl_user *acl_snap_user(const struct acl_snap *s, size_t i);
+const struct acl_user *acl_snap_find(const struct acl_snap *s, struct rv_str name);   /* NULL if none */
+
+/* A user in text, as ACL LIST and the ACL file write it:
+ * "user <name> on #<hash> ~keys resetchannels &chans <command rules>". */
+void acl_user_describe(const struct acl_user *u, struct buf *b);
+/* ACL GETUSER's fields: the flags ("on" or "off", then "nopass", then
+ * "sanitize-payload" or "skip-sanitize-payload", when set; returns how many),
+ * the password hashes in hex, the command rules, the key patterns ("~*", or
+ * "%R~a ~b") and the channel patterns ("&*", or "&a &b"). */
+#define ACL_PASS_HEX_LEN 64
+int acl_user_flag_names(const struct acl_user *u, const char *out[3]);
+int acl_user_npass(const struct acl_user *u);
+void acl_user_pass_hex(const struct acl_user *u, int i, char out[ACL_PASS_HEX_LEN + 1]);
+const char *acl_user_cmdrules(const struct acl_user *u);
+void acl_user_keys_text(const struct acl_user *u, struct buf *b);
+void acl_user_chans_text(const struct acl_user *u, struct buf *b);
+
+/* ACL LOG: copies of the newest min(count, entries) entries (count < 0: all),
+ * newest first; *n says how many. Free them with acl_log_free. */
+struct acl_log_view {
+    uint64_t id;
+    int64_t count;                /* refusals merged into the entry */
+    const char *reason;           /* "auth", "command", "key", "channel" */
+    const char *context;          /* "toplevel", "multi" */
+    const char *object, *username, *client_info;
+    int64_t created_ms, updated_ms;
+};
+struct acl_log_view *acl_log_copy(int64_t count, size_t *n);
+void acl_log_free(struct acl_log_view *v, size_t n);

@@ -4,7 +4,6 @@
 #include "node/features/acl.h"
 #include "base/mem.h"
 #include "node/core/cmd.h"
-#include "node/commands/cmds.h"
 #include "node/core/conn.h"
 #include "node/keyspace/dict.h"
 #include "node/features/evict.h"
@@ -196,21 +195,18 @@ key_live(struct conn *c, const char *key, size_t len)
     return dl == KS_NO_EXPIRE || dl > conn_now_ms(c);
 }
 
-CMD_HANDLER(watch)
+void
+multi_watch(struct conn *c, int n, const struct rv_str *keys)
 {
-    if (c->flags & CONN_MULTI) {
-        reply_errf(c, "ERR WATCH inside MULTI is not allowed");
-        return;
-    }
     struct multi_state *m = mstate(c);
     struct dict **tabp = shard_watched(c->shard);
     if (*tabp == NULL) {
         *tabp = dict_create();
     }
-    for (int i = 1; i < argc; i++) {
+    for (int i = 0; i < n; i++) {
         bool dup = false;
         for (size_t j = 0; j < m->nw && !dup; j++) {
-            dup = m->w[j].len == argv[i].len && memcmp(m->w[j].key, argv[i].p, argv[i].len) == 0;
+            dup = m->w[j].len == keys[i].len && memcmp(m->w[j].key, keys[i].p, keys[i].len) == 0;
         }
         if (dup) {
             continue;
@@ -219,10 +215,10 @@ CMD_HANDLER(watch)
             m->capw = m->capw ? m->capw * 2 : 4;
             m->w = rv_realloc(m->w, m->capw * sizeof(*m->w));
         }
-        m->w[m->nw++] = (struct watched_key){ rv_strndup(argv[i].p, argv[i].len), argv[i].len,
-                                              key_live(c, argv[i].p, argv[i].len) };
+        m->w[m->nw++] = (struct watched_key){ rv_strndup(keys[i].p, keys[i].len), keys[i].len,
+                                              key_live(c, keys[i].p, keys[i].len) };
         bool created;
-        struct dict_entry *e = dict_add(*tabp, argv[i].p, argv[i].len, &created);
+        struct dict_entry *e = dict_add(*tabp, keys[i].p, keys[i].len, &created);
         struct watchers *ws = created ? rv_calloc(1, sizeof(*ws)) : dict_val_ptr(e);
         if (created) {
             dict_set_val_ptr(e, ws);
@@ -233,36 +229,21 @@ CMD_HANDLER(watch)
         }
         ws->v[ws->n++] = c;
     }
-    reply_ok(c);
 }
 
-CMD_HANDLER(unwatch)
+void
+multi_unwatch(struct conn *c)
 {
     if (c->mstate && c->mstate->nw) {
         unwatch_all(c);
     }
-    reply_ok(c);
 }
 
-CMD_HANDLER(multi)
+void
+multi_begin(struct conn *c)
 {
-    if (c->flags & CONN_MULTI) {
-        reply_errf(c, "ERR MULTI calls can not be nested");
-        return;
-    }
     mstate(c)->in_multi = true;
     c->flags |= CONN_MULTI;
-    reply_ok(c);
-}
-
-CMD_HANDLER(discard)
-{
-    if (!(c->flags & CONN_MULTI)) {
-        reply_errf(c, "ERR DISCARD without MULTI");
-        return;
-    }
-    multi_release(c);
-    reply_ok(c);
 }
 
 /* A watched key that was live at WATCH and is gone or expired now counts as
@@ -307,13 +288,10 @@ exec_refused(struct conn *c, const struct multi_state *m)
     return true;
 }
 
-CMD_HANDLER(exec)
+enum multi_verdict
+multi_exec_check(struct conn *c)
 {
     struct multi_state *m = c->mstate;
-    if (!(c->flags & CONN_MULTI)) {
-        reply_errf(c, "ERR EXEC without MULTI");
-        return;
-    }
     /* Over a memory budget, a transaction that may grow memory is refused whole
      * (as Redis: the OOM check applies to EXEC for its queued commands). */
     if (evict_hot(*shard_evict(c->shard))->armed) {
@@ -322,37 +300,34 @@ CMD_HANDLER(exec)
             denyoom = (m->q[i].cmd->flags & CMD_DENYOOM) != 0;
         }
         if (denyoom && !evict_admit(c->shard)) {
-            reply_errf(c, "EXECABORT Transaction discarded because of: %s",
-                       rv_client_err_text[RV_ERR_OOM]);
-            multi_release(c);
-            return;
+            return MULTI_OOM;
         }
     }
     if (rv_unlikely(exec_refused(c, m))) {
-        return;
+        return MULTI_HELD;
     }
     /* replica-serve-stale-data no, link down since the commands were queued:
      * as Redis, EXEC is refused whole unless every queued command may run. */
     if (rv_unlikely(persist_hot(c->persist)->stale)) {
         for (size_t i = 0; i < m->nq; i++) {
             if (!(m->q[i].cmd->flags & CMD_STALE)) {
-                reply_errf(c, "EXECABORT Transaction discarded because of: MASTERDOWN Link with MASTER "
-                              "is down and replica-serve-stale-data is set to 'no'.");
-                multi_release(c);
-                return;
+                return MULTI_STALE;
             }
         }
     }
     if (m->dirty_exec) {
-        reply_errf(c, "EXECABORT Transaction discarded because of previous errors.");
-        multi_release(c);
-        return;
+        return MULTI_ABORTED;
     }
     if (m->dirty_cas || (m->nw && watched_key_lost(c))) {
-        reply_null_array(c);
-        multi_release(c);
-        return;
+        return MULTI_WATCH_FAILED;
     }
+    return MULTI_RUN;
+}
+
+void
+multi_exec_run(struct conn *c)
+{
+    struct multi_state *m = c->mstate;
     /* Unwatch first: our own writes must not flag us, and nothing can run
      * between here and the end of the transaction on this shard. */
     if (m->nw) {

@@ -6,7 +6,10 @@
  * watching connections so their EXEC fails. A key that existed when watched
  * and has expired or vanished by EXEC time also fails it, so expiry and
  * eviction invalidate a WATCH as in Redis. Nothing here costs anything on
- * the request path while no connection of the shard watches a key. */
+ * the request path while no connection of the shard watches a key.
+ *
+ * The commands (node/commands/cmd_multi.c) check their preconditions and
+ * reply; what they do to the transaction state is here. */
 #pragma once
 #include "proto/resp.h"
 
@@ -31,3 +34,27 @@ void multi_release(struct conn *c);
 /* After a write command: flag the watchers of its keys; a keyless write
  * (FLUSHDB, FLUSHALL) flags every watcher of the shard. */
 void multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+
+/* WATCH keys[0..n-1] (already watched ones are skipped); not inside MULTI. */
+void multi_watch(struct conn *c, int n, const struct rv_str *keys);
+/* UNWATCH: forget every key c watches. */
+void multi_unwatch(struct conn *c);
+/* MULTI: commands are queued from now on; not inside MULTI. */
+void multi_begin(struct conn *c);
+
+/* Whether EXEC may run c's transaction now, checked in this order. */
+enum multi_verdict {
+    MULTI_RUN,
+    MULTI_OOM,            /* over maxmemory, a queued command may grow memory */
+    MULTI_HELD,           /* the write gate refused (replied EXECABORT, transaction
+                           * dropped) or paused it (no reply: EXEC runs again later) */
+    MULTI_STALE,          /* stale replica, a queued command may not run on one */
+    MULTI_ABORTED,        /* a command was refused while queueing */
+    MULTI_WATCH_FAILED,   /* a watched key changed */
+};
+/* Inside MULTI only. Every verdict but MULTI_RUN and MULTI_HELD leaves the
+ * transaction for the caller to reply and multi_release(). */
+enum multi_verdict multi_exec_check(struct conn *c);
+/* Run the queued commands (after MULTI_RUN): EXEC's reply is the array of
+ * their replies. Ends the transaction. */
+void multi_exec_run(struct conn *c);

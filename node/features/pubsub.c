@@ -4,11 +4,9 @@
 #include "cluster/slot.h"
 #include "base/glob.h"
 #include "base/mem.h"
-#include "node/commands/cmds.h"
 #include "node/core/conn.h"
 #include "node/keyspace/dict.h"
 #include "node/core/node.h"
-#include "node/core/reply.h"
 #include "node/core/shard.h"
 
 #include <string.h>
@@ -47,8 +45,6 @@ struct ps_msg {
     size_t chlen, len;
     char data[];
 };
-
-enum ps_kind { PS_CHANNEL, PS_SHARD };
 
 static struct pubsub *
 shard_ps(struct shard *s)
@@ -129,20 +125,6 @@ update_mode(struct conn *c)
     }
 }
 
-/* ["subscribe", channel, count] as a push (RESP3) or array (RESP2). */
-static void
-reply_event(struct conn *c, const char *kind, const char *ch, size_t chlen, bool null_ch, size_t count)
-{
-    resp_w_push(&c->wbuf, c->proto, 3);
-    reply_bulk_cstr(c, kind);
-    if (null_ch) {
-        reply_null(c);
-    } else {
-        reply_bulk(c, ch, chlen);
-    }
-    reply_int(c, (int64_t)count);
-}
-
 static bool
 subs_add(struct dict *tab, const char *ch, size_t len, struct conn *c)
 {
@@ -181,24 +163,40 @@ subs_remove(struct dict *tab, const char *ch, size_t len, struct conn *c)
     }
 }
 
-static void
-subscribe_generic(struct conn *c, int argc, struct rv_str *argv, enum ps_kind kind)
+static struct dict *
+conn_tab(struct pubsub_conn *cp, enum pubsub_kind kind)
+{
+    return kind == PUBSUB_SHARD ? cp->schannels : cp->channels;
+}
+
+static struct dict *
+shard_tab(struct pubsub *ps, enum pubsub_kind kind)
+{
+    return kind == PUBSUB_SHARD ? ps->schannels : ps->channels;
+}
+
+size_t
+pubsub_count(const struct conn *c, enum pubsub_kind kind)
+{
+    if (kind == PUBSUB_SHARD) {
+        return c->ps ? dict_size(c->ps->schannels) : 0;
+    }
+    return conn_total(c);
+}
+
+size_t
+pubsub_subscribe(struct conn *c, enum pubsub_kind kind, struct rv_str ch)
 {
     struct pubsub *ps = shard_ps(c->shard);
     struct pubsub_conn *cp = conn_ps(c);
-    struct dict *mine = kind == PS_SHARD ? cp->schannels : cp->channels;
-    struct dict *tab = kind == PS_SHARD ? ps->schannels : ps->channels;
-    for (int i = 1; i < argc; i++) {
-        bool created;
-        dict_add(mine, argv[i].p, argv[i].len, &created);
-        if (created) {
-            subs_add(tab, argv[i].p, argv[i].len, c);
-            shard_pubsub_count_add(c->shard, 1);
-        }
-        reply_event(c, kind == PS_SHARD ? "ssubscribe" : "subscribe", argv[i].p, argv[i].len, false,
-                    kind == PS_SHARD ? dict_size(mine) : conn_total(c));
+    bool created;
+    dict_add(conn_tab(cp, kind), ch.p, ch.len, &created);
+    if (created) {
+        subs_add(shard_tab(ps, kind), ch.p, ch.len, c);
+        shard_pubsub_count_add(c->shard, 1);
     }
     update_mode(c);
+    return pubsub_count(c, kind);
 }
 
 struct collect {
@@ -215,49 +213,47 @@ collect_key(void *arg, struct dict_entry *e)
 }
 
 static void
-unsubscribe_one(struct conn *c, const char *ch, size_t len, enum ps_kind kind, bool reply)
+unsubscribe_one(struct conn *c, const char *ch, size_t len, enum pubsub_kind kind)
 {
     struct pubsub *ps = shard_ps(c->shard);
     struct pubsub_conn *cp = conn_ps(c);
-    struct dict *mine = kind == PS_SHARD ? cp->schannels : cp->channels;
-    if (dict_delete(mine, ch, len, NULL)) {
-        subs_remove(kind == PS_SHARD ? ps->schannels : ps->channels, ch, len, c);
+    if (dict_delete(conn_tab(cp, kind), ch, len, NULL)) {
+        subs_remove(shard_tab(ps, kind), ch, len, c);
         shard_pubsub_count_add(c->shard, -1);
-    }
-    if (reply) {
-        reply_event(c, kind == PS_SHARD ? "sunsubscribe" : "unsubscribe", ch, len, false,
-                    kind == PS_SHARD ? dict_size(mine) : conn_total(c));
     }
 }
 
-static void
-unsubscribe_generic(struct conn *c, int argc, struct rv_str *argv, enum ps_kind kind, bool reply)
+size_t
+pubsub_unsubscribe(struct conn *c, enum pubsub_kind kind, struct rv_str ch)
 {
-    struct pubsub_conn *cp = conn_ps(c);
-    struct dict *mine = kind == PS_SHARD ? cp->schannels : cp->channels;
-    if (argc > 1) {
-        for (int i = 1; i < argc; i++) {
-            unsubscribe_one(c, argv[i].p, argv[i].len, kind, reply);
-        }
-    } else if (dict_size(mine) == 0) {
-        if (reply) {
-            reply_event(c, kind == PS_SHARD ? "sunsubscribe" : "unsubscribe", NULL, 0, true,
-                        kind == PS_SHARD ? 0 : conn_total(c));
-        }
-    } else {
-        struct collect x = { rv_malloc(dict_size(mine) * sizeof(struct rv_str)), 0 };
+    unsubscribe_one(c, ch.p, ch.len, kind);
+    update_mode(c);
+    return pubsub_count(c, kind);
+}
+
+size_t
+pubsub_unsubscribe_all(struct conn *c, enum pubsub_kind kind, pubsub_unsub_fn *fn, void *arg)
+{
+    struct dict *mine = conn_tab(conn_ps(c), kind);
+    size_t n = dict_size(mine);
+    if (n > 0) {
+        struct collect x = { rv_malloc(n * sizeof(struct rv_str)), 0 };
         dict_foreach(mine, collect_key, &x);
         for (size_t i = 0; i < x.n; i++) {
-            unsubscribe_one(c, x.v[i].p, x.v[i].len, kind, reply);
+            unsubscribe_one(c, x.v[i].p, x.v[i].len, kind);
+            if (fn) {
+                fn(arg, x.v[i], pubsub_count(c, kind));
+            }
             rv_free((void *)x.v[i].p);
         }
         rv_free(x.v);
     }
     update_mode(c);
+    return n;
 }
 
 static void
-punsubscribe_one(struct conn *c, const char *pat, size_t len, bool reply)
+punsubscribe_one(struct conn *c, const char *pat, size_t len)
 {
     struct pubsub *ps = shard_ps(c->shard);
     struct pubsub_conn *cp = conn_ps(c);
@@ -277,9 +273,6 @@ punsubscribe_one(struct conn *c, const char *pat, size_t len, bool reply)
             break;
         }
     }
-    if (reply) {
-        reply_event(c, "punsubscribe", pat, len, false, conn_total(c));
-    }
 }
 
 void
@@ -288,12 +281,12 @@ pubsub_release(struct conn *c)
     if (c->ps == NULL) {
         return;
     }
-    unsubscribe_generic(c, 1, NULL, PS_CHANNEL, false);
-    unsubscribe_generic(c, 1, NULL, PS_SHARD, false);
+    pubsub_unsubscribe_all(c, PUBSUB_CHANNEL, NULL, NULL);
+    pubsub_unsubscribe_all(c, PUBSUB_SHARD, NULL, NULL);
     while (c->ps->npats) {
         struct rv_str p = c->ps->pats[0];
         char *copy = rv_strndup(p.p, p.len);
-        punsubscribe_one(c, copy, p.len, false);
+        punsubscribe_one(c, copy, p.len);
         rv_free(copy);
     }
     dict_destroy(c->ps->channels, NULL);
@@ -376,7 +369,7 @@ deliver_to(struct conn *c, const char *kind, const char *pat, size_t plen, const
 
 /* Deliver on this shard; returns the number of receivers. */
 static size_t
-deliver_local(struct shard *s, enum ps_kind kind, const char *ch, size_t chlen, const char *msg,
+deliver_local(struct shard *s, enum pubsub_kind kind, const char *ch, size_t chlen, const char *msg,
               size_t len)
 {
     struct pubsub *ps = *shard_pubsub(s);
@@ -384,16 +377,16 @@ deliver_local(struct shard *s, enum ps_kind kind, const char *ch, size_t chlen, 
     if (ps == NULL) {
         return 0;
     }
-    struct dict_entry *e = dict_find(kind == PS_SHARD ? ps->schannels : ps->channels, ch, chlen);
+    struct dict_entry *e = dict_find(kind == PUBSUB_SHARD ? ps->schannels : ps->channels, ch, chlen);
     if (e) {
         struct subs *sb = dict_val_ptr(e);
         for (size_t i = 0; i < sb->n; i++) {
-            deliver_to(sb->v[i], kind == PS_SHARD ? "smessage" : "message", NULL, 0, ch, chlen, msg,
+            deliver_to(sb->v[i], kind == PUBSUB_SHARD ? "smessage" : "message", NULL, 0, ch, chlen, msg,
                        len);
         }
         n += sb->n;
     }
-    if (kind == PS_CHANNEL) {
+    if (kind == PUBSUB_CHANNEL) {
         for (size_t i = 0; i < ps->npats; i++) {
             struct pattern_sub *p = &ps->pats[i];
             if (glob_match(p->pat, p->len, ch, chlen, false)) {
@@ -409,170 +402,122 @@ static void
 run_remote(struct shard *s, struct shard_msg *m)
 {
     struct ps_msg *pm = (struct ps_msg *)m;
-    deliver_local(s, PS_CHANNEL, pm->data, pm->chlen, pm->data + pm->chlen, pm->len);
+    deliver_local(s, PUBSUB_CHANNEL, pm->data, pm->chlen, pm->data + pm->chlen, pm->len);
     rv_free(pm);
 }
 
-CMD_HANDLER(publish)
+size_t
+pubsub_publish(struct shard *me, struct rv_str ch, struct rv_str msg)
 {
-    struct shard *me = c->shard;
     struct node *n = shard_node(me);
-    size_t got = deliver_local(me, PS_CHANNEL, argv[1].p, argv[1].len, argv[2].p, argv[2].len);
+    size_t got = deliver_local(me, PUBSUB_CHANNEL, ch.p, ch.len, msg.p, msg.len);
     for (unsigned i = 0; i < n->nshards; i++) {
         struct shard *to = n->shards[i];
         if (to == me || shard_pubsub_count(to) == 0) {
             continue;
         }
-        struct ps_msg *m = rv_malloc(sizeof(*m) + argv[1].len + argv[2].len);
+        struct ps_msg *m = rv_malloc(sizeof(*m) + ch.len + msg.len);
         m->base.run = run_remote;
-        m->chlen = argv[1].len;
-        m->len = argv[2].len;
-        memcpy(m->data, argv[1].p, argv[1].len);
-        memcpy(m->data + argv[1].len, argv[2].p, argv[2].len);
+        m->chlen = ch.len;
+        m->len = msg.len;
+        memcpy(m->data, ch.p, ch.len);
+        memcpy(m->data + ch.len, msg.p, msg.len);
         shard_post(to, &m->base);
     }
-    reply_int(c, (int64_t)got);
+    return got;
 }
 
-CMD_HANDLER(spublish)
+size_t
+pubsub_spublish(struct shard *s, struct rv_str ch, struct rv_str msg)
 {
-    reply_int(c, (int64_t)deliver_local(c->shard, PS_SHARD, argv[1].p, argv[1].len, argv[2].p,
-                                        argv[2].len));
+    return deliver_local(s, PUBSUB_SHARD, ch.p, ch.len, msg.p, msg.len);
 }
 
-CMD_HANDLER(subscribe)
-{
-    subscribe_generic(c, argc, argv, PS_CHANNEL);
-}
-
-CMD_HANDLER(ssubscribe)
-{
-    subscribe_generic(c, argc, argv, PS_SHARD);
-}
-
-CMD_HANDLER(unsubscribe)
-{
-    unsubscribe_generic(c, argc, argv, PS_CHANNEL, true);
-}
-
-CMD_HANDLER(sunsubscribe)
-{
-    unsubscribe_generic(c, argc, argv, PS_SHARD, true);
-}
-
-CMD_HANDLER(psubscribe)
+size_t
+pubsub_psubscribe(struct conn *c, struct rv_str pat)
 {
     struct pubsub *ps = shard_ps(c->shard);
     struct pubsub_conn *cp = conn_ps(c);
-    for (int i = 1; i < argc; i++) {
-        bool have = false;
-        for (size_t j = 0; j < cp->npats && !have; j++) {
-            have = cp->pats[j].len == argv[i].len && memcmp(cp->pats[j].p, argv[i].p, argv[i].len) == 0;
+    bool have = false;
+    for (size_t j = 0; j < cp->npats && !have; j++) {
+        have = cp->pats[j].len == pat.len && memcmp(cp->pats[j].p, pat.p, pat.len) == 0;
+    }
+    if (!have) {
+        if (cp->npats == cp->cappats) {
+            cp->cappats = cp->cappats ? cp->cappats * 2 : 4;
+            cp->pats = rv_realloc(cp->pats, cp->cappats * sizeof(*cp->pats));
         }
-        if (!have) {
-            if (cp->npats == cp->cappats) {
-                cp->cappats = cp->cappats ? cp->cappats * 2 : 4;
-                cp->pats = rv_realloc(cp->pats, cp->cappats * sizeof(*cp->pats));
-            }
-            cp->pats[cp->npats++] = (struct rv_str){ rv_strndup(argv[i].p, argv[i].len), argv[i].len };
-            if (ps->npats == ps->cappats) {
-                ps->cappats = ps->cappats ? ps->cappats * 2 : 4;
-                ps->pats = rv_realloc(ps->pats, ps->cappats * sizeof(*ps->pats));
-            }
-            ps->pats[ps->npats++] = (struct pattern_sub){ rv_strndup(argv[i].p, argv[i].len),
-                                                         argv[i].len, c };
-            shard_pubsub_count_add(c->shard, 1);
+        cp->pats[cp->npats++] = (struct rv_str){ rv_strndup(pat.p, pat.len), pat.len };
+        if (ps->npats == ps->cappats) {
+            ps->cappats = ps->cappats ? ps->cappats * 2 : 4;
+            ps->pats = rv_realloc(ps->pats, ps->cappats * sizeof(*ps->pats));
         }
-        reply_event(c, "psubscribe", argv[i].p, argv[i].len, false, conn_total(c));
+        ps->pats[ps->npats++] = (struct pattern_sub){ rv_strndup(pat.p, pat.len), pat.len, c };
+        shard_pubsub_count_add(c->shard, 1);
     }
     update_mode(c);
+    return conn_total(c);
 }
 
-CMD_HANDLER(punsubscribe)
+size_t
+pubsub_punsubscribe(struct conn *c, struct rv_str pat)
+{
+    punsubscribe_one(c, pat.p, pat.len);
+    update_mode(c);
+    return conn_total(c);
+}
+
+size_t
+pubsub_punsubscribe_all(struct conn *c, pubsub_unsub_fn *fn, void *arg)
 {
     struct pubsub_conn *cp = conn_ps(c);
-    if (argc > 1) {
-        for (int i = 1; i < argc; i++) {
-            punsubscribe_one(c, argv[i].p, argv[i].len, true);
+    size_t n = 0;
+    while (cp->npats) {
+        struct rv_str p = cp->pats[cp->npats - 1];
+        char *copy = rv_strndup(p.p, p.len);
+        punsubscribe_one(c, copy, p.len);
+        if (fn) {
+            fn(arg, (struct rv_str){ copy, p.len }, conn_total(c));
         }
-    } else if (cp->npats == 0) {
-        reply_event(c, "punsubscribe", NULL, 0, true, conn_total(c));
-    } else {
-        while (cp->npats) {
-            struct rv_str p = cp->pats[cp->npats - 1];
-            char *copy = rv_strndup(p.p, p.len);
-            punsubscribe_one(c, copy, p.len, true);
-            rv_free(copy);
-        }
+        rv_free(copy);
+        n++;
     }
     update_mode(c);
+    return n;
 }
 
-/* ---- PUBSUB introspection (this shard, as a cluster node answers) ---- */
+/* ---- introspection (this shard, as a cluster node answers) ---- */
 
-struct chan_list {
-    struct conn *c;
-    struct rv_str *pat;
-    size_t n;
+struct name_visit {
+    pubsub_name_fn *fn;
+    void *arg;
 };
 
 static void
-list_channel(void *arg, struct dict_entry *e)
+visit_channel(void *arg, struct dict_entry *e)
 {
-    struct chan_list *x = arg;
-    struct rv_str k = dict_key(e);
-    if (x->pat == NULL || glob_match(x->pat->p, x->pat->len, k.p, k.len, false)) {
-        reply_bulk(x->c, k.p, k.len);
-        x->n++;
-    }
+    struct name_visit *x = arg;
+    x->fn(x->arg, dict_key(e));
 }
 
-static void
-channels_generic(struct conn *c, int argc, struct rv_str *argv, enum ps_kind kind)
+void
+pubsub_channels(struct shard *s, enum pubsub_kind kind, pubsub_name_fn *fn, void *arg)
 {
-    struct pubsub *ps = shard_ps(c->shard);
-    struct chan_list x = { c, argc > 2 ? &argv[2] : NULL, 0 };
-    size_t h = reply_defer(c);
-    dict_foreach(kind == PS_SHARD ? ps->schannels : ps->channels, list_channel, &x);
-    reply_defer_array(c, h, x.n);
+    struct name_visit x = { fn, arg };
+    dict_foreach(shard_tab(shard_ps(s), kind), visit_channel, &x);
 }
 
-static void
-numsub_generic(struct conn *c, int argc, struct rv_str *argv, enum ps_kind kind)
+size_t
+pubsub_numsub(struct shard *s, enum pubsub_kind kind, struct rv_str ch)
 {
-    struct pubsub *ps = shard_ps(c->shard);
-    struct dict *tab = kind == PS_SHARD ? ps->schannels : ps->channels;
-    reply_map(c, (size_t)(argc - 2));
-    for (int i = 2; i < argc; i++) {
-        struct dict_entry *e = dict_find(tab, argv[i].p, argv[i].len);
-        reply_bulk(c, argv[i].p, argv[i].len);
-        reply_int(c, e ? (int64_t)((struct subs *)dict_val_ptr(e))->n : 0);
-    }
+    struct dict_entry *e = dict_find(shard_tab(shard_ps(s), kind), ch.p, ch.len);
+    return e ? ((struct subs *)dict_val_ptr(e))->n : 0;
 }
 
-CMD_HANDLER(pubsub_channels)
+size_t
+pubsub_numpat(struct shard *s)
 {
-    channels_generic(c, argc, argv, PS_CHANNEL);
-}
-
-CMD_HANDLER(pubsub_shardchannels)
-{
-    channels_generic(c, argc, argv, PS_SHARD);
-}
-
-CMD_HANDLER(pubsub_numsub)
-{
-    numsub_generic(c, argc, argv, PS_CHANNEL);
-}
-
-CMD_HANDLER(pubsub_shardnumsub)
-{
-    numsub_generic(c, argc, argv, PS_SHARD);
-}
-
-CMD_HANDLER(pubsub_numpat)
-{
-    struct pubsub *ps = shard_ps(c->shard);
+    struct pubsub *ps = shard_ps(s);
     /* Redis counts distinct patterns. */
     size_t n = 0;
     for (size_t i = 0; i < ps->npats; i++) {
@@ -583,19 +528,5 @@ CMD_HANDLER(pubsub_numpat)
         }
         n += !seen;
     }
-    reply_int(c, (int64_t)n);
-}
-
-CMD_HANDLER(pubsub_help)
-{
-    static const char *const lines[] = {
-        "CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
-        "NUMPAT", "    Return number of subscriptions to patterns.",
-        "NUMSUB [<channel> ...]", "    Return the number of subscribers for the specified channels, excluding",
-        "    pattern subscriptions(default: no channels).",
-        "SHARDCHANNELS [<pattern>]", "    Return the currently active shard level channels matching a <pattern> (default: '*').",
-        "SHARDNUMSUB [<shardchannel> ...]", "    Return the number of subscribers for the specified shard level channel(s)",
-        NULL,
-    };
-    reply_help(c, "PUBSUB", lines);
+    return n;
 }

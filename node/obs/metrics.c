@@ -441,10 +441,10 @@ cmd_stat_copy(const struct cmd_stat *src, struct cmd_stat *dst)
     }
 }
 
-void
-metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
+/* The node's own series, then each shard's gauges, counters and error counts. */
+static void
+prom_shards(struct buf *b, struct node *n, unsigned from, unsigned to)
 {
-    double tpu = shard_tsc_per_us();
     family(b, "ruvio_shards", "gauge", "Shards in the node.");
     buf_appendf(b, "ruvio_shards %u\n", n->nshards);
     family(b, "ruvio_uptime_seconds", "gauge", "Seconds since the node started.");
@@ -483,17 +483,14 @@ metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
                  (unsigned long long)ld(&m->errors[e].count));
         }
     }
+}
 
-    /* Per-command series: one copy of each shard's stats, so every family
-     * of a command agrees. */
-    size_t nids = cmd_id_count();
-    struct cmd_stat *copy = rv_malloc(sizeof(*copy) * nids * (to > from ? to - from : 1));
-    for (unsigned i = from; i < to; i++) {
-        struct cmd_stat *cs = shard_cmdstats(n->shards[i]);
-        for (size_t id = 0; id < nids; id++) {
-            cmd_stat_copy(&cs[id], &copy[(i - from) * nids + id]);
-        }
-    }
+/* Calls, failed and rejected calls per command of shards [from, to); copy
+ * holds their stats, nids per shard. */
+static void
+prom_command_counters(struct buf *b, const struct cmd_stat *copy, size_t nids, unsigned from,
+                      unsigned to)
+{
     static const struct {
         const char *name;
         size_t off;
@@ -520,6 +517,13 @@ metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
             }
         }
     }
+}
+
+/* The handler-time histogram per command (as prom_command_counters); tpu: TSC ticks per µs. */
+static void
+prom_command_histograms(struct buf *b, const struct cmd_stat *copy, size_t nids, unsigned from,
+                        unsigned to, double tpu)
+{
     family(b, "ruvio_command_duration_seconds", "histogram",
            "Time spent in the command's handler (latency-tracking).");
     for (unsigned i = from; i < to; i++) {
@@ -548,6 +552,25 @@ metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
                  (unsigned long long)total);
         }
     }
+}
+
+void
+metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
+{
+    double tpu = shard_tsc_per_us();
+    prom_shards(b, n, from, to);
+    /* Per-command series: one copy of each shard's stats, so every family
+     * of a command agrees. */
+    size_t nids = cmd_id_count();
+    struct cmd_stat *copy = rv_malloc(sizeof(*copy) * nids * (to > from ? to - from : 1));
+    for (unsigned i = from; i < to; i++) {
+        struct cmd_stat *cs = shard_cmdstats(n->shards[i]);
+        for (size_t id = 0; id < nids; id++) {
+            cmd_stat_copy(&cs[id], &copy[(i - from) * nids + id]);
+        }
+    }
+    prom_command_counters(b, copy, nids, from, to);
+    prom_command_histograms(b, copy, nids, from, to, tpu);
     rv_free(copy);
 }
 

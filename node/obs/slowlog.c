@@ -1,12 +1,9 @@
-/* node/obs/slowlog.c: SLOWLOG entries and commands. */
+/* node/obs/slowlog.c: the slow log's entries (SLOWLOG is in node/commands/cmd_slowlog.c). */
 #include "node/obs/slowlog.h"
 
 #include "base/mem.h"
-#include "node/commands/cmds.h"
+#include "node/core/cmd.h"
 #include "node/core/conn.h"
-#include "node/obs/metrics.h"
-#include "node/core/reply.h"
-#include "node/core/shard.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -63,10 +60,10 @@ drop_oldest(struct slowlog *sl)
     entry_free(e);
 }
 
-static void
-slowlog_clear(struct slowlog *sl)
+void
+slowlog_reset(struct slowlog *sl)
 {
-    while (sl->len > 0) {
+    while (sl && sl->len > 0) {
         drop_oldest(sl);
     }
 }
@@ -75,7 +72,7 @@ void
 slowlog_destroy(struct slowlog *sl)
 {
     if (sl) {
-        slowlog_clear(sl);
+        slowlog_reset(sl);
         rv_free(sl);
     }
 }
@@ -136,7 +133,7 @@ slowlog_add(struct slowlog *sl, struct conn *c, const struct cmd_spec *cmd, int 
             struct rv_str *argv, uint64_t us, int64_t unix_s, size_t maxlen)
 {
     if (maxlen == 0) {
-        slowlog_clear(sl);   /* as Redis: the push is trimmed away at once */
+        slowlog_reset(sl);   /* as Redis: the push is trimmed away at once */
         return;
     }
     struct slowlog_entry *e = rv_calloc(1, sizeof(*e));
@@ -178,76 +175,20 @@ slowlog_add(struct slowlog *sl, struct conn *c, const struct cmd_spec *cmd, int 
     }
 }
 
-/* SLOWLOG GET [count]: newest first; count -1 means all. */
-void
-cmd_slowlog_get(struct conn *c, int argc, struct rv_str *argv)
+const struct slowlog_entry *
+slowlog_first(const struct slowlog *sl)
 {
-    struct slowlog *sl = metrics_slowlog(c->shard);
-    int64_t count = 10;
-    if (argc > 3) {
-        reply_err_arity(c, "slowlog|get");
-        return;
-    }
-    if (argc == 3) {
-        if (!cmd_arg_int(argv[2], &count)) {
-            reply_err(c, RV_ERR_NOTINT);
-            return;
-        }
-        if (count < -1) {
-            reply_errf(c, "ERR count should be greater than or equal to -1");
-            return;
-        }
-    }
-    size_t n = slowlog_len(sl);
-    if (count >= 0 && (uint64_t)count < n) {
-        n = (size_t)count;
-    }
-    reply_array(c, n);
-    struct slowlog_entry *e = sl ? sl->newest : NULL;
-    for (size_t i = 0; i < n; i++, e = e->next) {
-        reply_array(c, 6);
-        reply_int(c, (int64_t)e->id);
-        reply_int(c, e->time);
-        reply_int(c, (int64_t)e->us);
-        reply_array(c, (size_t)e->argc);
-        for (int a = 0; a < e->argc; a++) {
-            reply_bulk(c, e->argv[a].p, e->argv[a].len);
-        }
-        reply_bulk_cstr(c, e->addr);
-        reply_bulk_cstr(c, e->name ? e->name : "");
-    }
+    return sl ? sl->newest : NULL;
+}
+
+const struct slowlog_entry *
+slowlog_next(const struct slowlog_entry *e)
+{
+    return e->next;
 }
 
 void
-cmd_slowlog_len(struct conn *c, int argc, struct rv_str *argv)
+slowlog_entry_view(const struct slowlog_entry *e, struct slowlog_view *v)
 {
-    reply_int(c, (int64_t)slowlog_len(metrics_slowlog(c->shard)));
-}
-
-void
-cmd_slowlog_reset(struct conn *c, int argc, struct rv_str *argv)
-{
-    struct slowlog *sl = metrics_slowlog(c->shard);
-    if (sl) {
-        slowlog_clear(sl);
-    }
-    reply_ok(c);
-}
-
-void
-cmd_slowlog_help(struct conn *c, int argc, struct rv_str *argv)
-{
-    static const char *const lines[] = {
-        "GET [<count>]",
-        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-        "    Entries are made of:",
-        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-        "    client name",
-        "LEN",
-        "    Return the length of the slowlog.",
-        "RESET",
-        "    Reset the slowlog.",
-        NULL,
-    };
-    reply_help(c, "SLOWLOG", lines);
+    *v = (struct slowlog_view){ e->id, e->time, e->us, e->argc, e->argv, e->addr, e->name };
 }

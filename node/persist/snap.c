@@ -21,11 +21,10 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "node/core/cmd.h"
-#include "node/commands/cmds.h"
 #include "node/core/conn.h"
 #include "node/keyspace/ks.h"
 #include "node/persist/persist.h"
-#include "node/core/reply.h"
+#include "node/persist/snap.h"
 #include "node/core/shard.h"
 #include "replication/repl.h"
 
@@ -589,64 +588,41 @@ persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc, struc
     }
 }
 
-/* ---------------------------------------------------------------- commands */
+/* ---------------------------------------------------------------- commands' entry points */
 
-CMD_HANDLER(save)
+int
+snap_save(struct shard *s, char *err, size_t errsz)
 {
-    struct persist *p = persist_of(c->shard);
-    char err[512];
+    struct persist *p = persist_of(s);
     if (p->snap != NULL) {
-        reply_errf(c, "ERR Background save already in progress");
-        return;
+        snprintf(err, errsz, "ERR Background save already in progress");
+        return -1;
     }
     if (p->rec_open) {
-        reply_errf(c, "ERR SAVE is not allowed inside a transaction that wrote");
-        return;
+        snprintf(err, errsz, "ERR SAVE is not allowed inside a transaction that wrote");
+        return -1;
     }
-    if (snap_run_sync(p, err, sizeof(err)) != 0) {
-        reply_errf(c, "%s", err);
-        return;
-    }
-    reply_ok(c);
+    return snap_run_sync(p, err, errsz);
 }
 
-static void
-bg_start(struct conn *c, const char *ok)
+int
+snap_bgsave(struct shard *s, char *err, size_t errsz)
 {
-    struct persist *p = persist_of(c->shard);
-    char err[512];
+    struct persist *p = persist_of(s);
     if (p->snap != NULL) {
-        reply_errf(c, "ERR Background save already in progress");
-        return;
+        snprintf(err, errsz, "ERR Background save already in progress");
+        return -1;
     }
     if (p->rec_open) {
         /* inside an EXEC that wrote: start once its record is sealed */
         p->ckpt_pending = true;
-        reply_simple(c, ok);
-        return;
+        return 0;
     }
-    if (snap_start(p, err, sizeof(err)) != 0) {
-        reply_errf(c, "%s", err);
-        return;
-    }
-    reply_simple(c, ok);
+    return snap_start(p, err, errsz);
 }
 
-CMD_HANDLER(bgsave)
+int64_t
+snap_lastsave_ms(struct shard *s)
 {
-    if (argc > 2 || (argc == 2 && !cmd_arg_is(argv[1], "schedule"))) {
-        reply_err(c, RV_ERR_SYNTAX);
-        return;
-    }
-    bg_start(c, "Background saving started");
-}
-
-CMD_HANDLER(bgrewriteaof)
-{
-    bg_start(c, "Background append only file rewriting started");
-}
-
-CMD_HANDLER(lastsave)
-{
-    reply_int(c, persist_of(c->shard)->lastsave_ms / 1000);
+    return persist_of(s)->lastsave_ms;
 }
