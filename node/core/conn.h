@@ -104,8 +104,6 @@ void conn_resume(struct conn *c);
 /* Stop reading: close once the output buffer is written (QUIT, protocol errors). */
 void conn_close_after_reply(struct conn *c);
 
-/* One CLIENT LIST line describing c (cmd_conn.c), as seen by me. */
-void conn_client_line(struct conn *me, struct conn *c, struct buf *out);
 
 struct ks *conn_ks(const struct conn *c);
 

@@ -5,6 +5,7 @@
 
 #include "base/rand.h"
 #include "node/core/cmd.h"
+#include "node/server/dispatch.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
 #include "node/core/node.h"
@@ -15,7 +16,7 @@
 #include "node/persist/persist.h"
 #include "node/persist/persist_int.h"   /* the flags replication sets on the shard's persistence */
 #include "node/persist/replay.h"
-#include "node/server/hook.h"
+#include "node/features/hook.h"
 #include "replication/repl.h"
 #include "replication/repl_host.h"
 #include "wal/wal.h"

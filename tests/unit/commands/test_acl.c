@@ -1,4 +1,4 @@
-/* ACL rules and checks without sockets: users come from `user` lines, verdicts from acl_dryrun(). */
+/* tests/unit/commands/test_acl.c (under commands/: the rules are checked against the real command table). ACL rules and checks without sockets: users come from `user` lines, verdicts from acl_dryrun(). */
 #include "node/features/acl.h"
 #include "node/core/cmd.h"
 #include "node/commands/cmds.h"
