@@ -33,6 +33,9 @@ LAYERS = [
     ("tools", 12),
 ]
 SIBLING_OK = set()
+# A module's private header (name ending in _int.h or _priv.h) is for its own
+# folder; these are the exceptions, each with its reason in the header.
+PRIVATE_OK = {("node/server/shard.c", "node/core/shard_int.h")}  # the shard's thread owns its fields too
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -65,6 +68,10 @@ def main():
                 text = open(os.path.join(root, path), encoding="utf-8", errors="replace").read()
                 for inc in INC.findall(text):
                     if "/" not in inc:          # generated or same-folder by name
+                        continue
+                    if (inc.endswith(("_int.h", "_priv.h")) and os.path.dirname(inc) != os.path.dirname(path)
+                            and (path, inc) not in PRIVATE_OK):
+                        bad.append(f"{path}: includes {inc}, private to {os.path.dirname(inc)}/")
                         continue
                     if inc.startswith("proto/") and inc.endswith(".pb-c.h"):
                         other = ("replication", 3)  # generated messages belong to replication

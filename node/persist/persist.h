@@ -94,6 +94,21 @@ struct ks;
 void persist_hook_ks(struct shard *s, struct ks *ks);
 /* The shard's data directory (data_dir/shard-<i>). */
 const char *persist_dir(struct shard *s);
+
+/* What replication's host (node/server/repl_host.c) sets and reads
+ * (persist_repl.c): memory mode, the WAL, a replica's next LSN in memory
+ * mode, building records for a backlog, the role, the write guard
+ * (min-replicas-to-write, read-only replica), -MASTERDOWN for stale reads,
+ * and copy-on-write for a full sync's walk. */
+struct wal;
+bool persist_memory_mode(struct shard *s);
+struct wal *persist_wal(struct shard *s);
+void persist_set_next_lsn(struct shard *s, uint64_t lsn);
+void persist_repl_log_on(struct shard *s);
+void persist_repl_set_replica(struct shard *s, bool replica);
+void persist_repl_set_guard(struct shard *s, bool on);
+void persist_repl_set_stale(struct shard *s, bool on);
+void persist_repl_set_cow(struct shard *s, bool on);
 /* With durability on: the previous run of this data directory ended without
  * a clean shutdown (kill, crash, power loss), or recovery cut its log (a torn
  * tail, wal-accept-loss): the recovered log may end before records the shard

@@ -14,7 +14,6 @@
 #include "node/features/block.h"
 #include "node/keyspace/ks.h"
 #include "node/persist/persist.h"
-#include "node/persist/persist_int.h"   /* the flags replication sets on the shard's persistence */
 #include "node/persist/replay.h"
 #include "node/features/hook.h"
 #include "replication/repl.h"
@@ -29,12 +28,11 @@ static void
 h_info(void *host, struct repl_host_info *out)
 {
     struct shard *s = host;
-    struct persist *p = persist_of(s);
     out->shard = shard_id(s);
     out->nshards = shard_node(s)->nshards;
     out->run_id = shard_node(s)->run_id;
-    out->memory = p->mode == WAL_MEMORY;
-    out->dir = p->dir;
+    out->memory = persist_memory_mode(s);
+    out->dir = persist_dir(s);
     out->log_maybe_short = persist_log_maybe_short(s);
 }
 
@@ -107,7 +105,7 @@ h_count_obl_close(void *host)
 static struct wal *
 h_wal(void *host)
 {
-    return persist_of(host)->w;
+    return persist_wal(host);
 }
 
 static uint64_t
@@ -125,34 +123,32 @@ h_durable_lsn(void *host)
 static void
 h_set_next_lsn(void *host, uint64_t lsn)
 {
-    persist_of(host)->next_lsn = lsn;
+    persist_set_next_lsn(host, lsn);
 }
 
 static void
 h_log_on(void *host)
 {
-    persist_of(host)->hot.log = true;
+    persist_repl_log_on(host);
 }
 
 static void
 h_set_role(void *host, bool replica)
 {
-    persist_of(host)->replica = replica;
+    persist_repl_set_replica(host, replica);
     ks_set_replica_mode(shard_ks(host), replica);
 }
 
 static void
 h_set_guard(void *host, bool on)
 {
-    struct persist *p = persist_of(host);
-    /* persist's flag also covers WAL write errors (persist_refuse_write) */
-    p->hot.guard = p->w != NULL || on;
+    persist_repl_set_guard(host, on);
 }
 
 static void
 h_set_stale(void *host, bool on)
 {
-    persist_of(host)->hot.stale = on;
+    persist_repl_set_stale(host, on);
 }
 
 /* The role is config state too: CONFIG GET/REWRITE show it (Sentinel
@@ -382,9 +378,7 @@ h_rebuild(void *host, const void *entry, repl_cmd_fn *fn, void *arg)
 static void
 h_set_cow(void *host, bool on)
 {
-    struct persist *p = persist_of(host);
-    p->repl_cow = on;
-    snap_cow_refresh(p);
+    persist_repl_set_cow(host, on);
 }
 
 static const struct repl_host_ops ops = {
