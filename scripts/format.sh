@@ -21,9 +21,10 @@ if [ $# -gt 0 ]; then
   files=("$@")
 else
   cd "$(dirname "$0")/.."
-  mapfile -t files < <(git ls-files -- '*.c' '*.h' ':!:tests/fuzz/corpus/**')
+  list=$(git ls-files -- '*.c' '*.h' ':!:tests/fuzz/corpus/**')
+  [ -n "$list" ] || exit 0
+  mapfile -t files <<<"$list"
 fi
-[ ${#files[@]} -gt 0 ] || exit 0
 
 if [ $check = 0 ]; then
   printf '%s\0' "${files[@]}" | xargs -0 -n 50 "$cf" -i --style=file
