@@ -17,6 +17,7 @@ sip_load64(const uint8_t *p)
     return v;
 }
 
+/* clang-format off */
 #define SIP_ROUND()                                                                        \
     do {                                                                                   \
         v0 += v1; v1 = SIP_ROTL(v1, 13); v1 ^= v0; v0 = SIP_ROTL(v0, 32);                  \
@@ -24,6 +25,7 @@ sip_load64(const uint8_t *p)
         v0 += v3; v3 = SIP_ROTL(v3, 21); v3 ^= v0;                                         \
         v2 += v1; v1 = SIP_ROTL(v1, 17); v1 ^= v2; v2 = SIP_ROTL(v2, 32);                  \
     } while (0)
+/* clang-format on */
 
 static inline __attribute__((always_inline)) uint64_t
 sip_hash(int crounds, int drounds, uint64_t k0, uint64_t k1, const uint8_t *p, size_t n)

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #define P 0x1021u
+/* clang-format off */
 #define B1(c) ((((c) & 0x8000u) ? (((c) << 1) ^ P) : ((c) << 1)) & 0xffffu)
+/* clang-format on */
 #define B8(c) B1(B1(B1(B1(B1(B1(B1(B1(c))))))))
 #define T(i) B8((unsigned)(i) << 8)
 #define T4(i) T(i), T(i + 1), T(i + 2), T(i + 3)

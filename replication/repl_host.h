@@ -126,11 +126,16 @@ struct repl_host_ops {
     int (*rebase_begin)(void *host, uint64_t lsn, char *err, size_t errsz);
     int (*rebase)(void *host, uint64_t lsn, char *err, size_t errsz);
 
-    /* The served keyspace, walked by a full sync (copy-on-write while on). */
+    /* The served keyspace as it was when a full sync's walk began: the node's
+     * snapshot iterator (the one checkpoints use). snap_next emits up to count
+     * keys through fn and returns true once the walk is complete; snap_touch,
+     * called before a write changes a key, emits it first, with its value at
+     * the snapshot, if the walk has not reached it. Copy-on-write while on. */
     size_t (*keys)(void *host);
-    uint64_t (*scan)(void *host, uint64_t cursor, unsigned count, repl_key_fn *fn, void *arg);
-    bool (*scanned)(void *host, uint64_t cursor, const char *key, size_t len);
-    bool (*peek)(void *host, const char *key, size_t len, struct repl_key *out);
+    void *(*snap_begin)(void *host, repl_key_fn *fn, void *arg);
+    bool (*snap_next)(void *host, void *snap, unsigned count);
+    void (*snap_touch)(void *host, void *snap, const char *key, size_t len);
+    void (*snap_end)(void *host, void *snap);
     void (*rebuild)(void *host, const void *entry, repl_cmd_fn *fn, void *arg);
     void (*set_cow)(void *host, bool on);
 };

@@ -5,8 +5,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "base/rand.h"
-#include "base/siphash.h"
 #include "wal/wal.h"
 
 #include <errno.h>
@@ -214,86 +212,10 @@ send_error(struct link *l, const char *text)
 #define CHUNK_SEND (256u << 10)
 #define OUT_PAUSE (16u << 20)        /* slices wait while a replica has this much unsent */
 
-/* The keys a walk already sent ahead of its cursor: a set of their names
- * (open addressing, linear probing, kept at most half full). */
-struct keyset {
-    struct ks_slot {
-        uint64_t h;
-        size_t len;
-        char *key;                   /* NULL: free */
-    } *slots;
-    size_t cap, n;
-    uint64_t k0, k1;
-};
-
-static void
-keyset_init(struct keyset *ks)
-{
-    memset(ks, 0, sizeof(*ks));
-    ks->k0 = rand_u64();
-    ks->k1 = rand_u64();
-}
-
-static void
-keyset_free(struct keyset *ks)
-{
-    for (size_t i = 0; i < ks->cap; i++) {
-        rv_free(ks->slots[i].key);
-    }
-    rv_free(ks->slots);
-}
-
-static struct ks_slot *
-keyset_find(const struct keyset *ks, uint64_t h, const char *key, size_t len)
-{
-    size_t mask = ks->cap - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        struct ks_slot *e = &ks->slots[i];
-        if (e->key == NULL || (e->h == h && e->len == len && memcmp(e->key, key, len) == 0)) {
-            return e;
-        }
-    }
-}
-
-static bool
-keyset_has(const struct keyset *ks, const char *key, size_t len)
-{
-    return ks->n > 0 && keyset_find(ks, siphash_13(ks->k0, ks->k1, key, len), key, len)->key != NULL;
-}
-
-/* true when key was not in the set (it is now). */
-static bool
-keyset_add(struct keyset *ks, const char *key, size_t len)
-{
-    if (2 * (ks->n + 1) > ks->cap) {
-        struct keyset old = *ks;
-        ks->cap = old.cap ? 2 * old.cap : 64;
-        ks->slots = rv_calloc(ks->cap, sizeof(*ks->slots));
-        for (size_t i = 0; i < old.cap; i++) {
-            if (old.slots[i].key != NULL) {
-                *keyset_find(ks, old.slots[i].h, old.slots[i].key, old.slots[i].len) = old.slots[i];
-            }
-        }
-        rv_free(old.slots);
-    }
-    uint64_t h = siphash_13(ks->k0, ks->k1, key, len);
-    struct ks_slot *e = keyset_find(ks, h, key, len);
-    if (e->key != NULL) {
-        return false;
-    }
-    e->h = h;
-    e->len = len;
-    e->key = rv_malloc(len + 1);
-    memcpy(e->key, key, len);
-    ks->n++;
-    return true;
-}
-
 struct rsnap {
     uint64_t lsn;
-    uint64_t cursor;
+    void *snap;                      /* the host's snapshot iterator */
     bool scan_done;
-    struct keyset dumped;
     struct event *ev;
     struct buf chunk;
     uint64_t keys;
@@ -386,14 +308,11 @@ dump_key(struct repl *r, const struct repl_key *k)
 static void
 walk_cb(void *arg, const struct repl_key *k)
 {
-    struct repl *r = arg;
-    struct rsnap *w = r->walk;
-    if (keyset_has(&w->dumped, k->key.p, k->key.len)) {
-        return;
-    }
-    dump_key(r, k);
+    dump_key(arg, k);
 }
 
+/* Before a write changes key: a key the walk has not reached goes first,
+ * with its value at L. */
 void
 repl_touch(struct repl *r, const char *key, size_t len)
 {
@@ -401,18 +320,9 @@ repl_touch(struct repl *r, const char *key, size_t len)
     if (w == NULL || w->scan_done) {
         return;
     }
-    if (w->cursor != 0 && r->ops->scanned(r->host, w->cursor, key, len)) {
-        return;                      /* visited: the replica has its value at L */
-    }
-    if (!keyset_add(&w->dumped, key, len)) {
-        return;
-    }
-    struct repl_key k;
-    if (r->ops->peek(r->host, key, len, &k)) {
-        dump_key(r, &k);
-        if (w->chunk.len >= CHUNK_SEND) {
-            send_chunk(r);
-        }
+    r->ops->snap_touch(r->host, w->snap, key, len);
+    if (w->chunk.len >= CHUNK_SEND) {
+        send_chunk(r);
     }
 }
 
@@ -428,7 +338,7 @@ walk_free(struct repl *r)
     if (w->ev) {
         event_free(w->ev);
     }
-    keyset_free(&w->dumped);
+    r->ops->snap_end(r->host, w->snap);
     buf_deinit(&w->chunk);
     rv_free(w);
 }
@@ -511,10 +421,7 @@ on_slice(evutil_socket_t fd, short what, void *arg)
     r->ops->refresh_clock(r->host);
     uint64_t t0 = clock_mono_us();
     do {
-        w->cursor = r->ops->scan(r->host, w->cursor, 64, walk_cb, r);
-        if (w->cursor == 0) {
-            w->scan_done = true;
-        }
+        w->scan_done = r->ops->snap_next(r->host, w->snap, 64);
         if (w->chunk.len >= CHUNK_SEND) {
             send_chunk(r);
         }
@@ -541,7 +448,7 @@ walk_start(struct repl *r)
     }
     struct rsnap *w = rv_calloc(1, sizeof(*w));
     w->lsn = repl_last_lsn(r);
-    keyset_init(&w->dumped);
+    w->snap = r->ops->snap_begin(r->host, walk_cb, r);
     w->t0_ms = repl_now(r);
     buf_init(&w->chunk);
     w->ev = evtimer_new(r->ops->base(r->host), on_slice, r);

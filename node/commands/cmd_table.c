@@ -3,6 +3,7 @@
 #include "node/commands/cmds.h"
 
 #include <stddef.h>
+/* clang-format off */
 
 #define W CMD_WRITE
 #define RO CMD_READONLY
@@ -286,6 +287,7 @@ struct cmd_spec cmd_table[] = {
 #include "node/commands/t_coord_rows.h"
 };
 
+/* clang-format on */
 const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);
 
 void

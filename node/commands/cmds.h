@@ -6,6 +6,7 @@
 void cmds_init(void);
 
 #define CMD_HANDLER(name) void cmd_##name(struct conn *c, int argc, struct rv_str *argv)
+/* clang-format off */
 
 /* cmd_string.c */
 CMD_HANDLER(get); CMD_HANDLER(set); CMD_HANDLER(setnx); CMD_HANDLER(setex); CMD_HANDLER(psetex);
@@ -103,3 +104,4 @@ CMD_HANDLER(acl_setuser); CMD_HANDLER(acl_deluser); CMD_HANDLER(acl_getuser); CM
 CMD_HANDLER(acl_users); CMD_HANDLER(acl_whoami); CMD_HANDLER(acl_cat); CMD_HANDLER(acl_genpass);
 CMD_HANDLER(acl_log); CMD_HANDLER(acl_dryrun); CMD_HANDLER(acl_load); CMD_HANDLER(acl_save);
 CMD_HANDLER(acl_help);
+/* clang-format on */

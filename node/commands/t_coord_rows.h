@@ -1,5 +1,7 @@
 /* node/commands/t_coord_rows.h: coordination command rows (Ruvio-specific), included inside cmd_table[] (cmd_table.c). */
+/* clang-format off */
     ROW("semaphore", cmd_semaphore, -3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_FAST, "coord", "ruvio-0.1", "O(N) where N is the number of holders", "Counting semaphore with per-holder expiry. Acquire: a holder token, or null when all limit slots are held. RELEASE/RENEW a token: 1, or 0 when it is not a live holder. COUNT: live holders.", "key limit ttl_ms | key RELEASE token | key RENEW token ttl_ms | key COUNT | key RESTORE next [token deadline_ms ...]"),
     ROW("lease", cmd_lease, -3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_STRING | CAT_FAST, "coord", "ruvio-0.1", "O(1)", "Exclusive lease stored as a string of the holder's bytes. Acquire or renew (the same holder): 1; held by another: 0 and nothing written. RELEASE: 1 only for the holder, which deletes the key.", "key holder [PX milliseconds] | key RELEASE holder"),
     ROW("once", cmd_once, 3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_STRING | CAT_FAST, "coord", "ruvio-0.1", "O(1)", "Idempotency guard: 1 the first time in the window (sets key to 1 expiring in ttl_ms), 0 while the key exists.", "key ttl_ms"),
     ROW("limit", cmd_limit, 4, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_STRING | CAT_FAST, "coord", "ruvio-0.1", "O(1)", "Fixed-window rate limiter: [1, remaining, reset_ms] when admitted and counted, [0, 0, reset_ms] when max is reached (nothing written).", "key max window_ms"),
+/* clang-format on */

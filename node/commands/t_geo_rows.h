@@ -1,4 +1,5 @@
 /* node/commands/t_geo_rows.h: command rows of t_geo.c, included inside cmd_table[]. */
+/* clang-format off */
 #define GEO_R (CAT_GEO | CAT_READ)
 #define GEO_W (CAT_GEO | CAT_WRITE)
     ROW("geoadd", cmd_geoadd, -5, W | DO, 1, 1, 1, GEO_W | CAT_SLOW, "geo", "3.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.", "key [NX | XX] [CH] longitude latitude member [longitude latitude member ...]"),
@@ -13,3 +14,4 @@
     ROW("georadiusbymember_ro", cmd_georadiusbymember_ro, -5, RO, 1, 1, 1, GEO_R | CAT_SLOW, "geo", "3.2.10", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.", "Returns members from a geospatial index that are within a distance from a member.", "key member radius M | KM | FT | MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]"),
 #undef GEO_R
 #undef GEO_W
+/* clang-format on */

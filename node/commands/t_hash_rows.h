@@ -1,4 +1,5 @@
 /* node/commands/t_hash_rows.h: hash command rows, included inside cmd_table[] (cmd_table.c). */
+/* clang-format off */
     ROW("hset", cmd_hset, -4, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_HASH | CAT_FAST, "hash", "2.0.0", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "Creates or modifies the value of a field in a hash.", "key field value [field value ...]"),
     ROW("hsetnx", cmd_hsetnx, 4, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_HASH | CAT_FAST, "hash", "2.0.0", "O(1)", "Sets the value of a field in a hash only when the field doesn't exist.", "key field value"),
     ROW("hget", cmd_hget, 3, RO | FA, 1, 1, 1, CAT_READ | CAT_HASH | CAT_FAST, "hash", "2.0.0", "O(1)", "Returns the value of a field in a hash.", "key field"),
@@ -24,3 +25,4 @@
     ROW("hexpiretime", cmd_hexpiretime, -5, RO | FA, 1, 1, 1, CAT_READ | CAT_HASH | CAT_FAST, "hash", "7.4.0", "O(N) where N is the number of specified fields", "Returns the expiration time of a hash field as a Unix timestamp, in seconds.", "key FIELDS numfields field [field ...]"),
     ROW("hpexpiretime", cmd_hpexpiretime, -5, RO | FA, 1, 1, 1, CAT_READ | CAT_HASH | CAT_FAST, "hash", "7.4.0", "O(N) where N is the number of specified fields", "Returns the expiration time of a hash field as a Unix timestamp, in msec.", "key FIELDS numfields field [field ...]"),
     ROW("hpersist", cmd_hpersist, -5, W | FA, 1, 1, 1, CAT_WRITE | CAT_HASH | CAT_FAST, "hash", "7.4.0", "O(N) where N is the number of specified fields", "Removes the expiration time for each specified field", "key FIELDS numfields field [field ...]"),
+/* clang-format on */

@@ -1,4 +1,5 @@
 /* node/commands/t_list_rows.h: list command rows, included inside cmd_table[] (cmd_table.c). */
+/* clang-format off */
     ROW("lpush", cmd_lpush, -3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_LIST | CAT_FAST, "list", "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", "key element [element ...]"),
     ROW("rpush", cmd_rpush, -3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_LIST | CAT_FAST, "list", "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Appends one or more elements to a list. Creates the key if it doesn't exist.", "key element [element ...]"),
     ROW("lpushx", cmd_lpushx, -3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_LIST | CAT_FAST, "list", "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Prepends one or more elements to a list only when the list exists.", "key element [element ...]"),
@@ -16,3 +17,4 @@
     ROW("lmove", cmd_lmove, 5, W | DO, 1, 2, 1, CAT_WRITE | CAT_LIST | CAT_SLOW, "list", "6.2.0", "O(1)", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", "source destination LEFT|RIGHT LEFT|RIGHT"),
     ROW("rpoplpush", cmd_rpoplpush, 3, W | DO, 1, 2, 1, CAT_WRITE | CAT_LIST | CAT_SLOW, "list", "1.2.0", "O(1)", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", "source destination"),
     ROWK("lmpop", cmd_lmpop, -4, W, 0, 0, 0, CAT_WRITE | CAT_LIST | CAT_SLOW, "list", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "numkeys key [key ...] LEFT|RIGHT [COUNT count]", list_lmpop_keys),
+/* clang-format on */

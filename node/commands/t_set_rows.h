@@ -1,4 +1,5 @@
 /* node/commands/t_set_rows.h: set command rows, included inside cmd_table[] (cmd_table.c). */
+/* clang-format off */
     ROW("sadd", cmd_sadd, -3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_SET | CAT_FAST, "set", "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "Adds one or more members to a set. Creates the key if it doesn't exist.", "key member [member ...]"),
     ROW("srem", cmd_srem, -3, W | FA, 1, 1, 1, CAT_WRITE | CAT_SET | CAT_FAST, "set", "1.0.0", "O(N) where N is the number of members to be removed.", "Removes one or more members from a set. Deletes the set if the last member was removed.", "key member [member ...]"),
     ROW("smembers", cmd_smembers, 2, RO, 1, 1, 1, CAT_READ | CAT_SET | CAT_SLOW, "set", "1.0.0", "O(N) where N is the set cardinality.", "Returns all members of a set.", "key"),
@@ -16,3 +17,4 @@
     ROW("sunionstore", cmd_sunionstore, -3, W | DO, 1, -1, 1, CAT_WRITE | CAT_SET | CAT_SLOW, "set", "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the union of multiple sets in a key.", "destination key [key ...]"),
     ROW("sdiffstore", cmd_sdiffstore, -3, W | DO, 1, -1, 1, CAT_WRITE | CAT_SET | CAT_SLOW, "set", "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the difference of multiple sets in a key.", "destination key [key ...]"),
     ROW("sscan", cmd_sscan, -3, RO | CMD_RANDOM, 1, 1, 1, CAT_READ | CAT_SET | CAT_SLOW, "set", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over members of a set.", "key cursor [MATCH pattern] [COUNT count]"),
+/* clang-format on */

@@ -1,4 +1,5 @@
 /* node/commands/t_zset_rows.h: sorted-set rows of cmd_table[] (t_zset.c). */
+/* clang-format off */
 #define ZS_R (CAT_SORTEDSET | CAT_READ)
 #define ZS_W (CAT_SORTEDSET | CAT_WRITE)
     ROW("zadd", cmd_zadd, -4, W | DO | FA, 1, 1, 1, ZS_W | CAT_FAST, "sorted_set", "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", "key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]"),
@@ -35,3 +36,4 @@
     ROW("zscan", cmd_zscan, -3, RO | CMD_RANDOM, 1, 1, 1, ZS_R | CAT_SLOW, "sorted_set", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over members and scores of a sorted set.", "key cursor [MATCH pattern] [COUNT count]"),
 #undef ZS_R
 #undef ZS_W
+/* clang-format on */

@@ -38,6 +38,7 @@ static const char *const prot_names[] = { "no", "yes", "local", NULL };
 #define F(field) offsetof(struct cfg, field)
 #define GB (1024ll * 1024 * 1024)
 /* The only list of configuration keys. */
+/* clang-format off */
 static const struct cfg_key cfg_keys[] = {
     { "port", NULL, K_INT, F(port), "6379", 0, 65535, false, NULL },
     { "bind", NULL, K_STR, F(bind), "*", 0, 0, false, NULL },
@@ -113,6 +114,7 @@ static const struct cfg_key cfg_keys[] = {
     { "min-replicas-to-write", "min-slaves-to-write", K_INT, F(min_replicas_to_write), "0", 0, INT_MAX, true, NULL },
     { "min-replicas-max-lag", "min-slaves-max-lag", K_INT, F(min_replicas_max_lag), "10", 0, INT_MAX, true, NULL },
 };
+/* clang-format on */
 #undef F
 #define NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
 

@@ -1,6 +1,7 @@
 /* node/core/errs.h: Redis's exact client error strings, in one place (tests reuse them). */
 #pragma once
 
+/* clang-format off */
 #define RV_CLIENT_ERRORS(X)                                                                  \
     X(SYNTAX, "ERR syntax error")                                                            \
     X(NOTINT, "ERR value is not an integer or out of range")                                 \
@@ -30,6 +31,7 @@ enum rv_client_err {
     RV_CLIENT_ERRORS(RV_ERR_ENUM)
 #undef RV_ERR_ENUM
     RV_ERR__COUNT
+/* clang-format on */
 };
 
 extern const char *const rv_client_err_text[RV_ERR__COUNT];

@@ -76,3 +76,9 @@ void snap_after_record(struct persist *p);    /* a record was sealed: start a pe
 void persist_ckpt_done(struct persist *p, uint64_t lsn);
 int snap_active(const struct persist *p);
 uint64_t snap_keys(const struct persist *p);
+
+/* Open the WAL for appending at p->next_lsn (persist.c). */
+struct wal *persist_open_wal(struct persist *p, char *err, size_t errsz);
+/* At start: finish or undo a switch to a full sync's data that a crash
+ * interrupted (rebase.c); 0, or -1 with err. */
+int persist_rebase_recover(struct persist *p, char *err, size_t errsz);

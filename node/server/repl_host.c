@@ -3,6 +3,7 @@
  * shard only through these operations; host is the struct shard. */
 #include "node/server/repl_host.h"
 
+#include "base/mem.h"
 #include "base/rand.h"
 #include "node/core/cmd.h"
 #include "node/server/dispatch.h"
@@ -332,41 +333,52 @@ h_keys(void *host)
     return ks_size(shard_ks(host));
 }
 
-struct scan_ctx {
+/* A full sync's walk: the keyspace's snapshot iterator, its keys handed to
+ * replication as repl_keys. */
+struct walk {
     repl_key_fn *fn;
     void *arg;
+    struct ks_snap *sn;
 };
 
 static void
-scan_one(void *arg, struct ks_entry *e)
+walk_emit(void *arg, const struct ks_entry *e)
 {
-    struct scan_ctx *x = arg;
+    struct walk *w = arg;
     struct repl_key k = { ks_entry_key(e), ks_entry_expire(e), e };
-    x->fn(x->arg, &k);
+    w->fn(w->arg, &k);
 }
 
-static uint64_t
-h_scan(void *host, uint64_t cursor, unsigned count, repl_key_fn *fn, void *arg)
+static void *
+h_snap_begin(void *host, repl_key_fn *fn, void *arg)
 {
-    struct scan_ctx x = { fn, arg };
-    return ks_scan(shard_ks(host), cursor, count, scan_one, &x);
-}
-
-static bool
-h_scanned(void *host, uint64_t cursor, const char *key, size_t len)
-{
-    return ks_hash(shard_ks(host), key, len) < cursor;
+    struct walk *w = rv_calloc(1, sizeof(*w));
+    w->fn = fn;
+    w->arg = arg;
+    w->sn = ks_snap_begin(walk_emit, w);
+    return w;
 }
 
 static bool
-h_peek(void *host, const char *key, size_t len, struct repl_key *out)
+h_snap_next(void *host, void *snap, unsigned count)
 {
-    struct ks_entry *e = ks_peek(shard_ks(host), key, len);
-    if (e == NULL) {
-        return false;
-    }
-    *out = (struct repl_key){ ks_entry_key(e), ks_entry_expire(e), e };
-    return true;
+    struct walk *w = snap;
+    return ks_snap_next(w->sn, shard_ks(host), count);
+}
+
+static void
+h_snap_touch(void *host, void *snap, const char *key, size_t len)
+{
+    struct walk *w = snap;
+    ks_snap_touch(w->sn, shard_ks(host), key, len);
+}
+
+static void
+h_snap_end(void *host, void *snap)
+{
+    struct walk *w = snap;
+    ks_snap_end(w->sn);
+    rv_free(w);
 }
 
 static void
@@ -419,9 +431,10 @@ static const struct repl_host_ops ops = {
     .rebase_begin = h_rebase_begin,
     .rebase = h_rebase,
     .keys = h_keys,
-    .scan = h_scan,
-    .scanned = h_scanned,
-    .peek = h_peek,
+    .snap_begin = h_snap_begin,
+    .snap_next = h_snap_next,
+    .snap_touch = h_snap_touch,
+    .snap_end = h_snap_end,
     .rebuild = h_rebuild,
     .set_cow = h_set_cow,
 };
