@@ -87,7 +87,7 @@ buf_appendf(struct buf *b, const char *fmt, ...)
         return;
     }
     if ((size_t)n >= (b->data ? b->cap - b->len : 0)) {
-        buf_reserve(b, (size_t)n + 1);     /* room for vsnprintf's terminating NUL */
+        buf_reserve(b, (size_t)n + 1); /* room for vsnprintf's terminating NUL */
         va_start(ap, fmt);
         n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
         va_end(ap);

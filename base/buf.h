@@ -13,7 +13,7 @@ struct buf {
 };
 
 void buf_init(struct buf *b);
-void buf_deinit(struct buf *b);              /* frees data; b is reusable after */
+void buf_deinit(struct buf *b); /* frees data; b is reusable after */
 /* Ensure at least n free bytes after len (compacts first when that suffices). */
 void buf_reserve(struct buf *b, size_t n);
 /* Drop the consumed prefix [0, off) by moving unread bytes to the start. */

@@ -64,7 +64,7 @@ rv_copy_stream(void *dst, const void *src, size_t n)
     if (n >= 1024) {
         uint8_t *d = dst;
         const uint8_t *s = src;
-        size_t head = (size_t)(-(uintptr_t)d & 63);   /* whole lines: full write-combining */
+        size_t head = (size_t)(-(uintptr_t)d & 63); /* whole lines: full write-combining */
         memcpy(d, s, head);
         d += head, s += head, n -= head;
         for (; n >= 64; d += 64, s += 64, n -= 64) {
@@ -78,7 +78,7 @@ rv_copy_stream(void *dst, const void *src, size_t n)
             _mm_stream_si128((__m128i *)(d + 48), e);
         }
         memcpy(d, s, n);
-        _mm_sfence();                /* ordered before whatever is stored next */
+        _mm_sfence(); /* ordered before whatever is stored next */
         return;
     }
 #endif

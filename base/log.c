@@ -37,7 +37,7 @@ static int noverrides;
 
 static FILE *log_fp;
 static struct log_slot *ring;
-static uint64_t nslots, head, tail;   /* head - tail = queued lines */
+static uint64_t nslots, head, tail; /* head - tail = queued lines */
 static bool writer_sleeping, writer_running, writer_stop;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
@@ -117,7 +117,7 @@ log_setup(int level, const char *path, int64_t queue_lines)
     }
     pthread_setname_np(writer_thread, "ruvio-log");
     writer_running = true;
-    atexit(log_shutdown);   /* lines queued before an early exit still reach the file */
+    atexit(log_shutdown); /* lines queued before an early exit still reach the file */
     return 0;
 }
 
@@ -145,8 +145,8 @@ level_by_name(const char *s, size_t n)
         const char *name;
         int level;
     } names[] = {
-        { "debug", LOG_DEBUG },     { "verbose", LOG_VERBOSE }, { "info", LOG_VERBOSE },
-        { "notice", LOG_NOTICE },   { "warning", LOG_WARNING }, { "warn", LOG_WARNING },
+        { "debug", LOG_DEBUG },   { "verbose", LOG_VERBOSE }, { "info", LOG_VERBOSE },
+        { "notice", LOG_NOTICE }, { "warning", LOG_WARNING }, { "warn", LOG_WARNING },
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (strlen(names[i].name) == n && strncasecmp(names[i].name, s, n) == 0) {
@@ -253,7 +253,7 @@ log_emit(int level, const char *module, const char *fmt, ...)
     } else if (gettid() == getpid()) {
         snprintf(who, sizeof(who), "main");
     } else if (pthread_getname_np(pthread_self(), who, sizeof(who)) != 0) {
-        snprintf(who, sizeof(who), "thread");   /* helper threads: their names (ruvio-ckpt, ...) */
+        snprintf(who, sizeof(who), "thread"); /* helper threads: their names (ruvio-ckpt, ...) */
     }
     int n = snprintf(line, sizeof(line), "%d:M %s %c [%s] %s: ", (int)getpid(), ts,
                      marks[level & 3], who, module);
@@ -265,13 +265,13 @@ log_emit(int level, const char *module, const char *fmt, ...)
     va_end(ap);
     size_t len = (size_t)n + (m > 0 ? (size_t)m : 0);
     if (len > sizeof(line) - 2) {
-        len = sizeof(line) - 2;   /* truncated: keep room for the newline */
+        len = sizeof(line) - 2; /* truncated: keep room for the newline */
     }
     line[len++] = '\n';
 
     pthread_mutex_lock(&lock);
     if (!writer_running) {
-        fwrite(line, 1, len, out_fp());   /* before start-up or after shutdown: direct */
+        fwrite(line, 1, len, out_fp()); /* before start-up or after shutdown: direct */
         fflush(out_fp());
         pthread_mutex_unlock(&lock);
         return;

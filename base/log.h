@@ -32,14 +32,15 @@ int log_setup(int level, const char *path, int64_t queue_lines);
 int log_set_spec(const char *spec, char *err, size_t errsz);
 /* Write what is queued and stop the writer (the last lines of a clean exit). */
 void log_shutdown(void);
-void log_set_level(int level);          /* `loglevel`: modules without an override */
+void log_set_level(int level); /* `loglevel`: modules without an override */
 int log_get_level(void);
 /* The calling thread's label in log lines: a shard id, or -1 for "main". */
 void log_set_thread_shard(int shard);
 uint64_t log_dropped(void);
 
 bool log_enabled_slow(int level, const char *module);
-void log_emit(int level, const char *module, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void log_emit(int level, const char *module, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* The lowest level any module logs at: one relaxed load filters most calls. */
 extern int log_min_level;
@@ -50,11 +51,11 @@ log_enabled(int level, const char *module)
            log_enabled_slow(level, module);
 }
 
-#define log_at(level, ...)                                      \
-    do {                                                        \
-        if (log_enabled((level), LOG_MODULE)) {                 \
-            log_emit((level), LOG_MODULE, __VA_ARGS__);         \
-        }                                                       \
+#define log_at(level, ...)                                                                         \
+    do {                                                                                           \
+        if (log_enabled((level), LOG_MODULE)) {                                                    \
+            log_emit((level), LOG_MODULE, __VA_ARGS__);                                            \
+        }                                                                                          \
     } while (0)
 #define log_debug(...) log_at(LOG_DEBUG, __VA_ARGS__)
 #define log_info(...) log_at(LOG_VERBOSE, __VA_ARGS__)

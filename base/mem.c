@@ -149,10 +149,12 @@ size_t __sanitizer_get_heap_size(void);
 static int
 mallctl(const char *name, void *o, size_t *osz, void *n, size_t nsz)
 {
-    (void)osz; (void)n; (void)nsz;
+    (void)osz;
+    (void)n;
+    (void)nsz;
     if (o && strncmp(name, "stats.", 6) == 0) {
         size_t v = strcmp(name, "stats.allocated") == 0 ? __sanitizer_get_current_allocated_bytes()
-                                                       : __sanitizer_get_heap_size();
+                                                        : __sanitizer_get_heap_size();
         *(size_t *)o = v;
         return 0;
     }
@@ -202,7 +204,7 @@ rv_mem_allocator(void)
         return buf;
     }
 #ifdef RV_NO_JEMALLOC
-    return "libc";                   /* sanitizer builds: the sanitizer's allocator */
+    return "libc"; /* sanitizer builds: the sanitizer's allocator */
 #else
     return "jemalloc";
 #endif

@@ -14,8 +14,8 @@ block(struct sha1 *s, const uint8_t *p)
 {
     uint32_t w[80];
     for (int t = 0; t < 16; t++) {
-        w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 | (uint32_t)p[4 * t + 2] << 8 |
-               (uint32_t)p[4 * t + 3];
+        w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 |
+               (uint32_t)p[4 * t + 2] << 8 | (uint32_t)p[4 * t + 3];
     }
     for (int t = 16; t < 80; t++) {
         w[t] = rol(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1);
@@ -53,7 +53,8 @@ block(struct sha1 *s, const uint8_t *p)
 void
 sha1_init(struct sha1 *s)
 {
-    static const uint32_t iv[5] = { 0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u, 0xc3d2e1f0u };
+    static const uint32_t iv[5] = { 0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u,
+                                    0xc3d2e1f0u };
     memcpy(s->h, iv, sizeof(iv));
     s->len = 0;
     s->nbuf = 0;

@@ -6,7 +6,7 @@
 
 struct sha1 {
     uint32_t h[5];
-    uint64_t len;           /* bytes hashed so far */
+    uint64_t len; /* bytes hashed so far */
     uint8_t buf[64];
     size_t nbuf;
 };

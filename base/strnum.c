@@ -24,7 +24,7 @@ str_to_i64(const char *p, size_t n, int64_t *out)
             *out = 0;
             return true;
         }
-        return false;   /* "-0", "01" */
+        return false; /* "-0", "01" */
     }
     lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     for (; i < n; i++) {

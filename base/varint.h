@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VARINT_MAX 10   /* bytes of the longest (64-bit) varint */
+#define VARINT_MAX 10 /* bytes of the longest (64-bit) varint */
 
 static inline size_t
 varint_len(uint64_t v)
@@ -59,7 +59,7 @@ varint_get_checked(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
     uint64_t v = 0;
-    if (rv_likely(p < end && p[0] < 0x80)) {   /* most are one byte: lengths, counts */
+    if (rv_likely(p < end && p[0] < 0x80)) { /* most are one byte: lengths, counts */
         *out = p[0];
         *pp = p + 1;
         return true;

@@ -11,9 +11,9 @@
 
 #include <string.h>
 
-#define RESP_ARGV_MIN 8        /* first argv allocation, in arguments */
+#define RESP_ARGV_MIN 8         /* first argv allocation, in arguments */
 #define RESP_ARGV_PREALLOC 1024 /* most slots reserved on the strength of a count alone */
-#define RESP_ARGV_KEEP 8192    /* a larger argv shrinks back when a small command starts */
+#define RESP_ARGV_KEEP 8192     /* a larger argv shrinks back when a small command starts */
 
 static const char resp_e_mbulk_big[] = "Protocol error: too big mbulk count string";
 static const char resp_e_bulk_big[] = "Protocol error: too big bulk count string";

@@ -50,7 +50,7 @@ repl_backlog_start(struct repl *r)
     const struct repl_cfg *cfg = repl_cfg(r);
     bl_init(&r->bl, (size_t)cfg->repl_backlog_size, repl_last_lsn(r) + 1);
     r->hot.backlog = true;
-    r->ops->log_on(r->host);         /* memory mode: records are built from now on */
+    r->ops->log_on(r->host); /* memory mode: records are built from now on */
 }
 
 /* With durability on, a shard's replication state lives in
@@ -168,8 +168,8 @@ bool
 repl_newer(uint64_t e1, const char *id1, uint64_t e2, const char *id2)
 {
     /* Epoch 0 is no promotion's: independent nodes start there. */
-    return e1 > e2 || (e1 == e2 && e1 > 0 && strlen(id1) == 40 && strlen(id2) == 40 &&
-                       strcmp(id1, id2) > 0);
+    return e1 > e2 ||
+           (e1 == e2 && e1 > 0 && strlen(id1) == 40 && strlen(id2) == 40 && strcmp(id1, id2) > 0);
 }
 
 bool
@@ -185,8 +185,9 @@ repl_fence(struct repl *r, uint64_t epoch, const char *who)
         r->fenced_epoch = epoch;
         log_warn("[shard %u] fenced: %s knows a newer history (replication epoch %" PRIu64 ", this "
                  "node is at %" PRIu64 "); writes are refused until REPLICAOF points this node at "
-                 "the current primary", r->hi.shard, who, epoch, r->epoch);
-        (void)repl_save_state(r);    /* refusing is safe even if this fails; logged */
+                 "the current primary",
+                 r->hi.shard, who, epoch, r->epoch);
+        (void)repl_save_state(r); /* refusing is safe even if this fails; logged */
     }
     repl_guard_update(r);
 }
@@ -221,12 +222,13 @@ new_history_after_crash(struct repl *r)
     r->second_off = (int64_t)last + 1;
     repl_new_replid(r);
     r->crash_replid = true;
-    (void)repl_save_state(r);   /* logged; the new replid still keeps replicas apart this run */
-    log_warn("[shard %u] the last run did not shut down cleanly or its log was cut at recovery: it "
-             "may end before records replicas already have, so this primary continues as history %s "
-             "(replicas at or below "
-             "LSN %" PRIu64 " of %s continue; those past it get a full sync)", r->hi.shard,
-             r->replid, last, r->replid2);
+    (void)repl_save_state(r); /* logged; the new replid still keeps replicas apart this run */
+    log_warn(
+        "[shard %u] the last run did not shut down cleanly or its log was cut at recovery: it "
+        "may end before records replicas already have, so this primary continues as history %s "
+        "(replicas at or below "
+        "LSN %" PRIu64 " of %s continue; those past it get a full sync)",
+        r->hi.shard, r->replid, last, r->replid2);
 }
 
 struct repl *
@@ -256,7 +258,7 @@ repl_attach(void *hs)
     }
     repl_guard_update(r);
     if (follows) {
-        replica_follow(r, host, port);   /* connects on the first timer tick */
+        replica_follow(r, host, port); /* connects on the first timer tick */
     } else if (ro && *ro && strcasecmp(ro, "no one") != 0) {
         log_warn("[shard %u] replicaof '%s': expected 'host port'; not replicating", id, ro);
     } else if (follows_state) {
@@ -265,13 +267,15 @@ repl_attach(void *hs)
          * primary's history. */
         log_notice("[shard %u] repl.state: this shard followed %s:%d when it stopped and the "
                    "configuration names no primary: following it again (REPLICAOF NO ONE makes "
-                   "it a primary)", id, st.host, st.port + (int)id);
+                   "it a primary)",
+                   id, st.host, st.port + (int)id);
         replica_follow(r, st.host, st.port);
-        r->role_from_state = id == 0;    /* CONFIG GET shows it (first tick) */
+        r->role_from_state = id == 0; /* CONFIG GET shows it (first tick) */
     }
     if (r->fenced_epoch != 0 && !r->replica) {
-        log_warn("[shard %u] repl.state: fenced by replication epoch %" PRIu64 " (this node is at %"
-                 PRIu64 "): writes are refused until REPLICAOF points it at the current primary",
+        log_warn("[shard %u] repl.state: fenced by replication epoch %" PRIu64
+                 " (this node is at %" PRIu64
+                 "): writes are refused until REPLICAOF points it at the current primary",
                  id, r->fenced_epoch, r->epoch);
     }
     return r;
@@ -334,7 +338,7 @@ repl_log_cmd(struct repl *r, uint64_t lsn, int64_t ts_ms, int argc, const struct
 {
     uint8_t *f = bl_reserve(&r->bl, WAL_REC_HDR + wal_pay_one_max(argc, argv));
     size_t n = wal_pay_one(f + WAL_REC_HDR, argc, argv);
-    wal_frame_mark(f, n, lsn, ts_ms);            /* memory mode: no CRC (see wal.h) */
+    wal_frame_mark(f, n, lsn, ts_ms); /* memory mode: no CRC (see wal.h) */
     bl_commit(&r->bl, WAL_REC_HDR + n);
     after_push(r);
 }
@@ -372,10 +376,10 @@ repl_cron(struct repl *r)
     }
     primary_cron(r, now);
     const struct repl_cfg *cfg = repl_cfg(r);
-    bl_set_size(&r->bl, (size_t)cfg->repl_backlog_size);   /* CONFIG SET applies live */
+    bl_set_size(&r->bl, (size_t)cfg->repl_backlog_size); /* CONFIG SET applies live */
     /* min-replicas-to-write turns the write guard on (replicas always have it). */
     repl_guard_update(r);
-    repl_stale_update(r);            /* CONFIG SET replica-serve-stale-data */
+    repl_stale_update(r); /* CONFIG SET replica-serve-stale-data */
 }
 
 void
@@ -392,21 +396,23 @@ repl_refuse_write(struct repl *r, void *c)
 {
     const struct repl_cfg *cfg = repl_cfg(r);
     if (r->fo.st == FO_PROGRESS && failover_pause_write(r, c)) {
-        return true;                 /* handed over, not confirmed yet: it may roll back */
+        return true; /* handed over, not confirmed yet: it may roll back */
     }
     if (r->replica) {
         if (cfg->replica_read_only && !(r->ops->client_state(r->host, c) & REPL_CL_REPLAY)) {
-            r->ops->client_error(r->host, c, "READONLY You can't write against a read only replica.");
+            r->ops->client_error(r->host, c,
+                                 "READONLY You can't write against a read only replica.");
             return true;
         }
         return false;
     }
     if (r->fo.st != FO_NONE && failover_pause_write(r, c)) {
-        return true;                 /* paused: no reply yet */
+        return true; /* paused: no reply yet */
     }
     if (r->fenced_epoch != 0) {
         char e[300];
-        snprintf(e, sizeof(e), "READONLY This node was fenced: replication epoch %" PRIu64 " exists "
+        snprintf(e, sizeof(e),
+                 "READONLY This node was fenced: replication epoch %" PRIu64 " exists "
                  "(this node is at %" PRIu64 "); point it at the current primary with REPLICAOF.",
                  r->fenced_epoch, r->epoch);
         r->ops->client_error(r->host, c, e);
@@ -455,22 +461,27 @@ repl_info(struct repl *r, struct buf *b)
     if (r->replica) {
         const struct upstream *u = &r->up;
         bool up = replica_link_up(r);
-        buf_appendf(b, "master_host:%s\r\nmaster_port:%d\r\nmaster_link_status:%s\r\n"
-                "master_last_io_seconds_ago:%" PRId64 "\r\nmaster_sync_in_progress:%d\r\n"
-                "slave_read_repl_offset:%" PRIu64 "\r\nslave_repl_offset:%" PRIu64 "\r\n",
-             r->mhost, r->mport + (int)r->hi.shard, up ? "up" : "down",
-             u->last_io_ms > 0 && up ? (now - u->last_io_ms) / 1000 : -1,
-             u->st == UP_FULL || u->st == UP_SYNC, off, off);
+        buf_appendf(b,
+                    "master_host:%s\r\nmaster_port:%d\r\nmaster_link_status:%s\r\n"
+                    "master_last_io_seconds_ago:%" PRId64 "\r\nmaster_sync_in_progress:%d\r\n"
+                    "slave_read_repl_offset:%" PRIu64 "\r\nslave_repl_offset:%" PRIu64 "\r\n",
+                    r->mhost, r->mport + (int)r->hi.shard, up ? "up" : "down",
+                    u->last_io_ms > 0 && up ? (now - u->last_io_ms) / 1000 : -1,
+                    u->st == UP_FULL || u->st == UP_SYNC, off, off);
         if (u->st == UP_FULL) {
-            buf_appendf(b, "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:%zu\r\n"
-                    "master_sync_left_bytes:-1\r\nmaster_sync_last_io_seconds_ago:%" PRId64 "\r\n",
-                 (size_t)u->snap_bytes, (now - u->last_io_ms) / 1000);
+            buf_appendf(b,
+                        "master_sync_total_bytes:-1\r\nmaster_sync_read_bytes:%zu\r\n"
+                        "master_sync_left_bytes:-1\r\nmaster_sync_last_io_seconds_ago:%" PRId64
+                        "\r\n",
+                        (size_t)u->snap_bytes, (now - u->last_io_ms) / 1000);
         }
         if (!up) {
-            buf_appendf(b, "master_link_down_since_seconds:%" PRId64 "\r\n", (now - u->since_ms) / 1000);
+            buf_appendf(b, "master_link_down_since_seconds:%" PRId64 "\r\n",
+                        (now - u->since_ms) / 1000);
         }
-        buf_appendf(b, "slave_priority:%" PRId64 "\r\nslave_read_only:%d\r\nreplica_announced:1\r\n",
-             cfg->replica_priority, cfg->replica_read_only ? 1 : 0);
+        buf_appendf(b,
+                    "slave_priority:%" PRId64 "\r\nslave_read_only:%d\r\nreplica_announced:1\r\n",
+                    cfg->replica_priority, cfg->replica_read_only ? 1 : 0);
     }
     buf_appendf(b, "connected_slaves:%u\r\n", r->nlinks);
     if (!r->replica && cfg->min_replicas_to_write > 0) {
@@ -481,17 +492,19 @@ repl_info(struct repl *r, struct buf *b)
         if (l->st != LINK_ONLINE) {
             continue;
         }
-        buf_appendf(b, "slave%u:ip=%s,port=%d,state=online,offset=%" PRIu64 ",lag=%" PRId64 "\r\n", i++,
-             l->ip, l->port, l->ack, (now - l->last_ack_ms) / 1000);
+        buf_appendf(b, "slave%u:ip=%s,port=%d,state=online,offset=%" PRIu64 ",lag=%" PRId64 "\r\n",
+                    i++, l->ip, l->port, l->ack, (now - l->last_ack_ms) / 1000);
     }
-    buf_appendf(b, "master_failover_state:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n"
-            "master_repl_offset:%" PRIu64 "\r\nsecond_repl_offset:%" PRId64 "\r\n"
-            "repl_backlog_active:%d\r\nrepl_backlog_size:%" PRId64 "\r\n"
-            "repl_backlog_first_byte_offset:%" PRIu64 "\r\nrepl_backlog_histlen:%" PRIu64 "\r\n"
-            "repl_epoch:%" PRIu64 "\r\n\r\n",
-         failover_state_name(r), r->replid, r->replid2, off, r->second_off, r->hot.backlog ? 1 : 0, cfg->repl_backlog_size,
-         r->hot.backlog ? r->bl.first_lsn : 0,
-         r->hot.backlog ? r->bl.next_lsn - r->bl.first_lsn : 0, r->epoch);
+    buf_appendf(b,
+                "master_failover_state:%s\r\nmaster_replid:%s\r\nmaster_replid2:%s\r\n"
+                "master_repl_offset:%" PRIu64 "\r\nsecond_repl_offset:%" PRId64 "\r\n"
+                "repl_backlog_active:%d\r\nrepl_backlog_size:%" PRId64 "\r\n"
+                "repl_backlog_first_byte_offset:%" PRIu64 "\r\nrepl_backlog_histlen:%" PRIu64 "\r\n"
+                "repl_epoch:%" PRIu64 "\r\n\r\n",
+                failover_state_name(r), r->replid, r->replid2, off, r->second_off,
+                r->hot.backlog ? 1 : 0, cfg->repl_backlog_size,
+                r->hot.backlog ? r->bl.first_lsn : 0,
+                r->hot.backlog ? r->bl.next_lsn - r->bl.first_lsn : 0, r->epoch);
 }
 
 void
@@ -500,9 +513,10 @@ repl_info_stats(struct repl *r, struct buf *b)
     if (r == NULL) {
         return;
     }
-    buf_appendf(b, "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64
+    buf_appendf(b,
+                "sync_full:%" PRIu64 "\r\nsync_partial_ok:%" PRIu64 "\r\nsync_partial_err:%" PRIu64
                 "\r\nsync_full_divergent:%" PRIu64 "\r\n",
-         r->sync_full, r->sync_partial_ok, r->sync_partial_err, r->sync_divergent);
+                r->sync_full, r->sync_partial_ok, r->sync_partial_err, r->sync_divergent);
 }
 
 /* ---------------------------------------------------------------- CLIENT LIST / KILL */
@@ -566,7 +580,7 @@ repl_promote(struct repl *r)
         return RV_EIO;
     }
     replica_stop(r);
-    primary_drop_all(r);             /* chained replicas reconnect and learn the new history */
+    primary_drop_all(r); /* chained replicas reconnect and learn the new history */
     r->replica = false;
     r->ops->set_role(r->host, false);
     repl_stale_update(r);
@@ -577,13 +591,16 @@ repl_promote(struct repl *r)
     r->fenced_epoch = 0;
     repl_backlog_start(r);
     repl_guard_update(r);
-    log_notice("[shard %u] promoted to primary (epoch %" PRIu64 ", new replid %s, previous %s up to "
-               "LSN %" PRId64 ")", r->hi.shard, r->epoch, r->replid, r->replid2, r->second_off - 1);
+    log_notice("[shard %u] promoted to primary (epoch %" PRIu64
+               ", new replid %s, previous %s up to "
+               "LSN %" PRId64 ")",
+               r->hi.shard, r->epoch, r->replid, r->replid2, r->second_off - 1);
     return RV_OK;
 }
 
-#define UNBLOCKED_DEMOTED "UNBLOCKED force unblock from blocking operation, instance state " \
-                          "changed (master -> replica?)"
+#define UNBLOCKED_DEMOTED                                                                          \
+    "UNBLOCKED force unblock from blocking operation, instance state "                             \
+    "changed (master -> replica?)"
 
 void
 repl_unblock_demoted(struct repl *r)
@@ -604,17 +621,20 @@ repl_unblock_demoted(struct repl *r)
 }
 
 void
-repl_role_hook(struct repl *r, const char *old_role, const char *new_role, const char *host, int port)
+repl_role_hook(struct repl *r, const char *old_role, const char *new_role, const char *host,
+               int port)
 {
     if (r->hi.shard != 0) {
-        return;                      /* every shard changes role; the node runs the hook once */
+        return; /* every shard changes role; the node runs the hook once */
     }
     char self[256];
     if (host == NULL) {
         const struct repl_cfg *cfg = repl_cfg(r);
-        const char *ip = cfg->replica_announce_ip && *cfg->replica_announce_ip ? cfg->replica_announce_ip
-                         : cfg->cluster_announce_ip && *cfg->cluster_announce_ip ? cfg->cluster_announce_ip
-                                                                                : cfg->bind;
+        const char *ip = cfg->replica_announce_ip && *cfg->replica_announce_ip
+                             ? cfg->replica_announce_ip
+                         : cfg->cluster_announce_ip && *cfg->cluster_announce_ip
+                             ? cfg->cluster_announce_ip
+                             : cfg->bind;
         size_t n = ip ? strcspn(ip, " ") : 0;
         if (n == 0 || (n == 1 && ip[0] == '*')) {
             ip = "127.0.0.1", n = 9;
@@ -640,7 +660,7 @@ repl_follow(struct repl *r, bool no_one, const char *host, int port)
         }
     } else if (!r->replica || strcmp(r->mhost, host) != 0 || r->mport != port) {
         replica_follow(r, host, port);
-        (void)repl_save_state(r);    /* the role, for a restart without a config file */
+        (void)repl_save_state(r); /* the role, for a restart without a config file */
         if (!was_replica) {
             repl_unblock_demoted(r);
         }
@@ -677,7 +697,7 @@ repl_role(const struct repl *r, struct repl_role *out)
     out->replica = r->replica;
     if (r->replica) {
         out->host = r->mhost;
-        out->port = r->mport + (int)r->hi.shard;     /* the port this shard follows */
+        out->port = r->mport + (int)r->hi.shard; /* the port this shard follows */
         out->state = replica_state_name(r);
     }
 }
@@ -758,6 +778,7 @@ primary_check_waiters(struct repl *r, int64_t now)
         *pp = w->next;
         void *c = w->c;
         rv_free(w);
-        r->ops->client_wake(r->host, c, aof ? REPL_WAKE_WAITAOF : REPL_WAKE_WAIT, local, acked, NULL);
+        r->ops->client_wake(r->host, c, aof ? REPL_WAKE_WAITAOF : REPL_WAKE_WAIT, local, acked,
+                            NULL);
     }
 }

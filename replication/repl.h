@@ -83,7 +83,8 @@ bool repl_is_replica(const struct repl *r);
  * (flags=M, on a replica). types: REPL_CT_* bits. */
 #define REPL_CT_REPLICA 1u
 #define REPL_CT_MASTER 2u
-void repl_client_list(struct repl *r, unsigned types, const int64_t *ids, int nids, struct buf *out);
+void repl_client_list(struct repl *r, unsigned types, const int64_t *ids, int nids,
+                      struct buf *out);
 /* Close the links of those types matching id (> 0) and addr (NULL: any);
  * a killed master link reconnects as after any link failure. Returns how many. */
 long repl_client_kill(struct repl *r, unsigned types, int64_t id, const struct rv_str *addr);
@@ -103,10 +104,10 @@ void repl_publish_role(struct repl *r, const char *val, bool rewrite);
 /* ROLE. */
 struct repl_role {
     bool replica;
-    const char *host;                /* replica: the primary node's host and this shard's port */
+    const char *host; /* replica: the primary node's host and this shard's port */
     int port;
-    const char *state;               /* replica: connect, connecting, sync, connected */
-    uint64_t offset;                 /* the last LSN */
+    const char *state; /* replica: connect, connecting, sync, connected */
+    uint64_t offset;   /* the last LSN */
 };
 void repl_role(const struct repl *r, struct repl_role *out);
 /* The online replicas, in order (ROLE, INFO). */

@@ -143,7 +143,7 @@ bl_trim(struct backlog *bl)
         bl->first_lsn = bl->head->lsn;
         if (h->cap == block_size(bl)) {
             rv_free(bl->spare);
-            bl->spare = h;           /* reused by the next block: no malloc per MB */
+            bl->spare = h; /* reused by the next block: no malloc per MB */
         } else {
             rv_free(h);
         }
@@ -182,7 +182,7 @@ bl_push_run(struct backlog *bl, const uint8_t *p, size_t n)
             size_t sz = WAL_REC_HDR + (size_t)len;
             if (sz > room - take) {
                 if (take == 0) {
-                    t = tail_for(bl, sz);   /* a new block for it */
+                    t = tail_for(bl, sz); /* a new block for it */
                     room = t->cap - t->len;
                     continue;
                 }

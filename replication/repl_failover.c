@@ -105,7 +105,7 @@ failover_pause_write(struct repl *r, void *c)
     w->paused = true;
     w->next = r->waiters;
     r->waiters = w;
-    r->ops->client_pause(r->host, c);    /* parse the command again once resumed */
+    r->ops->client_pause(r->host, c); /* parse the command again once resumed */
     return true;
 }
 
@@ -118,12 +118,13 @@ hand_over(struct repl *r, struct link *l)
     struct repl_msg m = { .kind = RM_PROMOTE };
     /* With FORCE the target lacks the records past its ack: it takes over there. */
     m.u.promote = l->ack < repl_last_lsn(r) ? l->ack : repl_last_lsn(r);
-    if (!wal_failpoint_hit("failover-promote-unsent")) {   /* tests: the link closes first */
+    if (!wal_failpoint_hit("failover-promote-unsent")) { /* tests: the link closes first */
         repl_msg_put(&l->out, &m);
         primary_flush_link(l);
     }
     log_notice("[shard %u] FAILOVER: replica %s:%d has every record up to LSN %" PRIu64
-               "; it takes over and this shard follows it", r->hi.shard, host, port, m.u.promote);
+               "; it takes over and this shard follows it",
+               r->hi.shard, host, port, m.u.promote);
     r->fo.st = FO_PROGRESS;
     r->fo.epoch0 = r->epoch;
     memcpy(r->fo.replid0, r->replid, 41);
@@ -132,7 +133,7 @@ hand_over(struct repl *r, struct link *l)
     r->fo.deadline_ms = repl_now(r) + FO_CONFIRM_MS;
     /* Becoming a replica closes the links after writing what they hold. */
     replica_follow(r, host, port);
-    (void)repl_save_state(r);        /* a restart now follows the target (the safe side) */
+    (void)repl_save_state(r); /* a restart now follows the target (the safe side) */
     repl_unblock_demoted(r);
     repl_guard_update(r);
     repl_role_hook(r, "master", "slave", host, port);
@@ -159,14 +160,15 @@ static void
 fo_roll_back(struct repl *r, const char *why)
 {
     log_warn("[shard %u] FAILOVER rolled back: %s; this shard is the primary again (epoch %" PRIu64
-             ")", r->hi.shard, why, r->epoch);
+             ")",
+             r->hi.shard, why, r->epoch);
     replica_stop(r);
     r->replica = false;
     r->ops->set_role(r->host, false);
     r->mhost[0] = '\0';
     repl_stale_update(r);
     repl_backlog_start(r);
-    (void)repl_save_state(r);        /* if this fails a restart follows the target: safe */
+    (void)repl_save_state(r); /* if this fails a restart follows the target: safe */
     r->fo.st = FO_NONE;
     repl_guard_update(r);
     resume_paused(r);
@@ -205,7 +207,7 @@ failover_cancel(struct repl *r, const char *why)
 bool
 failover_take_over(struct repl *r, uint64_t lsn, char *err, size_t errsz)
 {
-    wal_failpoint("failover-promote-crash");     /* tests: the target dies on Promote */
+    wal_failpoint("failover-promote-crash"); /* tests: the target dies on Promote */
     if (wal_failpoint_hit("failover-promote-refused")) {
         snprintf(err, errsz, "FAILOVER: refused to take over (failpoint)");
         return false;
@@ -213,8 +215,10 @@ failover_take_over(struct repl *r, uint64_t lsn, char *err, size_t errsz)
     if (r->up.st != UP_ONLINE || repl_last_lsn(r) < lsn) {
         /* We lack records it counted on: refuse; the link closes, and the
          * old primary rolls back when this shard connects to it again. */
-        snprintf(err, errsz, "FAILOVER: asked to take over at LSN %" PRIu64 " but only LSN %" PRIu64
-                 " was applied", lsn, repl_last_lsn(r));
+        snprintf(err, errsz,
+                 "FAILOVER: asked to take over at LSN %" PRIu64 " but only LSN %" PRIu64
+                 " was applied",
+                 lsn, repl_last_lsn(r));
         return false;
     }
     char from[300];
@@ -239,10 +243,10 @@ failover_check(struct repl *r, int64_t now)
             fo_done(r);
         } else if (!r->fo.expired && now >= r->fo.deadline_ms) {
             log_warn("[shard %u] FAILOVER: no word from the target within %d ms: this shard stays "
-                     "its replica (REPLICAOF NO ONE here takes writes back)", r->hi.shard,
-                     FO_CONFIRM_MS);
+                     "its replica (REPLICAOF NO ONE here takes writes back)",
+                     r->hi.shard, FO_CONFIRM_MS);
             r->fo.expired = true;
-            resume_paused(r);        /* they now get -READONLY */
+            resume_paused(r); /* they now get -READONLY */
         }
         return;
     }
@@ -261,8 +265,8 @@ failover_check(struct repl *r, int64_t now)
     if (r->fo.deadline_ms > 0 && now >= r->fo.deadline_ms) {
         if (r->fo.force) {
             log_warn("[shard %u] FAILOVER: timeout with FORCE: the target is %" PRIu64
-                     " records behind and takes over anyway", r->hi.shard,
-                     repl_last_lsn(r) - l->ack);
+                     " records behind and takes over anyway",
+                     r->hi.shard, repl_last_lsn(r) - l->ack);
             hand_over(r, l);
         } else {
             fo_end(r, "timeout waiting for the target replica to catch up");
@@ -322,7 +326,8 @@ repl_failover_apply(struct repl *r, const struct repl_failover_req *m)
     r->fo.force = m->force;
     r->fo.deadline_ms = m->timeout_ms > 0 ? repl_now(r) + m->timeout_ms : 0;
     repl_guard_update(r);
-    log_notice("[shard %u] FAILOVER started: writes paused until the target replica has LSN %"
-               PRIu64, r->hi.shard, repl_last_lsn(r));
+    log_notice(
+        "[shard %u] FAILOVER started: writes paused until the target replica has LSN %" PRIu64,
+        r->hi.shard, repl_last_lsn(r));
     failover_check(r, repl_now(r));
 }

@@ -22,11 +22,11 @@ struct wal;
 
 /* Fixed for the shard's life: read once at repl_attach. */
 struct repl_host_info {
-    unsigned shard, nshards;         /* this shard's number, the node's shard count */
-    const char *run_id;              /* the node's run id (40 hex), as long as the node lives */
-    bool memory;                     /* no durability: no repl.state, no WAL */
-    const char *dir;                 /* the shard's data directory, as long as the shard lives */
-    bool log_maybe_short;            /* the last run ended uncleanly or recovery cut the log */
+    unsigned shard, nshards; /* this shard's number, the node's shard count */
+    const char *run_id;      /* the node's run id (40 hex), as long as the node lives */
+    bool memory;             /* no durability: no repl.state, no WAL */
+    const char *dir;         /* the shard's data directory, as long as the shard lives */
+    bool log_maybe_short;    /* the last run ended uncleanly or recovery cut the log */
 };
 
 /* The configuration values replication reads, as the shard sees them now
@@ -39,32 +39,32 @@ struct repl_cfg {
     int64_t repl_backlog_size, repl_timeout, repl_frame_limit, repl_backlog_ttl;
     int64_t repl_ship_delay_us, wal_segment_bytes;
     int64_t replica_priority, min_replicas_to_write, min_replicas_max_lag;
-    int64_t obl_hard, obl_soft, obl_secs;   /* client-output-buffer-limit replica */
+    int64_t obl_hard, obl_soft, obl_secs; /* client-output-buffer-limit replica */
     bool replica_read_only, replica_serve_stale_data;
 };
 
 /* A key of the served keyspace, as a full sync's walk sees it. */
 #define REPL_NO_EXPIRE (-1)
 struct repl_key {
-    struct rv_str key;               /* a view, valid during the callback */
-    int64_t expire_ms;               /* unix ms, or REPL_NO_EXPIRE */
-    const void *entry;               /* the host's, for rebuild */
+    struct rv_str key; /* a view, valid during the callback */
+    int64_t expire_ms; /* unix ms, or REPL_NO_EXPIRE */
+    const void *entry; /* the host's, for rebuild */
 };
 typedef void repl_key_fn(void *arg, const struct repl_key *k);
 /* One command of a key's rebuild (its value as commands). */
 typedef void repl_cmd_fn(void *arg, int argc, const struct rv_str *argv);
 
 /* Client state bits (client_state). */
-#define REPL_CL_MULTI 1u             /* queueing a MULTI */
-#define REPL_CL_EXEC 2u              /* running EXEC's commands */
-#define REPL_CL_REPLAY 4u            /* a socketless replay client */
+#define REPL_CL_MULTI 1u  /* queueing a MULTI */
+#define REPL_CL_EXEC 2u   /* running EXEC's commands */
+#define REPL_CL_REPLAY 4u /* a socketless replay client */
 
 /* How a client replication held is released (client_wake). */
 enum repl_wake {
-    REPL_WAKE_RESUME,                /* a paused write: parse it again */
-    REPL_WAKE_WAIT,                  /* WAIT's reply: acked */
-    REPL_WAKE_WAITAOF,               /* WAITAOF's reply: [local, acked] */
-    REPL_WAKE_ERROR,                 /* an error reply (err) */
+    REPL_WAKE_RESUME,  /* a paused write: parse it again */
+    REPL_WAKE_WAIT,    /* WAIT's reply: acked */
+    REPL_WAKE_WAITAOF, /* WAITAOF's reply: [local, acked] */
+    REPL_WAKE_ERROR,   /* an error reply (err) */
 };
 
 struct repl_host_ops {
@@ -74,11 +74,11 @@ struct repl_host_ops {
     const void *(*cfg_id)(void *host);
     void (*cfg)(void *host, struct repl_cfg *out);
     /* The shard's clock: cached, and refreshed (returns it). */
-    struct event_base *(*base)(void *host);      /* the shard's event loop (once it runs) */
+    struct event_base *(*base)(void *host); /* the shard's event loop (once it runs) */
     int64_t (*now_ms)(void *host);
     int64_t (*refresh_clock)(void *host);
-    uint64_t (*next_client_id)(void *host);       /* ids of master links (CLIENT LIST) */
-    void (*count_obl_close)(void *host);          /* INFO client_output_limit_disconnections */
+    uint64_t (*next_client_id)(void *host); /* ids of master links (CLIENT LIST) */
+    void (*count_obl_close)(void *host);    /* INFO client_output_limit_disconnections */
 
     /* The WAL (NULL in memory mode; changes only at a full sync's rebase). */
     struct wal *(*wal)(void *host);
@@ -88,21 +88,21 @@ struct repl_host_ops {
     void (*set_next_lsn)(void *host, uint64_t lsn);
 
     /* The shard's role and write guards (the flags writes test). */
-    void (*log_on)(void *host);                   /* build records from now on (a backlog exists) */
-    void (*set_role)(void *host, bool replica);   /* replica: no records of its own, no expiry */
-    void (*set_guard)(void *host, bool on);       /* writes ask repl_refuse_write */
-    void (*set_stale)(void *host, bool on);       /* -MASTERDOWN for data commands */
+    void (*log_on)(void *host);                 /* build records from now on (a backlog exists) */
+    void (*set_role)(void *host, bool replica); /* replica: no records of its own, no expiry */
+    void (*set_guard)(void *host, bool on);     /* writes ask repl_refuse_write */
+    void (*set_stale)(void *host, bool on);     /* -MASTERDOWN for data commands */
     /* Config state and the node's hook: replicaof ("host port" or "") shown
      * by CONFIG GET, with rewrite the config file too; the hook once per node. */
     void (*publish_role)(void *host, const char *val, bool rewrite);
     void (*role_hook)(void *host, const char *old_role, const char *new_role, uint64_t epoch,
                       const char *addr, int port);
-    void (*unblock_all)(void *host, const char *err);   /* blocked clients get err */
+    void (*unblock_all)(void *host, const char *err); /* blocked clients get err */
 
     /* Clients. */
-    unsigned (*client_state)(void *host, void *c);       /* REPL_CL_* */
+    unsigned (*client_state)(void *host, void *c); /* REPL_CL_* */
     void (*client_error)(void *host, void *c, const char *text);
-    void (*client_pause)(void *host, void *c);          /* block; parse the command again later */
+    void (*client_pause)(void *host, void *c); /* block; parse the command again later */
     void (*client_wake)(void *host, void *c, enum repl_wake how, long local, long acked,
                         const char *err);
 
@@ -119,7 +119,7 @@ struct repl_host_ops {
      * ld), entered for a chunk and left, then installed in its place. */
     void *(*load_new)(void *host, size_t keys_hint);
     void (*load_drop)(void *host, void *ld);
-    void *(*load_enter)(void *host, void *ld);    /* returns the served one, for load_leave */
+    void *(*load_enter)(void *host, void *ld); /* returns the served one, for load_leave */
     void (*load_leave)(void *host, void *served);
     void (*load_install)(void *host, void *ld);
     /* The data directory around the switch (persist_rebase_begin/_rebase). */

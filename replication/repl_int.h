@@ -15,18 +15,18 @@
  * records never straddle. Absolute positions count bytes ever appended. ---- */
 struct bl_block {
     struct bl_block *next;
-    uint64_t pos;                    /* absolute position of data[0] */
-    uint64_t lsn;                    /* LSN of its first record */
+    uint64_t pos; /* absolute position of data[0] */
+    uint64_t lsn; /* LSN of its first record */
     size_t len, cap;
-    bool jumbo;                      /* one record larger than a block */
+    bool jumbo; /* one record larger than a block */
     uint8_t data[];
 };
 struct backlog {
-    struct bl_block *head, *tail;    /* oldest .. newest */
-    struct bl_block *spare;          /* a dropped block kept for reuse */
-    uint64_t first_lsn, next_lsn;    /* records first_lsn .. next_lsn-1 are kept */
-    uint64_t base, end;              /* absolute positions of the first and past the last byte */
-    size_t size;                     /* repl-backlog-size: at least this much is kept */
+    struct bl_block *head, *tail; /* oldest .. newest */
+    struct bl_block *spare;       /* a dropped block kept for reuse */
+    uint64_t first_lsn, next_lsn; /* records first_lsn .. next_lsn-1 are kept */
+    uint64_t base, end;           /* absolute positions of the first and past the last byte */
+    size_t size;                  /* repl-backlog-size: at least this much is kept */
 };
 void bl_init(struct backlog *bl, size_t size, uint64_t next_lsn);
 void bl_deinit(struct backlog *bl);
@@ -105,7 +105,7 @@ int repl_read(int fd, struct buf *in);
 int repl_write(int fd, struct buf *out, bool *blocked);
 
 /* ---- a replica connected to this (primary) shard ---- */
-#define REPL_GONE_MAX 8                /* disconnected replicas remembered (repl_retain_lsn) */
+#define REPL_GONE_MAX 8 /* disconnected replicas remembered (repl_retain_lsn) */
 enum link_state { LINK_HELLO, LINK_FULL_WAIT, LINK_FULL, LINK_ONLINE };
 struct link {
     struct repl *r;
@@ -118,75 +118,83 @@ struct link {
     char ip[64];
     int port;
     char id[41];
-    uint64_t cid;                    /* the RVSYNC connection's client id (CLIENT LIST) */
+    uint64_t cid; /* the RVSYNC connection's client id (CLIENT LIST) */
     char addr[64], laddr[64], user[64];
     int64_t ctime_ms;
-    uint64_t sent_pos, sent_lsn;     /* backlog position / LSN of the next record to ship */
+    uint64_t sent_pos, sent_lsn; /* backlog position / LSN of the next record to ship */
     uint64_t ack, durable;
     int64_t last_io_ms, last_ack_ms;
-    uint64_t out_done;               /* bytes of out ever written to the socket */
-    uint64_t snap_end;               /* out_done at the end of the full sync's data or of the
+    uint64_t out_done;         /* bytes of out ever written to the socket */
+    uint64_t snap_end;         /* out_done at the end of the full sync's data or of the
                                       * records read back from the WAL (not limited) */
-    int64_t obl_soft_since_ms;       /* unsent output above the soft limit since, 0 = not */
-    bool close_asap;                 /* over client-output-buffer-limit replica: closed before poll */
+    int64_t obl_soft_since_ms; /* unsent output above the soft limit since, 0 = not */
+    bool close_asap;           /* over client-output-buffer-limit replica: closed before poll */
 };
 
 /* ---- following a primary ---- */
-enum up_state { UP_NONE, UP_CONNECT, UP_CONNECTING, UP_HANDSHAKE, UP_WELCOME, UP_SYNC, UP_FULL,
-                UP_ONLINE };
+enum up_state {
+    UP_NONE,
+    UP_CONNECT,
+    UP_CONNECTING,
+    UP_HANDSHAKE,
+    UP_WELCOME,
+    UP_SYNC,
+    UP_FULL,
+    UP_ONLINE
+};
 struct upstream {
     int fd;
     struct event rev, wev;
     bool rev_on, wev_on;
     struct buf in, out;
     enum up_state st;
-    uint64_t cid;                    /* client id of this master link (CLIENT LIST), per connection */
+    uint64_t cid; /* client id of this master link (CLIENT LIST), per connection */
     int64_t ctime_ms;
-    int resp_left;                   /* RESP replies still expected in the handshake */
+    int resp_left; /* RESP replies still expected in the handshake */
     int64_t since_ms, last_io_ms, last_ack_sent_ms;
-    uint64_t acked, acked_durable;   /* what the last ack said */
-    bool ack_asked;                  /* a GetAck came in this read */
-    uint64_t durable_want;           /* a GetAck found the own WAL behind: ack once it is durable */
+    uint64_t acked, acked_durable; /* what the last ack said */
+    bool ack_asked;                /* a GetAck came in this read */
+    uint64_t durable_want;         /* a GetAck found the own WAL behind: ack once it is durable */
     int64_t backoff_ms;
-    void *loading;                   /* full sync: the keyspace being loaded beside the served one (host's) */
+    void *loading; /* full sync: the keyspace being loaded beside the served one (host's) */
     uint64_t snap_lsn, snap_keys, snap_bytes;
     char snap_replid[41];
     uint64_t snap_epoch;
-    char err[256];                   /* last failure, logged once per episode */
+    char err[256]; /* last failure, logged once per episode */
 };
 
-struct waiter {                      /* WAIT / WAITAOF, or a write paused by FAILOVER */
+struct waiter { /* WAIT / WAITAOF, or a write paused by FAILOVER */
     struct waiter *next;
-    void *c;                         /* the host's client */
+    void *c; /* the host's client */
     bool paused;
     uint64_t lsn;
     long need;
-    long need_local;                 /* WAITAOF numlocal; -1 for WAIT */
-    int64_t deadline_ms;             /* 0: forever */
+    long need_local;     /* WAITAOF numlocal; -1 for WAIT */
+    int64_t deadline_ms; /* 0: forever */
 };
 
 struct repl {
     struct repl_hot hot;             /* must stay first (repl.h) */
     const struct repl_host_ops *ops; /* the shard, through repl_host.h */
     void *host;
-    struct repl_host_info hi;        /* fixed facts about the shard */
-    struct repl_cfg cfg;             /* repl_cfg's copy, of the snapshot cfg_id */
+    struct repl_host_info hi; /* fixed facts about the shard */
+    struct repl_cfg cfg;      /* repl_cfg's copy, of the snapshot cfg_id */
     const void *cfg_id;
     char replid[41], replid2[41];
-    int64_t second_off;              /* -1: none */
-    bool crash_replid;               /* replid drawn by an unclean start (repl.c), not adopted */
+    int64_t second_off; /* -1: none */
+    bool crash_replid;  /* replid drawn by an unclean start (repl.c), not adopted */
     uint64_t epoch;
     struct backlog bl;
     /* primary side */
     struct link *links;
     unsigned nlinks;
-    struct {                         /* replicas whose link closed: their WAL is kept a while */
+    struct { /* replicas whose link closed: their WAL is kept a while */
         char id[41];
         uint64_t ack;
         int64_t at_ms;
     } gone[REPL_GONE_MAX];
     uint64_t sync_full, sync_partial_ok, sync_partial_err;
-    uint64_t sync_divergent;         /* full syncs of replicas holding records this history lacks */
+    uint64_t sync_divergent; /* full syncs of replicas holding records this history lacks */
     struct waiter *waiters;
     int64_t last_hb_ms;
     /* shipping is batched (repl-ship-delay-us): time of the last ship, and the
@@ -197,11 +205,11 @@ struct repl {
     /* a WAIT, WAITAOF or FAILOVER began waiting: ask every replica for an
      * ack at the next ship (replicas otherwise ack once per cron tick) */
     bool ask_ack;
-    struct rsnap *walk;              /* full sync in progress (repl_primary.c) */
-    uint64_t fenced_epoch;           /* != 0: a newer history exists (this epoch, or this one
+    struct rsnap *walk;    /* full sync in progress (repl_primary.c) */
+    uint64_t fenced_epoch; /* != 0: a newer history exists (this epoch, or this one
                                       * with a greater replid), writes refused; persisted */
-    char state_err[300];             /* why repl.state could not be written last */
-    bool role_from_state;            /* shard 0 follows the primary repl.state named: publish it */
+    char state_err[300];   /* why repl.state could not be written last */
+    bool role_from_state;  /* shard 0 follows the primary repl.state named: publish it */
     struct {
         enum { FO_NONE, FO_WAIT, FO_PROGRESS } st;
         bool to, force;
@@ -211,17 +219,17 @@ struct repl {
         /* failover-in-progress: handed over, until the target's new history
          * reaches this shard (done) or the target shows it did not take over
          * (rolled back) */
-        uint64_t epoch0;             /* this shard's epoch and history at the hand-over */
+        uint64_t epoch0; /* this shard's epoch and history at the hand-over */
         char replid0[41];
-        char target_id[41];          /* the target node's run id (its Hello) */
-        bool expired;                /* no word within FO_CONFIRM_MS: writers resumed */
-    } fo;                            /* FAILOVER (repl_failover.c) */
+        char target_id[41]; /* the target node's run id (its Hello) */
+        bool expired;       /* no word within FO_CONFIRM_MS: writers resumed */
+    } fo;                   /* FAILOVER (repl_failover.c) */
     /* replica side */
     bool replica;
     char mhost[256];
     int mport;
     struct upstream up;
-    void *rp;                        /* the host's replayer (replay_open) */
+    void *rp; /* the host's replayer (replay_open) */
     struct rv_str *argv;
     size_t argv_cap;
 };
@@ -252,7 +260,8 @@ repl_wal(const struct repl *r)
 }
 /* "ip:port" and the ip alone (when ip) of a socket address (CLIENT LIST, slaveN:ip=). */
 struct sockaddr_storage;
-void repl_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz);
+void repl_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip,
+                   size_t ipsz);
 void repl_backlog_start(struct repl *r);
 /* After bl_push or bl_push_run: drop what the backlog's size no longer keeps,
  * first queueing it for connected replicas that have not been sent it. */

@@ -62,7 +62,7 @@ room_for(struct buf *in, size_t n)
         return;
     }
     if (buf_unread(in) > 16 * 1024 && in->cap < (1u << 20)) {
-        buf_reserve(in, in->cap);    /* at least doubles: no compaction can give cap */
+        buf_reserve(in, in->cap); /* at least doubles: no compaction can give cap */
     }
     buf_reserve(in, n);
 }
@@ -136,7 +136,7 @@ repl_read(int fd, struct buf *in)
     }
     size_t want = room < 256 * 1024 ? room : 256 * 1024;
     if (need > 0 && need < want && room - want < 64 * 1024 && in->cap >= (1u << 20)) {
-        want = need;                             /* near the end: finish this message only */
+        want = need; /* near the end: finish this message only */
     }
     ssize_t n = read(fd, in->data + in->len, want);
     if (n > 0) {

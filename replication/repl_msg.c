@@ -122,8 +122,7 @@ repl_msg_put(struct buf *out, const struct repl_msg *m)
         pm.m_case = REPL_MSG__M_GET_ACK;
         pm.get_ack = &g;
         break;
-    case RM_OTHER:
-        break;
+    case RM_OTHER: break;
     }
     repl_send(out, &pm);
 }
@@ -140,9 +139,10 @@ repl_msg_decode(const uint8_t *p, size_t n, struct repl_msg *m)
     switch (pm->m_case) {
     case REPL_MSG__M_HELLO:
         m->kind = RM_HELLO;
-        m->u.hello = (struct repl_hello){ pm->hello->replica_id, pm->hello->replid, pm->hello->shard,
-                                          pm->hello->nshards, pm->hello->listening_port,
-                                          pm->hello->epoch, pm->hello->applied_lsn };
+        m->u.hello = (struct repl_hello){ pm->hello->replica_id,     pm->hello->replid,
+                                          pm->hello->shard,          pm->hello->nshards,
+                                          pm->hello->listening_port, pm->hello->epoch,
+                                          pm->hello->applied_lsn };
         break;
     case REPL_MSG__M_WELCOME:
         m->kind = RM_WELCOME;
@@ -157,11 +157,13 @@ repl_msg_decode(const uint8_t *p, size_t n, struct repl_msg *m)
     case REPL_MSG__M_FULL_BEGIN:
         m->kind = RM_FULL_BEGIN;
         m->u.full_begin = (struct repl_full_begin){ pm->full_begin->replid, pm->full_begin->epoch,
-                                                    pm->full_begin->lsn, pm->full_begin->keys_hint };
+                                                    pm->full_begin->lsn,
+                                                    pm->full_begin->keys_hint };
         break;
     case REPL_MSG__M_FULL_CHUNK:
         m->kind = RM_FULL_CHUNK;
-        m->u.full_chunk = (struct repl_bytes){ pm->full_chunk->frames.data, pm->full_chunk->frames.len };
+        m->u.full_chunk = (struct repl_bytes){ pm->full_chunk->frames.data,
+                                               pm->full_chunk->frames.len };
         break;
     case REPL_MSG__M_FULL_END:
         m->kind = RM_FULL_END;
@@ -188,12 +190,8 @@ repl_msg_decode(const uint8_t *p, size_t n, struct repl_msg *m)
         m->kind = RM_PROMOTE;
         m->u.promote = pm->promote->lsn;
         break;
-    case REPL_MSG__M_GET_ACK:
-        m->kind = RM_GET_ACK;
-        break;
-    default:
-        m->kind = RM_OTHER;
-        break;
+    case REPL_MSG__M_GET_ACK: m->kind = RM_GET_ACK; break;
+    default: m->kind = RM_OTHER; break;
     }
     return true;
 }

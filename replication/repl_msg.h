@@ -5,7 +5,7 @@
  * and receives struct repl_msg. */
 #pragma once
 #include "base/buf.h"
-#include "proto/repl.pb-c.h"   /* repl_send/repl_msg_free below: the unit tests pack with it */
+#include "proto/repl.pb-c.h" /* repl_send/repl_msg_free below: the unit tests pack with it */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,17 +14,17 @@
 /* Strings and bytes are views: into the sender's memory when sending, into
  * the unpacked message (valid until repl_msg_done) when received; a received
  * string may be NULL or "" when absent. */
-struct repl_hello {                  /* replica -> primary, first frame */
+struct repl_hello { /* replica -> primary, first frame */
     const char *replica_id, *replid;
     uint32_t shard, nshards, listening_port;
     uint64_t epoch, applied_lsn;
 };
-struct repl_welcome {                /* primary -> replica, first frame */
+struct repl_welcome { /* primary -> replica, first frame */
     const char *replid, *replid2;
     uint64_t epoch;
     uint32_t shard, nshards;
 };
-struct repl_cont {                   /* partial resync from from_lsn */
+struct repl_cont { /* partial resync from from_lsn */
     const char *replid;
     uint64_t epoch, from_lsn;
 };
@@ -43,7 +43,7 @@ struct repl_full_end {
 struct repl_records {
     uint64_t first_lsn;
     uint32_t count;
-    const uint8_t *frames;           /* points into the packed message */
+    const uint8_t *frames; /* points into the packed message */
     size_t len;
 };
 struct repl_ack {
@@ -55,9 +55,19 @@ struct repl_heartbeat {
 };
 
 enum repl_msg_kind {
-    RM_OTHER,                        /* none, or one this side ignores */
-    RM_HELLO, RM_WELCOME, RM_CONT, RM_FULL_BEGIN, RM_FULL_CHUNK, RM_FULL_END, RM_RECORDS,
-    RM_ACK, RM_HEARTBEAT, RM_ERROR, RM_PROMOTE, RM_GET_ACK,
+    RM_OTHER, /* none, or one this side ignores */
+    RM_HELLO,
+    RM_WELCOME,
+    RM_CONT,
+    RM_FULL_BEGIN,
+    RM_FULL_CHUNK,
+    RM_FULL_END,
+    RM_RECORDS,
+    RM_ACK,
+    RM_HEARTBEAT,
+    RM_ERROR,
+    RM_PROMOTE,
+    RM_GET_ACK,
 };
 struct repl_msg {
     enum repl_msg_kind kind;
@@ -66,15 +76,15 @@ struct repl_msg {
         struct repl_welcome welcome;
         struct repl_cont cont;
         struct repl_full_begin full_begin;
-        struct repl_bytes full_chunk;  /* snapshot record frames */
+        struct repl_bytes full_chunk; /* snapshot record frames */
         struct repl_full_end full_end;
         struct repl_records records;
         struct repl_ack ack;
         struct repl_heartbeat heartbeat;
-        const char *error;           /* primary -> replica, then close */
-        uint64_t promote;            /* FAILOVER: take over at this LSN */
+        const char *error; /* primary -> replica, then close */
+        uint64_t promote;  /* FAILOVER: take over at this LSN */
     } u;
-    void *owner;                     /* received: the unpacked message the views point into */
+    void *owner; /* received: the unpacked message the views point into */
 };
 
 /* Append one framed message to out. */

@@ -33,7 +33,7 @@ gone_remember(struct repl *r, const char *id, uint64_t ack)
             break;
         }
         if (r->gone[i].at_ms < r->gone[k].at_ms) {
-            k = i;                   /* the oldest, or a free one (at_ms 0) */
+            k = i; /* the oldest, or a free one (at_ms 0) */
         }
     }
     snprintf(r->gone[k].id, sizeof(r->gone[k].id), "%s", id);
@@ -83,7 +83,7 @@ static bool
 link_over_limit(struct link *l, int64_t now)
 {
     if (l->st != LINK_ONLINE) {
-        return false;                /* a full sync's snapshot is paced by the walk (OUT_PAUSE) */
+        return false; /* a full sync's snapshot is paced by the walk (OUT_PAUSE) */
     }
     const struct repl_cfg *cfg = repl_cfg(l->r);
     int64_t hard = cfg->obl_hard, soft = cfg->obl_soft;
@@ -116,9 +116,10 @@ link_schedule_close(struct link *l)
     }
     l->close_asap = true;
     l->r->ops->count_obl_close(l->r->host);
-    log_warn("[shard %u] replica %s:%d: client scheduled to be closed ASAP for overcoming of output "
-             "buffer limits (%zu bytes unsent; client-output-buffer-limit replica)", l->r->hi.shard,
-             l->ip, l->port, (size_t)buf_unread(&l->out));
+    log_warn(
+        "[shard %u] replica %s:%d: client scheduled to be closed ASAP for overcoming of output "
+        "buffer limits (%zu bytes unsent; client-output-buffer-limit replica)",
+        l->r->hi.shard, l->ip, l->port, (size_t)buf_unread(&l->out));
 }
 
 /* false when the link was closed. */
@@ -169,9 +170,9 @@ repl_accept(struct repl *r, int fd, const struct repl_client_info *c, struct buf
     char a[80];
     memset(&peer, 0, sizeof(peer));
     getpeername(fd, (struct sockaddr *)&peer, &plen);
-    repl_fmt_addr(&peer, a, sizeof(a), l->ip, sizeof(l->ip));   /* slaveN:ip= */
+    repl_fmt_addr(&peer, a, sizeof(a), l->ip, sizeof(l->ip)); /* slaveN:ip= */
     buf_init(&l->in);
-    l->out = *pre;                   /* the client's replies before RVSYNC go first */
+    l->out = *pre; /* the client's replies before RVSYNC go first */
     buf_init(pre);
     l->st = LINK_HELLO;
     l->last_io_ms = l->last_ack_ms = repl_now(r);
@@ -182,9 +183,11 @@ repl_accept(struct repl *r, int fd, const struct repl_client_info *c, struct buf
     r->links = l;
     r->nlinks++;
     struct repl_msg m = { .kind = RM_WELCOME };
-    m.u.welcome = (struct repl_welcome){ .replid = r->replid, .epoch = r->epoch,
+    m.u.welcome = (struct repl_welcome){ .replid = r->replid,
+                                         .epoch = r->epoch,
                                          .replid2 = r->second_off > 0 ? r->replid2 : "",
-                                         .shard = r->hi.shard, .nshards = r->hi.nshards };
+                                         .shard = r->hi.shard,
+                                         .nshards = r->hi.nshards };
     repl_msg_put(&l->out, &m);
     link_flush(l);
 }
@@ -210,11 +213,11 @@ send_error(struct link *l, const char *text)
 
 #define SLICE_US 1000
 #define CHUNK_SEND (256u << 10)
-#define OUT_PAUSE (16u << 20)        /* slices wait while a replica has this much unsent */
+#define OUT_PAUSE (16u << 20) /* slices wait while a replica has this much unsent */
 
 struct rsnap {
     uint64_t lsn;
-    void *snap;                      /* the host's snapshot iterator */
+    void *snap; /* the host's snapshot iterator */
     bool scan_done;
     struct event *ev;
     struct buf chunk;
@@ -226,8 +229,8 @@ static void walk_start(struct repl *r);
 
 struct emit_ctx {
     struct repl *r;
-    size_t mark;                     /* the record's header in the chunk */
-    size_t pay;                      /* where the record's payload starts */
+    size_t mark; /* the record's header in the chunk */
+    size_t pay;  /* where the record's payload starts */
     int64_t now;
 };
 
@@ -372,7 +375,8 @@ walk_end(struct repl *r)
         l->st = LINK_ONLINE;
         l->last_ack_ms = repl_now(r);
         log_notice("[shard %u] replica %s:%d: full sync of %" PRIu64 " keys at LSN %" PRIu64
-                   " sent in %" PRId64 " ms", r->hi.shard, l->ip, l->port, keys, lsn, took);
+                   " sent in %" PRId64 " ms",
+                   r->hi.shard, l->ip, l->port, keys, lsn, took);
     }
     primary_ship(r);
     for (struct link *l = r->links; l; l = l->next) {
@@ -409,12 +413,12 @@ on_slice(evutil_socket_t fd, short what, void *arg)
         any |= l->st == LINK_FULL;
     }
     if (!any) {
-        walk_free(r);                /* every replica of this walk went away */
+        walk_free(r); /* every replica of this walk went away */
         return;
     }
     struct timeval tv = { 0, 0 };
     if (walk_outputs_full(r)) {
-        tv.tv_usec = 1000;           /* the network is behind: wait for it */
+        tv.tv_usec = 1000; /* the network is behind: wait for it */
         evtimer_add(w->ev, &tv);
         return;
     }
@@ -500,7 +504,7 @@ continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *c
 {
     struct repl *r = l->r;
     struct wal *wal = repl_wal(r);
-    uint64_t upto = r->bl.first_lsn;           /* exclusive: the backlog has the rest */
+    uint64_t upto = r->bl.first_lsn; /* exclusive: the backlog has the rest */
     if (wal == NULL || from >= upto || wal_written_lsn(wal) + 1 < upto) {
         return false;
     }
@@ -514,7 +518,7 @@ continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *c
     uint64_t next = from;
     bool ok = true;
     wal_walk_init(&k, segs, ns, from - 1);
-    wal_walk_live(&k, wal);                    /* never map what the syncer may cut */
+    wal_walk_live(&k, wal); /* never map what the syncer may cut */
     while (next < upto && wal_walk_next(&k, &rec) == WAL_RD_OK) {
         if (rec.lsn < next) {
             continue;
@@ -523,7 +527,7 @@ continue_from_wal(struct link *l, uint64_t from, struct buf *frames, uint32_t *c
             ok = false;
             break;
         }
-        wal_frame_copy(frames, &rec);          /* (without the file's sync barrier) */
+        wal_frame_copy(frames, &rec); /* (without the file's sync barrier) */
         next++;
     }
     wal_walk_close(&k);
@@ -548,7 +552,8 @@ repl_retain_lsn(struct repl *r, uint64_t lsn)
     const struct repl_cfg *cfg = repl_cfg(r);
     struct wal *wal = repl_wal(r);
     int64_t now = repl_now(r);
-    uint64_t most = WAL_CATCHUP_MAX + (uint64_t)cfg->repl_backlog_size + (uint64_t)cfg->wal_segment_bytes;
+    uint64_t most = WAL_CATCHUP_MAX + (uint64_t)cfg->repl_backlog_size +
+                    (uint64_t)cfg->wal_segment_bytes;
     for (size_t i = 0; i < REPL_GONE_MAX; i++) {
         if (r->gone[i].id[0] == '\0' || r->gone[i].ack >= lsn) {
             continue;
@@ -566,18 +571,23 @@ repl_retain_lsn(struct repl *r, uint64_t lsn)
     return lsn;
 }
 
+/* A replica's hello: authenticate, check its shard layout and history, and
+ * answer with a partial resync or a full sync. One decision read top to
+ * bottom, hence one function a little over 100 lines. */
 static void
 on_hello(struct link *l, const struct repl_hello *h)
 {
     struct repl *r = l->r;
     unsigned ns = r->hi.nshards;
     snprintf(l->id, sizeof(l->id), "%s", h->replica_id ? h->replica_id : "");
-    gone_forget(r, l->id);           /* back: its link's ack counts from now on */
+    gone_forget(r, l->id); /* back: its link's ack counts from now on */
     l->port = (int)h->listening_port;
     if (h->nshards != ns || h->shard != r->hi.shard) {
         char e[200];
-        snprintf(e, sizeof(e), "shard count mismatch: the primary has %u shards, the replica %u "
-                 "(each replica shard follows the primary shard with the same number)", ns, h->nshards);
+        snprintf(e, sizeof(e),
+                 "shard count mismatch: the primary has %u shards, the replica %u "
+                 "(each replica shard follows the primary shard with the same number)",
+                 ns, h->nshards);
         log_warn("[shard %u] replica %s:%d refused: %s", r->hi.shard, l->ip, l->port, e);
         send_error(l, e);
         link_close(l, NULL);
@@ -589,8 +599,10 @@ on_hello(struct link *l, const struct repl_hello *h)
         /* Fencing: a replica knows a newer history, so a newer primary was
          * promoted; this one must not take writes for its old epoch. */
         char e[200], who[100];
-        snprintf(e, sizeof(e), "stale primary: the replica knows epoch %" PRIu64 ", this node is at "
-                 "epoch %" PRIu64, h->epoch, r->epoch);
+        snprintf(e, sizeof(e),
+                 "stale primary: the replica knows epoch %" PRIu64 ", this node is at "
+                 "epoch %" PRIu64,
+                 h->epoch, r->epoch);
         snprintf(who, sizeof(who), "replica %s:%d", l->ip, l->port);
         repl_fence(r, h->epoch, who);
         send_error(l, e);
@@ -602,13 +614,12 @@ on_hello(struct link *l, const struct repl_hello *h)
     uint64_t from = h->applied_lsn + 1, pos;
     const char *id = h->replid ? h->replid : "";
     bool same = strcmp(id, r->replid) == 0 && h->applied_lsn <= last;
-    bool prev = r->second_off > 0 && strcmp(id, r->replid2) == 0 &&
-                (int64_t)from <= r->second_off;
+    bool prev = r->second_off > 0 && strcmp(id, r->replid2) == 0 && (int64_t)from <= r->second_off;
     struct buf walrecs;
     uint32_t nwal = 0;
     buf_init(&walrecs);
-    bool ok = (same || prev) && (bl_find(&r->bl, from, &pos) ||
-                                 continue_from_wal(l, from, &walrecs, &nwal));
+    bool ok = (same || prev) &&
+              (bl_find(&r->bl, from, &pos) || continue_from_wal(l, from, &walrecs, &nwal));
     if (ok) {
         struct repl_msg m = { .kind = RM_CONT };
         m.u.cont = (struct repl_cont){ r->replid, r->epoch, from };
@@ -632,8 +643,8 @@ on_hello(struct link *l, const struct repl_hello *h)
         l->ack = h->applied_lsn;
         r->sync_partial_ok++;
         log_notice("[shard %u] replica %s:%d: partial resync from LSN %" PRIu64 " (%" PRIu64
-                   " records to send)", r->hi.shard, l->ip, l->port, h->applied_lsn + 1,
-                   last - h->applied_lsn);
+                   " records to send)",
+                   r->hi.shard, l->ip, l->port, h->applied_lsn + 1, last - h->applied_lsn);
         buf_deinit(&walrecs);
     } else {
         buf_deinit(&walrecs);
@@ -645,17 +656,20 @@ on_hello(struct link *l, const struct repl_hello *h)
              * had, then lost (a crash of a node that restarted with the same
              * replid). The full sync replaces them. */
             r->sync_divergent++;
-            log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past this primary's last LSN "
-                     "%" PRIu64 " on the same history: they are dropped by a full sync", r->hi.shard,
-                     l->ip, l->port, h->applied_lsn - last, last);
+            log_warn("[shard %u] replica %s:%d has %" PRIu64
+                     " records past this primary's last LSN "
+                     "%" PRIu64 " on the same history: they are dropped by a full sync",
+                     r->hi.shard, l->ip, l->port, h->applied_lsn - last, last);
         }
         if (r->second_off > 0 && strcmp(id, r->replid2) == 0 && (int64_t)from > r->second_off) {
             /* An old primary (or a replica ahead of us) wrote past the fork
              * point: the full sync replaces those records. */
             r->sync_divergent++;
-            log_warn("[shard %u] replica %s:%d has %" PRIu64 " records past the fork point (LSNs %"
-                     PRId64 "..%" PRIu64 ") that this primary never had: they are dropped by a full "
-                     "sync", r->hi.shard, l->ip, l->port, h->applied_lsn + 1 - (uint64_t)r->second_off,
+            log_warn("[shard %u] replica %s:%d has %" PRIu64
+                     " records past the fork point (LSNs %" PRId64 "..%" PRIu64
+                     ") that this primary never had: they are dropped by a full "
+                     "sync",
+                     r->hi.shard, l->ip, l->port, h->applied_lsn + 1 - (uint64_t)r->second_off,
                      r->second_off, h->applied_lsn);
         }
         r->sync_full++;
@@ -672,8 +686,10 @@ static __attribute__((noinline, cold)) void
 ack_refused(struct link *l, const struct repl_ack *a)
 {
     char why[200];
-    snprintf(why, sizeof(why), "ack for LSN %" PRIu64 " (durable %" PRIu64 ") past the last record "
-             "sent (%" PRIu64 "): refused", a->applied, a->durable, l->sent_lsn ? l->sent_lsn - 1 : 0);
+    snprintf(why, sizeof(why),
+             "ack for LSN %" PRIu64 " (durable %" PRIu64 ") past the last record "
+             "sent (%" PRIu64 "): refused",
+             a->applied, a->durable, l->sent_lsn ? l->sent_lsn - 1 : 0);
     log_warn("[shard %u] replica %s:%d: connection closed: %s", l->r->hi.shard, l->ip, l->port,
              why);
     link_close(l, NULL);
@@ -703,7 +719,7 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
             if (l->st == LINK_HELLO) {
                 on_hello(l, &m.u.hello);
                 repl_msg_done(&m);
-                return;              /* l may be gone; more input comes with the next read */
+                return; /* l may be gone; more input comes with the next read */
             }
             break;
         case RM_ACK:
@@ -723,8 +739,7 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
             l->last_ack_ms = now;
             acked = true;
             break;
-        default:
-            break;
+        default: break;
         }
         repl_msg_done(&m);
     }
@@ -748,8 +763,8 @@ on_link_write(evutil_socket_t fd, short what, void *arg)
     link_flush(arg);
 }
 
-#define SHIP_NOW_BYTES (256u << 10)      /* this much waiting ships without waiting for the delay */
-#define SHIP_IOV 16                      /* backlog blocks per writev */
+#define SHIP_NOW_BYTES (256u << 10) /* this much waiting ships without waiting for the delay */
+#define SHIP_IOV 16                 /* backlog blocks per writev */
 
 /* Queue l's records up to the backlog's end in l->out: one Records message
  * per backlog block (a block holds whole records, and a message is at most
@@ -783,7 +798,8 @@ ship_link(struct link *l)
         int k = 0;
         size_t total = 0;
         uint64_t pos = l->sent_pos, lsn = l->sent_lsn;
-        for (const struct bl_block *b = bl_block_at(&r->bl, pos); b && k < SHIP_IOV; b = b->next, k++) {
+        for (const struct bl_block *b = bl_block_at(&r->bl, pos); b && k < SHIP_IOV;
+             b = b->next, k++) {
             size_t off = (size_t)(pos - b->pos), n = b->len - off;
             uint64_t next = bl_block_next_lsn(&r->bl, b);
             size_t hl = repl_records_hdr(h[k], lsn, (uint32_t)(next - lsn), n);
@@ -804,7 +820,7 @@ ship_link(struct link *l)
         l->out_done += (uint64_t)w;
         l->sent_pos = pos;
         l->sent_lsn = lsn;
-        if ((size_t)w < total) {     /* the kernel's buffer is full: queue the rest */
+        if ((size_t)w < total) { /* the kernel's buffer is full: queue the rest */
             size_t skip = (size_t)w;
             for (int i = 0; i < 2 * k; i++) {
                 if (skip >= iov[i].iov_len) {
@@ -822,7 +838,7 @@ ship_link(struct link *l)
     if (buf_unread(&l->out) == 0) {
         return true;
     }
-    if (l->wev_on) {                 /* the write event sends it; only the limits apply now */
+    if (l->wev_on) { /* the write event sends it; only the limits apply now */
         if (link_over_limit(l, repl_now(r))) {
             link_schedule_close(l);
         }
@@ -839,12 +855,13 @@ primary_save_unsent(struct repl *r, uint64_t upto)
      * client-output-buffer-limit replica). */
     int64_t now = repl_now(r);
     for (struct link *l = r->links; l; l = l->next) {
-        if (l->st != LINK_ONLINE || l->close_asap || l->sent_pos >= upto || l->sent_pos < r->bl.base) {
+        if (l->st != LINK_ONLINE || l->close_asap || l->sent_pos >= upto ||
+            l->sent_pos < r->bl.base) {
             continue;
         }
         ship_range(l);
         if (link_over_limit(l, now)) {
-            link_schedule_close(l);  /* closed by primary_ship, outside the command */
+            link_schedule_close(l); /* closed by primary_ship, outside the command */
         }
     }
 }
@@ -996,7 +1013,7 @@ primary_drop_all(struct repl *r)
     while (r->links) {
         link_close(r->links, "this shard stops being a primary");
     }
-    memset(r->gone, 0, sizeof(r->gone));  /* they follow someone else now */
+    memset(r->gone, 0, sizeof(r->gone)); /* they follow someone else now */
 }
 
 /* CLIENT LIST lines of the replicas (Redis: flags=S; the command is our RVSYNC). */
@@ -1013,13 +1030,15 @@ primary_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *ou
             continue;
         }
         size_t omem = buf_unread(&l->out);
-        buf_appendf(out, "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=S db=0 sub=0 "
-                    "psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%zu rbp=0 "
-                    "obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=rvsync user=%s redir=-1 resp=2 "
-                    "watch=0 lib-name= lib-ver=\n",
-                    (unsigned long long)l->cid, l->addr, l->laddr, l->fd,
-                    (long long)((now - l->ctime_ms) / 1000), (long long)((now - l->last_io_ms) / 1000),
-                    l->in.cap, omem, sizeof(*l) + l->in.cap + l->out.cap, l->wev_on ? "w" : "", l->user);
+        buf_appendf(
+            out,
+            "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=S db=0 sub=0 "
+            "psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=%zu rbp=0 "
+            "obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=rvsync user=%s redir=-1 resp=2 "
+            "watch=0 lib-name= lib-ver=\n",
+            (unsigned long long)l->cid, l->addr, l->laddr, l->fd,
+            (long long)((now - l->ctime_ms) / 1000), (long long)((now - l->last_io_ms) / 1000),
+            l->in.cap, omem, sizeof(*l) + l->in.cap + l->out.cap, l->wev_on ? "w" : "", l->user);
     }
 }
 

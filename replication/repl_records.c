@@ -7,7 +7,7 @@
 
 #include "base/varint.h"
 
-#define REPL_RECORDS_FIELD 7         /* ReplMsg.records (proto/repl.proto) */
+#define REPL_RECORDS_FIELD 7 /* ReplMsg.records (proto/repl.proto) */
 
 /* One protobuf field at *pp: its number, wire type and value (varint or
  * length-delimited bytes; fixed32/64 are skipped). false when cut short or of
@@ -27,8 +27,7 @@ pb_field(const uint8_t **pp, const uint8_t *end, uint32_t *num, int *wt, uint64_
     *num = (uint32_t)(key >> 3);
     *wt = (int)(key & 7);
     switch (*wt) {
-    case 0:
-        return varint_get_checked(pp, end, v);
+    case 0: return varint_get_checked(pp, end, v);
     case 1:
     case 5: {
         size_t w = *wt == 1 ? 8 : 4;
@@ -45,8 +44,7 @@ pb_field(const uint8_t **pp, const uint8_t *end, uint32_t *num, int *wt, uint64_
         *bytes = *pp;
         *pp += *v;
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -92,7 +90,7 @@ repl_parse_records(const uint8_t *p, size_t n, struct repl_records *out)
         } else if (num == 2) {
             out->count = (uint32_t)v;
         } else if (num == 3) {
-            out->frames = b;       /* a repeated scalar: the last one wins */
+            out->frames = b; /* a repeated scalar: the last one wins */
             out->len = (size_t)v;
         }
     }

@@ -67,7 +67,7 @@ up_fail(struct repl *r, const char *why)
     if (u->backoff_ms > 5000) {
         u->backoff_ms = 5000;
     }
-    u->last_io_ms = now;             /* retry at last_io + backoff */
+    u->last_io_ms = now; /* retry at last_io + backoff */
 }
 
 static bool
@@ -111,11 +111,13 @@ up_connect(struct repl *r)
     struct upstream *u = &r->up;
     char port[16];
     snprintf(port, sizeof(port), "%d", r->mport + (int)r->hi.shard);
-    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV }, *ai = NULL;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC,
+                              .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV },
+                    *ai = NULL;
     int rc = getaddrinfo(r->mhost, port, &hints, &ai);
     if (rc != 0) {
-        hints.ai_flags = AI_NUMERICSERV;   /* a name: resolved here (blocking, once per attempt) */
+        hints.ai_flags = AI_NUMERICSERV; /* a name: resolved here (blocking, once per attempt) */
         rc = getaddrinfo(r->mhost, port, &hints, &ai);
     }
     if (rc != 0 || ai == NULL) {
@@ -172,8 +174,7 @@ up_handshake(struct repl *r)
         u->resp_left++;
     }
     char port[16];
-    int myport = cfg->replica_announce_port > 0 ? (int)cfg->replica_announce_port
-                                               : (int)cfg->port;
+    int myport = cfg->replica_announce_port > 0 ? (int)cfg->replica_announce_port : (int)cfg->port;
     snprintf(port, sizeof(port), "%d", myport + (int)r->hi.shard);
     const char *lp[] = { "REPLCONF", "listening-port", port };
     resp_cmd(&u->out, 3, lp);
@@ -295,7 +296,7 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     ops->apply_begin(r->host, stream);
     int64_t clock = INT64_MIN;
     uint64_t want = repl_last_lsn(r) + 1, want0 = want;
-    const uint8_t *run = p;          /* the frames applied so far, for the backlog */
+    const uint8_t *run = p; /* the frames applied so far, for the backlog */
     /* In locals, not reloaded from r after every command. */
     void *rp = r->rp;
     struct wal *wal = stream ? ops->wal(r->host) : NULL;
@@ -311,7 +312,8 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
         }
         size_t sz = WAL_REC_HDR + rec.len;
         if (stream && rec.lsn != want) {
-            snprintf(err, errsz, "record LSN %" PRIu64 " where %" PRIu64 " was expected", rec.lsn, want);
+            snprintf(err, errsz, "record LSN %" PRIu64 " where %" PRIu64 " was expected", rec.lsn,
+                     want);
             rc = -1;
             break;
         }
@@ -354,13 +356,13 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
     r->argv = argv;
     r->argv_cap = cap;
     if (stream && wal == NULL && want != want0) {
-        ops->set_next_lsn(r->host, want);       /* memory mode: the LSNs applied */
+        ops->set_next_lsn(r->host, want); /* memory mode: the LSNs applied */
     }
     /* (the backlog copy below is nobody's command time) */
     ops->apply_end(r->host, stream);
     if (stream) {
-        bl_push_run(&r->bl, run, (size_t)(p - run));     /* nothing reads the backlog meanwhile */
-        repl_trim_backlog(r);        /* our own replicas keep what they were not sent yet */
+        bl_push_run(&r->bl, run, (size_t)(p - run)); /* nothing reads the backlog meanwhile */
+        repl_trim_backlog(r); /* our own replicas keep what they were not sent yet */
     }
     return rc;
 }
@@ -396,9 +398,11 @@ full_sync_begin(struct repl *r, const struct repl_full_begin *b)
 {
     struct upstream *u = &r->up;
     if (u->st != UP_FULL && repl_last_lsn(r) > 0) {
-        log_warn("[shard %u] full sync from %s:%d replaces this shard's data: history %s up to LSN %"
-                 PRIu64 " is discarded (%zu keys)", r->hi.shard, r->mhost,
-                 r->mport + (int)r->hi.shard, r->replid, repl_last_lsn(r), r->ops->keys(r->host));
+        log_warn(
+            "[shard %u] full sync from %s:%d replaces this shard's data: history %s up to LSN %" PRIu64
+            " is discarded (%zu keys)",
+            r->hi.shard, r->mhost, r->mport + (int)r->hi.shard, r->replid, repl_last_lsn(r),
+            r->ops->keys(r->host));
     }
     u->st = UP_FULL;
     if (u->loading != NULL) {
@@ -426,12 +430,12 @@ full_sync_done(struct repl *r, uint64_t lsn)
     int64_t t0 = clock_mono_us();
     if (r->ops->rebase_begin(r->host, lsn, err, sizeof(err)) != 0) {
         log_warn("[shard %u] full sync: cannot replace the data directory: %s", r->hi.shard, err);
-        repl_new_replid(r);          /* whatever the disk holds now, the next sync is a full one */
+        repl_new_replid(r); /* whatever the disk holds now, the next sync is a full one */
         up_fail(r, "local data directory failed");
         return;
     }
     repl_forget_state(r);
-    r->ops->load_install(r->host, u->loading);   /* the old keyspace goes */
+    r->ops->load_install(r->host, u->loading); /* the old keyspace goes */
     u->loading = NULL;
     snprintf(r->replid, sizeof(r->replid), "%s", u->snap_replid);
     r->crash_replid = false;
@@ -442,18 +446,19 @@ full_sync_done(struct repl *r, uint64_t lsn)
     if (r->ops->rebase(r->host, lsn, err, sizeof(err)) != 0) {
         log_warn("[shard %u] full sync: cannot restart the data directory at LSN %" PRIu64 ": %s",
                  r->hi.shard, lsn, err);
-        repl_new_replid(r);          /* unknown to the primary: the next sync is a full one */
+        repl_new_replid(r); /* unknown to the primary: the next sync is a full one */
         up_fail(r, "local data directory failed");
         return;
     }
     r->hot.backlog = false;
     bl_deinit(&r->bl);
-    primary_drop_all(r);             /* our own replicas follow a history that just ended */
+    primary_drop_all(r); /* our own replicas follow a history that just ended */
     repl_backlog_start(r);
     u->st = UP_ONLINE;
     repl_stale_update(r);
     log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64 " (switch "
-               "%.1f ms)", r->hi.shard, r->mhost, r->mport + (int)r->hi.shard, u->snap_keys, lsn,
+               "%.1f ms)",
+               r->hi.shard, r->mhost, r->mport + (int)r->hi.shard, u->snap_keys, lsn,
                (double)(clock_mono_us() - t0) / 1000.0);
     send_ack(r);
 }
@@ -485,7 +490,8 @@ on_msg(struct repl *r, const struct repl_msg *m)
     case RM_WELCOME: {
         unsigned ns = r->hi.nshards;
         if (m->u.welcome.nshards != ns || m->u.welcome.shard != r->hi.shard) {
-            snprintf(err, sizeof(err), "shard count mismatch: the primary has %u shards, this node %u",
+            snprintf(err, sizeof(err),
+                     "shard count mismatch: the primary has %u shards, this node %u",
                      m->u.welcome.nshards, ns);
             up_fail(r, err);
             u->backoff_ms = 5000;
@@ -512,14 +518,16 @@ on_msg(struct repl *r, const struct repl_msg *m)
         h->epoch = r->epoch;
         h->applied_lsn = repl_last_lsn(r);
         h->listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port
-                                                                      : cfg->port) + r->hi.shard);
+                                                                       : cfg->port) +
+                                       r->hi.shard);
         repl_msg_put(&u->out, &o);
         if (stale) {
             /* The Hello tells the stale primary our epoch: it fences itself. */
             up_flush(r);
-            snprintf(err, sizeof(err), "the primary is at replication epoch %" PRIu64 ", older than "
-                     "this node's %" PRIu64 ": not following a stale primary", m->u.welcome.epoch,
-                     r->epoch);
+            snprintf(err, sizeof(err),
+                     "the primary is at replication epoch %" PRIu64 ", older than "
+                     "this node's %" PRIu64 ": not following a stale primary",
+                     m->u.welcome.epoch, r->epoch);
             up_fail(r, err);
             u->backoff_ms = 5000;
             return false;
@@ -538,9 +546,7 @@ on_msg(struct repl *r, const struct repl_msg *m)
                    r->mport + (int)r->hi.shard, m->u.cont.from_lsn);
         send_ack(r);
         return true;
-    case RM_FULL_BEGIN:
-        full_sync_begin(r, &m->u.full_begin);
-        return true;
+    case RM_FULL_BEGIN: full_sync_begin(r, &m->u.full_begin); return true;
     case RM_FULL_CHUNK:
         if (u->st != UP_FULL) {
             up_fail(r, "snapshot data outside a full sync");
@@ -562,23 +568,19 @@ on_msg(struct repl *r, const struct repl_msg *m)
         u->backoff_ms = 0;
         full_sync_done(r, m->u.full_end.lsn);
         return u->fd >= 0;
-    case RM_RECORDS:
-        return on_records(r, &m->u.records);
-    case RM_GET_ACK:
-        u->ack_asked = true;
-        return true;
+    case RM_RECORDS: return on_records(r, &m->u.records);
+    case RM_GET_ACK: u->ack_asked = true; return true;
     case RM_PROMOTE:
         if (!failover_take_over(r, m->u.promote, err, sizeof(err))) {
-            up_fail(r, err);         /* reconnects: the old primary then rolls back */
+            up_fail(r, err); /* reconnects: the old primary then rolls back */
         }
-        return false;                /* the link is closed */
+        return false; /* the link is closed */
     case RM_ERROR:
         snprintf(err, sizeof(err), "the primary refused: %s", m->u.error);
         up_fail(r, err);
         u->backoff_ms = 5000;
         return false;
-    default:
-        return true;
+    default: return true;
     }
 }
 
@@ -603,8 +605,8 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
         }
         if (s[0] == '-') {
             char why[300];
-            snprintf(why, sizeof(why), "handshake refused: %.*s", (int)(e - s > 200 ? 200 : e - s - 1),
-                     s + 1);
+            snprintf(why, sizeof(why), "handshake refused: %.*s",
+                     (int)(e - s > 200 ? 200 : e - s - 1), s + 1);
             up_fail(r, why);
             return;
         }
@@ -633,20 +635,22 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
             repl_msg_done(&m);
         }
         if (!ok || u->fd < 0) {
-            return;                  /* the link was closed (u->in is gone) */
+            return; /* the link was closed (u->in is gone) */
         }
         repl_consume(&u->in, len);
     }
     if (rc < 0) {
         char why[160];
-        snprintf(why, sizeof(why), "a frame of %" PRIu32 " bytes is over repl-frame-limit (%" PRIu32
-                 " bytes): link closed", len, max);
+        snprintf(why, sizeof(why),
+                 "a frame of %" PRIu32 " bytes is over repl-frame-limit (%" PRIu32
+                 " bytes): link closed",
+                 len, max);
         up_fail(r, why);
         return;
     }
     ack_if_asked(r);
     if (u->in.len == 0 && u->in.cap > (4u << 20)) {
-        buf_shrink(&u->in, 256 * 1024);      /* after a full sync's big chunks */
+        buf_shrink(&u->in, 256 * 1024); /* after a full sync's big chunks */
     }
     up_flush(r);
 }
@@ -664,12 +668,12 @@ replica_follow(struct repl *r, const char *host, int port)
     }
     snprintf(r->mhost, sizeof(r->mhost), "%s", host);
     r->mport = port;
-    r->fenced_epoch = 0;             /* following again: the epoch is learned from the primary */
+    r->fenced_epoch = 0; /* following again: the epoch is learned from the primary */
     u->st = UP_CONNECT;
     u->err[0] = '\0';
     u->backoff_ms = 0;
     u->since_ms = repl_now(r);
-    u->last_io_ms = 0;               /* connect at the next tick */
+    u->last_io_ms = 0; /* connect at the next tick */
     repl_stale_update(r);
 }
 
@@ -688,8 +692,7 @@ replica_cron(struct repl *r, int64_t now)
     const struct repl_cfg *cfg = repl_cfg(r);
     int64_t timeout = cfg->repl_timeout * 1000;
     switch (u->st) {
-    case UP_NONE:
-        return;
+    case UP_NONE: return;
     case UP_CONNECT:
         if (now - u->last_io_ms >= u->backoff_ms) {
             up_connect(r);
@@ -763,13 +766,15 @@ replica_client_list(struct repl *r, const int64_t *ids, int nids, struct buf *ou
     char addr[80], laddr[80];
     up_addrs(u, addr, laddr, sizeof(addr));
     int64_t now = repl_now(r);
-    buf_appendf(out, "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=M db=0 sub=0 psub=0 "
-                "ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 obl=0 oll=0 "
-                "omem=%zu tot-mem=%zu events=r%s cmd=NULL user=default redir=-1 resp=2 watch=0 "
-                "lib-name= lib-ver=\n",
-                (unsigned long long)u->cid, addr, laddr, u->fd, (long long)((now - u->ctime_ms) / 1000),
-                (long long)((now - u->last_io_ms) / 1000), u->in.len - u->in.off, u->in.cap - u->in.len,
-                u->in.cap, u->out.len - u->out.off, u->in.cap + u->out.cap, u->wev_on ? "w" : "");
+    buf_appendf(
+        out,
+        "id=%llu addr=%s laddr=%s fd=%d name= age=%lld idle=%lld flags=M db=0 sub=0 psub=0 "
+        "ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 obl=0 oll=0 "
+        "omem=%zu tot-mem=%zu events=r%s cmd=NULL user=default redir=-1 resp=2 watch=0 "
+        "lib-name= lib-ver=\n",
+        (unsigned long long)u->cid, addr, laddr, u->fd, (long long)((now - u->ctime_ms) / 1000),
+        (long long)((now - u->last_io_ms) / 1000), u->in.len - u->in.off, u->in.cap - u->in.len,
+        u->in.cap, u->out.len - u->out.off, u->in.cap + u->out.cap, u->wev_on ? "w" : "");
 }
 
 long

@@ -33,7 +33,7 @@ check_payload(const struct wal_rec *rec)
 }
 
 struct shard_report {
-    int status;                      /* 0 ok, 1 torn tail, 2 corrupt */
+    int status; /* 0 ok, 1 torn tail, 2 corrupt */
     uint64_t ckpt_lsn, ckpt_keys, first_lsn, last_lsn, records, bytes;
     size_t segments;
     char problem[9000];
@@ -123,7 +123,8 @@ check_segments(struct wal_file *segs, size_t n, struct shard_report *rep, bool f
             }
         }
         rep->status = 0;
-        strncat(rep->problem, " - cut off (--fix)", sizeof(rep->problem) - strlen(rep->problem) - 1);
+        strncat(rep->problem, " - cut off (--fix)",
+                sizeof(rep->problem) - strlen(rep->problem) - 1);
     }
 }
 
@@ -205,15 +206,16 @@ main(int argc, char **argv)
         if (json) {
             printf("%s{\"dir\":\"%s\",\"status\":\"%s\",\"checkpoint_lsn\":%" PRIu64
                    ",\"checkpoint_keys\":%" PRIu64 ",\"segments\":%zu,\"records\":%" PRIu64
-                   ",\"first_lsn\":%" PRIu64 ",\"last_valid_lsn\":%" PRIu64 ",\"wal_bytes\":%" PRIu64
-                   ",\"problem\":\"%s\"}", i ? "," : "", shards[i], st[rep.status], rep.ckpt_lsn,
-                   rep.ckpt_keys, rep.segments, rep.records, rep.first_lsn, last_valid, rep.bytes,
-                   rep.problem);
+                   ",\"first_lsn\":%" PRIu64 ",\"last_valid_lsn\":%" PRIu64
+                   ",\"wal_bytes\":%" PRIu64 ",\"problem\":\"%s\"}",
+                   i ? "," : "", shards[i], st[rep.status], rep.ckpt_lsn, rep.ckpt_keys,
+                   rep.segments, rep.records, rep.first_lsn, last_valid, rep.bytes, rep.problem);
         } else {
-            printf("%s: %s; checkpoint LSN %" PRIu64 " (%" PRIu64 " keys); %zu WAL segments, %" PRIu64
-                   " records, LSN %" PRIu64 "..%" PRIu64 "; last valid LSN %" PRIu64 "\n",
-                   shards[i], st[rep.status], rep.ckpt_lsn, rep.ckpt_keys, rep.segments, rep.records,
-                   rep.first_lsn, rep.last_lsn, last_valid);
+            printf("%s: %s; checkpoint LSN %" PRIu64 " (%" PRIu64
+                   " keys); %zu WAL segments, %" PRIu64 " records, LSN %" PRIu64 "..%" PRIu64
+                   "; last valid LSN %" PRIu64 "\n",
+                   shards[i], st[rep.status], rep.ckpt_lsn, rep.ckpt_keys, rep.segments,
+                   rep.records, rep.first_lsn, rep.last_lsn, last_valid);
             if (rep.problem[0]) {
                 printf("  %s\n", rep.problem);
             }

@@ -9,7 +9,7 @@
 static uint32_t tab[8][256];
 static pthread_once_t tab_once = PTHREAD_ONCE_INIT;
 static int have_hw;
-static int ready;                    /* set (release) once tab_init ran: the hot path skips pthread_once */
+static int ready; /* set (release) once tab_init ran: the hot path skips pthread_once */
 
 static void
 tab_init(void)

@@ -42,7 +42,7 @@ wal_frame_parse(const uint8_t *p, size_t avail, struct wal_rec *rec)
     memcpy(&crc, p + 4, 4);
     memcpy(&lsn, p + 8, 8);
     memcpy(&ts, p + 16, 8);
-    len &= ~WAL_LEN_BARRIER;         /* a WAL file's flag, not part of the length */
+    len &= ~WAL_LEN_BARRIER; /* a WAL file's flag, not part of the length */
     if (avail - WAL_REC_HDR < len) {
         return -1;
     }
@@ -64,5 +64,5 @@ wal_frame_copy(struct buf *out, const struct wal_rec *rec)
     buf_append(out, rec->payload - WAL_REC_HDR, WAL_REC_HDR + rec->len);
     uint8_t *h = (uint8_t *)out->data + at;
     uint32_t l32 = (uint32_t)rec->len;
-    memcpy(h, &l32, 4);              /* without this file's sync barrier */
+    memcpy(h, &l32, 4); /* without this file's sync barrier */
 }

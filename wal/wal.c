@@ -178,12 +178,12 @@ struct retired {
     uint64_t size;
 };
 
-#define PACE_WINDOW 16               /* recent plain syncs the median is taken over */
-#define PACE_SLOW_FLOOR_US 5000      /* a sync below this is never "slow" */
-#define PACE_HOLD_US 100000          /* pacing stays on this long after a slow sync */
-#define SPARE_RETRY_US 5000000       /* after a failed spare (e.g. disk full) */
-#define SPARE_FIRST (4u << 20)       /* size of the first spare; later ones x4 up to seg_max */
-#define SPARE_ASK_MAX (1u << 20)     /* ask for the next spare by this far into a segment */
+#define PACE_WINDOW 16           /* recent plain syncs the median is taken over */
+#define PACE_SLOW_FLOOR_US 5000  /* a sync below this is never "slow" */
+#define PACE_HOLD_US 100000      /* pacing stays on this long after a slow sync */
+#define SPARE_RETRY_US 5000000   /* after a failed spare (e.g. disk full) */
+#define SPARE_FIRST (4u << 20)   /* size of the first spare; later ones x4 up to seg_max */
+#define SPARE_ASK_MAX (1u << 20) /* ask for the next spare by this far into a segment */
 
 struct wal {
     char dir[4096];
@@ -196,22 +196,22 @@ struct wal {
 
     /* shard thread */
     struct buf stage;
-    uint64_t next_lsn;               /* LSN of the next record */
-    uint64_t seg_first;              /* first LSN of the current segment */
-    uint64_t seg_size;               /* logical size: the next write goes here */
-    bool seg_zeroed;                 /* the current segment is a pre-zeroed spare */
-    bool spare_asked;                /* a spare for the next rotation was requested */
-    bool spare_on;                   /* always mode on a filesystem where spares pay */
-    uint64_t seg_cap;                /* rotate past this: seg_max, or a spare's size */
+    uint64_t next_lsn;  /* LSN of the next record */
+    uint64_t seg_first; /* first LSN of the current segment */
+    uint64_t seg_size;  /* logical size: the next write goes here */
+    bool seg_zeroed;    /* the current segment is a pre-zeroed spare */
+    bool spare_asked;   /* a spare for the next rotation was requested */
+    bool spare_on;      /* always mode on a filesystem where spares pay */
+    uint64_t seg_cap;   /* rotate past this: seg_max, or a spare's size */
     int write_err;
-    bool rec_open;                   /* between wal_rec_begin and wal_rec_end/abort */
-    bool last_staged;                /* last_mark: the newest record, still staged */
+    bool rec_open;    /* between wal_rec_begin and wal_rec_end/abort */
+    bool last_staged; /* last_mark: the newest record, still staged */
     size_t last_mark;
-    bool last_known;                 /* the newest record written: segment last_seg, last_off */
+    bool last_known; /* the newest record written: segment last_seg, last_off */
     uint64_t last_seg, last_off;
-    bool rotate_pending;             /* wal_rotate came inside a record: rotate at its end */
-    uint64_t *seg_starts;            /* first LSNs of the segment files, oldest first */
-    uint64_t *seg_sizes;             /* their logical sizes */
+    bool rotate_pending;  /* wal_rotate came inside a record: rotate at its end */
+    uint64_t *seg_starts; /* first LSNs of the segment files, oldest first */
+    uint64_t *seg_sizes;  /* their logical sizes */
     size_t nseg, capseg;
 
     /* shared with the syncer; the mutex guards fd, retired fds and jobs */
@@ -227,15 +227,15 @@ struct wal {
     _Atomic uint64_t written_lsn;
     _Atomic uint64_t durable_lsn;
     _Atomic int sync_err;
-    _Atomic bool syncing;            /* an fdatasync of the log is running */
+    _Atomic bool syncing; /* an fdatasync of the log is running */
     pthread_t th;
 
     /* syncer only: adaptive pacing (always) */
-    int64_t pace_us;                 /* spacing of sync starts (while slow); 0 = never */
-    int64_t pace_until;              /* mono us: pacing is on until then */
-    bool pace_always;                /* an explicit interval: every sync, slow or not */
-    int64_t last_start;              /* mono us of the last sync's start */
-    uint32_t dur[PACE_WINDOW];       /* durations of recent plain syncs, us */
+    int64_t pace_us;           /* spacing of sync starts (while slow); 0 = never */
+    int64_t pace_until;        /* mono us: pacing is on until then */
+    bool pace_always;          /* an explicit interval: every sync, slow or not */
+    int64_t last_start;        /* mono us of the last sync's start */
+    uint32_t dur[PACE_WINDOW]; /* durations of recent plain syncs, us */
     unsigned ndur;
     /* counters for INFO (written by the syncer / shard, read by the shard) */
     _Atomic uint64_t st_syncs, st_slow, st_paced, st_max_us, st_prezeroed;
@@ -246,10 +246,10 @@ struct wal {
     bool spare_th_on;
     bool spare_want;
     _Atomic bool spare_stop;
-    _Atomic bool spare_ready;        /* spare_fd holds a prepared file */
+    _Atomic bool spare_ready; /* spare_fd holds a prepared file */
     int spare_fd;
-    uint64_t spare_size;             /* of the file in spare_fd */
-    uint64_t spare_next;             /* size of the next spare (spare thread) */
+    uint64_t spare_size; /* of the file in spare_fd */
+    uint64_t spare_next; /* size of the next spare (spare thread) */
     char spare_path[4200];
 };
 
@@ -367,7 +367,7 @@ seg_from_spare(struct wal *w, uint64_t first, uint64_t *size)
  * already written needs no metadata (journal) commit; appending to a
  * growing file needs one per sync, and those are what stall. */
 
-static uint8_t zero_chunk[1 << 18];  /* never written */
+static uint8_t zero_chunk[1 << 18]; /* never written */
 
 static int
 spare_prepare(struct wal *w, uint64_t size)
@@ -375,7 +375,7 @@ spare_prepare(struct wal *w, uint64_t size)
     struct statvfs sv;
     uint64_t need = 2 * size + (16u << 20);
     if (statvfs(w->dir, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < need) {
-        return -ENOSPC;              /* leave the room to the log itself */
+        return -ENOSPC; /* leave the room to the log itself */
     }
     int fd = open(w->spare_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -394,7 +394,7 @@ spare_prepare(struct wal *w, uint64_t size)
         }
         for (int i = 0; i < 200 && atomic_load_explicit(&w->syncing, memory_order_relaxed); i++) {
             struct timespec d = { 0, 20000 };
-            nanosleep(&d, NULL);     /* at most ~4 ms: a slow sync does not stop us */
+            nanosleep(&d, NULL); /* at most ~4 ms: a slow sync does not stop us */
         }
         size_t n = sizeof(zero_chunk);
         if (n > size - off) {
@@ -402,8 +402,9 @@ spare_prepare(struct wal *w, uint64_t size)
         }
         size_t done;
         rc = pwrite_all(fd, zero_chunk, n, off, &done);
-        if (rc == 0 && sync_file_range(fd, (off_t)off, (off_t)done, SYNC_FILE_RANGE_WAIT_BEFORE |
-                                       SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+        if (rc == 0 && sync_file_range(fd, (off_t)off, (off_t)done,
+                                       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                           SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
             rc = -errno;
         }
         off += done;
@@ -539,7 +540,7 @@ sync_once(struct wal *w)
         bad = errno;
     }
     if (!bad && wal_failpoint_hit("wal-sync-eio")) {
-        bad = EIO;                   /* fault injection: a disk that lost the write */
+        bad = EIO; /* fault injection: a disk that lost the write */
     }
     if (!bad && dirsync && wal_fsync_dir(w->dir) != 0) {
         bad = errno;
@@ -586,7 +587,7 @@ syncer_main(void *arg)
     pthread_mutex_lock(&w->mu);
     for (;;) {
         if (w->stop && w->jobs == NULL && !w->sync_req) {
-            break;                   /* (wal_close asks for a last sync with stop) */
+            break; /* (wal_close asks for a last sync with stop) */
         }
         if (!w->sync_req && w->jobs == NULL && !w->stop) {
             if (w->mode == WAL_EVERYSEC) {
@@ -617,7 +618,7 @@ syncer_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             bool failed = atomic_load(&w->sync_err) != 0;
             if (!failed) {
-                sync_once(w);        /* clears sync_req when it takes its snapshot */
+                sync_once(w); /* clears sync_req when it takes its snapshot */
             }
             pthread_mutex_lock(&w->mu);
             if (failed) {
@@ -664,8 +665,9 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     w->notify = o->notify;
     w->notify_arg = o->notify_arg;
     if (w->mode == WAL_ALWAYS) {
-        w->pace_us = o->sync_min_interval_us < 0 ? 0
-                     : o->sync_min_interval_us == 0 ? WAL_PACE_DEFAULT_US : o->sync_min_interval_us;
+        w->pace_us = o->sync_min_interval_us < 0    ? 0
+                     : o->sync_min_interval_us == 0 ? WAL_PACE_DEFAULT_US
+                                                    : o->sync_min_interval_us;
         w->pace_always = o->sync_min_interval_us > 0;
     }
     buf_init(&w->stage);
@@ -682,7 +684,7 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
     w->jobs_tail = &w->jobs;
     w->spare_fd = -1;
     snprintf(w->spare_path, sizeof(w->spare_path), "%s/wal-spare.tmp", w->dir);
-    unlink(w->spare_path);           /* a crashed run's; never part of the log */
+    unlink(w->spare_path); /* a crashed run's; never part of the log */
     /* Spares pay where fdatasync costs a journal commit: always mode, not
      * on tmpfs (no sync cost there, and the zeros would take memory). */
     struct statfs sf;
@@ -740,7 +742,7 @@ wal_open(const struct wal_opts *o, uint64_t next_lsn, char *err, size_t errsz)
         w->spare_th_on = pthread_create(&w->spare_th, NULL, spare_main, w) == 0;
         w->spare_on = w->spare_th_on;
         if (w->spare_on) {
-            spare_ask(w);            /* small: the first writes already go in place */
+            spare_ask(w); /* small: the first writes already go in place */
         }
     }
     return w;
@@ -816,7 +818,7 @@ wal_rec_begin(struct wal *w)
         if (w->last_staged) {
             w->last_mark -= w->stage.off;
         }
-        buf_compact(&w->stage);      /* marks inside a record must not move */
+        buf_compact(&w->stage); /* marks inside a record must not move */
     }
     size_t mark = w->stage.len;
     buf_reserve(&w->stage, WAL_REC_HDR);
@@ -841,8 +843,8 @@ wal_rec_end(struct wal *w, size_t mark, int64_t ts_ms)
          * recovery would misread. What it did is in memory only, so the
          * log cannot be trusted to continue. */
         log_warn("[shard %u] a WAL record of %zu bytes is over the %llu-byte limit: not logged; "
-                 "writes are refused until restart", w->shard, len,
-                 (unsigned long long)WAL_MAX_REC);
+                 "writes are refused until restart",
+                 w->shard, len, (unsigned long long)WAL_MAX_REC);
         w->stage.len = mark;
         w->rec_open = false;
         atomic_store(&w->sync_err, EFBIG);
@@ -876,10 +878,10 @@ wal_rec_put(struct wal *w, const uint8_t *frame, size_t len)
     size_t at = w->stage.len;
     buf_append(&w->stage, frame, len);
     uint8_t *h = (uint8_t *)w->stage.data + at;
-    put32(h, get32(h) & ~WAL_LEN_BARRIER);   /* this log's own syncs set its barriers */
+    put32(h, get32(h) & ~WAL_LEN_BARRIER); /* this log's own syncs set its barriers */
     uint64_t lsn;
     memcpy(&lsn, h + 8, 8);
-    if (lsn & WAL_LSN_UNSEALED) {    /* from a memory-mode stream: disk records carry their CRC */
+    if (lsn & WAL_LSN_UNSEALED) { /* from a memory-mode stream: disk records carry their CRC */
         int64_t ts;
         memcpy(&ts, h + 16, 8);
         wal_frame_seal(h, len - WAL_REC_HDR, lsn & ~WAL_LSN_UNSEALED, ts);
@@ -922,7 +924,7 @@ rotate_now(struct wal *w)
     bool spare = w->spare_on && atomic_load_explicit(&w->spare_ready, memory_order_acquire);
     bool empty = w->seg_size == WAL_SEG_HDR;
     if (empty && (w->seg_zeroed || !spare)) {
-        return 0;                    /* the current segment is empty: nothing to do */
+        return 0; /* the current segment is empty: nothing to do */
     }
     if (!empty) {
         wal_failpoint("wal-rotate");
@@ -979,18 +981,18 @@ wal_write(struct wal *w)
 {
     size_t n = w->stage.len - w->stage.off;
     if (w->rec_open) {
-        return 0;                    /* an open record is written whole once sealed */
+        return 0; /* an open record is written whole once sealed */
     }
     if (n == 0) {
         if (w->rotate_pending) {
-            wal_rotate(w);           /* on failure the current segment grows on (logged) */
+            wal_rotate(w); /* on failure the current segment grows on (logged) */
         }
         return 0;
     }
     wal_failpoint("wal-append");
     if (w->seg_size == WAL_SEG_HDR && !w->seg_zeroed && w->spare_on &&
         atomic_load_explicit(&w->spare_ready, memory_order_relaxed)) {
-        rotate_now(w);               /* an empty growing segment: the spare takes its name */
+        rotate_now(w); /* an empty growing segment: the spare takes its name */
     }
     if (w->stage.off == 0 && atomic_load_explicit(&w->durable_lsn, memory_order_acquire) ==
                                  atomic_load_explicit(&w->written_lsn, memory_order_relaxed)) {
@@ -1023,7 +1025,7 @@ wal_write(struct wal *w)
     }
     atomic_store_explicit(&w->written_lsn, w->next_lsn - 1, memory_order_release);
     if (__builtin_expect(w->rotate_pending, 0)) {
-        wal_rotate(w);               /* asked for while a record was open; on failure as below */
+        wal_rotate(w); /* asked for while a record was open; on failure as below */
         return 0;
     }
     if (w->spare_on) {
@@ -1037,12 +1039,12 @@ wal_write(struct wal *w)
         }
         if (loaded && !w->seg_zeroed &&
             atomic_load_explicit(&w->spare_ready, memory_order_relaxed)) {
-            rotate_now(w);           /* leave a growing segment under load once a spare is ready */
+            rotate_now(w); /* leave a growing segment under load once a spare is ready */
             return 0;
         }
     }
     if (w->seg_size >= w->seg_cap) {
-        wal_rotate(w);               /* on failure the current segment grows on */
+        wal_rotate(w); /* on failure the current segment grows on */
     }
     return 0;
 }
@@ -1093,12 +1095,36 @@ wal_drop_covered(struct wal *w, uint64_t lsn)
     }
 }
 
-uint64_t wal_last_lsn(const struct wal *w) { return w->next_lsn - 1; }
-uint64_t wal_written_lsn(const struct wal *w) { return atomic_load_explicit(&((struct wal *)w)->written_lsn, memory_order_acquire); }
-uint64_t wal_durable_lsn(const struct wal *w) { return atomic_load_explicit(&((struct wal *)w)->durable_lsn, memory_order_acquire); }
-int wal_write_error(const struct wal *w) { return w->write_err; }
-int wal_sync_error(const struct wal *w) { return atomic_load(&((struct wal *)w)->sync_err); }
-size_t wal_segments(const struct wal *w) { return w->nseg; }
+uint64_t
+wal_last_lsn(const struct wal *w)
+{
+    return w->next_lsn - 1;
+}
+uint64_t
+wal_written_lsn(const struct wal *w)
+{
+    return atomic_load_explicit(&((struct wal *)w)->written_lsn, memory_order_acquire);
+}
+uint64_t
+wal_durable_lsn(const struct wal *w)
+{
+    return atomic_load_explicit(&((struct wal *)w)->durable_lsn, memory_order_acquire);
+}
+int
+wal_write_error(const struct wal *w)
+{
+    return w->write_err;
+}
+int
+wal_sync_error(const struct wal *w)
+{
+    return atomic_load(&((struct wal *)w)->sync_err);
+}
+size_t
+wal_segments(const struct wal *w)
+{
+    return w->nseg;
+}
 
 void
 wal_stats(const struct wal *w, struct wal_stats *st)

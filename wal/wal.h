@@ -61,17 +61,17 @@ enum wal_kind { WAL_P_CMDS = 1, WAL_P_END = 2 };
 struct wal;
 
 struct wal_opts {
-    const char *dir;                 /* the shard's directory; must exist */
+    const char *dir; /* the shard's directory; must exist */
     unsigned shard;
-    int mode;                        /* enum wal_mode (not WAL_MEMORY) */
-    uint64_t seg_bytes;              /* rotate past this size */
-    int64_t sync_interval_ms;        /* everysec */
-    void (*notify)(void *arg);       /* syncer thread: durable LSN advanced (always) */
+    int mode;                  /* enum wal_mode (not WAL_MEMORY) */
+    uint64_t seg_bytes;        /* rotate past this size */
+    int64_t sync_interval_ms;  /* everysec */
+    void (*notify)(void *arg); /* syncer thread: durable LSN advanced (always) */
     void *notify_arg;
     /* always: 0 = adaptive (sync starts spaced WAL_PACE_DEFAULT_US apart
      * while syncs run slow), > 0 = always spaced this many us, < 0 = never */
     int64_t sync_min_interval_us;
-    bool no_spare;                   /* always: never pre-zero segments (tests) */
+    bool no_spare; /* always: never pre-zero segments (tests) */
 };
 #define WAL_PACE_DEFAULT_US 1000
 
@@ -109,20 +109,20 @@ int wal_rotate(struct wal *w);
 /* Delete segments whose records are all <= lsn (never the current one). */
 void wal_drop_covered(struct wal *w, uint64_t lsn);
 
-uint64_t wal_last_lsn(const struct wal *w);     /* last staged */
-uint64_t wal_written_lsn(const struct wal *w);  /* the kernel has it */
-uint64_t wal_durable_lsn(const struct wal *w);  /* fdatasync covered it */
-int wal_write_error(const struct wal *w);       /* errno of the last failed write, 0 once it succeeds */
-int wal_sync_error(const struct wal *w);        /* errno of a failed fdatasync: sticky, fatal */
-uint64_t wal_bytes(const struct wal *w);        /* logical bytes of the segments (not file sizes) */
-uint64_t wal_bytes_from(const struct wal *w, uint64_t lsn);  /* of those from the one holding lsn */
+uint64_t wal_last_lsn(const struct wal *w);    /* last staged */
+uint64_t wal_written_lsn(const struct wal *w); /* the kernel has it */
+uint64_t wal_durable_lsn(const struct wal *w); /* fdatasync covered it */
+int wal_write_error(const struct wal *w); /* errno of the last failed write, 0 once it succeeds */
+int wal_sync_error(const struct wal *w);  /* errno of a failed fdatasync: sticky, fatal */
+uint64_t wal_bytes(const struct wal *w);  /* logical bytes of the segments (not file sizes) */
+uint64_t wal_bytes_from(const struct wal *w, uint64_t lsn); /* of those from the one holding lsn */
 size_t wal_segments(const struct wal *w);
 struct wal_stats {
-    uint64_t syncs;                  /* fdatasync rounds */
-    uint64_t slow_syncs;             /* over 4 x the recent median and over 5 ms */
-    uint64_t paced_syncs;            /* started late by pacing */
-    uint64_t max_sync_us;            /* slowest round */
-    uint64_t prezeroed_segments;     /* spares taken into use */
+    uint64_t syncs;              /* fdatasync rounds */
+    uint64_t slow_syncs;         /* over 4 x the recent median and over 5 ms */
+    uint64_t paced_syncs;        /* started late by pacing */
+    uint64_t max_sync_us;        /* slowest round */
+    uint64_t prezeroed_segments; /* spares taken into use */
 };
 void wal_stats(const struct wal *w, struct wal_stats *st);
 
@@ -131,7 +131,7 @@ void wal_stats(const struct wal *w, struct wal_stats *st);
 void wal_io_run(struct wal *w, void (*fn)(void *arg), void *arg);
 
 /* ---- payload ---- */
-void wal_pay_begin(struct buf *b, enum wal_kind kind);  /* kind + ncmds placeholder */
+void wal_pay_begin(struct buf *b, enum wal_kind kind); /* kind + ncmds placeholder */
 void wal_pay_cmd(struct buf *b, size_t start, int argc, const struct rv_str *argv);
 /* Number of commands in the payload started at start. */
 uint32_t wal_pay_ncmds(const struct buf *b, size_t start);
@@ -190,7 +190,7 @@ wal_pay_next(struct wal_pay_it *it, int *argc, struct rv_str **argv, size_t *cap
 
 /* ---- files ---- */
 struct wal_file {
-    uint64_t lsn;                    /* segment: first LSN; checkpoint: covered LSN */
+    uint64_t lsn; /* segment: first LSN; checkpoint: covered LSN */
     bool ckpt;
     char path[4096];
 };
@@ -207,11 +207,11 @@ struct wal_rec {
     int64_t ts_ms;
     const uint8_t *payload;
     size_t len;
-    bool sealed;                     /* (wal_frame_parse) it carries a CRC, checked */
+    bool sealed; /* (wal_frame_parse) it carries a CRC, checked */
 };
 struct wal_ckpt_info {
     unsigned shard, nshards;
-    uint32_t keys_hint;              /* keys when it started (to size the table on load) */
+    uint32_t keys_hint; /* keys when it started (to size the table on load) */
     uint64_t lsn;
     int64_t created_ms;
 };
@@ -220,14 +220,14 @@ struct wal_reader {
     int fd;
     const uint8_t *map;
     size_t size;
-    size_t off;                      /* next record; the bad one after TORN/CORRUPT */
-    uint64_t first_lsn;              /* segments */
-    uint64_t last_lsn;               /* of the last good record (internal) */
-    struct wal_ckpt_info ck;         /* checkpoints */
-    const char *why;                 /* after TORN/CORRUPT */
-    bool zero_tail;                  /* END: zeros from off to the end of the file */
-    uint64_t gap_recs;               /* TORN: well-formed records after the bad one (dropped) */
-    uint64_t gap_first, gap_last;    /*   their LSNs */
+    size_t off;                   /* next record; the bad one after TORN/CORRUPT */
+    uint64_t first_lsn;           /* segments */
+    uint64_t last_lsn;            /* of the last good record (internal) */
+    struct wal_ckpt_info ck;      /* checkpoints */
+    const char *why;              /* after TORN/CORRUPT */
+    bool zero_tail;               /* END: zeros from off to the end of the file */
+    uint64_t gap_recs;            /* TORN: well-formed records after the bad one (dropped) */
+    uint64_t gap_first, gap_last; /*   their LSNs */
 };
 /* Map a segment (ckpt false) or checkpoint and check its header; -1 with a
  * message naming the file on failure. */
@@ -247,21 +247,21 @@ int wal_truncate(const char *path, size_t off);
 struct wal_walk {
     const struct wal_file *segs;
     size_t n;
-    const struct wal *live;          /* wal_walk_live */
-    size_t seg;                      /* the segment being read, or the one a problem is in */
+    const struct wal *live; /* wal_walk_live */
+    size_t seg;             /* the segment being read, or the one a problem is in */
     uint64_t after, next;
     bool started, open;
     struct wal_reader r;
-    size_t rec_off;                  /* offset of the record last returned */
-    uint64_t bytes;                  /* logical sizes of the segments read */
-    bool zero_tail;                  /* a segment ended in a zero tail (recovery cuts it and clears this): */
-    size_t tail_seg, tail_off;       /*   the latest, segs[tail_seg] at offset tail_off */
+    size_t rec_off; /* offset of the record last returned */
+    uint64_t bytes; /* logical sizes of the segments read */
+    bool zero_tail; /* a segment ended in a zero tail (recovery cuts it and clears this): */
+    size_t tail_seg, tail_off; /*   the latest, segs[tail_seg] at offset tail_off */
     /* after WAL_RD_TORN / WAL_RD_CORRUPT: */
-    size_t off;                      /* where in segs[seg]; 0 with whole_file */
-    uint64_t gap_recs;               /* TORN: well-formed records after off, cut with it */
-    bool drop_later;                 /* TORN: and every segment after segs[seg] (none synced) */
-    size_t prev_end;                 /* (where the last segment read ended) */
-    bool whole_file;                 /* a missing segment before it, or an unreadable/bad header */
+    size_t off;        /* where in segs[seg]; 0 with whole_file */
+    uint64_t gap_recs; /* TORN: well-formed records after off, cut with it */
+    bool drop_later;   /* TORN: and every segment after segs[seg] (none synced) */
+    size_t prev_end;   /* (where the last segment read ended) */
+    bool whole_file;   /* a missing segment before it, or an unreadable/bad header */
     char why[4400];
 };
 void wal_walk_init(struct wal_walk *k, const struct wal_file *segs, size_t n, uint64_t after);

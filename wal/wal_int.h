@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
-#define WAL_SEG_MAGIC "RVWAL001"        /* the first 8 bytes of a segment */
-#define WAL_CKPT_MAGIC "RVCKPT01"       /* and of a checkpoint */
+#define WAL_SEG_MAGIC "RVWAL001"  /* the first 8 bytes of a segment */
+#define WAL_CKPT_MAGIC "RVCKPT01" /* and of a checkpoint */
 
 static inline uint32_t
 get32(const uint8_t *p)

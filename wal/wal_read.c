@@ -99,9 +99,8 @@ wal_list(const char *dir, struct wal_file **segs, size_t *nsegs, struct wal_file
 
 /* ---------------------------------------------------------------- reader */
 
-static int
-reader_open(struct wal_reader *r, const char *path, bool ckpt, uint64_t max, char *err,
-            size_t errsz);
+static int reader_open(struct wal_reader *r, const char *path, bool ckpt, uint64_t max, char *err,
+                       size_t errsz);
 
 int
 wal_reader_open(struct wal_reader *r, const char *path, bool ckpt, char *err, size_t errsz)
@@ -140,8 +139,7 @@ reader_open(struct wal_reader *r, const char *path, bool ckpt, uint64_t max, cha
     }
     const uint8_t *h = r->map;
     if (r->size < hdr || memcmp(h, ckpt ? WAL_CKPT_MAGIC : WAL_SEG_MAGIC, 8) != 0 ||
-        get32(h + 8) != 1 ||
-        get32(h + hdr - 4) != wal_crc32c(0, h, hdr - 4)) {
+        get32(h + 8) != 1 || get32(h + hdr - 4) != wal_crc32c(0, h, hdr - 4)) {
         snprintf(err, errsz, "%s: bad or truncated header at offset 0", path);
         wal_reader_close(r);
         return -1;
@@ -341,9 +339,8 @@ wal_walk_live(struct wal_walk *k, const struct wal *w)
 }
 
 
-static enum wal_rd
-walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+static enum wal_rd walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole,
+                             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static enum wal_rd
 walk_fail(struct wal_walk *k, enum wal_rd rd, size_t off, bool whole, const char *fmt, ...)
@@ -377,13 +374,15 @@ torn_before_later(struct wal_walk *k, size_t off, const char *why)
         struct wal_reader r;
         char err[4300];
         if (reader_open(&r, k->segs[i].path, false, UINT64_MAX, err, sizeof(err)) != 0) {
-            continue;                /* no readable header: no barrier in it either */
+            continue; /* no readable header: no barrier in it either */
         }
         enum wal_rd rd = judge_damage(&r, WAL_SEG_HDR - 1);
         wal_reader_close(&r);
         if (rd == WAL_RD_CORRUPT) {
-            return walk_fail(k, WAL_RD_CORRUPT, off, false, "%s; a later segment (%s) has records "
-                             "written after a sync that covered it", why, k->segs[i].path);
+            return walk_fail(k, WAL_RD_CORRUPT, off, false,
+                             "%s; a later segment (%s) has records "
+                             "written after a sync that covered it",
+                             why, k->segs[i].path);
         }
         if (r.gap_recs > 0) {
             first = n == 0 ? r.gap_first : first;
@@ -395,8 +394,8 @@ torn_before_later(struct wal_walk *k, size_t off, const char *why)
     k->gap_recs += n;
     return walk_fail(k, WAL_RD_TORN, off, false,
                      "%s; the %zu later segment(s) (%" PRIu64 " records, LSN %" PRIu64 "..%" PRIu64
-                     ") have no sync barrier: never synced, set aside", why, k->n - k->seg - 1, n,
-                     first, last);
+                     ") have no sync barrier: never synced, set aside",
+                     why, k->n - k->seg - 1, n, first, last);
 }
 
 enum wal_rd
@@ -411,8 +410,10 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
             if (k->started && f->lsn > k->next && k->seg > 0) {
                 /* the previous segment ended early: its unsynced end lost? */
                 char why[4400];
-                snprintf(why, sizeof(why), "WAL records %" PRIu64 "..%" PRIu64 " are missing "
-                         "before %s", k->next, f->lsn - 1, f->path);
+                snprintf(why, sizeof(why),
+                         "WAL records %" PRIu64 "..%" PRIu64 " are missing "
+                         "before %s",
+                         k->next, f->lsn - 1, f->path);
                 k->seg--;
                 enum wal_rd rd = torn_before_later(k, k->prev_end, why);
                 if (rd == WAL_RD_TORN) {
@@ -424,7 +425,8 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
             if ((!k->started && f->lsn > k->next) || (k->started && f->lsn != k->next)) {
                 return walk_fail(k, WAL_RD_CORRUPT, 0, true,
                                  "WAL records %" PRIu64 "..%" PRIu64 " are missing before %s "
-                                 "(a deleted or lost segment)", k->next, f->lsn - 1, f->path);
+                                 "(a deleted or lost segment)",
+                                 k->next, f->lsn - 1, f->path);
             }
             if (!k->started) {
                 k->next = f->lsn;
@@ -438,8 +440,8 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
             k->open = true;
             k->bytes += k->r.size;
             if (k->r.first_lsn != f->lsn) {
-                return walk_fail(k, WAL_RD_CORRUPT, 0, true, "WAL %s: header says first LSN %" PRIu64,
-                                 f->path, k->r.first_lsn);
+                return walk_fail(k, WAL_RD_CORRUPT, 0, true,
+                                 "WAL %s: header says first LSN %" PRIu64, f->path, k->r.first_lsn);
             }
         }
         size_t at = k->r.off;
@@ -472,9 +474,10 @@ wal_walk_next(struct wal_walk *k, struct wal_rec *rec)
         char why[4400];
         if (k->r.gap_recs > 0) {
             k->gap_recs = k->r.gap_recs;
-            snprintf(why, sizeof(why), "%s, then %" PRIu64 " well-formed records (LSN %" PRIu64
-                     "..%" PRIu64 ") with no sync barrier: never synced, dropped with it", k->r.why,
-                     k->r.gap_recs, k->r.gap_first, k->r.gap_last);
+            snprintf(why, sizeof(why),
+                     "%s, then %" PRIu64 " well-formed records (LSN %" PRIu64 "..%" PRIu64
+                     ") with no sync barrier: never synced, dropped with it",
+                     k->r.why, k->r.gap_recs, k->r.gap_first, k->r.gap_last);
         } else {
             snprintf(why, sizeof(why), "%s", k->r.why);
         }

@@ -158,8 +158,9 @@ cmd_acl_genpass(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     if (bits <= 0 || bits > 4096) {
-        reply_errf(c, "ERR ACL GENPASS argument must be the number of bits for the output password, "
-                      "a positive number up to 4096");
+        reply_errf(c,
+                   "ERR ACL GENPASS argument must be the number of bits for the output password, "
+                   "a positive number up to 4096");
         return;
     }
     unsigned char raw[512];

@@ -137,13 +137,14 @@ cmd_cluster_info(struct conn *c, int argc, struct rv_str *argv)
     }
     struct node *n = shard_node(c->shard);
     char out[1024];
-    int len = snprintf(out, sizeof(out),
-                       "cluster_state:ok\r\ncluster_slots_assigned:16384\r\ncluster_slots_ok:16384\r\n"
-                       "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:%u\r\n"
-                       "cluster_size:%u\r\ncluster_current_epoch:%u\r\ncluster_my_epoch:%u\r\n"
-                       "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
-                       "total_cluster_links_buffer_limit_exceeded:0\r\n",
-                       n->nshards, n->nshards, n->nshards, shard_id(c->shard) + 1);
+    int len =
+        snprintf(out, sizeof(out),
+                 "cluster_state:ok\r\ncluster_slots_assigned:16384\r\ncluster_slots_ok:16384\r\n"
+                 "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:%u\r\n"
+                 "cluster_size:%u\r\ncluster_current_epoch:%u\r\ncluster_my_epoch:%u\r\n"
+                 "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
+                 "total_cluster_links_buffer_limit_exceeded:0\r\n",
+                 n->nshards, n->nshards, n->nshards, shard_id(c->shard) + 1);
     reply_verbatim(c, out, (size_t)len);
 }
 
@@ -163,7 +164,7 @@ struct slot_walk {
     unsigned slot;
     int64_t max;
     int64_t n;
-    struct conn *c;   /* non-NULL: reply each key */
+    struct conn *c; /* non-NULL: reply each key */
 };
 
 static void
@@ -223,15 +224,23 @@ void
 cmd_cluster_help(struct conn *c, int argc, struct rv_str *argv)
 {
     static const char *const lines[] = {
-        "COUNTKEYSINSLOT <slot>", "    Return the number of keys in <slot>.",
-        "GETKEYSINSLOT <slot> <count>", "    Return key names stored by this shard in a slot.",
-        "INFO", "    Return information about the cluster.",
-        "KEYSLOT <key>", "    Return the hash slot for <key>.",
-        "MYID", "    Return the node id of this shard.",
-        "NODES", "    Return cluster configuration seen by node. Output format:",
+        "COUNTKEYSINSLOT <slot>",
+        "    Return the number of keys in <slot>.",
+        "GETKEYSINSLOT <slot> <count>",
+        "    Return key names stored by this shard in a slot.",
+        "INFO",
+        "    Return information about the cluster.",
+        "KEYSLOT <key>",
+        "    Return the hash slot for <key>.",
+        "MYID",
+        "    Return the node id of this shard.",
+        "NODES",
+        "    Return cluster configuration seen by node. Output format:",
         "    <id> <ip:port@cport> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
-        "SHARDS", "    Return information about slot range mappings and the shards that own them.",
-        "SLOTS", "    Return information about slots range mappings. Each range is made of:",
+        "SHARDS",
+        "    Return information about slot range mappings and the shards that own them.",
+        "SLOTS",
+        "    Return information about slots range mappings. Each range is made of:",
         "    start, end, master and replicas IP addresses, ports and ids",
         NULL,
     };

@@ -106,7 +106,8 @@ cmd_hello(struct conn *c, int argc, struct rv_str *argv)
             i += 2;
         } else if (cmd_arg_is(argv[i], "setname") && i + 1 < argc) {
             if (!valid_name(argv[i + 1])) {
-                reply_errf(c, "ERR Client names cannot contain spaces, newlines or special characters.");
+                reply_errf(
+                    c, "ERR Client names cannot contain spaces, newlines or special characters.");
                 return;
             }
             name = &argv[++i];
@@ -116,9 +117,10 @@ cmd_hello(struct conn *c, int argc, struct rv_str *argv)
         }
     }
     if (c->acl_slow && !c->parser.lim.authed && !did_auth) {
-        reply_errf(c, "NOAUTH HELLO must be called with the client already authenticated, otherwise "
-                      "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
-                      "client and select the RESP protocol version at the same time");
+        reply_errf(c,
+                   "NOAUTH HELLO must be called with the client already authenticated, otherwise "
+                   "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
+                   "client and select the RESP protocol version at the same time");
         return;
     }
     if (name) {
@@ -236,8 +238,8 @@ cmd_client_setinfo(struct conn *c, int argc, struct rv_str *argv)
         slot = &c->lib_ver;
         what = "lib-ver";
     } else {
-        reply_errf(c, "ERR Unrecognized option '%.*s'", (int)(argv[2].len > 128 ? 128 : argv[2].len),
-                   argv[2].p);
+        reply_errf(c, "ERR Unrecognized option '%.*s'",
+                   (int)(argv[2].len > 128 ? 128 : argv[2].len), argv[2].p);
         return;
     }
     if (!valid_name(argv[3])) {
@@ -266,14 +268,16 @@ cmd_client_list(struct conn *c, int argc, struct rv_str *argv)
     int64_t ids[64];
     int nids = 0;
     bool only_none = false;
-    unsigned links = REPL_CT_REPLICA | REPL_CT_MASTER;   /* replication links (flags=S / M) */
+    unsigned links = REPL_CT_REPLICA | REPL_CT_MASTER; /* replication links (flags=S / M) */
 
     buf_init(&out);
     for (int i = 2; i < argc; i++) {
         if (cmd_arg_is(argv[i], "type") && i + 1 < argc) {
             i++;
             links = cmd_arg_is(argv[i], "master") ? REPL_CT_MASTER
-                    : cmd_arg_is(argv[i], "replica") || cmd_arg_is(argv[i], "slave") ? REPL_CT_REPLICA : 0;
+                    : cmd_arg_is(argv[i], "replica") || cmd_arg_is(argv[i], "slave")
+                        ? REPL_CT_REPLICA
+                        : 0;
             if (cmd_arg_is(argv[i], "master") || cmd_arg_is(argv[i], "replica") ||
                 cmd_arg_is(argv[i], "slave") || cmd_arg_is(argv[i], "pubsub")) {
                 only_none = true;
@@ -348,7 +352,8 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
     struct rv_str *addr = NULL, *laddr = NULL, *user = NULL;
     bool skipme = true;
     int64_t maxage = -1;
-    unsigned links = REPL_CT_REPLICA | REPL_CT_MASTER;   /* replication links (TYPE replica / master) */
+    unsigned links = REPL_CT_REPLICA |
+                     REPL_CT_MASTER; /* replication links (TYPE replica / master) */
     bool links_only = false;
     if ((argc - 2) % 2 != 0) {
         reply_err(c, RV_ERR_SYNTAX);
@@ -402,7 +407,8 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
     }
     /* Replication links have no user or local-address filters here. */
     int64_t killed = laddr || user || maxage >= 0
-                         ? 0 : repl_client_kill(persist_repl(c->shard), links, id, addr);
+                         ? 0
+                         : repl_client_kill(persist_repl(c->shard), links, id, addr);
     if (links_only) {
         reply_int(c, killed);
         return;
@@ -412,8 +418,7 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
         if ((id > 0 && o->id != (uint64_t)id) || (addr && !str_eq(*addr, o->addr)) ||
             (laddr && !str_eq(*laddr, o->laddr)) || (skipme && o == c) ||
             (user && !str_eq(*user, acl_user_name(o->user))) ||
-            (maxage >= 0 && (now - o->ctime_ms) / 1000 < maxage) ||
-            (o->flags & CONN_CLOSE_ASAP)) {
+            (maxage >= 0 && (now - o->ctime_ms) / 1000 < maxage) || (o->flags & CONN_CLOSE_ASAP)) {
             continue;
         }
         kill_conn(c, o);
@@ -483,17 +488,26 @@ void
 cmd_client_help(struct conn *c, int argc, struct rv_str *argv)
 {
     static const char *const lines[] = {
-        "GETNAME", "    Return the name of the current connection.",
-        "ID", "    Return the ID of the current connection.",
-        "INFO", "    Return information about the current client connection.",
-        "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "ID",
+        "    Return the ID of the current connection.",
+        "INFO",
+        "    Return information about the current client connection.",
+        "KILL <ip:port>",
+        "    Kill connection made from <ip:port>.",
         "KILL <option> <value> [<option> <value> [...]]",
         "    Kill connections. Options are: ID <client-id>, USER <username>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO), MAXAGE <seconds>.",
-        "LIST [options ...]", "    Return information about client connections of this shard. Options: TYPE (NORMAL|MASTER|REPLICA|PUBSUB), ID <client-id> [...].",
-        "NO-EVICT (ON|OFF)", "    Protect the current client connection from eviction.",
-        "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
-        "SETNAME <name>", "    Assign the name <name> to the current connection.",
-        "UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
+        "LIST [options ...]",
+        "    Return information about client connections of this shard. Options: TYPE (NORMAL|MASTER|REPLICA|PUBSUB), ID <client-id> [...].",
+        "NO-EVICT (ON|OFF)",
+        "    Protect the current client connection from eviction.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
         NULL,
     };
     reply_help(c, "CLIENT", lines);
@@ -501,12 +515,25 @@ cmd_client_help(struct conn *c, int argc, struct rv_str *argv)
 
 /* ---- COMMAND ---- */
 
-static const struct { uint32_t bit; const char *name; } flag_names[] = {
-    { CMD_WRITE, "write" }, { CMD_READONLY, "readonly" }, { CMD_DENYOOM, "denyoom" },
-    { CMD_ADMIN, "admin" }, { CMD_PUBSUB, "pubsub" }, { CMD_NOSCRIPT, "noscript" },
-    { CMD_BLOCKING, "blocking" }, { CMD_LOADING, "loading" }, { CMD_STALE, "stale" },
-    { CMD_SKIP_SLOWLOG, "skip_slowlog" }, { CMD_FAST, "fast" }, { CMD_NOAUTH, "no_auth" },
-    { CMD_NO_MULTI, "no_multi" }, { CMD_MOVABLEKEYS, "movablekeys" }, { CMD_ALLOW_BUSY, "allow_busy" },
+static const struct {
+    uint32_t bit;
+    const char *name;
+} flag_names[] = {
+    { CMD_WRITE, "write" },
+    { CMD_READONLY, "readonly" },
+    { CMD_DENYOOM, "denyoom" },
+    { CMD_ADMIN, "admin" },
+    { CMD_PUBSUB, "pubsub" },
+    { CMD_NOSCRIPT, "noscript" },
+    { CMD_BLOCKING, "blocking" },
+    { CMD_LOADING, "loading" },
+    { CMD_STALE, "stale" },
+    { CMD_SKIP_SLOWLOG, "skip_slowlog" },
+    { CMD_FAST, "fast" },
+    { CMD_NOAUTH, "no_auth" },
+    { CMD_NO_MULTI, "no_multi" },
+    { CMD_MOVABLEKEYS, "movablekeys" },
+    { CMD_ALLOW_BUSY, "allow_busy" },
 };
 
 
@@ -553,7 +580,7 @@ reply_command_info(struct conn *c, const struct cmd_spec *s)
             reply_simple(c, at);
         }
     }
-    reply_array(c, 0);   /* tips */
+    reply_array(c, 0); /* tips */
     if (s->first > 0) {
         /* One key spec derived from first/last/step. */
         reply_array(c, 1);
@@ -774,12 +801,18 @@ void
 cmd_command_help(struct conn *c, int argc, struct rv_str *argv)
 {
     static const char *const lines[] = {
-        "(no subcommand)", "    Return details about all commands.",
-        "COUNT", "    Return the total number of commands in this server.",
-        "LIST", "    Return a list of all commands in this server.",
-        "INFO [<command-name> ...]", "    Return details about multiple commands.",
-        "DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
-        "GETKEYS <full-command>", "    Return the keys from a full command.",
+        "(no subcommand)",
+        "    Return details about all commands.",
+        "COUNT",
+        "    Return the total number of commands in this server.",
+        "LIST",
+        "    Return a list of all commands in this server.",
+        "INFO [<command-name> ...]",
+        "    Return details about multiple commands.",
+        "DOCS [<command-name> ...]",
+        "    Return documentation details about multiple commands.",
+        "GETKEYS <full-command>",
+        "    Return the keys from a full command.",
         NULL,
     };
     reply_help(c, "COMMAND", lines);

@@ -55,7 +55,7 @@ xor20(uint8_t acc[20], const uint8_t d[20])
 struct vdig {
     struct sha1 ordered;
     uint8_t unordered[20];
-    char last[24];              /* name of the previous ordered command */
+    char last[24]; /* name of the previous ordered command */
 };
 
 /* Arguments per unordered element, by rebuild command; 0 = the whole command
@@ -63,8 +63,14 @@ struct vdig {
 static int
 elem_width(struct rv_str name)
 {
-    static const struct { const char *n; int w; } rows[] = {
-        { "SADD", 1 }, { "HSET", 2 }, { "ZADD", 2 }, { "HPEXPIREAT", 0 },
+    static const struct {
+        const char *n;
+        int w;
+    } rows[] = {
+        { "SADD", 1 },
+        { "HSET", 2 },
+        { "ZADD", 2 },
+        { "HPEXPIREAT", 0 },
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         if (name.len == strlen(rows[i].n) && memcmp(name.p, rows[i].n, name.len) == 0) {
@@ -140,7 +146,7 @@ ksdig_visit(void *arg, struct ks_entry *e)
     struct ksdig *k = arg;
     int64_t dl = ks_entry_expire(e);
     if (dl != KS_NO_EXPIRE && dl <= k->now) {
-        return;     /* logically gone: replicas hide such keys too */
+        return; /* logically gone: replicas hide such keys too */
     }
     struct rv_str key = ks_entry_key(e);
     struct sha1 h;
@@ -214,15 +220,15 @@ debug_allowed(struct conn *c)
 }
 
 /* Every subcommand but HELP: refused with Redis's text unless enabled. */
-#define DEBUG_GUARD(c)                                                                              \
-    do {                                                                                            \
-        if (!debug_allowed(c)) {                                                                    \
+#define DEBUG_GUARD(c)                                                                             \
+    do {                                                                                           \
+        if (!debug_allowed(c)) {                                                                   \
             reply_errf(c, "ERR DEBUG command not allowed. If the enable-debug-command option is "  \
                           "set to \"local\", you can run it from a local connection, otherwise "   \
                           "you need to set this option in the configuration file, and then "       \
-                          "restart the server.");                                                   \
-            return;                                                                                 \
-        }                                                                                           \
+                          "restart the server.");                                                  \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 CMD_HANDLER(debug_help)

@@ -38,7 +38,7 @@
 
 /* ------------------------------------------------------------------ CRC-64 */
 
-#define CRC64_POLY UINT64_C(0xC96C5795D7870F42)   /* ECMA-182, reflected */
+#define CRC64_POLY UINT64_C(0xC96C5795D7870F42) /* ECMA-182, reflected */
 
 static uint64_t
 dump_crc64(const uint8_t *p, size_t n)
@@ -181,7 +181,8 @@ record_kind(const struct rv_str *av, int argc, enum dump_kind cur, bool *ttl_pha
     if (cmd_arg_is(name, "sadd") && argc >= 3 && (cur == DK_NONE || cur == DK_SET)) {
         return DK_SET;
     }
-    if (cmd_arg_is(name, "zadd") && argc >= 4 && argc % 2 == 0 && (cur == DK_NONE || cur == DK_ZSET)) {
+    if (cmd_arg_is(name, "zadd") && argc >= 4 && argc % 2 == 0 &&
+        (cur == DK_NONE || cur == DK_ZSET)) {
         return DK_ZSET;
     }
     if (cmd_arg_is(name, "hset") && argc >= 4 && argc % 2 == 0 && !*ttl_phase &&
@@ -329,7 +330,7 @@ CMD_HANDLER(restore)
         ks_delete(ks, key.p, key.len);
     }
     if (ttl != 0 && ttl <= now) {
-        reply_ok(c);                      /* already expired: not created (Redis) */
+        reply_ok(c); /* already expired: not created (Redis) */
         return;
     }
     if (!dump_replay(c, key, argv[3])) {

@@ -50,7 +50,7 @@ del_generic(struct conn *c, int argc, struct rv_str *argv)
             continue;
         }
         if (entry_expired(e, now)) {
-            ks_lookup(ks, argv[i].p, argv[i].len, now);     /* expires it: not counted */
+            ks_lookup(ks, argv[i].p, argv[i].len, now); /* expires it: not counted */
             continue;
         }
         n += ks_delete(ks, argv[i].p, argv[i].len);
@@ -310,7 +310,7 @@ CMD_HANDLER(keys)
 struct scan_ctx {
     const char *pat;
     size_t plen;
-    const char *type;       /* NULL: any */
+    const char *type; /* NULL: any */
     size_t tlen;
     int64_t now;
     struct rv_str *keys;
@@ -527,7 +527,7 @@ CMD_HANDLER(copy)
     }
     /* The destination lookup may have expired (modified) the keyspace: look again. */
     e = ks_peek(ks, argv[1].p, argv[1].len);
-    if (ks_copy(ks, e, argv[2].p, argv[2].len) == NULL) {   /* not a string or an inline value */
+    if (ks_copy(ks, e, argv[2].p, argv[2].len) == NULL) { /* not a string or an inline value */
         const struct obj_ops *ops = obj_ops_of(ks_entry_type(e));
         int64_t dl = ks_entry_expire(e);
         enum ks_type t = ks_entry_type(e);
@@ -555,7 +555,7 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     ks_flush(conn_ks(c));
-    rv_mem_purge_thread();   /* hand the freed pages back now, not over the decay time (as Redis) */
+    rv_mem_purge_thread(); /* hand the freed pages back now, not over the decay time (as Redis) */
     reply_ok(c);
 }
 
@@ -609,7 +609,7 @@ CMD_HANDLER(object_freq)
     if (e == NULL) {
         reply_null(c);
     } else if (!evict_lfu(c->shard)) {
-        reply_err(c, RV_ERR_LFU);   /* the access clock holds LRU seconds */
+        reply_err(c, RV_ERR_LFU); /* the access clock holds LRU seconds */
     } else {
         reply_int(c, (int64_t)ks_entry_freq(conn_ks(c), e, conn_now_ms(c)));
     }
@@ -623,7 +623,7 @@ CMD_HANDLER(object_idletime)
     if (e == NULL) {
         reply_null(c);
     } else if (evict_lfu(c->shard)) {
-        reply_err(c, RV_ERR_LFU_IDLE);   /* the access clock holds an LFU counter */
+        reply_err(c, RV_ERR_LFU_IDLE); /* the access clock holds an LFU counter */
     } else {
         reply_int(c, (int64_t)(ks_entry_idle_ms(e, conn_now_ms(c)) / 1000));
     }
@@ -637,7 +637,7 @@ CMD_HANDLER(object_refcount)
     if (e == NULL) {
         reply_null(c);
     } else if (ks_str_is_int(e) && ks_str_int(e) >= 0 && ks_str_int(e) < SHARED_INT_MAX) {
-        reply_int(c, SHARED_REFCOUNT);  /* Redis shares these integers */
+        reply_int(c, SHARED_REFCOUNT); /* Redis shares these integers */
     } else {
         reply_int(c, 1);
     }
@@ -690,7 +690,7 @@ CMD_HANDLER(memory_usage)
                 reply_err(c, RV_ERR_SYNTAX);
                 return;
             }
-            j++;            /* strings have no elements to sample */
+            j++; /* strings have no elements to sample */
         } else {
             reply_err(c, RV_ERR_SYNTAX);
             return;

@@ -69,11 +69,11 @@ doctor_events(struct latency *l, struct buf *b)
         for (uint32_t k = 0; k < e.nsamples; k++) {
             sum += latency_sample_at(l, i, k).ms;
         }
-        int n = snprintf(line, sizeof(line),
-                         "%d. %s: %u latency spikes (average %llu ms, worst %llu ms, latest %llu ms).\n",
-                         (int)i + 1, e.name, e.nsamples,
-                         (unsigned long long)(e.nsamples ? sum / e.nsamples : 0),
-                         (unsigned long long)e.max, (unsigned long long)e.latest);
+        int n = snprintf(
+            line, sizeof(line),
+            "%d. %s: %u latency spikes (average %llu ms, worst %llu ms, latest %llu ms).\n",
+            (int)i + 1, e.name, e.nsamples, (unsigned long long)(e.nsamples ? sum / e.nsamples : 0),
+            (unsigned long long)e.max, (unsigned long long)e.latest);
         buf_append(b, line, (size_t)n);
         cmds |= strstr(e.name, "command") != NULL;
     }
@@ -90,9 +90,10 @@ cmd_latency_doctor(struct conn *c, int argc, struct rv_str *argv)
     char line[512];
     buf_init(&b);
     if (cfg->latency_monitor_threshold == 0 && latency_count(l) == 0) {
-        int n = snprintf(line, sizeof(line),
-                         "The latency monitor is disabled on this shard: set "
-                         "latency-monitor-threshold <milliseconds> with CONFIG SET to enable it.\n");
+        int n =
+            snprintf(line, sizeof(line),
+                     "The latency monitor is disabled on this shard: set "
+                     "latency-monitor-threshold <milliseconds> with CONFIG SET to enable it.\n");
         buf_append(&b, line, (size_t)n);
     } else if (latency_count(l) == 0) {
         int n = snprintf(line, sizeof(line),
@@ -100,13 +101,15 @@ cmd_latency_doctor(struct conn *c, int argc, struct rv_str *argv)
                          (long long)cfg->latency_monitor_threshold, shard_id(c->shard));
         buf_append(&b, line, (size_t)n);
     } else {
-        int n = snprintf(line, sizeof(line), "Latency spikes observed on shard %u (threshold %lld ms):\n\n",
+        int n = snprintf(line, sizeof(line),
+                         "Latency spikes observed on shard %u (threshold %lld ms):\n\n",
                          shard_id(c->shard), (long long)cfg->latency_monitor_threshold);
         buf_append(&b, line, (size_t)n);
         if (doctor_events(l, &b)) {
-            n = snprintf(line, sizeof(line),
-                         "\nAdvice: check SLOWLOG GET for the slow commands; avoid O(N) commands on "
-                         "large values (KEYS, SMEMBERS, LRANGE 0 -1, ...) on a shared shard.\n");
+            n = snprintf(
+                line, sizeof(line),
+                "\nAdvice: check SLOWLOG GET for the slow commands; avoid O(N) commands on "
+                "large values (KEYS, SMEMBERS, LRANGE 0 -1, ...) on a shared shard.\n");
             buf_append(&b, line, (size_t)n);
         }
     }

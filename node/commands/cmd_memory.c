@@ -76,8 +76,10 @@ CMD_HANDLER(memory_doctor)
     char out[1024];
     size_t n = 0;
     if (used < 5 * 1024 * 1024) {
-        n = (size_t)snprintf(out, sizeof(out), "This node holds very little data (%lld bytes); "
-                             "there is nothing to diagnose yet.\n", used);
+        n = (size_t)snprintf(out, sizeof(out),
+                             "This node holds very little data (%lld bytes); "
+                             "there is nothing to diagnose yet.\n",
+                             used);
         reply_verbatim(c, out, n);
         return;
     }
@@ -91,12 +93,14 @@ CMD_HANDLER(memory_doctor)
         n += (size_t)snprintf(out + n, sizeof(out) - n,
                               " * Fragmentation: resident memory is %.2fx the charged memory; "
                               "MEMORY PURGE returns free pages now, the allocator does so within "
-                              "seconds on its own.\n", (double)rss / (double)used);
+                              "seconds on its own.\n",
+                              (double)rss / (double)used);
     }
     if (nconn > 0 && clients / nconn > 256u * 1024) {
         n += (size_t)snprintf(out + n, sizeof(out) - n,
                               " * Clients: connection buffers average %zu bytes; see "
-                              "client-output-buffer-limit.\n", clients / nconn);
+                              "client-output-buffer-limit.\n",
+                              clients / nconn);
     }
     if (limit > 0 && shard > limit) {
         n += (size_t)snprintf(out + n, sizeof(out) - n,

@@ -48,13 +48,11 @@ CMD_HANDLER(exec)
         return;
     }
     switch (multi_exec_check(c)) {
-    case MULTI_RUN:
-        multi_exec_run(c);
-        return;
-    case MULTI_HELD:
-        return;
+    case MULTI_RUN: multi_exec_run(c); return;
+    case MULTI_HELD: return;
     case MULTI_OOM:
-        reply_errf(c, "EXECABORT Transaction discarded because of: %s", rv_client_err_text[RV_ERR_OOM]);
+        reply_errf(c, "EXECABORT Transaction discarded because of: %s",
+                   rv_client_err_text[RV_ERR_OOM]);
         break;
     case MULTI_STALE:
         reply_errf(c, "EXECABORT Transaction discarded because of: MASTERDOWN Link with MASTER "
@@ -63,9 +61,7 @@ CMD_HANDLER(exec)
     case MULTI_ABORTED:
         reply_errf(c, "EXECABORT Transaction discarded because of previous errors.");
         break;
-    case MULTI_WATCH_FAILED:
-        reply_null_array(c);
-        break;
+    case MULTI_WATCH_FAILED: reply_null_array(c); break;
     }
     multi_release(c);
 }

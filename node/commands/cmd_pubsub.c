@@ -8,7 +8,8 @@
 
 /* ["subscribe", channel, count] as a push (RESP3) or array (RESP2). */
 static void
-reply_event(struct conn *c, const char *kind, const char *ch, size_t chlen, bool null_ch, size_t count)
+reply_event(struct conn *c, const char *kind, const char *ch, size_t chlen, bool null_ch,
+            size_t count)
 {
     resp_w_push(&c->wbuf, c->proto, 3);
     reply_bulk_cstr(c, kind);
@@ -37,8 +38,8 @@ subscribe_generic(struct conn *c, int argc, struct rv_str *argv, enum pubsub_kin
 {
     for (int i = 1; i < argc; i++) {
         size_t count = pubsub_subscribe(c, kind, argv[i]);
-        reply_event(c, kind == PUBSUB_SHARD ? "ssubscribe" : "subscribe", argv[i].p, argv[i].len, false,
-                    count);
+        reply_event(c, kind == PUBSUB_SHARD ? "ssubscribe" : "subscribe", argv[i].p, argv[i].len,
+                    false, count);
     }
 }
 
@@ -173,12 +174,17 @@ CMD_HANDLER(pubsub_numpat)
 CMD_HANDLER(pubsub_help)
 {
     static const char *const lines[] = {
-        "CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
-        "NUMPAT", "    Return number of subscriptions to patterns.",
-        "NUMSUB [<channel> ...]", "    Return the number of subscribers for the specified channels, excluding",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding",
         "    pattern subscriptions(default: no channels).",
-        "SHARDCHANNELS [<pattern>]", "    Return the currently active shard level channels matching a <pattern> (default: '*').",
-        "SHARDNUMSUB [<shardchannel> ...]", "    Return the number of subscribers for the specified shard level channel(s)",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
         NULL,
     };
     reply_help(c, "PUBSUB", lines);

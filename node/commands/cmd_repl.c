@@ -37,7 +37,7 @@ run_follow(struct shard *s, struct shard_msg *mm)
     struct follow_msg *m = (struct follow_msg *)mm;
     struct repl *r = persist_repl(s);
     if (r != NULL) {
-        (void)repl_follow(r, m->no_one, m->host, m->port);   /* a refusal is logged */
+        (void)repl_follow(r, m->no_one, m->host, m->port); /* a refusal is logged */
     }
     rv_free(m);
 }
@@ -95,7 +95,7 @@ cmd_replicaof(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     log_notice("REPLICAOF %s:%d enabled (user request from '%s')", host, (int)port, c->addr);
-    (void)post_follow(c->shard, false, host, (int)port);    /* a demotion is not refused */
+    (void)post_follow(c->shard, false, host, (int)port); /* a demotion is not refused */
     char hp[300];
     snprintf(hp, sizeof(hp), "%s %d", host, (int)port);
     repl_publish_role(r, hp, false);
@@ -181,18 +181,16 @@ cmd_wait(struct conn *c, int argc, struct rv_str *argv)
     switch (repl_wait(r, c, c->own_lsn, false, (long)a[0], -1, a[1], c->flags & CONN_IN_EXEC,
                       &local, &acked)) {
     case REPL_WAIT_REPLICA:
-        reply_errf(c, "ERR WAIT cannot be used with replica instances. Please also note that since "
-                      "Redis 4.0 if a replica is configured to be writable (which is not the default) "
-                      "writes to replicas are just local and are not propagated.");
+        reply_errf(c,
+                   "ERR WAIT cannot be used with replica instances. Please also note that since "
+                   "Redis 4.0 if a replica is configured to be writable (which is not the default) "
+                   "writes to replicas are just local and are not propagated.");
         return;
-    case REPL_WAIT_DONE:
-        reply_int(c, acked);
-        return;
+    case REPL_WAIT_DONE: reply_int(c, acked); return;
     case REPL_WAIT_BLOCKED:
-        c->flags |= CONN_BLOCKED;    /* replication's client_wake replies */
+        c->flags |= CONN_BLOCKED; /* replication's client_wake replies */
         return;
-    case REPL_WAIT_NO_WAL:
-        return;                      /* (WAITAOF only) */
+    case REPL_WAIT_NO_WAL: return; /* (WAITAOF only) */
     }
 }
 
@@ -212,7 +210,8 @@ cmd_waitaof(struct conn *c, int argc, struct rv_str *argv)
                       "writes to replicas are just local and are not propagated.");
         return;
     case REPL_WAIT_NO_WAL:
-        reply_errf(c, "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.");
+        reply_errf(c,
+                   "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.");
         return;
     case REPL_WAIT_DONE:
         reply_array(c, 2);
@@ -220,7 +219,7 @@ cmd_waitaof(struct conn *c, int argc, struct rv_str *argv)
         reply_int(c, acked);
         return;
     case REPL_WAIT_BLOCKED:
-        c->flags |= CONN_BLOCKED;    /* replication's client_wake replies */
+        c->flags |= CONN_BLOCKED; /* replication's client_wake replies */
         return;
     }
 }
@@ -242,7 +241,7 @@ cmd_replconf(struct conn *c, int argc, struct rv_str *argv)
                 return;
             }
         } else if (cmd_arg_is(argv[i], "ack") || cmd_arg_is(argv[i], "getack")) {
-            return;                  /* Redis sends no reply to these */
+            return; /* Redis sends no reply to these */
         } else if (!cmd_arg_is(argv[i], "ip-address") && !cmd_arg_is(argv[i], "capa") &&
                    !cmd_arg_is(argv[i], "rdb-only") && !cmd_arg_is(argv[i], "rdb-filter-only") &&
                    !cmd_arg_is(argv[i], "rdb-channel")) {

@@ -41,21 +41,23 @@ info_server(struct conn *c, struct buf *b)
     uname(&u);
     gettimeofday(&tv, NULL);
     int64_t up = (shard_now_ms(s) - n->start_ms) / 1000;
-    buf_appendf(b, "# Server\r\nredis_version:%s\r\nruvio_version:%s\r\nredis_git_sha1:00000000\r\n"
-            "redis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:%s\r\nos:%s %s %s\r\narch_bits:64\r\n"
-            "monotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\n"
-            "atomicvar_api:c11-builtin\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\n"
-            "process_supervised:no\r\nrun_id:%s\r\ntcp_port:%d\r\nserver_time_usec:%lld\r\n"
-            "uptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\nhz:%lld\r\nconfigured_hz:%lld\r\n"
-            "lru_clock:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\nio_threads_active:0\r\n"
-            "listener0:name=tcp,bind=%s,port=%d\r\nshard_id:%u\r\nshards:%u\r\n\r\n",
-         RV_REDIS_VERSION, RUVIO_VERSION, shard_multi(s) ? "cluster" : "standalone", u.sysname,
-         u.release, u.machine, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)getpid(),
-         n->run_id, node_shard_port(n, shard_id(s)),
-         (long long)tv.tv_sec * 1000000 + tv.tv_usec, (long long)up, (long long)(up / 86400),
-         (long long)shard_cfg(s)->hz, (long long)shard_cfg(s)->hz,
-         (long long)(tv.tv_sec & ((1 << 24) - 1)), n->executable, n->config_file,
-         shard_cfg(s)->bind, node_shard_port(n, shard_id(s)), shard_id(s), n->nshards);
+    buf_appendf(
+        b,
+        "# Server\r\nredis_version:%s\r\nruvio_version:%s\r\nredis_git_sha1:00000000\r\n"
+        "redis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:%s\r\nos:%s %s %s\r\narch_bits:64\r\n"
+        "monotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\n"
+        "atomicvar_api:c11-builtin\r\ngcc_version:%d.%d.%d\r\nprocess_id:%d\r\n"
+        "process_supervised:no\r\nrun_id:%s\r\ntcp_port:%d\r\nserver_time_usec:%lld\r\n"
+        "uptime_in_seconds:%lld\r\nuptime_in_days:%lld\r\nhz:%lld\r\nconfigured_hz:%lld\r\n"
+        "lru_clock:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\nio_threads_active:0\r\n"
+        "listener0:name=tcp,bind=%s,port=%d\r\nshard_id:%u\r\nshards:%u\r\n\r\n",
+        RV_REDIS_VERSION, RUVIO_VERSION, shard_multi(s) ? "cluster" : "standalone", u.sysname,
+        u.release, u.machine, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)getpid(),
+        n->run_id, node_shard_port(n, shard_id(s)), (long long)tv.tv_sec * 1000000 + tv.tv_usec,
+        (long long)up, (long long)(up / 86400), (long long)shard_cfg(s)->hz,
+        (long long)shard_cfg(s)->hz, (long long)(tv.tv_sec & ((1 << 24) - 1)), n->executable,
+        n->config_file, shard_cfg(s)->bind, node_shard_port(n, shard_id(s)), shard_id(s),
+        n->nshards);
 }
 
 static void
@@ -66,18 +68,19 @@ info_clients(struct conn *c, struct buf *b)
         blocked += (o->flags & CONN_BLOCKED) != 0;
         pubsub += (o->flags & CONN_PUBSUB) != 0;
     }
-    buf_appendf(b, "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\nmaxclients:%lld\r\n"
-            "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
-            "blocked_clients:%zu\r\ntracking_clients:0\r\nclients_in_timeout_table:%zu\r\n"
-            "pubsub_clients:%zu\r\n\r\n",
-         shard_conn_count(c->shard), (long long)shard_cfg(c->shard)->maxclients, blocked, blocked,
-         pubsub);
+    buf_appendf(b,
+                "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\nmaxclients:%lld\r\n"
+                "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
+                "blocked_clients:%zu\r\ntracking_clients:0\r\nclients_in_timeout_table:%zu\r\n"
+                "pubsub_clients:%zu\r\n\r\n",
+                shard_conn_count(c->shard), (long long)shard_cfg(c->shard)->maxclients, blocked,
+                blocked, pubsub);
 }
 
 static void
 info_memory(struct conn *c, struct buf *b)
 {
-    evict_info_memory(c->shard, b);   /* node/features/evict.c */
+    evict_info_memory(c->shard, b); /* node/features/evict.c */
 }
 
 static void
@@ -91,45 +94,51 @@ info_stats(struct conn *c, struct buf *b)
 {
     struct shard_stats *st = shard_stats(c->shard);
     const struct ks_stats *ks = ks_stats(conn_ks(c));
-    buf_appendf(b, "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
-            "instantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%llu\r\n"
-            "total_net_output_bytes:%llu\r\ninstantaneous_input_kbps:%.2f\r\n"
-            "instantaneous_output_kbps:%.2f\r\n"
-            "rejected_connections:%llu\r\nexpired_keys:%llu\r\nexpired_stale_perc:%.2f\r\n"
-            "expire_cycle_cpu_milliseconds:%llu\r\nevicted_keys:%llu\r\nkeyspace_hits:%llu\r\n"
-            "keyspace_misses:%llu\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
-            "client_query_buffer_limit_disconnections:%llu\r\n"
-            "client_output_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
-            "protocol_errors:%llu\r\n",
-         (unsigned long long)st->conns_received, (unsigned long long)st->commands,
-         shard_ops_per_sec(c->shard), (unsigned long long)st->net_input_bytes,
-         (unsigned long long)st->net_output_bytes, shard_input_kbps(c->shard),
-         shard_output_kbps(c->shard), (unsigned long long)st->conns_rejected,
-         (unsigned long long)(ks->expired_keys - st->expired_keys_base),
-         (double)ks->expired_stale_perc, (unsigned long long)(ks->expire_cycle_time_us / 1000),
-         (unsigned long long)st->evicted_keys, (unsigned long long)st->keyspace_hits,
-         (unsigned long long)st->keyspace_misses,
-         (unsigned long long)st->client_qbuf_limit_disconnections,
-         (unsigned long long)st->client_output_limit_disconnections,
-         (unsigned long long)st->total_error_replies, (unsigned long long)st->protocol_errors);
+    buf_appendf(b,
+                "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
+                "instantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%llu\r\n"
+                "total_net_output_bytes:%llu\r\ninstantaneous_input_kbps:%.2f\r\n"
+                "instantaneous_output_kbps:%.2f\r\n"
+                "rejected_connections:%llu\r\nexpired_keys:%llu\r\nexpired_stale_perc:%.2f\r\n"
+                "expire_cycle_cpu_milliseconds:%llu\r\nevicted_keys:%llu\r\nkeyspace_hits:%llu\r\n"
+                "keyspace_misses:%llu\r\npubsub_channels:0\r\npubsub_patterns:0\r\n"
+                "client_query_buffer_limit_disconnections:%llu\r\n"
+                "client_output_buffer_limit_disconnections:%llu\r\ntotal_error_replies:%llu\r\n"
+                "protocol_errors:%llu\r\n",
+                (unsigned long long)st->conns_received, (unsigned long long)st->commands,
+                shard_ops_per_sec(c->shard), (unsigned long long)st->net_input_bytes,
+                (unsigned long long)st->net_output_bytes, shard_input_kbps(c->shard),
+                shard_output_kbps(c->shard), (unsigned long long)st->conns_rejected,
+                (unsigned long long)(ks->expired_keys - st->expired_keys_base),
+                (double)ks->expired_stale_perc,
+                (unsigned long long)(ks->expire_cycle_time_us / 1000),
+                (unsigned long long)st->evicted_keys, (unsigned long long)st->keyspace_hits,
+                (unsigned long long)st->keyspace_misses,
+                (unsigned long long)st->client_qbuf_limit_disconnections,
+                (unsigned long long)st->client_output_limit_disconnections,
+                (unsigned long long)st->total_error_replies,
+                (unsigned long long)st->protocol_errors);
     /* Reopen the section for the observability counters (kept apart so the
      * Redis fields above stay one block). */
     b->len -= 2;
-    buf_appendf(b, "total_forks:0\r\nlatest_fork_usec:0\r\nmigrate_cached_sockets:0\r\n"
-            "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
-            "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
-            "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
-            "tracking_total_prefixes:0\r\nunexpected_error_replies:%llu\r\n"
-            "dump_payload_sanitizations:0\r\nio_threaded_reads_processed:0\r\n"
-            "io_threaded_writes_processed:0\r\nlog_lines_dropped:%llu\r\nslowlog_len:%zu\r\n",
-         (unsigned long long)st->unexpected_errors, (unsigned long long)log_dropped(),
-         slowlog_len(metrics_slowlog(c->shard)));
+    buf_appendf(
+        b,
+        "total_forks:0\r\nlatest_fork_usec:0\r\nmigrate_cached_sockets:0\r\n"
+        "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
+        "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
+        "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
+        "tracking_total_prefixes:0\r\nunexpected_error_replies:%llu\r\n"
+        "dump_payload_sanitizations:0\r\nio_threaded_reads_processed:0\r\n"
+        "io_threaded_writes_processed:0\r\nlog_lines_dropped:%llu\r\nslowlog_len:%zu\r\n",
+        (unsigned long long)st->unexpected_errors, (unsigned long long)log_dropped(),
+        slowlog_len(metrics_slowlog(c->shard)));
     uint64_t denied[4];
     acl_denied_counts(denied);
-    buf_appendf(b, "acl_access_denied_auth:%llu\r\nacl_access_denied_cmd:%llu\r\n"
-            "acl_access_denied_key:%llu\r\nacl_access_denied_channel:%llu\r\n",
-         (unsigned long long)denied[0], (unsigned long long)denied[1], (unsigned long long)denied[2],
-         (unsigned long long)denied[3]);
+    buf_appendf(b,
+                "acl_access_denied_auth:%llu\r\nacl_access_denied_cmd:%llu\r\n"
+                "acl_access_denied_key:%llu\r\nacl_access_denied_channel:%llu\r\n",
+                (unsigned long long)denied[0], (unsigned long long)denied[1],
+                (unsigned long long)denied[2], (unsigned long long)denied[3]);
     repl_info_stats(persist_repl(c->shard), b);
     buf_appendf(b, "\r\n");
 }
@@ -155,12 +164,14 @@ info_cpu(struct conn *c, struct buf *b)
     struct rusage kids;
     getrusage(RUSAGE_CHILDREN, &kids);
     /* Redis's main thread is the one that runs commands: here, this shard's. */
-    buf_appendf(b, "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_children:%.6f\r\n"
-            "used_cpu_user_children:%.6f\r\nused_cpu_sys_main_thread:%.6f\r\n"
-            "used_cpu_user_main_thread:%.6f\r\nused_cpu_sys_shard:%.6f\r\n"
-            "used_cpu_user_shard:%.6f\r\n\r\n",
-         tv_sec(self.ru_stime), tv_sec(self.ru_utime), tv_sec(kids.ru_stime), tv_sec(kids.ru_utime),
-         tv_sec(th.ru_stime), tv_sec(th.ru_utime), tv_sec(th.ru_stime), tv_sec(th.ru_utime));
+    buf_appendf(b,
+                "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\nused_cpu_sys_children:%.6f\r\n"
+                "used_cpu_user_children:%.6f\r\nused_cpu_sys_main_thread:%.6f\r\n"
+                "used_cpu_user_main_thread:%.6f\r\nused_cpu_sys_shard:%.6f\r\n"
+                "used_cpu_user_shard:%.6f\r\n\r\n",
+                tv_sec(self.ru_stime), tv_sec(self.ru_utime), tv_sec(kids.ru_stime),
+                tv_sec(kids.ru_utime), tv_sec(th.ru_stime), tv_sec(th.ru_utime),
+                tv_sec(th.ru_stime), tv_sec(th.ru_utime));
 }
 
 static void
@@ -176,11 +187,12 @@ info_commandstats(struct conn *c, struct buf *b)
         char full[96];
         cmd_fullname(cmd_by_id(id), full, sizeof(full));
         double usec = tpu > 0 ? (double)cs[id].cycles / tpu : 0;
-        buf_appendf(b, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,"
-                "failed_calls=%llu\r\n",
-             full, (unsigned long long)cs[id].calls, (unsigned long long)usec,
-             cs[id].calls ? usec / (double)cs[id].calls : 0.0,
-             (unsigned long long)cs[id].rejected, (unsigned long long)cs[id].failed);
+        buf_appendf(b,
+                    "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,"
+                    "failed_calls=%llu\r\n",
+                    full, (unsigned long long)cs[id].calls, (unsigned long long)usec,
+                    cs[id].calls ? usec / (double)cs[id].calls : 0.0,
+                    (unsigned long long)cs[id].rejected, (unsigned long long)cs[id].failed);
     }
     buf_appendf(b, "\r\n");
 }
@@ -225,8 +237,9 @@ info_shards(struct conn *c, struct buf *b)
 {
     unsigned lo, hi;
     shard_slots(c->shard, &lo, &hi);
-    buf_appendf(b, "# Shards\r\nshard_id:%u\r\nshards:%u\r\nshard_slots:%u-%u\r\nshard_keys:%zu\r\n\r\n",
-         shard_id(c->shard), shard_node(c->shard)->nshards, lo, hi, ks_size(conn_ks(c)));
+    buf_appendf(
+        b, "# Shards\r\nshard_id:%u\r\nshards:%u\r\nshard_slots:%u-%u\r\nshard_keys:%zu\r\n\r\n",
+        shard_id(c->shard), shard_node(c->shard)->nshards, lo, hi, ks_size(conn_ks(c)));
 }
 
 typedef void info_fn(struct conn *c, struct buf *b);
@@ -234,15 +247,21 @@ typedef void info_fn(struct conn *c, struct buf *b);
 static const struct {
     const char *name;
     info_fn *fn;
-    bool dflt;    /* part of plain INFO */
+    bool dflt; /* part of plain INFO */
 } sections[] = {
-    { "server", info_server, true },           { "clients", info_clients, true },
-    { "memory", info_memory, true },           { "persistence", info_persistence, true },
-    { "stats", info_stats, true },             { "replication", info_replication, true },
-    { "cpu", info_cpu, true },                 { "commandstats", info_commandstats, false },
-    { "cluster", info_cluster, true },         { "keyspace", info_keyspace, true },
+    { "server", info_server, true },
+    { "clients", info_clients, true },
+    { "memory", info_memory, true },
+    { "persistence", info_persistence, true },
+    { "stats", info_stats, true },
+    { "replication", info_replication, true },
+    { "cpu", info_cpu, true },
+    { "commandstats", info_commandstats, false },
+    { "cluster", info_cluster, true },
+    { "keyspace", info_keyspace, true },
     { "shards", info_shards, true },
-    { "errorstats", info_errorstats, true },   { "latencystats", info_latencystats, false },
+    { "errorstats", info_errorstats, true },
+    { "latencystats", info_latencystats, false },
     { "node", info_node, false },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
@@ -285,7 +304,7 @@ cmd_info(struct conn *c, int argc, struct rv_str *argv)
         }
     }
     if (b.len >= 2) {
-        b.len -= 2;   /* no blank line after the last section */
+        b.len -= 2; /* no blank line after the last section */
     }
     reply_verbatim(c, b.data ? b.data : "", b.len);
     buf_deinit(&b);
@@ -341,8 +360,10 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
     for (int i = 2; i < argc; i += 2) {
         for (int j = 2; j < i; j += 2) {
             if (argv[j].len == argv[i].len && strncasecmp(argv[j].p, argv[i].p, argv[i].len) == 0) {
-                reply_errf(c, "ERR CONFIG SET failed (possibly related to argument '%.*s') - "
-                              "duplicate parameter", (int)argv[i].len, argv[i].p);
+                reply_errf(c,
+                           "ERR CONFIG SET failed (possibly related to argument '%.*s') - "
+                           "duplicate parameter",
+                           (int)argv[i].len, argv[i].p);
                 cfg_destroy(next);
                 return;
             }
@@ -359,7 +380,7 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
     bool pass_changed = strcmp(shard_cfg(c->shard)->requirepass, next->requirepass) != 0;
     node_publish_cfg(n, next);
     if (pass_changed) {
-        acl_set_requirepass(next->requirepass);   /* the default user's password (acl.h) */
+        acl_set_requirepass(next->requirepass); /* the default user's password (acl.h) */
     }
     shard_adopt_cfg(c->shard);
     for (unsigned i = 0; i < n->nshards; i++) {
@@ -402,10 +423,14 @@ void
 cmd_config_help(struct conn *c, int argc, struct rv_str *argv)
 {
     static const char *const lines[] = {
-        "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-        "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
-        "RESETSTAT", "    Reset statistics reported by the INFO command.",
-        "REWRITE", "    Rewrite the configuration file.",
+        "GET <pattern>",
+        "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>",
+        "    Set the configuration <directive> to <value>.",
+        "RESETSTAT",
+        "    Reset statistics reported by the INFO command.",
+        "REWRITE",
+        "    Rewrite the configuration file.",
         NULL,
     };
     reply_help(c, "CONFIG", lines);
@@ -464,4 +489,3 @@ cmd_memory_help(struct conn *c, int argc, struct rv_str *argv)
     };
     reply_help(c, "MEMORY", lines);
 }
-

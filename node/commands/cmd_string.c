@@ -103,8 +103,8 @@ ttl_flag(struct rv_str a)
  * *flags holds SO_* bits and *exp the index of the TTL argument (0 if none).
  * Replies "syntax error" and returns false on a bad or conflicting option. */
 static bool
-parse_str_opts(struct conn *c, int argc, struct rv_str *argv, int j, bool is_set,
-               unsigned *flags, int *exp)
+parse_str_opts(struct conn *c, int argc, struct rv_str *argv, int j, bool is_set, unsigned *flags,
+               int *exp)
 {
     unsigned f = 0, t;
 
@@ -210,8 +210,7 @@ CMD_HANDLER(set)
     int64_t deadline = KS_NO_EXPIRE;
 
     if (rv_likely(argc == 3)) {
-        ks_set_str(conn_ks(c), argv[1].p, argv[1].len, argv[2].p, argv[2].len, KS_NO_EXPIRE,
-                   false);
+        ks_set_str(conn_ks(c), argv[1].p, argv[1].len, argv[2].p, argv[2].len, KS_NO_EXPIRE, false);
         reply_ok(c);
         return;
     }
@@ -281,8 +280,7 @@ CMD_HANDLER(mset)
         return;
     }
     for (int i = 1; i < argc; i += 2) {
-        ks_set_str(ks, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, KS_NO_EXPIRE,
-                   false);
+        ks_set_str(ks, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, KS_NO_EXPIRE, false);
     }
     reply_ok(c);
 }
@@ -301,8 +299,7 @@ CMD_HANDLER(msetnx)
         }
     }
     for (int i = 1; i < argc; i += 2) {
-        ks_set_str(ks, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, KS_NO_EXPIRE,
-                   false);
+        ks_set_str(ks, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, KS_NO_EXPIRE, false);
     }
     reply_int(c, 1);
 }
@@ -327,7 +324,7 @@ CMD_HANDLER(getdel)
         reply_err(c, RV_ERR_WRONGTYPE);
         return;
     }
-    reply_str_value(c, e);          /* copied into the output before the delete */
+    reply_str_value(c, e); /* copied into the output before the delete */
     ks_delete(ks, argv[1].p, argv[1].len);
 }
 
@@ -447,7 +444,7 @@ incr_by(struct conn *c, struct rv_str key, int64_t by)
         reply_err(c, RV_ERR_OVERFLOW);
         return;
     }
-    ks_str_set_int(ks, e, v);       /* in place when int-encoded; keeps the TTL */
+    ks_str_set_int(ks, e, v); /* in place when int-encoded; keeps the TTL */
     reply_int(c, v);
 }
 
@@ -468,7 +465,7 @@ CMD_HANDLER(incrby)
     int64_t by;
 
     if (rv_unlikely(argc > 3)) {
-        coord_incrby_max(c, argc, argv);    /* INCRBY key increment MAX limit (t_coord.c) */
+        coord_incrby_max(c, argc, argv); /* INCRBY key increment MAX limit (t_coord.c) */
         return;
     }
     if (!cmd_arg_int(argv[2], &by)) {

@@ -279,7 +279,7 @@ CMD_HANDLER(bitop)
     enum bitmap_op op;
     size_t n = (size_t)argc - 3, maxlen = 0;
     struct rv_str *srcs;
-    char (*scratch)[24];
+    char(*scratch)[24];
     struct ks_entry *e;
     uint8_t *buf;
 

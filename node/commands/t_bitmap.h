@@ -3,5 +3,10 @@
 #include "node/commands/cmds.h"
 #include "node/types/bitmap.h"
 
-CMD_HANDLER(setbit); CMD_HANDLER(getbit); CMD_HANDLER(bitcount); CMD_HANDLER(bitpos);
-CMD_HANDLER(bitop); CMD_HANDLER(bitfield); CMD_HANDLER(bitfield_ro);
+CMD_HANDLER(setbit);
+CMD_HANDLER(getbit);
+CMD_HANDLER(bitcount);
+CMD_HANDLER(bitpos);
+CMD_HANDLER(bitop);
+CMD_HANDLER(bitfield);
+CMD_HANDLER(bitfield_ro);

@@ -7,4 +7,4 @@
     ROW("bitop", cmd_bitop, -4, W | DO, 2, -1, 1, CAT_WRITE | CAT_BITMAP | CAT_SLOW, "bitmap", "2.6.0", "O(N)", "Performs bitwise operations on multiple strings, and stores the result.", "AND | OR | XOR | NOT destkey key [key ...]"),
     ROW("bitfield", cmd_bitfield, -2, W | DO, 1, 1, 1, CAT_WRITE | CAT_BITMAP | CAT_SLOW, "bitmap", "3.2.0", "O(1) for each subcommand specified", "Performs arbitrary bitfield integer operations on strings.", "key [GET encoding offset | [OVERFLOW WRAP | SAT | FAIL] SET encoding offset value | INCRBY encoding offset increment ...]"),
     ROW("bitfield_ro", cmd_bitfield_ro, -2, RO | FA, 1, 1, 1, CAT_READ | CAT_BITMAP | CAT_FAST, "bitmap", "6.0.0", "O(1) for each subcommand specified", "Performs arbitrary read-only bitfield integer operations on strings.", "key [GET encoding offset ...]"),
-/* clang-format on */
+    /* clang-format on */

@@ -99,7 +99,7 @@ coord_incrby_max(struct conn *c, int argc, struct rv_str *argv)
     if (e == NULL) {
         ks_set_int(conn_ks(c), argv[1].p, argv[1].len, v, KS_NO_EXPIRE, false);
     } else {
-        ks_str_set_int(conn_ks(c), e, v);   /* keeps the TTL */
+        ks_str_set_int(conn_ks(c), e, v); /* keeps the TTL */
     }
     reply_int(c, v);
 }
@@ -154,7 +154,7 @@ sem_acquire(struct conn *c, struct rv_str key, int64_t limit, int64_t dl)
         return;
     }
     if ((int64_t)coord_sem_live(s, now) >= limit) {
-        reply_null(c);                      /* full: nothing written */
+        reply_null(c); /* full: nothing written */
         return;
     }
     coord_sem_prune(s, now);
@@ -184,8 +184,8 @@ sem_update(struct conn *c, struct rv_str key, struct rv_str token, int64_t dl)
     if (bad) {
         return;
     }
-    if (s == NULL || !coord_token_parse(token.p, token.len, &tok)
-        || (i = coord_sem_find(s, tok, now)) < 0) {
+    if (s == NULL || !coord_token_parse(token.p, token.len, &tok) ||
+        (i = coord_sem_find(s, tok, now)) < 0) {
         reply_int(c, 0);
         return;
     }
@@ -321,10 +321,10 @@ CMD_HANDLER(lease)
     if (e == NULL) {
         ks_set_str(ks, key.p, key.len, argv[2].p, argv[2].len, dl, false);
     } else if (!str_equals(e, argv[2])) {
-        reply_int(c, 0);                    /* held by another: nothing written */
+        reply_int(c, 0); /* held by another: nothing written */
         return;
     } else if (ks_entry_expire(e) != dl) {
-        ks_set_expire(ks, e, dl);           /* renew: the deadline this call asks for */
+        ks_set_expire(ks, e, dl); /* renew: the deadline this call asks for */
     }
     reply_int(c, 1);
 }
@@ -375,8 +375,8 @@ CMD_HANDLER(limit)
     int64_t max, dl, n, edl;
 
     (void)argc;
-    if (!arg_positive(c, argv[2], "max", "limit", &max)
-        || !arg_deadline(c, argv[3], "limit", &dl)) {
+    if (!arg_positive(c, argv[2], "max", "limit", &max) ||
+        !arg_deadline(c, argv[3], "limit", &dl)) {
         return;
     }
     e = lookup_write(c, argv[1]);
@@ -393,14 +393,14 @@ CMD_HANDLER(limit)
         reply_limit(c, 0, 0, edl == KS_NO_EXPIRE ? -1 : edl - now);
         return;
     }
-    ks_str_set_int(ks, e, n + 1);           /* keeps the deadline; e may move */
-    if (edl == KS_NO_EXPIRE) {              /* a count without a window: start one */
+    ks_str_set_int(ks, e, n + 1); /* keeps the deadline; e may move */
+    if (edl == KS_NO_EXPIRE) {    /* a count without a window: start one */
         e = ks_peek(ks, argv[1].p, argv[1].len);
         ks_set_expire(ks, e, dl);
         edl = dl;
     }
     if (__builtin_sub_overflow(max - 1, n, &max)) {
-        max = INT64_MAX;                    /* a very negative count */
+        max = INT64_MAX; /* a very negative count */
     }
     reply_limit(c, 1, max, edl - now);
 }

@@ -4,4 +4,4 @@
     ROW("lease", cmd_lease, -3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_STRING | CAT_FAST, "coord", "ruvio-0.1", "O(1)", "Exclusive lease stored as a string of the holder's bytes. Acquire or renew (the same holder): 1; held by another: 0 and nothing written. RELEASE: 1 only for the holder, which deletes the key.", "key holder [PX milliseconds] | key RELEASE holder"),
     ROW("once", cmd_once, 3, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_STRING | CAT_FAST, "coord", "ruvio-0.1", "O(1)", "Idempotency guard: 1 the first time in the window (sets key to 1 expiring in ttl_ms), 0 while the key exists.", "key ttl_ms"),
     ROW("limit", cmd_limit, 4, W | DO | FA, 1, 1, 1, CAT_WRITE | CAT_STRING | CAT_FAST, "coord", "ruvio-0.1", "O(1)", "Fixed-window rate limiter: [1, remaining, reset_ms] when admitted and counted, [0, 0, reset_ms] when max is reached (nothing written).", "key max window_ms"),
-/* clang-format on */
+    /* clang-format on */

@@ -14,4 +14,4 @@
     ROW("georadiusbymember_ro", cmd_georadiusbymember_ro, -5, RO, 1, 1, 1, GEO_R | CAT_SLOW, "geo", "3.2.10", "O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index.", "Returns members from a geospatial index that are within a distance from a member.", "key member radius M | KM | FT | MI [WITHCOORD] [WITHDIST] [WITHHASH] [COUNT count [ANY]] [ASC | DESC]"),
 #undef GEO_R
 #undef GEO_W
-/* clang-format on */
+    /* clang-format on */

@@ -20,7 +20,8 @@ static void
 hash_lim(struct conn *c, struct hobj_lim *lim)
 {
     const struct cfg *cfg = shard_cfg(c->shard);
-    lim->max_entries = cfg->hash_max_listpack_entries > 0 ? (size_t)cfg->hash_max_listpack_entries : 0;
+    lim->max_entries = cfg->hash_max_listpack_entries > 0 ? (size_t)cfg->hash_max_listpack_entries
+                                                          : 0;
     lim->max_value = cfg->hash_max_listpack_value > 0 ? (size_t)cfg->hash_max_listpack_value : 0;
 }
 
@@ -324,7 +325,8 @@ CMD_HANDLER(hstrlen)
     if ((h = hash_read(c, argv[1], &err, &hb)) == NULL && err) {
         return;
     }
-    reply_int(c, h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v) ? (int64_t)v.len : 0);
+    reply_int(c,
+              h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v) ? (int64_t)v.len : 0);
 }
 
 CMD_HANDLER(hincrby)
@@ -671,7 +673,7 @@ CMD_HANDLER(hscan)
 
 /* ------------------------------------------- HEXPIRE family, HTTL, HPERSIST */
 
-#define HFE_MAX_MS ((int64_t)281474976710655)   /* 2^48 - 1, as Redis 7.4 */
+#define HFE_MAX_MS ((int64_t)281474976710655) /* 2^48 - 1, as Redis 7.4 */
 
 /* Parses "FIELDS numfields field ..." at argv[at]; the fields start at *first.
  * false once an error is replied. */
@@ -751,7 +753,7 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
         return;
     }
     if (h->enc == HENC_PK) {
-        hobj_convert(h);   /* timed fields live in the hashtable encoding only */
+        hobj_convert(h); /* timed fields live in the hashtable encoding only */
     }
     reply_array(c, (size_t)n);
     for (int i = first; i < argc; i++) {
@@ -785,10 +787,22 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
     hash_drop_if_empty(c, h, argv[1]);
 }
 
-CMD_HANDLER(hexpire) { hexpire_generic(c, argc, argv, "hexpire", 1000, false); }
-CMD_HANDLER(hpexpire) { hexpire_generic(c, argc, argv, "hpexpire", 1, false); }
-CMD_HANDLER(hexpireat) { hexpire_generic(c, argc, argv, "hexpireat", 1000, true); }
-CMD_HANDLER(hpexpireat) { hexpire_generic(c, argc, argv, "hpexpireat", 1, true); }
+CMD_HANDLER(hexpire)
+{
+    hexpire_generic(c, argc, argv, "hexpire", 1000, false);
+}
+CMD_HANDLER(hpexpire)
+{
+    hexpire_generic(c, argc, argv, "hpexpire", 1, false);
+}
+CMD_HANDLER(hexpireat)
+{
+    hexpire_generic(c, argc, argv, "hexpireat", 1000, true);
+}
+CMD_HANDLER(hpexpireat)
+{
+    hexpire_generic(c, argc, argv, "hpexpireat", 1, true);
+}
 
 enum hfe_what { HFE_TTL_S, HFE_TTL_MS, HFE_AT_S, HFE_AT_MS, HFE_PERSIST };
 
@@ -803,7 +817,8 @@ httl_generic(struct conn *c, int argc, struct rv_str *argv, enum hfe_what what)
     if (!hfe_parse_fields(c, argc, argv, 2, &first, &n)) {
         return;
     }
-    h = what == HFE_PERSIST ? hash_write(c, argv[1], false, &err, &hb) : hash_read(c, argv[1], &err, &hb);
+    h = what == HFE_PERSIST ? hash_write(c, argv[1], false, &err, &hb)
+                            : hash_read(c, argv[1], &err, &hb);
     if (h == NULL && err) {
         return;
     }
@@ -833,8 +848,23 @@ httl_generic(struct conn *c, int argc, struct rv_str *argv, enum hfe_what what)
     }
 }
 
-CMD_HANDLER(httl) { httl_generic(c, argc, argv, HFE_TTL_S); }
-CMD_HANDLER(hpttl) { httl_generic(c, argc, argv, HFE_TTL_MS); }
-CMD_HANDLER(hexpiretime) { httl_generic(c, argc, argv, HFE_AT_S); }
-CMD_HANDLER(hpexpiretime) { httl_generic(c, argc, argv, HFE_AT_MS); }
-CMD_HANDLER(hpersist) { httl_generic(c, argc, argv, HFE_PERSIST); }
+CMD_HANDLER(httl)
+{
+    httl_generic(c, argc, argv, HFE_TTL_S);
+}
+CMD_HANDLER(hpttl)
+{
+    httl_generic(c, argc, argv, HFE_TTL_MS);
+}
+CMD_HANDLER(hexpiretime)
+{
+    httl_generic(c, argc, argv, HFE_AT_S);
+}
+CMD_HANDLER(hpexpiretime)
+{
+    httl_generic(c, argc, argv, HFE_AT_MS);
+}
+CMD_HANDLER(hpersist)
+{
+    httl_generic(c, argc, argv, HFE_PERSIST);
+}

@@ -25,4 +25,4 @@
     ROW("hexpiretime", cmd_hexpiretime, -5, RO | FA, 1, 1, 1, CAT_READ | CAT_HASH | CAT_FAST, "hash", "7.4.0", "O(N) where N is the number of specified fields", "Returns the expiration time of a hash field as a Unix timestamp, in seconds.", "key FIELDS numfields field [field ...]"),
     ROW("hpexpiretime", cmd_hpexpiretime, -5, RO | FA, 1, 1, 1, CAT_READ | CAT_HASH | CAT_FAST, "hash", "7.4.0", "O(N) where N is the number of specified fields", "Returns the expiration time of a hash field as a Unix timestamp, in msec.", "key FIELDS numfields field [field ...]"),
     ROW("hpersist", cmd_hpersist, -5, W | FA, 1, 1, 1, CAT_WRITE | CAT_HASH | CAT_FAST, "hash", "7.4.0", "O(N) where N is the number of specified fields", "Removes the expiration time for each specified field", "key FIELDS numfields field [field ...]"),
-/* clang-format on */
+    /* clang-format on */

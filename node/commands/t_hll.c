@@ -61,8 +61,8 @@ CMD_HANDLER(pfadd)
     if (x.e == NULL) {
         uint8_t empty[HLL_HDR];
         hll_init_empty(empty);
-        x.e = ks_set_str(x.ks, argv[1].p, argv[1].len, (const char *)empty, HLL_HDR,
-                         KS_NO_EXPIRE, false);
+        x.e = ks_set_str(x.ks, argv[1].p, argv[1].len, (const char *)empty, HLL_HDR, KS_NO_EXPIRE,
+                         false);
         changed = true;
     } else if (!entry_sketch(c, x.e, &cp, &n)) {
         return;
@@ -72,7 +72,7 @@ CMD_HANDLER(pfadd)
         return;
     }
     n = ks_str_len(x.e);
-    p = (uint8_t *)ks_str_resize(x.ks, &x.e, n);     /* raw and writable, same bytes */
+    p = (uint8_t *)ks_str_resize(x.ks, &x.e, n); /* raw and writable, same bytes */
     for (int i = 2; i < argc; i++) {
         uint32_t idx;
         uint8_t rank;

@@ -7,4 +7,6 @@
 /* The reply to a string that is not a sketch. */
 #define HLL_ERR_INVALID "WRONGTYPE Key is not a valid HyperLogLog string value."
 
-CMD_HANDLER(pfadd); CMD_HANDLER(pfcount); CMD_HANDLER(pfmerge);
+CMD_HANDLER(pfadd);
+CMD_HANDLER(pfcount);
+CMD_HANDLER(pfmerge);

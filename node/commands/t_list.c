@@ -115,14 +115,26 @@ push_generic(struct conn *c, int argc, struct rv_str *argv, enum list_end end, b
     reply_int(c, (int64_t)list_len(l));
 }
 
-CMD_HANDLER(lpush) { push_generic(c, argc, argv, LIST_HEAD, false); }
-CMD_HANDLER(rpush) { push_generic(c, argc, argv, LIST_TAIL, false); }
-CMD_HANDLER(lpushx) { push_generic(c, argc, argv, LIST_HEAD, true); }
-CMD_HANDLER(rpushx) { push_generic(c, argc, argv, LIST_TAIL, true); }
+CMD_HANDLER(lpush)
+{
+    push_generic(c, argc, argv, LIST_HEAD, false);
+}
+CMD_HANDLER(rpush)
+{
+    push_generic(c, argc, argv, LIST_TAIL, false);
+}
+CMD_HANDLER(lpushx)
+{
+    push_generic(c, argc, argv, LIST_HEAD, true);
+}
+CMD_HANDLER(rpushx)
+{
+    push_generic(c, argc, argv, LIST_TAIL, true);
+}
 
 void
-list_pop_reply(struct conn *c, struct rv_str key, struct list *l, enum list_end end,
-               size_t count, enum list_reply shape)
+list_pop_reply(struct conn *c, struct rv_str key, struct list *l, enum list_end end, size_t count,
+               enum list_reply shape)
 {
     size_t len = list_len(l);
     struct lit it;
@@ -186,8 +198,14 @@ pop_generic(struct conn *c, int argc, struct rv_str *argv, enum list_end end)
                    argc == 3 ? LIST_REPLY_ARRAY : LIST_REPLY_ONE);
 }
 
-CMD_HANDLER(lpop) { pop_generic(c, argc, argv, LIST_HEAD); }
-CMD_HANDLER(rpop) { pop_generic(c, argc, argv, LIST_TAIL); }
+CMD_HANDLER(lpop)
+{
+    pop_generic(c, argc, argv, LIST_HEAD);
+}
+CMD_HANDLER(rpop)
+{
+    pop_generic(c, argc, argv, LIST_TAIL);
+}
 
 CMD_HANDLER(llen)
 {
@@ -379,7 +397,7 @@ CMD_HANDLER(ltrim)
         stop = stop < -len ? -1 : stop + len;
     }
     if (start > stop || start >= len) {
-        list_drop(l, LIST_HEAD, (size_t)len);      /* everything goes */
+        list_drop(l, LIST_HEAD, (size_t)len); /* everything goes */
     } else {
         if (stop >= len) {
             stop = len - 1;
@@ -448,7 +466,7 @@ CMD_HANDLER(lpos)
         return;
     }
     bool forward = rank > 0;
-    int64_t skip = (forward ? rank : -rank) - 1;    /* matches to pass over */
+    int64_t skip = (forward ? rank : -rank) - 1; /* matches to pass over */
     int64_t len = (int64_t)list_len(l);
     size_t h = count >= 0 ? reply_defer(c) : 0;
     int64_t found = 0;

@@ -9,10 +9,10 @@ struct conn;
 
 /* ---- command-level helpers shared with the blocking commands ---- */
 enum list_reply {
-    LIST_REPLY_ONE,         /* bulk string (LPOP key) */
-    LIST_REPLY_ARRAY,       /* array of elements (LPOP key count) */
-    LIST_REPLY_KEY_ONE,     /* [key, element] (BLPOP) */
-    LIST_REPLY_KEY_ARRAY,   /* [key, [elements]] (LMPOP, BLMPOP) */
+    LIST_REPLY_ONE,       /* bulk string (LPOP key) */
+    LIST_REPLY_ARRAY,     /* array of elements (LPOP key count) */
+    LIST_REPLY_KEY_ONE,   /* [key, element] (BLPOP) */
+    LIST_REPLY_KEY_ARRAY, /* [key, [elements]] (LMPOP, BLMPOP) */
 };
 /* Pop up to count elements (1 for the *_ONE shapes) from the non-empty list l
  * stored at key, reply in the given shape, and delete the key once empty. */
@@ -28,8 +28,20 @@ bool list_move_reply(struct conn *c, struct rv_str src, struct list *sl, struct 
 /* getkeys for LMPOP: "LMPOP numkeys key [key ...] ..." (keys from argv[2]). */
 int list_lmpop_keys(int argc, struct rv_str *argv, int *out, int max);
 
-CMD_HANDLER(lpush); CMD_HANDLER(rpush); CMD_HANDLER(lpushx); CMD_HANDLER(rpushx);
-CMD_HANDLER(lpop); CMD_HANDLER(rpop); CMD_HANDLER(llen); CMD_HANDLER(lrange);
-CMD_HANDLER(lindex); CMD_HANDLER(lset); CMD_HANDLER(linsert); CMD_HANDLER(lrem);
-CMD_HANDLER(ltrim); CMD_HANDLER(lpos); CMD_HANDLER(lmove); CMD_HANDLER(rpoplpush);
+CMD_HANDLER(lpush);
+CMD_HANDLER(rpush);
+CMD_HANDLER(lpushx);
+CMD_HANDLER(rpushx);
+CMD_HANDLER(lpop);
+CMD_HANDLER(rpop);
+CMD_HANDLER(llen);
+CMD_HANDLER(lrange);
+CMD_HANDLER(lindex);
+CMD_HANDLER(lset);
+CMD_HANDLER(linsert);
+CMD_HANDLER(lrem);
+CMD_HANDLER(ltrim);
+CMD_HANDLER(lpos);
+CMD_HANDLER(lmove);
+CMD_HANDLER(rpoplpush);
 CMD_HANDLER(lmpop);

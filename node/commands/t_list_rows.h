@@ -17,4 +17,4 @@
     ROW("lmove", cmd_lmove, 5, W | DO, 1, 2, 1, CAT_WRITE | CAT_LIST | CAT_SLOW, "list", "6.2.0", "O(1)", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", "source destination LEFT|RIGHT LEFT|RIGHT"),
     ROW("rpoplpush", cmd_rpoplpush, 3, W | DO, 1, 2, 1, CAT_WRITE | CAT_LIST | CAT_SLOW, "list", "1.2.0", "O(1)", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", "source destination"),
     ROWK("lmpop", cmd_lmpop, -4, W, 0, 0, 0, CAT_WRITE | CAT_LIST | CAT_SLOW, "list", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "numkeys key [key ...] LEFT|RIGHT [COUNT count]", list_lmpop_keys),
-/* clang-format on */
+    /* clang-format on */

@@ -21,7 +21,8 @@ set_lim(struct conn *c, struct sobj_lim *lim)
 {
     const struct cfg *cfg = shard_cfg(c->shard);
     lim->max_intset = cfg->set_max_intset_entries > 0 ? (size_t)cfg->set_max_intset_entries : 0;
-    lim->max_pk_entries = cfg->set_max_listpack_entries > 0 ? (size_t)cfg->set_max_listpack_entries : 0;
+    lim->max_pk_entries = cfg->set_max_listpack_entries > 0 ? (size_t)cfg->set_max_listpack_entries
+                                                            : 0;
     lim->max_pk_value = cfg->set_max_listpack_value > 0 ? (size_t)cfg->set_max_listpack_value : 0;
 }
 
@@ -225,7 +226,7 @@ CMD_HANDLER(spop)
 struct mlist {
     struct rv_str *v;
     size_t n;
-    char (*scratch)[HPK_SCRATCH];   /* integer members' text */
+    char (*scratch)[HPK_SCRATCH]; /* integer members' text */
 };
 
 static void
@@ -407,12 +408,12 @@ by_size(const void *a, const void *b)
 }
 
 struct algebra {
-    struct sobj **sets;   /* others to test against */
+    struct sobj **sets; /* others to test against */
     int nsets;
     enum set_op op;
     struct sobj *res;
     const struct sobj_lim *lim;
-    size_t limit;         /* SINTERCARD: stop counting here (0 = no limit) */
+    size_t limit; /* SINTERCARD: stop counting here (0 = no limit) */
     size_t count;
     bool count_only;
 };
@@ -455,7 +456,7 @@ algebra_run(struct sobj **sets, int n, struct algebra *a)
     if (a->op == SOP_INTER) {
         for (int i = 0; i < n; i++) {
             if (sets[i] == NULL) {
-                return;   /* a missing key is an empty set */
+                return; /* a missing key is an empty set */
             }
         }
         qsort(sets, (size_t)n, sizeof(*sets), by_size);

@@ -17,4 +17,4 @@
     ROW("sunionstore", cmd_sunionstore, -3, W | DO, 1, -1, 1, CAT_WRITE | CAT_SET | CAT_SLOW, "set", "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the union of multiple sets in a key.", "destination key [key ...]"),
     ROW("sdiffstore", cmd_sdiffstore, -3, W | DO, 1, -1, 1, CAT_WRITE | CAT_SET | CAT_SLOW, "set", "1.0.0", "O(N) where N is the total number of elements in all given sets.", "Stores the difference of multiple sets in a key.", "destination key [key ...]"),
     ROW("sscan", cmd_sscan, -3, RO | CMD_RANDOM, 1, 1, 1, CAT_READ | CAT_SET | CAT_SLOW, "set", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over members of a set.", "key cursor [MATCH pattern] [COUNT count]"),
-/* clang-format on */
+    /* clang-format on */

@@ -186,7 +186,7 @@ zadd_parse(struct conn *c, int argc, struct rv_str *argv, int first, int *flagsp
            int *nelp)
 {
     int i = first, flags = *flagsp;
-    bool opts = !(flags & ZA_INCR);    /* ZINCRBY takes no options */
+    bool opts = !(flags & ZA_INCR); /* ZINCRBY takes no options */
     for (; opts && i < argc; i++) {
         if (cmd_arg_is(argv[i], "nx")) flags |= ZA_NX;
         else if (cmd_arg_is(argv[i], "xx")) flags |= ZA_XX;
@@ -567,7 +567,7 @@ static void
 zrange_generic(struct conn *c, int argc, struct rv_str *argv, int type, bool rev, bool store)
 {
     struct zrange_req q = { .type = type, .rev = rev, .offset = 0, .limit = -1 };
-    int k = store ? 2 : 1;     /* source key index */
+    int k = store ? 2 : 1; /* source key index */
     if (!zrange_parse(c, argc, argv, k + 3, store, &q, argv[k + 1], argv[k + 2])) {
         return;
     }
@@ -877,7 +877,7 @@ agg(int how, double a, double b)
 {
     if (how == AGG_SUM) {
         double r = a + b;
-        return isnan(r) ? 0.0 : r;   /* inf + -inf */
+        return isnan(r) ? 0.0 : r; /* inf + -inf */
     }
     if (how == AGG_MIN) {
         return b < a ? b : a;
@@ -889,7 +889,7 @@ static double
 weighted(double s, double w)
 {
     double r = s * w;
-    return isnan(r) ? 0.0 : r;       /* inf * 0 */
+    return isnan(r) ? 0.0 : r; /* inf * 0 */
 }
 
 static int
@@ -923,7 +923,7 @@ setop_compute(struct conn *c, struct zsrc *src, size_t ns, int op, int how)
 
     if (op == OP_INTER || op == OP_DIFF) {
         if (op == OP_INTER) {
-            qsort(src, ns, sizeof(src[0]), cmp_src_len);   /* walk the smallest */
+            qsort(src, ns, sizeof(src[0]), cmp_src_len); /* walk the smallest */
         }
         if (src[0].z == NULL || zset_len(src[0].z) == 0) {
             return out;
@@ -1163,7 +1163,7 @@ CMD_HANDLER(zintercard)
             missing = true;
             continue;
         }
-        if (ks_entry_type(e) != KS_ZSET) {   /* TODO(set type): sets as inputs */
+        if (ks_entry_type(e) != KS_ZSET) { /* TODO(set type): sets as inputs */
             reply_err(c, RV_ERR_WRONGTYPE);
             goto done;
         }
@@ -1268,7 +1268,7 @@ CMD_HANDLER(zrandmember)
         reply_array(c, 0);
         return;
     }
-    if (count < 0) {             /* repeats allowed */
+    if (count < 0) { /* repeats allowed */
         size_t n = (size_t)(-count);
         reply_elems_header(c, n, withscores);
         for (size_t i = 0; i < n; i++) {

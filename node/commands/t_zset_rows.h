@@ -36,4 +36,4 @@
     ROW("zscan", cmd_zscan, -3, RO | CMD_RANDOM, 1, 1, 1, ZS_R | CAT_SLOW, "sorted_set", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.", "Iterates over members and scores of a sorted set.", "key cursor [MATCH pattern] [COUNT count]"),
 #undef ZS_R
 #undef ZS_W
-/* clang-format on */
+    /* clang-format on */

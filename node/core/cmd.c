@@ -19,7 +19,7 @@
 static struct cmd_spec *cmd_table;
 static size_t cmd_table_len;
 
-#define LOOKUP_SLOTS 1024   /* power of two, > 2x the number of commands */
+#define LOOKUP_SLOTS 1024 /* power of two, > 2x the number of commands */
 
 /* Built once by cmd_init() before any shard starts, read-only after. */
 static const struct cmd_spec *lookup_tab[LOOKUP_SLOTS];
@@ -183,10 +183,26 @@ cmd_lookup_sub(const struct cmd_spec *parent, const char *name, size_t len)
     return NULL;
 }
 
-size_t cmd_count(void) { return cmd_table_len; }
-const struct cmd_spec *cmd_at(size_t i) { return &cmd_table[i]; }
-size_t cmd_id_count(void) { return n_ids; }
-const struct cmd_spec *cmd_by_id(uint32_t id) { return id < n_ids ? by_id[id] : NULL; }
+size_t
+cmd_count(void)
+{
+    return cmd_table_len;
+}
+const struct cmd_spec *
+cmd_at(size_t i)
+{
+    return &cmd_table[i];
+}
+size_t
+cmd_id_count(void)
+{
+    return n_ids;
+}
+const struct cmd_spec *
+cmd_by_id(uint32_t id)
+{
+    return id < n_ids ? by_id[id] : NULL;
+}
 
 void
 cmd_fullname(const struct cmd_spec *s, char *out, size_t outsz)
@@ -271,7 +287,8 @@ cmd_arg_double(struct rv_str a, long double *out)
     char *end;
     errno = 0;
     long double v = strtold(buf, &end);
-    if (*end != '\0' || isnan(v) || (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO))) {
+    if (*end != '\0' || isnan(v) ||
+        (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO))) {
         return false;
     }
     *out = v;

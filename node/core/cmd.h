@@ -22,8 +22,8 @@ enum cmd_flag {
     CMD_FAST = 1u << 2,
     CMD_DENYOOM = 1u << 3,
     CMD_ADMIN = 1u << 4,
-    CMD_NOAUTH = 1u << 5,       /* allowed before authentication ("no_auth") */
-    CMD_LOADING = 1u << 6,      /* allowed while loading */
+    CMD_NOAUTH = 1u << 5,  /* allowed before authentication ("no_auth") */
+    CMD_LOADING = 1u << 6, /* allowed while loading */
     CMD_STALE = 1u << 7,
     CMD_NOSCRIPT = 1u << 8,
     CMD_PUBSUB = 1u << 9,
@@ -32,10 +32,10 @@ enum cmd_flag {
     CMD_NO_MULTI = 1u << 12,
     CMD_SKIP_SLOWLOG = 1u << 13,
     CMD_ALLOW_BUSY = 1u << 14,
-    CMD_DANGEROUS = 1u << 15,   /* ACL @dangerous */
-    CMD_RANDOM = 1u << 16,      /* nondeterministic output */
-    CMD_NOQUEUE = 1u << 17,     /* runs at once even inside MULTI (EXEC, DISCARD, WATCH, ...) */
-    CMD_SUBOK = 1u << 18,       /* allowed in RESP2 subscribed mode */
+    CMD_DANGEROUS = 1u << 15, /* ACL @dangerous */
+    CMD_RANDOM = 1u << 16,    /* nondeterministic output */
+    CMD_NOQUEUE = 1u << 17,   /* runs at once even inside MULTI (EXEC, DISCARD, WATCH, ...) */
+    CMD_SUBOK = 1u << 18,     /* allowed in RESP2 subscribed mode */
 };
 
 /* ACL categories, as COMMAND INFO reports them. */
@@ -67,20 +67,20 @@ enum cmd_cat {
 typedef int cmd_getkeys_fn(int argc, struct rv_str *argv, int *out, int max);
 
 struct cmd_spec {
-    const char *name;           /* lower case; for subcommands the subcommand name */
+    const char *name; /* lower case; for subcommands the subcommand name */
     cmd_fn *fn;
-    int arity;                  /* > 0 exact, < 0 at least -arity (name included) */
-    uint32_t flags;             /* enum cmd_flag */
-    int first, last, step;      /* key positions as COMMAND reports them (0 = none) */
-    uint32_t cats;              /* enum cmd_cat */
-    const char *group;          /* docs group: "string", "generic", ... */
-    const char *since;          /* Redis version that introduced it */
+    int arity;             /* > 0 exact, < 0 at least -arity (name included) */
+    uint32_t flags;        /* enum cmd_flag */
+    int first, last, step; /* key positions as COMMAND reports them (0 = none) */
+    uint32_t cats;         /* enum cmd_cat */
+    const char *group;     /* docs group: "string", "generic", ... */
+    const char *since;     /* Redis version that introduced it */
     const char *summary;
     const char *complexity;
-    const char *args;           /* argument syntax for docs, e.g. "key value [NX | XX]" */
-    cmd_getkeys_fn *getkeys;    /* for CMD_MOVABLEKEYS */
-    const struct cmd_spec *subs;/* subcommand table, terminated by a row with name NULL */
-    uint32_t id;                /* index for per-command stats; set at start-up */
+    const char *args;            /* argument syntax for docs, e.g. "key value [NX | XX]" */
+    cmd_getkeys_fn *getkeys;     /* for CMD_MOVABLEKEYS */
+    const struct cmd_spec *subs; /* subcommand table, terminated by a row with name NULL */
+    uint32_t id;                 /* index for per-command stats; set at start-up */
     const struct cmd_spec *parent;
 };
 
@@ -130,9 +130,9 @@ bool cmd_parse_mpop(struct conn *c, int argc, struct rv_str *argv, int at, const
  * [TYPE type] (SCAN only) [NOVALUES] (HSCAN only), parsed as Redis does. */
 enum scan_opt_allow { SCAN_ALLOW_TYPE = 1u << 0, SCAN_ALLOW_NOVALUES = 1u << 1 };
 struct scan_opts {
-    struct rv_str match;        /* p == NULL: no pattern (also for "*") */
-    struct rv_str type;         /* p == NULL: any type */
-    int64_t count;              /* 10 unless given */
+    struct rv_str match; /* p == NULL: no pattern (also for "*") */
+    struct rv_str type;  /* p == NULL: any type */
+    int64_t count;       /* 10 unless given */
     bool novalues;
 };
 /* Parse argv[from..]; on bad input replies Redis's error and returns false. */
@@ -140,7 +140,7 @@ bool cmd_parse_scan_opts(struct conn *c, int argc, struct rv_str *argv, int from
                          struct scan_opts *o);
 
 /* Argument helpers shared by handlers. */
-bool cmd_arg_is(struct rv_str a, const char *lower);   /* case-insensitive equality */
-bool cmd_arg_int(struct rv_str a, int64_t *out);       /* strict Redis string2ll */
-bool cmd_arg_double(struct rv_str a, long double *out);/* strtold, rejects NaN and spaces */
-bool cmd_arg_cursor(struct rv_str a, uint64_t *out);   /* SCAN cursor, read as strtoul() does */
+bool cmd_arg_is(struct rv_str a, const char *lower);    /* case-insensitive equality */
+bool cmd_arg_int(struct rv_str a, int64_t *out);        /* strict Redis string2ll */
+bool cmd_arg_double(struct rv_str a, long double *out); /* strtold, rejects NaN and spaces */
+bool cmd_arg_cursor(struct rv_str a, uint64_t *out);    /* SCAN cursor, read as strtoul() does */

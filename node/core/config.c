@@ -19,14 +19,14 @@
 enum cfg_kind { K_INT, K_MEM, K_BOOL, K_STR, K_ENUM };
 
 struct cfg_key {
-    const char *name;           /* canonical name, as CONFIG GET shows it */
-    const char *alias;          /* another accepted name, or NULL */
+    const char *name;  /* canonical name, as CONFIG GET shows it */
+    const char *alias; /* another accepted name, or NULL */
     enum cfg_kind kind;
     size_t off;
     const char *def;
     int64_t min, max;
     bool live;
-    const char *const *enums;   /* K_ENUM: value names, index = stored value */
+    const char *const *enums; /* K_ENUM: value names, index = stored value */
 };
 
 static const char *const dur_names[] = { "memory", "everysec", "always", NULL };
@@ -145,7 +145,8 @@ static const struct cfg_key *
 key_find(const char *s, size_t n)
 {
     for (size_t i = 0; i < NKEYS; i++) {
-        if (key_eq(cfg_keys[i].name, s, n) || (cfg_keys[i].alias && key_eq(cfg_keys[i].alias, s, n))) {
+        if (key_eq(cfg_keys[i].name, s, n) ||
+            (cfg_keys[i].alias && key_eq(cfg_keys[i].alias, s, n))) {
             return &cfg_keys[i];
         }
     }
@@ -166,9 +167,17 @@ cfg_parse_mem(const char *s, int64_t *out)
     }
     unsigned long long mul = 1;
     if (*end) {
-        static const struct { const char *u; unsigned long long m; } units[] = {
-            { "b", 1 }, { "k", 1000ull }, { "kb", 1024ull }, { "m", 1000000ull },
-            { "mb", 1048576ull }, { "g", 1000000000ull }, { "gb", 1073741824ull },
+        static const struct {
+            const char *u;
+            unsigned long long m;
+        } units[] = {
+            { "b", 1 },
+            { "k", 1000ull },
+            { "kb", 1024ull },
+            { "m", 1000000ull },
+            { "mb", 1048576ull },
+            { "g", 1000000000ull },
+            { "gb", 1073741824ull },
         };
         size_t i;
         for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
@@ -397,8 +406,9 @@ cfg_check(struct cfg *c, const char **key)
         *key = "shards";
         return "port + shards - 1 exceeds 65535";
     }
-    static const char *const policies[] = { "noeviction", "allkeys-lru", "allkeys-lfu",
-        "allkeys-random", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", NULL };
+    static const char *const policies[] = { "noeviction",      "allkeys-lru",  "allkeys-lfu",
+                                            "allkeys-random",  "volatile-lru", "volatile-lfu",
+                                            "volatile-random", "volatile-ttl", NULL };
     size_t pi;
     for (pi = 0; policies[pi] && strcasecmp(c->maxmemory_policy, policies[pi]) != 0; pi++) {
     }
@@ -408,7 +418,7 @@ cfg_check(struct cfg *c, const char **key)
                "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction";
     }
     if (strcmp(c->maxmemory_policy, policies[pi]) != 0) {
-        rv_free(c->maxmemory_policy);   /* CONFIG GET shows the canonical lower case */
+        rv_free(c->maxmemory_policy); /* CONFIG GET shows the canonical lower case */
         c->maxmemory_policy = rv_strndup(policies[pi], strlen(policies[pi]));
     }
     return NULL;
@@ -439,8 +449,10 @@ apply_repeatable(struct cfg *c, const char *key, const char *const *vals, int nv
     size_t off = 0;
     if (strcasecmp(key, "rename-command") == 0 || strcasecmp(key, "rename_command") == 0) {
         if (nvals != 2 || strchr(vals[0], ' ') || strchr(vals[1], ' ')) {
-            snprintf(err, errsz, "config error at %s: 'rename-command': expected <name> <new name> "
-                                 "(\"\" disables the command)", where);
+            snprintf(err, errsz,
+                     "config error at %s: 'rename-command': expected <name> <new name> "
+                     "(\"\" disables the command)",
+                     where);
             return -1;
         }
         snprintf(line, sizeof(line), "%s %s", vals[0], vals[1]);
@@ -471,7 +483,7 @@ cfg_defaults(void)
         const char *why = key_store(c, &cfg_keys[i], cfg_keys[i].def);
         (void)why;
     }
-    (void)parse_obl(c);     /* derived fields, so defaults format as a parsed config does */
+    (void)parse_obl(c); /* derived fields, so defaults format as a parsed config does */
     return c;
 }
 
@@ -487,7 +499,9 @@ cfg_dup(const struct cfg *src)
         }
     }
     c->acl_users = src->acl_users ? rv_strndup(src->acl_users, strlen(src->acl_users)) : NULL;
-    c->rename_commands = src->rename_commands ? rv_strndup(src->rename_commands, strlen(src->rename_commands)) : NULL;
+    c->rename_commands = src->rename_commands
+                             ? rv_strndup(src->rename_commands, strlen(src->rename_commands))
+                             : NULL;
     return c;
 }
 
@@ -626,7 +640,8 @@ load_file(struct cfg *c, const char *path, char *err, size_t errsz)
 {
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        snprintf(err, errsz, "config error at %s: cannot open config file: %s", path, strerror(errno));
+        snprintf(err, errsz, "config error at %s: cannot open config file: %s", path,
+                 strerror(errno));
         return -1;
     }
     char line[8192];
@@ -679,7 +694,8 @@ cfg_load(int argc, char **argv, char *err, size_t errsz)
     }
     while (i < argc) {
         if (strncmp(argv[i], "--", 2) != 0 || argv[i][2] == '\0') {
-            snprintf(err, errsz, "config error at argument %d: expected --key, got '%s'", i, argv[i]);
+            snprintf(err, errsz, "config error at argument %d: expected --key, got '%s'", i,
+                     argv[i]);
             goto fail;
         }
         const char *key = argv[i] + 2;
@@ -713,22 +729,18 @@ format_value(const struct cfg *c, const struct cfg_key *k, char *out, size_t out
     const char *base = (const char *)c;
     switch (k->kind) {
     case K_INT:
-    case K_MEM:
-        snprintf(out, outsz, "%lld", (long long)*(const int64_t *)(base + k->off));
-        break;
-    case K_BOOL:
-        snprintf(out, outsz, "%s", *(const bool *)(base + k->off) ? "yes" : "no");
-        break;
-    case K_ENUM:
-        snprintf(out, outsz, "%s", k->enums[*(const int64_t *)(base + k->off)]);
-        break;
+    case K_MEM: snprintf(out, outsz, "%lld", (long long)*(const int64_t *)(base + k->off)); break;
+    case K_BOOL: snprintf(out, outsz, "%s", *(const bool *)(base + k->off) ? "yes" : "no"); break;
+    case K_ENUM: snprintf(out, outsz, "%s", k->enums[*(const int64_t *)(base + k->off)]); break;
     case K_STR:
         if (k->off == offsetof(struct cfg, client_output_buffer_limit)) {
             /* as Redis shows it: every class, in bytes */
             snprintf(out, outsz, "normal %lld %lld %lld slave %lld %lld %lld pubsub %lld %lld %lld",
                      (long long)c->obl_hard[CFG_OBL_NORMAL], (long long)c->obl_soft[CFG_OBL_NORMAL],
-                     (long long)c->obl_secs[CFG_OBL_NORMAL], (long long)c->obl_hard[CFG_OBL_REPLICA],
-                     (long long)c->obl_soft[CFG_OBL_REPLICA], (long long)c->obl_secs[CFG_OBL_REPLICA],
+                     (long long)c->obl_secs[CFG_OBL_NORMAL],
+                     (long long)c->obl_hard[CFG_OBL_REPLICA],
+                     (long long)c->obl_soft[CFG_OBL_REPLICA],
+                     (long long)c->obl_secs[CFG_OBL_REPLICA],
                      (long long)c->obl_hard[CFG_OBL_PUBSUB], (long long)c->obl_soft[CFG_OBL_PUBSUB],
                      (long long)c->obl_secs[CFG_OBL_PUBSUB]);
             break;
@@ -777,9 +789,10 @@ cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vl
         return -1;
     }
     if (!k->live) {
-        snprintf(err, errsz,
-                 "ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config",
-                 k->name);
+        snprintf(
+            err, errsz,
+            "ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config",
+            k->name);
         return -1;
     }
     char *v = rv_strndup(val, vlen);
@@ -879,7 +892,7 @@ struct rw_file {
     bool has_mark;
 };
 
-static char rw_words[64][1024];       /* split_line scratch; under rw_lock */
+static char rw_words[64][1024]; /* split_line scratch; under rw_lock */
 
 static void
 rw_add(struct rw_file *f, const char *line, size_t n)
@@ -927,7 +940,7 @@ rw_read(struct rw_file *f, const char *path)
     while ((n = getline(&line, &lcap, fp)) >= 0) {
         rw_add(f, line, (size_t)n);
     }
-    free(line);     /* getline's buffer comes from libc */
+    free(line); /* getline's buffer comes from libc */
     fclose(fp);
     return 0;
 }
@@ -953,7 +966,8 @@ rw_line_gives(const char *line, const struct cfg_key *k, const char *val)
         vals[w - 1] = rw_words[w];
     }
     struct cfg *d = cfg_defaults();
-    bool same = nw > 0 && apply_kv(d, rw_words[0], vals, nw - 1, "rewrite", perr, sizeof(perr)) == 0;
+    bool same = nw > 0 &&
+                apply_kv(d, rw_words[0], vals, nw - 1, "rewrite", perr, sizeof(perr)) == 0;
     if (same) {
         format_value(d, k, fval, sizeof(fval));
         same = strcmp(val, fval) == 0;
@@ -970,7 +984,7 @@ rw_plan(const struct cfg *c, struct rw_file *f, struct rv_sbuf *out)
     static char dropped[] = "";
     char val[4096], dval[4096];
     struct rv_sbuf tail = { 0 };
-    char **repl = rv_calloc(f->n ? f->n : 1, sizeof(*repl));   /* NULL: keep; dropped: drop */
+    char **repl = rv_calloc(f->n ? f->n : 1, sizeof(*repl)); /* NULL: keep; dropped: drop */
     struct cfg *defs = cfg_defaults();
 
     for (size_t i = 0; i < NKEYS; i++) {
@@ -998,7 +1012,7 @@ rw_plan(const struct cfg *c, struct rw_file *f, struct rv_sbuf *out)
             }
         }
         if (val[0] == '\0' && strcmp(val, dval) == 0) {
-            repl[last] = dropped;      /* back to an empty default: the line goes */
+            repl[last] = dropped; /* back to an empty default: the line goes */
         } else {
             struct rv_sbuf one = { 0 };
             fmt_line(&one, k, val);

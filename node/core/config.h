@@ -14,48 +14,53 @@ enum cfg_durability { CFG_DUR_MEMORY = 0, CFG_DUR_EVERYSEC = 1, CFG_DUR_ALWAYS =
 enum cfg_obl_class { CFG_OBL_NORMAL = 0, CFG_OBL_REPLICA = 1, CFG_OBL_PUBSUB = 2 };
 enum cfg_supervised { CFG_SUP_NO = 0, CFG_SUP_UPSTART = 1, CFG_SUP_SYSTEMD = 2, CFG_SUP_AUTO = 3 };
 enum cfg_protected { CFG_PROT_NO = 0, CFG_PROT_YES = 1, CFG_PROT_LOCAL = 2 };
-enum cfg_loglevel { CFG_LOG_DEBUG = 0, CFG_LOG_VERBOSE = 1, CFG_LOG_NOTICE = 2, CFG_LOG_WARNING = 3 };
+enum cfg_loglevel {
+    CFG_LOG_DEBUG = 0,
+    CFG_LOG_VERBOSE = 1,
+    CFG_LOG_NOTICE = 2,
+    CFG_LOG_WARNING = 3
+};
 
 struct cfg {
     int64_t port;
-    char *bind;                 /* space-separated addresses; "*" = all IPv4 */
-    bool bind_explicit;         /* set by file/flag (protected mode needs to know) */
+    char *bind;         /* space-separated addresses; "*" = all IPv4 */
+    bool bind_explicit; /* set by file/flag (protected mode needs to know) */
     bool protected_mode;
     int64_t shards;
-    char *shard_cpus;           /* "" or a CPU list: "0,1,2" or "0-3" */
-    int64_t durability;         /* enum cfg_durability */
-    bool appendonly;            /* Redis alias: yes = durability from appendfsync */
+    char *shard_cpus;   /* "" or a CPU list: "0,1,2" or "0-3" */
+    int64_t durability; /* enum cfg_durability */
+    bool appendonly;    /* Redis alias: yes = durability from appendfsync */
     int64_t appendfsync;
-    char *save;                 /* accepted for redis.conf compatibility; unused until checkpoints */
+    char *save; /* accepted for redis.conf compatibility; unused until checkpoints */
     char *dir;
     char *requirepass;
     int64_t maxclients;
-    int64_t timeout;            /* idle client timeout, seconds, 0 = never */
+    int64_t timeout; /* idle client timeout, seconds, 0 = never */
     int64_t tcp_keepalive;
     int64_t tcp_backlog;
     int64_t hz;
     int64_t proto_max_bulk_len;
     int64_t client_query_buffer_limit;
-    int64_t loglevel;           /* enum cfg_loglevel */
+    int64_t loglevel; /* enum cfg_loglevel */
     char *logfile;
     /* Observability (metrics.c, slowlog.c, latency.c, base/log.c). */
-    int64_t slowlog_log_slower_than;    /* µs; < 0 off, 0 logs every command */
+    int64_t slowlog_log_slower_than; /* µs; < 0 off, 0 logs every command */
     int64_t slowlog_max_len;
-    int64_t latency_monitor_threshold;  /* ms; 0 off */
-    bool latency_tracking;              /* per-command latency histograms */
+    int64_t latency_monitor_threshold; /* ms; 0 off */
+    bool latency_tracking;             /* per-command latency histograms */
     char *latency_tracking_info_percentiles;
-    char *metrics_address;              /* "host:port" serves GET /metrics; "" off */
+    char *metrics_address; /* "host:port" serves GET /metrics; "" off */
     int64_t log_queue_lines;
     int64_t databases;
     char *cluster_announce_ip;
-    int64_t shutdown_timeout;   /* seconds to finish replies in flight on SIGTERM */
+    int64_t shutdown_timeout; /* seconds to finish replies in flight on SIGTERM */
     int64_t active_expire_effort;
-    char *on_role_change;               /* executable run on role changes (node/features/hook.h), "" = none */
-    int64_t on_role_change_timeout;     /* seconds before the hook is killed */
-    int64_t supervised;                 /* enum cfg_supervised: sd_notify when systemd/auto */
-    int64_t enable_debug_command;       /* enum cfg_protected: who may run DEBUG */
+    char *on_role_change; /* executable run on role changes (node/features/hook.h), "" = none */
+    int64_t on_role_change_timeout; /* seconds before the hook is killed */
+    int64_t supervised;             /* enum cfg_supervised: sd_notify when systemd/auto */
+    int64_t enable_debug_command;   /* enum cfg_protected: who may run DEBUG */
     /* Compact-encoding thresholds of the collection types (Redis's names). */
-    int64_t list_max_listpack_size;     /* > 0 entries per node, < 0: -1..-5 = 4..64 KiB */
+    int64_t list_max_listpack_size; /* > 0 entries per node, < 0: -1..-5 = 4..64 KiB */
     int64_t list_compress_depth;
     int64_t hash_max_listpack_entries;
     int64_t hash_max_listpack_value;
@@ -64,41 +69,41 @@ struct cfg {
     int64_t set_max_listpack_value;
     int64_t zset_max_listpack_entries;
     int64_t zset_max_listpack_value;
-    char *client_output_buffer_limit;   /* Redis syntax: "<class> <hard> <soft> <secs>" ... */
-    int64_t obl_hard[3], obl_soft[3], obl_secs[3];   /* parsed, by enum cfg_obl_class */
-    int64_t obl_check[3];       /* smallest non-zero of hard and soft, INT64_MAX when both are 0 */
-    int64_t wal_segment_bytes;          /* rotate WAL segments past this size */
-    int64_t checkpoint_wal_bytes;       /* checkpoint once the WAL grew this much (0 = never) */
-    int64_t wal_sync_min_interval_us;   /* always: 0 = adaptive sync pacing, N = fixed, -1 = off */
-    bool wal_accept_loss;               /* recovery keeps the valid prefix of a corrupt file */
+    char *client_output_buffer_limit; /* Redis syntax: "<class> <hard> <soft> <secs>" ... */
+    int64_t obl_hard[3], obl_soft[3], obl_secs[3]; /* parsed, by enum cfg_obl_class */
+    int64_t obl_check[3];      /* smallest non-zero of hard and soft, INT64_MAX when both are 0 */
+    int64_t wal_segment_bytes; /* rotate WAL segments past this size */
+    int64_t checkpoint_wal_bytes;     /* checkpoint once the WAL grew this much (0 = never) */
+    int64_t wal_sync_min_interval_us; /* always: 0 = adaptive sync pacing, N = fixed, -1 = off */
+    bool wal_accept_loss;             /* recovery keeps the valid prefix of a corrupt file */
     int64_t maxmemory;
     char *maxmemory_policy;
-    char *aclfile;                      /* ACL users file ("" = none); ACL LOAD/SAVE use it */
+    char *aclfile; /* ACL users file ("" = none); ACL LOAD/SAVE use it */
     /* Repeatable directives, not CONFIG GET keys: one line each, '\n'-separated. */
-    char *acl_users;                    /* `user <name> <rules...>`: "name rules..." */
-    char *rename_commands;              /* `rename-command <name> <new>`: "name new" ("" = disabled) */
+    char *acl_users;       /* `user <name> <rules...>`: "name rules..." */
+    char *rename_commands; /* `rename-command <name> <new>`: "name new" ("" = disabled) */
     int64_t maxmemory_samples;
     int64_t maxmemory_eviction_tenacity;
     int64_t lfu_log_factor;
     int64_t lfu_decay_time;
-    int64_t max_shard_bytes;            /* budget of each shard (0 = none) */
-    int64_t max_process_bytes;          /* budget of all shards together (0 = none) */
+    int64_t max_shard_bytes;   /* budget of each shard (0 = none) */
+    int64_t max_process_bytes; /* budget of all shards together (0 = none) */
     /* replication (replication/repl.h; Redis's names) */
-    char *replicaof;                    /* "host port" or "" */
+    char *replicaof; /* "host port" or "" */
     char *masterauth;
     char *masteruser;
     int64_t repl_backlog_size;
-    int64_t repl_timeout;               /* seconds */
-    int64_t repl_frame_limit;           /* largest message a replica takes from its primary */
-    int64_t repl_backlog_ttl;           /* seconds a gone replica's WAL position is kept */
-    int64_t repl_ship_delay_us;         /* records batched for replicas at most this long under load */
+    int64_t repl_timeout;       /* seconds */
+    int64_t repl_frame_limit;   /* largest message a replica takes from its primary */
+    int64_t repl_backlog_ttl;   /* seconds a gone replica's WAL position is kept */
+    int64_t repl_ship_delay_us; /* records batched for replicas at most this long under load */
     bool replica_read_only;
     bool replica_serve_stale_data;
     int64_t replica_priority;
     char *replica_announce_ip;
     int64_t replica_announce_port;
     int64_t min_replicas_to_write;
-    int64_t min_replicas_max_lag;       /* seconds */
+    int64_t min_replicas_max_lag; /* seconds */
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the
@@ -106,7 +111,7 @@ struct cfg {
 struct cfg *cfg_load(int argc, char **argv, char *err, size_t errsz);
 struct cfg *cfg_dup(const struct cfg *c);
 void cfg_destroy(struct cfg *c);
-const char *cfg_file(void);          /* the config file used, "" if none */
+const char *cfg_file(void); /* the config file used, "" if none */
 
 /* CONFIG GET: calls fn for every key matching the glob pattern, with its
  * canonical name and the value formatted as CONFIG GET shows it. */
@@ -114,8 +119,8 @@ typedef void cfg_visit_fn(void *arg, const char *name, const char *value);
 void cfg_get(const struct cfg *c, const char *pattern, size_t plen, cfg_visit_fn *fn, void *arg);
 /* CONFIG SET one key on c (a private copy). Returns 0, or -1 with a Redis
  * error text in err ("ERR Unknown option ...", "ERR CONFIG SET failed ..."). */
-int cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vlen,
-            char *err, size_t errsz);
+int cfg_set(struct cfg *c, const char *name, size_t nlen, const char *val, size_t vlen, char *err,
+            size_t errsz);
 /* CONFIG REWRITE: rewrite the config file the node started with so that it
  * gives c's values: comments, unknown keys and unchanged lines stay as they
  * are, changed keys are rewritten in place, others that differ from their

@@ -21,21 +21,22 @@ enum conn_flag {
     CONN_CLOSE_AFTER_REPLY = 1u << 0,
     CONN_CLOSE_ASAP = 1u << 1,
     CONN_REPLY_OFF = 1u << 2,
-    CONN_REPLY_SKIP_NEXT = 1u << 3,   /* set by CLIENT REPLY SKIP, applies to the next command */
-    CONN_REPLY_SKIP = 1u << 4,        /* suppress this command's reply */
+    CONN_REPLY_SKIP_NEXT = 1u << 3, /* set by CLIENT REPLY SKIP, applies to the next command */
+    CONN_REPLY_SKIP = 1u << 4,      /* suppress this command's reply */
     CONN_NO_EVICT = 1u << 5,
-    CONN_PENDING = 1u << 6,           /* on the shard's pending-write list */
-    CONN_WRITE_WAIT = 1u << 7,        /* EV_WRITE armed: socket buffer was full */
+    CONN_PENDING = 1u << 6,    /* on the shard's pending-write list */
+    CONN_WRITE_WAIT = 1u << 7, /* EV_WRITE armed: socket buffer was full */
     CONN_NO_TOUCH = 1u << 8,
-    CONN_READ_PAUSED = 1u << 9,       /* output backlog too large: input waits */
-    CONN_MULTI = 1u << 10,            /* inside MULTI: commands are queued */
-    CONN_PUBSUB = 1u << 11,           /* has subscriptions: RESP2 subscribed-mode rules */
-    CONN_BLOCKED = 1u << 12,          /* waiting in a blocking command: input waits */
-    CONN_BLOCK_RETRY = 1u << 13,      /* re-running the blocking command after a wake-up */
-    CONN_IN_EXEC = 1u << 14,          /* running the commands of EXEC */
+    CONN_READ_PAUSED = 1u << 9,  /* output backlog too large: input waits */
+    CONN_MULTI = 1u << 10,       /* inside MULTI: commands are queued */
+    CONN_PUBSUB = 1u << 11,      /* has subscriptions: RESP2 subscribed-mode rules */
+    CONN_BLOCKED = 1u << 12,     /* waiting in a blocking command: input waits */
+    CONN_BLOCK_RETRY = 1u << 13, /* re-running the blocking command after a wake-up */
+    CONN_IN_EXEC = 1u << 14,     /* running the commands of EXEC */
     CONN_REPLAY = 1u << 15,
-    CONN_EXEC_ABORT = 1u << 17,       /* EXEC's guard: an error reply is EXECABORT's reason */
-    CONN_HELD = 1u << 16,             /* output waits for the WAL (persist.c) */           /* internal: replays records (recovery, RESTORE); no socket */
+    CONN_EXEC_ABORT = 1u << 17, /* EXEC's guard: an error reply is EXECABORT's reason */
+    CONN_HELD = 1u << 16,
+    /* output waits for the WAL (persist.c) */ /* internal: replays records (recovery, RESTORE); no socket */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the
@@ -44,10 +45,10 @@ struct conn {
     struct shard *shard;
     int fd;
     uint32_t flags;
-    uint8_t proto;                    /* 2 or 3 */
-    bool authed;                      /* logged in (or no login needed when it connected) */
-    bool acl_slow;                    /* dispatcher must call acl_allow() (see acl.h) */
-    const struct acl_user *user;      /* in the shard's ACL snapshot; never NULL on a socket */
+    uint8_t proto;               /* 2 or 3 */
+    bool authed;                 /* logged in (or no login needed when it connected) */
+    bool acl_slow;               /* dispatcher must call acl_allow() (see acl.h) */
+    const struct acl_user *user; /* in the shard's ACL snapshot; never NULL on a socket */
     struct buf rbuf;
     struct buf wbuf;
     struct resp_parser parser;
@@ -55,7 +56,7 @@ struct conn {
     struct event wev;
     uint64_t id;
     char *name;
-    char *lib_name, *lib_ver;         /* CLIENT SETINFO, or NULL */
+    char *lib_name, *lib_ver; /* CLIENT SETINFO, or NULL */
     int64_t ctime_ms;
     int64_t last_ms;
     const struct cmd_spec *last_cmd;
@@ -63,26 +64,28 @@ struct conn {
      * errorstats, total_error_replies), and the code of the last one. */
     uint32_t nerr;
     char errcode[32];
-    struct multi_state *mstate;       /* MULTI queue and WATCHed keys (multi.c), or NULL */
-    struct pubsub_conn *ps;           /* subscriptions (pubsub.c), or NULL */
-    struct block_state *bstate;       /* blocking command in progress (block.c), or NULL */
-    int64_t obl_soft_since;           /* when output first exceeded the soft limit, 0 = not */
-    struct conn *prev, *next;         /* shard's list of connections */
-    struct conn *pnext;               /* shard's pending-write list */
+    struct multi_state *mstate; /* MULTI queue and WATCHed keys (multi.c), or NULL */
+    struct pubsub_conn *ps;     /* subscriptions (pubsub.c), or NULL */
+    struct block_state *bstate; /* blocking command in progress (block.c), or NULL */
+    int64_t obl_soft_since;     /* when output first exceeded the soft limit, 0 = not */
+    struct conn *prev, *next;   /* shard's list of connections */
+    struct conn *pnext;         /* shard's pending-write list */
     /* persist.c: output may leave only once the WAL covers what the client
      * could have seen. marks[i]: output up to stream position pos needs LSN
      * lsn (written or synced, by mode); positions count bytes ever queued. */
-    struct persist *persist;          /* the shard's (persist.h), for the inline checks */
-    struct conn *hnext;               /* on the shard's held list (CONN_HELD) */
-    uint64_t own_lsn;                 /* last record this client's writes produced */
-    uint64_t out_done;                /* output bytes written to the socket so far */
-    struct { uint64_t pos, lsn; } marks[4];
+    struct persist *persist; /* the shard's (persist.h), for the inline checks */
+    struct conn *hnext;      /* on the shard's held list (CONN_HELD) */
+    uint64_t own_lsn;        /* last record this client's writes produced */
+    uint64_t out_done;       /* output bytes written to the socket so far */
+    struct {
+        uint64_t pos, lsn;
+    } marks[4];
     uint8_t nmarks;
-    size_t cmd_start;                 /* rbuf offset of the command being dispatched (a write
+    size_t cmd_start; /* rbuf offset of the command being dispatched (a write
                                          paused by FAILOVER is parsed again from here) */
     char addr[64];
     char laddr[64];
-    char lip[48];                     /* local IP (for MOVED / CLUSTER SLOTS) */
+    char lip[48]; /* local IP (for MOVED / CLUSTER SLOTS) */
 };
 
 /* The socket I/O behind conn_close, conn_flush and conn_resume, provided by
@@ -110,6 +113,7 @@ struct ks *conn_ks(const struct conn *c);
 /* "host:port" of an IPv4/IPv6 socket address into out ("?:0" for another
  * family), and the host alone into ip when ip is not NULL (CLIENT LIST addr=). */
 struct sockaddr_storage;
-void conn_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip, size_t ipsz);
+void conn_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip,
+                   size_t ipsz);
 
 int64_t conn_now_ms(const struct conn *c);

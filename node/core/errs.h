@@ -31,7 +31,7 @@ enum rv_client_err {
     RV_CLIENT_ERRORS(RV_ERR_ENUM)
 #undef RV_ERR_ENUM
     RV_ERR__COUNT
-/* clang-format on */
+    /* clang-format on */
 };
 
 extern const char *const rv_client_err_text[RV_ERR__COUNT];

@@ -49,7 +49,7 @@ lookup_notouch(struct conn *c, struct rv_str k, bool stats)
     struct ks *ks = conn_ks(c);
     struct ks_entry *e = ks_peek(ks, k.p, k.len);
     if (e != NULL && entry_expired(e, conn_now_ms(c))) {
-        e = ks_lookup(ks, k.p, k.len, conn_now_ms(c));   /* deletes it */
+        e = ks_lookup(ks, k.p, k.len, conn_now_ms(c)); /* deletes it */
     }
     if (stats) {
         lookup_count(c, e != NULL);

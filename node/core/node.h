@@ -13,14 +13,14 @@ struct shard;
 struct node {
     unsigned nshards;
     struct shard **shards;
-    char (*ids)[41];                 /* per-shard 40-hex node ids (CLUSTER MYID) */
+    char (*ids)[41]; /* per-shard 40-hex node ids (CLUSTER MYID) */
     char run_id[41];
-    _Atomic(struct cfg *) cfg;       /* latest snapshot; older ones are kept until exit */
+    _Atomic(struct cfg *) cfg; /* latest snapshot; older ones are kept until exit */
     atomic_uint_fast64_t cfg_version;
     atomic_bool shutdown;
-    atomic_bool save_on_exit;        /* SHUTDOWN SAVE: every shard checkpoints before exiting */
-    atomic_uint_fast64_t stat_gen;   /* CONFIG RESETSTAT generation */
-    atomic_long nclients;            /* client connections on all shards (maxclients) */
+    atomic_bool save_on_exit;      /* SHUTDOWN SAVE: every shard checkpoints before exiting */
+    atomic_uint_fast64_t stat_gen; /* CONFIG RESETSTAT generation */
+    atomic_long nclients;          /* client connections on all shards (maxclients) */
     int64_t start_ms;
     char executable[4096];
     char config_file[4096];

@@ -39,7 +39,7 @@ reply_error_text(struct conn *c, const char *s, size_t n)
     }
     /* Error text must be one line: newlines would break the protocol. */
     char clean[1024];
-    clean[0] = '\0';   /* (n may be 0) */
+    clean[0] = '\0'; /* (n may be 0) */
     if (n > sizeof(clean)) {
         n = sizeof(clean);
     }
@@ -84,10 +84,26 @@ reply_err_arity(struct conn *c, const char *cmdname)
     reply_errf(c, "ERR wrong number of arguments for '%s' command", cmdname);
 }
 
-void reply_int(struct conn *c, int64_t v) { resp_w_int(&c->wbuf, v); }
-void reply_bulk(struct conn *c, const void *p, size_t n) { resp_w_bulk(&c->wbuf, p, n); }
-void reply_bulk_cstr(struct conn *c, const char *s) { resp_w_bulk(&c->wbuf, s, strlen(s)); }
-void reply_bulk_int(struct conn *c, int64_t v) { resp_w_bulk_int(&c->wbuf, v); }
+void
+reply_int(struct conn *c, int64_t v)
+{
+    resp_w_int(&c->wbuf, v);
+}
+void
+reply_bulk(struct conn *c, const void *p, size_t n)
+{
+    resp_w_bulk(&c->wbuf, p, n);
+}
+void
+reply_bulk_cstr(struct conn *c, const char *s)
+{
+    resp_w_bulk(&c->wbuf, s, strlen(s));
+}
+void
+reply_bulk_int(struct conn *c, int64_t v)
+{
+    resp_w_bulk_int(&c->wbuf, v);
+}
 void
 reply_bulk_u64(struct conn *c, uint64_t v)
 {
@@ -100,14 +116,46 @@ reply_bulk_u64(struct conn *c, uint64_t v)
     resp_w_bulk(&c->wbuf, buf + n, sizeof(buf) - n);
 }
 
-void reply_bulk_ldouble(struct conn *c, long double v) { resp_w_bulk_double(&c->wbuf, v); }
-void reply_double(struct conn *c, double v) { resp_w_double(&c->wbuf, c->proto, v); }
-void reply_bool(struct conn *c, bool v) { resp_w_bool(&c->wbuf, c->proto, v); }
-void reply_null(struct conn *c) { resp_w_null(&c->wbuf, c->proto); }
-void reply_null_array(struct conn *c) { resp_w_null_array(&c->wbuf, c->proto); }
-void reply_array(struct conn *c, size_t n) { resp_w_array(&c->wbuf, n); }
-void reply_map(struct conn *c, size_t npairs) { resp_w_map(&c->wbuf, c->proto, npairs); }
-void reply_set(struct conn *c, size_t n) { resp_w_set(&c->wbuf, c->proto, n); }
+void
+reply_bulk_ldouble(struct conn *c, long double v)
+{
+    resp_w_bulk_double(&c->wbuf, v);
+}
+void
+reply_double(struct conn *c, double v)
+{
+    resp_w_double(&c->wbuf, c->proto, v);
+}
+void
+reply_bool(struct conn *c, bool v)
+{
+    resp_w_bool(&c->wbuf, c->proto, v);
+}
+void
+reply_null(struct conn *c)
+{
+    resp_w_null(&c->wbuf, c->proto);
+}
+void
+reply_null_array(struct conn *c)
+{
+    resp_w_null_array(&c->wbuf, c->proto);
+}
+void
+reply_array(struct conn *c, size_t n)
+{
+    resp_w_array(&c->wbuf, n);
+}
+void
+reply_map(struct conn *c, size_t npairs)
+{
+    resp_w_map(&c->wbuf, c->proto, npairs);
+}
+void
+reply_set(struct conn *c, size_t n)
+{
+    resp_w_set(&c->wbuf, c->proto, n);
+}
 
 void
 reply_verbatim(struct conn *c, const char *s, size_t n)
@@ -146,7 +194,8 @@ reply_help(struct conn *c, const char *cmd, const char *const *lines)
         n++;
     }
     reply_array(c, n + 3);
-    snprintf(head, sizeof(head), "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd);
+    snprintf(head, sizeof(head),
+             "%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", cmd);
     reply_simple(c, head);
     for (size_t i = 0; i < n; i++) {
         reply_simple(c, lines[i]);

@@ -21,16 +21,16 @@ void reply_int(struct conn *c, int64_t v);
 void reply_bulk(struct conn *c, const void *p, size_t n);
 void reply_bulk_cstr(struct conn *c, const char *s);
 void reply_bulk_int(struct conn *c, int64_t v);
-void reply_bulk_u64(struct conn *c, uint64_t v);     /* e.g. SCAN cursors */
+void reply_bulk_u64(struct conn *c, uint64_t v); /* e.g. SCAN cursors */
 void reply_bulk_ldouble(struct conn *c, long double v);
 void reply_double(struct conn *c, double v);
 void reply_bool(struct conn *c, bool v);
-void reply_null(struct conn *c);            /* RESP2 $-1, RESP3 _ */
-void reply_null_array(struct conn *c);      /* RESP2 *-1, RESP3 _ */
+void reply_null(struct conn *c);       /* RESP2 $-1, RESP3 _ */
+void reply_null_array(struct conn *c); /* RESP2 *-1, RESP3 _ */
 void reply_array(struct conn *c, size_t n);
 void reply_map(struct conn *c, size_t npairs);
 void reply_set(struct conn *c, size_t n);
-void reply_verbatim(struct conn *c, const char *s, size_t n);   /* "txt" verbatim */
+void reply_verbatim(struct conn *c, const char *s, size_t n); /* "txt" verbatim */
 /* A HELP reply: "<CMD> <subcommand> ...", the lines, then HELP's own line. */
 void reply_help(struct conn *c, const char *cmd, const char *const *lines);
 /* Unknown-length aggregate: begin returns a handle, end writes the count. */

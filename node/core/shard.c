@@ -92,7 +92,8 @@ shard_sample_rates(struct shard *s, int64_t now)
 {
     if (s->last_sample_ms == 0 || now <= (int64_t)s->last_sample_ms) {
         s->last_sample_ms = (uint64_t)now;
-        s->last = (struct shard_sample){ (double)s->stats.commands, (double)s->stats.net_input_bytes,
+        s->last = (struct shard_sample){ (double)s->stats.commands,
+                                         (double)s->stats.net_input_bytes,
                                          (double)s->stats.net_output_bytes };
         return;
     }
@@ -117,9 +118,21 @@ sample_mean(const struct shard *s, size_t off)
     return sum / SHARD_SAMPLES;
 }
 
-double shard_ops_per_sec(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, ops)); }
-double shard_input_kbps(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, in)) / 1024; }
-double shard_output_kbps(const struct shard *s) { return sample_mean(s, offsetof(struct shard_sample, out)) / 1024; }
+double
+shard_ops_per_sec(const struct shard *s)
+{
+    return sample_mean(s, offsetof(struct shard_sample, ops));
+}
+double
+shard_input_kbps(const struct shard *s)
+{
+    return sample_mean(s, offsetof(struct shard_sample, in)) / 1024;
+}
+double
+shard_output_kbps(const struct shard *s)
+{
+    return sample_mean(s, offsetof(struct shard_sample, out)) / 1024;
+}
 
 void
 shard_wake(struct shard *s)
@@ -131,25 +144,103 @@ shard_wake(struct shard *s)
     }
 }
 
-unsigned shard_id(const struct shard *s) { return s->id; }
-struct node *shard_node(const struct shard *s) { return s->node; }
-struct ks *shard_ks(const struct shard *s) { return s->ks; }
-struct evict **shard_evict(struct shard *s) { return &s->evict; }
-struct ks *shard_swap_ks(struct shard *s, struct ks *ks) { struct ks *o = s->ks; s->ks = ks; return o; }
-const struct cfg *shard_cfg(const struct shard *s) { return s->cfg; }
-struct event_base *shard_base(const struct shard *s) { return s->base; }
-int64_t shard_now_ms(const struct shard *s) { return s->now_ms; }
-struct shard_stats *shard_stats(struct shard *s) { return &s->stats; }
-struct cmd_stat *shard_cmdstats(struct shard *s) { return s->cmdstats; }
-bool shard_multi(const struct shard *s) { return s->node->nshards > 1; }
-struct conn *shard_conn_first(struct shard *s) { return s->conns; }
-struct dict **shard_watched(struct shard *s) { return &s->watched; }
-struct pubsub **shard_pubsub(struct shard *s) { return &s->pubsub; }
-struct block_shard **shard_blocking(struct shard *s) { return &s->blocking; }
-struct hash_ttl_index **shard_hash_ttl(struct shard *s) { return &s->hash_ttl; }
-struct metrics *shard_metrics(struct shard *s) { return s->metrics; }
-struct acl_snap **shard_acl(struct shard *s) { return &s->acl; }
-uint64_t *shard_acl_gen(struct shard *s) { return &s->acl_gen; }
+unsigned
+shard_id(const struct shard *s)
+{
+    return s->id;
+}
+struct node *
+shard_node(const struct shard *s)
+{
+    return s->node;
+}
+struct ks *
+shard_ks(const struct shard *s)
+{
+    return s->ks;
+}
+struct evict **
+shard_evict(struct shard *s)
+{
+    return &s->evict;
+}
+struct ks *
+shard_swap_ks(struct shard *s, struct ks *ks)
+{
+    struct ks *o = s->ks;
+    s->ks = ks;
+    return o;
+}
+const struct cfg *
+shard_cfg(const struct shard *s)
+{
+    return s->cfg;
+}
+struct event_base *
+shard_base(const struct shard *s)
+{
+    return s->base;
+}
+int64_t
+shard_now_ms(const struct shard *s)
+{
+    return s->now_ms;
+}
+struct shard_stats *
+shard_stats(struct shard *s)
+{
+    return &s->stats;
+}
+struct cmd_stat *
+shard_cmdstats(struct shard *s)
+{
+    return s->cmdstats;
+}
+bool
+shard_multi(const struct shard *s)
+{
+    return s->node->nshards > 1;
+}
+struct conn *
+shard_conn_first(struct shard *s)
+{
+    return s->conns;
+}
+struct dict **
+shard_watched(struct shard *s)
+{
+    return &s->watched;
+}
+struct pubsub **
+shard_pubsub(struct shard *s)
+{
+    return &s->pubsub;
+}
+struct block_shard **
+shard_blocking(struct shard *s)
+{
+    return &s->blocking;
+}
+struct hash_ttl_index **
+shard_hash_ttl(struct shard *s)
+{
+    return &s->hash_ttl;
+}
+struct metrics *
+shard_metrics(struct shard *s)
+{
+    return s->metrics;
+}
+struct acl_snap **
+shard_acl(struct shard *s)
+{
+    return &s->acl;
+}
+uint64_t *
+shard_acl_gen(struct shard *s)
+{
+    return &s->acl_gen;
+}
 
 void
 shard_wake_all(struct node *n, struct shard *except)
@@ -172,7 +263,11 @@ shard_pubsub_count(const struct shard *s)
 {
     return atomic_load_explicit(&((struct shard *)s)->pubsub_subs, memory_order_relaxed);
 }
-size_t shard_conn_count(const struct shard *s) { return s->nconns; }
+size_t
+shard_conn_count(const struct shard *s)
+{
+    return s->nconns;
+}
 
 int64_t
 shard_refresh_clock(struct shard *s)
@@ -231,7 +326,8 @@ shard_conn_link(struct shard *s, struct conn *c)
     }
     s->conns = c;
     s->nconns++;
-    atomic_fetch_add_explicit(&s->node->nclients, 1, memory_order_relaxed);   /* maxclients is node-wide */
+    atomic_fetch_add_explicit(&s->node->nclients, 1,
+                              memory_order_relaxed); /* maxclients is node-wide */
 }
 
 void
@@ -259,7 +355,11 @@ shard_conn_unlink(struct shard *s, struct conn *c)
     }
 }
 
-struct persist **shard_persist(struct shard *s) { return &s->persist; }
+struct persist **
+shard_persist(struct shard *s)
+{
+    return &s->persist;
+}
 
 void
 shard_set_clock(struct shard *s, int64_t ms)
@@ -289,4 +389,3 @@ shard_want_write(struct shard *s, struct conn *c)
         s->pending = c;
     }
 }
-

@@ -30,7 +30,7 @@ struct shard_stats {
     uint64_t client_qbuf_limit_disconnections;
     uint64_t protocol_errors;
     uint64_t client_output_limit_disconnections;
-    uint64_t expired_keys_base;   /* keyspace counter at the last CONFIG RESETSTAT */
+    uint64_t expired_keys_base; /* keyspace counter at the last CONFIG RESETSTAT */
     uint64_t evicted_keys;
 };
 
@@ -42,13 +42,13 @@ struct shard_stats {
  * read the words with relaxed loads. */
 struct cmd_stat {
     uint64_t calls;
-    uint64_t cycles;      /* TSC cycles spent in the handler */
-    uint64_t failed;      /* handler replied with an error */
-    uint64_t rejected;    /* refused before running (arity, auth, routing) */
-    uint64_t hist[CMD_LAT_BUCKETS];   /* latency-tracking yes */
+    uint64_t cycles;                /* TSC cycles spent in the handler */
+    uint64_t failed;                /* handler replied with an error */
+    uint64_t rejected;              /* refused before running (arity, auth, routing) */
+    uint64_t hist[CMD_LAT_BUCKETS]; /* latency-tracking yes */
 };
 
-void shard_wake(struct shard *s);              /* any thread: re-check shutdown/config */
+void shard_wake(struct shard *s); /* any thread: re-check shutdown/config */
 unsigned shard_id(const struct shard *s);
 struct node *shard_node(const struct shard *s);
 struct ks *shard_ks(const struct shard *s);
@@ -56,7 +56,7 @@ struct ks *shard_ks(const struct shard *s);
 struct ks *shard_swap_ks(struct shard *s, struct ks *ks);
 const struct cfg *shard_cfg(const struct shard *s);
 struct event_base *shard_base(const struct shard *s);
-int64_t shard_now_ms(const struct shard *s);           /* cached, refreshed per read batch */
+int64_t shard_now_ms(const struct shard *s); /* cached, refreshed per read batch */
 int64_t shard_refresh_clock(struct shard *s);
 /* Replay: run with a record's clock. Recovery: the clock never goes below ms. */
 void shard_set_clock(struct shard *s, int64_t ms);
@@ -64,13 +64,13 @@ void shard_set_clock_floor(struct shard *s, int64_t ms);
 struct persist;
 struct persist **shard_persist(struct shard *s);
 struct shard_stats *shard_stats(struct shard *s);
-struct cmd_stat *shard_cmdstats(struct shard *s);      /* indexed by cmd_spec.id */
+struct cmd_stat *shard_cmdstats(struct shard *s); /* indexed by cmd_spec.id */
 void shard_reset_stats(struct shard *s);
 /* Rates over the last ~1.6 s, sampled by the shard's timer (INFO instantaneous_*). */
 double shard_ops_per_sec(const struct shard *s);
 double shard_input_kbps(const struct shard *s);
 double shard_output_kbps(const struct shard *s);
-bool shard_multi(const struct shard *s);                /* more than one shard in the node */
+bool shard_multi(const struct shard *s); /* more than one shard in the node */
 bool shard_owns_slot(const struct shard *s, unsigned slot);
 void shard_slots(const struct shard *s, unsigned *lo, unsigned *hi);
 uint64_t shard_next_conn_id(struct shard *s);
@@ -82,9 +82,9 @@ void shard_adopt_cfg(struct shard *s);
 /* What the layers above the shard's state do on its events, set once by the
  * server before any shard starts (the state cannot call up into them). */
 struct shard_hooks {
-    void (*output)(struct conn *c);          /* output queued while a WAL is open (persistence) */
-    void (*cfg_adopted)(struct shard *s);    /* a new config snapshot was adopted (eviction budgets) */
-    void (*stats_reset)(struct shard *s);    /* CONFIG RESETSTAT (metrics) */
+    void (*output)(struct conn *c);       /* output queued while a WAL is open (persistence) */
+    void (*cfg_adopted)(struct shard *s); /* a new config snapshot was adopted (eviction budgets) */
+    void (*stats_reset)(struct shard *s); /* CONFIG RESETSTAT (metrics) */
 };
 void shard_set_hooks(const struct shard_hooks *h);
 /* Measure the time-stamp counter's rate once (the first shard created does). */

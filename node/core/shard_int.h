@@ -32,7 +32,7 @@ struct shard {
     struct event *wakeev;
     struct event *cronev;
     struct event *rehashev;
-    struct event *evictev;        /* while over a memory budget: evict a slice every ms */
+    struct event *evictev; /* while over a memory budget: evict a slice every ms */
     pthread_t thread;
     int cpu;
     atomic_bool done;
@@ -56,7 +56,7 @@ struct shard {
     struct acl_snap *acl;
     uint64_t acl_gen;
     struct evict *evict;
-    int64_t clock_floor;          /* recovery: the clock never goes below replayed time */
+    int64_t clock_floor; /* recovery: the clock never goes below replayed time */
     atomic_ulong pubsub_subs;
     _Atomic(struct shard_msg *) inbox;
     struct shard_sample samples[SHARD_SAMPLES];
@@ -64,4 +64,3 @@ struct shard {
     uint64_t last_sample_ms;
     struct shard_sample last;
 };
-

@@ -22,16 +22,16 @@
 #include <string.h>
 
 struct acl_snap {
-    struct acl_user **users;   /* sorted by name */
+    struct acl_user **users; /* sorted by name */
     size_t n;
-    int refs;                  /* the publisher's + one per shard that points into it */
-    bool auth_required;        /* default user off or with passwords */
+    int refs;           /* the publisher's + one per shard that points into it */
+    bool auth_required; /* default user off or with passwords */
 };
 
 atomic_uint_fast64_t acl_gen = 1;
 
 static pthread_mutex_t acl_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct acl_snap *acl_cur;      /* guarded by acl_mu */
+static struct acl_snap *acl_cur; /* guarded by acl_mu */
 
 /* ---------------------------------------------------------------- snapshots */
 
@@ -226,8 +226,9 @@ load_lines(struct acl_snap *s, const char *text, const char *path, char *err, si
         }
         if (path) {
             if (strncmp(q, "user", 4) != 0 || (q[4] != ' ' && q[4] != '\t')) {
-                snprintf(err, errsz, "%s:%d should start with user keyword followed by the username",
-                         path, lineno);
+                snprintf(err, errsz,
+                         "%s:%d should start with user keyword followed by the username", path,
+                         lineno);
                 return -1;
             }
             q += 4;
@@ -241,23 +242,25 @@ load_lines(struct acl_snap *s, const char *text, const char *path, char *err, si
         }
         size_t nlen = (size_t)(q - name);
         if (nlen == 0) {
-            snprintf(err, errsz, path ? "%s:%d should start with user keyword followed by the username"
-                                      : "%s:%d: 'user' needs a user name",
+            snprintf(err, errsz,
+                     path ? "%s:%d should start with user keyword followed by the username"
+                          : "%s:%d: 'user' needs a user name",
                      path ? path : "user", lineno);
             return -1;
         }
         const char *bad = NULL, *why = NULL;
         size_t badlen = 0;
         switch (declare_user(s, name, nlen, q, &default_seen, &bad, &badlen, &why)) {
-        case DECL_OK:
-            break;
+        case DECL_OK: break;
         case DECL_DUP:
             if (path) {
-                snprintf(err, errsz, "WARNING: Duplicate user '%.*s' found on line %d", (int)nlen, name,
-                         lineno);
+                snprintf(err, errsz, "WARNING: Duplicate user '%.*s' found on line %d", (int)nlen,
+                         name, lineno);
             } else {
-                snprintf(err, errsz, "Error in user declaration '%.*s': Duplicate user found. A user "
-                                     "can only be defined once in config files", (int)nlen, name);
+                snprintf(err, errsz,
+                         "Error in user declaration '%.*s': Duplicate user found. A user "
+                         "can only be defined once in config files",
+                         (int)nlen, name);
             }
             return -1;
         case DECL_RULE:
@@ -265,8 +268,8 @@ load_lines(struct acl_snap *s, const char *text, const char *path, char *err, si
                 snprintf(err, errsz, "%s:%d: Error in applying operation '%.*s': %s", path, lineno,
                          (int)badlen, bad, why);
             } else {
-                snprintf(err, errsz, "user '%.*s': rule '%.*s': %s", (int)nlen, name, (int)badlen, bad,
-                         why);
+                snprintf(err, errsz, "user '%.*s': rule '%.*s': %s", (int)nlen, name, (int)badlen,
+                         bad, why);
             }
             return -1;
         }
@@ -299,15 +302,16 @@ load_file(const char *path, const struct acl_user *def, char *err, size_t errsz)
     buf_deinit(&text);
     if (rc != 0) {
         size_t l = strlen(err);
-        snprintf(err + l, errsz - l, ". WARNING: ACL errors detected, no change to the previously "
-                                     "active ACL rules was performed");
+        snprintf(err + l, errsz - l,
+                 ". WARNING: ACL errors detected, no change to the previously "
+                 "active ACL rules was performed");
         snap_free(s);
         return NULL;
     }
     return s;
 }
 
-static char acl_path[4096];   /* aclfile, "" = none; set once by acl_init */
+static char acl_path[4096]; /* aclfile, "" = none; set once by acl_init */
 
 int
 acl_init(const char *requirepass, const char *user_lines, const char *aclfile, char *err,
@@ -322,8 +326,9 @@ acl_init(const char *requirepass, const char *user_lines, const char *aclfile, c
     struct acl_snap *s;
     if (aclfile && aclfile[0]) {
         if (user_lines && user_lines[0]) {
-            snprintf(err, errsz, "users are defined both with 'user' lines and in 'aclfile': define "
-                                 "them in one place only");
+            snprintf(err, errsz,
+                     "users are defined both with 'user' lines and in 'aclfile': define "
+                     "them in one place only");
             acl_user_free(d);
             return -1;
         }
@@ -484,7 +489,7 @@ acl_user_name(const struct acl_user *u)
 struct acl_log_entry {
     uint64_t id;
     int64_t count;
-    const char *reason;         /* static */
+    const char *reason; /* static */
     char context[16];
     char *object;
     char *username;
@@ -493,7 +498,7 @@ struct acl_log_entry {
 };
 
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct acl_log_entry log_ring[ACL_LOG_MAX];   /* newest first, log_n valid */
+static struct acl_log_entry log_ring[ACL_LOG_MAX]; /* newest first, log_n valid */
 static size_t log_n;
 static uint64_t log_next_id;
 
@@ -520,7 +525,10 @@ static void
 acl_log_add(struct conn *c, const char *reason, const char *obj, size_t objlen, const char *user,
             size_t ulen)
 {
-    int kind = reason[0] == 'a' ? 0 : reason[0] == 'c' && reason[1] == 'o' ? 1 : reason[0] == 'k' ? 2 : 3;
+    int kind = reason[0] == 'a'                       ? 0
+               : reason[0] == 'c' && reason[1] == 'o' ? 1
+               : reason[0] == 'k'                     ? 2
+                                                      : 3;
     atomic_fetch_add_explicit(&denied[kind], 1, memory_order_relaxed);
     struct buf ci;
     buf_init(&ci);
@@ -540,7 +548,7 @@ acl_log_add(struct conn *c, const char *reason, const char *obj, size_t objlen, 
             e->updated_ms = now;
             rv_free(e->client_info);
             e->client_info = rv_strndup(ci.data ? ci.data : "", ci.len);
-            struct acl_log_entry tmp = *e;         /* move to the front */
+            struct acl_log_entry tmp = *e; /* move to the front */
             memmove(&log_ring[1], &log_ring[0], i * sizeof(log_ring[0]));
             log_ring[0] = tmp;
             pthread_mutex_unlock(&log_mu);
@@ -622,9 +630,11 @@ static void
 reply_noperm(struct conn *c, const char *reason)
 {
     if (c->flags & CONN_IN_EXEC) {
-        reply_errf(c, "NOPERM ACLs rules changed between the moment the transaction was accumulated "
-                      "and the EXEC call. This command is no longer allowed for the following reason: %s",
-                   reason);
+        reply_errf(
+            c,
+            "NOPERM ACLs rules changed between the moment the transaction was accumulated "
+            "and the EXEC call. This command is no longer allowed for the following reason: %s",
+            reason);
     } else {
         reply_errf(c, "NOPERM %s", reason);
     }
@@ -644,11 +654,11 @@ acl_allow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
     int bad = 0;
     char full[96], why[256];
     switch (acl_user_check(u, cmd, argc, argv, &bad)) {
-    case ACL_OK:
-        return true;
+    case ACL_OK: return true;
     case ACL_DENY_CMD:
         cmd_fullname(cmd, full, sizeof(full));
-        snprintf(why, sizeof(why), "User %s has no permissions to run the '%s' command", u->name, full);
+        snprintf(why, sizeof(why), "User %s has no permissions to run the '%s' command", u->name,
+                 full);
         reply_noperm(c, why);
         acl_log_add(c, "command", full, strlen(full), u->name, strlen(u->name));
         return false;
@@ -711,8 +721,8 @@ adopt_everywhere(struct shard *s)
 }
 
 int
-acl_setuser(struct shard *s, struct rv_str name, int nrules, const struct rv_str *rules,
-            char *err, size_t errsz)
+acl_setuser(struct shard *s, struct rv_str name, int nrules, const struct rv_str *rules, char *err,
+            size_t errsz)
 {
     if (!valid_username(name)) {
         snprintf(err, errsz, "ERR Usernames can't contain spaces or null characters");
@@ -759,7 +769,8 @@ acl_deluser(struct shard *s, int n, const struct rv_str *names, char *err, size_
         struct acl_user *u = snap_find(next, names[i].p, names[i].len, &pos);
         if (u) {
             acl_user_free(u);
-            memmove(&next->users[pos], &next->users[pos + 1], (next->n - pos - 1) * sizeof(*next->users));
+            memmove(&next->users[pos], &next->users[pos + 1],
+                    (next->n - pos - 1) * sizeof(*next->users));
             next->n--;
             gone++;
         }
@@ -822,7 +833,8 @@ acl_load(struct shard *s, char *err, size_t errsz)
     }
     char why[1024];
     pthread_mutex_lock(&acl_mu);
-    struct acl_snap *next = load_file(acl_path, snap_find(acl_cur, "default", 7, NULL), why, sizeof(why));
+    struct acl_snap *next = load_file(acl_path, snap_find(acl_cur, "default", 7, NULL), why,
+                                      sizeof(why));
     if (next == NULL) {
         pthread_mutex_unlock(&acl_mu);
         snprintf(err, errsz, "ERR %s", why);
@@ -871,16 +883,17 @@ acl_save(char *err, size_t errsz)
     if (!ok) {
         log_warn("ACL SAVE: cannot write '%s': %s", acl_path, strerror(errno));
         unlink(tmp);
-        snprintf(err, errsz, "ERR There was an error trying to save the ACLs. Please check the server "
-                             "logs for more information");
+        snprintf(err, errsz,
+                 "ERR There was an error trying to save the ACLs. Please check the server "
+                 "logs for more information");
         return -1;
     }
     return 0;
 }
 
 bool
-acl_dryrun(struct rv_str user, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
-           char *why, size_t whysz, bool *nouser)
+acl_dryrun(struct rv_str user, const struct cmd_spec *cmd, int argc, struct rv_str *argv, char *why,
+           size_t whysz, bool *nouser)
 {
     pthread_mutex_lock(&acl_mu);
     const struct acl_user *u = snap_find(acl_cur, user.p, user.len, NULL);
@@ -890,12 +903,11 @@ acl_dryrun(struct rv_str user, const struct cmd_spec *cmd, int argc, struct rv_s
         int bad = 0;
         char full[96];
         switch (acl_user_check(u, cmd, argc, argv, &bad)) {
-        case ACL_OK:
-            ok = true;
-            break;
+        case ACL_OK: ok = true; break;
         case ACL_DENY_CMD:
             cmd_fullname(cmd, full, sizeof(full));
-            snprintf(why, whysz, "User %s has no permissions to run the '%s' command", u->name, full);
+            snprintf(why, whysz, "User %s has no permissions to run the '%s' command", u->name,
+                     full);
             break;
         case ACL_DENY_KEY:
             snprintf(why, whysz, "User %s has no permissions to access the '%.*s' key", u->name,

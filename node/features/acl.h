@@ -46,8 +46,9 @@ void acl_shutdown(void);
 void acl_set_requirepass(const char *pass);
 
 /* ---- shards and connections ---- */
-extern atomic_uint_fast64_t acl_gen;            /* bumped by every publish */
-static inline uint64_t acl_gen_now(void)
+extern atomic_uint_fast64_t acl_gen; /* bumped by every publish */
+static inline uint64_t
+acl_gen_now(void)
 {
     return atomic_load_explicit(&acl_gen, memory_order_acquire);
 }
@@ -104,7 +105,8 @@ struct acl_snap *acl_snap_get(void);
 void acl_snap_put(struct acl_snap *s);
 size_t acl_snap_count(const struct acl_snap *s);
 const struct acl_user *acl_snap_user(const struct acl_snap *s, size_t i);
-const struct acl_user *acl_snap_find(const struct acl_snap *s, struct rv_str name);   /* NULL if none */
+const struct acl_user *acl_snap_find(const struct acl_snap *s,
+                                     struct rv_str name); /* NULL if none */
 
 /* A user in text, as ACL LIST and the ACL file write it:
  * "user <name> on #<hash> ~keys resetchannels &chans <command rules>". */
@@ -125,9 +127,9 @@ void acl_user_chans_text(const struct acl_user *u, struct buf *b);
  * newest first; *n says how many. Free them with acl_log_free. */
 struct acl_log_view {
     uint64_t id;
-    int64_t count;                /* refusals merged into the entry */
-    const char *reason;           /* "auth", "command", "key", "channel" */
-    const char *context;          /* "toplevel", "multi" */
+    int64_t count;       /* refusals merged into the entry */
+    const char *reason;  /* "auth", "command", "key", "channel" */
+    const char *context; /* "toplevel", "multi" */
     const char *object, *username, *client_info;
     int64_t created_ms, updated_ms;
 };

@@ -15,35 +15,35 @@ enum {
     U_NOPASS = 1u << 1,
     U_ALLKEYS = 1u << 2,
     U_ALLCHANNELS = 1u << 3,
-    U_SANITIZE = 1u << 4,      /* shown as Redis shows it; payloads are always validated */
+    U_SANITIZE = 1u << 4, /* shown as Redis shows it; payloads are always validated */
     U_SKIP_SANITIZE = 1u << 5,
 };
 
 struct acl_keypat {
     char *pat;
     size_t len;
-    uint8_t perm;              /* ACL_PERM_R | ACL_PERM_W */
+    uint8_t perm; /* ACL_PERM_R | ACL_PERM_W */
 };
 
 struct acl_user {
     char *name;
     uint32_t flags;
-    bool fast;                 /* on + every command, key and channel: no checks */
+    bool fast; /* on + every command, key and channel: no checks */
     int npass;
     uint8_t (*pass)[ACL_HASH_LEN];
     int nkeys;
     struct acl_keypat *keys;
     int nchans;
     char **chans;
-    uint64_t *cmds;            /* bitmap by cmd_spec.id */
-    char *cmdrules;            /* "+@all -debug", as ACL LIST shows them */
+    uint64_t *cmds; /* bitmap by cmd_spec.id */
+    char *cmdrules; /* "+@all -debug", as ACL LIST shows them */
 };
 
 /* ---- acl_user.c ---- */
 /* A new user: off, no passwords, no keys, no channels, no commands (Redis's defaults). */
 struct acl_user *acl_user_new(const char *name, size_t len);
 struct acl_user *acl_user_dup(const struct acl_user *src);
-void acl_user_free(struct acl_user *u);                  /* NULL is a no-op */
+void acl_user_free(struct acl_user *u); /* NULL is a no-op */
 /* One rule; NULL or Redis's reason. */
 const char *acl_user_apply(struct acl_user *u, const char *r, size_t n);
 /* Recompute u->fast (after rules changed, before publishing). */

@@ -25,9 +25,9 @@ bitmap_words(void)
 /* ---------------------------------------------------------------- categories */
 
 static const char *const cat_names[] = {
-    "keyspace", "read", "write", "string", "connection", "server", "slow", "fast",
-    "admin", "dangerous", "pubsub", "transaction", "list", "hash", "set", "sortedset",
-    "bitmap", "hyperloglog", "geo", "blocking", "scripting", "stream",
+    "keyspace", "read",        "write",  "string",      "connection", "server", "slow", "fast",
+    "admin",    "dangerous",   "pubsub", "transaction", "list",       "hash",   "set",  "sortedset",
+    "bitmap",   "hyperloglog", "geo",    "blocking",    "scripting",  "stream",
 };
 
 const char *
@@ -165,7 +165,8 @@ parse_hex_hash(const char *p, size_t n, uint8_t out[ACL_HASH_LEN])
     }
     for (size_t i = 0; i < ACL_HASH_LEN; i++) {
         unsigned hi = (unsigned)(p[2 * i] <= '9' ? p[2 * i] - '0' : p[2 * i] - 'a' + 10);
-        unsigned lo = (unsigned)(p[2 * i + 1] <= '9' ? p[2 * i + 1] - '0' : p[2 * i + 1] - 'a' + 10);
+        unsigned lo = (unsigned)(p[2 * i + 1] <= '9' ? p[2 * i + 1] - '0'
+                                                     : p[2 * i + 1] - 'a' + 10);
         out[i] = (uint8_t)(hi << 4 | lo);
     }
     return true;
@@ -684,7 +685,7 @@ chan_args(const struct cmd_spec *cmd, bool *all, bool *literal)
 
 enum acl_deny
 acl_user_check(const struct acl_user *u, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
-           int *bad)
+               int *bad)
 {
     if (u->fast || (cmd->flags & CMD_NOAUTH)) {
         return ACL_OK;

@@ -15,12 +15,12 @@
 struct block_state {
     const struct cmd_spec *cmd;
     int argc;
-    struct rv_str *argv;          /* copy: argv array then bytes, one allocation */
+    struct rv_str *argv; /* copy: argv array then bytes, one allocation */
     int *keyidx;
     int nkeys;
     enum block_timeout_reply tr;
     struct event *timer;
-    bool reblocked;               /* set by block_wait during a re-run */
+    bool reblocked; /* set by block_wait during a re-run */
 };
 
 /* Connections waiting on one key, oldest first. */
@@ -30,8 +30,8 @@ struct waiters {
 };
 
 struct block_shard {
-    struct dict *waiting;         /* key -> struct waiters * */
-    struct rv_str *ready;         /* keys signalled since the last serve (owned copies) */
+    struct dict *waiting; /* key -> struct waiters * */
+    struct rv_str *ready; /* keys signalled since the last serve (owned copies) */
     size_t nready, capready;
     bool serving;
 };
@@ -148,11 +148,11 @@ block_wait(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
            const int *keyidx, int nkeys, int64_t deadline_ms, enum block_timeout_reply tr)
 {
     if (c->flags & CONN_BLOCK_RETRY) {
-        c->bstate->reblocked = true;      /* keep our place in line */
+        c->bstate->reblocked = true; /* keep our place in line */
         return;
     }
     if (c->flags & (CONN_MULTI | CONN_IN_EXEC)) {
-        reply_timeout(c, tr);             /* a transaction never blocks */
+        reply_timeout(c, tr); /* a transaction never blocks */
         return;
     }
     struct block_state *b = rv_calloc(1, sizeof(*b));
@@ -187,7 +187,7 @@ block_wait(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
         }
         bool dup = false;
         for (size_t j = 0; j < w->n && !dup; j++) {
-            dup = w->v[j] == c;          /* BLPOP k k: wait once */
+            dup = w->v[j] == c; /* BLPOP k k: wait once */
         }
         if (dup) {
             continue;
@@ -323,7 +323,7 @@ collect_waiters(void *arg, struct dict_entry *e)
             seen = cs->v[j] == w->v[i];
         }
         if (seen) {
-            continue;                /* waits on several keys */
+            continue; /* waits on several keys */
         }
         if (cs->n == cs->cap) {
             cs->cap = cs->cap ? cs->cap * 2 : 8;

@@ -19,8 +19,8 @@ struct shard;
 struct cmd_spec;
 
 enum block_timeout_reply {
-    BLOCK_REPLY_NULL_ARRAY,   /* BLPOP, BRPOP, BLMPOP, BZPOPMIN/MAX, BZMPOP */
-    BLOCK_REPLY_NULL,         /* BLMOVE, BRPOPLPUSH */
+    BLOCK_REPLY_NULL_ARRAY, /* BLPOP, BRPOP, BLMPOP, BZPOPMIN/MAX, BZMPOP */
+    BLOCK_REPLY_NULL,       /* BLMOVE, BRPOPLPUSH */
 };
 
 /* Parse a blocking timeout in seconds (fractions allowed) into an absolute

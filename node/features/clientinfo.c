@@ -49,16 +49,17 @@ clientinfo_line(struct conn *me, struct conn *c, struct buf *out)
     pubsub_counts(c, &sub, &psub, &ssub);
     size_t qmem;
     long queued = multi_queued(c, &qmem);
-    int n = snprintf(line, sizeof(line),
-                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
-                     "sub=%zu psub=%zu ssub=%zu multi=%ld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu "
-                     "rbs=%zu rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=%s "
-                     "user=%s redir=-1 resp=%d\n",
-                     (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
-                     (long long)((now - c->ctime_ms) / 1000), (long long)((now - c->last_ms) / 1000),
-                     flags, sub, psub, ssub, queued, qbuf, c->rbuf.cap - c->rbuf.len, qmem, c->rbuf.cap, c->rbuf.len,
-                     c->wbuf.len - c->wbuf.off, sizeof(*c) + c->rbuf.cap + c->wbuf.cap + qmem,
-                     (c->flags & CONN_WRITE_WAIT) ? "w" : "", full, acl_user_name(c->user), c->proto);
+    int n = snprintf(
+        line, sizeof(line),
+        "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
+        "sub=%zu psub=%zu ssub=%zu multi=%ld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=%zu "
+        "rbs=%zu rbp=%zu obl=0 oll=0 omem=%zu tot-mem=%zu events=r%s cmd=%s "
+        "user=%s redir=-1 resp=%d\n",
+        (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
+        (long long)((now - c->ctime_ms) / 1000), (long long)((now - c->last_ms) / 1000), flags, sub,
+        psub, ssub, queued, qbuf, c->rbuf.cap - c->rbuf.len, qmem, c->rbuf.cap, c->rbuf.len,
+        c->wbuf.len - c->wbuf.off, sizeof(*c) + c->rbuf.cap + c->wbuf.cap + qmem,
+        (c->flags & CONN_WRITE_WAIT) ? "w" : "", full, acl_user_name(c->user), c->proto);
     /* Fields Redis added after resp: drop the newline and append them. */
     n = n > 0 && (size_t)n < sizeof(line) ? n - 1 : 0;
     n += snprintf(line + n, sizeof(line) - (size_t)n, " watch=%zu lib-name=%s lib-ver=%s\n",

@@ -20,30 +20,30 @@
 #define EV_POOL 16
 
 static const char *const policy_names[] = {
-    "noeviction",     "allkeys-lru",  "allkeys-lfu",     "allkeys-random",
-    "volatile-lru",   "volatile-lfu", "volatile-random", "volatile-ttl",
+    "noeviction",   "allkeys-lru",  "allkeys-lfu",     "allkeys-random",
+    "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
 };
 #define NPOLICIES (sizeof(policy_names) / sizeof(policy_names[0]))
 
 /* A candidate: its key (a private copy) and how good a victim it is. */
 struct ev_cand {
     uint64_t score;
-    const void *ent;              /* the entry when sampled: a cheap duplicate check only */
+    const void *ent; /* the entry when sampled: a cheap duplicate check only */
     char *key;
     size_t klen, cap;
 };
 
 struct evict {
-    struct evict_hot hot;         /* first: evict_hot() casts */
-    const struct cfg *cfg;        /* the snapshot the fields below come from */
+    struct evict_hot hot;  /* first: evict_hot() casts */
+    const struct cfg *cfg; /* the snapshot the fields below come from */
     int policy;
-    long long shard_limit;        /* 0 = none */
+    long long shard_limit; /* 0 = none */
     long long process_limit;
     unsigned samples;
-    uint64_t slice_us;            /* per admission; 0 = unbounded */
+    uint64_t slice_us; /* per admission; 0 = unbounded */
     long long carry;
-    _Atomic long long published;  /* the charge at this shard's last check (others read it) */
-    _Atomic long long pub_peak;   /* peak, for other shards' INFO */
+    _Atomic long long published; /* the charge at this shard's last check (others read it) */
+    _Atomic long long pub_peak;  /* peak, for other shards' INFO */
     long long peak;
     uint64_t evicted;
     uint64_t rnd;
@@ -141,7 +141,7 @@ evict_adopt_cfg(struct shard *s)
     int p = evict_policy_parse(cfg->maxmemory_policy);
     p = p < 0 ? EVICT_NOEVICTION : p;
     if (p != ev->policy) {
-        ev->npool = 0;            /* scores of another policy do not compare */
+        ev->npool = 0; /* scores of another policy do not compare */
     }
     ev->policy = p;
     unsigned n = shard_node(s)->nshards;
@@ -210,12 +210,9 @@ score_of(struct evict *ev, struct ks *ks, const struct ks_entry *e, int64_t now)
     }
     switch (ev->policy) {
     case EVICT_ALLKEYS_LFU:
-    case EVICT_VOLATILE_LFU:
-        return 255 - ks_entry_freq(ks, e, now);
-    case EVICT_VOLATILE_TTL:
-        return UINT64_MAX - 1 - (uint64_t)dl;
-    default:
-        return ks_entry_idle_ms(e, now);
+    case EVICT_VOLATILE_LFU: return 255 - ks_entry_freq(ks, e, now);
+    case EVICT_VOLATILE_TTL: return UINT64_MAX - 1 - (uint64_t)dl;
+    default: return ks_entry_idle_ms(e, now);
     }
 }
 
@@ -238,11 +235,11 @@ pool_insert(struct evict *ev, const struct ks_entry *e, struct rv_str key, uint6
     }
     struct ev_cand spare;
     if (n < EV_POOL) {
-        spare = ev->pool[n];                      /* a free slot: shift [p, n) right */
+        spare = ev->pool[n]; /* a free slot: shift [p, n) right */
         memmove(&ev->pool[p + 1], &ev->pool[p], (n - p) * sizeof(spare));
         ev->npool++;
     } else {
-        spare = ev->pool[0];                      /* full: drop the worst, shift [1, p) left */
+        spare = ev->pool[0]; /* full: drop the worst, shift [1, p) left */
         memmove(&ev->pool[0], &ev->pool[1], (p - 1) * sizeof(spare));
         p--;
     }
@@ -361,8 +358,16 @@ evict_cron(struct shard *s)
     return false;
 }
 
-uint64_t evict_evicted_keys(struct shard *s) { return (*shard_evict(s))->evicted; }
-long long evict_peak(struct shard *s) { return (*shard_evict(s))->peak; }
+uint64_t
+evict_evicted_keys(struct shard *s)
+{
+    return (*shard_evict(s))->evicted;
+}
+long long
+evict_peak(struct shard *s)
+{
+    return (*shard_evict(s))->peak;
+}
 
 bool
 evict_lfu(struct shard *s)
@@ -430,28 +435,33 @@ evict_info_memory(struct shard *s, struct buf *b)
         }
     }
     buf_appendf(b, "# Memory\r\nused_memory:%lld\r\nused_memory_human:%s\r\n", node,
-         human(h[0], (double)node));
-    buf_appendf(b, "used_memory_rss:%zu\r\nused_memory_rss_human:%s\r\n", rss, human(h[1], (double)rss));
-    buf_appendf(b, "used_memory_peak:%lld\r\nused_memory_peak_human:%s\r\n"
-            "used_memory_peak_perc:%.2f%%\r\n",
-         peak, human(h[2], (double)peak), peak > 0 ? 100.0 * (double)node / (double)peak : 0.0);
-    buf_appendf(b, "allocator_allocated:%zu\r\nallocator_active:%zu\r\nallocator_resident:%zu\r\n", alloc,
-         rv_mem_active(), rv_mem_resident());
+                human(h[0], (double)node));
+    buf_appendf(b, "used_memory_rss:%zu\r\nused_memory_rss_human:%s\r\n", rss,
+                human(h[1], (double)rss));
+    buf_appendf(b,
+                "used_memory_peak:%lld\r\nused_memory_peak_human:%s\r\n"
+                "used_memory_peak_perc:%.2f%%\r\n",
+                peak, human(h[2], (double)peak),
+                peak > 0 ? 100.0 * (double)node / (double)peak : 0.0);
+    buf_appendf(b, "allocator_allocated:%zu\r\nallocator_active:%zu\r\nallocator_resident:%zu\r\n",
+                alloc, rv_mem_active(), rv_mem_resident());
     long long sysmem = (long long)sysconf(_SC_PHYS_PAGES) * (long long)sysconf(_SC_PAGESIZE);
     buf_appendf(b, "total_system_memory:%lld\r\ntotal_system_memory_human:%s\r\n", sysmem,
-         human(h[3], (double)sysmem));
+                human(h[3], (double)sysmem));
     buf_appendf(b, "maxmemory:%lld\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
-         (long long)cfg->maxmemory, human(h[3], (double)cfg->maxmemory),
-         evict_policy_name(ev->policy));
+                (long long)cfg->maxmemory, human(h[3], (double)cfg->maxmemory),
+                evict_policy_name(ev->policy));
     buf_appendf(b, "mem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%lld\r\n",
-         node > 0 ? (double)rss / (double)node : 0.0, (long long)rss - node);
+                node > 0 ? (double)rss / (double)node : 0.0, (long long)rss - node);
     buf_appendf(b, "mem_clients_normal:%zu\r\nmem_allocator:%s\r\n", evict_clients_mem(s),
-         rv_mem_allocator());
-    buf_appendf(b, "shard_used_memory:%lld\r\nshard_used_memory_human:%s\r\n"
-            "shard_used_memory_peak:%lld\r\n",
-         mine, human(h[0], (double)mine), ev->peak);
-    buf_appendf(b, "shard_maxmemory:%lld\r\nmax_shard_bytes:%lld\r\nmax_process_bytes:%lld\r\n"
-            "maxmemory_samples:%lld\r\nmemory_scope:node\r\n\r\n",
-         ev->shard_limit, (long long)cfg->max_shard_bytes, (long long)cfg->max_process_bytes,
-         (long long)cfg->maxmemory_samples);
+                rv_mem_allocator());
+    buf_appendf(b,
+                "shard_used_memory:%lld\r\nshard_used_memory_human:%s\r\n"
+                "shard_used_memory_peak:%lld\r\n",
+                mine, human(h[0], (double)mine), ev->peak);
+    buf_appendf(b,
+                "shard_maxmemory:%lld\r\nmax_shard_bytes:%lld\r\nmax_process_bytes:%lld\r\n"
+                "maxmemory_samples:%lld\r\nmemory_scope:node\r\n\r\n",
+                ev->shard_limit, (long long)cfg->max_shard_bytes, (long long)cfg->max_process_bytes,
+                (long long)cfg->maxmemory_samples);
 }

@@ -42,7 +42,7 @@ enum evict_policy {
 /* The first member of a shard's eviction state: what the request path checks
  * inline before calling in (one load and a branch while no budget is set). */
 struct evict_hot {
-    bool armed;                      /* some budget is set: DENYOOM commands call evict_admit */
+    bool armed; /* some budget is set: DENYOOM commands call evict_admit */
 };
 static inline const struct evict_hot *
 evict_hot(const struct evict *ev)
@@ -63,8 +63,8 @@ void evict_add_carry(struct evict *ev, long long bytes);
 void evict_adopt_cfg(struct shard *s);
 
 /* Shard thread only. */
-long long evict_shard_used(struct shard *s);        /* this shard's charge */
-long long evict_node_used(struct shard *s);         /* all shards (others as last published) */
+long long evict_shard_used(struct shard *s); /* this shard's charge */
+long long evict_node_used(struct shard *s);  /* all shards (others as last published) */
 /* Before a CMD_DENYOOM command when armed: false when it must be refused (-OOM). */
 bool evict_admit(struct shard *s);
 /* From the shard timer: publish the charge, track the peak, continue evicting
@@ -72,9 +72,9 @@ bool evict_admit(struct shard *s);
  * (call again in a millisecond). */
 bool evict_cron(struct shard *s);
 uint64_t evict_evicted_keys(struct shard *s);
-bool evict_lfu(struct shard *s);                    /* an LFU policy is in force */
+bool evict_lfu(struct shard *s); /* an LFU policy is in force */
 /* INFO memory, and MEMORY STATS / DOCTOR figures. */
 void evict_info_memory(struct shard *s, struct buf *b);
 long long evict_peak(struct shard *s);
-long long evict_shard_limit(struct shard *s);       /* effective budget of this shard, 0 = none */
-size_t evict_clients_mem(struct shard *s);          /* connection buffers of this shard */
+long long evict_shard_limit(struct shard *s); /* effective budget of this shard, 0 = none */
+size_t evict_clients_mem(struct shard *s);    /* connection buffers of this shard */

@@ -36,7 +36,7 @@ static struct node *hook_node;
 static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hook_cond = PTHREAD_COND_INITIALIZER;
 static struct hook_job *hook_head, *hook_tail;
-static unsigned hook_queued;     /* queued + running */
+static unsigned hook_queued; /* queued + running */
 static bool hook_thread_up;
 
 void
@@ -74,7 +74,8 @@ hook_run(struct hook_job *j)
     posix_spawnattr_init(&attr);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &dfl);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -110,7 +111,8 @@ hook_run(struct hook_job *j)
     }
     int64_t ms = ((int64_t)clock_mono_us() - t0) / 1000;
     if (killed) {
-        log_warn("on_role_change: '%s' killed after the %" PRId64 " s limit", j->path, j->timeout_s);
+        log_warn("on_role_change: '%s' killed after the %" PRId64 " s limit", j->path,
+                 j->timeout_s);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         log_notice("on_role_change: '%s' exited with status 0 after %" PRId64 " ms", j->path, ms);
     } else if (WIFEXITED(status)) {

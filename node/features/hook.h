@@ -15,7 +15,7 @@ struct node;
  * before any shard starts. */
 void hook_setup(struct node *n);
 /* Queue one run (dropped with a warning when 64 are already waiting). */
-void hook_role_change(const char *old_role, const char *new_role, uint64_t epoch,
-                      const char *host, int port);
+void hook_role_change(const char *old_role, const char *new_role, uint64_t epoch, const char *host,
+                      int port);
 /* Hooks queued or running (tests, DEBUG); 0 when idle. */
 unsigned hook_pending(void);

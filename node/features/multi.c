@@ -17,22 +17,22 @@
 struct mq_cmd {
     const struct cmd_spec *cmd;
     int argc;
-    struct rv_str *argv;      /* argv array followed by the argument bytes: one allocation */
+    struct rv_str *argv; /* argv array followed by the argument bytes: one allocation */
 };
 
 struct watched_key {
     char *key;
     size_t len;
-    bool existed;             /* present (and not expired) when WATCH ran */
+    bool existed; /* present (and not expired) when WATCH ran */
 };
 
 struct multi_state {
     bool in_multi;
-    bool dirty_exec;          /* a queued command was refused: EXECABORT */
-    bool dirty_cas;           /* a watched key was written */
+    bool dirty_exec; /* a queued command was refused: EXECABORT */
+    bool dirty_cas;  /* a watched key was written */
     struct mq_cmd *q;
     size_t nq, capq;
-    size_t qbytes;            /* what the queued commands hold (CLIENT LIST multi-mem=) */
+    size_t qbytes; /* what the queued commands hold (CLIENT LIST multi-mem=) */
     struct watched_key *w;
     size_t nw, capw;
 };
@@ -277,12 +277,12 @@ exec_refused(struct conn *c, const struct multi_state *m)
     if (!writes || !persist_hot(c->persist)->guard) {
         return false;
     }
-    c->flags = (c->flags & ~CONN_MULTI) | CONN_EXEC_ABORT;   /* judged as one write */
+    c->flags = (c->flags & ~CONN_MULTI) | CONN_EXEC_ABORT; /* judged as one write */
     bool refused = persist_refuse_write(c);
-    bool replied = !(c->flags & CONN_EXEC_ABORT);              /* reply.c took the flag */
+    bool replied = !(c->flags & CONN_EXEC_ABORT); /* reply.c took the flag */
     c->flags = (c->flags & ~CONN_EXEC_ABORT) | CONN_MULTI;
     if (!refused || !replied) {
-        return refused;              /* runs, or paused (a FAILOVER) with no reply yet */
+        return refused; /* runs, or paused (a FAILOVER) with no reply yet */
     }
     multi_release(c);
     return true;

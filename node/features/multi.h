@@ -45,12 +45,12 @@ void multi_begin(struct conn *c);
 /* Whether EXEC may run c's transaction now, checked in this order. */
 enum multi_verdict {
     MULTI_RUN,
-    MULTI_OOM,            /* over maxmemory, a queued command may grow memory */
-    MULTI_HELD,           /* the write gate refused (replied EXECABORT, transaction
+    MULTI_OOM,          /* over maxmemory, a queued command may grow memory */
+    MULTI_HELD,         /* the write gate refused (replied EXECABORT, transaction
                            * dropped) or paused it (no reply: EXEC runs again later) */
-    MULTI_STALE,          /* stale replica, a queued command may not run on one */
-    MULTI_ABORTED,        /* a command was refused while queueing */
-    MULTI_WATCH_FAILED,   /* a watched key changed */
+    MULTI_STALE,        /* stale replica, a queued command may not run on one */
+    MULTI_ABORTED,      /* a command was refused while queueing */
+    MULTI_WATCH_FAILED, /* a watched key changed */
 };
 /* Inside MULTI only. Every verdict but MULTI_RUN and MULTI_HELD leaves the
  * transaction for the caller to reply and multi_release(). */

@@ -25,17 +25,17 @@ struct pattern_sub {
 
 /* Per shard. */
 struct pubsub {
-    struct dict *channels;        /* channel -> struct subs * */
-    struct dict *schannels;       /* shard channel -> struct subs * */
+    struct dict *channels;  /* channel -> struct subs * */
+    struct dict *schannels; /* shard channel -> struct subs * */
     struct pattern_sub *pats;
     size_t npats, cappats;
 };
 
 /* Per connection. */
 struct pubsub_conn {
-    struct dict *channels;        /* key-only */
-    struct dict *schannels;       /* key-only */
-    struct rv_str *pats;          /* owned copies */
+    struct dict *channels;  /* key-only */
+    struct dict *schannels; /* key-only */
+    struct rv_str *pats;    /* owned copies */
     size_t npats, cappats;
 };
 
@@ -377,12 +377,13 @@ deliver_local(struct shard *s, enum pubsub_kind kind, const char *ch, size_t chl
     if (ps == NULL) {
         return 0;
     }
-    struct dict_entry *e = dict_find(kind == PUBSUB_SHARD ? ps->schannels : ps->channels, ch, chlen);
+    struct dict_entry *e = dict_find(kind == PUBSUB_SHARD ? ps->schannels : ps->channels, ch,
+                                     chlen);
     if (e) {
         struct subs *sb = dict_val_ptr(e);
         for (size_t i = 0; i < sb->n; i++) {
-            deliver_to(sb->v[i], kind == PUBSUB_SHARD ? "smessage" : "message", NULL, 0, ch, chlen, msg,
-                       len);
+            deliver_to(sb->v[i], kind == PUBSUB_SHARD ? "smessage" : "message", NULL, 0, ch, chlen,
+                       msg, len);
         }
         n += sb->n;
     }

@@ -17,8 +17,8 @@ struct conn;
 struct shard;
 
 enum pubsub_kind {
-    PUBSUB_CHANNEL,   /* SUBSCRIBE, PUBLISH: every shard */
-    PUBSUB_SHARD,     /* SSUBSCRIBE, SPUBLISH: the channel's shard only */
+    PUBSUB_CHANNEL, /* SUBSCRIBE, PUBLISH: every shard */
+    PUBSUB_SHARD,   /* SSUBSCRIBE, SPUBLISH: the channel's shard only */
 };
 
 /* Subscribe c to channel ch (nothing when it already is). Returns the count a
@@ -32,7 +32,8 @@ size_t pubsub_count(const struct conn *c, enum pubsub_kind kind);
 /* Drop every channel of kind (or every pattern) c has, calling fn (when not
  * NULL) after each with the name and pubsub_count; returns how many. */
 typedef void pubsub_unsub_fn(void *arg, struct rv_str name, size_t count);
-size_t pubsub_unsubscribe_all(struct conn *c, enum pubsub_kind kind, pubsub_unsub_fn *fn, void *arg);
+size_t pubsub_unsubscribe_all(struct conn *c, enum pubsub_kind kind, pubsub_unsub_fn *fn,
+                              void *arg);
 size_t pubsub_punsubscribe_all(struct conn *c, pubsub_unsub_fn *fn, void *arg);
 
 /* Deliver msg to the subscribers of ch; returns the receivers on shard s

@@ -87,12 +87,9 @@ ent_size(const struct dict_entry *e, enum dict_kind kind)
     uint8_t *v = ent_after_key(e);
     size_t vlen;
     switch (kind) {
-    case DICT_U64:
-        return (size_t)(v + 8 - e->b);
-    case DICT_KEYONLY:
-        return (size_t)(v - e->b);
-    case DICT_BYTES:
-        return (size_t)(varint_get(v, &vlen) + vlen - e->b);
+    case DICT_U64: return (size_t)(v + 8 - e->b);
+    case DICT_KEYONLY: return (size_t)(v - e->b);
+    case DICT_BYTES: return (size_t)(varint_get(v, &vlen) + vlen - e->b);
     }
     return 0;
 }
@@ -138,7 +135,7 @@ ent_new(enum dict_kind kind, const char *key, size_t klen, size_t vlen, size_t *
 
 struct dict {
     struct rh t;
-    size_t ent_bytes;      /* size classes of all entries */
+    size_t ent_bytes; /* size classes of all entries */
     enum dict_kind kind;
 };
 

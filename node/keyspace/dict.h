@@ -32,7 +32,7 @@ struct dict_entry *dict_add(struct dict *d, const char *key, size_t klen, bool *
 /* Remove key; true when it existed (its value is returned in *val if val). */
 bool dict_delete(struct dict *d, const char *key, size_t klen, uint64_t *val);
 
-struct rv_str dict_key(const struct dict_entry *e);      /* view into the entry */
+struct rv_str dict_key(const struct dict_entry *e); /* view into the entry */
 uint64_t dict_val(const struct dict_entry *e);
 void dict_set_val(struct dict_entry *e, uint64_t v);
 void *dict_val_ptr(const struct dict_entry *e);
@@ -71,5 +71,4 @@ struct rv_str dict_val_bytes(const struct dict_entry *e);
 struct dict_entry *dict_put_bytes(struct dict *d, const char *key, size_t klen, const char *v,
                                   size_t vlen, bool *created);
 /* Replace the value of e (found in d); returns the entry, which may move. */
-struct dict_entry *dict_set_bytes(struct dict *d, struct dict_entry *e, const char *v,
-                                  size_t vlen);
+struct dict_entry *dict_set_bytes(struct dict *d, struct dict_entry *e, const char *v, size_t vlen);

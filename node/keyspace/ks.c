@@ -145,7 +145,7 @@ ent_write_hdr(struct ks_entry *e, unsigned flags, uint32_t clk, const void *key,
 {
     uint8_t *p = e->rest;
     uint8_t *kp = (uint8_t *)e + ent_hdr_size(flags, klen, vlen);
-    if (key != NULL && key != (const void *)kp) {   /* an overwrite in place keeps its key */
+    if (key != NULL && key != (const void *)kp) { /* an overwrite in place keeps its key */
         memmove(kp, key, klen);
     }
     e->flags = (uint8_t)flags;
@@ -302,7 +302,7 @@ ks_put_inline(struct ks *ks, const char *key, size_t klen, const struct ks_val *
          * metadata lookup (a cache miss) on every overwrite. */
         struct ent_lay l;
         ent_lay(old, &l);
-        size_t us = (size_t)(l.val + l.vlen - (const uint8_t *)old);   /* ent_used */
+        size_t us = (size_t)(l.val + l.vlen - (const uint8_t *)old); /* ent_used */
         if (size <= us && us - size <= us / 4) {
             /* Rewrite in place: same pointer, so only the expires index may change. */
             bool had = (old->flags & EF_EXP) != 0;
@@ -444,7 +444,7 @@ ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms)
     e = rh_ent(*sl);
     if (rv_unlikely(e->flags & EF_EXP) && ent_deadline(e) <= now_ms) {
         if (ks->replica) {
-            return NULL;             /* the primary's DEL removes it */
+            return NULL; /* the primary's DEL removes it */
         }
         ks_step(ks);
         if (ks->on_expire) {
@@ -461,7 +461,7 @@ ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms)
     }
     clk = (uint32_t)((uint64_t)(now_ms / 1000) & KS_CLK_MASK);
     if (ent_clk_get(e) != clk) {
-        ent_clk_set(e, clk);   /* hot keys: do not dirty the line every time */
+        ent_clk_set(e, clk); /* hot keys: do not dirty the line every time */
     }
     return e;
 }
@@ -505,8 +505,7 @@ ks_set_str(struct ks *ks, const char *key, size_t klen, const char *val, size_t 
 }
 
 struct ks_entry *
-ks_set_int(struct ks *ks, const char *key, size_t klen, int64_t x, int64_t expire_ms,
-           bool keep_ttl)
+ks_set_int(struct ks *ks, const char *key, size_t klen, int64_t x, int64_t expire_ms, bool keep_ttl)
 {
     struct ks_val v;
     val_of_int(&v, x);
@@ -607,7 +606,7 @@ ks_str_set_int(struct ks *ks, struct ks_entry *e, int64_t x)
     ent_lay(e, &l);
     have = (e->flags & EF_ISZ) >> EF_ISZ_SHIFT;
     if (code <= have) {
-        int_put(l.val, have, x);    /* keep the width: no move, no table work */
+        int_put(l.val, have, x); /* keep the width: no move, no table work */
         return;
     }
     need = (size_t)(l.val - (uint8_t *)e) + ((size_t)1 << code);
@@ -732,7 +731,7 @@ ks_set_expire(struct ks *ks, struct ks_entry *e, int64_t expire_ms)
         return;
     }
     ne = used + 8 > rv_usable_size(e) ? ent_realloc(e, used + 8) : e;
-    ent_lay(ne, &l);   /* still without EXP: l.key is where the deadline goes */
+    ent_lay(ne, &l); /* still without EXP: l.key is where the deadline goes */
     memmove(l.key + 8, l.key, l.klen + l.vlen);
     memcpy(l.key, &expire_ms, sizeof(expire_ms));
     ne->flags |= EF_EXP;
@@ -773,7 +772,7 @@ ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t d
     if (slen == dlen && memcmp(src, dst, slen) == 0) {
         return true;
     }
-    ne = ent_clone(e, dst, dlen);          /* takes over the value (and a pointer's ownership) */
+    ne = ent_clone(e, dst, dlen); /* takes over the value (and a pointer's ownership) */
     ks_unlink(ks, hs, e);
     rv_free(e);
     hd = ks_hash(ks, dst, dlen);

@@ -28,28 +28,29 @@ enum ks_type {
     KS_ZSET = 3,
     KS_HASH = 4,
     KS_STREAM = 5,
-    KS_COORD = 6,        /* SEMAPHORE holders (node/types/coord.h) */
+    KS_COORD = 6, /* SEMAPHORE holders (node/types/coord.h) */
 };
 
-enum ks_enc {            /* what OBJECT ENCODING reports for strings */
-    KS_ENC_INT = 0,      /* "int" */
-    KS_ENC_EMBSTR = 1,   /* "embstr": value inline, <= 44 bytes */
-    KS_ENC_RAW = 2,      /* "raw" */
+/* What OBJECT ENCODING reports for strings. */
+enum ks_enc {
+    KS_ENC_INT = 0,    /* "int" */
+    KS_ENC_EMBSTR = 1, /* "embstr": value inline, <= 44 bytes */
+    KS_ENC_RAW = 2,    /* "raw" */
 };
 
 #define KS_NO_EXPIRE (-1)
 
 struct ks_stats {
-    uint64_t expired_keys;        /* removed by lazy or active expiry */
-    uint64_t expired_stale_perc;  /* last active cycle: percent of sampled keys found expired */
-    uint64_t expire_cycle_time_us;/* total time spent in active expiry */
-    uint64_t rehashing;           /* 1 while an incremental rehash is in progress */
+    uint64_t expired_keys;         /* removed by lazy or active expiry */
+    uint64_t expired_stale_perc;   /* last active cycle: percent of sampled keys found expired */
+    uint64_t expire_cycle_time_us; /* total time spent in active expiry */
+    uint64_t rehashing;            /* 1 while an incremental rehash is in progress */
 };
 
 struct ks *ks_create(uint64_t seed0, uint64_t seed1);
-void ks_destroy(struct ks *ks);                        /* NULL is a no-op */
-size_t ks_size(const struct ks *ks);                   /* keys, including not-yet-reclaimed expired ones */
-size_t ks_expires_size(const struct ks *ks);           /* keys with a deadline */
+void ks_destroy(struct ks *ks);              /* NULL is a no-op */
+size_t ks_size(const struct ks *ks);         /* keys, including not-yet-reclaimed expired ones */
+size_t ks_expires_size(const struct ks *ks); /* keys with a deadline */
 const struct ks_stats *ks_stats(const struct ks *ks);
 /* The seeded 64-bit hash the table uses (exposed for tests). */
 uint64_t ks_hash(const struct ks *ks, const char *p, size_t n);
@@ -63,10 +64,10 @@ struct ks_entry *ks_peek(struct ks *ks, const char *key, size_t klen);
 
 /* ---- entry accessors ---- */
 enum ks_type ks_entry_type(const struct ks_entry *e);
-struct rv_str ks_entry_key(const struct ks_entry *e);   /* view into the entry */
-int64_t ks_entry_expire(const struct ks_entry *e);      /* unix ms, or KS_NO_EXPIRE */
+struct rv_str ks_entry_key(const struct ks_entry *e); /* view into the entry */
+int64_t ks_entry_expire(const struct ks_entry *e);    /* unix ms, or KS_NO_EXPIRE */
 uint64_t ks_entry_idle_ms(const struct ks_entry *e, int64_t now_ms);
-size_t ks_entry_mem(const struct ks_entry *e);          /* bytes charged: allocation incl. value */
+size_t ks_entry_mem(const struct ks_entry *e); /* bytes charged: allocation incl. value */
 /* Sets the access clock so that ks_entry_idle_ms(e, now_ms) is about idle_ms
  * (RESTORE ... IDLETIME); whole seconds, at most the clock's 2^24 s range. */
 void ks_entry_set_idle(struct ks_entry *e, int64_t now_ms, uint64_t idle_ms);
@@ -74,7 +75,7 @@ void ks_entry_set_idle(struct ks_entry *e, int64_t now_ms, uint64_t idle_ms);
 /* Strings. */
 enum ks_enc ks_str_enc(const struct ks_entry *e);
 bool ks_str_is_int(const struct ks_entry *e);
-int64_t ks_str_int(const struct ks_entry *e);           /* only when ks_str_is_int */
+int64_t ks_str_int(const struct ks_entry *e); /* only when ks_str_is_int */
 /* The value as bytes; int-encoded values are formatted into scratch. */
 struct rv_str ks_str_get(const struct ks_entry *e, char scratch[24]);
 size_t ks_str_len(const struct ks_entry *e);
@@ -85,11 +86,11 @@ size_t ks_str_len(const struct ks_entry *e);
  * is stored int-encoded. expire_ms: absolute unix ms or KS_NO_EXPIRE; with
  * keep_ttl the old deadline (if any) is kept instead. Returns the entry.
  * val must not point into the keyspace (e.g. another entry's value view). */
-struct ks_entry *ks_set_str(struct ks *ks, const char *key, size_t klen,
-                            const char *val, size_t vlen, int64_t expire_ms, bool keep_ttl);
+struct ks_entry *ks_set_str(struct ks *ks, const char *key, size_t klen, const char *val,
+                            size_t vlen, int64_t expire_ms, bool keep_ttl);
 /* Insert or replace with an int-encoded value; same deadline rules. */
-struct ks_entry *ks_set_int(struct ks *ks, const char *key, size_t klen,
-                            int64_t v, int64_t expire_ms, bool keep_ttl);
+struct ks_entry *ks_set_int(struct ks *ks, const char *key, size_t klen, int64_t v,
+                            int64_t expire_ms, bool keep_ttl);
 /* In-place integer update of an existing int-encoded string (INCR fast path).
  * Only when v needs a wider integer than the allocation holds does the entry
  * move (e is then not valid afterwards). */
@@ -113,7 +114,7 @@ void *ks_entry_ptr(const struct ks_entry *e);
  * may point into the entry being replaced. */
 struct ks_entry *ks_set_inl(struct ks *ks, const char *key, size_t klen, enum ks_type type,
                             const void *val, size_t vlen, int64_t expire_ms);
-bool ks_entry_inl(const struct ks_entry *e);            /* a non-string with an inline value */
+bool ks_entry_inl(const struct ks_entry *e); /* a non-string with an inline value */
 /* The inline value's bytes (writable in place) and length. */
 uint8_t *ks_inl_val(const struct ks_entry *e, size_t *len);
 /* Make the inline value of *ep exactly newlen bytes, keeping its first
@@ -178,7 +179,7 @@ void ks_set_lfu(struct ks *ks, bool on, unsigned log_factor, unsigned decay_min)
 bool ks_lfu(const struct ks *ks);
 /* LFU mode: the decayed counter (OBJECT FREQ). */
 unsigned ks_entry_freq(const struct ks *ks, const struct ks_entry *e, int64_t now_ms);
-void ks_entry_set_freq(struct ks_entry *e, int64_t now_ms, unsigned freq);  /* RESTORE FREQ */
+void ks_entry_set_freq(struct ks_entry *e, int64_t now_ms, unsigned freq); /* RESTORE FREQ */
 /* A random key with a deadline (NULL when none); may be expired. */
 struct ks_entry *ks_random_volatile(struct ks *ks, uint64_t rnd);
 /* Delete e as an eviction: the expire hook runs first (the WAL logs a DEL). */
@@ -221,4 +222,4 @@ bool ks_snap_next(struct ks_snap *sn, struct ks *ks, size_t count);
  * reached it yet (once per key). */
 void ks_snap_touch(struct ks_snap *sn, struct ks *ks, const char *key, size_t klen);
 bool ks_snap_done(const struct ks_snap *sn);
-void ks_snap_end(struct ks_snap *sn);                   /* NULL is a no-op */
+void ks_snap_end(struct ks_snap *sn); /* NULL is a no-op */

@@ -8,14 +8,14 @@
 #include <stdint.h>
 
 struct ks_int_info {
-    size_t main_slots;       /* home range of the table inserts go to */
-    size_t main_old_slots;   /* home range of the table being drained, 0 when none */
+    size_t main_slots;     /* home range of the table inserts go to */
+    size_t main_old_slots; /* home range of the table being drained, 0 when none */
     size_t exp_slots;
     size_t exp_old_slots;
-    size_t max_dist;         /* largest probe distance in the main tables */
-    size_t last_op_moves;    /* entries migrated by the last public call */
-    size_t sync_rebuilds;    /* rare synchronous rebuilds (insert overflowed during a rehash) */
-    size_t overflow_grows;   /* grows forced by an insert that ran out of room */
+    size_t max_dist;       /* largest probe distance in the main tables */
+    size_t last_op_moves;  /* entries migrated by the last public call */
+    size_t sync_rebuilds;  /* rare synchronous rebuilds (insert overflowed during a rehash) */
+    size_t overflow_grows; /* grows forced by an insert that ran out of room */
 };
 
 void ks_int_info(const struct ks *ks, struct ks_int_info *out);

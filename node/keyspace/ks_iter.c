@@ -49,7 +49,7 @@ idx_random(struct rh *d, uint64_t rnd)
         struct rh_tab *t = tabs[i >= d->cur.cap];
         size_t pos = i >= d->cur.cap ? i - d->cur.cap : i;
         if (t == &d->old && pos < d->rpos) {
-            i = d->cur.cap + d->rpos - 1;   /* drained prefix: skip it */
+            i = d->cur.cap + d->rpos - 1; /* drained prefix: skip it */
             continue;
         }
         if (t->slots[pos] != 0) {
@@ -82,8 +82,8 @@ ks_reserve(struct ks *ks, size_t n)
     if (rh_rehashing(d) || nn <= d->cur.n) {
         return;
     }
-    rh_tab_rebuild(&d->cur, nn, &ks_ops, &ks->env);   /* synchronous: only called before serving */
-    ks->env.rebuilds--;                                /* not an overflow rebuild */
+    rh_tab_rebuild(&d->cur, nn, &ks_ops, &ks->env); /* synchronous: only called before serving */
+    ks->env.rebuilds--;                             /* not an overflow rebuild */
 }
 
 bool
@@ -232,7 +232,7 @@ tab_check(const struct ks *ks, const struct rh_tab *t, size_t skip, bool is_exp)
             return 4;
         }
         if (i > 0 && t->slots[i - 1] != 0 && home < prev_home) {
-            return 5;   /* cluster not sorted by home */
+            return 5; /* cluster not sorted by home */
         }
         if (is_exp && !(e->flags & EF_EXP)) {
             return 6;

@@ -27,7 +27,7 @@ struct ks_entry {
 #define EF_ISZ_SHIFT 4
 #define EF_ISZ 0x30u
 #define EF_RAW 0x40u
-#define EF_INL EF_RAW    /* non-string types: the value is inline bytes */
+#define EF_INL EF_RAW /* non-string types: the value is inline bytes */
 #define EF_EXP 0x80u
 
 #define KS_EMBSTR_MAX 44
@@ -35,11 +35,11 @@ struct ks_entry {
 #define KS_PTRVAL_LEN (sizeof(void *) + sizeof(ks_free_fn *))
 
 struct ent_lay {
-    uint8_t *dl;       /* deadline bytes, NULL without EXP */
+    uint8_t *dl; /* deadline bytes, NULL without EXP */
     uint8_t *key;
     size_t klen;
     uint8_t *val;
-    size_t vlen;       /* bytes stored: int width, 16 for pointers */
+    size_t vlen; /* bytes stored: int width, 16 for pointers */
 };
 
 static inline void
@@ -159,7 +159,7 @@ int_get(const uint8_t *p, unsigned code)
     for (size_t i = 0; i < n; i++) {
         u |= (uint64_t)p[i] << (8 * i);
     }
-    return (int64_t)(u << shift) >> shift;   /* sign-extend */
+    return (int64_t)(u << shift) >> shift; /* sign-extend */
 }
 
 /* Frees e and, for a pointer value, the object (its free_fn). */
@@ -184,20 +184,20 @@ ent_free(struct ks_entry *e)
 
 struct ks {
     struct rh main;
-    struct rh exp;                /* the keys with a deadline: same pointers, same hash */
-    struct rh_env env;            /* reserved size, rebuild and grow counts (ks_reserve, tests) */
+    struct rh exp;     /* the keys with a deadline: same pointers, same hash */
+    struct rh_env env; /* reserved size, rebuild and grow counts (ks_reserve, tests) */
     uint64_t k0, k1;
-    int64_t now_ms;               /* latest clock seen; access clock of new entries */
-    size_t exp_cursor;            /* active expiry position in the expires index */
+    int64_t now_ms;    /* latest clock seen; access clock of new entries */
+    size_t exp_cursor; /* active expiry position in the expires index */
     size_t op_moves;
     struct ks_stats stats;
-    ks_expire_hook_fn *on_expire;  /* before an expired or evicted entry is freed (WAL: DEL) */
+    ks_expire_hook_fn *on_expire; /* before an expired or evicted entry is freed (WAL: DEL) */
     void *on_expire_arg;
-    bool lfu;                     /* access clock holds LFU (minutes << 8 | counter) */
+    bool lfu; /* access clock holds LFU (minutes << 8 | counter) */
     unsigned lfu_log_factor;
     unsigned lfu_decay_min;
-    uint64_t rnd;                 /* LFU's probabilistic increments */
-    bool replica;                 /* expired keys are hidden, never deleted (replication) */
+    uint64_t rnd; /* LFU's probabilistic increments */
+    bool replica; /* expired keys are hidden, never deleted (replication) */
 };
 
 /* LFU (when ks->lfu): the 24 clock bits hold the minute of the last decay
@@ -235,7 +235,7 @@ static inline __attribute__((always_inline)) uint64_t
 ks_ops_hash(const struct rh_env *env, const void *ent)
 {
     const struct ks *ks = (const struct ks *)(const void *)((const char *)env -
-                                                          offsetof(struct ks, env));
+                                                            offsetof(struct ks, env));
     return ent_hash(ks, ent);
 }
 

@@ -8,9 +8,9 @@
 struct ks_snap {
     ks_snap_emit_fn *emit;
     void *arg;
-    uint64_t cursor;       /* keys with hash < cursor have been walked (0: none yet) */
+    uint64_t cursor; /* keys with hash < cursor have been walked (0: none yet) */
     bool done;
-    struct dict *ahead;    /* keys emitted or absent ahead of the walk: skip them */
+    struct dict *ahead; /* keys emitted or absent ahead of the walk: skip them */
 };
 
 struct ks_snap *
@@ -51,7 +51,7 @@ ks_snap_touch(struct ks_snap *sn, struct ks *ks, const char *key, size_t klen)
 {
     bool created = false;
     if (sn->done || (sn->cursor != 0 && ks_hash(ks, key, klen) < sn->cursor)) {
-        return;                       /* walked: already emitted with its value then */
+        return; /* walked: already emitted with its value then */
     }
     dict_add(sn->ahead, key, klen, &created);
     if (created) {

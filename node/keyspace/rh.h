@@ -47,35 +47,35 @@ __extension__ typedef unsigned __int128 rh_u128;
 #define RH_D_SHIFT 56
 #define RH_D_ONE (UINT64_C(1) << RH_D_SHIFT)
 #define RH_HI_MASK (~RH_PTR_MASK)
-#define RH_D1_MAX 255u    /* stored distance + 1 never exceeds 254: see rh_tab_find */
+#define RH_D1_MAX 255u /* stored distance + 1 never exceeds 254: see rh_tab_find */
 
 struct rh_tab {
-    uint64_t *slots;   /* cap + 1 slots; slots[cap] stays 0 */
-    size_t n;          /* home slots */
-    size_t cap;        /* n + overflow */
+    uint64_t *slots; /* cap + 1 slots; slots[cap] stays 0 */
+    size_t n;        /* home slots */
+    size_t cap;      /* n + overflow */
     size_t count;
 };
 
 struct rh {
-    struct rh_tab cur;   /* inserts go here */
-    struct rh_tab old;   /* being drained while old.slots != NULL */
-    size_t rpos;         /* old.slots[0, rpos) are empty */
+    struct rh_tab cur; /* inserts go here */
+    struct rh_tab old; /* being drained while old.slots != NULL */
+    size_t rpos;       /* old.slots[0, rpos) are empty */
 };
 
 /* What the owner keeps beside its tables (the keyspace; dict.c has none and
  * passes NULL): a size floor and statistics. */
 struct rh_env {
-    size_t reserved;                       /* no shrinking below this many home slots */
-    size_t rebuilds;                       /* synchronous rebuilds (rh_tab_rebuild) */
-    size_t grows;                          /* resizes forced by an insert out of room */
-    void (*resized)(struct rh_env *env);   /* a resize started or finished */
+    size_t reserved;                     /* no shrinking below this many home slots */
+    size_t rebuilds;                     /* synchronous rebuilds (rh_tab_rebuild) */
+    size_t grows;                        /* resizes forced by an insert out of room */
+    void (*resized)(struct rh_env *env); /* a resize started or finished */
 };
 
 /* Per owner, constant: table sizes and the entries' hash (env as passed to
  * the call, possibly NULL). */
 struct rh_ops {
-    size_t min_slots;      /* fewest home slots */
-    size_t min_overflow;   /* smallest overflow area (at most 256) */
+    size_t min_slots;    /* fewest home slots */
+    size_t min_overflow; /* smallest overflow area (at most 256) */
     uint64_t (*hash)(const struct rh_env *env, const void *ent);
 };
 
@@ -414,7 +414,8 @@ rh_find(const struct rh *d, uint64_t h, const char *key, size_t klen, rh_eq_fn *
         *tp = (struct rh_tab *)&d->cur;
         return sl;
     }
-    if (rv_unlikely(d->old.slots != NULL) && (sl = rh_tab_find(&d->old, h, key, klen, eq)) != NULL) {
+    if (rv_unlikely(d->old.slots != NULL) &&
+        (sl = rh_tab_find(&d->old, h, key, klen, eq)) != NULL) {
         *tp = (struct rh_tab *)&d->old;
         return sl;
     }
@@ -532,8 +533,8 @@ rh_scan_big(const struct rh_tab *big, uint64_t cursor, size_t count, const struc
 
 /* Visit the entries of the smaller table with hash in [cursor, next). */
 static inline void
-rh_scan_small(const struct rh_tab *small, uint64_t cursor, uint64_t next,
-              const struct rh_ops *ops, const struct rh_env *env, rh_visit_fn *fn, void *arg)
+rh_scan_small(const struct rh_tab *small, uint64_t cursor, uint64_t next, const struct rh_ops *ops,
+              const struct rh_env *env, rh_visit_fn *fn, void *arg)
 {
     size_t ss = rh_home(small, cursor);
     size_t se = next != 0 ? rh_home(small, next - 1) : small->n;
@@ -550,8 +551,7 @@ rh_scan_small(const struct rh_tab *small, uint64_t cursor, uint64_t next,
         if (home < ss || home > se) {
             continue;
         }
-        if ((home == ss || home == se) &&
-            !rh_in_range(ops->hash(env, rh_ent(v)), cursor, next)) {
+        if ((home == ss || home == se) && !rh_in_range(ops->hash(env, rh_ent(v)), cursor, next)) {
             continue;
         }
         fn(arg, rh_ent(v));

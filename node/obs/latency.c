@@ -16,8 +16,11 @@ struct latency_event {
     char name[32];
     int64_t latest_time;
     uint64_t latest, max;
-    uint32_t nsamples, next;               /* ring of samples, oldest at next when full */
-    struct { int64_t time; uint64_t ms; } samples[LATENCY_HISTORY];
+    uint32_t nsamples, next; /* ring of samples, oldest at next when full */
+    struct {
+        int64_t time;
+        uint64_t ms;
+    } samples[LATENCY_HISTORY];
 };
 
 struct latency {

@@ -17,15 +17,15 @@ void latency_add(struct latency *l, const char *event, int64_t unix_s, uint64_t 
  * 0 .. latency_count() - 1 until the next latency_add or latency_reset. */
 struct latency_info {
     const char *name;
-    int64_t latest_time;           /* unix seconds */
-    uint64_t latest, max;          /* ms */
+    int64_t latest_time;  /* unix seconds */
+    uint64_t latest, max; /* ms */
     uint32_t nsamples;
 };
 struct latency_sample {
-    int64_t time;                  /* unix seconds */
+    int64_t time; /* unix seconds */
     uint64_t ms;
 };
-size_t latency_count(const struct latency *l);             /* 0 for NULL */
+size_t latency_count(const struct latency *l); /* 0 for NULL */
 void latency_at(const struct latency *l, size_t i, struct latency_info *out);
 /* The number of the event called name (case-insensitive), -1 if none. */
 int latency_find(const struct latency *l, const char *name, size_t n);

@@ -27,10 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define METRICS_MAX_ERRORS 128   /* distinct error codes tracked, as Redis */
+#define METRICS_MAX_ERRORS 128 /* distinct error codes tracked, as Redis */
 
-struct metrics_hot metrics_hot = { .slow_cycles = UINT64_MAX, .us_mul = 0, .track = true,
-                                   .event_cycles = UINT64_MAX };
+struct metrics_hot metrics_hot = {
+    .slow_cycles = UINT64_MAX, .us_mul = 0, .track = true, .event_cycles = UINT64_MAX
+};
 
 struct error_stat {
     char code[32];
@@ -81,7 +82,8 @@ metrics_apply_cfg(const struct cfg *c)
         slow = ev < slow ? ev : slow;
     }
     atomic_store_explicit(&metrics_hot.event_cycles, ev, memory_order_relaxed);
-    atomic_store_explicit(&metrics_hot.us_mul, (uint64_t)(4294967296.0 / tpu), memory_order_relaxed);
+    atomic_store_explicit(&metrics_hot.us_mul, (uint64_t)(4294967296.0 / tpu),
+                          memory_order_relaxed);
     atomic_store_explicit(&metrics_hot.track, c->latency_tracking, memory_order_relaxed);
     atomic_store_explicit(&metrics_hot.slow_cycles, slow, memory_order_relaxed);
 }
@@ -105,8 +107,16 @@ metrics_destroy(struct metrics *m)
     }
 }
 
-struct slowlog *metrics_slowlog(struct shard *s) { return shard_metrics(s)->slowlog; }
-struct latency *metrics_latency(struct shard *s) { return shard_metrics(s)->latency; }
+struct slowlog *
+metrics_slowlog(struct shard *s)
+{
+    return shard_metrics(s)->slowlog;
+}
+struct latency *
+metrics_latency(struct shard *s)
+{
+    return shard_metrics(s)->latency;
+}
 
 void
 metrics_slow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
@@ -119,7 +129,7 @@ metrics_slow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str
     uint64_t us = tpu > 0 ? (uint64_t)((double)cycles / tpu) : 0;
     int64_t now_s = shard_now_ms(s) / 1000;
     if (c->flags & CONN_REPLAY) {
-        return;   /* recovery, not a client's command */
+        return; /* recovery, not a client's command */
     }
     if (cfg->slowlog_log_slower_than >= 0 && us >= (uint64_t)cfg->slowlog_log_slower_than &&
         !(cmd->flags & CMD_SKIP_SLOWLOG)) {
@@ -162,7 +172,7 @@ metrics_error(struct shard *s, const char *msg, size_t n)
         }
     }
     if (ne == METRICS_MAX_ERRORS) {
-        return;   /* like Redis: new codes past the limit are not tracked */
+        return; /* like Redis: new codes past the limit are not tracked */
     }
     memcpy(m->errors[ne].code, msg, len);
     m->errors[ne].code[len] = '\0';
@@ -207,7 +217,7 @@ metrics_info_errorstats(struct shard *s, struct buf *b)
     for (uint32_t i = 0; i < ne; i++) {
         if (m->errors[i].count) {
             buf_appendf(b, "errorstat_%s:count=%llu\r\n", m->errors[i].code,
-                 (unsigned long long)m->errors[i].count);
+                        (unsigned long long)m->errors[i].count);
         }
     }
     buf_appendf(b, "\r\n");
@@ -303,27 +313,29 @@ metrics_info_node(struct shard *self, struct buf *b)
         clients += atomic_load_explicit(&m->clients, memory_order_relaxed);
         blocked += atomic_load_explicit(&m->blocked, memory_order_relaxed);
     }
-    buf_appendf(b, "# Node\r\nnode_shards:%u\r\nnode_connected_clients:%llu\r\nnode_blocked_clients:%llu\r\n"
-            "node_keys:%llu\r\nnode_expires:%llu\r\nnode_total_connections_received:%llu\r\n"
-            "node_rejected_connections:%llu\r\nnode_total_commands_processed:%llu\r\n"
-            "node_total_net_input_bytes:%llu\r\nnode_total_net_output_bytes:%llu\r\n"
-            "node_keyspace_hits:%llu\r\nnode_keyspace_misses:%llu\r\nnode_expired_keys:%llu\r\n"
-            "node_total_error_replies:%llu\r\nnode_log_lines_dropped:%llu\r\n",
-         n->nshards, (unsigned long long)clients, (unsigned long long)blocked,
-         (unsigned long long)keys, (unsigned long long)expires, (unsigned long long)conns,
-         (unsigned long long)rejected, (unsigned long long)cmds, (unsigned long long)in,
-         (unsigned long long)out, (unsigned long long)hits, (unsigned long long)misses,
-         (unsigned long long)expired, (unsigned long long)errs, (unsigned long long)log_dropped());
+    buf_appendf(
+        b,
+        "# Node\r\nnode_shards:%u\r\nnode_connected_clients:%llu\r\nnode_blocked_clients:%llu\r\n"
+        "node_keys:%llu\r\nnode_expires:%llu\r\nnode_total_connections_received:%llu\r\n"
+        "node_rejected_connections:%llu\r\nnode_total_commands_processed:%llu\r\n"
+        "node_total_net_input_bytes:%llu\r\nnode_total_net_output_bytes:%llu\r\n"
+        "node_keyspace_hits:%llu\r\nnode_keyspace_misses:%llu\r\nnode_expired_keys:%llu\r\n"
+        "node_total_error_replies:%llu\r\nnode_log_lines_dropped:%llu\r\n",
+        n->nshards, (unsigned long long)clients, (unsigned long long)blocked,
+        (unsigned long long)keys, (unsigned long long)expires, (unsigned long long)conns,
+        (unsigned long long)rejected, (unsigned long long)cmds, (unsigned long long)in,
+        (unsigned long long)out, (unsigned long long)hits, (unsigned long long)misses,
+        (unsigned long long)expired, (unsigned long long)errs, (unsigned long long)log_dropped());
     for (unsigned i = 0; i < n->nshards; i++) {
         struct shard *s = n->shards[i];
         struct metrics *m = shard_metrics(s);
         unsigned lo, hi;
         shard_slots(s, &lo, &hi);
         buf_appendf(b, "shard%u:port=%d,slots=%u-%u,keys=%llu,clients=%llu,commands=%llu\r\n", i,
-             node_shard_port(n, i), lo, hi,
-             (unsigned long long)atomic_load_explicit(&m->keys, memory_order_relaxed),
-             (unsigned long long)atomic_load_explicit(&m->clients, memory_order_relaxed),
-             (unsigned long long)ld(&shard_stats(s)->commands));
+                    node_shard_port(n, i), lo, hi,
+                    (unsigned long long)atomic_load_explicit(&m->keys, memory_order_relaxed),
+                    (unsigned long long)atomic_load_explicit(&m->clients, memory_order_relaxed),
+                    (unsigned long long)ld(&shard_stats(s)->commands));
     }
     buf_appendf(b, "\r\n");
 }
@@ -355,8 +367,20 @@ label_value(char *out, size_t outsz, const char *s)
     out[o] = '\0';
 }
 
-enum stat_field { SF_CONNS, SF_REJECTED, SF_CMDS, SF_IN, SF_OUT, SF_HITS, SF_MISSES, SF_ERRS,
-                  SF_PROTO, SF_QBUF, SF_OBL, SF_EXPIRED };
+enum stat_field {
+    SF_CONNS,
+    SF_REJECTED,
+    SF_CMDS,
+    SF_IN,
+    SF_OUT,
+    SF_HITS,
+    SF_MISSES,
+    SF_ERRS,
+    SF_PROTO,
+    SF_QBUF,
+    SF_OBL,
+    SF_EXPIRED
+};
 
 static uint64_t
 stat_value(struct shard *s, enum stat_field f)
@@ -374,8 +398,7 @@ stat_value(struct shard *s, enum stat_field f)
     case SF_PROTO: return ld(&st->protocol_errors);
     case SF_QBUF: return ld(&st->client_qbuf_limit_disconnections);
     case SF_OBL: return ld(&st->client_output_limit_disconnections);
-    case SF_EXPIRED:
-        return expired_since_reset(s);
+    case SF_EXPIRED: return expired_since_reset(s);
     }
     return 0;
 }
@@ -451,7 +474,8 @@ prom_shards(struct buf *b, struct node *n, unsigned from, unsigned to)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     buf_appendf(b, "ruvio_uptime_seconds %lld\n",
-         (long long)(((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - n->start_ms) / 1000));
+                (long long)(((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - n->start_ms) /
+                            1000));
     family(b, "ruvio_used_memory_bytes", "gauge", "Bytes allocated by the process (all shards).");
     buf_appendf(b, "ruvio_used_memory_bytes %zu\n", rv_mem_allocated());
     family(b, "ruvio_log_lines_dropped_total", "counter",
@@ -462,14 +486,14 @@ prom_shards(struct buf *b, struct node *n, unsigned from, unsigned to)
         family(b, gauges[g].name, "gauge", gauges[g].help);
         for (unsigned i = from; i < to; i++) {
             buf_appendf(b, "%s{shard=\"%u\"} %llu\n", gauges[g].name, i,
-                 (unsigned long long)gauge_value(n->shards[i], gauges[g].f));
+                        (unsigned long long)gauge_value(n->shards[i], gauges[g].f));
         }
     }
     for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]); k++) {
         family(b, counters[k].name, "counter", counters[k].help);
         for (unsigned i = from; i < to; i++) {
             buf_appendf(b, "%s{shard=\"%u\"} %llu\n", counters[k].name, i,
-                 (unsigned long long)stat_value(n->shards[i], counters[k].f));
+                        (unsigned long long)stat_value(n->shards[i], counters[k].f));
         }
     }
     family(b, "ruvio_errors_total", "counter", "Error replies by error code (INFO errorstats).");
@@ -480,7 +504,7 @@ prom_shards(struct buf *b, struct node *n, unsigned from, unsigned to)
             char code[80];
             label_value(code, sizeof(code), m->errors[e].code);
             buf_appendf(b, "ruvio_errors_total{shard=\"%u\",error=\"%s\"} %llu\n", i, code,
-                 (unsigned long long)ld(&m->errors[e].count));
+                        (unsigned long long)ld(&m->errors[e].count));
         }
     }
 }
@@ -513,7 +537,8 @@ prom_command_counters(struct buf *b, const struct cmd_stat *copy, size_t nids, u
                 char full[96];
                 cmd_fullname(cmd_by_id((uint32_t)id), full, sizeof(full));
                 buf_appendf(b, "%s{shard=\"%u\",cmd=\"%s\"} %llu\n", per_cmd[k].name, i, full,
-                     (unsigned long long)*(const uint64_t *)((const char *)st + per_cmd[k].off));
+                            (unsigned long long)*(const uint64_t *)((const char *)st +
+                                                                    per_cmd[k].off));
             }
         }
     }
@@ -541,15 +566,19 @@ prom_command_histograms(struct buf *b, const struct cmd_stat *copy, size_t nids,
             uint64_t cum = 0;
             for (int k = 0; k < CMD_LAT_BUCKETS - 1; k++) {
                 cum += st->hist[k];
-                buf_appendf(b, "ruvio_command_duration_seconds_bucket{shard=\"%u\",cmd=\"%s\",le=\"%.9g\"} %llu\n",
-                     i, full, (double)(1ull << k) / 1e6, (unsigned long long)cum);
+                buf_appendf(
+                    b,
+                    "ruvio_command_duration_seconds_bucket{shard=\"%u\",cmd=\"%s\",le=\"%.9g\"} %llu\n",
+                    i, full, (double)(1ull << k) / 1e6, (unsigned long long)cum);
             }
-            buf_appendf(b, "ruvio_command_duration_seconds_bucket{shard=\"%u\",cmd=\"%s\",le=\"+Inf\"} %llu\n",
-                 i, full, (unsigned long long)total);
-            buf_appendf(b, "ruvio_command_duration_seconds_sum{shard=\"%u\",cmd=\"%s\"} %.9g\n", i, full,
-                 tpu > 0 ? (double)st->cycles / tpu / 1e6 : 0.0);
-            buf_appendf(b, "ruvio_command_duration_seconds_count{shard=\"%u\",cmd=\"%s\"} %llu\n", i, full,
-                 (unsigned long long)total);
+            buf_appendf(
+                b,
+                "ruvio_command_duration_seconds_bucket{shard=\"%u\",cmd=\"%s\",le=\"+Inf\"} %llu\n",
+                i, full, (unsigned long long)total);
+            buf_appendf(b, "ruvio_command_duration_seconds_sum{shard=\"%u\",cmd=\"%s\"} %.9g\n", i,
+                        full, tpu > 0 ? (double)st->cycles / tpu / 1e6 : 0.0);
+            buf_appendf(b, "ruvio_command_duration_seconds_count{shard=\"%u\",cmd=\"%s\"} %llu\n",
+                        i, full, (unsigned long long)total);
         }
     }
 }

@@ -28,10 +28,10 @@ struct latency;
 
 /* Settings the hot path reads (node-wide, updated by CONFIG SET). */
 struct metrics_hot {
-    _Atomic uint64_t slow_cycles;   /* handler times >= this take metrics_slow() */
-    _Atomic uint64_t us_mul;        /* µs = cycles * us_mul >> 32 */
-    atomic_bool track;              /* latency-tracking */
-    _Atomic uint64_t event_cycles;  /* latency-monitor-threshold; UINT64_MAX = off */
+    _Atomic uint64_t slow_cycles;  /* handler times >= this take metrics_slow() */
+    _Atomic uint64_t us_mul;       /* µs = cycles * us_mul >> 32 */
+    atomic_bool track;             /* latency-tracking */
+    _Atomic uint64_t event_cycles; /* latency-monitor-threshold; UINT64_MAX = off */
 };
 extern struct metrics_hot metrics_hot;
 
@@ -61,9 +61,9 @@ void metrics_event(struct shard *s, const char *event, uint64_t cycles);
 
 struct metrics *metrics_create(void);
 void metrics_destroy(struct metrics *m);
-void metrics_cron(struct shard *s);                    /* publish gauges */
-void metrics_error(struct shard *s, const char *msg, size_t n);   /* an error reply was sent */
-void metrics_reset(struct shard *s);                   /* CONFIG RESETSTAT: error counts */
+void metrics_cron(struct shard *s);                             /* publish gauges */
+void metrics_error(struct shard *s, const char *msg, size_t n); /* an error reply was sent */
+void metrics_reset(struct shard *s);                            /* CONFIG RESETSTAT: error counts */
 struct slowlog *metrics_slowlog(struct shard *s);
 struct latency *metrics_latency(struct shard *s);
 

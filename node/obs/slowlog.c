@@ -13,12 +13,12 @@
 #define SLOWLOG_MAX_STRING 128
 
 struct slowlog_entry {
-    struct slowlog_entry *prev, *next;   /* newer, older */
+    struct slowlog_entry *prev, *next; /* newer, older */
     uint64_t id;
     int64_t time;
     uint64_t us;
     int argc;
-    struct rv_str *argv;                 /* owned copies */
+    struct rv_str *argv; /* owned copies */
     char addr[64];
     char *name;
 };
@@ -133,7 +133,7 @@ slowlog_add(struct slowlog *sl, struct conn *c, const struct cmd_spec *cmd, int 
             struct rv_str *argv, uint64_t us, int64_t unix_s, size_t maxlen)
 {
     if (maxlen == 0) {
-        slowlog_reset(sl);   /* as Redis: the push is trimmed away at once */
+        slowlog_reset(sl); /* as Redis: the push is trimmed away at once */
         return;
     }
     struct slowlog_entry *e = rv_calloc(1, sizeof(*e));

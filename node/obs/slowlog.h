@@ -28,12 +28,12 @@ void slowlog_reset(struct slowlog *sl);
 struct slowlog_entry;
 struct slowlog_view {
     uint64_t id;
-    int64_t time;                /* unix seconds */
+    int64_t time; /* unix seconds */
     uint64_t us;
     int argc;
-    const struct rv_str *argv;   /* as stored: truncated, secrets redacted */
+    const struct rv_str *argv; /* as stored: truncated, secrets redacted */
     const char *addr;
-    const char *name;            /* client name, NULL when unset */
+    const char *name; /* client name, NULL when unset */
 };
 const struct slowlog_entry *slowlog_first(const struct slowlog *sl);
 const struct slowlog_entry *slowlog_next(const struct slowlog_entry *e);

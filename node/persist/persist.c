@@ -30,17 +30,39 @@
 
 /* Commands whose effect is logged differently from their arguments. */
 enum rw {
-    RW_NONE = 0, RW_SPOP, RW_INCRBYFLOAT, RW_EXPIRE, RW_PEXPIRE, RW_SETEX, RW_PSETEX, RW_SET,
-    RW_GETEX, RW_BLPOP, RW_BRPOP, RW_BLMOVE, RW_BRPOPLPUSH, RW_BLMPOP, RW_BZPOPMIN,
-    RW_BZPOPMAX, RW_BZMPOP, RW_STATE, RW_RESTORE,
+    RW_NONE = 0,
+    RW_SPOP,
+    RW_INCRBYFLOAT,
+    RW_EXPIRE,
+    RW_PEXPIRE,
+    RW_SETEX,
+    RW_PSETEX,
+    RW_SET,
+    RW_GETEX,
+    RW_BLPOP,
+    RW_BRPOP,
+    RW_BLMOVE,
+    RW_BRPOPLPUSH,
+    RW_BLMPOP,
+    RW_BZPOPMIN,
+    RW_BZPOPMAX,
+    RW_BZMPOP,
+    RW_STATE,
+    RW_RESTORE,
 };
-static const struct { const char *name; enum rw rw; } rw_names[] = {
-    { "spop", RW_SPOP }, { "incrbyfloat", RW_INCRBYFLOAT }, { "expire", RW_EXPIRE },
-    { "pexpire", RW_PEXPIRE }, { "setex", RW_SETEX }, { "psetex", RW_PSETEX }, { "set", RW_SET },
-    { "getex", RW_GETEX }, { "blpop", RW_BLPOP }, { "brpop", RW_BRPOP }, { "blmove", RW_BLMOVE },
-    { "brpoplpush", RW_BRPOPLPUSH }, { "blmpop", RW_BLMPOP }, { "bzpopmin", RW_BZPOPMIN },
-    { "bzpopmax", RW_BZPOPMAX }, { "bzmpop", RW_BZMPOP }, { "semaphore", RW_STATE },
-    { "restore", RW_RESTORE },
+static const struct {
+    const char *name;
+    enum rw rw;
+} rw_names[] = {
+    { "spop", RW_SPOP },         { "incrbyfloat", RW_INCRBYFLOAT },
+    { "expire", RW_EXPIRE },     { "pexpire", RW_PEXPIRE },
+    { "setex", RW_SETEX },       { "psetex", RW_PSETEX },
+    { "set", RW_SET },           { "getex", RW_GETEX },
+    { "blpop", RW_BLPOP },       { "brpop", RW_BRPOP },
+    { "blmove", RW_BLMOVE },     { "brpoplpush", RW_BRPOPLPUSH },
+    { "blmpop", RW_BLMPOP },     { "bzpopmin", RW_BZPOPMIN },
+    { "bzpopmax", RW_BZPOPMAX }, { "bzmpop", RW_BZMPOP },
+    { "semaphore", RW_STATE },   { "restore", RW_RESTORE },
 };
 #define NRW (sizeof(rw_names) / sizeof(rw_names[0]))
 /* enum rw by cmd_spec.id; built once by the main thread before shards run. */
@@ -152,11 +174,12 @@ rec_close(struct persist *p)
     }
     if (p->w) {
         if (wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s)) == 0) {
-            return;                  /* over WAL_MAX_REC: dropped, the WAL failed (logged) */
+            return; /* over WAL_MAX_REC: dropped, the WAL failed (logged) */
         }
     } else if (b->len - WAL_REC_HDR > WAL_MAX_REC) {
         log_warn("[shard %u] a record of %zu bytes is over the %llu-byte limit: not sent to "
-                 "replicas", shard_id(p->s), b->len - WAL_REC_HDR, (unsigned long long)WAL_MAX_REC);
+                 "replicas",
+                 shard_id(p->s), b->len - WAL_REC_HDR, (unsigned long long)WAL_MAX_REC);
         return;
     } else {
         /* memory mode: the record only travels to replicas, unsealed (see wal.h) */
@@ -167,7 +190,7 @@ rec_close(struct persist *p)
         repl_feed(p->repl, (const uint8_t *)b->data + p->rec_mark, b->len - p->rec_mark);
     }
     if (__builtin_expect(p->ckpt_pending, 0)) {
-        snap_after_record(p);        /* asked for while this record was open */
+        snap_after_record(p); /* asked for while this record was open */
     }
 }
 
@@ -326,7 +349,7 @@ log_blocking_pop(struct persist *p, enum rw rw, struct rd *rp, int argc, struct 
     case RW_BLPOP:
     case RW_BRPOP:
     case RW_BZPOPMIN:
-    case RW_BZPOPMAX: {          /* [key, ...] -> LPOP/RPOP/ZPOPMIN/ZPOPMAX key */
+    case RW_BZPOPMAX: { /* [key, ...] -> LPOP/RPOP/ZPOPMIN/ZPOPMAX key */
         if (!rd_agg(&r, &cnt) || cnt < 2 || !rd_scalar(&r, &a, &isnull) || isnull) {
             return;
         }
@@ -336,7 +359,7 @@ log_blocking_pop(struct persist *p, enum rw rw, struct rd *rp, int argc, struct 
         rec_cmd(p, 2, v);
         return;
     }
-    case RW_BLMOVE:              /* BLMOVE src dst from to timeout */
+    case RW_BLMOVE: /* BLMOVE src dst from to timeout */
         if (rd_scalar(&r, &a, &isnull) && !isnull) {
             struct rv_str v[5] = { S("LMOVE"), argv[1], argv[2], argv[3], argv[4] };
             rec_cmd(p, 5, v);
@@ -349,7 +372,7 @@ log_blocking_pop(struct persist *p, enum rw rw, struct rd *rp, int argc, struct 
         }
         return;
     case RW_BLMPOP:
-    case RW_BZMPOP: {            /* [key, [elements]] -> xPOP key count */
+    case RW_BZMPOP: { /* [key, [elements]] -> xPOP key count */
         int64_t nk, inner;
         if (!rd_agg(&r, &cnt) || cnt != 2 || !rd_scalar(&r, &a, &isnull) || isnull ||
             !rd_agg(&r, &inner) || inner <= 0 || !cmd_arg_int(argv[2], &nk) || nk <= 0 ||
@@ -363,8 +386,7 @@ log_blocking_pop(struct persist *p, enum rw rw, struct rd *rp, int argc, struct 
         rec_cmd(p, 3, v);
         return;
     }
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -385,10 +407,8 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
     int64_t cnt;
 
     switch (rw) {
-    case RW_NONE:
-        rec_cmd(p, argc, argv);
-        return;
-    case RW_SPOP: {              /* SREM key <popped...> */
+    case RW_NONE: rec_cmd(p, argc, argv); return;
+    case RW_SPOP: { /* SREM key <popped...> */
         if (argc == 2) {
             if (!rd_scalar(&r, &a, &isnull) || isnull) {
                 return;
@@ -421,19 +441,20 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
         }
         return;
     case RW_EXPIRE:
-    case RW_PEXPIRE: {           /* PEXPIREAT key abs [NX|XX|GT|LT] */
+    case RW_PEXPIRE: { /* PEXPIREAT key abs [NX|XX|GT|LT] */
         int64_t x;
         if (!rd_scalar(&r, &a, &isnull) || isnull || a.len != 1 || a.p[0] != '1' ||
             !cmd_arg_int(argv[2], &x)) {
-            return;                  /* nothing changed */
+            return; /* nothing changed */
         }
         int64_t at = rw == RW_EXPIRE ? now + x * 1000 : now + x;
-        struct rv_str v[4] = { S("PEXPIREAT"), argv[1], fmt_i64(num, at), argc > 3 ? argv[3] : S("") };
+        struct rv_str v[4] = { S("PEXPIREAT"), argv[1], fmt_i64(num, at),
+                               argc > 3 ? argv[3] : S("") };
         rec_cmd(p, argc > 3 ? 4 : 3, v);
         return;
     }
     case RW_SETEX:
-    case RW_PSETEX: {            /* SET key value PXAT abs */
+    case RW_PSETEX: { /* SET key value PXAT abs */
         int64_t x;
         if (!cmd_arg_int(argv[2], &x)) {
             return;
@@ -445,7 +466,7 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
     }
     case RW_SET:
         if (argc == 3) {
-            rec_cmd(p, argc, argv);  /* plain SET: nothing relative */
+            rec_cmd(p, argc, argv); /* plain SET: nothing relative */
             return;
         }
         rw_ttl_opts(p, argc, argv, 3, now);
@@ -462,13 +483,9 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
     case RW_BLMOVE:
     case RW_BRPOPLPUSH:
     case RW_BLMPOP:
-    case RW_BZMPOP:
-        log_blocking_pop(p, rw, &r, argc, argv);
-        return;
-    case RW_STATE:
-        rec_key_state(p, argv[1]);
-        return;
-    case RW_RESTORE: {           /* a relative ttl becomes ABSTTL */
+    case RW_BZMPOP: log_blocking_pop(p, rw, &r, argc, argv); return;
+    case RW_STATE: rec_key_state(p, argv[1]); return;
+    case RW_RESTORE: { /* a relative ttl becomes ABSTTL */
         int64_t ttl;
         bool abs = false;
         for (int i = 4; i < argc; i++) {
@@ -491,12 +508,11 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
 }
 
 void
-persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
-            size_t mark)
+persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv, size_t mark)
 {
     struct persist *p = persist_of(c->shard);
     if (p == NULL || !p->hot.log || p->loading || (c->flags & CONN_REPLAY) || p->replica) {
-        return;                      /* (a replica's own writes, replica-read-only no, stay local) */
+        return; /* (a replica's own writes, replica-read-only no, stay local) */
     }
     bool txn = (c->flags & CONN_IN_EXEC) != 0;
     enum rw rw = rw_of(cmd);
@@ -559,8 +575,10 @@ persist_refuse_size(struct conn *c, int argc, const struct rv_str *argv)
     if (rv_likely(persist_rec_need(open, argc, argv) <= WAL_MAX_REC)) {
         return false;
     }
-    reply_errf(c, "ERR command too large for the write-ahead log: a record holds at most %llu "
-                  "bytes%s", (unsigned long long)WAL_MAX_REC,
+    reply_errf(c,
+               "ERR command too large for the write-ahead log: a record holds at most %llu "
+               "bytes%s",
+               (unsigned long long)WAL_MAX_REC,
                open ? " (this transaction's record so far included)" : "");
     return true;
 }
@@ -580,19 +598,24 @@ persist_refuse_write(struct conn *c)
     }
     int se = wal_sync_error(p->w), we = wal_write_error(p->w);
     if (se == EFBIG) {
-        reply_errf(c, "MISCONF A record over the WAL's size limit could not be logged on shard %u. "
-                      "Writes are refused until the node is restarted; see the log.",
+        reply_errf(c,
+                   "MISCONF A record over the WAL's size limit could not be logged on shard %u. "
+                   "Writes are refused until the node is restarted; see the log.",
                    shard_id(c->shard));
         return true;
     }
     if (se) {
-        reply_errf(c, "MISCONF WAL fsync failed on shard %u: %s. Writes are refused until the "
-                      "node is restarted; see the log.", shard_id(c->shard), strerror(se));
+        reply_errf(c,
+                   "MISCONF WAL fsync failed on shard %u: %s. Writes are refused until the "
+                   "node is restarted; see the log.",
+                   shard_id(c->shard), strerror(se));
         return true;
     }
     if (we) {
-        reply_errf(c, "MISCONF Errors writing to the WAL of shard %u: %s. Writes resume by "
-                      "themselves once the record can be written.", shard_id(c->shard), strerror(we));
+        reply_errf(c,
+                   "MISCONF Errors writing to the WAL of shard %u: %s. Writes resume by "
+                   "themselves once the record can be written.",
+                   shard_id(c->shard), strerror(we));
         return true;
     }
     return false;
@@ -627,8 +650,8 @@ wal_flush_staged(struct persist *p)
     int rc = wal_write(p->w);
     if (rc < 0) {
         log_warn("[shard %u] cannot write the WAL in %s: %s; writes are refused and their replies "
-                 "held until it can be written (retried 10 times a second)", shard_id(p->s), p->dir,
-                 strerror(-rc));
+                 "held until it can be written (retried 10 times a second)",
+                 shard_id(p->s), p->dir, strerror(-rc));
     }
 }
 
@@ -648,7 +671,7 @@ persist_note_output(struct conn *c)
     }
     uint64_t pos = c->out_done + (c->wbuf.len - c->wbuf.off);
     if (need <= release_lsn(p) && c->nmarks == 0) {
-        return;                       /* already safe: nothing to hold */
+        return; /* already safe: nothing to hold */
     }
     unsigned n = c->nmarks;
     if (n > 0 && (c->marks[n - 1].lsn >= need || n == sizeof(c->marks) / sizeof(c->marks[0]))) {
@@ -684,7 +707,7 @@ persist_flush_limit(struct conn *c)
         c->nmarks = 0;
         return unread;
     }
-    wal_flush_staged(p);              /* the kernel first, then the reply */
+    wal_flush_staged(p); /* the kernel first, then the reply */
     uint64_t rel = release_lsn(p);
     unsigned i = 0;
     while (i < c->nmarks && c->marks[i].lsn <= rel) {
@@ -737,10 +760,10 @@ persist_before_poll(struct shard *s)
     uint64_t t0 = metrics_events_on() ? __rdtsc() : 0;
     wal_flush_staged(p);
     if (t0) {
-        metrics_event(s, "aof-write", __rdtsc() - t0);   /* LATENCY: the shard's WAL write() */
+        metrics_event(s, "aof-write", __rdtsc() - t0); /* LATENCY: the shard's WAL write() */
     }
     if (p->repl && repl_backlog_on(p->repl)) {
-        repl_before_poll(p->repl);   /* records leave once write() gave them to the kernel */
+        repl_before_poll(p->repl); /* records leave once write() gave them to the kernel */
     }
     uint64_t written = wal_written_lsn(p->w);
     if (p->mode == WAL_ALWAYS && written > wal_durable_lsn(p->w) && written > p->sync_asked) {
@@ -772,13 +795,14 @@ persist_before_poll(struct shard *s)
                 closed++;
                 continue;
             }
-            c->nmarks = 0;           /* readers go on being answered */
+            c->nmarks = 0; /* readers go on being answered */
         }
-        conn_flush(c);               /* re-queues itself if part must still wait */
+        conn_flush(c); /* re-queues itself if part must still wait */
     }
     if (closed) {
-        log_warn("[shard %u] closed %zu client(s) whose writes cannot be made durable (fsync failed)",
-                 shard_id(s), closed);
+        log_warn(
+            "[shard %u] closed %zu client(s) whose writes cannot be made durable (fsync failed)",
+            shard_id(s), closed);
     }
 }
 
@@ -822,7 +846,8 @@ apply_rec(struct replayer *x, const struct wal_rec *rec)
         if (!replay_exec(x->rp, argc, x->argv, err, sizeof(err))) {
             if (x->errors++ < 5) {
                 log_warn("[shard %u] replaying LSN %" PRIu64 " (%.*s): %s", shard_id(x->p->s),
-                         rec->lsn, (int)(x->argv[0].len > 32 ? 32 : x->argv[0].len), x->argv[0].p, err);
+                         rec->lsn, (int)(x->argv[0].len > 32 ? 32 : x->argv[0].len), x->argv[0].p,
+                         err);
             }
         }
     }
@@ -830,8 +855,8 @@ apply_rec(struct replayer *x, const struct wal_rec *rec)
 }
 
 static int
-load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *lsn, int64_t *created,
-          char *err, size_t errsz)
+load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *lsn,
+          int64_t *created, char *err, size_t errsz)
 {
     struct wal_reader r;
     struct wal_rec rec;
@@ -858,14 +883,17 @@ load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *l
     if (!end) {
         const char *why = rd == WAL_RD_OK || rd == WAL_RD_END ? "no end record" : r.why;
         if (!accept) {
-            snprintf(err, errsz, "checkpoint %s is corrupt at offset %zu (%s); start with "
-                     "wal-accept-loss yes to load its valid prefix", f->path, r.off, why);
+            snprintf(err, errsz,
+                     "checkpoint %s is corrupt at offset %zu (%s); start with "
+                     "wal-accept-loss yes to load its valid prefix",
+                     f->path, r.off, why);
             wal_reader_close(&r);
             return -1;
         }
         x->p->cut = true;
         log_warn("[shard %u] checkpoint %s is corrupt at offset %zu (%s): loaded its valid "
-                 "prefix (wal-accept-loss yes)", shard_id(x->p->s), f->path, r.off, why);
+                 "prefix (wal-accept-loss yes)",
+                 shard_id(x->p->s), f->path, r.off, why);
     }
     wal_reader_close(&r);
     return 0;
@@ -972,14 +1000,15 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
     const char *path = segs[k.seg].path;
     if (rd == WAL_RD_TORN) {
         /* Never acknowledged: the write of this record did not complete. */
-        log_warn("[shard %u] WAL %s: torn record at offset %zu (%s): cut off", sid, path, k.off, k.why);
+        log_warn("[shard %u] WAL %s: torn record at offset %zu (%s): cut off", sid, path, k.off,
+                 k.why);
         int rc = wal_truncate(path, k.off);
         if (rc < 0) {
             snprintf(err, errsz, "cannot truncate %s: %s", path, strerror(-rc));
             return -1;
         }
         for (size_t i = k.seg + 1; k.drop_later && i < n; i++) {
-            set_aside(segs[i].path);     /* written after the cut, never synced */
+            set_aside(segs[i].path); /* written after the cut, never synced */
         }
         x->p->torn_tails++;
         x->p->cut = true;
@@ -998,12 +1027,15 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
         snprintf(where, sizeof(where), "WAL %s is corrupt at offset %zu (%s)", path, k.off, k.why);
     }
     if (!accept) {
-        snprintf(err, errsz, "%s; start with wal-accept-loss yes to keep the valid prefix and drop "
-                 "the rest", where);
+        snprintf(err, errsz,
+                 "%s; start with wal-accept-loss yes to keep the valid prefix and drop "
+                 "the rest",
+                 where);
         return -1;
     }
-    log_warn("[shard %u] %s: keeping the valid prefix, later segments set aside (wal-accept-loss yes)",
-             sid, where);
+    log_warn(
+        "[shard %u] %s: keeping the valid prefix, later segments set aside (wal-accept-loss yes)",
+        sid, where);
     size_t off = k.whole_file || k.off == WAL_SEG_HDR ? 0 : k.off;
     x->p->cut = true;
     return keep_prefix(segs, n, k.seg, off, err, errsz);
@@ -1086,8 +1118,8 @@ int
 persist_save_now(struct shard *s, char *err, size_t errsz)
 {
     struct persist *p = persist_of(s);
-    snap_wait_finish(p);             /* a background one that is already writing its file */
-    snap_abort(p);                   /* one still walking: this one replaces it */
+    snap_wait_finish(p); /* a background one that is already writing its file */
+    snap_abort(p);       /* one still walking: this one replaces it */
     return snap_run_sync(p, err, errsz);
 }
 
@@ -1155,8 +1187,9 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
     shard_refresh_clock(s);
     if (x.cmds > 0 || nc > 0) {
         log_notice("[shard %u] loaded %" PRIu64 " keys from checkpoint LSN %" PRIu64 " and %" PRIu64
-                 " WAL records in %.3f s (%" PRIu64 " replay errors)", shard_id(s), p->keys_loaded,
-                 ck_lsn, p->records_replayed, (double)p->load_us / 1e6, x.errors);
+                   " WAL records in %.3f s (%" PRIu64 " replay errors)",
+                   shard_id(s), p->keys_loaded, ck_lsn, p->records_replayed,
+                   (double)p->load_us / 1e6, x.errors);
     }
     p->next_lsn = last + 1;
     ks_set_expire_hook(shard_ks(s), on_expire, p);
@@ -1184,9 +1217,13 @@ persist_open_wal(struct persist *p, char *err, size_t errsz)
 {
     const struct cfg *cfg = shard_cfg(p->s);
     struct wal_opts o = {
-        .dir = p->dir, .shard = shard_id(p->s), .mode = p->mode,
-        .seg_bytes = (uint64_t)cfg->wal_segment_bytes, .sync_interval_ms = 1000,
-        .notify = on_synced, .notify_arg = p->s,
+        .dir = p->dir,
+        .shard = shard_id(p->s),
+        .mode = p->mode,
+        .seg_bytes = (uint64_t)cfg->wal_segment_bytes,
+        .sync_interval_ms = 1000,
+        .notify = on_synced,
+        .notify_arg = p->s,
         .sync_min_interval_us = cfg->wal_sync_min_interval_us,
     };
     p->w = wal_open(&o, p->next_lsn, err, errsz);
@@ -1265,7 +1302,7 @@ persist_cron(struct shard *s)
     if (p->w && wal_write_error(p->w) != 0 && wal_staged(p->w)) {
         if (wal_write(p->w) == 0) {
             log_warn("[shard %u] WAL writes work again; accepting writes", shard_id(s));
-            p->last_release = 0;     /* release what waited */
+            p->last_release = 0; /* release what waited */
         }
     }
     snap_cron(p);
@@ -1296,10 +1333,12 @@ persist_info(struct shard *s, struct buf *b)
                  "rdb_last_bgsave_time_sec:%" PRId64 "\r\nrdb_saves:%" PRIu64 "\r\n"
                  "aof_enabled:%d\r\naof_rewrite_in_progress:%d\r\naof_last_write_status:%s\r\n"
                  "aof_last_bgrewrite_status:%s\r\n"
-                 "wal_last_lsn:%" PRIu64 "\r\nwal_written_lsn:%" PRIu64 "\r\nwal_durable_lsn:%" PRIu64 "\r\n"
+                 "wal_last_lsn:%" PRIu64 "\r\nwal_written_lsn:%" PRIu64
+                 "\r\nwal_durable_lsn:%" PRIu64 "\r\n"
                  "wal_bytes:%" PRIu64 "\r\nwal_segments:%zu\r\nwal_write_error:%s\r\n"
                  "wal_fsync_error:%s\r\nwal_held_clients:%zu\r\n"
-                 "wal_fsyncs:%" PRIu64 "\r\nwal_fsyncs_slow:%" PRIu64 "\r\nwal_fsyncs_paced:%" PRIu64 "\r\n"
+                 "wal_fsyncs:%" PRIu64 "\r\nwal_fsyncs_slow:%" PRIu64
+                 "\r\nwal_fsyncs_paced:%" PRIu64 "\r\n"
                  "wal_fsync_max_us:%" PRIu64 "\r\nwal_prezeroed_segments:%" PRIu64 "\r\n"
                  "checkpoint_lsn:%" PRIu64 "\r\n"
                  "checkpoint_in_progress:%d\r\ncheckpoint_keys_written:%" PRIu64 "\r\n"
@@ -1307,15 +1346,15 @@ persist_info(struct shard *s, struct buf *b)
                  "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
                  "loading_time_ms:%" PRIu64 "\r\n\r\n",
                  p->loading, modes[p->mode], p->changes, snap_active(p), p->lastsave_ms / 1000,
-                 p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves,
-                 p->w != NULL, snap_active(p),
-                 p->w && wal_write_error(p->w) ? "err" : "ok", p->last_ckpt_ok ? "ok" : "err",
-                 last, p->w ? wal_written_lsn(p->w) : last, p->w ? wal_durable_lsn(p->w) : last,
-                 p->w ? wal_bytes(p->w) : 0, p->w ? wal_segments(p->w) : (size_t)0,
+                 p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves, p->w != NULL,
+                 snap_active(p), p->w && wal_write_error(p->w) ? "err" : "ok",
+                 p->last_ckpt_ok ? "ok" : "err", last, p->w ? wal_written_lsn(p->w) : last,
+                 p->w ? wal_durable_lsn(p->w) : last, p->w ? wal_bytes(p->w) : 0,
+                 p->w ? wal_segments(p->w) : (size_t)0,
                  p->w && wal_write_error(p->w) ? strerror(wal_write_error(p->w)) : "none",
-                 p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none",
-                 p->nheld, ws.syncs, ws.slow_syncs, ws.paced_syncs, ws.max_sync_us,
-                 ws.prezeroed_segments, p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
+                 p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none", p->nheld,
+                 ws.syncs, ws.slow_syncs, ws.paced_syncs, ws.max_sync_us, ws.prezeroed_segments,
+                 p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
                  p->torn_tails, p->replay_errors, p->load_us / 1000);
     buf_append(b, line, (size_t)n);
 }

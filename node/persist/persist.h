@@ -37,7 +37,8 @@ void persist_close(struct shard *s);
 
 /* ---- hooks on the command path ---- */
 /* Before a write command runs: copy-on-write for a checkpoint in progress. */
-void persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+void persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc,
+                          struct rv_str *argv);
 /* After a write command replied (reply starts at reply_mark in c's output). */
 void persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
                  size_t reply_mark);

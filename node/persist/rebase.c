@@ -68,7 +68,7 @@ rebase_read(const struct persist *p, uint64_t *lsn, int *phase)
     fclose(f);
     if (!ok) {
         *lsn = 0;
-        *phase = 0;                  /* unreadable: treat as interrupted while deleting */
+        *phase = 0; /* unreadable: treat as interrupted while deleting */
     }
     return true;
 }
@@ -117,7 +117,8 @@ persist_rebase_recover(struct persist *p, char *err, size_t errsz)
     if (phase == 1) {
         struct wal_file *segs = NULL, *cks = NULL;
         size_t ns = 0, nc = 0;
-        bool have = wal_list(p->dir, &segs, &ns, &cks, &nc) == 0 && nc > 0 && cks[nc - 1].lsn >= lsn;
+        bool have = wal_list(p->dir, &segs, &ns, &cks, &nc) == 0 && nc > 0 &&
+                    cks[nc - 1].lsn >= lsn;
         rv_free(segs);
         rv_free(cks);
         if (have) {
@@ -127,7 +128,8 @@ persist_rebase_recover(struct persist *p, char *err, size_t errsz)
         }
     }
     log_warn("[shard %u] a full sync at LSN %" PRIu64 " was interrupted before its data set was "
-             "checkpointed: starting empty (the next sync from the primary is a full one)", sid, lsn);
+             "checkpointed: starting empty (the next sync from the primary is a full one)",
+             sid, lsn);
     if (wipe_data(p->dir) != 0) {
         snprintf(err, errsz, "cannot clear %s after an interrupted full sync: %s", p->dir,
                  strerror(errno));
@@ -160,7 +162,8 @@ rebase_conns(struct persist *p, uint64_t lsn)
     }
     if (closed) {
         log_warn("[shard %u] full sync: closed %zu client(s) waiting for records of the replaced "
-                 "history", shard_id(p->s), closed);
+                 "history",
+                 shard_id(p->s), closed);
     }
 }
 
@@ -174,13 +177,13 @@ persist_rebase_begin(struct shard *s, uint64_t lsn, char *err, size_t errsz)
     snap_abort(p);
     snap_wait_finish(p);
     if (rebase_mark(p, lsn, 0, err, errsz) != 0) {
-        return -1;                   /* nothing changed: the old data set stays */
+        return -1; /* nothing changed: the old data set stays */
     }
     p->rebase = true;
     p->rebase_lsn = lsn;
     wal_close(p->w);
     p->w = NULL;
-    p->hot.wal = p->hot.log = false;   /* guard stays: persist_refuse_write checks p->w */
+    p->hot.wal = p->hot.log = false; /* guard stays: persist_refuse_write checks p->w */
     if (wipe_data(p->dir) != 0) {
         snprintf(err, errsz, "cannot delete the old WAL in %s: %s", p->dir, strerror(errno));
         return -1;

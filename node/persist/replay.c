@@ -52,7 +52,7 @@ replay_exec(struct replay *r, int argc, const struct rv_str *argv, char *err, si
     struct conn *c = &r->c;
     const struct cmd_spec *cmd = NULL;
     if (argc > 0 && r->last != NULL && argv[0].len == r->last_len &&
-        rv_short_eq(argv[0].p, r->last_name, r->last_len)) {   /* cheaper than a lookup */
+        rv_short_eq(argv[0].p, r->last_name, r->last_len)) { /* cheaper than a lookup */
         cmd = r->last;
     } else if (argc > 0 && (cmd = cmd_lookup(argv[0].p, argv[0].len)) != NULL &&
                argv[0].len <= sizeof(r->last_name)) {
@@ -64,7 +64,8 @@ replay_exec(struct replay *r, int argc, const struct rv_str *argv, char *err, si
         cmd = cmd_lookup_sub(cmd, argv[1].p, argv[1].len);
     }
     if (cmd == NULL) {
-        snprintf(err, errsz, "ERR unknown command '%.*s'", argc > 0 ? (int)(argv[0].len > 64 ? 64 : argv[0].len) : 0,
+        snprintf(err, errsz, "ERR unknown command '%.*s'",
+                 argc > 0 ? (int)(argv[0].len > 64 ? 64 : argv[0].len) : 0,
                  argc > 0 ? argv[0].p : "");
         return false;
     }

@@ -13,7 +13,7 @@ struct shard;
 struct replay;
 
 struct replay *replay_create(struct shard *s);
-void replay_destroy(struct replay *r);                 /* NULL is a no-op */
+void replay_destroy(struct replay *r); /* NULL is a no-op */
 /* Execute argv as if a client sent it. Returns true when it did not reply
  * with an error; otherwise the error line (without "-" and CRLF) is copied
  * to err. Unknown commands and wrong arity are errors too. */

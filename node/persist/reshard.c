@@ -74,7 +74,7 @@ rm_tree(const char *path, const char *site)
         snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
         rc = rm_tree(sub, site);
     }
-    int saved = errno;               /* the failure's, for the caller's message */
+    int saved = errno; /* the failure's, for the caller's message */
     closedir(d);
     if (rc != 0) {
         errno = saved;
@@ -153,8 +153,8 @@ reshard_write_layout(const char *dir, unsigned n)
 /* Move dir/shard-<k> (k < m) to sub/shard-<k> (or back with back), leaving
  * what is already moved; fsync both directories. */
 static int
-move_shards(const char *dir, const char *sub, unsigned m, bool back, const char *site,
-            char *err, size_t errsz)
+move_shards(const char *dir, const char *sub, unsigned m, bool back, const char *site, char *err,
+            size_t errsz)
 {
     for (unsigned k = 0; k < m; k++) {
         char in_dir[4300], in_sub[4300];
@@ -253,7 +253,8 @@ reshard_prepare(const char *dir, unsigned nshards, unsigned *old_n, char *err, s
         return 0;
     }
     log_notice("the data directory %s was written by %u shard(s); redistributing every key by "
-               "slot to %u shard(s)", dir, m, nshards);
+               "slot to %u shard(s)",
+               dir, m, nshards);
     if (mkdir(tdir, 0755) != 0) {
         snprintf(err, errsz, "cannot create %s: %s", tdir, strerror(errno));
         return -1;
@@ -272,7 +273,7 @@ reshard_prepare(const char *dir, unsigned nshards, unsigned *old_n, char *err, s
 
 struct move_ctx {
     struct node *n;
-    struct replay **rp;              /* one per new shard */
+    struct replay **rp; /* one per new shard */
     unsigned target;
     uint64_t keys, failed;
     int64_t now;
@@ -366,6 +367,7 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, const struct reshar
         return -1;
     }
     log_notice("redistributed %" PRIu64 " keys from %u to %u shard(s) in %.3f s (%" PRIu64
-               " failed)", m.keys, old_n, n->nshards, (double)(clock_mono_us() - t0) / 1e6, m.failed);
+               " failed)",
+               m.keys, old_n, n->nshards, (double)(clock_mono_us() - t0) / 1e6, m.failed);
     return 0;
 }

@@ -44,12 +44,12 @@ struct snap {
     struct wal_ckpt *k;
     uint64_t lsn;
     int64_t created;
-    struct ks_snap *it;               /* the walk of the keyspace as of L */
+    struct ks_snap *it; /* the walk of the keyspace as of L */
     bool scan_done;
     bool failed;
     char why[256];
     uint64_t nkeys;
-    uint64_t nrecs;                   /* the end record's count: a long key takes several */
+    uint64_t nrecs; /* the end record's count: a long key takes several */
     uint64_t changes_at_start;
     int64_t t0_ms;
     struct event *ev;
@@ -63,13 +63,13 @@ struct snap_done_msg {
     struct shard_msg m;
     struct snap *sn;
     struct shard *to;
-    long long freed;              /* bytes of the shard's charge the finishing thread freed */
+    long long freed; /* bytes of the shard's charge the finishing thread freed */
 };
 
 struct dump_ctx {
     struct buf *b;
-    size_t start;                     /* the record's payload */
-    size_t mark;                      /* the record's header */
+    size_t start; /* the record's payload */
+    size_t mark;  /* the record's header */
     struct snap *sn;
     bool split_failed;
 };
@@ -243,13 +243,13 @@ snap_done(struct persist *p, struct snap *sn)
         remove_older(p, sn->lsn);
         persist_ckpt_done(p, sn->lsn);
         log_notice("[shard %u] checkpoint at LSN %" PRIu64 ": %" PRIu64 " keys in %" PRId64 " ms",
-                 shard_id(p->s), sn->lsn, sn->nkeys, took);
+                   shard_id(p->s), sn->lsn, sn->nkeys, took);
     } else {
         p->last_ckpt_ok = false;
         log_warn("[shard %u] checkpoint at LSN %" PRIu64 " failed: %s", shard_id(p->s), sn->lsn,
                  sn->failed ? sn->why : strerror(-sn->finish_rc));
         if (p->rebase) {
-            p->rebase_retry_ms = shard_now_ms(p->s) + 1000;   /* a full sync's data set needs one */
+            p->rebase_retry_ms = shard_now_ms(p->s) + 1000; /* a full sync's data set needs one */
         }
     }
 }
@@ -366,8 +366,10 @@ snap_start(struct persist *p, char *err, size_t errsz)
         lsn = wal_last_lsn(p->w);
     }
     const struct cfg *cfg = shard_cfg(p->s);
-    struct wal_ckpt_info info = { .shard = shard_id(p->s), .nshards = (unsigned)cfg->shards,
-                                  .lsn = lsn, .created_ms = shard_now_ms(p->s) };
+    struct wal_ckpt_info info = { .shard = shard_id(p->s),
+                                  .nshards = (unsigned)cfg->shards,
+                                  .lsn = lsn,
+                                  .created_ms = shard_now_ms(p->s) };
     size_t nk = ks_size(shard_ks(p->s));
     info.keys_hint = nk > UINT32_MAX ? UINT32_MAX : (uint32_t)nk;
     char why[512];
@@ -460,7 +462,7 @@ snap_abort(struct persist *p)
         return;
     }
     if (sn->finishing) {
-        return;                       /* snap_wait_finish() collects it */
+        return; /* snap_wait_finish() collects it */
     }
     p->snap = NULL;
     snap_cow_refresh(p);
@@ -474,9 +476,9 @@ snap_wait_finish(struct persist *p)
     if (sn == NULL || !sn->finishing) {
         return;
     }
-    pthread_join(sn->th, NULL);      /* the thread has finished (and released) the file */
+    pthread_join(sn->th, NULL); /* the thread has finished (and released) the file */
     snap_done(p, sn);
-    p->snap = NULL;                  /* its posted message then sees no snap and only frees itself */
+    p->snap = NULL; /* its posted message then sees no snap and only frees itself */
     snap_cow_refresh(p);
     snap_free(sn);
 }
@@ -514,7 +516,7 @@ snap_cron(struct persist *p)
         char err[256];
         if (snap_start(p, err, sizeof(err)) != 0) {
             log_warn("[shard %u] automatic checkpoint: %s", shard_id(p->s), err);
-            p->wal_at_ckpt = wal_bytes(p->w);   /* retry after as many bytes again */
+            p->wal_at_ckpt = wal_bytes(p->w); /* retry after as many bytes again */
         }
     }
 }
@@ -541,7 +543,8 @@ snap_remove_tmp(const char *dir)
     }
     while ((de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
-        if (n > 9 && strncmp(de->d_name, "ckpt-", 5) == 0 && strcmp(de->d_name + n - 4, ".tmp") == 0) {
+        if (n > 9 && strncmp(de->d_name, "ckpt-", 5) == 0 &&
+            strcmp(de->d_name + n - 4, ".tmp") == 0) {
             char path[4200];
             snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
             unlink(path);
@@ -557,7 +560,7 @@ persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc, struc
 {
     struct persist *p = persist_of(c->shard);
     if (p == NULL || p->loading || p->side_load) {
-        return;                       /* (side_load: these keys are not the ones being walked) */
+        return; /* (side_load: these keys are not the ones being walked) */
     }
     bool ck = p->snap != NULL && !p->snap->scan_done;
     bool rp = p->repl_cow;

@@ -111,7 +111,7 @@ conn_create(struct shard *s, int fd)
     buf_init(&c->wbuf);
     struct resp_limits lim = { .max_bulk = (uint64_t)cfg->proto_max_bulk_len };
     resp_parser_init(&c->parser, &lim);
-    acl_conn_init(c);   /* user, authed, parser's pre-auth limits */
+    acl_conn_init(c); /* user, authed, parser's pre-auth limits */
     event_assign(&c->rev, shard_base(s), fd, EV_READ | EV_PERSIST, conn_on_readable, c);
     event_assign(&c->wev, shard_base(s), fd, EV_WRITE | EV_PERSIST, conn_on_writable, c);
     event_add(&c->rev, NULL);
@@ -210,8 +210,8 @@ conn_over_output(struct conn *c, const struct cfg *cfg)
             c->flags |= CONN_CLOSE_ASAP;
             shard_stats(c->shard)->client_output_limit_disconnections++;
             log_notice("[shard %u] client id=%llu addr=%s closed for overcoming of output buffer "
-                       "limits (%zu bytes unread)", shard_id(c->shard), (unsigned long long)c->id,
-                       c->addr, pending);
+                       "limits (%zu bytes unread)",
+                       shard_id(c->shard), (unsigned long long)c->id, c->addr, pending);
         }
         return true;
     }
@@ -233,7 +233,7 @@ conn_process_batch(struct conn *c)
     const struct cfg *cfg = shard_cfg(c->shard);
     size_t out_check = conn_output_check(c, cfg);
 
-    c->parser.lim.max_bulk = (uint64_t)cfg->proto_max_bulk_len;   /* CONFIG SET applies live */
+    c->parser.lim.max_bulk = (uint64_t)cfg->proto_max_bulk_len; /* CONFIG SET applies live */
     while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP | CONN_BLOCKED))) {
         if (rv_unlikely(c->wbuf.len - c->wbuf.off > out_check) && conn_over_output(c, cfg)) {
             return;
@@ -255,7 +255,8 @@ conn_process_batch(struct conn *c)
     }
     if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)cfg->client_query_buffer_limit)) {
         shard_stats(c->shard)->client_qbuf_limit_disconnections++;
-        conn_proto_error(c, "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");
+        conn_proto_error(c,
+                         "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");
     }
 }
 
@@ -288,7 +289,7 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (rv_unlikely(acl_gen_now() != *shard_acl_gen(c->shard))) {
-        acl_shard_refresh(c->shard);   /* users changed on some shard: before this batch runs */
+        acl_shard_refresh(c->shard); /* users changed on some shard: before this batch runs */
         if (c->flags & CONN_CLOSE_ASAP) {
             return;
         }
@@ -301,7 +302,7 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
         buf_shrink(&c->rbuf, CONN_READ_LEN);
     }
     if (c->wbuf.len > c->wbuf.off || (c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
-        shard_want_write(c->shard, c);   /* also notes what the output waits for (persist.c) */
+        shard_want_write(c->shard, c); /* also notes what the output waits for (persist.c) */
     }
 }
 
@@ -315,7 +316,7 @@ conn_io_flush(struct conn *c)
     }
     size_t limit = c->wbuf.len;
     if (rv_unlikely(c->nmarks != 0)) {
-        limit = c->wbuf.off + persist_flush_limit(c);   /* the rest waits for the WAL */
+        limit = c->wbuf.off + persist_flush_limit(c); /* the rest waits for the WAL */
     }
     while (c->wbuf.off < limit) {
         ssize_t n = write(c->fd, c->wbuf.data + c->wbuf.off, limit - c->wbuf.off);

@@ -119,7 +119,8 @@ static inline void
 hist_add(struct cmd_stat *st, uint64_t each, uint64_t n)
 {
     if (atomic_load_explicit(&metrics_hot.track, memory_order_relaxed)) {
-        st->hist[metrics_bucket(each, atomic_load_explicit(&metrics_hot.us_mul, memory_order_relaxed))] += n;
+        st->hist[metrics_bucket(each, atomic_load_explicit(&metrics_hot.us_mul,
+                                                           memory_order_relaxed))] += n;
     }
 }
 
@@ -157,7 +158,8 @@ cmd_batch_runs_end(void)
  * today: a replica applies effects, never EXEC or scripts) is timed on its
  * own, outside any batch, and counts in the outer run's time too. */
 static void
-run_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv, struct cmd_stat *st)
+run_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
+         struct cmd_stat *st)
 {
     if (run.st != st) {
         run_close(__rdtsc());
@@ -186,13 +188,13 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
         c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
     }
     c->last_cmd = cmd;
-    dispatch_count_errors(c);   /* (errors other commands wrote to c are not this one's) */
+    dispatch_count_errors(c); /* (errors other commands wrote to c are not this one's) */
     const struct persist_hot *ph = persist_hot(c->persist);
     /* a write whose record could not be written must not run (it counts as failed below) */
     bool refused = (cmd->flags & CMD_WRITE) && ph->log && !(c->flags & CONN_REPLAY) &&
                    rv_unlikely(persist_refuse_size(c, argc, argv));
     if (rv_unlikely(ph->cow) && (cmd->flags & CMD_WRITE) && !refused) {
-        persist_before_write(c, cmd, argc, argv);   /* checkpoint copy-on-write */
+        persist_before_write(c, cmd, argc, argv); /* checkpoint copy-on-write */
     }
     if (rv_unlikely(refused)) {
         /* nothing to run */
@@ -207,17 +209,18 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
         uint64_t t1 = __rdtsc();
         uint64_t cycles = t1 - t0;
         if (cmd_batch_mark != 0) {
-            cmd_batch_mark = t1;          /* the next command of the batch starts here */
+            cmd_batch_mark = t1; /* the next command of the batch starts here */
         }
         st->cycles += cycles;
         st->calls++;
         hist_add(st, cycles, 1);
-        if (rv_unlikely(cycles >= atomic_load_explicit(&metrics_hot.slow_cycles, memory_order_relaxed))) {
+        if (rv_unlikely(cycles >=
+                        atomic_load_explicit(&metrics_hot.slow_cycles, memory_order_relaxed))) {
             metrics_slow(c, cmd, argc, argv, cycles);
         }
     }
     shard_stats(s)->commands++;
-    size_t mark = c->wbuf.off + before;   /* where this command's reply starts */
+    size_t mark = c->wbuf.off + before; /* where this command's reply starts */
     if (rv_unlikely(c->nerr != 0)) {
         /* (a command's own; those of the commands EXEC ran were counted by their calls) */
         st->failed++;
@@ -230,7 +233,7 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
         if (rv_unlikely(*shard_blocking(s) != NULL)) {
             block_signal(s, cmd, argc, argv);
         }
-        if (ph->log && !(c->flags & CONN_REPLAY)) {   /* (a replica logs the frames it applies) */
+        if (ph->log && !(c->flags & CONN_REPLAY)) { /* (a replica logs the frames it applies) */
             persist_log(c, cmd, argc, argv, mark);
         }
     }
@@ -251,7 +254,8 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
     } else {
         cmd = cmd_lookup_client(argv[0].p, argv[0].len);
         if (cmd) {
-            argv[0] = (struct rv_str){ cmd->name, strlen(cmd->name) };   /* WAL and MULTI see the real name */
+            argv[0] = (struct rv_str){ cmd->name,
+                                       strlen(cmd->name) }; /* WAL and MULTI see the real name */
         }
     }
     if (rv_unlikely(cmd == NULL)) {
@@ -295,8 +299,10 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
     if (rv_unlikely(c->flags & CONN_PUBSUB) && c->proto == 2 && !(cmd->flags & CMD_SUBOK)) {
         char full[96];
         cmd_fullname(cmd, full, sizeof(full));
-        reply_errf(c, "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
-                      "QUIT / RESET are allowed in this context", full);
+        reply_errf(c,
+                   "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+                   "QUIT / RESET are allowed in this context",
+                   full);
         cmd_reject(c, st);
         return;
     }
@@ -318,7 +324,8 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
      * only the commands flagged stale (Redis's list) run. */
     if (rv_unlikely(persist_hot(c->persist)->stale) && !(cmd->flags & CMD_STALE) &&
         !(c->flags & CONN_REPLAY)) {
-        reply_errf(c, "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.");
+        reply_errf(
+            c, "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.");
         cmd_reject(c, st);
         return;
     }

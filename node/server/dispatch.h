@@ -49,4 +49,3 @@ cmd_batch_end(void)
  * timed this way. The primary timed each of them already. */
 void cmd_batch_runs_begin(void);
 void cmd_batch_runs_end(void);
-

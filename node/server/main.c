@@ -54,7 +54,7 @@ setup_process(const struct cfg *cfg, sigset_t *set, char *err, size_t errsz)
     sigemptyset(set);
     sigaddset(set, SIGTERM);
     sigaddset(set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, set, NULL);   /* shard threads inherit the mask */
+    pthread_sigmask(SIG_BLOCK, set, NULL); /* shard threads inherit the mask */
     return 0;
 }
 
@@ -68,14 +68,16 @@ setup_node(struct node *node, struct cfg *cfg, const char *argv0, char *err, siz
     for (const char *r = cfg->rename_commands; r && *r;) {
         char from[256], to[256] = "";
         const char *nl = strchr(r, '\n');
-        if (sscanf(r, "%255s %255[^\n]", from, to) < 1 || cmd_rename_command(from, to, err, errsz) != 0) {
+        if (sscanf(r, "%255s %255[^\n]", from, to) < 1 ||
+            cmd_rename_command(from, to, err, errsz) != 0) {
             fprintf(stderr, "ruvio: config error: %s\n", err);
             return 1;
         }
         r = nl ? nl + 1 : r + strlen(r);
     }
     if (acl_init(cfg->requirepass, cfg->acl_users, cfg->aclfile, err, errsz) != 0) {
-        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->aclfile[0] ? "aclfile" : "user", err);
+        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->aclfile[0] ? "aclfile" : "user",
+                err);
         return 1;
     }
     dict_seed(rand_u64(), rand_u64());
@@ -187,7 +189,8 @@ main(int argc, char **argv)
         return 1;
     }
     metrics_apply_cfg(cfg);
-    if (cfg->metrics_address[0] && metrics_http_start(&node, cfg->metrics_address, err, sizeof(err)) != 0) {
+    if (cfg->metrics_address[0] &&
+        metrics_http_start(&node, cfg->metrics_address, err, sizeof(err)) != 0) {
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
@@ -204,7 +207,7 @@ main(int argc, char **argv)
     log_notice("Ready to accept connections tcp");
     /* Recovery is over and every listener is bound and served by its thread. */
     notify_send("READY=1\nSTATUS=Ready to accept connections on ports %lld-%lld\nMAINPID=%d",
-           (long long)cfg->port, (long long)(cfg->port + node.nshards - 1), (int)getpid());
+                (long long)cfg->port, (long long)(cfg->port + node.nshards - 1), (int)getpid());
 
     int sig = 0;
     while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT)) {

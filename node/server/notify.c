@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <systemd/sd-daemon.h>
 
-static bool notify_on;      /* set once at start-up, before any shard runs */
+static bool notify_on; /* set once at start-up, before any shard runs */
 
 void
 notify_setup(const struct cfg *c)
@@ -25,5 +25,5 @@ notify_send(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    (void)sd_notify(0, msg);    /* 0 without $NOTIFY_SOCKET; failures are not the node's concern */
+    (void)sd_notify(0, msg); /* 0 without $NOTIFY_SOCKET; failures are not the node's concern */
 }

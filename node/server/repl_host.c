@@ -170,13 +170,14 @@ h_publish_role(void *host, const char *val, bool rewrite)
     }
     char err[512];
     if (rewrite && cfg_file()[0] != '\0' && cfg_rewrite(shard_cfg(s), err, sizeof(err)) != 0) {
-        log_warn("the new role (replicaof '%s') could not be written to %s: %s", val, cfg_file(), err);
+        log_warn("the new role (replicaof '%s') could not be written to %s: %s", val, cfg_file(),
+                 err);
     }
 }
 
 static void
-h_role_hook(void *host, const char *old_role, const char *new_role, uint64_t epoch, const char *addr,
-            int port)
+h_role_hook(void *host, const char *old_role, const char *new_role, uint64_t epoch,
+            const char *addr, int port)
 {
     hook_role_change(old_role, new_role, epoch, addr, port);
 }
@@ -191,7 +192,8 @@ static unsigned
 h_client_state(void *host, void *cl)
 {
     const struct conn *c = cl;
-    return (c->flags & CONN_MULTI ? REPL_CL_MULTI : 0) | (c->flags & CONN_IN_EXEC ? REPL_CL_EXEC : 0) |
+    return (c->flags & CONN_MULTI ? REPL_CL_MULTI : 0) |
+           (c->flags & CONN_IN_EXEC ? REPL_CL_EXEC : 0) |
            (c->flags & CONN_REPLAY ? REPL_CL_REPLAY : 0);
 }
 
@@ -205,7 +207,7 @@ static void
 h_client_pause(void *host, void *cl)
 {
     struct conn *c = cl;
-    c->rbuf.off = c->cmd_start;      /* parse the command again once resumed */
+    c->rbuf.off = c->cmd_start; /* parse the command again once resumed */
     c->flags |= CONN_BLOCKED;
 }
 
@@ -215,19 +217,14 @@ h_client_wake(void *host, void *cl, enum repl_wake how, long local, long acked, 
     struct conn *c = cl;
     c->flags &= ~CONN_BLOCKED;
     switch (how) {
-    case REPL_WAKE_WAIT:
-        reply_int(c, acked);
-        break;
+    case REPL_WAKE_WAIT: reply_int(c, acked); break;
     case REPL_WAKE_WAITAOF:
         reply_array(c, 2);
         reply_int(c, local);
         reply_int(c, acked);
         break;
-    case REPL_WAKE_ERROR:
-        reply_errf(c, "%s", err);
-        break;
-    case REPL_WAKE_RESUME:
-        break;
+    case REPL_WAKE_ERROR: reply_errf(c, "%s", err); break;
+    case REPL_WAKE_RESUME: break;
     }
     conn_resume(c);
     shard_want_write(c->shard, c);
@@ -254,7 +251,7 @@ h_replay_exec(void *rp, int argc, const struct rv_str *argv, char *err, size_t e
 static void
 h_apply_begin(void *host, bool stream)
 {
-    ks_set_replica_mode(shard_ks(host), false);   /* records run with their own clock */
+    ks_set_replica_mode(shard_ks(host), false); /* records run with their own clock */
     if (stream) {
         cmd_batch_runs_begin();
     }
@@ -295,7 +292,7 @@ h_load_drop(void *host, void *ld)
 static void *
 h_load_enter(void *host, void *ld)
 {
-    persist_side_load(host, true);   /* a checkpoint walking the served keyspace must not see these */
+    persist_side_load(host, true); /* a checkpoint walking the served keyspace must not see these */
     return shard_swap_ks(host, ld);
 }
 

@@ -104,7 +104,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     shard_set_hooks(&server_hooks);
     cmd_set_caller(dispatch_call);
     conn_set_io(&conn_io_ops);
-    long long mem0 = rv_mem_thread_net();   /* this thread's work for the shard is its charge */
+    long long mem0 = rv_mem_thread_net(); /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));
     s->evict = evict_create();
     s->id = id;
@@ -149,7 +149,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     }
     s->ks = ks_create(rand_u64(), rand_u64());
     s->now_ms = clock_unix_ms();
-    repl_host_install();             /* before persistence attaches replication */
+    repl_host_install(); /* before persistence attaches replication */
     if (persist_open(s, err, errsz) != 0) {
         goto fail;
     }
@@ -174,7 +174,8 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
             }
             return;
         }
-        if ((int64_t)atomic_load_explicit(&s->node->nclients, memory_order_relaxed) >= s->cfg->maxclients) {
+        if ((int64_t)atomic_load_explicit(&s->node->nclients, memory_order_relaxed) >=
+            s->cfg->maxclients) {
             static const char msg[] = "-ERR max number of clients reached\r\n";
             ssize_t w = write(fd, msg, sizeof(msg) - 1);
             (void)w;
@@ -215,7 +216,7 @@ shard_drain_inbox(struct shard *s)
 {
     struct shard_msg *m = atomic_exchange_explicit(&s->inbox, NULL, memory_order_acquire);
     struct shard_msg *fifo = NULL;
-    while (m) {                      /* the list is newest-first: reverse it */
+    while (m) { /* the list is newest-first: reverse it */
         struct shard_msg *n = m->next;
         m->next = fifo;
         fifo = m;
@@ -267,13 +268,13 @@ on_cron(evutil_socket_t fd, short what, void *arg)
         budget = 1000;
     }
     if (!debug_active_expire_on()) {
-        budget = 0;     /* DEBUG SET-ACTIVE-EXPIRE 0: the expiry cycles do nothing */
+        budget = 0; /* DEBUG SET-ACTIVE-EXPIRE 0: the expiry cycles do nothing */
     }
     shard_sample_rates(s, now);
     metrics_cron(s);
     persist_cron(s);
     ks_active_expire(s->ks, now, budget);
-    if (!repl_is_replica(persist_repl(s))) {         /* replicas wait for the primary's records */
+    if (!repl_is_replica(persist_repl(s))) { /* replicas wait for the primary's records */
         hash_active_expire(s, now, budget / 4);
         /* and, as Redis's replica-ignore-maxmemory yes, evict nothing themselves */
         if (evict_cron(s) && !evtimer_pending(s->evictev, NULL)) {
@@ -469,4 +470,3 @@ shard_destroy(struct shard *s)
     metrics_destroy(s->metrics);
     rv_free(s);
 }
-

@@ -10,7 +10,7 @@
 
 /* Create shard id: bind and listen (errors name the address and port). */
 struct shard *shard_create(struct node *n, unsigned id, char *err, size_t errsz);
-int shard_start(struct shard *s, int cpu);    /* cpu < 0: no pinning */
+int shard_start(struct shard *s, int cpu); /* cpu < 0: no pinning */
 /* Wait up to timeout_ms for the thread to finish; false on timeout. */
 bool shard_join(struct shard *s, int64_t timeout_ms);
 void shard_destroy(struct shard *s);
@@ -18,4 +18,3 @@ void shard_destroy(struct shard *s);
  * is opened, nothing written but a torn tail cut off). Resharding uses it. */
 struct shard *shard_create_offline(struct node *n, unsigned id, const char *dir, char *err,
                                    size_t errsz);
-

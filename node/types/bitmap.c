@@ -31,7 +31,7 @@ bitmap_get_signed(const uint8_t *p, size_t len, uint64_t off, unsigned bits)
     uint64_t v = bitmap_get_bits(p, len, off, bits);
 
     if (bits < 64 && (v >> (bits - 1)) & 1) {
-        v |= ~(uint64_t)0 << bits;     /* sign-extend */
+        v |= ~(uint64_t)0 << bits; /* sign-extend */
     }
     return (int64_t)v;
 }
@@ -138,8 +138,8 @@ bitmap_count_bits(const uint8_t *p, uint64_t sbit, uint64_t ebit)
 {
     uint64_t sb = sbit >> 3, eb = ebit >> 3;
     uint64_t n = bitmap_count(p + sb, (size_t)(eb - sb + 1));
-    unsigned head = (unsigned)(sbit & 7);        /* bits of the first byte before sbit */
-    unsigned tail = 7 - (unsigned)(ebit & 7);    /* bits of the last byte after ebit */
+    unsigned head = (unsigned)(sbit & 7);     /* bits of the first byte before sbit */
+    unsigned tail = 7 - (unsigned)(ebit & 7); /* bits of the last byte after ebit */
 
     if (head != 0) {
         n -= (uint64_t)__builtin_popcount(p[sb] & (0xff00u >> head) & 0xffu);
@@ -188,15 +188,14 @@ op_words(enum bitmap_op op, uint8_t *dst, const uint8_t *src, size_t n)
         memcpy(dst + j, &a, sizeof(a));
     }
     for (; j < n; j++) {
-        dst[j] = op == BITMAP_AND ? (uint8_t)(dst[j] & src[j])
-               : op == BITMAP_OR  ? (uint8_t)(dst[j] | src[j])
-                                  : (uint8_t)(dst[j] ^ src[j]);
+        dst[j] = op == BITMAP_AND  ? (uint8_t)(dst[j] & src[j])
+                 : op == BITMAP_OR ? (uint8_t)(dst[j] | src[j])
+                                   : (uint8_t)(dst[j] ^ src[j]);
     }
 }
 
 void
-bitmap_op_apply(enum bitmap_op op, uint8_t *dst, size_t maxlen, const struct rv_str *srcs,
-                size_t n)
+bitmap_op_apply(enum bitmap_op op, uint8_t *dst, size_t maxlen, const struct rv_str *srcs, size_t n)
 {
     size_t l0 = srcs[0].len;
 

@@ -21,8 +21,7 @@ void bitmap_set_bits(uint8_t *p, uint64_t off, unsigned bits, uint64_t v);
 /* Would value + incr leave a field of `bits` bits (signed: 1..64, unsigned:
  * 1..63)? Returns 0 when not (*out = value + incr), 1 on overflow, -1 on
  * underflow; *out is then the wrapped (WRAP, FAIL) or saturated (SAT) result. */
-int bitmap_ovf_signed(int64_t value, int64_t incr, unsigned bits, enum bitmap_ovf ow,
-                      int64_t *out);
+int bitmap_ovf_signed(int64_t value, int64_t incr, unsigned bits, enum bitmap_ovf ow, int64_t *out);
 int bitmap_ovf_unsigned(uint64_t value, int64_t incr, unsigned bits, enum bitmap_ovf ow,
                         uint64_t *out);
 

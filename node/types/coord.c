@@ -11,13 +11,13 @@
 
 struct coord_hold {
     uint64_t token;
-    int64_t deadline;               /* unix ms */
+    int64_t deadline; /* unix ms */
 };
 
 struct coord_sem {
-    uint32_t n;                     /* holders stored (some may be expired) */
+    uint32_t n; /* holders stored (some may be expired) */
     uint32_t cap;
-    uint64_t next;                  /* next token to issue */
+    uint64_t next; /* next token to issue */
     struct coord_hold h[];
 };
 

@@ -20,10 +20,10 @@ struct coord_sem;
 /* An empty semaphore with room for cap holders; tokens are issued from first
  * upwards. The caller owns it (free with coord_sem_free). NULL = ENOMEM. */
 struct coord_sem *coord_sem_create(uint32_t cap, uint64_t first);
-void coord_sem_free(void *s);                         /* NULL is a no-op */
+void coord_sem_free(void *s); /* NULL is a no-op */
 /* A copy with room for at least cap holders (never fewer than s holds). */
 struct coord_sem *coord_sem_dup_cap(const struct coord_sem *s, uint32_t cap);
-uint32_t coord_sem_len(const struct coord_sem *s);    /* stored holders, live or not */
+uint32_t coord_sem_len(const struct coord_sem *s); /* stored holders, live or not */
 uint32_t coord_sem_cap(const struct coord_sem *s);
 /* Holders whose deadline is after now. */
 uint32_t coord_sem_live(const struct coord_sem *s, int64_t now);
@@ -34,7 +34,7 @@ uint64_t coord_sem_add(struct coord_sem *s, int64_t deadline);
 /* Index of the live holder with token, or -1. */
 int64_t coord_sem_find(const struct coord_sem *s, uint64_t token, int64_t now);
 void coord_sem_set_deadline(struct coord_sem *s, uint32_t i, int64_t deadline);
-void coord_sem_remove(struct coord_sem *s, uint32_t i);   /* order is not kept */
+void coord_sem_remove(struct coord_sem *s, uint32_t i); /* order is not kept */
 /* SEMAPHORE ... RESTORE: the next token to issue, and a holder appended as
  * given (requires len < cap; the token is not checked). */
 void coord_sem_set_next(struct coord_sem *s, uint64_t next);

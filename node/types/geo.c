@@ -149,7 +149,7 @@ geo_hash_str(uint64_t bits, char out[12])
 /* ------------------------------------------------------------------ search */
 
 struct range {
-    uint64_t lo, hi;    /* [lo, hi) of scores */
+    uint64_t lo, hi; /* [lo, hi) of scores */
 };
 
 /* Distance of (lon, lat) from the centre when inside the shape. */

@@ -34,10 +34,10 @@ void geo_deinterleave(uint64_t bits, uint32_t *lat, uint32_t *lon);
 /* A circle (radius) or a box (w x h) around (lon, lat). */
 struct geo_shape {
     bool box;
-    double lon, lat;    /* centre */
-    double radius;      /* metres */
-    double w, h;        /* metres */
-    double conv;        /* metres per unit of the request */
+    double lon, lat; /* centre */
+    double radius;   /* metres */
+    double w, h;     /* metres */
+    double conv;     /* metres per unit of the request */
 };
 
 struct geo_hit {
@@ -49,7 +49,7 @@ struct geo_hit {
 struct geo_hits {
     struct geo_hit *v;
     size_t n, cap;
-    size_t limit;       /* stop after this many (ANY); 0 = no limit */
+    size_t limit; /* stop after this many (ANY); 0 = no limit */
 };
 
 /* Appends to h the members of z inside s (stops at h->limit when set). */

@@ -154,7 +154,7 @@ hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
     }
     dict_put_bytes(h->ht->d, f, fl, v, vl, &created);
     if (!created && h->ht->ttl != NULL) {
-        hobj_ttl_clear(h, f, fl);   /* overwriting a field drops its TTL */
+        hobj_ttl_clear(h, f, fl); /* overwriting a field drops its TTL */
     }
     return created ? 1 : 0;
 }
@@ -288,7 +288,7 @@ hemit_ttl(void *arg, struct dict_entry *e)
     struct hemit *x = arg;
     char ms[24];
     struct rv_str av[6] = {
-        { "HPEXPIREAT", 10 }, x->key, { ms, resp_ll2str(ms, (int64_t)dict_val(e)) },
+        { "HPEXPIREAT", 10 }, x->key,     { ms, resp_ll2str(ms, (int64_t)dict_val(e)) },
         { "FIELDS", 6 },      { "1", 1 }, dict_key(e),
     };
     x->fn(x->arg, 6, av);
@@ -368,7 +368,7 @@ hobj_reap(struct hobj *h, int64_t now)
         return 0;
     }
     dict_foreach(h->ht->ttl, reap_collect, &a);
-    for (i = 0; i < a.n; i++) {   /* names are copies: the deletes move entries */
+    for (i = 0; i < a.n; i++) { /* names are copies: the deletes move entries */
         dict_delete(h->ht->d, a.v[i].p, a.v[i].len, NULL);
         if (h->ht->ttl != NULL) {
             hobj_ttl_clear(h, a.v[i].p, a.v[i].len);
@@ -405,8 +405,8 @@ hobj_field_deadline(struct hobj *h, const char *f, size_t fl)
  * sweep. Entries go stale harmlessly: the sweep drops an entry whose key is
  * gone, is no longer a hash, or has no timed field left. */
 struct hash_ttl_index {
-    struct dict *keys;            /* key-only: key names */
-    uint64_t cursor;              /* where the sweep goes on */
+    struct dict *keys; /* key-only: key names */
+    uint64_t cursor;   /* where the sweep goes on */
 };
 
 void
@@ -471,7 +471,7 @@ hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now, uint6
         size_t lens[32], i;
 
         x->cursor = dict_scan(x->keys, x->cursor, 4, hfe_collect, &b);
-        for (i = 0; i < b.n; i++) {   /* copy: deletes below move the entries */
+        for (i = 0; i < b.n; i++) { /* copy: deletes below move the entries */
             lens[i] = b.v[i].len;
             names[i] = rv_malloc(lens[i]);
             memcpy(names[i], b.v[i].p, lens[i]);

@@ -25,12 +25,12 @@ struct dict;
 struct ks;
 struct ks_entry;
 
-enum { HENC_PK = 0, HENC_HT = 1 };   /* struct hobj's enc */
+enum { HENC_PK = 0, HENC_HT = 1 }; /* struct hobj's enc */
 
 /* The hashtable encoding: what the keyspace points to for a big hash.
  * Visible so that commands walk the dict directly (HSCAN, HRANDFIELD). */
 struct hht {
-    struct dict *d;     /* DICT_BYTES: field -> value */
+    struct dict *d; /* DICT_BYTES: field -> value */
     /* Field deadlines (unix ms in the uint64 value), NULL while no field has
      * one; only hashtable-encoded hashes have it (HEXPIRE converts). */
     struct dict *ttl;
@@ -38,23 +38,23 @@ struct hht {
 /* A struct hobj is a handle: on the heap for a standalone hash (hobj_create,
  * tests), or on a command's stack bound to a keyspace entry (hobj_bind). */
 struct hobj {
-    uint32_t enc;          /* listpack or hashtable */
-    struct hpk_ref pk;     /* listpack */
-    struct hht *ht;        /* hashtable (dict and field deadlines) */
+    uint32_t enc;      /* listpack or hashtable */
+    struct hpk_ref pk; /* listpack */
+    struct hht *ht;    /* hashtable (dict and field deadlines) */
 };
 struct hobj_lim {
-    size_t max_entries;   /* hash-max-listpack-entries */
-    size_t max_value;     /* hash-max-listpack-value */
+    size_t max_entries; /* hash-max-listpack-entries */
+    size_t max_value;   /* hash-max-listpack-value */
 };
-struct hobj *hobj_create(void);                    /* standalone, empty listpack */
-void hobj_free(struct hobj *h);                    /* standalone only; NULL is a no-op */
+struct hobj *hobj_create(void); /* standalone, empty listpack */
+void hobj_free(struct hobj *h); /* standalone only; NULL is a no-op */
 /* Binds h to hash entry e of ks (ks NULL: read only). */
 void hobj_bind(struct hobj *h, struct ks *ks, struct ks_entry *e);
 /* Stores standalone h at key (replacing it, no deadline) and frees h. */
 void hobj_store(struct hobj *h, struct ks *ks, const char *key, size_t klen);
 size_t hobj_len(const struct hobj *h);
 const char *hobj_encoding(const struct hobj *h);
-size_t hobj_mem(const struct hobj *h);             /* bytes outside the keyspace entry */
+size_t hobj_mem(const struct hobj *h); /* bytes outside the keyspace entry */
 /* 1 when the field was created, 0 when its value was replaced. */
 int hobj_set(struct hobj *h, const char *f, size_t fl, const char *v, size_t vl,
              const struct hobj_lim *lim);
@@ -97,14 +97,13 @@ extern const struct obj_ops obj_hash_ops;
  * sweep. Entries go stale harmlessly: the sweep drops an entry whose key is
  * gone, is no longer a hash, or has no timed field left. */
 struct hash_ttl_index;
-void hash_ttl_index_destroy(struct hash_ttl_index *x);       /* NULL is a no-op */
+void hash_ttl_index_destroy(struct hash_ttl_index *x); /* NULL is a no-op */
 /* Adds key to *xp, creating the index on first use. */
 void hash_ttl_index_add(struct hash_ttl_index **xp, struct rv_str key);
 /* Reaps due fields of the indexed keys of ks, resuming where the last sweep
  * stopped; stops after about budget_us (0 or x NULL: does nothing). */
-void hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now,
-                          uint64_t budget_us);
+void hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now, uint64_t budget_us);
 
 /* Random draws for one command (splitmix64), shared with the set type. */
 uint64_t hash_rng_next(uint64_t *x);
-size_t hash_rng_below(uint64_t *x, size_t n);   /* uniform in [0, n) */
+size_t hash_rng_below(uint64_t *x, size_t n); /* uniform in [0, n) */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #define HLL_VERSION 1
-#define HLL_K0 0x52757669484c4c31ull     /* fixed SipHash key: stable everywhere */
+#define HLL_K0 0x52757669484c4c31ull /* fixed SipHash key: stable everywhere */
 #define HLL_K1 0x736b657463682d6bull
 #define HLL_SPARSE_MAX_WORDS ((HLL_SPARSE_MAX_BYTES - HLL_HDR) / HLL_SPARSE_WORD)
 
@@ -25,7 +25,7 @@ hll_hash(const void *p, size_t n)
 void
 hll_hash_split(uint64_t h, uint32_t *idx, uint8_t *rank)
 {
-    uint64_t w = (h >> HLL_P) | (1ull << HLL_Q);     /* sentinel bounds the rank */
+    uint64_t w = (h >> HLL_P) | (1ull << HLL_Q); /* sentinel bounds the rank */
 
     *idx = (uint32_t)(h & (HLL_REGS - 1));
     *rank = (uint8_t)(__builtin_ctzll(w) + 1);
@@ -76,15 +76,14 @@ sparse_put(uint8_t *w, uint32_t idx, uint8_t v)
 bool
 hll_valid(const uint8_t *p, size_t n)
 {
-    if (n < HLL_HDR || memcmp(p, hll_magic, 4) != 0 || p[4] != HLL_VERSION || p[6] != 0
-        || p[7] != 0) {
+    if (n < HLL_HDR || memcmp(p, hll_magic, 4) != 0 || p[4] != HLL_VERSION || p[6] != 0 ||
+        p[7] != 0) {
         return false;
     }
     if (p[5] == HLL_DENSE) {
         return n == HLL_DENSE_BYTES;
     }
-    if (p[5] != HLL_SPARSE || (n - HLL_HDR) % HLL_SPARSE_WORD != 0
-        || n > HLL_SPARSE_MAX_BYTES) {
+    if (p[5] != HLL_SPARSE || (n - HLL_HDR) % HLL_SPARSE_WORD != 0 || n > HLL_SPARSE_MAX_BYTES) {
         return false;
     }
     int64_t prev = -1;
@@ -155,7 +154,7 @@ sparse_to_dense(uint8_t **pp, size_t *lenp, hll_resize_fn *rs, void *arg)
     uint8_t *p;
 
     memset(regs, 0, sizeof(regs));
-    hll_regs_merge(*pp, *lenp, regs);                /* a valid sparse sketch cannot fail */
+    hll_regs_merge(*pp, *lenp, regs); /* a valid sparse sketch cannot fail */
     p = rs(arg, HLL_DENSE_BYTES);
     hll_set_header(p, HLL_DENSE);
     memset(p + HLL_HDR, 0, HLL_DENSE_BYTES - HLL_HDR);

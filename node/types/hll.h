@@ -24,13 +24,13 @@
 #include <stdint.h>
 
 #define HLL_P 14
-#define HLL_REGS (1u << HLL_P)                      /* m */
-#define HLL_Q (64 - HLL_P)                          /* hash bits left for the rank */
-#define HLL_RANK_MAX (HLL_Q + 1)                    /* largest register value: 51 */
+#define HLL_REGS (1u << HLL_P)   /* m */
+#define HLL_Q (64 - HLL_P)       /* hash bits left for the rank */
+#define HLL_RANK_MAX (HLL_Q + 1) /* largest register value: 51 */
 #define HLL_HDR 8
 #define HLL_DENSE_BYTES (HLL_HDR + HLL_REGS * 6 / 8) /* 12296 */
 #define HLL_SPARSE_WORD 3
-#define HLL_SPARSE_MAX_BYTES 3000                   /* sparse -> dense past this */
+#define HLL_SPARSE_MAX_BYTES 3000 /* sparse -> dense past this */
 
 enum hll_enc { HLL_DENSE = 0, HLL_SPARSE = 1 };
 
@@ -49,13 +49,12 @@ size_t hll_init_empty(uint8_t *out);
 /* true when p[0,n) is a well-formed sketch (header, length, sparse order and
  * register ranges; dense register values are checked by hll_count/hll_regs). */
 bool hll_valid(const uint8_t *p, size_t n);
-enum hll_enc hll_encoding(const uint8_t *p);           /* only on a valid sketch */
+enum hll_enc hll_encoding(const uint8_t *p); /* only on a valid sketch */
 
 /* Raise register idx to rank if it is lower. *pp / *lenp are the sketch's
  * bytes (valid); they may be resized through rs (a sparse sketch gains a word,
  * or turns dense). Returns true when a register changed. */
-bool hll_set(uint8_t **pp, size_t *lenp, uint32_t idx, uint8_t rank,
-             hll_resize_fn *rs, void *arg);
+bool hll_set(uint8_t **pp, size_t *lenp, uint32_t idx, uint8_t rank, hll_resize_fn *rs, void *arg);
 /* Max-merge a valid sketch into regs[HLL_REGS] (one byte per register).
  * false when a dense register holds an impossible value (corrupt). */
 bool hll_regs_merge(const uint8_t *p, size_t n, uint8_t *regs);

@@ -33,10 +33,10 @@ u32_put(uint8_t b[4], uint32_t v)
 #define PK_USED(p) u32_get((p)->used)
 #define PK_COUNT(p) u32_get((p)->count)
 
-#define HPK_STR_MAX 0xBFu   /* longest string with its length in the tag */
+#define HPK_STR_MAX 0xBFu /* longest string with its length in the tag */
 #define HPK_TAG_VSTR 0xC0u
-#define HPK_TAG_INT 0xC0u   /* + bytes (1..8) */
-#define HPK_TAG_IMM 0xD0u   /* + value (0..47) */
+#define HPK_TAG_INT 0xC0u /* + bytes (1..8) */
+#define HPK_TAG_IMM 0xD0u /* + value (0..47) */
 #define HPK_IMM_MAX 47
 
 /* The encoding of one string: tag (+ varint or integer bytes) and payload. */
@@ -240,7 +240,8 @@ hpk_find(const struct hpk *p, const char *s, size_t n, size_t stride)
         const uint8_t *el = p->d + off;
         size_t sz = el_size(el);
         if (idx % stride == 0 && sz == want && el[0] == e.hdr[0] &&
-            memcmp(el, e.hdr, e.hlen) == 0 && (e.plen == 0 || memcmp(el + e.hlen, e.pay, e.plen) == 0)) {
+            memcmp(el, e.hdr, e.hlen) == 0 &&
+            (e.plen == 0 || memcmp(el + e.hlen, e.pay, e.plen) == 0)) {
             return off;
         }
         off += sz;

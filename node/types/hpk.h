@@ -17,7 +17,7 @@
 struct hpk;
 struct ks;
 struct ks_entry;
-#define HPK_HDR 8u          /* header bytes before the elements */
+#define HPK_HDR 8u /* header bytes before the elements */
 #define HPK_NONE SIZE_MAX
 #define HPK_SCRATCH 24
 /* Offsets are 32-bit: the types convert away from the packed form long
@@ -25,11 +25,11 @@ struct ks_entry;
 #define HPK_SAFE_BYTES ((size_t)1 << 30)
 
 struct hpk *hpk_create(void);
-void hpk_free(struct hpk *p);                      /* NULL is a no-op */
+void hpk_free(struct hpk *p); /* NULL is a no-op */
 struct hpk *hpk_dup(const struct hpk *p);
-size_t hpk_count(const struct hpk *p);             /* elements */
-size_t hpk_bytes(const struct hpk *p);             /* allocation size */
-size_t hpk_end(const struct hpk *p);               /* offset past the last element */
+size_t hpk_count(const struct hpk *p); /* elements */
+size_t hpk_bytes(const struct hpk *p); /* allocation size */
+size_t hpk_end(const struct hpk *p);   /* offset past the last element */
 /* Element at off as bytes (integers formatted into scratch); returns the next offset. */
 size_t hpk_get(const struct hpk *p, size_t off, char scratch[HPK_SCRATCH], struct rv_str *out);
 /* true (and *v) when the element at off is stored as an integer. */
@@ -48,4 +48,3 @@ struct hpk_ref {
 void hpk_append(struct hpk_ref *r, const char *s, size_t n);
 void hpk_replace(struct hpk_ref *r, size_t off, const char *s, size_t n);
 void hpk_delete(struct hpk_ref *r, size_t off, size_t nelem);
-

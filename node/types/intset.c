@@ -10,7 +10,7 @@
 #include <string.h>
 
 struct intset {
-    uint32_t width;   /* bytes per member: 2, 4 or 8 */
+    uint32_t width; /* bytes per member: 2, 4 or 8 */
     uint32_t len;
     uint8_t d[];
 };

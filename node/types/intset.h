@@ -13,13 +13,13 @@
 struct intset;
 
 struct intset *intset_create(void);
-void intset_destroy(struct intset *is);                 /* NULL is a no-op */
+void intset_destroy(struct intset *is); /* NULL is a no-op */
 struct intset *intset_dup(const struct intset *is);
 size_t intset_len(const struct intset *is);
-size_t intset_bytes(const struct intset *is);           /* allocation size */
-unsigned intset_width(const struct intset *is);         /* 2, 4 or 8 */
+size_t intset_bytes(const struct intset *is);   /* allocation size */
+unsigned intset_width(const struct intset *is); /* 2, 4 or 8 */
 bool intset_find(const struct intset *is, int64_t v);
-int64_t intset_get(const struct intset *is, size_t i);  /* i < len, ascending order */
+int64_t intset_get(const struct intset *is, size_t i); /* i < len, ascending order */
 /* true when v was added (false: already present). */
 bool intset_add(struct intset **isp, int64_t v);
 /* true when v was removed. */

@@ -19,7 +19,7 @@ struct qnode {
 
 struct qlist {
     struct qnode *head, *tail;
-    size_t count;       /* elements in all nodes */
+    size_t count; /* elements in all nodes */
     size_t nodes;
 };
 
@@ -324,7 +324,7 @@ lit_seek(struct lit *it, struct list *l, int64_t index)
             n = n->next;
         }
     } else {
-        int64_t back = (int64_t)ql->count - 1 - index;   /* 0 = last */
+        int64_t back = (int64_t)ql->count - 1 - index; /* 0 = last */
         n = ql->tail;
         while ((size_t)back >= lp_count(n->lp)) {
             back -= (int64_t)lp_count(n->lp);
@@ -520,7 +520,7 @@ list_del_range(struct list *l, size_t start, size_t n)
         size_t cnt = lp_count(node->lp);
         bool at_first = it.p == node->lp + LP_HDR;
         if (at_first && n >= cnt) {
-            ql_unlink(ql, node);           /* whole node: O(1) */
+            ql_unlink(ql, node); /* whole node: O(1) */
             ql->count -= cnt;
             n -= cnt;
         } else {
@@ -559,8 +559,7 @@ list_valid(const struct list *l, int64_t fill)
     size_t nodes = 0;
     const struct qnode *prev = NULL;
     for (const struct qnode *n = ql->head; n; n = n->next) {
-        if (n->prev != prev || !lp_valid(n->lp) || lp_count(n->lp) == 0 ||
-            node_over(n->lp, fill)) {
+        if (n->prev != prev || !lp_valid(n->lp) || lp_count(n->lp) == 0 || node_over(n->lp, fill)) {
             return false;
         }
         count += lp_count(n->lp);

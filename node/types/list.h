@@ -26,12 +26,12 @@ struct list;
 enum list_end { LIST_HEAD = 0, LIST_TAIL = 1 };
 
 struct list *list_create(void);
-void list_destroy(void *l);                         /* ks_free_fn; NULL is a no-op */
+void list_destroy(void *l); /* ks_free_fn; NULL is a no-op */
 struct list *list_dup(const struct list *l);
 size_t list_len(const struct list *l);
 bool list_is_quicklist(const struct list *l);
-size_t list_nodes(const struct list *l);            /* 1 for the listpack encoding */
-size_t list_mem(const struct list *l);              /* allocated bytes, object included */
+size_t list_nodes(const struct list *l); /* 1 for the listpack encoding */
+size_t list_mem(const struct list *l);   /* allocated bytes, object included */
 void list_push(struct list *l, enum list_end end, const char *s, size_t n, int64_t fill);
 /* Read the element at index (negative from the tail); false when out of range.
  * A string result is a view valid until the list changes. */
@@ -53,7 +53,7 @@ struct qnode;
 struct lit {
     struct list *l;
     struct qnode *node;
-    uint8_t *p;         /* current element (listpack entry); NULL past either end */
+    uint8_t *p; /* current element (listpack entry); NULL past either end */
 };
 /* Position at index (0 <= index < len), walking from the nearer end. */
 void lit_seek(struct lit *it, struct list *l, int64_t index);

@@ -7,11 +7,11 @@
 #include <string.h>
 
 /* First-byte encodings. */
-#define ENC_UINT7_MAX 0x7Fu   /* 0xxxxxxx: integer 0..127 */
-#define ENC_STR6 0x80u        /* 10llllll: string of 0..63 bytes */
-#define ENC_INT13 0xC0u       /* 110xxxxx xxxxxxxx: integer -4096..4095 */
-#define ENC_STR12 0xE0u       /* 1110llll llllllll: string of up to 4095 bytes */
-#define ENC_STR32 0xF0u       /* 11110000 + 4-byte length: longer strings */
+#define ENC_UINT7_MAX 0x7Fu /* 0xxxxxxx: integer 0..127 */
+#define ENC_STR6 0x80u      /* 10llllll: string of 0..63 bytes */
+#define ENC_INT13 0xC0u     /* 110xxxxx xxxxxxxx: integer -4096..4095 */
+#define ENC_STR12 0xE0u     /* 1110llll llllllll: string of up to 4095 bytes */
+#define ENC_STR32 0xF0u     /* 11110000 + 4-byte length: longer strings */
 /* 0xF2..0xF8: integer in the low nibble's number of bytes (little endian). */
 
 static inline uint32_t
@@ -210,7 +210,7 @@ lp_get(const uint8_t *p, struct lp_val *out)
             u |= (uint64_t)p[1 + i] << (8 * i);
         }
         if (k < 8 && (u >> (8 * k - 1)) & 1) {
-            u |= ~(uint64_t)0 << (8 * k);   /* sign-extend */
+            u |= ~(uint64_t)0 << (8 * k); /* sign-extend */
         }
         out->p = NULL;
         out->v = (int64_t)u;

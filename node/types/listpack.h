@@ -26,23 +26,23 @@
 
 /* An element as read: a string view into the listpack, or an integer. */
 struct lp_val {
-    const char *p;      /* string bytes; NULL when the element is an integer */
+    const char *p; /* string bytes; NULL when the element is an integer */
     size_t len;
-    int64_t v;          /* the integer when p == NULL */
+    int64_t v; /* the integer when p == NULL */
 };
 
 /* A value to compare elements with, parsed once (lp_key_init). */
 struct lp_key {
     const char *p;
     size_t len;
-    bool is_int;        /* p[0,len) is a canonical integer: elements equal only as integers */
+    bool is_int; /* p[0,len) is a canonical integer: elements equal only as integers */
     int64_t v;
 };
 
-uint8_t *lp_create(void);                       /* empty; caller owns (lp_destroy) */
-void lp_destroy(uint8_t *lp);                   /* NULL is a no-op */
+uint8_t *lp_create(void);     /* empty; caller owns (lp_destroy) */
+void lp_destroy(uint8_t *lp); /* NULL is a no-op */
 uint8_t *lp_dup(const uint8_t *lp);
-size_t lp_bytes(const uint8_t *lp);             /* total encoded size, header included */
+size_t lp_bytes(const uint8_t *lp); /* total encoded size, header included */
 size_t lp_count(const uint8_t *lp);
 /* Bytes an element holding s[0,n) would add (encoding, data, backlen). */
 size_t lp_entry_cost(const char *s, size_t n);
@@ -50,10 +50,10 @@ size_t lp_entry_cost(const char *s, size_t n);
 bool lp_str_is_int(const char *s, size_t n, int64_t *out);
 
 /* ---- walking ---- */
-uint8_t *lp_first(const uint8_t *lp);           /* NULL when empty */
+uint8_t *lp_first(const uint8_t *lp); /* NULL when empty */
 uint8_t *lp_last(const uint8_t *lp);
-uint8_t *lp_next(const uint8_t *lp, const uint8_t *p);   /* NULL after the last */
-uint8_t *lp_prev(const uint8_t *lp, const uint8_t *p);   /* NULL before the first */
+uint8_t *lp_next(const uint8_t *lp, const uint8_t *p); /* NULL after the last */
+uint8_t *lp_prev(const uint8_t *lp, const uint8_t *p); /* NULL before the first */
 /* Element at index (negative counts from the tail, -1 = last); NULL if out of range.
  * Walks from the nearer end. */
 uint8_t *lp_seek(const uint8_t *lp, int64_t index);

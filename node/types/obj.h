@@ -21,11 +21,12 @@ typedef void obj_emit_fn(void *arg, int argc, const struct rv_str *argv);
 /* Small collections may be stored inline in their entry (ks_entry_inl):
  * ks_copy copies those, and dup is only called for pointer values. */
 struct obj_ops {
-    const char *type_name;                                /* TYPE reply, e.g. "list" */
-    const char *(*encoding)(const struct ks_entry *e);    /* OBJECT ENCODING, e.g. "listpack" */
-    size_t (*mem)(const struct ks_entry *e);              /* bytes owned outside the entry (MEMORY USAGE) */
-    void *(*dup)(const struct ks_entry *e);               /* deep copy of a pointer value (COPY); caller owns it */
-    ks_free_fn *free;                                     /* frees what dup returns (passed to ks_set_ptr) */
+    const char *type_name;                             /* TYPE reply, e.g. "list" */
+    const char *(*encoding)(const struct ks_entry *e); /* OBJECT ENCODING, e.g. "listpack" */
+    size_t (*mem)(const struct ks_entry *e); /* bytes owned outside the entry (MEMORY USAGE) */
+    void *(*dup)(
+        const struct ks_entry *e); /* deep copy of a pointer value (COPY); caller owns it */
+    ks_free_fn *free;              /* frees what dup returns (passed to ks_set_ptr) */
     void (*emit)(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
 };
 
@@ -41,10 +42,10 @@ struct obj_ops {
 struct obj_emitter {
     obj_emit_fn *fn;
     void *arg;
-    int head;                   /* arguments repeated in every command */
+    int head; /* arguments repeated in every command */
     int argc;
-    int nel;                    /* elements in the pending command */
-    size_t bytes;               /* their arguments' bytes */
+    int nel;      /* elements in the pending command */
+    size_t bytes; /* their arguments' bytes */
     struct rv_str argv[OBJ_EMIT_MAXARGS];
     char scratch[OBJ_EMIT_MAXARGS][OBJ_EMIT_SCRATCH];
 };

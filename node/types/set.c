@@ -193,7 +193,8 @@ sobj_convert(struct sobj *s, int enc)
         if (ks != NULL) {
             struct rv_str key = sobj_key(s);
             /* Replacing the entry frees the intset. */
-            r.e = ks_set_inl(ks, key.p, key.len, KS_SET, r.p, hpk_bytes(r.p), ks_entry_expire(s->pk.e));
+            r.e = ks_set_inl(ks, key.p, key.len, KS_SET, r.p, hpk_bytes(r.p),
+                             ks_entry_expire(s->pk.e));
             hpk_free(r.p);
             r.p = (struct hpk *)(void *)ks_inl_val(r.e, &(size_t){ 0 });
             r.ks = ks;
@@ -216,7 +217,8 @@ sobj_convert(struct sobj *s, int enc)
             b->d = d;
             if (ks != NULL) {
                 struct rv_str key = sobj_key(s);
-                s->pk.e = ks_set_ptr(ks, key.p, key.len, KS_SET, b, sbig_free, ks_entry_expire(s->pk.e));
+                s->pk.e = ks_set_ptr(ks, key.p, key.len, KS_SET, b, sbig_free,
+                                     ks_entry_expire(s->pk.e));
             } else {
                 hpk_free(s->pk.p);
             }

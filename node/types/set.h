@@ -28,7 +28,7 @@ struct sbig {
     uint32_t enc;
     union {
         struct intset *is;
-        struct dict *d;   /* DICT_KEYONLY */
+        struct dict *d; /* DICT_KEYONLY */
     };
 };
 /* A set as commands and tests handle it: standalone on the heap
@@ -37,24 +37,24 @@ struct sbig {
  * intset and hashtable sets are a pointer to a small struct sbig. */
 struct sobj {
     uint32_t enc;
-    struct hpk_ref pk;     /* listpack; pk.ks/pk.e: the binding (NULL standalone) */
-    struct sbig *b;        /* intset, hashtable */
+    struct hpk_ref pk; /* listpack; pk.ks/pk.e: the binding (NULL standalone) */
+    struct sbig *b;    /* intset, hashtable */
 };
 struct sobj_lim {
-    size_t max_intset;       /* set-max-intset-entries */
-    size_t max_pk_entries;   /* set-max-listpack-entries */
-    size_t max_pk_value;     /* set-max-listpack-value */
+    size_t max_intset;     /* set-max-intset-entries */
+    size_t max_pk_entries; /* set-max-listpack-entries */
+    size_t max_pk_value;   /* set-max-listpack-value */
 };
 /* An empty set in the encoding Redis would pick for a first member m and
  * about hint members. */
 struct sobj *sobj_create(const char *m, size_t n, size_t hint, const struct sobj_lim *lim);
-void sobj_free(struct sobj *s);                    /* standalone only; NULL is a no-op */
+void sobj_free(struct sobj *s); /* standalone only; NULL is a no-op */
 /* Binds s to set entry e of ks (ks NULL: read only). */
 void sobj_bind(struct sobj *s, struct ks *ks, struct ks_entry *e);
 /* Stores standalone s at key (replacing it, no deadline) and frees s. */
 void sobj_store(struct sobj *s, struct ks *ks, const char *key, size_t klen);
 size_t sobj_len(const struct sobj *s);
-size_t sobj_mem(const struct sobj *s);             /* bytes outside the keyspace entry */
+size_t sobj_mem(const struct sobj *s); /* bytes outside the keyspace entry */
 const char *sobj_encoding(const struct sobj *s);
 bool sobj_add(struct sobj *s, const char *m, size_t n, const struct sobj_lim *lim);
 bool sobj_has(const struct sobj *s, const char *m, size_t n);
@@ -68,4 +68,3 @@ void sobj_foreach(const struct sobj *s, svisit_fn *fn, void *arg);
 struct rv_str sobj_random(const struct sobj *s, uint64_t *rs, char scratch[HPK_SCRATCH]);
 
 extern const struct obj_ops obj_set_ops;
-

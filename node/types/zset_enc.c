@@ -22,8 +22,8 @@ enum { ZS_PACKED = 0, ZS_TREE = 1 };
 /* Packed buffer: header then entries. The header is bytes (no alignment):
  * the buffer may live inline in a keyspace entry at any address. */
 struct zpk {
-    unsigned char n_[4];      /* entries, LE */
-    unsigned char used_[4];   /* bytes of data in use, LE */
+    unsigned char n_[4];    /* entries, LE */
+    unsigned char used_[4]; /* bytes of data in use, LE */
     unsigned char data[];
 };
 
@@ -62,14 +62,14 @@ struct zt_inner {
     uint32_t n;
     uint64_t cnt[ZT_FAN + 1];
     void *kid[ZT_FAN + 1];
-    struct zt_key *sep[ZT_FAN + 1];     /* sep[0] unused (NULL) */
+    struct zt_key *sep[ZT_FAN + 1]; /* sep[0] unused (NULL) */
 };
 
 struct ztree {
     void *root;
-    int height;         /* inner levels above the leaves; 0: root is a leaf */
+    int height; /* inner levels above the leaves; 0: root is a leaf */
     size_t n;
-    struct dict *d;     /* member -> score */
+    struct dict *d; /* member -> score */
 };
 
 struct zkey {
@@ -80,7 +80,7 @@ struct zkey {
 
 /* ------------------------------------------------------------------ entries */
 
-#define INT_SCORE_MAX 9007199254740992.0   /* 2^53 */
+#define INT_SCORE_MAX 9007199254740992.0 /* 2^53 */
 
 /* Packed sets store -0 as 0 (as Redis's listpack does); tree leaves keep it. */
 static inline bool
@@ -324,7 +324,7 @@ zt_key_make(const char *m, size_t ml, double s)
 static uint32_t
 zt_child(const struct zt_inner *x, const struct zkey *k)
 {
-    uint32_t lo = 1, hi = x->n;   /* first sep > k, among 1..n-1 */
+    uint32_t lo = 1, hi = x->n; /* first sep > k, among 1..n-1 */
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         const struct zt_key *sp = x->sep[mid];
@@ -367,7 +367,7 @@ zt_inner_del(struct zt_inner *x, uint32_t at)
     memmove(&x->sep[at], &x->sep[at + 1], (x->n - at - 1) * sizeof(x->sep[0]));
     x->n--;
     if (at == 0 && x->n > 0) {
-        rv_free(x->sep[0]);     /* the first child needs no lower bound */
+        rv_free(x->sep[0]); /* the first child needs no lower bound */
         x->sep[0] = NULL;
     }
 }
@@ -633,7 +633,7 @@ zt_lower(const struct ztree *t, zset_pred_fn *pred, const void *arg)
     size_t rank = 0;
     for (int h = t->height; h > 0; h--) {
         const struct zt_inner *x = node;
-        uint32_t lo = 1, hi = x->n;   /* first sep for which pred is true */
+        uint32_t lo = 1, hi = x->n; /* first sep for which pred is true */
         while (lo < hi) {
             uint32_t mid = (lo + hi) / 2;
             const struct zt_key *sp = x->sep[mid];
@@ -1353,4 +1353,3 @@ zset_lrange_ranks(const struct zset *z, const struct zset_lrange *r, size_t *lo,
         *hi = *lo;
     }
 }
-

@@ -31,8 +31,8 @@ struct ks_entry;
  * converts. */
 struct zset {
     uint8_t enc;
-    void *p;                /* the packed buffer or the tree */
-    struct ks *ks;          /* bound: p (packed) is e's inline value; NULL standalone */
+    void *p;       /* the packed buffer or the tree */
+    struct ks *ks; /* bound: p (packed) is e's inline value; NULL standalone */
     struct ks_entry *e;
 };
 
@@ -45,15 +45,15 @@ struct zset_lim {
 /* A monotonic predicate over the order: false for a prefix, true after. */
 typedef bool zset_pred_fn(const void *arg, double score, const char *m, size_t mlen);
 
-struct zset *zset_create(void);                     /* standalone, empty, packed */
-void zset_destroy(struct zset *z);                  /* standalone only; NULL is a no-op */
-void zset_tree_free(void *tree);                    /* ks_free_fn of a stored tree */
+struct zset *zset_create(void);    /* standalone, empty, packed */
+void zset_destroy(struct zset *z); /* standalone only; NULL is a no-op */
+void zset_tree_free(void *tree);   /* ks_free_fn of a stored tree */
 /* Binds z to sorted-set entry e of ks (ks NULL: read only). */
 void zset_bind(struct zset *z, struct ks *ks, struct ks_entry *e);
 /* Stores standalone z at key (replacing it, no deadline) and frees z. */
 void zset_store(struct zset *z, struct ks *ks, const char *key, size_t klen);
-struct zset *zset_dup(const struct zset *z);        /* standalone copy */
-size_t zset_mem(const struct zset *z);              /* bytes outside the keyspace entry */
+struct zset *zset_dup(const struct zset *z); /* standalone copy */
+size_t zset_mem(const struct zset *z);       /* bytes outside the keyspace entry */
 const char *zset_encoding(const struct zset *z);
 size_t zset_len(const struct zset *z);
 bool zset_is_packed(const struct zset *z);
@@ -80,15 +80,15 @@ size_t zset_rank(const struct zset *z, const char *m, size_t mlen, double score)
 /* Iterator over ranks; the set must not change while it is in use. */
 struct zset_it {
     const struct zset *z;
-    size_t rank;                 /* rank of the current element */
-    const unsigned char *seg;    /* current packed segment (entries) */
-    uint32_t segn;               /* entries in it */
-    uint32_t idx;                /* index of the current entry in seg */
-    uint32_t off;                /* byte offset of the current entry */
-    uint32_t *offs;              /* entry offsets of seg, built for reverse steps */
+    size_t rank;              /* rank of the current element */
+    const unsigned char *seg; /* current packed segment (entries) */
+    uint32_t segn;            /* entries in it */
+    uint32_t idx;             /* index of the current entry in seg */
+    uint32_t off;             /* byte offset of the current entry */
+    uint32_t *offs;           /* entry offsets of seg, built for reverse steps */
     uint32_t offs_cap;
     bool offs_ok;
-    int depth;                   /* tree: inner levels on the path */
+    int depth; /* tree: inner levels on the path */
     void *path[16];
     uint32_t pidx[16];
 };
@@ -120,7 +120,7 @@ struct zset_srange {
 
 /* One end of a lex range: "-", "+", or a member, inclusive or not. */
 struct zset_lbound {
-    int inf;            /* -1: "-", +1: "+", 0: a member */
+    int inf; /* -1: "-", +1: "+", 0: a member */
     bool ex;
     struct rv_str m;
 };

@@ -14,12 +14,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FZ_CHECK(cond)                                                                     \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "fuzz_repl: check failed at line %d: %s\n", __LINE__, #cond); \
-            abort();                                                                       \
-        }                                                                                  \
+#define FZ_CHECK(cond)                                                                             \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_repl: check failed at line %d: %s\n", __LINE__, #cond);          \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 static void
@@ -52,7 +52,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t chunk = (size_t)data[0] + 1;
     data++;
     size--;
-    check_msg(data, (uint32_t)size);             /* the whole input as one message */
+    check_msg(data, (uint32_t)size); /* the whole input as one message */
     struct buf in;
     buf_init(&in);
     size_t fed = 0;

@@ -21,18 +21,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FZ_CHECK(cond)                                                                     \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "fuzz_resp: check failed at line %d: %s\n", __LINE__, #cond); \
-            abort();                                                                       \
-        }                                                                                  \
+#define FZ_CHECK(cond)                                                                             \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_resp: check failed at line %d: %s\n", __LINE__, #cond);          \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 struct fz_run {
-    struct buf cmds;     /* length-prefixed dump of every command */
-    int rc;              /* final status */
-    char err[64];        /* errmsg when rc == RV_EPROTO */
+    struct buf cmds; /* length-prefixed dump of every command */
+    int rc;          /* final status */
+    char err[64];    /* errmsg when rc == RV_EPROTO */
     size_t ncmds;
 };
 

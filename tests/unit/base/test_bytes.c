@@ -15,7 +15,7 @@ Test(bytes, short_eq_is_memcmp)
             a[i] = b[i] = (uint8_t)(i * 7 + 1);
         }
         cr_expect(rv_short_eq(a, b, n), "equal, length %zu", n);
-        for (size_t i = 0; i < n; i++) {      /* one byte differs: every position */
+        for (size_t i = 0; i < n; i++) { /* one byte differs: every position */
             b[i] ^= 0x40;
             cr_expect(!rv_short_eq(a, b, n), "length %zu, byte %zu differs", n, i);
             b[i] ^= 0x40;
@@ -42,8 +42,9 @@ Test(bytes, copy_stream_is_memcpy)
                 memset(want, 0xee, MAX + 2 * PAD);
                 rv_copy_stream(dst + doff, src + soff, n);
                 memcpy(want + doff, src + soff, n);
-                if (memcmp(dst, want, MAX + 2 * PAD) != 0) {   /* also: nothing written around it */
-                    cr_expect_fail("size %zu, destination offset %zu, source offset %zu", n, doff, soff);
+                if (memcmp(dst, want, MAX + 2 * PAD) != 0) { /* also: nothing written around it */
+                    cr_expect_fail("size %zu, destination offset %zu, source offset %zu", n, doff,
+                                   soff);
                     goto out;
                 }
             }

@@ -16,7 +16,7 @@ Test(log, spec_sets_default_and_module_levels)
     cr_assert(log_enabled(LOG_VERBOSE, "persist"));
     cr_assert(!log_enabled(LOG_NOTICE, "main"));
     cr_assert(log_enabled(LOG_WARNING, "main"));
-    log_set_level(LOG_DEBUG);   /* CONFIG SET loglevel: modules without a filter */
+    log_set_level(LOG_DEBUG); /* CONFIG SET loglevel: modules without a filter */
     cr_assert(log_enabled(LOG_DEBUG, "main"));
     cr_assert(!log_enabled(LOG_DEBUG, "persist"));
 }
@@ -62,7 +62,6 @@ Test(log, full_queue_drops_and_counts)
     unlink(path);
     cr_assert(format_ok);
     cr_assert_gt(dropped, 0);
-    cr_assert_eq(written + dropped, (uint64_t)N,
-                 "written %llu + dropped %llu", (unsigned long long)written,
-                 (unsigned long long)dropped);
+    cr_assert_eq(written + dropped, (uint64_t)N, "written %llu + dropped %llu",
+                 (unsigned long long)written, (unsigned long long)dropped);
 }

@@ -19,7 +19,9 @@ hex_of(const char *msg, size_t n, size_t piece, char out[41])
 
 Test(sha1, vectors)
 {
-    static const struct { const char *m, *h; } v[] = {
+    static const struct {
+        const char *m, *h;
+    } v[] = {
         { "", "da39a3ee5e6b4b0d3255bfef95601890afd80709" },
         { "abc", "a9993e364706816aba3e25717850c26c9cd0d89d" },
         { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",

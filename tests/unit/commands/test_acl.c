@@ -18,8 +18,7 @@ setup(void)
 TestSuite(acl, .init = setup, .fini = acl_shutdown);
 
 static struct rv_str
-S(const char *s)
-{
+S(const char *s) {
     return (struct rv_str){ s, strlen(s) };
 }
 
@@ -68,9 +67,11 @@ Test(acl, requirepass_sets_the_default_password)
 Test(acl, command_rules)
 {
     char err[256], why[256];
-    cr_assert_eq(acl_init("", "u on nopass ~* +@all -@dangerous -set +config|get\n"
-                              "v on nopass ~* -@all +@string -strlen +client -client|kill\n",
-                          NULL, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(acl_init("",
+                          "u on nopass ~* +@all -@dangerous -set +config|get\n"
+                          "v on nopass ~* -@all +@string -strlen +client -client|kill\n",
+                          NULL, err, sizeof(err)),
+                 0, "%s", err);
     cr_assert(MAY("u", "get", "k"));
     cr_assert(!MAY("u", "set", "k", "v"));
     cr_assert_str_eq(why, "User u has no permissions to run the 'set' command");
@@ -84,14 +85,14 @@ Test(acl, command_rules)
     cr_assert(!MAY("v", "lpush", "k", "v"));
     cr_assert(MAY("v", "client", "id"));
     cr_assert(!MAY("v", "client", "kill", "1.2.3.4:5"));
-    cr_assert(MAY("v", "auth", "x"));   /* no_auth commands are never refused */
+    cr_assert(MAY("v", "auth", "x")); /* no_auth commands are never refused */
 }
 
 Test(acl, key_patterns)
 {
     char err[256], why[256];
-    cr_assert_eq(acl_init("", "u on nopass +@all ~foo:* %R~ro:* %W~wo:*\n", NULL, err, sizeof(err)), 0,
-                 "%s", err);
+    cr_assert_eq(acl_init("", "u on nopass +@all ~foo:* %R~ro:* %W~wo:*\n", NULL, err, sizeof(err)),
+                 0, "%s", err);
     cr_assert(MAY("u", "get", "foo:1"));
     cr_assert(MAY("u", "set", "foo:1", "v"));
     cr_assert(!MAY("u", "get", "bar"));
@@ -107,21 +108,23 @@ Test(acl, key_patterns)
 Test(acl, channel_patterns)
 {
     char err[256], why[256];
-    cr_assert_eq(acl_init("", "u on nopass +@all ~* resetchannels &news.*\n", NULL, err, sizeof(err)), 0,
-                 "%s", err);
+    cr_assert_eq(acl_init("", "u on nopass +@all ~* resetchannels &news.*\n", NULL, err,
+                          sizeof(err)),
+                 0, "%s", err);
     cr_assert(MAY("u", "publish", "news.1", "m"));
     cr_assert(!MAY("u", "publish", "sport", "m"));
     cr_assert(MAY("u", "subscribe", "news.a", "news.b"));
     cr_assert(!MAY("u", "subscribe", "news.a", "sport"));
     cr_assert(MAY("u", "psubscribe", "news.*"));
-    cr_assert(!MAY("u", "psubscribe", "news.a*"));   /* patterns compare literally */
+    cr_assert(!MAY("u", "psubscribe", "news.a*")); /* patterns compare literally */
 }
 
 Test(acl, bad_lines_name_the_rule)
 {
     char err[256];
     cr_assert_neq(acl_init("", "u on +nosuch\n", NULL, err, sizeof(err)), 0);
-    cr_assert(strstr(err, "+nosuch") && strstr(err, "Unknown command or category name in ACL"), "%s", err);
+    cr_assert(strstr(err, "+nosuch") && strstr(err, "Unknown command or category name in ACL"),
+              "%s", err);
     cr_assert_neq(acl_init("", "u #abc\n", NULL, err, sizeof(err)), 0);
     cr_assert(strstr(err, "exactly 64 characters"), "%s", err);
     cr_assert_neq(acl_init("", "u on\nu off\n", NULL, err, sizeof(err)), 0);
@@ -133,7 +136,8 @@ Test(acl, bad_lines_name_the_rule)
 Test(acl, config_default_line_starts_over)
 {
     char err[256], why[256];
-    cr_assert_eq(acl_init("pw", "default on nopass +get ~*\n", NULL, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(acl_init("pw", "default on nopass +get ~*\n", NULL, err, sizeof(err)), 0, "%s",
+                 err);
     cr_assert(acl_default_nopass());
     cr_assert(MAY("default", "get", "k"));
     cr_assert(!MAY("default", "set", "k", "v"));
@@ -151,13 +155,15 @@ Test(acl, aclfile_loads_users)
     cr_assert(MAY("alice", "get", "a1"));
     cr_assert(!MAY("alice", "get", "b1"));
     cr_assert(MAY("default", "flushall"));
-    cr_assert_neq(acl_init("", "alice on\n", path, err, sizeof(err)), 0);   /* not both */
+    cr_assert_neq(acl_init("", "alice on\n", path, err, sizeof(err)), 0); /* not both */
     FILE *f = fopen(path, "w");
     fputs("user alice on\nalice off\n", f);
     fclose(f);
     cr_assert_neq(acl_init("", "", path, err, sizeof(err)), 0);
-    cr_assert(strstr(err, ":2 should start with user keyword followed by the username. WARNING: ACL errors"),
-              "%s", err);
+    cr_assert(
+        strstr(err,
+               ":2 should start with user keyword followed by the username. WARNING: ACL errors"),
+        "%s", err);
     unlink(path);
     cr_assert_neq(acl_init("", "", path, err, sizeof(err)), 0);
     cr_assert(strstr(err, "Error loading ACLs, opening file"), "%s", err);
@@ -166,8 +172,8 @@ Test(acl, aclfile_loads_users)
 Test(acl, config_collects_user_and_rename_lines)
 {
     char err[256];
-    char *argv[] = { "ruvio", "--user", "alice", "on", ">pw", "+get", "--rename-command", "flushall", "",
-                     "--user", "bob", NULL };
+    char *argv[] = { "ruvio",    "--user", "alice",  "on",  ">pw", "+get", "--rename-command",
+                     "flushall", "",       "--user", "bob", NULL };
     struct cfg *c = cfg_load(11, argv, err, sizeof(err));
     cr_assert_not_null(c, "%s", err);
     cr_assert_str_eq(c->acl_users, "alice on >pw +get\nbob\n");

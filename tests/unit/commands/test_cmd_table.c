@@ -94,7 +94,8 @@ Test(cmd_table, every_command_is_documented)
     /* docs/commands.md, plus docs/commands-<group>.md pages where a group has its own. */
     static char doc[4 << 20];
     size_t len = 0;
-    static const char *const pages[] = { "", "-list", "-hash", "-set", "-zset", "-bitmap", "-hll", "-geo", "-coord" };
+    static const char *const pages[] = { "",        "-list", "-hash", "-set",  "-zset",
+                                         "-bitmap", "-hll",  "-geo",  "-coord" };
     for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
         char path[512];
         snprintf(path, sizeof(path), "%s/docs/commands%s.md", RV_SOURCE_DIR, pages[i]);
@@ -128,11 +129,24 @@ Test(cmd_table, every_command_is_documented)
 Test(cmd_table, arg_parsers_follow_redis)
 {
     int64_t v;
-    struct { const char *s; bool ok; int64_t v; } ints[] = {
-        { "0", true, 0 }, { "-1", true, -1 }, { "9223372036854775807", true, INT64_MAX },
-        { "-9223372036854775808", true, INT64_MIN }, { "9223372036854775808", false, 0 },
-        { "01", false, 0 }, { "+1", false, 0 }, { "-0", false, 0 }, { " 1", false, 0 },
-        { "1 ", false, 0 }, { "", false, 0 }, { "-", false, 0 }, { "1a", false, 0 },
+    struct {
+        const char *s;
+        bool ok;
+        int64_t v;
+    } ints[] = {
+        { "0", true, 0 },
+        { "-1", true, -1 },
+        { "9223372036854775807", true, INT64_MAX },
+        { "-9223372036854775808", true, INT64_MIN },
+        { "9223372036854775808", false, 0 },
+        { "01", false, 0 },
+        { "+1", false, 0 },
+        { "-0", false, 0 },
+        { " 1", false, 0 },
+        { "1 ", false, 0 },
+        { "", false, 0 },
+        { "-", false, 0 },
+        { "1a", false, 0 },
     };
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
         struct rv_str a = { ints[i].s, strlen(ints[i].s) };

@@ -89,11 +89,17 @@ Test(config, unknown_key_names_key_and_line)
 
 Test(config, bad_values)
 {
-    struct { const char *k, *v, *why; } cases[] = {
-        { "--port", "abc", "integer" },         { "--port", "70000", "between" },
-        { "--shards", "0", "between" },          { "--protected-mode", "maybe", "yes" },
-        { "--proto-max-bulk-len", "12q", "memory" }, { "--durability", "sometimes", "allowed" },
-        { "--shard_cpus", "a-b", "CPU list" },   { "--loglevel", "loud", "allowed" },
+    struct {
+        const char *k, *v, *why;
+    } cases[] = {
+        { "--port", "abc", "integer" },
+        { "--port", "70000", "between" },
+        { "--shards", "0", "between" },
+        { "--protected-mode", "maybe", "yes" },
+        { "--proto-max-bulk-len", "12q", "memory" },
+        { "--durability", "sometimes", "allowed" },
+        { "--shard_cpus", "a-b", "CPU list" },
+        { "--loglevel", "loud", "allowed" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *argv[] = { "ruvio", cases[i].k, cases[i].v };

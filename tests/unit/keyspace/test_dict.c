@@ -60,7 +60,7 @@ Test(dict, add_find_delete_grow_shrink)
         cr_assert(dict_delete(d, k, kl, NULL));
     }
     cr_assert_eq(dict_size(d), 0);
-    cr_assert_lt(dict_mem(d), 4096);   /* shrank back */
+    cr_assert_lt(dict_mem(d), 4096); /* shrank back */
     dict_destroy(d, NULL);
 }
 
@@ -82,7 +82,7 @@ Test(dict, destroy_frees_values_and_doubles)
     cr_assert_eq(freed, 2);
 
     d = dict_create();
-    e = dict_add(d, "", 0, NULL);   /* empty key */
+    e = dict_add(d, "", 0, NULL); /* empty key */
     dict_set_val_double(e, -2.5);
     cr_assert_eq(dict_val_double(dict_find(d, "", 0)), -2.5);
     dict_destroy(d, NULL);

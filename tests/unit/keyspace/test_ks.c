@@ -75,7 +75,7 @@ static void
 model_run(size_t nkeys, size_t nops, uint64_t seed)
 {
     struct ks *ks = ks_create(seed, ~seed);
-    int64_t *ref = malloc(nkeys * sizeof(*ref));   /* -1 absent, else value */
+    int64_t *ref = malloc(nkeys * sizeof(*ref)); /* -1 absent, else value */
     size_t live = 0;
     char k[32], v[32];
     uint64_t r = seed;
@@ -167,8 +167,9 @@ Test(ks, insert_lookup_delete_1m, .timeout = 120)
         cr_assert_null(ks_lookup(ks, k, kl, NOW));
     }
     ks_int_info(ks, &info);
-    cr_log_info("1M keys: %zu home slots, max probe distance %zu, overflow grows %zu, sync rebuilds %zu",
-                info.main_slots, info.max_dist, info.overflow_grows, info.sync_rebuilds);
+    cr_log_info(
+        "1M keys: %zu home slots, max probe distance %zu, overflow grows %zu, sync rebuilds %zu",
+        info.main_slots, info.max_dist, info.overflow_grows, info.sync_rebuilds);
     for (size_t i = 0; i < n; i += 2) {
         size_t kl = mkkey(k, "k", i);
         cr_assert(ks_delete(ks, k, kl));
@@ -226,7 +227,8 @@ Test(ks, rehash_every_key_findable_and_bounded_work, .timeout = 120)
                 if (step % 7 == 0 || info.main_old_slots) {
                     for (size_t j = 0; j < n; j++) {
                         size_t jl = mkkey(k, "r", j);
-                        cr_assert_eq(ks_peek(ks, k, jl) != NULL, present[j], "key %zu step %zu", j, step);
+                        cr_assert_eq(ks_peek(ks, k, jl) != NULL, present[j], "key %zu step %zu", j,
+                                     step);
                     }
                 }
             }
@@ -243,7 +245,8 @@ Test(ks, rehash_every_key_findable_and_bounded_work, .timeout = 120)
     ks_int_info(ks, &info);
     cr_assert_gt(resizes_seen, 100);
     cr_assert_eq(info.sync_rebuilds, 0);
-    cr_log_info("rehash: ops during resize %zu, max entries moved by one op %zu", resizes_seen, max_moves);
+    cr_log_info("rehash: ops during resize %zu, max entries moved by one op %zu", resizes_seen,
+                max_moves);
     free(present);
     ks_destroy(ks);
 }
@@ -281,7 +284,7 @@ Test(ks, rehash_step_budget)
 /* ------------------------------------------------------------------ SCAN */
 
 struct scan_ctx {
-    uint8_t *seen;     /* per stable key */
+    uint8_t *seen; /* per stable key */
     size_t nstable;
     size_t visits;
 };
@@ -328,7 +331,7 @@ scan_run(uint64_t seed, size_t nstable, size_t nvol, int mode)
         calls++;
         /* Mutate between calls: grow (mode 0) or shrink (mode 1), with noise. */
         for (int j = 0; mode == 1 && j < 200 && vol_live > 0; j++) {
-            size_t kl = mkkey(k, "v", --vol_live);   /* drain: forces a shrink mid-scan */
+            size_t kl = mkkey(k, "v", --vol_live); /* drain: forces a shrink mid-scan */
             ks_delete(ks, k, kl);
         }
         for (int j = 0; j < 20; j++) {
@@ -342,8 +345,8 @@ scan_run(uint64_t seed, size_t nstable, size_t nvol, int mode)
             }
         }
         ks_int_info(ks, &info);
-        if (info.main_old_slots != 0 &&
-            (mode == 0 ? info.main_old_slots < info.main_slots : info.main_old_slots > info.main_slots)) {
+        if (info.main_old_slots != 0 && (mode == 0 ? info.main_old_slots < info.main_slots
+                                                   : info.main_old_slots > info.main_slots)) {
             resize_calls++;
         }
         if (rng_next(&r) % 8 == 0) {
@@ -352,7 +355,8 @@ scan_run(uint64_t seed, size_t nstable, size_t nvol, int mode)
         cr_assert_lt(calls, 10000000);
     } while (cur != 0);
     for (size_t i = 0; i < nstable; i++) {
-        cr_assert(c.seen[i], "seed %" PRIu64 " mode %d: stable key %zu not returned", seed, mode, i);
+        cr_assert(c.seen[i], "seed %" PRIu64 " mode %d: stable key %zu not returned", seed, mode,
+                  i);
     }
     free(c.seen);
     ks_destroy(ks);
@@ -475,13 +479,32 @@ Test(ks, expiry_active_reclaims_bounded, .timeout = 60)
 
 Test(ks, int_canonical_form)
 {
-    static const char *no[] = { "012", "+1", "-0", " 1", "1 ", "", "-", "1a", "00",
-                                "9223372036854775808", "-9223372036854775809",
-                                "99999999999999999999", "123456789012345678901" };
-    static const struct { const char *s; int64_t v; } yes[] = {
-        { "-1", -1 }, { "0", 0 }, { "9223372036854775807", INT64_MAX },
-        { "-9223372036854775808", INT64_MIN }, { "127", 127 }, { "-128", -128 },
-        { "128", 128 }, { "32768", 32768 }, { "2147483648", INT64_C(2147483648) },
+    static const char *no[] = { "012",
+                                "+1",
+                                "-0",
+                                " 1",
+                                "1 ",
+                                "",
+                                "-",
+                                "1a",
+                                "00",
+                                "9223372036854775808",
+                                "-9223372036854775809",
+                                "99999999999999999999",
+                                "123456789012345678901" };
+    static const struct {
+        const char *s;
+        int64_t v;
+    } yes[] = {
+        { "-1", -1 },
+        { "0", 0 },
+        { "9223372036854775807", INT64_MAX },
+        { "-9223372036854775808", INT64_MIN },
+        { "127", 127 },
+        { "-128", -128 },
+        { "128", 128 },
+        { "32768", 32768 },
+        { "2147483648", INT64_C(2147483648) },
     };
     struct ks *ks = ks_create(S0, S1);
     int64_t v;
@@ -510,9 +533,23 @@ Test(ks, int_canonical_form)
 Test(ks, int_roundtrip_and_inplace_update)
 {
     struct ks *ks = ks_create(S0, S1);
-    static const int64_t vals[] = { 0, 1, -1, 127, 128, -128, -129, 32767, 32768, -32768,
-                                    -32769, INT32_MAX, (int64_t)INT32_MAX + 1, INT32_MIN,
-                                    (int64_t)INT32_MIN - 1, INT64_MAX, INT64_MIN };
+    static const int64_t vals[] = { 0,
+                                    1,
+                                    -1,
+                                    127,
+                                    128,
+                                    -128,
+                                    -129,
+                                    32767,
+                                    32768,
+                                    -32768,
+                                    -32769,
+                                    INT32_MAX,
+                                    (int64_t)INT32_MAX + 1,
+                                    INT32_MIN,
+                                    (int64_t)INT32_MIN - 1,
+                                    INT64_MAX,
+                                    INT64_MIN };
     char want[24];
     struct ks_entry *e;
     for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
@@ -604,7 +641,7 @@ Test(ks, str_resize)
     p = ks_str_resize(ks, &e, 3);
     expect_str(e, "123", 3);
     cr_assert_eq(ks_entry_expire(e), NOW + 99);
-    cr_assert_eq(ks_str_enc(e), KS_ENC_RAW);   /* APPEND-made strings stay raw */
+    cr_assert_eq(ks_str_enc(e), KS_ENC_RAW); /* APPEND-made strings stay raw */
     p = ks_str_resize(ks, &e, 0);
     cr_assert_eq(ks_str_len(e), 0);
     /* embstr -> raw */
@@ -696,7 +733,7 @@ Test(ks, rename_copy_strings_with_ttl)
     e = ks_peek(ks, lk, sizeof(lk));
     expect_str(e, longv, sizeof(longv));
     cr_assert_eq(ks_entry_expire(e), NOW + 1234);
-    cr_assert(ks_rename(ks, lk, sizeof(lk), lk, sizeof(lk)));   /* same name: no-op */
+    cr_assert(ks_rename(ks, lk, sizeof(lk), lk, sizeof(lk))); /* same name: no-op */
     /* copy keeps the source, copies the TTL, replaces the target */
     ks_set_int(ks, "tgt", 3, 77, NOW + 5, false);
     c = ks_copy(ks, ks_peek(ks, lk, sizeof(lk)), "tgt", 3);
@@ -723,7 +760,7 @@ Test(ks, idle_clock)
     cr_assert_eq(ks_entry_idle_ms(e, NOW + 10000), 10000);
     e = ks_lookup(ks, "a", 1, NOW + 5000);
     cr_assert_eq(ks_entry_idle_ms(e, NOW + 10000), 5000);
-    e = ks_peek(ks, "a", 1);   /* peek does not touch */
+    e = ks_peek(ks, "a", 1); /* peek does not touch */
     cr_assert_eq(ks_entry_idle_ms(e, NOW + 10000), 5000);
     ks_destroy(ks);
 }
@@ -774,7 +811,8 @@ Test(ks, memory_per_key_report, .timeout = 120)
     after = rv_mem_allocated();
     ks_int_info(ks, &info);
     cr_log_info("1M x 64B strings: %.1f bytes/key allocated (table %zu home slots, load %.2f), "
-                "set %.0f ns/op", (double)(after - before) / (double)n, info.main_slots,
+                "set %.0f ns/op",
+                (double)(after - before) / (double)n, info.main_slots,
                 (double)n / (double)info.main_slots, (double)(t1 - t0) * 1000.0 / (double)n);
     t0 = clock_mono_us();
     for (size_t i = 0; i < n; i++) {
@@ -826,7 +864,7 @@ Test(ks, lfu_counter_grows_logarithmically_and_decays)
     cr_assert(ks_lfu(ks));
     ks_set_str(ks, "k", 1, "v", 1, KS_NO_EXPIRE, false);
     struct ks_entry *e = ks_peek(ks, "k", 1);
-    cr_assert_eq(ks_entry_freq(ks, e, NOW), 5);            /* new keys start at 5 */
+    cr_assert_eq(ks_entry_freq(ks, e, NOW), 5); /* new keys start at 5 */
     for (int i = 0; i < 1000; i++) {
         e = ks_lookup(ks, "k", 1, NOW);
     }
@@ -954,7 +992,7 @@ Test(ks, near_identical_keys_are_told_apart, .timeout = 60)
                     k[i] = (char)('a' + c);
                     int vl = snprintf(v, sizeof(v), "%zu.%zu.%d", len, i, c);
                     expect_str(ks_lookup(ks, k, len, NOW), v, (size_t)vl);
-                    k[i] = (char)('A' + c);    /* absent: one byte off */
+                    k[i] = (char)('A' + c); /* absent: one byte off */
                     cr_assert_null(ks_peek(ks, k, len));
                 }
             }

@@ -115,7 +115,7 @@ Test(ks_snap, quiet_walk_emits_every_key_once)
     }
     cr_assert(calls > 10);
     cr_assert(ks_snap_done(sn));
-    cr_assert(ks_snap_next(sn, ks, 64));   /* stays done: no second walk */
+    cr_assert(ks_snap_next(sn, ks, 64)); /* stays done: no second walk */
     cr_assert_eq(s.dups, 0);
     expect_same(want, s.got);
     ks_snap_end(sn);
@@ -148,11 +148,11 @@ walk_under_writes(uint64_t seed, size_t nkeys, size_t per_step)
             size_t vl = (size_t)snprintf(v, sizeof(v), "v%zu.%u", i, gen);
             switch (x % 5) {
             case 0:
-            case 1:   /* overwrite or create */
+            case 1: /* overwrite or create */
                 ks_snap_touch(sn, ks, k, kl);
                 ks_set_str(ks, k, kl, v, vl, KS_NO_EXPIRE, false);
                 break;
-            case 2:   /* a new key (the table grows under the walk) */
+            case 2: /* a new key (the table grows under the walk) */
                 kl = (size_t)snprintf(k, sizeof(k), "k%zu", next_new++);
                 ks_snap_touch(sn, ks, k, kl);
                 ks_set_str(ks, k, kl, v, vl, KS_NO_EXPIRE, false);
@@ -191,7 +191,7 @@ Test(ks_snap, walk_under_writes_yields_the_snapshot_point)
 
 Test(ks_snap, walk_under_heavy_writes_and_resizes, .timeout = 60)
 {
-    walk_under_writes(99, 20000, 64);     /* the key count roughly doubles during the walk */
+    walk_under_writes(99, 20000, 64); /* the key count roughly doubles during the walk */
 }
 
 Test(ks_snap, key_created_after_begin_is_never_emitted)
@@ -202,10 +202,10 @@ Test(ks_snap, key_created_after_begin_is_never_emitted)
     struct ks_snap *sn = ks_snap_begin(emit, &s);
     ks_snap_touch(sn, ks, "fresh", 5);
     ks_set_str(ks, "fresh", 5, "x", 1, KS_NO_EXPIRE, false);
-    ks_snap_touch(sn, ks, "k7", 2);       /* emitted now, with its old value */
+    ks_snap_touch(sn, ks, "k7", 2); /* emitted now, with its old value */
     cr_assert_eq(dict_size(s.got), 1);
     ks_set_str(ks, "k7", 2, "new", 3, KS_NO_EXPIRE, false);
-    ks_snap_touch(sn, ks, "k7", 2);       /* once only */
+    ks_snap_touch(sn, ks, "k7", 2); /* once only */
     cr_assert_eq(dict_size(s.got), 1);
     while (!ks_snap_next(sn, ks, 10)) {
     }

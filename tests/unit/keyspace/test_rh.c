@@ -42,7 +42,7 @@ mix(uint64_t z)
 static struct ent *
 mk(size_t i, uint64_t h)
 {
-    struct ent *e = malloc(sizeof(*e));   /* 16-aligned, below 2^48: a slot holds it */
+    struct ent *e = malloc(sizeof(*e)); /* 16-aligned, below 2^48: a slot holds it */
     e->h = h;
     e->klen = (size_t)snprintf(e->key, sizeof(e->key), "e%zu", i);
     return e;

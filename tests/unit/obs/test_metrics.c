@@ -12,7 +12,7 @@ Test(metrics, bucket_boundaries)
     cr_assert_eq(metrics_bucket(1999, mul), 1);
     cr_assert_eq(metrics_bucket(2001, mul), 2);
     cr_assert_eq(metrics_bucket(4001, mul), 3);
-    cr_assert_eq(metrics_bucket(1000 * 1000 + 1, mul), 10);          /* 1 ms: [2^9, 2^10) µs */
+    cr_assert_eq(metrics_bucket(1000 * 1000 + 1, mul), 10);           /* 1 ms: [2^9, 2^10) µs */
     cr_assert_eq(metrics_bucket(1000ull * 1000 * 1000 + 1, mul), 20); /* 1 s: [2^19, 2^20) µs */
     cr_assert_eq(metrics_bucket(UINT64_MAX / 2, mul), CMD_LAT_BUCKETS - 1);
     cr_assert_eq(metrics_bucket(UINT64_MAX, mul), CMD_LAT_BUCKETS - 1);

@@ -48,9 +48,9 @@ dump_expected(struct buf *out, const char *const *const *cmds, size_t ncmds)
 }
 
 struct result {
-    int rc;              /* final return code (RV_EAGAIN when all input consumed) */
-    size_t consumed;     /* bytes consumed */
-    const char *err;     /* errmsg on RV_EPROTO (copied) */
+    int rc;          /* final return code (RV_EAGAIN when all input consumed) */
+    size_t consumed; /* bytes consumed */
+    const char *err; /* errmsg on RV_EPROTO (copied) */
     char errcopy[64];
 };
 
@@ -102,14 +102,13 @@ expect_cmd(const char *in, size_t n, const char *const *args)
 {
     struct buf out, want;
     struct result r;
-    const char *const *cmds[1] = {args};
+    const char *const *cmds[1] = { args };
 
     buf_init(&out);
     buf_init(&want);
     parse_whole(in, n, NULL, &out, &r);
     dump_expected(&want, cmds, 1);
-    cr_assert_eq(r.rc, RV_EAGAIN, "input '%.*s': rc %d (%s)", (int)n, in, r.rc,
-                 r.err ? r.err : "");
+    cr_assert_eq(r.rc, RV_EAGAIN, "input '%.*s': rc %d (%s)", (int)n, in, r.rc, r.err ? r.err : "");
     cr_assert_eq(r.consumed, n, "input '%.*s': consumed %zu of %zu", (int)n, in, r.consumed, n);
     cr_assert_eq(out.len, want.len, "input '%.*s': got '%.*s' want '%.*s'", (int)n, in,
                  (int)out.len, out.data, (int)want.len, want.data);
@@ -119,7 +118,7 @@ expect_cmd(const char *in, size_t n, const char *const *args)
     buf_deinit(&want);
 }
 
-static const struct resp_limits lim_unauth = {RESP_MAX_BULK_DEFAULT, false};
+static const struct resp_limits lim_unauth = { RESP_MAX_BULK_DEFAULT, false };
 
 /* ---- valid multibulk ---- */
 
@@ -150,16 +149,16 @@ Test(resp_parse, multibulk_basic)
 
 Test(resp_parse, multibulk_forms)
 {
-    expect_cmd(S("*1\r\n$4\r\nPING\r\n"), (const char *[]){"PING", NULL});
-    expect_cmd(S("*1\r\n$0\r\n\r\n"), (const char *[]){"", NULL});
-    expect_cmd(S("*2\r\n$0\r\n\r\n$1\r\nx\r\n"), (const char *[]){"", "x", NULL});
-    expect_cmd(S("*0\r\n"), (const char *[]){NULL});
-    expect_cmd(S("*-1\r\n"), (const char *[]){NULL});
-    expect_cmd(S("*-5\r\n"), (const char *[]){NULL});
-    expect_cmd(S("*-9223372036854775808\r\n"), (const char *[]){NULL});
+    expect_cmd(S("*1\r\n$4\r\nPING\r\n"), (const char *[]){ "PING", NULL });
+    expect_cmd(S("*1\r\n$0\r\n\r\n"), (const char *[]){ "", NULL });
+    expect_cmd(S("*2\r\n$0\r\n\r\n$1\r\nx\r\n"), (const char *[]){ "", "x", NULL });
+    expect_cmd(S("*0\r\n"), (const char *[]){ NULL });
+    expect_cmd(S("*-1\r\n"), (const char *[]){ NULL });
+    expect_cmd(S("*-5\r\n"), (const char *[]){ NULL });
+    expect_cmd(S("*-9223372036854775808\r\n"), (const char *[]){ NULL });
     /* Redis skips the byte after '\r' in a count line unseen */
-    expect_cmd(S("*1\rX$1\r\na\r\n"), (const char *[]){"a", NULL});
-    expect_cmd(S("*1\r\n$1\rXa\r\n"), (const char *[]){"a", NULL});
+    expect_cmd(S("*1\rX$1\r\na\r\n"), (const char *[]){ "a", NULL });
+    expect_cmd(S("*1\r\n$1\rXa\r\n"), (const char *[]){ "a", NULL });
 }
 
 Test(resp_parse, multibulk_binary_payload)
@@ -298,7 +297,7 @@ Test(resp_parse, many_args_incremental)
 
 Test(resp_parse, limits_at_boundaries)
 {
-    struct resp_limits small = {5, true};
+    struct resp_limits small = { 5, true };
     char in1[] = "*1\r\n$5\r\nhello\r\n";
     struct buf out;
     struct result r;
@@ -330,7 +329,7 @@ Test(resp_parse, set_limits_after_auth)
     size_t pos = 0;
     int argc;
     struct rv_str *argv;
-    struct resp_limits authed = {RESP_MAX_BULK_DEFAULT, true};
+    struct resp_limits authed = { RESP_MAX_BULK_DEFAULT, true };
 
     resp_parser_init(&p, &lim_unauth);
     cr_assert_eq(resp_parse(&p, in, sizeof(in) - 1, &pos, &argc, &argv), RV_EPROTO);
@@ -344,39 +343,40 @@ Test(resp_parse, set_limits_after_auth)
 
 Test(resp_parse, inline_forms)
 {
-    expect_cmd(S("PING\r\n"), (const char *[]){"PING", NULL});
-    expect_cmd(S("PING\n"), (const char *[]){"PING", NULL});
-    expect_cmd(S("set a b\r\n"), (const char *[]){"set", "a", "b", NULL});
-    expect_cmd(S("  set \t a\tb   \r\n"), (const char *[]){"set", "a", "b", NULL});
-    expect_cmd(S("\r\n"), (const char *[]){NULL});
-    expect_cmd(S("\n"), (const char *[]){NULL});
-    expect_cmd(S("   \t \r\n"), (const char *[]){NULL});
-    expect_cmd(S("a\rb\r\n"), (const char *[]){"a", "b", NULL});
-    expect_cmd(S("a\r\r\n"), (const char *[]){"a", NULL});
-    expect_cmd(S("a\vb\r\n"), (const char *[]){"a\vb", NULL}); /* \v only separates around quotes */
-    expect_cmd(S("\v\fa\r\n"), (const char *[]){"a", NULL});
-    expect_cmd(S("$3\r\n"), (const char *[]){"$3", NULL});
-    expect_cmd(S(":1 +x -y\r\n"), (const char *[]){":1", "+x", "-y", NULL});
+    expect_cmd(S("PING\r\n"), (const char *[]){ "PING", NULL });
+    expect_cmd(S("PING\n"), (const char *[]){ "PING", NULL });
+    expect_cmd(S("set a b\r\n"), (const char *[]){ "set", "a", "b", NULL });
+    expect_cmd(S("  set \t a\tb   \r\n"), (const char *[]){ "set", "a", "b", NULL });
+    expect_cmd(S("\r\n"), (const char *[]){ NULL });
+    expect_cmd(S("\n"), (const char *[]){ NULL });
+    expect_cmd(S("   \t \r\n"), (const char *[]){ NULL });
+    expect_cmd(S("a\rb\r\n"), (const char *[]){ "a", "b", NULL });
+    expect_cmd(S("a\r\r\n"), (const char *[]){ "a", NULL });
+    expect_cmd(S("a\vb\r\n"),
+               (const char *[]){ "a\vb", NULL }); /* \v only separates around quotes */
+    expect_cmd(S("\v\fa\r\n"), (const char *[]){ "a", NULL });
+    expect_cmd(S("$3\r\n"), (const char *[]){ "$3", NULL });
+    expect_cmd(S(":1 +x -y\r\n"), (const char *[]){ ":1", "+x", "-y", NULL });
     /* like Redis (C-string split), a NUL ends the line */
-    expect_cmd(S("ping\0 junk \"\r\n"), (const char *[]){"ping", NULL});
-    expect_cmd(S("\0abc\r\n"), (const char *[]){NULL});
+    expect_cmd(S("ping\0 junk \"\r\n"), (const char *[]){ "ping", NULL });
+    expect_cmd(S("\0abc\r\n"), (const char *[]){ NULL });
 }
 
 Test(resp_parse, inline_quotes)
 {
-    expect_cmd(S("set \"a b\" 'c d'\r\n"), (const char *[]){"set", "a b", "c d", NULL});
+    expect_cmd(S("set \"a b\" 'c d'\r\n"), (const char *[]){ "set", "a b", "c d", NULL });
     expect_cmd(S("\"\\x41\\x7a\\x7A\\n\\r\\t\\b\\a\\\\\\\"\\z'\"\r\n"),
-               (const char *[]){"Az\x7a\n\r\t\b\a\\\"z'", NULL});
-    expect_cmd(S("\"\\x4\" \"\\xg1\" \"\\x\"\r\n"), (const char *[]){"x4", "xg1", "x", NULL});
+               (const char *[]){ "Az\x7a\n\r\t\b\a\\\"z'", NULL });
+    expect_cmd(S("\"\\x4\" \"\\xg1\" \"\\x\"\r\n"), (const char *[]){ "x4", "xg1", "x", NULL });
     expect_cmd(S("'it\\'s' 'a\\\\b' 'q\"q' '\\n'\r\n"),
-               (const char *[]){"it's", "a\\\\b", "q\"q", "\\n", NULL});
-    expect_cmd(S("\"\" ''\r\n"), (const char *[]){"", "", NULL});
-    expect_cmd(S("foo\"bar baz\" x\r\n"), (const char *[]){"foobar baz", "x", NULL});
-    expect_cmd(S("a'b'\r\n"), (const char *[]){"ab", NULL});
-    expect_cmd(S("\"a\"\tb\r\n"), (const char *[]){"a", "b", NULL});
-    expect_cmd(S("\"a\"\vb\r\n"), (const char *[]){"a", "b", NULL});
-    expect_cmd(S("\"a\"\r\r\n"), (const char *[]){"a", NULL});
-    expect_cmd(S("\"a\" \r\n"), (const char *[]){"a", NULL});
+               (const char *[]){ "it's", "a\\\\b", "q\"q", "\\n", NULL });
+    expect_cmd(S("\"\" ''\r\n"), (const char *[]){ "", "", NULL });
+    expect_cmd(S("foo\"bar baz\" x\r\n"), (const char *[]){ "foobar baz", "x", NULL });
+    expect_cmd(S("a'b'\r\n"), (const char *[]){ "ab", NULL });
+    expect_cmd(S("\"a\"\tb\r\n"), (const char *[]){ "a", "b", NULL });
+    expect_cmd(S("\"a\"\vb\r\n"), (const char *[]){ "a", "b", NULL });
+    expect_cmd(S("\"a\"\r\r\n"), (const char *[]){ "a", NULL });
+    expect_cmd(S("\"a\" \r\n"), (const char *[]){ "a", NULL });
 }
 
 Test(resp_parse, inline_unescape_in_place)
@@ -450,9 +450,22 @@ Test(resp_parse, err_too_big_lines)
 Test(resp_parse, err_multibulk_length)
 {
     static const char *const bad[] = {
-        "*abc\r\n", "*\r\n", "*+1\r\n", "*01\r\n", "*-0\r\n", "*1048577\r\n",
-        "*99999999999999999999\r\n", "*9223372036854775808\r\n", "*-9223372036854775809\r\n",
-        "* 1\r\n", "*1 \r\n", "*1x\r\n", "*-\r\n", "*--1\r\n", "*1\n\r\n", "*\n1\r\n",
+        "*abc\r\n",
+        "*\r\n",
+        "*+1\r\n",
+        "*01\r\n",
+        "*-0\r\n",
+        "*1048577\r\n",
+        "*99999999999999999999\r\n",
+        "*9223372036854775808\r\n",
+        "*-9223372036854775809\r\n",
+        "* 1\r\n",
+        "*1 \r\n",
+        "*1x\r\n",
+        "*-\r\n",
+        "*--1\r\n",
+        "*1\n\r\n",
+        "*\n1\r\n",
         "*2147483648\r\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -478,9 +491,18 @@ Test(resp_parse, err_expected_dollar)
 Test(resp_parse, err_bulk_length)
 {
     static const char *const bad[] = {
-        "*1\r\n$abc\r\n", "*1\r\n$-1\r\n", "*1\r\n$+1\r\n", "*1\r\n$01\r\n", "*1\r\n$\r\n",
-        "*1\r\n$ 1\r\n", "*1\r\n$1 \r\n", "*1\r\n$-0\r\n", "*1\r\n$99999999999999999999\r\n",
-        "*1\r\n$536870913\r\n", "*1\r\n$9223372036854775807\r\n", "*1\r\n$00\r\n",
+        "*1\r\n$abc\r\n",
+        "*1\r\n$-1\r\n",
+        "*1\r\n$+1\r\n",
+        "*1\r\n$01\r\n",
+        "*1\r\n$\r\n",
+        "*1\r\n$ 1\r\n",
+        "*1\r\n$1 \r\n",
+        "*1\r\n$-0\r\n",
+        "*1\r\n$99999999999999999999\r\n",
+        "*1\r\n$536870913\r\n",
+        "*1\r\n$9223372036854775807\r\n",
+        "*1\r\n$00\r\n",
         "*2\r\n$1\r\na\r\n$x\r\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -517,9 +539,18 @@ Test(resp_parse, err_bulk_format)
 Test(resp_parse, err_unbalanced_quotes)
 {
     static const char *const bad[] = {
-        "set \"a\r\n", "set 'a\r\n", "\"foo\"bar\r\n", "'foo'bar\r\n",
-        "set \"\"\"test-key\"\"\" test-value\r\n", "\"a\\\"\r\n", "'a\\'\r\n", "\"\r\n",
-        "'\r\n", "\"a\"\"b\"\r\n", "\"abc\0\"\r\n", "\"\\\r\n",
+        "set \"a\r\n",
+        "set 'a\r\n",
+        "\"foo\"bar\r\n",
+        "'foo'bar\r\n",
+        "set \"\"\"test-key\"\"\" test-value\r\n",
+        "\"a\\\"\r\n",
+        "'a\\'\r\n",
+        "\"\r\n",
+        "'\r\n",
+        "\"a\"\"b\"\r\n",
+        "\"abc\0\"\r\n",
+        "\"\\\r\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         size_t n = strlen(bad[i]);
@@ -549,33 +580,32 @@ Test(resp_parse, error_resets_state)
 
 /* ---- incremental ---- */
 
-static const char pipeline[] =
-    "*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n"
-    "PING\r\n"
-    "*0\r\n"
-    "*2\r\n$3\r\nGET\r\n$0\r\n\r\n"
-    "\r\n"
-    "set \"a b\\x41\" 'c\\'d' e\n"
-    "*-1\r\n"
-    "*1\r\n$12\r\nhello\r\nworld\r\n"
-    "  \n"
-    "*4\r\n$1\r\na\r\n$2\r\nbb\r\n$3\r\nccc\r\n$10\r\n0123456789\r\n"
-    "ECHO x\r\n";
+static const char pipeline[] = "*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n"
+                               "PING\r\n"
+                               "*0\r\n"
+                               "*2\r\n$3\r\nGET\r\n$0\r\n\r\n"
+                               "\r\n"
+                               "set \"a b\\x41\" 'c\\'d' e\n"
+                               "*-1\r\n"
+                               "*1\r\n$12\r\nhello\r\nworld\r\n"
+                               "  \n"
+                               "*4\r\n$1\r\na\r\n$2\r\nbb\r\n$3\r\nccc\r\n$10\r\n0123456789\r\n"
+                               "ECHO x\r\n";
 
-static const char *const pipeline_cmds_0[] = {"SET", "key", "value", NULL};
-static const char *const pipeline_cmds_1[] = {"PING", NULL};
-static const char *const pipeline_cmds_2[] = {NULL};
-static const char *const pipeline_cmds_3[] = {"GET", "", NULL};
-static const char *const pipeline_cmds_4[] = {NULL};
-static const char *const pipeline_cmds_5[] = {"set", "a bA", "c'd", "e", NULL};
-static const char *const pipeline_cmds_6[] = {NULL};
-static const char *const pipeline_cmds_7[] = {"hello\r\nworld", NULL};
-static const char *const pipeline_cmds_8[] = {NULL};
-static const char *const pipeline_cmds_9[] = {"a", "bb", "ccc", "0123456789", NULL};
-static const char *const pipeline_cmds_10[] = {"ECHO", "x", NULL};
+static const char *const pipeline_cmds_0[] = { "SET", "key", "value", NULL };
+static const char *const pipeline_cmds_1[] = { "PING", NULL };
+static const char *const pipeline_cmds_2[] = { NULL };
+static const char *const pipeline_cmds_3[] = { "GET", "", NULL };
+static const char *const pipeline_cmds_4[] = { NULL };
+static const char *const pipeline_cmds_5[] = { "set", "a bA", "c'd", "e", NULL };
+static const char *const pipeline_cmds_6[] = { NULL };
+static const char *const pipeline_cmds_7[] = { "hello\r\nworld", NULL };
+static const char *const pipeline_cmds_8[] = { NULL };
+static const char *const pipeline_cmds_9[] = { "a", "bb", "ccc", "0123456789", NULL };
+static const char *const pipeline_cmds_10[] = { "ECHO", "x", NULL };
 static const char *const *const pipeline_cmds[] = {
-    pipeline_cmds_0, pipeline_cmds_1, pipeline_cmds_2, pipeline_cmds_3,
-    pipeline_cmds_4, pipeline_cmds_5, pipeline_cmds_6, pipeline_cmds_7,
+    pipeline_cmds_0, pipeline_cmds_1, pipeline_cmds_2,  pipeline_cmds_3,
+    pipeline_cmds_4, pipeline_cmds_5, pipeline_cmds_6,  pipeline_cmds_7,
     pipeline_cmds_8, pipeline_cmds_9, pipeline_cmds_10,
 };
 
@@ -584,7 +614,7 @@ static const char *const *const pipeline_cmds[] = {
 struct feeder {
     struct resp_parser p;
     char *data;
-    size_t len;     /* bytes held */
+    size_t len; /* bytes held */
     struct buf out;
     int calls;
 };
@@ -798,8 +828,8 @@ guard_place(struct guard *g, const char *in, size_t n)
 {
     g->page = (size_t)sysconf(_SC_PAGESIZE);
     size_t pages = (n + g->page - 1) / g->page + 1;
-    g->base = mmap(NULL, (pages + 1) * g->page, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    g->base = mmap(NULL, (pages + 1) * g->page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
     cr_assert_neq(g->base, MAP_FAILED);
     cr_assert_eq(mprotect(g->base + pages * g->page, g->page, PROT_NONE), 0);
     char *at = g->base + pages * g->page - n;

@@ -9,16 +9,16 @@
 #include <string.h>
 
 /* Runs `stmt` on a fresh buffer and compares the bytes with the literal want. */
-#define EXPECT(want, stmt)                                                                    \
-    do {                                                                                      \
-        struct buf b;                                                                         \
-        buf_init(&b);                                                                         \
-        stmt;                                                                                 \
-        cr_assert_eq(b.len, sizeof(want) - 1, "%s: got '%.*s' want '%s'", #stmt, (int)b.len,  \
-                     b.data, want);                                                           \
-        cr_assert(memcmp(b.data, want, b.len) == 0, "%s: got '%.*s' want '%s'", #stmt,        \
-                  (int)b.len, b.data, want);                                                  \
-        buf_deinit(&b);                                                                       \
+#define EXPECT(want, stmt)                                                                         \
+    do {                                                                                           \
+        struct buf b;                                                                              \
+        buf_init(&b);                                                                              \
+        stmt;                                                                                      \
+        cr_assert_eq(b.len, sizeof(want) - 1, "%s: got '%.*s' want '%s'", #stmt, (int)b.len,       \
+                     b.data, want);                                                                \
+        cr_assert(memcmp(b.data, want, b.len) == 0, "%s: got '%.*s' want '%s'", #stmt, (int)b.len, \
+                  b.data, want);                                                                   \
+        buf_deinit(&b);                                                                            \
     } while (0)
 
 Test(resp_write, simple_error_ok)
@@ -50,9 +50,31 @@ Test(resp_write, integers)
 Test(resp_write, ll2str_matches_printf)
 {
     char got[21], want[32];
-    int64_t vals[] = {0, 1, -1, 9, 10, 11, 99, 100, 101, 999, 1000, 9999, 10000, 99999,
-                      100000, 4294967295LL, 4294967296LL, INT64_MAX, INT64_MIN, INT64_MIN + 1,
-                      -10, -99, -100, 1000000000000000000LL, 999999999999999999LL};
+    int64_t vals[] = { 0,
+                       1,
+                       -1,
+                       9,
+                       10,
+                       11,
+                       99,
+                       100,
+                       101,
+                       999,
+                       1000,
+                       9999,
+                       10000,
+                       99999,
+                       100000,
+                       4294967295LL,
+                       4294967296LL,
+                       INT64_MAX,
+                       INT64_MIN,
+                       INT64_MIN + 1,
+                       -10,
+                       -99,
+                       -100,
+                       1000000000000000000LL,
+                       999999999999999999LL };
     for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
         size_t n = resp_ll2str(got, vals[i]);
         snprintf(want, sizeof(want), "%" PRId64, vals[i]);
@@ -264,8 +286,8 @@ Test(resp_write, defer_survives_compaction)
     cr_assert_eq(b.off, 0, "compacted");
     cr_assert_eq(b.cap, cap, "not grown");
     resp_w_patch_len(&b, at, '*', 1);
-    cr_assert(memcmp(b.data + b.off, "*1\r\n$200\r\nzz", 12) == 0, "got '%.*s'", (int)(b.len - b.off),
-              b.data + b.off);
+    cr_assert(memcmp(b.data + b.off, "*1\r\n$200\r\nzz", 12) == 0, "got '%.*s'",
+              (int)(b.len - b.off), b.data + b.off);
     buf_deinit(&b);
 }
 
@@ -286,8 +308,8 @@ Test(resp_write, append_after_existing)
         char dd[32], ld[32];
         int dn = snprintf(dd, sizeof(dd), "%.17g", i + 0.5);
         int ln = snprintf(ld, sizeof(ld), "%d.25", i);
-        int n = snprintf(want, sizeof(want), ":%d\r\n$%d\r\n%d\r\n,%s\r\n$%d\r\n%s\r\n", i, d, i, dd,
-                         ln, ld);
+        int n = snprintf(want, sizeof(want), ":%d\r\n$%d\r\n%d\r\n,%s\r\n$%d\r\n%s\r\n", i, d, i,
+                         dd, ln, ld);
         (void)dn;
         cr_assert(memcmp(b.data + off, want, (size_t)n) == 0, "i=%d got '%.*s' want '%s'", i, n,
                   b.data + off, want);

@@ -68,7 +68,7 @@ Test(backlog, blocks_hold_whole_records_and_count_lsns)
 {
     struct backlog bl;
     memset(&bl, 0, sizeof(bl));
-    bl_init(&bl, 64 * 4096, 10);     /* 16 KB blocks */
+    bl_init(&bl, 64 * 4096, 10); /* 16 KB blocks */
     static uint8_t f[8192];
     for (uint64_t lsn = 10; lsn < 2000; lsn++) {
         bl_append(&bl, f, frame(f, lsn, 100 + (lsn * 37) % 3000, 'k'));
@@ -79,7 +79,7 @@ Test(backlog, blocks_hold_whole_records_and_count_lsns)
         cr_assert_eq(b->lsn, lsn);
         cr_assert_leq(b->len, b->cap);
         uint64_t off = 0;
-        while (off < b->len) {        /* the block parses as whole records, nothing left over */
+        while (off < b->len) { /* the block parses as whole records, nothing left over */
             struct wal_rec rec;
             cr_assert_eq(wal_frame_parse(b->data + off, b->len - off, &rec), 1);
             cr_assert_eq(rec.lsn, lsn);
@@ -116,14 +116,14 @@ Test(backlog, a_smaller_size_applies_to_what_is_kept_next)
 {
     struct backlog bl;
     memset(&bl, 0, sizeof(bl));
-    bl_init(&bl, 16u << 20, 1);         /* 1 MB blocks */
+    bl_init(&bl, 16u << 20, 1); /* 1 MB blocks */
     static uint8_t f[256];
     uint64_t lsn = 1;
     for (; lsn <= 3000; lsn++) {
         bl_append(&bl, f, frame(f, lsn, 64, 'a'));
     }
-    cr_assert_eq(bl.first_lsn, 1);      /* all in the first 1 MB block */
-    bl_set_size(&bl, 16384);            /* CONFIG SET repl-backlog-size 16kb */
+    cr_assert_eq(bl.first_lsn, 1); /* all in the first 1 MB block */
+    bl_set_size(&bl, 16384);       /* CONFIG SET repl-backlog-size 16kb */
     for (; lsn <= 6000; lsn++) {
         bl_append(&bl, f, frame(f, lsn, 64, 'b'));
         if (lsn > 3300) {
@@ -143,7 +143,7 @@ Test(backlog, a_record_larger_than_the_backlog_is_kept_alone)
     bl_init(&bl, 100, 7);
     static uint8_t f[8192];
     bl_append(&bl, f, frame(f, 7, 10, 'x'));
-    bl_append(&bl, f, frame(f, 8, 6000, 'y'));   /* larger than a block: a block of its own */
+    bl_append(&bl, f, frame(f, 8, 6000, 'y')); /* larger than a block: a block of its own */
     cr_assert_eq(bl.first_lsn, 8);
     uint64_t pos;
     cr_assert(bl_find(&bl, 8, &pos));
@@ -275,7 +275,7 @@ Test(frame, unsealed_frames_parse_without_a_crc)
     cr_assert_eq(rec.lsn, 42);
     cr_assert_eq(rec.ts_ms, 1234);
     cr_assert_eq(rec.len, 20);
-    cr_assert_eq(wal_frame_parse(f, WAL_REC_HDR + 19, &rec), -1);   /* still length-checked */
+    cr_assert_eq(wal_frame_parse(f, WAL_REC_HDR + 19, &rec), -1); /* still length-checked */
     /* sealing it in place gives the ordinary, CRC-checked frame */
     wal_frame_seal(f, 20, 42, 1234);
     cr_assert_eq(wal_frame_parse(f, WAL_REC_HDR + 20, &rec), 1);

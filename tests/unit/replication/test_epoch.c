@@ -27,7 +27,7 @@ Test(epoch, one_history_never_supersedes_itself)
 
 Test(epoch, epoch_zero_and_unnamed_histories_never_fence)
 {
-    cr_assert_not(repl_newer(0, B, 0, A));      /* two fresh nodes */
-    cr_assert_not(repl_newer(1, "?", 1, A));    /* a replica with no history */
+    cr_assert_not(repl_newer(0, B, 0, A));   /* two fresh nodes */
+    cr_assert_not(repl_newer(1, "?", 1, A)); /* a replica with no history */
     cr_assert_not(repl_newer(1, B, 1, ""));
 }

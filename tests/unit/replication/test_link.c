@@ -86,8 +86,8 @@ Test(link, records_unusual_but_valid)
         /* len, then ReplMsg bytes */
         { 14, 0x3a, 12, 0x1a, 2, 'a', 'b', 0x10, 5, 0x08, 7, 0x08, 9, 0x28, 1 },
         { 18, 0x3a, 16, 0x1a, 1, 'x', 0x1a, 2, 'y', 'z', 0x21, 1, 2, 3, 4, 5, 6, 7, 8 },
-        { 18, 0x3a, 16, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x08, 0x80, 0x80, 0x04, 0x25,
-          1, 2, 3, 4 },
+        { 18, 0x3a, 16, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x08, 0x80, 0x80, 0x04, 0x25, 1,
+          2, 3, 4 },
         { 2, 0x3a, 0 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -120,23 +120,23 @@ Test(link, other_messages_are_left_to_protobuf_c)
     size_t n = protobuf_c_message_pack(&m.base, b);
     struct repl_records rec;
     cr_assert_not(repl_parse_records(b, n, &rec));
-    cr_assert_not(repl_parse_records(b, 0, &rec));                   /* empty ReplMsg */
-    static const uint8_t two[] = { 0x3a, 0, 0x3a, 2, 0x08, 1 };        /* merged by protobuf */
+    cr_assert_not(repl_parse_records(b, 0, &rec));              /* empty ReplMsg */
+    static const uint8_t two[] = { 0x3a, 0, 0x3a, 2, 0x08, 1 }; /* merged by protobuf */
     cr_assert_not(repl_parse_records(two, sizeof(two), &rec));
-    static const uint8_t then_ack[] = { 0x3a, 0, 0x42, 0 };            /* the last member wins */
+    static const uint8_t then_ack[] = { 0x3a, 0, 0x42, 0 }; /* the last member wins */
     cr_assert_not(repl_parse_records(then_ack, sizeof(then_ack), &rec));
-    static const uint8_t unknown[] = { 0x3a, 0, 0x98, 0x06, 1 };       /* field 99 */
+    static const uint8_t unknown[] = { 0x3a, 0, 0x98, 0x06, 1 }; /* field 99 */
     cr_assert_not(repl_parse_records(unknown, sizeof(unknown), &rec));
-    static const uint8_t wt[] = { 0x3a, 2, 0x0a, 0 };                  /* first_lsn as bytes */
+    static const uint8_t wt[] = { 0x3a, 2, 0x0a, 0 }; /* first_lsn as bytes */
     cr_assert_not(repl_parse_records(wt, sizeof(wt), &rec));
-    static const uint8_t group[] = { 0x3a, 2, 0x23, 0x24 };            /* a group */
+    static const uint8_t group[] = { 0x3a, 2, 0x23, 0x24 }; /* a group */
     cr_assert_not(repl_parse_records(group, sizeof(group), &rec));
     /* Found by fuzz_repl: an unknown fixed32 field whose tag is an overlong
      * 6-byte varint. protobuf-c refuses tags over 5 bytes, so the fast path
      * must not accept it either. */
-    static const uint8_t overlong[] = { 0x3a, 0x16, 0x1a, 0x02, 0x61, 0x62, 0x85, 0x85, 0x85, 0x85,
-                                        0x85, 0x00, 0x3a, 0x85, 0x85, 0x85, 0x85, 0x85, 0x85, 0x34,
-                                        0x35, 0x36, 0x37, 0xff };
+    static const uint8_t overlong[] = { 0x3a, 0x16, 0x1a, 0x02, 0x61, 0x62, 0x85, 0x85,
+                                        0x85, 0x85, 0x85, 0x00, 0x3a, 0x85, 0x85, 0x85,
+                                        0x85, 0x85, 0x85, 0x34, 0x35, 0x36, 0x37, 0xff };
     cr_assert_not(repl_parse_records(overlong, sizeof(overlong), &rec));
     check_same(overlong, sizeof(overlong));
 }
@@ -153,7 +153,7 @@ Test(link, garbage_is_rejected_or_agrees)
         size_t len = pack_records(msg, rnd() >> (rnd() % 64), (uint32_t)rnd(), frames,
                                   rnd() % sizeof(frames));
         size_t n = rnd() % (len + 1);
-        uint8_t *p = malloc(n ? n : 1);           /* exact size: ASan sees any overread */
+        uint8_t *p = malloc(n ? n : 1); /* exact size: ASan sees any overread */
         memcpy(p, msg, n);
         if (i % 2 && n > 0) {
             p[rnd() % n] ^= (uint8_t)(1u << (rnd() % 8));
@@ -183,7 +183,7 @@ Test(link, next_and_consume_frame_in_place)
     repl_send_records(&in, 3, 1, f, sizeof(f));
     size_t one = in.len;
     repl_send_records(&in, 4, 1, f, 4);
-    cr_assert_eq(repl_next(&in, &body, &n, 4), -1);                  /* over max */
+    cr_assert_eq(repl_next(&in, &body, &n, 4), -1); /* over max */
     cr_assert_eq(repl_next(&in, &body, &n, 100), 1);
     cr_assert_eq(body, (const uint8_t *)in.data + 4);
     struct repl_records rec;
@@ -193,7 +193,7 @@ Test(link, next_and_consume_frame_in_place)
     repl_consume(&in, n);
     cr_assert_eq(in.off, one);
     size_t full = in.len;
-    in.len = full - 1;                                    /* the last byte not read yet */
+    in.len = full - 1; /* the last byte not read yet */
     cr_assert_eq(repl_next(&in, &body, &n, 100), 0);
     in.len = full;
     cr_assert_eq(repl_next(&in, &body, &n, 100), 1);
@@ -201,7 +201,7 @@ Test(link, next_and_consume_frame_in_place)
     cr_assert_eq(rec.first_lsn, 4);
     cr_assert_eq(rec.len, 4);
     repl_consume(&in, n);
-    cr_assert_eq(in.off, 0);                                          /* all read: reset */
+    cr_assert_eq(in.off, 0); /* all read: reset */
     cr_assert_eq(in.len, 0);
     buf_deinit(&in);
 }
@@ -221,9 +221,9 @@ Test(link, next_grows_with_the_bytes_not_the_announced_length)
     cr_assert_eq(repl_next(&in, &body, &n, 0xffffffffu), 0);
     cr_assert_eq(n, big);
     cr_assert_leq(in.cap, (size_t)4 << 20, "reserved %zu bytes for 64 received", in.cap);
-    cr_assert_eq(repl_next(&in, &body, &n, big - 1), -1);            /* over max: refused */
+    cr_assert_eq(repl_next(&in, &body, &n, big - 1), -1); /* over max: refused */
     size_t got = in.len;
-    for (int i = 0; i < 8; i++) {                                     /* 8 MB more arrive */
+    for (int i = 0; i < 8; i++) { /* 8 MB more arrive */
         buf_reserve(&in, 1u << 20);
         memset(in.data + in.len, 0, 1u << 20);
         in.len += 1u << 20;
@@ -259,7 +259,8 @@ Test(link, read_moves_partial_messages_rarely)
     buf_init(&in);
     size_t sent = 0, got = 0, moved = 0;
     for (int round = 0; got < NMSG; round++) {
-        cr_assert(round < 100000, "stuck: %zu of %d messages, %zu of %zu bytes sent", got, NMSG, sent, total);
+        cr_assert(round < 100000, "stuck: %zu of %d messages, %zu of %zu bytes sent", got, NMSG,
+                  sent, total);
         if (sent < total) {
             size_t k = total - sent < STEP ? total - sent : STEP;
             ssize_t w = write(sv[0], stream + sent, k);
@@ -272,7 +273,7 @@ Test(link, read_moves_partial_messages_rarely)
             int n = repl_read(sv[1], &in);
             cr_assert(n >= 0);
             if (unread > 0 && (in.data != d || in.off != off)) {
-                moved += unread;             /* compacted or reallocated */
+                moved += unread; /* compacted or reallocated */
             }
             if (n == 0) {
                 break;
@@ -284,7 +285,8 @@ Test(link, read_moves_partial_messages_rarely)
                    (rc = repl_next(&in, &body, &len, 1u << 20)) == 1) {
                 cr_assert_eq(len, MSG);
                 cr_assert(body[0] == (got & 0xff) && body[MSG - 1] == (got & 0xff) &&
-                          memcmp(body, body + 1, MSG - 1) == 0, "message %zu changed", got);
+                              memcmp(body, body + 1, MSG - 1) == 0,
+                          "message %zu changed", got);
                 got++;
                 repl_consume(&in, len);
             }
@@ -294,7 +296,8 @@ Test(link, read_moves_partial_messages_rarely)
             }
         }
     }
-    cr_expect(moved * 100 < total, "moved %zu of %zu bytes read again", moved, total);   /* (growing to 1 MB) */
+    cr_expect(moved * 100 < total, "moved %zu of %zu bytes read again", moved,
+              total); /* (growing to 1 MB) */
     buf_deinit(&in);
     free(stream);
     close(sv[0]);

@@ -39,9 +39,11 @@ Test(bitmap_field, set_get_every_width_and_offset)
                          (unsigned long)off);
             /* neighbouring bits untouched */
             if (off > 0) {
-                cr_assert_eq(bitmap_get_bits(buf, sizeof(buf), off - 1, 1), (off - 1) & 1 ? 1u : 0u);
+                cr_assert_eq(bitmap_get_bits(buf, sizeof(buf), off - 1, 1),
+                             (off - 1) & 1 ? 1u : 0u);
             }
-            cr_assert_eq(bitmap_get_bits(buf, sizeof(buf), off + bits, 1), (off + bits) & 1 ? 1u : 0u);
+            cr_assert_eq(bitmap_get_bits(buf, sizeof(buf), off + bits, 1),
+                         (off + bits) & 1 ? 1u : 0u);
             /* the top bit set reads negative when signed */
             bitmap_set_bits(buf, off, bits, mask);
             cr_assert_eq(bitmap_get_signed(buf, sizeof(buf), off, bits), -1);
@@ -79,7 +81,8 @@ Test(bitmap_ovf, signed_every_width)
         cr_assert_eq(bitmap_ovf_signed(min, -1, bits, BITMAP_OVF_SAT, &out), -1);
         cr_assert_eq(out, min);
         cr_assert_eq(bitmap_ovf_signed(min, 0, bits, BITMAP_OVF_FAIL, &out), 0);
-        cr_assert_eq(bitmap_ovf_signed(0, INT64_MAX, bits, BITMAP_OVF_SAT, &out), bits == 64 ? 0 : 1);
+        cr_assert_eq(bitmap_ovf_signed(0, INT64_MAX, bits, BITMAP_OVF_SAT, &out),
+                     bits == 64 ? 0 : 1);
         cr_assert_eq(out, bits == 64 ? INT64_MAX : max);
         cr_assert_eq(bitmap_ovf_signed(-1, INT64_MIN, bits, BITMAP_OVF_SAT, &out), -1);
         cr_assert_eq(out, min);

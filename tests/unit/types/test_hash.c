@@ -20,9 +20,24 @@ expect_el(struct hpk *p, size_t off, const char *want)
 
 Test(hpk, round_trip_edge_values)
 {
-    static const char *vals[] = { "", "0", "47", "48", "-1", "127", "128", "-128", "-129",
-                                  "9223372036854775807", "-9223372036854775808",
-                                  "9223372036854775808", "01", "-0", "+1", " 1", "1.5", "abc" };
+    static const char *vals[] = { "",
+                                  "0",
+                                  "47",
+                                  "48",
+                                  "-1",
+                                  "127",
+                                  "128",
+                                  "-128",
+                                  "-129",
+                                  "9223372036854775807",
+                                  "-9223372036854775808",
+                                  "9223372036854775808",
+                                  "01",
+                                  "-0",
+                                  "+1",
+                                  " 1",
+                                  "1.5",
+                                  "abc" };
     struct hpk_ref r = { hpk_create(), NULL, NULL };
     struct hpk *p;
     char big[1000];
@@ -140,7 +155,7 @@ Test(hobj, converts_at_entry_threshold)
         cr_assert_eq(hobj_set(h, f, strlen(f), v, strlen(v), &lim), 1);
     }
     cr_assert_str_eq(hobj_encoding(h), "listpack");
-    cr_assert_eq(hobj_set(h, "f0", 2, "x", 1, &lim), 0);   /* update: no conversion */
+    cr_assert_eq(hobj_set(h, "f0", 2, "x", 1, &lim), 0); /* update: no conversion */
     cr_assert_str_eq(hobj_encoding(h), "listpack");
     cr_assert_eq(hobj_set(h, "f4", 2, "y", 1, &lim), 1);
     cr_assert_str_eq(hobj_encoding(h), "hashtable");
@@ -150,7 +165,7 @@ Test(hobj, converts_at_entry_threshold)
     expect_field(h, "f4", "y");
     cr_assert(hobj_del(h, "f4", 2));
     cr_assert(!hobj_del(h, "f4", 2));
-    cr_assert_str_eq(hobj_encoding(h), "hashtable");   /* never converts back */
+    cr_assert_str_eq(hobj_encoding(h), "hashtable"); /* never converts back */
     hobj_free(h);
 }
 
@@ -232,13 +247,13 @@ Test(hobj, field_deadlines_reap_and_clear)
         hobj_set(t, "c", 1, "3", 1, &lim);
         hobj_set_deadline(t, "c", 1, 300);
         hobj_store(t, ks, "t", 1);
-        e = ks_set_ptr(ks, "c", 1, KS_HASH, obj_hash_ops.dup(ks_peek(ks, "t", 1)), obj_hash_ops.free,
-                       KS_NO_EXPIRE);
+        e = ks_set_ptr(ks, "c", 1, KS_HASH, obj_hash_ops.dup(ks_peek(ks, "t", 1)),
+                       obj_hash_ops.free, KS_NO_EXPIRE);
         hobj_bind(&c, ks, e);
         cr_assert_eq(hobj_field_deadline(&c, "c", 1), 300);
         ks_destroy(ks);
     }
-    hobj_set(h, "c", 1, "9", 1, &lim);   /* overwrite drops the TTL */
+    hobj_set(h, "c", 1, "9", 1, &lim); /* overwrite drops the TTL */
     cr_assert_eq(hobj_field_deadline(h, "c", 1), -1);
     cr_assert_eq(hobj_reap(h, 99), 0);
     cr_assert_eq(hobj_reap(h, 150), 1);
@@ -275,7 +290,7 @@ Test(hobj, bound_converts_in_keyspace)
     }
     cr_assert_eq(hobj_set(&h, "f0", 2, "x", 1, &lim), 0);
     expect_field(&h, "f0", "x");
-    cr_assert_eq(hobj_set(&h, "f4", 2, "v4", 2, &lim), 1);    /* 5th field: converts */
+    cr_assert_eq(hobj_set(&h, "f4", 2, "v4", 2, &lim), 1); /* 5th field: converts */
     e = ks_peek(ks, "h", 1);
     cr_assert(!ks_entry_inl(e));
     cr_assert_str_eq(hobj_encoding(&h), "hashtable");

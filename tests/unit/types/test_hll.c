@@ -163,10 +163,22 @@ accuracy(uint64_t n, unsigned seed)
     free(s.p);
 }
 
-Test(hll, accuracy_1k) { accuracy(1000, 1); }
-Test(hll, accuracy_10k) { accuracy(10000, 2); }
-Test(hll, accuracy_100k) { accuracy(100000, 3); }
-Test(hll, accuracy_1m) { accuracy(1000000, 4); }
+Test(hll, accuracy_1k)
+{
+    accuracy(1000, 1);
+}
+Test(hll, accuracy_10k)
+{
+    accuracy(10000, 2);
+}
+Test(hll, accuracy_100k)
+{
+    accuracy(100000, 3);
+}
+Test(hll, accuracy_1m)
+{
+    accuracy(1000000, 4);
+}
 
 Test(hll, merge_is_union)
 {
@@ -176,8 +188,8 @@ Test(hll, merge_is_union)
     sk_init(&a);
     sk_init(&b);
     sk_init(&u);
-    sk_add_range(&a, 9, 0, 60000);        /* dense */
-    sk_add_range(&b, 9, 40000, 100000);   /* overlaps a by 20000 */
+    sk_add_range(&a, 9, 0, 60000);      /* dense */
+    sk_add_range(&b, 9, 40000, 100000); /* overlaps a by 20000 */
     sk_add_range(&u, 9, 0, 100000);
     memset(regs, 0, sizeof(regs));
     cr_assert(hll_regs_merge(a.p, a.n, regs));
@@ -202,7 +214,12 @@ Test(hll, merge_is_union)
     n = hll_from_regs(regs, out);
     cr_assert_eq(hll_encoding(out), HLL_SPARSE);
     cr_assert(n == cd.n && memcmp(out, cd.p, n) == 0);
-    free(a.p); free(b.p); free(u.p); free(c.p); free(d.p); free(cd.p);
+    free(a.p);
+    free(b.p);
+    free(u.p);
+    free(c.p);
+    free(d.p);
+    free(cd.p);
 }
 
 Test(hll, rejects_corrupt_values)
@@ -216,33 +233,33 @@ Test(hll, rejects_corrupt_values)
     cr_assert(hll_valid(s.p, s.n));
 
     memcpy(buf, s.p, s.n);
-    buf[0] = 'H';                               /* magic */
+    buf[0] = 'H'; /* magic */
     cr_assert(!hll_valid(buf, s.n));
     memcpy(buf, s.p, s.n);
-    buf[4] = 2;                                 /* version */
+    buf[4] = 2; /* version */
     cr_assert(!hll_valid(buf, s.n));
     memcpy(buf, s.p, s.n);
-    buf[5] = 7;                                 /* encoding */
+    buf[5] = 7; /* encoding */
     cr_assert(!hll_valid(buf, s.n));
     memcpy(buf, s.p, s.n);
-    buf[7] = 1;                                 /* reserved */
+    buf[7] = 1; /* reserved */
     cr_assert(!hll_valid(buf, s.n));
-    cr_assert(!hll_valid(s.p, s.n - 1));        /* torn word */
-    cr_assert(!hll_valid(s.p, 4));              /* short */
+    cr_assert(!hll_valid(s.p, s.n - 1)); /* torn word */
+    cr_assert(!hll_valid(s.p, 4));       /* short */
     cr_assert(!hll_valid((const uint8_t *)"foo", 3));
     cr_assert(!hll_valid((const uint8_t *)"HYLL\x01\x00\x00\x00", 8)); /* not ours */
 
-    memcpy(buf, s.p, s.n);                      /* out of order: swap two words */
+    memcpy(buf, s.p, s.n); /* out of order: swap two words */
     uint8_t tmp[HLL_SPARSE_WORD];
     memcpy(tmp, buf + HLL_HDR, HLL_SPARSE_WORD);
     memcpy(buf + HLL_HDR, buf + HLL_HDR + HLL_SPARSE_WORD, HLL_SPARSE_WORD);
     memcpy(buf + HLL_HDR + HLL_SPARSE_WORD, tmp, HLL_SPARSE_WORD);
     cr_assert(!hll_valid(buf, s.n));
     memcpy(buf, s.p, s.n);
-    buf[HLL_HDR] = (uint8_t)(buf[HLL_HDR] & ~63u);   /* zero value in a sparse word */
+    buf[HLL_HDR] = (uint8_t)(buf[HLL_HDR] & ~63u); /* zero value in a sparse word */
     cr_assert(!hll_valid(buf, s.n));
     memcpy(buf, s.p, s.n);
-    buf[HLL_HDR] = (uint8_t)(buf[HLL_HDR] | 63u);    /* rank 63 > 51 */
+    buf[HLL_HDR] = (uint8_t)(buf[HLL_HDR] | 63u); /* rank 63 > 51 */
     cr_assert(!hll_valid(buf, s.n));
 
     /* dense: wrong length, then an impossible register value */
@@ -254,9 +271,9 @@ Test(hll, rejects_corrupt_values)
     cr_assert(!hll_valid(buf, n - 1));
     buf[n] = 0;
     cr_assert(!hll_valid(buf, n + 1));
-    buf[HLL_HDR] |= 63;                         /* register 0 = 63 */
-    cr_assert(hll_valid(buf, n));               /* header-level check passes ... */
-    cr_assert(!hll_count(buf, n, &v));          /* ... the registers do not */
+    buf[HLL_HDR] |= 63;                /* register 0 = 63 */
+    cr_assert(hll_valid(buf, n));      /* header-level check passes ... */
+    cr_assert(!hll_count(buf, n, &v)); /* ... the registers do not */
     memset(regs, 0, sizeof(regs));
     cr_assert(!hll_regs_merge(buf, n, regs));
     free(s.p);

@@ -32,14 +32,16 @@ Test(intset, add_find_remove_sorted)
 Test(intset, width_upgrades_keep_values)
 {
     struct intset *is = intset_create();
-    int64_t vals[] = { 5, -7, 32767, -32768, 32768, -32769, INT32_MAX, INT32_MIN,
-                       (int64_t)INT32_MAX + 1, INT64_MIN, INT64_MAX, 0 };
+    int64_t vals[] = { 5,         -7,        32767,
+                       -32768,    32768,     -32769,
+                       INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 1,
+                       INT64_MIN, INT64_MAX, 0 };
     size_t n = sizeof(vals) / sizeof(vals[0]);
     for (size_t i = 0; i < n; i++) {
         cr_assert(intset_add(&is, vals[i]));
         for (size_t j = 0; j <= i; j++) {
-            cr_assert(intset_find(is, vals[j]), "lost %lld after adding %lld",
-                      (long long)vals[j], (long long)vals[i]);
+            cr_assert(intset_find(is, vals[j]), "lost %lld after adding %lld", (long long)vals[j],
+                      (long long)vals[i]);
         }
         if (i == 4) {
             cr_assert_eq(intset_width(is), 4);
@@ -65,7 +67,7 @@ Test(intset, random_against_model)
     srand(7);
     for (int i = 0; i < 20000; i++) {
         int v = rand() % 2000;
-        int64_t x = (int64_t)(v - 1000) * 100000;   /* spans the 32-bit width */
+        int64_t x = (int64_t)(v - 1000) * 100000; /* spans the 32-bit width */
         if (rand() % 3) {
             cr_assert_eq(intset_add(&is, x), !present[v]);
             present[v] = 1;

@@ -140,7 +140,7 @@ Test(t_list, lset_big_value_converts_and_splits)
     list_push(l, LIST_TAIL, "c", 1, -1);
     cr_assert(list_set(l, 1, v, sizeof(v), -1));
     cr_assert(!list_is_quicklist(l));
-    cr_assert(list_set(l, 0, v, sizeof(v), -1));    /* 6 KB > 4 KB: split */
+    cr_assert(list_set(l, 0, v, sizeof(v), -1)); /* 6 KB > 4 KB: split */
     cr_assert(list_is_quicklist(l));
     cr_assert(list_valid(l, -1));
     cr_assert_eq(list_len(l), 3);

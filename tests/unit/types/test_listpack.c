@@ -55,16 +55,32 @@ Test(listpack, canonical_integers)
 
 Test(listpack, integer_sizes)
 {
-    struct { const char *s; size_t cost; } cases[] = {
-        { "0", 2 }, { "127", 2 }, { "128", 3 }, { "-1", 3 }, { "4095", 3 }, { "-4096", 3 },
-        { "4096", 4 }, { "32767", 4 }, { "-32768", 4 }, { "32768", 5 }, { "8388607", 5 },
-        { "8388608", 6 }, { "1700000000000", 8 }, { "9223372036854775807", 10 },
-        { "-9223372036854775808", 10 }, { "007", 5 },
+    struct {
+        const char *s;
+        size_t cost;
+    } cases[] = {
+        { "0", 2 },
+        { "127", 2 },
+        { "128", 3 },
+        { "-1", 3 },
+        { "4095", 3 },
+        { "-4096", 3 },
+        { "4096", 4 },
+        { "32767", 4 },
+        { "-32768", 4 },
+        { "32768", 5 },
+        { "8388607", 5 },
+        { "8388608", 6 },
+        { "1700000000000", 8 },
+        { "9223372036854775807", 10 },
+        { "-9223372036854775808", 10 },
+        { "007", 5 },
     };
     uint8_t *lp = lp_create();
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         size_t before = lp_bytes(lp);
-        cr_assert_eq(lp_entry_cost(cases[i].s, strlen(cases[i].s)), cases[i].cost, "%s", cases[i].s);
+        cr_assert_eq(lp_entry_cost(cases[i].s, strlen(cases[i].s)), cases[i].cost, "%s",
+                     cases[i].s);
         lp_append(&lp, cases[i].s, strlen(cases[i].s));
         cr_assert_eq(lp_bytes(lp) - before, cases[i].cost, "%s", cases[i].s);
     }

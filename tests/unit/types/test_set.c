@@ -23,7 +23,7 @@ Test(sobj, create_picks_encoding)
     s = sobj_create("a", 1, 1, &LIM);
     cr_assert_str_eq(sobj_encoding(s), "listpack");
     sobj_free(s);
-    s = sobj_create("1", 1, 9, &LIM);     /* more than max_intset members coming */
+    s = sobj_create("1", 1, 9, &LIM); /* more than max_intset members coming */
     cr_assert_str_eq(sobj_encoding(s), "hashtable");
     sobj_free(s);
     s = sobj_create("a", 1, 5, &LIM);
@@ -61,7 +61,7 @@ Test(sobj, intset_to_listpack_to_hashtable)
     cr_assert(sobj_has(s, "-20", 3));
     cr_assert(sobj_has(s, "x", 1));
     cr_assert(!sobj_has(s, "01", 2));
-    cr_assert(add(s, "y"));                 /* 4 = max listpack entries */
+    cr_assert(add(s, "y")); /* 4 = max listpack entries */
     cr_assert_str_eq(sobj_encoding(s), "listpack");
     cr_assert(add(s, "z"));
     cr_assert_str_eq(sobj_encoding(s), "hashtable");
@@ -76,7 +76,7 @@ Test(sobj, long_member_goes_to_hashtable)
 {
     struct sobj *s = sobj_create("1", 1, 1, &LIM);
     add(s, "1");
-    cr_assert(add(s, "toolong"));           /* 7 > max value 6 */
+    cr_assert(add(s, "toolong")); /* 7 > max value 6 */
     cr_assert_str_eq(sobj_encoding(s), "hashtable");
     sobj_free(s);
     s = sobj_create("a", 1, 1, &LIM);
@@ -141,7 +141,7 @@ Test(sobj, bound_conversions_in_keyspace)
     cr_assert(add(&b, "d"));
     cr_assert(ks_entry_inl(ks_peek(ks, "k", 1)));
     cr_assert_str_eq(obj_set_ops.encoding(ks_peek(ks, "k", 1)), "listpack");
-    cr_assert(add(&b, "e"));                               /* 5th: hashtable */
+    cr_assert(add(&b, "e")); /* 5th: hashtable */
     e = ks_peek(ks, "k", 1);
     cr_assert(!ks_entry_inl(e));
     cr_assert_str_eq(sobj_encoding(&b), "hashtable");

@@ -166,9 +166,23 @@ Test(zset, converts_at_value_threshold)
 
 Test(zset, edge_scores_round_trip)
 {
-    const double v[] = { 0.0, 1.0, -1.0, 0.1, 1e300, -1e-300, INFINITY, -INFINITY,
-                         9007199254740991.0, -9007199254740991.0, 9007199254740992.0,
-                         4503599627370496.5, 63.0, 64.0, -64.0, -65.0, 1e15 };
+    const double v[] = { 0.0,
+                         1.0,
+                         -1.0,
+                         0.1,
+                         1e300,
+                         -1e-300,
+                         INFINITY,
+                         -INFINITY,
+                         9007199254740991.0,
+                         -9007199254740991.0,
+                         9007199254740992.0,
+                         4503599627370496.5,
+                         63.0,
+                         64.0,
+                         -64.0,
+                         -65.0,
+                         1e15 };
     for (int form = 0; form < 2; form++) {
         struct zset *z = zset_create();
         const struct zset_lim *lim = form ? &tree_lim : &small_lim;
@@ -270,7 +284,8 @@ Test(zset, dup_and_ops_table)
             cr_assert_eq(ops->mem(e), 0);
         } else {
             cr_assert_gt(ops->mem(e), 0);
-            struct ks_entry *c = ks_set_ptr(ks, "c", 1, KS_ZSET, ops->dup(e), ops->free, KS_NO_EXPIRE);
+            struct ks_entry *c = ks_set_ptr(ks, "c", 1, KS_ZSET, ops->dup(e), ops->free,
+                                            KS_NO_EXPIRE);
             struct zset b;
             zset_bind(&b, ks, c);
             cr_assert_eq(zset_len(&b), n);
@@ -304,7 +319,7 @@ Test(zset, bound_converts_in_keyspace)
     }
     cr_assert(zset_delete(&b, "m3", 2));
     zset_update(&b, "m4", 2, 6.0, -1.0);
-    zset_delete_range(&b, 0, 0);                         /* m4, now first */
+    zset_delete_range(&b, 0, 0); /* m4, now first */
     cr_assert_eq(zset_len(&b), 6);
     cr_assert(ks_entry_inl(ks_peek(ks, "z", 1)));
     zset_insert(&b, "a-member-longer-than-16", 23, 2.0, &lim);

@@ -34,7 +34,8 @@ Test(crc32c, every_length_and_alignment_matches_the_reference)
     }
     for (size_t off = 0; off < 8; off++) {
         for (size_t n = 0; n + off <= sizeof(data); n += (n < 80 ? 1 : 13)) {
-            cr_assert_eq(wal_crc32c(0, data + off, n), crc_ref(0, data + off, n), "off %zu n %zu", off, n);
+            cr_assert_eq(wal_crc32c(0, data + off, n), crc_ref(0, data + off, n), "off %zu n %zu",
+                         off, n);
         }
     }
     /* chaining: crc(a || b) == crc(crc(a), b) */

@@ -68,8 +68,9 @@ static struct wal *
 open_always(uint64_t seg_bytes, bool spare)
 {
     char err[256] = "";
-    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_ALWAYS, .seg_bytes = seg_bytes,
-                          .no_spare = !spare };
+    struct wal_opts o = {
+        .dir = dir, .shard = 0, .mode = WAL_ALWAYS, .seg_bytes = seg_bytes, .no_spare = !spare
+    };
     struct wal *w = wal_open(&o, 1, err, sizeof(err));
     cr_assert_not_null(w, "%s", err);
     return w;
@@ -166,7 +167,7 @@ Test(wal, zero_tail_is_a_clean_end, .init = mkdir_tmp, .fini = rm_tmp)
 
 Test(wal, short_zero_tail_is_a_clean_end, .init = mkdir_tmp, .fini = rm_tmp)
 {
-    segment_with_zero_tail(10, 7);       /* shorter than a record header */
+    segment_with_zero_tail(10, 7); /* shorter than a record header */
     uint64_t last;
     size_t n;
     cr_assert_eq(walk(&last, &n, NULL), WAL_RD_END);
@@ -193,7 +194,7 @@ Test(wal, garbage_inside_the_zeroed_area_is_a_torn_tail, .init = mkdir_tmp, .fin
     cr_assert_eq(truncate(p, end + 65536), 0);
     uint8_t rec[WAL_REC_HDR + 8];
     memset(rec, 0, sizeof(rec));
-    uint32_t len = 200;                  /* 200 payload bytes announced, 8 there */
+    uint32_t len = 200; /* 200 payload bytes announced, 8 there */
     memcpy(rec, &len, 4);
     rec[4] = 1;
     write_at(p, end, rec, sizeof(rec));
@@ -298,7 +299,7 @@ Test(wal, zeros_then_a_record_with_a_barrier_is_corruption, .init = mkdir_tmp, .
     four_waves(false);
     char p[4200];
     last_seg(p, sizeof(p));
-    size_t off = zero_record(p, 8);      /* wave 2; waves 3 and 4 start with barriers */
+    size_t off = zero_record(p, 8); /* wave 2; waves 3 and 4 start with barriers */
     uint64_t last;
     size_t n;
     struct wal_walk k;
@@ -315,7 +316,7 @@ Test(wal, a_gap_in_the_unsynced_last_wave_is_a_torn_tail, .init = mkdir_tmp, .fi
     four_waves(true);
     char p[4200];
     last_seg(p, sizeof(p));
-    size_t off = zero_record(p, 17);     /* wave 4 is 16..20, never synced */
+    size_t off = zero_record(p, 17); /* wave 4 is 16..20, never synced */
     uint64_t last;
     size_t n;
     struct wal_walk k;
@@ -394,7 +395,10 @@ static void
 paced_run(int64_t interval_us, int64_t *elapsed)
 {
     char err[256] = "";
-    struct wal_opts o = { .dir = dir, .shard = 0, .mode = WAL_ALWAYS, .seg_bytes = 1 << 20,
+    struct wal_opts o = { .dir = dir,
+                          .shard = 0,
+                          .mode = WAL_ALWAYS,
+                          .seg_bytes = 1 << 20,
                           .sync_min_interval_us = interval_us };
     struct wal *w = wal_open(&o, 1, err, sizeof(err));
     cr_assert_not_null(w, "%s", err);
@@ -403,7 +407,7 @@ paced_run(int64_t interval_us, int64_t *elapsed)
         append(w, i);
         cr_assert_eq(wal_write(w), 0);
         cr_assert_leq(wal_durable_lsn(w), wal_written_lsn(w));
-        wait_durable(w);                 /* one wave per sync */
+        wait_durable(w); /* one wave per sync */
     }
     *elapsed = now_us() - t0;
     wal_close(w);
@@ -416,7 +420,7 @@ paced_run(int64_t interval_us, int64_t *elapsed)
 Test(wal, paced_syncs_are_spaced_and_cover_every_wave, .init = mkdir_tmp, .fini = rm_tmp)
 {
     int64_t paced;
-    paced_run(5000, &paced);             /* an explicit interval: every sync is spaced */
+    paced_run(5000, &paced); /* an explicit interval: every sync is spaced */
     /* 60 syncs whose starts are at least 5 ms apart */
     cr_assert_geq(paced, 59 * 5000, "60 paced syncs took %ld us", (long)paced);
 }
@@ -469,7 +473,7 @@ Test(wal, an_unsealed_frame_is_sealed_on_the_way_to_disk)
 {
     mkdir_tmp();
     struct wal *w = open_always(1 << 20, false);
-    append(w, 1);                                /* an ordinary record first */
+    append(w, 1); /* an ordinary record first */
     uint8_t f[256];
     struct rv_str argv[3] = { { "SET", 3 }, { "key", 3 }, { "unsealed", 8 } };
     size_t n = wal_pay_one(f + WAL_REC_HDR, 3, argv);
@@ -481,7 +485,7 @@ Test(wal, an_unsealed_frame_is_sealed_on_the_way_to_disk)
     wal_close(w);
     uint64_t last;
     size_t nrec;
-    cr_assert_eq(walk(&last, &nrec, NULL), WAL_RD_END);   /* every CRC checks */
+    cr_assert_eq(walk(&last, &nrec, NULL), WAL_RD_END); /* every CRC checks */
     cr_assert_eq(nrec, 3);
     cr_assert_eq(last, 3);
     rm_tmp();
@@ -490,7 +494,7 @@ Test(wal, an_unsealed_frame_is_sealed_on_the_way_to_disk)
 static uint64_t
 rnd(uint64_t *s)
 {
-    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));   /* splitmix64 */
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15)); /* splitmix64 */
     z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
     z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
     return z ^ (z >> 31);
@@ -514,7 +518,8 @@ Test(wal, payload_fast_path_decodes_as_the_slow_path)
         wal_pay_begin(&b, WAL_P_CMDS);
         int ncmd = 1 + (int)(rnd(&seed) % 3);
         for (int c = 0; c < ncmd; c++) {
-            int argc = rnd(&seed) % 8 == 0 ? 1 + (int)(rnd(&seed) % 200) : 1 + (int)(rnd(&seed) % 5);
+            int argc = rnd(&seed) % 8 == 0 ? 1 + (int)(rnd(&seed) % 200)
+                                           : 1 + (int)(rnd(&seed) % 5);
             for (int i = 0; i < argc; i++) {
                 size_t l = rnd(&seed) % 8 == 0 ? rnd(&seed) % sizeof(big) : rnd(&seed) % 20;
                 args[i] = (struct rv_str){ big, l };
@@ -525,18 +530,17 @@ Test(wal, payload_fast_path_decodes_as_the_slow_path)
         uint8_t *p = (uint8_t *)b.data;
         switch (t % 4) {
         case 1:
-            n = rnd(&seed) % (n + 1);            /* cut short */
+            n = rnd(&seed) % (n + 1); /* cut short */
             break;
         case 2:
-            p[rnd(&seed) % n] = (uint8_t)rnd(&seed);   /* any byte, counts included */
+            p[rnd(&seed) % n] = (uint8_t)rnd(&seed); /* any byte, counts included */
             break;
         case 3:
-            p[5 + rnd(&seed) % (n - 5)] ^= 0x80;  /* a varint's continuation bit */
+            p[5 + rnd(&seed) % (n - 5)] ^= 0x80; /* a varint's continuation bit */
             break;
-        default:
-            break;
+        default: break;
         }
-        if (t % 50 == 0) {                       /* argv too small for the fast path */
+        if (t % 50 == 0) { /* argv too small for the fast path */
             rv_free(fa);
             fa = NULL;
             fcap = 0;
@@ -637,7 +641,7 @@ Test(wal_limit, encoder_bound_reads_lengths_only)
     cr_assert_gt(one, WAL_MAX_REC);
     big[2].len = (size_t)WAL_MAX_REC - 64;
     cr_assert_leq(5 + wal_pay_cmd_max(3, big), WAL_MAX_REC);
-    big[2].len = (size_t)1 << 32;        /* 4 GiB: the old truncation wrapped it to 0 */
+    big[2].len = (size_t)1 << 32; /* 4 GiB: the old truncation wrapped it to 0 */
     cr_assert_gt(wal_pay_cmd_max(3, big), 1ull << 32);
 }
 
@@ -651,7 +655,7 @@ Test(wal_limit, an_oversized_record_is_dropped_and_fails_the_log, .init = mkdir_
     size_t mark = wal_rec_begin(w);
     struct buf *b = wal_buf(w);
     size_t real = b->len;
-    b->len = mark + WAL_REC_HDR + (size_t)WAL_MAX_REC + 1;   /* claimed, not allocated */
+    b->len = mark + WAL_REC_HDR + (size_t)WAL_MAX_REC + 1; /* claimed, not allocated */
     cr_assert_eq(wal_rec_end(w, mark, 5), 0, "an oversized record got an LSN");
     cr_assert_eq(b->len, mark, "its bytes stayed staged");
     cr_assert_leq(real, b->cap);
@@ -673,7 +677,7 @@ Test(wal_limit, an_oversized_checkpoint_record_is_refused, .init = mkdir_tmp, .f
     cr_assert_not_null(k, "%s", err);
     size_t mark = wal_ckpt_rec_begin(k);
     struct buf *b = wal_ckpt_buf(k);
-    b->len = mark + WAL_REC_HDR + ((size_t)1 << 32) + 5;   /* would have wrapped to 5 */
+    b->len = mark + WAL_REC_HDR + ((size_t)1 << 32) + 5; /* would have wrapped to 5 */
     cr_assert_eq(wal_ckpt_rec_end(k, mark), -EFBIG);
     cr_assert_eq(b->len, mark);
     mark = wal_ckpt_rec_begin(k);
@@ -696,7 +700,7 @@ Test(wal, a_live_walk_survives_the_cut_of_a_zero_tail, .init = mkdir_tmp, .fini 
     for (int i = 1; i <= 40; i++) {
         append(w, i);
     }
-    cr_assert_eq(wal_rotate(w), 0);      /* segment 1 is finished */
+    cr_assert_eq(wal_rotate(w), 0); /* segment 1 is finished */
     for (int i = 41; i <= 50; i++) {
         append(w, i);
     }
@@ -714,7 +718,7 @@ Test(wal, a_live_walk_survives_the_cut_of_a_zero_tail, .init = mkdir_tmp, .fini 
     wal_walk_init(&k, segs, ns, 0);
     wal_walk_live(&k, w);
     cr_assert_eq(wal_walk_next(&k, &rec), WAL_RD_OK);
-    cr_assert_eq(truncate(segs[0].path, end), 0);   /* the syncer's cut */
+    cr_assert_eq(truncate(segs[0].path, end), 0); /* the syncer's cut */
     uint64_t last = rec.lsn;
     enum wal_rd rd;
     while ((rd = wal_walk_next(&k, &rec)) == WAL_RD_OK) {
@@ -783,7 +787,7 @@ Test(wal, an_unsynced_stretch_across_a_rotation_is_a_torn_tail, .init = mkdir_tm
     cr_assert_eq(k.seg, 0);
     cr_assert_eq(k.off, off);
     cr_assert(k.drop_later);
-    cr_assert_eq(k.gap_recs, 7, "%s", k.why);          /* 9, 10 and 11..15 */
+    cr_assert_eq(k.gap_recs, 7, "%s", k.why); /* 9, 10 and 11..15 */
     /* the finished segment's end never reached the disk: records 8..10 missing */
     cr_assert_eq(wal_truncate(segs[0].path, off), 0);
     cr_assert_eq(walk(&last, &n, &k), WAL_RD_TORN, "%s", k.why);
