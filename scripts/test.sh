@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh test
 jobs=$(nproc)
 
-echo "== release build (-Werror)"
+echo "== format (scripts/format.sh --check)"
+bash scripts/format.sh --check
+
+echo "== release build (-Werror, layer order checked)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRUVIO_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -L 'unit|integ|jepsen' --timeout 900)
