@@ -64,6 +64,7 @@ struct conn {
      * errorstats, total_error_replies), and the code of the last one. */
     uint32_t nerr;
     char errcode[32];
+    bool failed; /* the last command run for c replied with an error (set by the dispatcher) */
     struct multi_state *mstate; /* MULTI queue and WATCHed keys (multi.c), or NULL */
     struct pubsub_conn *ps;     /* subscriptions (pubsub.c), or NULL */
     struct block_state *bstate; /* blocking command in progress (block.c), or NULL */

@@ -78,8 +78,8 @@ replay_exec(struct replay *r, int argc, const struct rv_str *argv, char *err, si
      * dispatcher does); the bytes it points to are never written, so argv
      * may view a replica's receive buffer directly. */
     cmd_call(c, cmd, argc, (struct rv_str *)argv);
-    bool ok = !(c->wbuf.len > 0 && c->wbuf.data[0] == '-');
-    if (!ok) {
+    bool ok = !c->failed;
+    if (!ok && c->wbuf.len > 0) { /* the reply is the error's text */
         size_t n = c->wbuf.len - 1;
         const char *e = memchr(c->wbuf.data + 1, '\r', n);
         n = e ? (size_t)(e - (c->wbuf.data + 1)) : n;

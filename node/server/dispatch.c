@@ -221,7 +221,8 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
     }
     shard_stats(s)->commands++;
     size_t mark = c->wbuf.off + before; /* where this command's reply starts */
-    if (rv_unlikely(c->nerr != 0)) {
+    c->failed = c->nerr != 0;
+    if (rv_unlikely(c->failed)) {
         /* (a command's own; those of the commands EXEC ran were counted by their calls) */
         st->failed++;
         dispatch_count_errors_slow(c);
