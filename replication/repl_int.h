@@ -258,10 +258,6 @@ repl_wal(const struct repl *r)
 {
     return r->ops->wal(r->host);
 }
-/* "ip:port" and the ip alone (when ip) of a socket address (CLIENT LIST, slaveN:ip=). */
-struct sockaddr_storage;
-void repl_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip,
-                   size_t ipsz);
 void repl_backlog_start(struct repl *r);
 /* After bl_push or bl_push_run: drop what the backlog's size no longer keeps,
  * first queueing it for connected replicas that have not been sent it. */

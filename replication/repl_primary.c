@@ -1,6 +1,7 @@
 /* replication/repl_primary.c: the primary side: replicas that connected with
  * RVSYNC, partial or full resync, shipping records, acks and heartbeats. */
 #include "replication/repl_int.h"
+#include "base/netaddr.h"
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -170,7 +171,7 @@ repl_accept(struct repl *r, int fd, const struct repl_client_info *c, struct buf
     char a[80];
     memset(&peer, 0, sizeof(peer));
     getpeername(fd, (struct sockaddr *)&peer, &plen);
-    repl_fmt_addr(&peer, a, sizeof(a), l->ip, sizeof(l->ip)); /* slaveN:ip= */
+    netaddr_format(&peer, a, sizeof(a), l->ip, sizeof(l->ip)); /* slaveN:ip= */
     buf_init(&l->in);
     l->out = *pre; /* the client's replies before RVSYNC go first */
     buf_init(pre);

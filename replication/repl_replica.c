@@ -3,6 +3,7 @@
  * a full sync, then Records applied with the records' own clock; acks after
  * every batch and each second; reconnects with backoff (100 ms .. 5 s). */
 #include "replication/repl_int.h"
+#include "base/netaddr.h"
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -745,8 +746,8 @@ up_addrs(const struct upstream *u, char *addr, char *laddr, size_t n)
     memset(&local, 0, sizeof(local));
     getpeername(u->fd, (struct sockaddr *)&peer, &plen);
     getsockname(u->fd, (struct sockaddr *)&local, &llen);
-    repl_fmt_addr(&peer, addr, n, NULL, 0);
-    repl_fmt_addr(&local, laddr, n, NULL, 0);
+    netaddr_format(&peer, addr, n, NULL, 0);
+    netaddr_format(&local, laddr, n, NULL, 0);
 }
 
 void

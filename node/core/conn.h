@@ -111,10 +111,4 @@ void conn_close_after_reply(struct conn *c);
 
 struct ks *conn_ks(const struct conn *c);
 
-/* "host:port" of an IPv4/IPv6 socket address into out ("?:0" for another
- * family), and the host alone into ip when ip is not NULL (CLIENT LIST addr=). */
-struct sockaddr_storage;
-void conn_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t outsz, char *ip,
-                   size_t ipsz);
-
 int64_t conn_now_ms(const struct conn *c);

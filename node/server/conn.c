@@ -3,6 +3,7 @@
  * (replies appended to wbuf), then queue the connection for one write in
  * shard_before_poll(). */
 #include "node/server/conn_io.h"
+#include "base/netaddr.h"
 
 #define LOG_MODULE "conn"
 #include "node/features/acl.h"
@@ -105,8 +106,8 @@ conn_create(struct shard *s, int fd)
     c->proto = 2;
     c->id = shard_next_conn_id(s);
     c->ctime_ms = c->last_ms = shard_refresh_clock(s);
-    conn_fmt_addr(&peer, c->addr, sizeof(c->addr), NULL, 0);
-    conn_fmt_addr(&local, c->laddr, sizeof(c->laddr), c->lip, sizeof(c->lip));
+    netaddr_format(&peer, c->addr, sizeof(c->addr), NULL, 0);
+    netaddr_format(&local, c->laddr, sizeof(c->laddr), c->lip, sizeof(c->lip));
     buf_init(&c->rbuf);
     buf_init(&c->wbuf);
     struct resp_limits lim = { .max_bulk = (uint64_t)cfg->proto_max_bulk_len };
