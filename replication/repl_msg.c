@@ -1,6 +1,7 @@
 /* replication/repl_msg.c: struct repl_msg <-> protobuf-c's ReplMsg
  * (proto/repl.proto), framed as repl_msg.h says. */
 #include "replication/repl_int.h"
+#include "replication/repl_msg_pb.h"
 
 #include <string.h>
 

@@ -5,7 +5,6 @@
  * and receives struct repl_msg. */
 #pragma once
 #include "base/buf.h"
-#include "proto/repl.pb-c.h" /* repl_send/repl_msg_free below: the unit tests pack with it */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -96,7 +95,3 @@ bool repl_msg_decode(const uint8_t *p, size_t n, struct repl_msg *m);
  * need more, -1 bad or over max. */
 int repl_msg_recv(struct buf *in, struct repl_msg *m, uint32_t max);
 void repl_msg_done(struct repl_msg *m);
-
-/* The same framing for a protobuf-c ReplMsg (the unit tests compare with it). */
-void repl_send(struct buf *out, const ReplMsg *m);
-void repl_msg_free(ReplMsg *m);

@@ -7,6 +7,7 @@
  *    protobuf-c unpacks the same bytes to the same Records, and the frames
  *    view lies inside the message. */
 #include "replication/repl_int.h"
+#include "replication/repl_msg_pb.h"
 
 #include <stdio.h>
 #include <stdlib.h>

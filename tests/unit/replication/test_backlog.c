@@ -1,6 +1,7 @@
 /* The replication backlog: whole records dropped from the front past its
  * size, LSN -> position lookups, compaction keeping positions absolute. */
 #include "replication/repl_int.h"
+#include "replication/repl_msg_pb.h"
 #include "wal/wal.h"
 
 #include <criterion/criterion.h>

@@ -2,6 +2,7 @@
  * read exactly what protobuf-c would, and leave anything else to it;
  * repl_next/repl_consume frame messages without copying them. */
 #include "replication/repl_int.h"
+#include "replication/repl_msg_pb.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
