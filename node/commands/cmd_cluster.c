@@ -28,7 +28,7 @@ cluster_enabled(struct conn *c)
 static const char *
 announce_ip(struct conn *c)
 {
-    const char *ip = shard_cfg(c->shard)->cluster_announce_ip;
+    const char *ip = shard_cfg(c->shard)->net.cluster_announce_ip;
     return ip[0] ? ip : c->lip;
 }
 

@@ -207,7 +207,7 @@ debug_help(struct conn *c)
 static bool
 debug_allowed(struct conn *c)
 {
-    int64_t mode = shard_cfg(c->shard)->enable_debug_command;
+    int64_t mode = shard_cfg(c->shard)->node.enable_debug_command;
     if (mode == CFG_PROT_YES) {
         return true;
     }

@@ -89,7 +89,7 @@ cmd_latency_doctor(struct conn *c, int argc, struct rv_str *argv)
     struct buf b;
     char line[512];
     buf_init(&b);
-    if (cfg->latency_monitor_threshold == 0 && latency_count(l) == 0) {
+    if (cfg->obs.latency_monitor_threshold == 0 && latency_count(l) == 0) {
         int n =
             snprintf(line, sizeof(line),
                      "The latency monitor is disabled on this shard: set "
@@ -98,12 +98,12 @@ cmd_latency_doctor(struct conn *c, int argc, struct rv_str *argv)
     } else if (latency_count(l) == 0) {
         int n = snprintf(line, sizeof(line),
                          "No latency spikes of %lld ms or more were observed on shard %u.\n",
-                         (long long)cfg->latency_monitor_threshold, shard_id(c->shard));
+                         (long long)cfg->obs.latency_monitor_threshold, shard_id(c->shard));
         buf_append(&b, line, (size_t)n);
     } else {
         int n = snprintf(line, sizeof(line),
                          "Latency spikes observed on shard %u (threshold %lld ms):\n\n",
-                         shard_id(c->shard), (long long)cfg->latency_monitor_threshold);
+                         shard_id(c->shard), (long long)cfg->obs.latency_monitor_threshold);
         buf_append(&b, line, (size_t)n);
         if (doctor_events(l, &b)) {
             n = snprintf(

@@ -54,9 +54,9 @@ info_server(struct conn *c, struct buf *b)
         RV_REDIS_VERSION, RUVIO_VERSION, shard_multi(s) ? "cluster" : "standalone", u.sysname,
         u.release, u.machine, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)getpid(),
         n->run_id, node_shard_port(n, shard_id(s)), (long long)tv.tv_sec * 1000000 + tv.tv_usec,
-        (long long)up, (long long)(up / 86400), (long long)shard_cfg(s)->hz,
-        (long long)shard_cfg(s)->hz, (long long)(tv.tv_sec & ((1 << 24) - 1)), n->executable,
-        n->config_file, shard_cfg(s)->bind, node_shard_port(n, shard_id(s)), shard_id(s),
+        (long long)up, (long long)(up / 86400), (long long)shard_cfg(s)->node.hz,
+        (long long)shard_cfg(s)->node.hz, (long long)(tv.tv_sec & ((1 << 24) - 1)), n->executable,
+        n->config_file, shard_cfg(s)->net.bind, node_shard_port(n, shard_id(s)), shard_id(s),
         n->nshards);
 }
 
@@ -73,7 +73,7 @@ info_clients(struct conn *c, struct buf *b)
                 "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
                 "blocked_clients:%zu\r\ntracking_clients:0\r\nclients_in_timeout_table:%zu\r\n"
                 "pubsub_clients:%zu\r\n\r\n",
-                shard_conn_count(c->shard), (long long)shard_cfg(c->shard)->maxclients, blocked,
+                shard_conn_count(c->shard), (long long)shard_cfg(c->shard)->net.maxclients, blocked,
                 blocked, pubsub);
 }
 
@@ -375,12 +375,12 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
             return;
         }
     }
-    log_set_level((int)next->loglevel);
+    log_set_level((int)next->obs.loglevel);
     metrics_apply_cfg(next);
-    bool pass_changed = strcmp(shard_cfg(c->shard)->requirepass, next->requirepass) != 0;
+    bool pass_changed = strcmp(shard_cfg(c->shard)->acl.requirepass, next->acl.requirepass) != 0;
     node_publish_cfg(n, next);
     if (pass_changed) {
-        acl_set_requirepass(next->requirepass); /* the default user's password (acl.h) */
+        acl_set_requirepass(next->acl.requirepass); /* the default user's password (acl.h) */
     }
     shard_adopt_cfg(c->shard);
     for (unsigned i = 0; i < n->nshards; i++) {

@@ -365,7 +365,7 @@ CMD_HANDLER(getex)
 static bool
 str_size_ok(struct conn *c, uint64_t size, uint64_t append)
 {
-    int64_t max = shard_cfg(c->shard)->proto_max_bulk_len;
+    int64_t max = shard_cfg(c->shard)->net.proto_max_bulk_len;
 
     if (size > (uint64_t)INT64_MAX - append || (int64_t)(size + append) > max) {
         reply_err(c, RV_ERR_STRING_SIZE);

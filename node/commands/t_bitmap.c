@@ -37,7 +37,7 @@ arg_bit_offset(struct conn *c, struct rv_str a, unsigned hash_bits, uint64_t *ou
     if (hash) {
         v = (int64_t)((uint64_t)v * hash_bits);
     }
-    if (v < 0 || (v >> 3) >= shard_cfg(c->shard)->proto_max_bulk_len) {
+    if (v < 0 || (v >> 3) >= shard_cfg(c->shard)->net.proto_max_bulk_len) {
         reply_errf(c, ERR_BIT_OFFSET);
         return false;
     }

@@ -147,7 +147,7 @@ CMD_HANDLER(geoadd)
         return;
     }
     const struct cfg *cf = shard_cfg(c->shard);
-    struct zset_lim lim = { cf->zset_max_listpack_entries, cf->zset_max_listpack_value };
+    struct zset_lim lim = { cf->enc.zset_max_listpack_entries, cf->enc.zset_max_listpack_value };
     bool fresh = false;
     if (z == NULL && !(flags & GA_XX)) {
         z = zset_create();
@@ -414,7 +414,7 @@ store_hits(struct conn *c, const struct geo_req *q, const struct geo_hits *h, si
         return;
     }
     const struct cfg *cf = shard_cfg(c->shard);
-    struct zset_lim lim = { cf->zset_max_listpack_entries, cf->zset_max_listpack_value };
+    struct zset_lim lim = { cf->enc.zset_max_listpack_entries, cf->enc.zset_max_listpack_value };
     struct zset *out = zset_create();
     for (size_t i = 0; i < n; i++) {
         const struct geo_hit *x = &h->v[i];

@@ -20,9 +20,11 @@ static void
 hash_lim(struct conn *c, struct hobj_lim *lim)
 {
     const struct cfg *cfg = shard_cfg(c->shard);
-    lim->max_entries = cfg->hash_max_listpack_entries > 0 ? (size_t)cfg->hash_max_listpack_entries
+    lim->max_entries = cfg->enc.hash_max_listpack_entries > 0
+                           ? (size_t)cfg->enc.hash_max_listpack_entries
+                           : 0;
+    lim->max_value = cfg->enc.hash_max_listpack_value > 0 ? (size_t)cfg->enc.hash_max_listpack_value
                                                           : 0;
-    lim->max_value = cfg->hash_max_listpack_value > 0 ? (size_t)cfg->hash_max_listpack_value : 0;
 }
 
 static void

@@ -14,7 +14,7 @@
 static inline int64_t
 cfg_fill(struct conn *c)
 {
-    return shard_cfg(c->shard)->list_max_listpack_size;
+    return shard_cfg(c->shard)->enc.list_max_listpack_size;
 }
 
 /* Read lookup: lazy expiry plus hit/miss stats (Redis lookupKeyRead). */

@@ -20,10 +20,14 @@ static void
 set_lim(struct conn *c, struct sobj_lim *lim)
 {
     const struct cfg *cfg = shard_cfg(c->shard);
-    lim->max_intset = cfg->set_max_intset_entries > 0 ? (size_t)cfg->set_max_intset_entries : 0;
-    lim->max_pk_entries = cfg->set_max_listpack_entries > 0 ? (size_t)cfg->set_max_listpack_entries
-                                                            : 0;
-    lim->max_pk_value = cfg->set_max_listpack_value > 0 ? (size_t)cfg->set_max_listpack_value : 0;
+    lim->max_intset = cfg->enc.set_max_intset_entries > 0 ? (size_t)cfg->enc.set_max_intset_entries
+                                                          : 0;
+    lim->max_pk_entries = cfg->enc.set_max_listpack_entries > 0
+                              ? (size_t)cfg->enc.set_max_listpack_entries
+                              : 0;
+    lim->max_pk_value = cfg->enc.set_max_listpack_value > 0
+                            ? (size_t)cfg->enc.set_max_listpack_value
+                            : 0;
 }
 
 /* Lookup; read lookups count hits/misses. NULL when missing or of another

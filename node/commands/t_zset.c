@@ -72,7 +72,7 @@ static struct zset_lim
 lim_of(struct conn *c)
 {
     const struct cfg *cf = shard_cfg(c->shard);
-    struct zset_lim l = { cf->zset_max_listpack_entries, cf->zset_max_listpack_value };
+    struct zset_lim l = { cf->enc.zset_max_listpack_entries, cf->enc.zset_max_listpack_value };
     return l;
 }
 

@@ -40,79 +40,79 @@ static const char *const prot_names[] = { "no", "yes", "local", NULL };
 /* The only list of configuration keys. */
 /* clang-format off */
 static const struct cfg_key cfg_keys[] = {
-    { "port", NULL, K_INT, F(port), "6379", 0, 65535, false, NULL },
-    { "bind", NULL, K_STR, F(bind), "*", 0, 0, false, NULL },
-    { "protected-mode", NULL, K_BOOL, F(protected_mode), "yes", 0, 1, true, NULL },
-    { "shards", NULL, K_INT, F(shards), "1", 1, 1024, false, NULL },
-    { "shard_cpus", NULL, K_STR, F(shard_cpus), "", 0, 0, false, NULL },
-    { "durability", NULL, K_ENUM, F(durability), "memory", 0, 0, false, dur_names },
-    { "appendonly", NULL, K_BOOL, F(appendonly), "no", 0, 1, false, NULL },
-    { "appendfsync", NULL, K_ENUM, F(appendfsync), "everysec", 0, 0, false, fsync_names },
-    { "save", NULL, K_STR, F(save), "", 0, 0, true, NULL },
-    { "wal_segment_bytes", NULL, K_MEM, F(wal_segment_bytes), "64mb", 4096, INT64_MAX, false, NULL },
-    { "checkpoint_wal_bytes", NULL, K_MEM, F(checkpoint_wal_bytes), "256mb", 0, INT64_MAX, true, NULL },
-    { "wal_sync_min_interval_us", NULL, K_INT, F(wal_sync_min_interval_us), "-1", -1, 1000000, false, NULL },
-    { "wal_accept_loss", NULL, K_BOOL, F(wal_accept_loss), "no", 0, 1, false, NULL },
-    { "dir", "data_dir", K_STR, F(dir), "./data", 0, 0, false, NULL },
-    { "requirepass", NULL, K_STR, F(requirepass), "", 0, 0, true, NULL },
-    { "maxclients", NULL, K_INT, F(maxclients), "10000", 1, 1000000, true, NULL },
-    { "timeout", NULL, K_INT, F(timeout), "0", 0, INT_MAX, true, NULL },
-    { "tcp-keepalive", NULL, K_INT, F(tcp_keepalive), "300", 0, INT_MAX, true, NULL },
-    { "tcp-backlog", NULL, K_INT, F(tcp_backlog), "511", 0, INT_MAX, false, NULL },
-    { "hz", NULL, K_INT, F(hz), "10", 1, 500, true, NULL },
-    { "proto-max-bulk-len", NULL, K_MEM, F(proto_max_bulk_len), "512mb", 1024 * 1024, INT64_MAX, true, NULL },
-    { "client-query-buffer-limit", NULL, K_MEM, F(client_query_buffer_limit), "1gb", 1024 * 1024, INT64_MAX, true, NULL },
-    { "loglevel", NULL, K_ENUM, F(loglevel), "notice", 0, 0, true, log_names },
-    { "logfile", NULL, K_STR, F(logfile), "", 0, 0, false, NULL },
-    { "slowlog-log-slower-than", NULL, K_INT, F(slowlog_log_slower_than), "10000", INT64_MIN, INT64_MAX, true, NULL },
-    { "slowlog-max-len", NULL, K_INT, F(slowlog_max_len), "128", 0, INT64_MAX, true, NULL },
-    { "latency-monitor-threshold", NULL, K_INT, F(latency_monitor_threshold), "0", 0, INT64_MAX, true, NULL },
-    { "latency-tracking", NULL, K_BOOL, F(latency_tracking), "yes", 0, 1, true, NULL },
-    { "latency-tracking-info-percentiles", NULL, K_STR, F(latency_tracking_info_percentiles), "50 99 99.9", 0, 0, true, NULL },
-    { "metrics_address", NULL, K_STR, F(metrics_address), "", 0, 0, false, NULL },
-    { "log_queue_lines", NULL, K_INT, F(log_queue_lines), "1024", 1, 1000000, false, NULL },
-    { "databases", NULL, K_INT, F(databases), "1", 1, INT_MAX, false, NULL },
-    { "cluster-announce-ip", NULL, K_STR, F(cluster_announce_ip), "", 0, 0, true, NULL },
-    { "shutdown-timeout", NULL, K_INT, F(shutdown_timeout), "10", 0, 3600, true, NULL },
-    { "active-expire-effort", NULL, K_INT, F(active_expire_effort), "1", 1, 10, true, NULL },
-    { "on_role_change", NULL, K_STR, F(on_role_change), "", 0, 0, false, NULL },
-    { "on_role_change_timeout", NULL, K_INT, F(on_role_change_timeout), "10", 1, 3600, true, NULL },
-    { "supervised", NULL, K_ENUM, F(supervised), "auto", 0, 0, false, sup_names },
-    { "enable-debug-command", NULL, K_ENUM, F(enable_debug_command), "no", 0, 0, false, prot_names },
-    { "list-max-listpack-size", "list-max-ziplist-size", K_INT, F(list_max_listpack_size), "-2", -5, INT_MAX, true, NULL },
-    { "list-compress-depth", NULL, K_INT, F(list_compress_depth), "0", 0, INT_MAX, true, NULL },
-    { "hash-max-listpack-entries", "hash-max-ziplist-entries", K_INT, F(hash_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
-    { "hash-max-listpack-value", "hash-max-ziplist-value", K_INT, F(hash_max_listpack_value), "64", 0, INT_MAX, true, NULL },
-    { "set-max-intset-entries", NULL, K_INT, F(set_max_intset_entries), "512", 0, INT_MAX, true, NULL },
-    { "set-max-listpack-entries", NULL, K_INT, F(set_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
-    { "set-max-listpack-value", NULL, K_INT, F(set_max_listpack_value), "64", 0, INT_MAX, true, NULL },
-    { "zset-max-listpack-entries", "zset-max-ziplist-entries", K_INT, F(zset_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
-    { "zset-max-listpack-value", "zset-max-ziplist-value", K_INT, F(zset_max_listpack_value), "64", 0, INT_MAX, true, NULL },
-    { "client-output-buffer-limit", NULL, K_STR, F(client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
-    { "maxmemory", NULL, K_MEM, F(maxmemory), "0", 0, INT64_MAX, true, NULL },
-    { "maxmemory-policy", NULL, K_STR, F(maxmemory_policy), "noeviction", 0, 0, true, NULL },
-    { "aclfile", NULL, K_STR, F(aclfile), "", 0, 0, false, NULL },
-    { "maxmemory-samples", NULL, K_INT, F(maxmemory_samples), "5", 1, 64, true, NULL },
-    { "maxmemory-eviction-tenacity", NULL, K_INT, F(maxmemory_eviction_tenacity), "10", 0, 100, true, NULL },
-    { "lfu-log-factor", NULL, K_INT, F(lfu_log_factor), "10", 0, INT_MAX, true, NULL },
-    { "lfu-decay-time", NULL, K_INT, F(lfu_decay_time), "1", 0, INT_MAX, true, NULL },
-    { "max_shard_bytes", NULL, K_MEM, F(max_shard_bytes), "0", 0, INT64_MAX, true, NULL },
-    { "max_process_bytes", NULL, K_MEM, F(max_process_bytes), "0", 0, INT64_MAX, true, NULL },
-    { "replicaof", "slaveof", K_STR, F(replicaof), "", 0, 0, false, NULL },
-    { "masterauth", NULL, K_STR, F(masterauth), "", 0, 0, true, NULL },
-    { "masteruser", NULL, K_STR, F(masteruser), "", 0, 0, true, NULL },
-    { "repl-backlog-size", NULL, K_MEM, F(repl_backlog_size), "16mb", 16384, INT64_MAX, true, NULL },
-    { "repl-timeout", NULL, K_INT, F(repl_timeout), "60", 1, INT_MAX, true, NULL },
-    { "repl-frame-limit", NULL, K_MEM, F(repl_frame_limit), "1gb", 1024 * 1024, 0xffffffffll, true, NULL },
-    { "repl-backlog-ttl", NULL, K_INT, F(repl_backlog_ttl), "3600", 0, INT_MAX, true, NULL },
-    { "repl-ship-delay-us", NULL, K_INT, F(repl_ship_delay_us), "1000", 0, 1000000, true, NULL },
-    { "replica-read-only", "slave-read-only", K_BOOL, F(replica_read_only), "yes", 0, 1, true, NULL },
-    { "replica-serve-stale-data", "slave-serve-stale-data", K_BOOL, F(replica_serve_stale_data), "yes", 0, 1, true, NULL },
-    { "replica-priority", "slave-priority", K_INT, F(replica_priority), "100", 0, INT_MAX, true, NULL },
-    { "replica-announce-ip", "slave-announce-ip", K_STR, F(replica_announce_ip), "", 0, 0, true, NULL },
-    { "replica-announce-port", "slave-announce-port", K_INT, F(replica_announce_port), "0", 0, 65535, true, NULL },
-    { "min-replicas-to-write", "min-slaves-to-write", K_INT, F(min_replicas_to_write), "0", 0, INT_MAX, true, NULL },
-    { "min-replicas-max-lag", "min-slaves-max-lag", K_INT, F(min_replicas_max_lag), "10", 0, INT_MAX, true, NULL },
+    { "port", NULL, K_INT, F(net.port), "6379", 0, 65535, false, NULL },
+    { "bind", NULL, K_STR, F(net.bind), "*", 0, 0, false, NULL },
+    { "protected-mode", NULL, K_BOOL, F(net.protected_mode), "yes", 0, 1, true, NULL },
+    { "shards", NULL, K_INT, F(node.shards), "1", 1, 1024, false, NULL },
+    { "shard_cpus", NULL, K_STR, F(node.shard_cpus), "", 0, 0, false, NULL },
+    { "durability", NULL, K_ENUM, F(persist.durability), "memory", 0, 0, false, dur_names },
+    { "appendonly", NULL, K_BOOL, F(persist.appendonly), "no", 0, 1, false, NULL },
+    { "appendfsync", NULL, K_ENUM, F(persist.appendfsync), "everysec", 0, 0, false, fsync_names },
+    { "save", NULL, K_STR, F(persist.save), "", 0, 0, true, NULL },
+    { "wal_segment_bytes", NULL, K_MEM, F(persist.wal_segment_bytes), "64mb", 4096, INT64_MAX, false, NULL },
+    { "checkpoint_wal_bytes", NULL, K_MEM, F(persist.checkpoint_wal_bytes), "256mb", 0, INT64_MAX, true, NULL },
+    { "wal_sync_min_interval_us", NULL, K_INT, F(persist.wal_sync_min_interval_us), "-1", -1, 1000000, false, NULL },
+    { "wal_accept_loss", NULL, K_BOOL, F(persist.wal_accept_loss), "no", 0, 1, false, NULL },
+    { "dir", "data_dir", K_STR, F(persist.dir), "./data", 0, 0, false, NULL },
+    { "requirepass", NULL, K_STR, F(acl.requirepass), "", 0, 0, true, NULL },
+    { "maxclients", NULL, K_INT, F(net.maxclients), "10000", 1, 1000000, true, NULL },
+    { "timeout", NULL, K_INT, F(net.timeout), "0", 0, INT_MAX, true, NULL },
+    { "tcp-keepalive", NULL, K_INT, F(net.tcp_keepalive), "300", 0, INT_MAX, true, NULL },
+    { "tcp-backlog", NULL, K_INT, F(net.tcp_backlog), "511", 0, INT_MAX, false, NULL },
+    { "hz", NULL, K_INT, F(node.hz), "10", 1, 500, true, NULL },
+    { "proto-max-bulk-len", NULL, K_MEM, F(net.proto_max_bulk_len), "512mb", 1024 * 1024, INT64_MAX, true, NULL },
+    { "client-query-buffer-limit", NULL, K_MEM, F(net.client_query_buffer_limit), "1gb", 1024 * 1024, INT64_MAX, true, NULL },
+    { "loglevel", NULL, K_ENUM, F(obs.loglevel), "notice", 0, 0, true, log_names },
+    { "logfile", NULL, K_STR, F(obs.logfile), "", 0, 0, false, NULL },
+    { "slowlog-log-slower-than", NULL, K_INT, F(obs.slowlog_log_slower_than), "10000", INT64_MIN, INT64_MAX, true, NULL },
+    { "slowlog-max-len", NULL, K_INT, F(obs.slowlog_max_len), "128", 0, INT64_MAX, true, NULL },
+    { "latency-monitor-threshold", NULL, K_INT, F(obs.latency_monitor_threshold), "0", 0, INT64_MAX, true, NULL },
+    { "latency-tracking", NULL, K_BOOL, F(obs.latency_tracking), "yes", 0, 1, true, NULL },
+    { "latency-tracking-info-percentiles", NULL, K_STR, F(obs.latency_tracking_info_percentiles), "50 99 99.9", 0, 0, true, NULL },
+    { "metrics_address", NULL, K_STR, F(obs.metrics_address), "", 0, 0, false, NULL },
+    { "log_queue_lines", NULL, K_INT, F(obs.log_queue_lines), "1024", 1, 1000000, false, NULL },
+    { "databases", NULL, K_INT, F(node.databases), "1", 1, INT_MAX, false, NULL },
+    { "cluster-announce-ip", NULL, K_STR, F(net.cluster_announce_ip), "", 0, 0, true, NULL },
+    { "shutdown-timeout", NULL, K_INT, F(node.shutdown_timeout), "10", 0, 3600, true, NULL },
+    { "active-expire-effort", NULL, K_INT, F(node.active_expire_effort), "1", 1, 10, true, NULL },
+    { "on_role_change", NULL, K_STR, F(node.on_role_change), "", 0, 0, false, NULL },
+    { "on_role_change_timeout", NULL, K_INT, F(node.on_role_change_timeout), "10", 1, 3600, true, NULL },
+    { "supervised", NULL, K_ENUM, F(node.supervised), "auto", 0, 0, false, sup_names },
+    { "enable-debug-command", NULL, K_ENUM, F(node.enable_debug_command), "no", 0, 0, false, prot_names },
+    { "list-max-listpack-size", "list-max-ziplist-size", K_INT, F(enc.list_max_listpack_size), "-2", -5, INT_MAX, true, NULL },
+    { "list-compress-depth", NULL, K_INT, F(enc.list_compress_depth), "0", 0, INT_MAX, true, NULL },
+    { "hash-max-listpack-entries", "hash-max-ziplist-entries", K_INT, F(enc.hash_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
+    { "hash-max-listpack-value", "hash-max-ziplist-value", K_INT, F(enc.hash_max_listpack_value), "64", 0, INT_MAX, true, NULL },
+    { "set-max-intset-entries", NULL, K_INT, F(enc.set_max_intset_entries), "512", 0, INT_MAX, true, NULL },
+    { "set-max-listpack-entries", NULL, K_INT, F(enc.set_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
+    { "set-max-listpack-value", NULL, K_INT, F(enc.set_max_listpack_value), "64", 0, INT_MAX, true, NULL },
+    { "zset-max-listpack-entries", "zset-max-ziplist-entries", K_INT, F(enc.zset_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
+    { "zset-max-listpack-value", "zset-max-ziplist-value", K_INT, F(enc.zset_max_listpack_value), "64", 0, INT_MAX, true, NULL },
+    { "client-output-buffer-limit", NULL, K_STR, F(net.client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
+    { "maxmemory", NULL, K_MEM, F(mem.maxmemory), "0", 0, INT64_MAX, true, NULL },
+    { "maxmemory-policy", NULL, K_STR, F(mem.maxmemory_policy), "noeviction", 0, 0, true, NULL },
+    { "aclfile", NULL, K_STR, F(acl.aclfile), "", 0, 0, false, NULL },
+    { "maxmemory-samples", NULL, K_INT, F(mem.maxmemory_samples), "5", 1, 64, true, NULL },
+    { "maxmemory-eviction-tenacity", NULL, K_INT, F(mem.maxmemory_eviction_tenacity), "10", 0, 100, true, NULL },
+    { "lfu-log-factor", NULL, K_INT, F(mem.lfu_log_factor), "10", 0, INT_MAX, true, NULL },
+    { "lfu-decay-time", NULL, K_INT, F(mem.lfu_decay_time), "1", 0, INT_MAX, true, NULL },
+    { "max_shard_bytes", NULL, K_MEM, F(mem.max_shard_bytes), "0", 0, INT64_MAX, true, NULL },
+    { "max_process_bytes", NULL, K_MEM, F(mem.max_process_bytes), "0", 0, INT64_MAX, true, NULL },
+    { "replicaof", "slaveof", K_STR, F(repl.replicaof), "", 0, 0, false, NULL },
+    { "masterauth", NULL, K_STR, F(repl.masterauth), "", 0, 0, true, NULL },
+    { "masteruser", NULL, K_STR, F(repl.masteruser), "", 0, 0, true, NULL },
+    { "repl-backlog-size", NULL, K_MEM, F(repl.repl_backlog_size), "16mb", 16384, INT64_MAX, true, NULL },
+    { "repl-timeout", NULL, K_INT, F(repl.repl_timeout), "60", 1, INT_MAX, true, NULL },
+    { "repl-frame-limit", NULL, K_MEM, F(repl.repl_frame_limit), "1gb", 1024 * 1024, 0xffffffffll, true, NULL },
+    { "repl-backlog-ttl", NULL, K_INT, F(repl.repl_backlog_ttl), "3600", 0, INT_MAX, true, NULL },
+    { "repl-ship-delay-us", NULL, K_INT, F(repl.repl_ship_delay_us), "1000", 0, 1000000, true, NULL },
+    { "replica-read-only", "slave-read-only", K_BOOL, F(repl.replica_read_only), "yes", 0, 1, true, NULL },
+    { "replica-serve-stale-data", "slave-serve-stale-data", K_BOOL, F(repl.replica_serve_stale_data), "yes", 0, 1, true, NULL },
+    { "replica-priority", "slave-priority", K_INT, F(repl.replica_priority), "100", 0, INT_MAX, true, NULL },
+    { "replica-announce-ip", "slave-announce-ip", K_STR, F(repl.replica_announce_ip), "", 0, 0, true, NULL },
+    { "replica-announce-port", "slave-announce-port", K_INT, F(repl.replica_announce_port), "0", 0, 65535, true, NULL },
+    { "min-replicas-to-write", "min-slaves-to-write", K_INT, F(repl.min_replicas_to_write), "0", 0, INT_MAX, true, NULL },
+    { "min-replicas-max-lag", "min-slaves-max-lag", K_INT, F(repl.min_replicas_max_lag), "10", 0, INT_MAX, true, NULL },
 };
 /* clang-format on */
 #undef F
@@ -309,7 +309,7 @@ parse_obl(struct cfg *c)
     char buf[512];
     char *save = NULL, *tok[64];
     int n = 0;
-    snprintf(buf, sizeof(buf), "%s", c->client_output_buffer_limit);
+    snprintf(buf, sizeof(buf), "%s", c->net.client_output_buffer_limit);
     for (char *t = strtok_r(buf, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save)) {
         tok[n++] = t;
     }
@@ -332,14 +332,14 @@ parse_obl(struct cfg *c)
             !parse_int(tok[i + 3], &secs) || secs < 0) {
             return "limits must be memory values and seconds a non-negative integer";
         }
-        c->obl_hard[cls] = hard;
-        c->obl_soft[cls] = soft;
-        c->obl_secs[cls] = secs;
+        c->net.obl_hard[cls] = hard;
+        c->net.obl_soft[cls] = soft;
+        c->net.obl_secs[cls] = secs;
     }
     for (int cls = 0; cls < 3; cls++) {
-        int64_t h = c->obl_hard[cls] > 0 ? c->obl_hard[cls] : INT64_MAX;
-        int64_t s = c->obl_soft[cls] > 0 ? c->obl_soft[cls] : INT64_MAX;
-        c->obl_check[cls] = h < s ? h : s;
+        int64_t h = c->net.obl_hard[cls] > 0 ? c->net.obl_hard[cls] : INT64_MAX;
+        int64_t s = c->net.obl_soft[cls] > 0 ? c->net.obl_soft[cls] : INT64_MAX;
+        c->net.obl_check[cls] = h < s ? h : s;
     }
     return NULL;
 }
@@ -348,7 +348,7 @@ parse_obl(struct cfg *c)
 static const char *
 check_obs(const struct cfg *c, const char **key)
 {
-    const char *p = c->latency_tracking_info_percentiles;
+    const char *p = c->obs.latency_tracking_info_percentiles;
     while (*p) {
         char *end;
         errno = 0;
@@ -362,11 +362,11 @@ check_obs(const struct cfg *c, const char **key)
             p++;
         }
     }
-    const char *colon = strrchr(c->metrics_address, ':');
-    if (c->metrics_address[0]) {
+    const char *colon = strrchr(c->obs.metrics_address, ':');
+    if (c->obs.metrics_address[0]) {
         char *end;
         long port = colon ? strtol(colon + 1, &end, 10) : -1;
-        if (colon == NULL || colon == c->metrics_address || colon[1] == '\0' || *end != '\0' ||
+        if (colon == NULL || colon == c->obs.metrics_address || colon[1] == '\0' || *end != '\0' ||
             port < 0 || port > 65535) {
             *key = "metrics_address";
             return "expected host:port";
@@ -388,21 +388,21 @@ cfg_check(struct cfg *c, const char **key)
         return why;
     }
     int cpus[1024];
-    if (c->shard_cpus[0] && cfg_cpu_list(c->shard_cpus, cpus, 1024) < 0) {
+    if (c->node.shard_cpus[0] && cfg_cpu_list(c->node.shard_cpus, cpus, 1024) < 0) {
         *key = "shard_cpus";
         return "expected a CPU list such as '0,1,2' or '0-3'";
     }
-    if (c->appendonly) {
+    if (c->persist.appendonly) {
         /* Redis names: appendonly yes + appendfsync always|everysec|no ("no"
          * still writes every record; the syncer runs every second). */
-        int64_t want = c->appendfsync == 2 ? CFG_DUR_ALWAYS : CFG_DUR_EVERYSEC;
-        if (c->durability != CFG_DUR_MEMORY && c->durability != want) {
+        int64_t want = c->persist.appendfsync == 2 ? CFG_DUR_ALWAYS : CFG_DUR_EVERYSEC;
+        if (c->persist.durability != CFG_DUR_MEMORY && c->persist.durability != want) {
             *key = "appendfsync";
             return "conflicts with 'durability': set one or the other";
         }
-        c->durability = want;
+        c->persist.durability = want;
     }
-    if (c->port + c->shards - 1 > 65535) {
+    if (c->net.port + c->node.shards - 1 > 65535) {
         *key = "shards";
         return "port + shards - 1 exceeds 65535";
     }
@@ -410,16 +410,16 @@ cfg_check(struct cfg *c, const char **key)
                                             "allkeys-random",  "volatile-lru", "volatile-lfu",
                                             "volatile-random", "volatile-ttl", NULL };
     size_t pi;
-    for (pi = 0; policies[pi] && strcasecmp(c->maxmemory_policy, policies[pi]) != 0; pi++) {
+    for (pi = 0; policies[pi] && strcasecmp(c->mem.maxmemory_policy, policies[pi]) != 0; pi++) {
     }
     if (policies[pi] == NULL) {
         *key = "maxmemory-policy";
         return "argument(s) must be one of the following: volatile-lru, volatile-lfu, "
                "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction";
     }
-    if (strcmp(c->maxmemory_policy, policies[pi]) != 0) {
-        rv_free(c->maxmemory_policy); /* CONFIG GET shows the canonical lower case */
-        c->maxmemory_policy = rv_strndup(policies[pi], strlen(policies[pi]));
+    if (strcmp(c->mem.maxmemory_policy, policies[pi]) != 0) {
+        rv_free(c->mem.maxmemory_policy); /* CONFIG GET shows the canonical lower case */
+        c->mem.maxmemory_policy = rv_strndup(policies[pi], strlen(policies[pi]));
     }
     return NULL;
 }
@@ -456,7 +456,7 @@ apply_repeatable(struct cfg *c, const char *key, const char *const *vals, int nv
             return -1;
         }
         snprintf(line, sizeof(line), "%s %s", vals[0], vals[1]);
-        c->rename_commands = str_join_line(c->rename_commands, line);
+        c->node.rename_commands = str_join_line(c->node.rename_commands, line);
         return 0;
     }
     if (nvals < 1) {
@@ -471,7 +471,7 @@ apply_repeatable(struct cfg *c, const char *key, const char *const *vals, int nv
         }
         off += (size_t)w;
     }
-    c->acl_users = str_join_line(c->acl_users, line);
+    c->acl.acl_users = str_join_line(c->acl.acl_users, line);
     return 0;
 }
 
@@ -498,10 +498,13 @@ cfg_dup(const struct cfg *src)
             *slot = rv_strndup(*slot, strlen(*slot));
         }
     }
-    c->acl_users = src->acl_users ? rv_strndup(src->acl_users, strlen(src->acl_users)) : NULL;
-    c->rename_commands = src->rename_commands
-                             ? rv_strndup(src->rename_commands, strlen(src->rename_commands))
-                             : NULL;
+    c->acl.acl_users = src->acl.acl_users
+                           ? rv_strndup(src->acl.acl_users, strlen(src->acl.acl_users))
+                           : NULL;
+    c->node.rename_commands = src->node.rename_commands
+                                  ? rv_strndup(src->node.rename_commands,
+                                               strlen(src->node.rename_commands))
+                                  : NULL;
     return c;
 }
 
@@ -516,8 +519,8 @@ cfg_destroy(struct cfg *c)
             rv_free(*(char **)((char *)c + cfg_keys[i].off));
         }
     }
-    rv_free(c->acl_users);
-    rv_free(c->rename_commands);
+    rv_free(c->acl.acl_users);
+    rv_free(c->node.rename_commands);
     rv_free(c);
 }
 
@@ -630,7 +633,7 @@ apply_kv(struct cfg *c, const char *key, const char *const *vals, int nvals, con
         return -1;
     }
     if (strcmp(k->name, "bind") == 0) {
-        c->bind_explicit = true;
+        c->net.bind_explicit = true;
     }
     return 0;
 }
@@ -733,16 +736,18 @@ format_value(const struct cfg *c, const struct cfg_key *k, char *out, size_t out
     case K_BOOL: snprintf(out, outsz, "%s", *(const bool *)(base + k->off) ? "yes" : "no"); break;
     case K_ENUM: snprintf(out, outsz, "%s", k->enums[*(const int64_t *)(base + k->off)]); break;
     case K_STR:
-        if (k->off == offsetof(struct cfg, client_output_buffer_limit)) {
+        if (k->off == offsetof(struct cfg, net.client_output_buffer_limit)) {
             /* as Redis shows it: every class, in bytes */
             snprintf(out, outsz, "normal %lld %lld %lld slave %lld %lld %lld pubsub %lld %lld %lld",
-                     (long long)c->obl_hard[CFG_OBL_NORMAL], (long long)c->obl_soft[CFG_OBL_NORMAL],
-                     (long long)c->obl_secs[CFG_OBL_NORMAL],
-                     (long long)c->obl_hard[CFG_OBL_REPLICA],
-                     (long long)c->obl_soft[CFG_OBL_REPLICA],
-                     (long long)c->obl_secs[CFG_OBL_REPLICA],
-                     (long long)c->obl_hard[CFG_OBL_PUBSUB], (long long)c->obl_soft[CFG_OBL_PUBSUB],
-                     (long long)c->obl_secs[CFG_OBL_PUBSUB]);
+                     (long long)c->net.obl_hard[CFG_OBL_NORMAL],
+                     (long long)c->net.obl_soft[CFG_OBL_NORMAL],
+                     (long long)c->net.obl_secs[CFG_OBL_NORMAL],
+                     (long long)c->net.obl_hard[CFG_OBL_REPLICA],
+                     (long long)c->net.obl_soft[CFG_OBL_REPLICA],
+                     (long long)c->net.obl_secs[CFG_OBL_REPLICA],
+                     (long long)c->net.obl_hard[CFG_OBL_PUBSUB],
+                     (long long)c->net.obl_soft[CFG_OBL_PUBSUB],
+                     (long long)c->net.obl_secs[CFG_OBL_PUBSUB]);
             break;
         }
         snprintf(out, outsz, "%s", *(char *const *)(base + k->off));

@@ -21,45 +21,74 @@ enum cfg_loglevel {
     CFG_LOG_WARNING = 3
 };
 
-struct cfg {
+/* Listening and clients (node/server, node/core/conn). */
+struct cfg_net {
     int64_t port;
     char *bind;         /* space-separated addresses; "*" = all IPv4 */
     bool bind_explicit; /* set by file/flag (protected mode needs to know) */
     bool protected_mode;
-    int64_t shards;
-    char *shard_cpus;   /* "" or a CPU list: "0,1,2" or "0-3" */
-    int64_t durability; /* enum cfg_durability */
-    bool appendonly;    /* Redis alias: yes = durability from appendfsync */
-    int64_t appendfsync;
-    char *save; /* accepted for redis.conf compatibility; unused until checkpoints */
-    char *dir;
-    char *requirepass;
     int64_t maxclients;
     int64_t timeout; /* idle client timeout, seconds, 0 = never */
     int64_t tcp_keepalive;
     int64_t tcp_backlog;
-    int64_t hz;
     int64_t proto_max_bulk_len;
     int64_t client_query_buffer_limit;
+    char *client_output_buffer_limit; /* Redis syntax: "<class> <hard> <soft> <secs>" ... */
+    int64_t obl_hard[3], obl_soft[3], obl_secs[3]; /* parsed, by enum cfg_obl_class */
+    int64_t obl_check[3]; /* smallest non-zero of hard and soft, INT64_MAX when both are 0 */
+    char *cluster_announce_ip;
+};
+
+/* The process and its shards (node/server). */
+struct cfg_node {
+    int64_t shards;
+    char *shard_cpus; /* "" or a CPU list: "0,1,2" or "0-3" */
+    int64_t hz;
+    int64_t databases;
+    int64_t shutdown_timeout; /* seconds to finish replies in flight on SIGTERM */
+    int64_t active_expire_effort;
+    int64_t supervised;           /* enum cfg_supervised: sd_notify when systemd/auto */
+    int64_t enable_debug_command; /* enum cfg_protected: who may run DEBUG */
+    char *on_role_change; /* executable run on role changes (node/features/hook.h), "" = none */
+    int64_t on_role_change_timeout; /* seconds before the hook is killed */
+    char *rename_commands;          /* `rename-command <name> <new>`: "name new" ("" = disabled) */
+};
+
+/* Logging and observability (base/log.c, node/obs). */
+struct cfg_obs {
     int64_t loglevel; /* enum cfg_loglevel */
     char *logfile;
-    /* Observability (metrics.c, slowlog.c, latency.c, base/log.c). */
+    int64_t log_queue_lines;
     int64_t slowlog_log_slower_than; /* µs; < 0 off, 0 logs every command */
     int64_t slowlog_max_len;
     int64_t latency_monitor_threshold; /* ms; 0 off */
     bool latency_tracking;             /* per-command latency histograms */
     char *latency_tracking_info_percentiles;
     char *metrics_address; /* "host:port" serves GET /metrics; "" off */
-    int64_t log_queue_lines;
-    int64_t databases;
-    char *cluster_announce_ip;
-    int64_t shutdown_timeout; /* seconds to finish replies in flight on SIGTERM */
-    int64_t active_expire_effort;
-    char *on_role_change; /* executable run on role changes (node/features/hook.h), "" = none */
-    int64_t on_role_change_timeout; /* seconds before the hook is killed */
-    int64_t supervised;             /* enum cfg_supervised: sd_notify when systemd/auto */
-    int64_t enable_debug_command;   /* enum cfg_protected: who may run DEBUG */
-    /* Compact-encoding thresholds of the collection types (Redis's names). */
+};
+
+/* Durability (node/persist, wal/). */
+struct cfg_persist {
+    int64_t durability; /* enum cfg_durability */
+    bool appendonly;    /* Redis alias: yes = durability from appendfsync */
+    int64_t appendfsync;
+    char *save; /* accepted for redis.conf compatibility; unused until checkpoints */
+    char *dir;
+    int64_t wal_segment_bytes;        /* rotate WAL segments past this size */
+    int64_t checkpoint_wal_bytes;     /* checkpoint once the WAL grew this much (0 = never) */
+    int64_t wal_sync_min_interval_us; /* always: 0 = adaptive sync pacing, N = fixed, -1 = off */
+    bool wal_accept_loss;             /* recovery keeps the valid prefix of a corrupt file */
+};
+
+/* Users (node/features/acl). */
+struct cfg_acl {
+    char *requirepass;
+    char *aclfile;   /* ACL users file ("" = none); ACL LOAD/SAVE use it */
+    char *acl_users; /* `user <name> <rules...>`: "name rules..." */
+};
+
+/* Compact-encoding thresholds of the collection types (node/types; Redis's names). */
+struct cfg_enc {
     int64_t list_max_listpack_size; /* > 0 entries per node, < 0: -1..-5 = 4..64 KiB */
     int64_t list_compress_depth;
     int64_t hash_max_listpack_entries;
@@ -69,26 +98,22 @@ struct cfg {
     int64_t set_max_listpack_value;
     int64_t zset_max_listpack_entries;
     int64_t zset_max_listpack_value;
-    char *client_output_buffer_limit; /* Redis syntax: "<class> <hard> <soft> <secs>" ... */
-    int64_t obl_hard[3], obl_soft[3], obl_secs[3]; /* parsed, by enum cfg_obl_class */
-    int64_t obl_check[3];      /* smallest non-zero of hard and soft, INT64_MAX when both are 0 */
-    int64_t wal_segment_bytes; /* rotate WAL segments past this size */
-    int64_t checkpoint_wal_bytes;     /* checkpoint once the WAL grew this much (0 = never) */
-    int64_t wal_sync_min_interval_us; /* always: 0 = adaptive sync pacing, N = fixed, -1 = off */
-    bool wal_accept_loss;             /* recovery keeps the valid prefix of a corrupt file */
+};
+
+/* Memory budgets and eviction (node/features/evict). */
+struct cfg_mem {
     int64_t maxmemory;
     char *maxmemory_policy;
-    char *aclfile; /* ACL users file ("" = none); ACL LOAD/SAVE use it */
-    /* Repeatable directives, not CONFIG GET keys: one line each, '\n'-separated. */
-    char *acl_users;       /* `user <name> <rules...>`: "name rules..." */
-    char *rename_commands; /* `rename-command <name> <new>`: "name new" ("" = disabled) */
     int64_t maxmemory_samples;
     int64_t maxmemory_eviction_tenacity;
     int64_t lfu_log_factor;
     int64_t lfu_decay_time;
     int64_t max_shard_bytes;   /* budget of each shard (0 = none) */
     int64_t max_process_bytes; /* budget of all shards together (0 = none) */
-    /* replication (replication/repl.h; Redis's names) */
+};
+
+/* Replication (replication/, node/server/repl_host.c; Redis's names). */
+struct cfg_repl {
     char *replicaof; /* "host port" or "" */
     char *masterauth;
     char *masteruser;
@@ -104,6 +129,18 @@ struct cfg {
     int64_t replica_announce_port;
     int64_t min_replicas_to_write;
     int64_t min_replicas_max_lag; /* seconds */
+};
+
+/* One snapshot: a group per module, each reads its own. */
+struct cfg {
+    struct cfg_net net;
+    struct cfg_node node;
+    struct cfg_obs obs;
+    struct cfg_persist persist;
+    struct cfg_acl acl;
+    struct cfg_enc enc;
+    struct cfg_mem mem;
+    struct cfg_repl repl;
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the

@@ -39,5 +39,5 @@ node_slot_shard(const struct node *n, unsigned slot)
 int
 node_shard_port(const struct node *n, unsigned i)
 {
-    return (int)atomic_load(&((struct node *)n)->cfg)->port + (int)i;
+    return (int)atomic_load(&((struct node *)n)->cfg)->net.port + (int)i;
 }

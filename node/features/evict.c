@@ -138,23 +138,24 @@ evict_adopt_cfg(struct shard *s)
     struct evict *ev = *shard_evict(s);
     const struct cfg *cfg = shard_cfg(s);
     ev->cfg = cfg;
-    int p = evict_policy_parse(cfg->maxmemory_policy);
+    int p = evict_policy_parse(cfg->mem.maxmemory_policy);
     p = p < 0 ? EVICT_NOEVICTION : p;
     if (p != ev->policy) {
         ev->npool = 0; /* scores of another policy do not compare */
     }
     ev->policy = p;
     unsigned n = shard_node(s)->nshards;
-    long long lim = cfg->maxmemory > 0 ? (long long)(cfg->maxmemory / (n ? n : 1)) : 0;
-    if (cfg->max_shard_bytes > 0 && (lim == 0 || cfg->max_shard_bytes < lim)) {
-        lim = cfg->max_shard_bytes;
+    long long lim = cfg->mem.maxmemory > 0 ? (long long)(cfg->mem.maxmemory / (n ? n : 1)) : 0;
+    if (cfg->mem.max_shard_bytes > 0 && (lim == 0 || cfg->mem.max_shard_bytes < lim)) {
+        lim = cfg->mem.max_shard_bytes;
     }
     ev->shard_limit = lim;
-    ev->process_limit = cfg->max_process_bytes;
-    ev->samples = (unsigned)cfg->maxmemory_samples;
-    ev->slice_us = slice_for(cfg->maxmemory_eviction_tenacity);
+    ev->process_limit = cfg->mem.max_process_bytes;
+    ev->samples = (unsigned)cfg->mem.maxmemory_samples;
+    ev->slice_us = slice_for(cfg->mem.maxmemory_eviction_tenacity);
     bool lfu = ev->policy == EVICT_ALLKEYS_LFU || ev->policy == EVICT_VOLATILE_LFU;
-    ks_set_lfu(shard_ks(s), lfu, (unsigned)cfg->lfu_log_factor, (unsigned)cfg->lfu_decay_time);
+    ks_set_lfu(shard_ks(s), lfu, (unsigned)cfg->mem.lfu_log_factor,
+               (unsigned)cfg->mem.lfu_decay_time);
     ev->hot.armed = ev->shard_limit > 0 || ev->process_limit > 0;
 }
 
@@ -449,7 +450,7 @@ evict_info_memory(struct shard *s, struct buf *b)
     buf_appendf(b, "total_system_memory:%lld\r\ntotal_system_memory_human:%s\r\n", sysmem,
                 human(h[3], (double)sysmem));
     buf_appendf(b, "maxmemory:%lld\r\nmaxmemory_human:%s\r\nmaxmemory_policy:%s\r\n",
-                (long long)cfg->maxmemory, human(h[3], (double)cfg->maxmemory),
+                (long long)cfg->mem.maxmemory, human(h[3], (double)cfg->mem.maxmemory),
                 evict_policy_name(ev->policy));
     buf_appendf(b, "mem_fragmentation_ratio:%.2f\r\nmem_fragmentation_bytes:%lld\r\n",
                 node > 0 ? (double)rss / (double)node : 0.0, (long long)rss - node);
@@ -462,6 +463,6 @@ evict_info_memory(struct shard *s, struct buf *b)
     buf_appendf(b,
                 "shard_maxmemory:%lld\r\nmax_shard_bytes:%lld\r\nmax_process_bytes:%lld\r\n"
                 "maxmemory_samples:%lld\r\nmemory_scope:node\r\n\r\n",
-                ev->shard_limit, (long long)cfg->max_shard_bytes, (long long)cfg->max_process_bytes,
-                (long long)cfg->maxmemory_samples);
+                ev->shard_limit, (long long)cfg->mem.max_shard_bytes,
+                (long long)cfg->mem.max_process_bytes, (long long)cfg->mem.maxmemory_samples);
 }

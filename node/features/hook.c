@@ -159,12 +159,12 @@ hook_role_change(const char *old_role, const char *new_role, uint64_t epoch, con
         return;
     }
     const struct cfg *cfg = atomic_load(&hook_node->cfg);
-    if (cfg->on_role_change == NULL || cfg->on_role_change[0] == '\0') {
+    if (cfg->node.on_role_change == NULL || cfg->node.on_role_change[0] == '\0') {
         return;
     }
     struct hook_job *j = rv_calloc(1, sizeof(*j));
-    j->path = rv_strndup(cfg->on_role_change, strlen(cfg->on_role_change));
-    j->timeout_s = cfg->on_role_change_timeout;
+    j->path = rv_strndup(cfg->node.on_role_change, strlen(cfg->node.on_role_change));
+    j->timeout_s = cfg->node.on_role_change_timeout;
     snprintf(j->old_role, sizeof(j->old_role), "%s", old_role);
     snprintf(j->new_role, sizeof(j->new_role), "%s", new_role);
     snprintf(j->epoch, sizeof(j->epoch), "%" PRIu64, epoch);

@@ -329,7 +329,7 @@ check_output_limit(struct conn *c)
 {
     const struct cfg *cfg = shard_cfg(c->shard);
     size_t pending = c->wbuf.len - c->wbuf.off;
-    int64_t hard = cfg->obl_hard[CFG_OBL_PUBSUB], soft = cfg->obl_soft[CFG_OBL_PUBSUB];
+    int64_t hard = cfg->net.obl_hard[CFG_OBL_PUBSUB], soft = cfg->net.obl_soft[CFG_OBL_PUBSUB];
     bool over = false;
     if (hard > 0 && pending > (size_t)hard) {
         over = true;
@@ -337,7 +337,7 @@ check_output_limit(struct conn *c)
         int64_t now = shard_now_ms(c->shard);
         if (c->obl_soft_since == 0) {
             c->obl_soft_since = now;
-        } else if (now - c->obl_soft_since >= cfg->obl_secs[CFG_OBL_PUBSUB] * 1000) {
+        } else if (now - c->obl_soft_since >= cfg->net.obl_secs[CFG_OBL_PUBSUB] * 1000) {
             over = true;
         }
     } else {

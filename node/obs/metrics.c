@@ -73,18 +73,18 @@ metrics_apply_cfg(const struct cfg *c)
         tpu = 1000;
     }
     uint64_t slow = UINT64_MAX;
-    if (c->slowlog_log_slower_than >= 0) {
-        slow = (uint64_t)((double)c->slowlog_log_slower_than * tpu);
+    if (c->obs.slowlog_log_slower_than >= 0) {
+        slow = (uint64_t)((double)c->obs.slowlog_log_slower_than * tpu);
     }
     uint64_t ev = UINT64_MAX;
-    if (c->latency_monitor_threshold > 0) {
-        ev = (uint64_t)((double)c->latency_monitor_threshold * 1000.0 * tpu);
+    if (c->obs.latency_monitor_threshold > 0) {
+        ev = (uint64_t)((double)c->obs.latency_monitor_threshold * 1000.0 * tpu);
         slow = ev < slow ? ev : slow;
     }
     atomic_store_explicit(&metrics_hot.event_cycles, ev, memory_order_relaxed);
     atomic_store_explicit(&metrics_hot.us_mul, (uint64_t)(4294967296.0 / tpu),
                           memory_order_relaxed);
-    atomic_store_explicit(&metrics_hot.track, c->latency_tracking, memory_order_relaxed);
+    atomic_store_explicit(&metrics_hot.track, c->obs.latency_tracking, memory_order_relaxed);
     atomic_store_explicit(&metrics_hot.slow_cycles, slow, memory_order_relaxed);
 }
 
@@ -131,12 +131,13 @@ metrics_slow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str
     if (c->flags & CONN_REPLAY) {
         return; /* recovery, not a client's command */
     }
-    if (cfg->slowlog_log_slower_than >= 0 && us >= (uint64_t)cfg->slowlog_log_slower_than &&
+    if (cfg->obs.slowlog_log_slower_than >= 0 && us >= (uint64_t)cfg->obs.slowlog_log_slower_than &&
         !(cmd->flags & CMD_SKIP_SLOWLOG)) {
-        slowlog_add(m->slowlog, c, cmd, argc, argv, us, now_s, (size_t)cfg->slowlog_max_len);
+        slowlog_add(m->slowlog, c, cmd, argc, argv, us, now_s, (size_t)cfg->obs.slowlog_max_len);
     }
     uint64_t ms = us / 1000;
-    if (cfg->latency_monitor_threshold > 0 && ms >= (uint64_t)cfg->latency_monitor_threshold) {
+    if (cfg->obs.latency_monitor_threshold > 0 &&
+        ms >= (uint64_t)cfg->obs.latency_monitor_threshold) {
         latency_add(m->latency, (cmd->flags & CMD_FAST) ? "fast-command" : "command", now_s, ms);
     }
 }
@@ -146,7 +147,7 @@ metrics_event(struct shard *s, const char *event, uint64_t cycles)
 {
     double tpu = shard_tsc_per_us();
     uint64_t ms = tpu > 0 ? (uint64_t)((double)cycles / tpu / 1000.0) : 0;
-    int64_t thr = shard_cfg(s)->latency_monitor_threshold;
+    int64_t thr = shard_cfg(s)->obs.latency_monitor_threshold;
     if (thr > 0 && ms >= (uint64_t)thr) {
         latency_add(shard_metrics(s)->latency, event, shard_now_ms(s) / 1000, ms);
     }
@@ -254,7 +255,7 @@ metrics_info_latencystats(struct shard *s, struct buf *b)
     const struct cfg *cfg = shard_cfg(s);
     double pct[16];
     int np = 0;
-    for (const char *p = cfg->latency_tracking_info_percentiles; *p && np < 16;) {
+    for (const char *p = cfg->obs.latency_tracking_info_percentiles; *p && np < 16;) {
         char *end;
         double v = strtod(p, &end);
         if (end == p) {
@@ -268,7 +269,7 @@ metrics_info_latencystats(struct shard *s, struct buf *b)
     }
     buf_appendf(b, "# Latencystats\r\n");
     struct cmd_stat *cs = shard_cmdstats(s);
-    for (uint32_t id = 0; cfg->latency_tracking && id < cmd_id_count(); id++) {
+    for (uint32_t id = 0; cfg->obs.latency_tracking && id < cmd_id_count(); id++) {
         uint64_t total = 0;
         for (int k = 0; k < CMD_LAT_BUCKETS; k++) {
             total += cs[id].hist[k];

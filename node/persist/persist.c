@@ -1104,7 +1104,7 @@ int
 persist_open(struct shard *s, char *err, size_t errsz)
 {
     char dir[4096];
-    snprintf(dir, sizeof(dir), "%s/shard-%u", shard_cfg(s)->dir, shard_id(s));
+    snprintf(dir, sizeof(dir), "%s/shard-%u", shard_cfg(s)->persist.dir, shard_id(s));
     return persist_open_dir(s, dir, false, err, errsz);
 }
 
@@ -1131,7 +1131,7 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
     struct persist *p = rv_calloc(1, sizeof(*p));
     *shard_persist(s) = p;
     p->s = s;
-    p->mode = readonly ? WAL_MEMORY : (int)cfg->durability;
+    p->mode = readonly ? WAL_MEMORY : (int)cfg->persist.durability;
     p->last_ckpt_ok = true;
     snprintf(p->dir, sizeof(p->dir), "%s", dir);
     if (fs_mkdir_p(p->dir) != 0) {
@@ -1157,7 +1157,7 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
     p->loading = true;
     if (nc > 0) {
         struct wal_file *f = &cks[nc - 1];
-        rc = load_ckpt(&x, f, cfg->wal_accept_loss, &ck_lsn, &created, err, errsz);
+        rc = load_ckpt(&x, f, cfg->persist.wal_accept_loss, &ck_lsn, &created, err, errsz);
         if (rc == 0) {
             p->ckpt_lsn = ck_lsn;
             p->lastsave_ms = created;
@@ -1165,7 +1165,7 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         }
     }
     if (rc == 0) {
-        rc = replay_segments(&x, segs, ns, ck_lsn, cfg->wal_accept_loss, &last, err, errsz);
+        rc = replay_segments(&x, segs, ns, ck_lsn, cfg->persist.wal_accept_loss, &last, err, errsz);
     }
     p->loading = false;
     ks_reserve(shard_ks(s), 0);
@@ -1220,11 +1220,11 @@ persist_open_wal(struct persist *p, char *err, size_t errsz)
         .dir = p->dir,
         .shard = shard_id(p->s),
         .mode = p->mode,
-        .seg_bytes = (uint64_t)cfg->wal_segment_bytes,
+        .seg_bytes = (uint64_t)cfg->persist.wal_segment_bytes,
         .sync_interval_ms = 1000,
         .notify = on_synced,
         .notify_arg = p->s,
-        .sync_min_interval_us = cfg->wal_sync_min_interval_us,
+        .sync_min_interval_us = cfg->persist.wal_sync_min_interval_us,
     };
     p->w = wal_open(&o, p->next_lsn, err, errsz);
     /* Positions of another log (a history a full sync replaced) mean nothing

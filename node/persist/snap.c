@@ -367,7 +367,7 @@ snap_start(struct persist *p, char *err, size_t errsz)
     }
     const struct cfg *cfg = shard_cfg(p->s);
     struct wal_ckpt_info info = { .shard = shard_id(p->s),
-                                  .nshards = (unsigned)cfg->shards,
+                                  .nshards = (unsigned)cfg->node.shards,
                                   .lsn = lsn,
                                   .created_ms = shard_now_ms(p->s) };
     size_t nk = ks_size(shard_ks(p->s));
@@ -511,8 +511,8 @@ snap_cron(struct persist *p)
         }
         return;
     }
-    if (p->snap == NULL && p->w && cfg->checkpoint_wal_bytes > 0 && !p->rec_open &&
-        wal_bytes(p->w) > p->wal_at_ckpt + (uint64_t)cfg->checkpoint_wal_bytes) {
+    if (p->snap == NULL && p->w && cfg->persist.checkpoint_wal_bytes > 0 && !p->rec_open &&
+        wal_bytes(p->w) > p->wal_at_ckpt + (uint64_t)cfg->persist.checkpoint_wal_bytes) {
         char err[256];
         if (snap_start(p, err, sizeof(err)) != 0) {
             log_warn("[shard %u] automatic checkpoint: %s", shard_id(p->s), err);

@@ -65,7 +65,8 @@ conn_create(struct shard *s, int fd)
      * and a default user without a password, only loopback clients are
      * served. Redis 7 applies it whatever bind says; an operator who binds a
      * private address on purpose is served there (docs/operations.md). */
-    if (cfg->protected_mode && !cfg->bind_explicit && !is_loopback(&peer) && acl_default_open(s)) {
+    if (cfg->net.protected_mode && !cfg->net.bind_explicit && !is_loopback(&peer) &&
+        acl_default_open(s)) {
         /* Redis's text, word for word: clients and operators match on it. */
         static const char msg[] =
             "-DENIED Redis is running in protected mode because protected mode is enabled and no "
@@ -91,8 +92,8 @@ conn_create(struct shard *s, int fd)
     struct conn *c = rv_calloc(1, sizeof(*c));
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (cfg->tcp_keepalive > 0) {
-        int idle = (int)cfg->tcp_keepalive;
+    if (cfg->net.tcp_keepalive > 0) {
+        int idle = (int)cfg->net.tcp_keepalive;
         setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
         /* Redis's probes: every idle/3 seconds, 3 unanswered ones drop the peer. */
@@ -110,7 +111,7 @@ conn_create(struct shard *s, int fd)
     netaddr_format(&local, c->laddr, sizeof(c->laddr), c->lip, sizeof(c->lip));
     buf_init(&c->rbuf);
     buf_init(&c->wbuf);
-    struct resp_limits lim = { .max_bulk = (uint64_t)cfg->proto_max_bulk_len };
+    struct resp_limits lim = { .max_bulk = (uint64_t)cfg->net.proto_max_bulk_len };
     resp_parser_init(&c->parser, &lim);
     acl_conn_init(c); /* user, authed, parser's pre-auth limits */
     event_assign(&c->rev, shard_base(s), fd, EV_READ | EV_PERSIST, conn_on_readable, c);
@@ -182,7 +183,7 @@ conn_fill(struct conn *c)
 static inline size_t
 conn_output_check(const struct conn *c, const struct cfg *cfg)
 {
-    int64_t lim = cfg->obl_check[(c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL];
+    int64_t lim = cfg->net.obl_check[(c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL];
     return lim < (int64_t)CONN_WBUF_PAUSE ? (size_t)lim : CONN_WBUF_PAUSE;
 }
 
@@ -194,13 +195,13 @@ conn_over_output(struct conn *c, const struct cfg *cfg)
 {
     size_t pending = c->wbuf.len - c->wbuf.off;
     int cls = (c->flags & CONN_PUBSUB) ? CFG_OBL_PUBSUB : CFG_OBL_NORMAL;
-    int64_t hard = cfg->obl_hard[cls], soft = cfg->obl_soft[cls];
+    int64_t hard = cfg->net.obl_hard[cls], soft = cfg->net.obl_soft[cls];
     bool over = hard > 0 && pending > (size_t)hard;
     if (!over && soft > 0 && pending > (size_t)soft) {
         int64_t now = shard_now_ms(c->shard);
         if (c->obl_soft_since == 0) {
             c->obl_soft_since = now;
-        } else if (now - c->obl_soft_since >= cfg->obl_secs[cls] * 1000) {
+        } else if (now - c->obl_soft_since >= cfg->net.obl_secs[cls] * 1000) {
             over = true;
         }
     } else if (!over) {
@@ -234,7 +235,7 @@ conn_process_batch(struct conn *c)
     const struct cfg *cfg = shard_cfg(c->shard);
     size_t out_check = conn_output_check(c, cfg);
 
-    c->parser.lim.max_bulk = (uint64_t)cfg->proto_max_bulk_len; /* CONFIG SET applies live */
+    c->parser.lim.max_bulk = (uint64_t)cfg->net.proto_max_bulk_len; /* CONFIG SET applies live */
     while (!(c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP | CONN_BLOCKED))) {
         if (rv_unlikely(c->wbuf.len - c->wbuf.off > out_check) && conn_over_output(c, cfg)) {
             return;
@@ -254,7 +255,7 @@ conn_process_batch(struct conn *c)
             dispatch(c, argc, argv);
         }
     }
-    if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)cfg->client_query_buffer_limit)) {
+    if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)cfg->net.client_query_buffer_limit)) {
         shard_stats(c->shard)->client_qbuf_limit_disconnections++;
         conn_proto_error(c,
                          "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");

@@ -73,7 +73,7 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
     const struct cfg *cfg = shard_cfg(c->shard);
     unsigned owner = node_slot_shard(n, (unsigned)slot);
     reply_errf(c, "MOVED %d %s:%d", slot,
-               cfg->cluster_announce_ip[0] ? cfg->cluster_announce_ip : c->lip,
+               cfg->net.cluster_announce_ip[0] ? cfg->net.cluster_announce_ip : c->lip,
                node_shard_port(n, owner));
     return false;
 }

@@ -35,8 +35,8 @@ static const struct reshard_source reshard_src = {
 static int
 setup_process(const struct cfg *cfg, sigset_t *set, char *err, size_t errsz)
 {
-    if (log_setup((int)cfg->loglevel, cfg->logfile, cfg->log_queue_lines) != 0) {
-        fprintf(stderr, "ruvio: config error: 'logfile': cannot open '%s': %s\n", cfg->logfile,
+    if (log_setup((int)cfg->obs.loglevel, cfg->obs.logfile, cfg->obs.log_queue_lines) != 0) {
+        fprintf(stderr, "ruvio: config error: 'logfile': cannot open '%s': %s\n", cfg->obs.logfile,
                 strerror(errno));
         return 1;
     }
@@ -45,8 +45,8 @@ setup_process(const struct cfg *cfg, sigset_t *set, char *err, size_t errsz)
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
-    if (fs_mkdir_p(cfg->dir) != 0) {
-        fprintf(stderr, "ruvio: config error: 'dir': cannot create '%s': %s\n", cfg->dir,
+    if (fs_mkdir_p(cfg->persist.dir) != 0) {
+        fprintf(stderr, "ruvio: config error: 'dir': cannot create '%s': %s\n", cfg->persist.dir,
                 strerror(errno));
         return 1;
     }
@@ -65,7 +65,7 @@ setup_node(struct node *node, struct cfg *cfg, const char *argv0, char *err, siz
 {
     notify_setup(cfg);
     cmds_init();
-    for (const char *r = cfg->rename_commands; r && *r;) {
+    for (const char *r = cfg->node.rename_commands; r && *r;) {
         char from[256], to[256] = "";
         const char *nl = strchr(r, '\n');
         if (sscanf(r, "%255s %255[^\n]", from, to) < 1 ||
@@ -75,13 +75,13 @@ setup_node(struct node *node, struct cfg *cfg, const char *argv0, char *err, siz
         }
         r = nl ? nl + 1 : r + strlen(r);
     }
-    if (acl_init(cfg->requirepass, cfg->acl_users, cfg->aclfile, err, errsz) != 0) {
-        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->aclfile[0] ? "aclfile" : "user",
+    if (acl_init(cfg->acl.requirepass, cfg->acl.acl_users, cfg->acl.aclfile, err, errsz) != 0) {
+        fprintf(stderr, "ruvio: config error: '%s': %s\n", cfg->acl.aclfile[0] ? "aclfile" : "user",
                 err);
         return 1;
     }
     dict_seed(rand_u64(), rand_u64());
-    node->nshards = (unsigned)cfg->shards;
+    node->nshards = (unsigned)cfg->node.shards;
     node->shards = calloc(node->nshards, sizeof(*node->shards));
     node->ids = calloc(node->nshards, sizeof(*node->ids));
     node->start_ms = clock_unix_ms();
@@ -104,7 +104,7 @@ static int
 load_shards(struct node *node, const struct cfg *cfg, char *err, size_t errsz)
 {
     unsigned old_n = 0;
-    int resh = reshard_prepare(cfg->dir, node->nshards, &old_n, err, errsz);
+    int resh = reshard_prepare(cfg->persist.dir, node->nshards, &old_n, err, errsz);
     if (resh < 0) {
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
@@ -120,12 +120,12 @@ load_shards(struct node *node, const struct cfg *cfg, char *err, size_t errsz)
             return 1;
         }
     }
-    if (resh == 1 && reshard_run(node, cfg->dir, old_n, &reshard_src, err, errsz) != 0) {
+    if (resh == 1 && reshard_run(node, cfg->persist.dir, old_n, &reshard_src, err, errsz) != 0) {
         fprintf(stderr, "ruvio: redistributing the data directory: %s\n", err);
         return 1;
     }
-    if (reshard_write_layout(cfg->dir, node->nshards) != 0) {
-        log_warn("cannot write %s/layout: %s", cfg->dir, strerror(errno));
+    if (reshard_write_layout(cfg->persist.dir, node->nshards) != 0) {
+        log_warn("cannot write %s/layout: %s", cfg->persist.dir, strerror(errno));
     }
     return 0;
 }
@@ -139,7 +139,7 @@ stop_node(struct node *node)
     for (unsigned i = 0; i < node->nshards; i++) {
         shard_wake(node->shards[i]);
     }
-    int64_t grace = atomic_load(&node->cfg)->shutdown_timeout * 1000 + 1000;
+    int64_t grace = atomic_load(&node->cfg)->node.shutdown_timeout * 1000 + 1000;
     for (unsigned i = 0; i < node->nshards; i++) {
         if (!shard_join(node->shards[i], grace)) {
             log_warn("shard %u did not stop in time; exiting anyway", i);
@@ -183,14 +183,14 @@ main(int argc, char **argv)
         return 1;
     }
     int cpus[1024];
-    int ncpus = cfg->shard_cpus[0] ? cfg_cpu_list(cfg->shard_cpus, cpus, 1024) : 0;
+    int ncpus = cfg->node.shard_cpus[0] ? cfg_cpu_list(cfg->node.shard_cpus, cpus, 1024) : 0;
     if (setup_node(&node, cfg, argv[0], err, sizeof(err)) != 0 ||
         load_shards(&node, cfg, err, sizeof(err)) != 0) {
         return 1;
     }
     metrics_apply_cfg(cfg);
-    if (cfg->metrics_address[0] &&
-        metrics_http_start(&node, cfg->metrics_address, err, sizeof(err)) != 0) {
+    if (cfg->obs.metrics_address[0] &&
+        metrics_http_start(&node, cfg->obs.metrics_address, err, sizeof(err)) != 0) {
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
@@ -202,12 +202,13 @@ main(int argc, char **argv)
         }
     }
     log_notice("Ruvio %s started: %u shard(s), ports %lld-%lld, pid %d", RUVIO_VERSION,
-               node.nshards, (long long)cfg->port, (long long)(cfg->port + node.nshards - 1),
-               (int)getpid());
+               node.nshards, (long long)cfg->net.port,
+               (long long)(cfg->net.port + node.nshards - 1), (int)getpid());
     log_notice("Ready to accept connections tcp");
     /* Recovery is over and every listener is bound and served by its thread. */
     notify_send("READY=1\nSTATUS=Ready to accept connections on ports %lld-%lld\nMAINPID=%d",
-                (long long)cfg->port, (long long)(cfg->port + node.nshards - 1), (int)getpid());
+                (long long)cfg->net.port, (long long)(cfg->net.port + node.nshards - 1),
+                (int)getpid());
 
     int sig = 0;
     while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT)) {

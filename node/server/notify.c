@@ -11,7 +11,7 @@ static bool notify_on; /* set once at start-up, before any shard runs */
 void
 notify_setup(const struct cfg *c)
 {
-    notify_on = c->supervised == CFG_SUP_SYSTEMD || c->supervised == CFG_SUP_AUTO;
+    notify_on = c->node.supervised == CFG_SUP_SYSTEMD || c->node.supervised == CFG_SUP_AUTO;
 }
 
 void

@@ -49,28 +49,28 @@ static void
 h_cfg(void *host, struct repl_cfg *out)
 {
     const struct cfg *c = shard_cfg(host);
-    out->replicaof = c->replicaof;
-    out->masterauth = c->masterauth;
-    out->masteruser = c->masteruser;
-    out->replica_announce_ip = c->replica_announce_ip;
-    out->cluster_announce_ip = c->cluster_announce_ip;
-    out->bind = c->bind;
-    out->port = c->port;
-    out->replica_announce_port = c->replica_announce_port;
-    out->repl_backlog_size = c->repl_backlog_size;
-    out->repl_timeout = c->repl_timeout;
-    out->repl_frame_limit = c->repl_frame_limit;
-    out->repl_backlog_ttl = c->repl_backlog_ttl;
-    out->repl_ship_delay_us = c->repl_ship_delay_us;
-    out->wal_segment_bytes = c->wal_segment_bytes;
-    out->replica_priority = c->replica_priority;
-    out->min_replicas_to_write = c->min_replicas_to_write;
-    out->min_replicas_max_lag = c->min_replicas_max_lag;
-    out->obl_hard = c->obl_hard[CFG_OBL_REPLICA];
-    out->obl_soft = c->obl_soft[CFG_OBL_REPLICA];
-    out->obl_secs = c->obl_secs[CFG_OBL_REPLICA];
-    out->replica_read_only = c->replica_read_only;
-    out->replica_serve_stale_data = c->replica_serve_stale_data;
+    out->replicaof = c->repl.replicaof;
+    out->masterauth = c->repl.masterauth;
+    out->masteruser = c->repl.masteruser;
+    out->replica_announce_ip = c->repl.replica_announce_ip;
+    out->cluster_announce_ip = c->net.cluster_announce_ip;
+    out->bind = c->net.bind;
+    out->port = c->net.port;
+    out->replica_announce_port = c->repl.replica_announce_port;
+    out->repl_backlog_size = c->repl.repl_backlog_size;
+    out->repl_timeout = c->repl.repl_timeout;
+    out->repl_frame_limit = c->repl.repl_frame_limit;
+    out->repl_backlog_ttl = c->repl.repl_backlog_ttl;
+    out->repl_ship_delay_us = c->repl.repl_ship_delay_us;
+    out->wal_segment_bytes = c->persist.wal_segment_bytes;
+    out->replica_priority = c->repl.replica_priority;
+    out->min_replicas_to_write = c->repl.min_replicas_to_write;
+    out->min_replicas_max_lag = c->repl.min_replicas_max_lag;
+    out->obl_hard = c->net.obl_hard[CFG_OBL_REPLICA];
+    out->obl_soft = c->net.obl_soft[CFG_OBL_REPLICA];
+    out->obl_secs = c->net.obl_secs[CFG_OBL_REPLICA];
+    out->replica_read_only = c->repl.replica_read_only;
+    out->replica_serve_stale_data = c->repl.replica_serve_stale_data;
 }
 
 static struct event_base *

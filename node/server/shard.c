@@ -65,7 +65,7 @@ listen_one(struct shard *s, const char *addr, int port, char *err, size_t errsz)
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-        listen(fd, (int)s->cfg->tcp_backlog) != 0) {
+        listen(fd, (int)s->cfg->net.tcp_backlog) != 0) {
         snprintf(err, errsz, "shard %u: cannot listen on %s:%d ('port'): %s", s->id, addr, port,
                  strerror(errno));
         close(fd);
@@ -131,8 +131,8 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
         return s;
     }
     char binds[1024];
-    snprintf(binds, sizeof(binds), "%s", s->cfg->bind);
-    int port = (int)s->cfg->port + (int)id;
+    snprintf(binds, sizeof(binds), "%s", s->cfg->net.bind);
+    int port = (int)s->cfg->net.port + (int)id;
     char *save = NULL;
     for (char *a = strtok_r(binds, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
         if (s->nlisten == SHARD_MAX_LISTEN) {
@@ -175,7 +175,7 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
             return;
         }
         if ((int64_t)atomic_load_explicit(&s->node->nclients, memory_order_relaxed) >=
-            s->cfg->maxclients) {
+            s->cfg->net.maxclients) {
             static const char msg[] = "-ERR max number of clients reached\r\n";
             ssize_t w = write(fd, msg, sizeof(msg) - 1);
             (void)w;
@@ -198,7 +198,7 @@ shard_begin_stop(struct shard *s)
         return;
     }
     s->stopping = true;
-    s->stop_deadline_ms = clock_unix_ms() + s->cfg->shutdown_timeout * 1000;
+    s->stop_deadline_ms = clock_unix_ms() + s->cfg->node.shutdown_timeout * 1000;
     for (int i = 0; i < s->nlisten; i++) {
         event_free(s->levs[i]);
         s->levs[i] = NULL;
@@ -263,7 +263,8 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     if (acl_gen_now() != s->acl_gen) {
         acl_shard_refresh(s);
     }
-    uint64_t budget = (uint64_t)(25000 / s->cfg->hz) * (uint64_t)s->cfg->active_expire_effort / 10;
+    uint64_t budget = (uint64_t)(25000 / s->cfg->node.hz) *
+                      (uint64_t)s->cfg->node.active_expire_effort / 10;
     if (budget < 1000) {
         budget = 1000;
     }
@@ -286,17 +287,17 @@ on_cron(evutil_socket_t fd, short what, void *arg)
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
     }
-    if (s->cfg->timeout > 0) {
+    if (s->cfg->net.timeout > 0) {
         for (struct conn *c = s->conns, *n; c; c = n) {
             n = c->next;
             /* As Redis: subscribers and blocked clients are not idle. */
-            if (now - c->last_ms > s->cfg->timeout * 1000 &&
+            if (now - c->last_ms > s->cfg->net.timeout * 1000 &&
                 !(c->flags & (CONN_PENDING | CONN_PUBSUB | CONN_BLOCKED))) {
                 conn_io_close(c);
             }
         }
     }
-    struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
+    struct timeval tv = { 0, 1000000 / (int)s->cfg->node.hz };
     event_add(s->cronev, &tv);
 }
 
@@ -402,7 +403,7 @@ shard_start(struct shard *s, int cpu)
     s->cronev = evtimer_new(s->base, on_cron, s);
     s->rehashev = evtimer_new(s->base, on_rehash, s);
     s->evictev = evtimer_new(s->base, on_evict, s);
-    struct timeval tv = { 0, 1000000 / (int)s->cfg->hz };
+    struct timeval tv = { 0, 1000000 / (int)s->cfg->node.hz };
     event_add(s->cronev, &tv);
     if (pthread_create(&s->thread, NULL, shard_main, s) != 0) {
         return RV_EIO;

@@ -176,10 +176,10 @@ Test(acl, config_collects_user_and_rename_lines)
                      "flushall", "",       "--user", "bob", NULL };
     struct cfg *c = cfg_load(11, argv, err, sizeof(err));
     cr_assert_not_null(c, "%s", err);
-    cr_assert_str_eq(c->acl_users, "alice on >pw +get\nbob\n");
-    cr_assert_str_eq(c->rename_commands, "flushall \n");
+    cr_assert_str_eq(c->acl.acl_users, "alice on >pw +get\nbob\n");
+    cr_assert_str_eq(c->node.rename_commands, "flushall \n");
     struct cfg *d = cfg_dup(c);
-    cr_assert_str_eq(d->acl_users, c->acl_users);
+    cr_assert_str_eq(d->acl.acl_users, c->acl.acl_users);
     cfg_destroy(d);
     cfg_destroy(c);
     char *bad[] = { "ruvio", "--rename-command", "flushall", NULL };

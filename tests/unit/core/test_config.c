@@ -33,12 +33,12 @@ Test(config, defaults)
     const char *argv[] = { "ruvio" };
     struct cfg *c = load(1, argv);
     cr_assert_not_null(c, "%s", err);
-    cr_assert_eq(c->port, 6379);
-    cr_assert_eq(c->shards, 1);
-    cr_assert_eq(c->durability, CFG_DUR_MEMORY);
-    cr_assert_str_eq(c->dir, "./data");
-    cr_assert_eq(c->proto_max_bulk_len, 512ll * 1024 * 1024);
-    cr_assert_eq(c->client_query_buffer_limit, 1024ll * 1024 * 1024);
+    cr_assert_eq(c->net.port, 6379);
+    cr_assert_eq(c->node.shards, 1);
+    cr_assert_eq(c->persist.durability, CFG_DUR_MEMORY);
+    cr_assert_str_eq(c->persist.dir, "./data");
+    cr_assert_eq(c->net.proto_max_bulk_len, 512ll * 1024 * 1024);
+    cr_assert_eq(c->net.client_query_buffer_limit, 1024ll * 1024 * 1024);
     cfg_destroy(c);
 }
 
@@ -49,13 +49,13 @@ Test(config, file_then_flags_with_quotes_and_comments)
     const char *argv[] = { "ruvio", path, "--port", "7001", "--shards", "2" };
     struct cfg *c = load(6, argv);
     cr_assert_not_null(c, "%s", err);
-    cr_assert_eq(c->port, 7001);
-    cr_assert_eq(c->shards, 2);
-    cr_assert_str_eq(c->bind, "127.0.0.1");
-    cr_assert(c->bind_explicit);
-    cr_assert_str_eq(c->requirepass, "p w");
-    cr_assert_str_eq(c->shard_cpus, "0-1");
-    cr_assert_eq(c->hz, 20);
+    cr_assert_eq(c->net.port, 7001);
+    cr_assert_eq(c->node.shards, 2);
+    cr_assert_str_eq(c->net.bind, "127.0.0.1");
+    cr_assert(c->net.bind_explicit);
+    cr_assert_str_eq(c->acl.requirepass, "p w");
+    cr_assert_str_eq(c->node.shard_cpus, "0-1");
+    cr_assert_eq(c->node.hz, 20);
     cfg_destroy(c);
     unlink(path);
 }
@@ -68,8 +68,8 @@ Test(config, env_vars)
     const char *argv[] = { "ruvio" };
     struct cfg *c = cfg_load(1, (char **)argv, err, sizeof(err));
     cr_assert_not_null(c, "%s", err);
-    cr_assert_eq(c->port, 7100);
-    cr_assert_str_eq(c->dir, "/tmp/rvdata");
+    cr_assert_eq(c->net.port, 7100);
+    cr_assert_str_eq(c->persist.dir, "/tmp/rvdata");
     cfg_destroy(c);
     unsetenv("RUVIO_CONFIG");
     unsetenv("RUVIO_DATA_DIR");
@@ -158,7 +158,7 @@ Test(config, get_and_set)
     cfg_get(c, "*", 1, visit, &s);
     cr_assert_gt(s.n, 15);
     cr_assert_eq(cfg_set(c, "hz", 2, "50", 2, err, sizeof(err)), 0, "%s", err);
-    cr_assert_eq(c->hz, 50);
+    cr_assert_eq(c->node.hz, 50);
     cr_assert_eq(cfg_set(c, "port", 4, "1", 1, err, sizeof(err)), -1);
     cr_assert(strstr(err, "can't set immutable config") != NULL, "%s", err);
     cr_assert_eq(cfg_set(c, "nope", 4, "1", 1, err, sizeof(err)), -1);
@@ -166,9 +166,9 @@ Test(config, get_and_set)
     cr_assert_eq(cfg_set(c, "hz", 2, "x", 1, err, sizeof(err)), -1);
     cr_assert(strstr(err, "'hz'") != NULL, "%s", err);
     struct cfg *d = cfg_dup(c);
-    cr_assert_eq(d->hz, 50);
-    cr_assert_str_eq(d->dir, c->dir);
-    cr_assert_neq(d->dir, c->dir);
+    cr_assert_eq(d->node.hz, 50);
+    cr_assert_str_eq(d->persist.dir, c->persist.dir);
+    cr_assert_neq(d->persist.dir, c->persist.dir);
     cfg_destroy(d);
     cfg_destroy(c);
 }
@@ -208,8 +208,8 @@ Test(config, rewrite_round_trip)
 
     struct cfg *again = load(2, argv);
     cr_assert_not_null(again, "%s", err);
-    cr_assert_str_eq(again->on_role_change, "/opt/hook \"x\".sh");
-    cr_assert_eq(again->hz, 20);
+    cr_assert_str_eq(again->node.on_role_change, "/opt/hook \"x\".sh");
+    cr_assert_eq(again->node.hz, 20);
     cr_assert_eq(cfg_rewrite(again, err, sizeof(err)), 0, "%s", err);
     f = fopen(path, "r");
     char buf2[4096];
