@@ -28,7 +28,7 @@ cluster_enabled(struct conn *c)
 static const char *
 announce_ip(struct conn *c)
 {
-    const char *ip = shard_cfg(c->shard)->net.cluster_announce_ip;
+    const char *ip = c->env->cfg->net.cluster_announce_ip;
     return ip[0] ? ip : c->lip;
 }
 
@@ -46,7 +46,7 @@ cmd_cluster_slots(struct conn *c, int argc, struct rv_str *argv)
     if (!cluster_enabled(c)) {
         return;
     }
-    struct node *n = shard_node(c->shard);
+    struct node *n = c->env->node;
     reply_array(c, n->nshards);
     for (unsigned i = 0; i < n->nshards; i++) {
         unsigned lo, hi;
@@ -68,7 +68,7 @@ cmd_cluster_shards(struct conn *c, int argc, struct rv_str *argv)
     if (!cluster_enabled(c)) {
         return;
     }
-    struct node *n = shard_node(c->shard);
+    struct node *n = c->env->node;
     reply_array(c, n->nshards);
     for (unsigned i = 0; i < n->nshards; i++) {
         unsigned lo, hi;
@@ -104,7 +104,7 @@ cmd_cluster_nodes(struct conn *c, int argc, struct rv_str *argv)
     if (!cluster_enabled(c)) {
         return;
     }
-    struct node *n = shard_node(c->shard);
+    struct node *n = c->env->node;
     struct buf out;
     buf_init(&out);
     for (unsigned i = 0; i < n->nshards; i++) {
@@ -114,7 +114,7 @@ cmd_cluster_nodes(struct conn *c, int argc, struct rv_str *argv)
         int port = node_shard_port(n, i);
         int len = snprintf(line, sizeof(line), "%s %s:%d@%d %s - 0 0 %u connected %u-%u\n",
                            n->ids[i], announce_ip(c), port, port + 10000,
-                           i == shard_id(c->shard) ? "myself,master" : "master", i + 1, lo, hi);
+                           i == c->env->id ? "myself,master" : "master", i + 1, lo, hi);
         buf_append(&out, line, (size_t)len);
     }
     reply_verbatim(c, out.data, out.len);
@@ -125,7 +125,7 @@ void
 cmd_cluster_myid(struct conn *c, int argc, struct rv_str *argv)
 {
     if (cluster_enabled(c)) {
-        reply_bulk_cstr(c, shard_node(c->shard)->ids[shard_id(c->shard)]);
+        reply_bulk_cstr(c, c->env->node->ids[c->env->id]);
     }
 }
 
@@ -135,7 +135,7 @@ cmd_cluster_info(struct conn *c, int argc, struct rv_str *argv)
     if (!cluster_enabled(c)) {
         return;
     }
-    struct node *n = shard_node(c->shard);
+    struct node *n = c->env->node;
     char out[1024];
     int len =
         snprintf(out, sizeof(out),
@@ -144,7 +144,7 @@ cmd_cluster_info(struct conn *c, int argc, struct rv_str *argv)
                  "cluster_size:%u\r\ncluster_current_epoch:%u\r\ncluster_my_epoch:%u\r\n"
                  "cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n"
                  "total_cluster_links_buffer_limit_exceeded:0\r\n",
-                 n->nshards, n->nshards, n->nshards, shard_id(c->shard) + 1);
+                 n->nshards, n->nshards, n->nshards, c->env->id + 1);
     reply_verbatim(c, out, (size_t)len);
 }
 
@@ -185,7 +185,7 @@ walk_slot(struct conn *c, struct slot_walk *w)
 {
     uint64_t cur = 0;
     do {
-        cur = ks_scan(conn_ks(c), cur, 1024, slot_visit, w);
+        cur = ks_scan(c->env->ks, cur, 1024, slot_visit, w);
     } while (cur != 0 && w->n < w->max);
 }
 

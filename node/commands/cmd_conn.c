@@ -413,7 +413,7 @@ cmd_client_kill(struct conn *c, int argc, struct rv_str *argv)
         reply_int(c, killed);
         return;
     }
-    int64_t now = shard_now_ms(c->shard);
+    int64_t now = c->env->now_ms;
     for (struct conn *o = shard_conn_first(c->shard); o; o = o->next) {
         if ((id > 0 && o->id != (uint64_t)id) || (addr && !str_eq(*addr, o->addr)) ||
             (laddr && !str_eq(*laddr, o->laddr)) || (skipme && o == c) ||

@@ -207,7 +207,7 @@ debug_help(struct conn *c)
 static bool
 debug_allowed(struct conn *c)
 {
-    int64_t mode = shard_cfg(c->shard)->node.enable_debug_command;
+    int64_t mode = c->env->cfg->node.enable_debug_command;
     if (mode == CFG_PROT_YES) {
         return true;
     }
@@ -241,7 +241,7 @@ CMD_HANDLER(debug_digest)
     uint8_t d[20];
     char hex[41];
     DEBUG_GUARD(c);
-    debug_digest_ks(conn_ks(c), conn_now_ms(c), d);
+    debug_digest_ks(c->env->ks, c->env->now_ms, d);
     sha1_hex(d, hex);
     reply_simple(c, hex);
 }
@@ -253,9 +253,9 @@ CMD_HANDLER(debug_digest_value)
     for (int i = 2; i < argc; i++) {
         uint8_t d[20] = { 0 };
         char hex[41];
-        struct ks_entry *e = ks_peek(conn_ks(c), argv[i].p, argv[i].len);
+        struct ks_entry *e = ks_peek(c->env->ks, argv[i].p, argv[i].len);
         if (e != NULL &&
-            (ks_entry_expire(e) == KS_NO_EXPIRE || ks_entry_expire(e) > conn_now_ms(c))) {
+            (ks_entry_expire(e) == KS_NO_EXPIRE || ks_entry_expire(e) > c->env->now_ms)) {
             debug_digest_value(e, d);
         }
         sha1_hex(d, hex);

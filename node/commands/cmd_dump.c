@@ -262,7 +262,7 @@ dump_replay(struct conn *c, struct rv_str key, struct rv_str pl)
     }
     replay_destroy(rp);
     if (!ok) {
-        ks_delete(conn_ks(c), key.p, key.len);
+        ks_delete(c->env->ks, key.p, key.len);
     }
     return ok;
 }
@@ -270,9 +270,9 @@ dump_replay(struct conn *c, struct rv_str key, struct rv_str pl)
 /* RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency] */
 CMD_HANDLER(restore)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct rv_str key = argv[1];
-    int64_t ttl, idle = -1, freq = -1, now = conn_now_ms(c);
+    int64_t ttl, idle = -1, freq = -1, now = c->env->now_ms;
     bool replace = false, absttl = false;
     struct ks_entry *e;
     const char *err;

@@ -41,8 +41,8 @@ str_eq(struct rv_str a, struct rv_str b)
 static void
 del_generic(struct conn *c, int argc, struct rv_str *argv)
 {
-    struct ks *ks = conn_ks(c);
-    int64_t now = conn_now_ms(c), n = 0;
+    struct ks *ks = c->env->ks;
+    int64_t now = c->env->now_ms, n = 0;
 
     for (int i = 1; i < argc; i++) {
         struct ks_entry *e = ks_peek(ks, argv[i].p, argv[i].len);
@@ -111,10 +111,10 @@ static void
 expire_generic(struct conn *c, int argc, struct rv_str *argv, bool seconds, bool relative,
                const char *cmd)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e;
     unsigned f = 0;
-    int64_t when, base = relative ? conn_now_ms(c) : 0, cur;
+    int64_t when, base = relative ? c->env->now_ms : 0, cur;
 
     for (int j = 3; j < argc; j++) {
         if (cmd_arg_is(argv[j], "nx")) {
@@ -168,7 +168,7 @@ expire_generic(struct conn *c, int argc, struct rv_str *argv, bool seconds, bool
         reply_int(c, 0);
         return;
     }
-    if (when <= conn_now_ms(c)) {
+    if (when <= c->env->now_ms) {
         ks_delete(ks, argv[1].p, argv[1].len);
     } else {
         ks_set_expire(ks, e, when);
@@ -212,7 +212,7 @@ ttl_generic(struct conn *c, struct rv_str key, bool ms, bool absolute)
         reply_int(c, -1);
         return;
     }
-    v = absolute ? dl : dl - conn_now_ms(c);
+    v = absolute ? dl : dl - c->env->now_ms;
     if (v < 0) {
         v = 0;
     }
@@ -245,7 +245,7 @@ CMD_HANDLER(pexpiretime)
 
 CMD_HANDLER(persist)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e = lookup_write(c, argv[1]);
 
     (void)argc;
@@ -287,13 +287,13 @@ keys_visit(void *arg, struct ks_entry *e)
 
 CMD_HANDLER(keys)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct keys_ctx k = {
         .c = c,
         .pat = argv[1].p,
         .plen = argv[1].len,
         .all = argv[1].len == 1 && argv[1].p[0] == '*',
-        .now = conn_now_ms(c),
+        .now = c->env->now_ms,
         .n = 0,
     };
     size_t h = reply_defer(c);
@@ -368,7 +368,7 @@ CMD_HANDLER(scan)
 {
     struct rv_str stack[SCAN_STACK_KEYS];
     struct scan_ctx s = {
-        .now = conn_now_ms(c),
+        .now = c->env->now_ms,
         .keys = stack,
         .cap = SCAN_STACK_KEYS,
     };
@@ -387,7 +387,7 @@ CMD_HANDLER(scan)
     s.type = o.type.p;
     s.tlen = o.type.len;
     /* Key views stay valid: nothing modifies the keyspace until the reply is written. */
-    next = ks_scan(conn_ks(c), cursor, (size_t)o.count, scan_visit, &s);
+    next = ks_scan(c->env->ks, cursor, (size_t)o.count, scan_visit, &s);
     reply_array(c, 2);
     reply_bulk_u64(c, next);
     reply_array(c, s.n);
@@ -411,9 +411,9 @@ mix64(uint64_t x)
 
 CMD_HANDLER(randomkey)
 {
-    struct ks *ks = conn_ks(c);
-    int64_t now = conn_now_ms(c);
-    uint64_t seed = clock_mono_us() ^ (shard_stats(c->shard)->commands << 24) ^ c->id;
+    struct ks *ks = c->env->ks;
+    int64_t now = c->env->now_ms;
+    uint64_t seed = clock_mono_us() ^ (c->env->stats.commands << 24) ^ c->id;
 
     (void)argc;
     (void)argv;
@@ -450,7 +450,7 @@ CMD_HANDLER(randomkey)
 static void
 rename_generic(struct conn *c, struct rv_str *argv, bool nx)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
 
     if (lookup_write(c, argv[1]) == NULL) {
         reply_err(c, RV_ERR_NOSUCHKEY);
@@ -490,7 +490,7 @@ CMD_HANDLER(renamenx)
 
 CMD_HANDLER(copy)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e;
     bool replace = false;
 
@@ -543,7 +543,7 @@ CMD_HANDLER(dbsize)
 {
     (void)argc;
     (void)argv;
-    reply_int(c, (int64_t)ks_size(conn_ks(c)));
+    reply_int(c, (int64_t)ks_size(c->env->ks));
 }
 
 /* FLUSHDB/FLUSHALL [SYNC|ASYNC]: the flush is synchronous either way. */
@@ -554,7 +554,7 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv)
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
-    ks_flush(conn_ks(c));
+    ks_flush(c->env->ks);
     rv_mem_purge_thread(); /* hand the freed pages back now, not over the decay time (as Redis) */
     reply_ok(c);
 }
@@ -611,7 +611,7 @@ CMD_HANDLER(object_freq)
     } else if (!evict_lfu(c->shard)) {
         reply_err(c, RV_ERR_LFU); /* the access clock holds LRU seconds */
     } else {
-        reply_int(c, (int64_t)ks_entry_freq(conn_ks(c), e, conn_now_ms(c)));
+        reply_int(c, (int64_t)ks_entry_freq(c->env->ks, e, c->env->now_ms));
     }
 }
 
@@ -625,7 +625,7 @@ CMD_HANDLER(object_idletime)
     } else if (evict_lfu(c->shard)) {
         reply_err(c, RV_ERR_LFU_IDLE); /* the access clock holds an LFU counter */
     } else {
-        reply_int(c, (int64_t)(ks_entry_idle_ms(e, conn_now_ms(c)) / 1000));
+        reply_int(c, (int64_t)(ks_entry_idle_ms(e, c->env->now_ms) / 1000));
     }
 }
 
@@ -697,8 +697,8 @@ CMD_HANDLER(memory_usage)
         }
     }
     /* Like Redis: no access-clock update, no stats. */
-    e = ks_peek(conn_ks(c), argv[2].p, argv[2].len);
-    if (e == NULL || entry_expired(e, conn_now_ms(c))) {
+    e = ks_peek(c->env->ks, argv[2].p, argv[2].len);
+    if (e == NULL || entry_expired(e, c->env->now_ms)) {
         reply_null(c);
         return;
     }

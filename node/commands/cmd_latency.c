@@ -85,7 +85,7 @@ void
 cmd_latency_doctor(struct conn *c, int argc, struct rv_str *argv)
 {
     struct latency *l = metrics_latency(c->shard);
-    const struct cfg *cfg = shard_cfg(c->shard);
+    const struct cfg *cfg = c->env->cfg;
     struct buf b;
     char line[512];
     buf_init(&b);
@@ -98,12 +98,12 @@ cmd_latency_doctor(struct conn *c, int argc, struct rv_str *argv)
     } else if (latency_count(l) == 0) {
         int n = snprintf(line, sizeof(line),
                          "No latency spikes of %lld ms or more were observed on shard %u.\n",
-                         (long long)cfg->obs.latency_monitor_threshold, shard_id(c->shard));
+                         (long long)cfg->obs.latency_monitor_threshold, c->env->id);
         buf_append(&b, line, (size_t)n);
     } else {
         int n = snprintf(line, sizeof(line),
-                         "Latency spikes observed on shard %u (threshold %lld ms):\n\n",
-                         shard_id(c->shard), (long long)cfg->obs.latency_monitor_threshold);
+                         "Latency spikes observed on shard %u (threshold %lld ms):\n\n", c->env->id,
+                         (long long)cfg->obs.latency_monitor_threshold);
         buf_append(&b, line, (size_t)n);
         if (doctor_events(l, &b)) {
             n = snprintf(
@@ -122,7 +122,7 @@ cmd_latency_doctor(struct conn *c, int argc, struct rv_str *argv)
 void
 cmd_latency_histogram(struct conn *c, int argc, struct rv_str *argv)
 {
-    struct cmd_stat *cs = shard_cmdstats(c->shard);
+    struct cmd_stat *cs = c->env->cmdstats;
     size_t h = reply_defer(c);
     size_t n = 0;
     for (uint32_t id = 0; id < cmd_id_count(); id++) {

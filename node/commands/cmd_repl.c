@@ -47,7 +47,7 @@ run_follow(struct shard *s, struct shard_msg *mm)
 static int
 post_follow(struct shard *from, bool no_one, const char *host, int port)
 {
-    struct node *n = shard_node(from);
+    struct node *n = shard_env(from)->node;
     struct repl *own = persist_repl(from);
     if (own != NULL && repl_follow(own, no_one, host ? host : "", port) != RV_OK) {
         return RV_EIO;
@@ -367,7 +367,7 @@ cmd_failover(struct conn *c, int argc, struct rv_str *argv)
         }
     }
     reply_ok(c);
-    struct node *n = shard_node(c->shard);
+    struct node *n = c->env->node;
     for (unsigned i = 0; i < n->nshards; i++) {
         struct fo_msg *m = rv_malloc(sizeof(*m));
         m->q = t;

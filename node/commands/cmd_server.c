@@ -35,12 +35,12 @@ static void
 info_server(struct conn *c, struct buf *b)
 {
     struct shard *s = c->shard;
-    struct node *n = shard_node(s);
+    struct node *n = shard_env(s)->node;
     struct utsname u;
     struct timeval tv;
     uname(&u);
     gettimeofday(&tv, NULL);
-    int64_t up = (shard_now_ms(s) - n->start_ms) / 1000;
+    int64_t up = (shard_env(s)->now_ms - n->start_ms) / 1000;
     buf_appendf(
         b,
         "# Server\r\nredis_version:%s\r\nruvio_version:%s\r\nredis_git_sha1:00000000\r\n"
@@ -53,10 +53,11 @@ info_server(struct conn *c, struct buf *b)
         "listener0:name=tcp,bind=%s,port=%d\r\nshard_id:%u\r\nshards:%u\r\n\r\n",
         RV_REDIS_VERSION, RUVIO_VERSION, shard_multi(s) ? "cluster" : "standalone", u.sysname,
         u.release, u.machine, __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__, (int)getpid(),
-        n->run_id, node_shard_port(n, shard_id(s)), (long long)tv.tv_sec * 1000000 + tv.tv_usec,
-        (long long)up, (long long)(up / 86400), (long long)shard_cfg(s)->node.hz,
-        (long long)shard_cfg(s)->node.hz, (long long)(tv.tv_sec & ((1 << 24) - 1)), n->executable,
-        n->config_file, shard_cfg(s)->net.bind, node_shard_port(n, shard_id(s)), shard_id(s),
+        n->run_id, node_shard_port(n, shard_env(s)->id),
+        (long long)tv.tv_sec * 1000000 + tv.tv_usec, (long long)up, (long long)(up / 86400),
+        (long long)shard_env(s)->cfg->node.hz, (long long)shard_env(s)->cfg->node.hz,
+        (long long)(tv.tv_sec & ((1 << 24) - 1)), n->executable, n->config_file,
+        shard_env(s)->cfg->net.bind, node_shard_port(n, shard_env(s)->id), shard_env(s)->id,
         n->nshards);
 }
 
@@ -73,7 +74,7 @@ info_clients(struct conn *c, struct buf *b)
                 "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
                 "blocked_clients:%zu\r\ntracking_clients:0\r\nclients_in_timeout_table:%zu\r\n"
                 "pubsub_clients:%zu\r\n\r\n",
-                shard_conn_count(c->shard), (long long)shard_cfg(c->shard)->net.maxclients, blocked,
+                shard_conn_count(c->shard), (long long)c->env->cfg->net.maxclients, blocked,
                 blocked, pubsub);
 }
 
@@ -92,8 +93,8 @@ info_persistence(struct conn *c, struct buf *b)
 static void
 info_stats(struct conn *c, struct buf *b)
 {
-    struct shard_stats *st = shard_stats(c->shard);
-    const struct ks_stats *ks = ks_stats(conn_ks(c));
+    struct shard_stats *st = &c->env->stats;
+    const struct ks_stats *ks = ks_stats(c->env->ks);
     buf_appendf(b,
                 "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                 "instantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%llu\r\n"
@@ -177,7 +178,7 @@ info_cpu(struct conn *c, struct buf *b)
 static void
 info_commandstats(struct conn *c, struct buf *b)
 {
-    struct cmd_stat *cs = shard_cmdstats(c->shard);
+    struct cmd_stat *cs = c->env->cmdstats;
     double tpu = shard_tsc_per_us();
     buf_appendf(b, "# Commandstats\r\n");
     for (uint32_t id = 0; id < cmd_id_count(); id++) {
@@ -206,7 +207,7 @@ info_cluster(struct conn *c, struct buf *b)
 static void
 info_keyspace(struct conn *c, struct buf *b)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     buf_appendf(b, "# Keyspace\r\n");
     if (ks_size(ks) > 0) {
         buf_appendf(b, "db0:keys=%zu,expires=%zu,avg_ttl=0\r\n", ks_size(ks), ks_expires_size(ks));
@@ -239,7 +240,7 @@ info_shards(struct conn *c, struct buf *b)
     shard_slots(c->shard, &lo, &hi);
     buf_appendf(
         b, "# Shards\r\nshard_id:%u\r\nshards:%u\r\nshard_slots:%u-%u\r\nshard_keys:%zu\r\n\r\n",
-        shard_id(c->shard), shard_node(c->shard)->nshards, lo, hi, ks_size(conn_ks(c)));
+        c->env->id, c->env->node->nshards, lo, hi, ks_size(c->env->ks));
 }
 
 typedef void info_fn(struct conn *c, struct buf *b);
@@ -276,7 +277,7 @@ cmd_info(struct conn *c, int argc, struct rv_str *argv)
             struct shard *s = c->shard;
             struct buf b;
             buf_init(&b);
-            metrics_prometheus(&b, shard_node(s), shard_id(s), shard_id(s) + 1);
+            metrics_prometheus(&b, shard_env(s)->node, shard_env(s)->id, shard_env(s)->id + 1);
             reply_verbatim(c, b.data, b.len);
             buf_deinit(&b);
             return;
@@ -342,7 +343,7 @@ cmd_config_get(struct conn *c, int argc, struct rv_str *argv)
     struct cfg_get_ctx x = { .c = c };
     size_t h = reply_defer(c);
     for (int i = 2; i < argc; i++) {
-        cfg_get(shard_cfg(c->shard), argv[i].p, argv[i].len, cfg_get_visit, &x);
+        cfg_get(c->env->cfg, argv[i].p, argv[i].len, cfg_get_visit, &x);
     }
     reply_defer_map(c, h, x.n);
 }
@@ -355,8 +356,8 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
         reply_err_arity(c, "config|set");
         return;
     }
-    struct node *n = shard_node(c->shard);
-    struct cfg *next = cfg_dup(shard_cfg(c->shard));
+    struct node *n = c->env->node;
+    struct cfg *next = cfg_dup(c->env->cfg);
     for (int i = 2; i < argc; i += 2) {
         for (int j = 2; j < i; j += 2) {
             if (argv[j].len == argv[i].len && strncasecmp(argv[j].p, argv[i].p, argv[i].len) == 0) {
@@ -377,7 +378,7 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
     }
     log_set_level((int)next->obs.loglevel);
     metrics_apply_cfg(next);
-    bool pass_changed = strcmp(shard_cfg(c->shard)->acl.requirepass, next->acl.requirepass) != 0;
+    bool pass_changed = strcmp(c->env->cfg->acl.requirepass, next->acl.requirepass) != 0;
     node_publish_cfg(n, next);
     if (pass_changed) {
         acl_set_requirepass(next->acl.requirepass); /* the default user's password (acl.h) */
@@ -396,7 +397,7 @@ cmd_config_rewrite(struct conn *c, int argc, struct rv_str *argv)
 {
     char err[512];
     /* The newest snapshot: a CONFIG SET on another shard may not be adopted here yet. */
-    if (cfg_rewrite(atomic_load(&shard_node(c->shard)->cfg), err, sizeof(err)) != 0) {
+    if (cfg_rewrite(atomic_load(&c->env->node->cfg), err, sizeof(err)) != 0) {
         log_warn("CONFIG REWRITE failed: %s", err);
         reply_errf(c, "%s", err);
         return;
@@ -408,7 +409,7 @@ cmd_config_rewrite(struct conn *c, int argc, struct rv_str *argv)
 void
 cmd_config_resetstat(struct conn *c, int argc, struct rv_str *argv)
 {
-    struct node *n = shard_node(c->shard);
+    struct node *n = c->env->node;
     atomic_fetch_add(&n->stat_gen, 1);
     shard_reset_stats(c->shard);
     for (unsigned i = 0; i < n->nshards; i++) {
@@ -462,7 +463,7 @@ cmd_shutdown(struct conn *c, int argc, struct rv_str *argv)
     }
     for (int i = 1; i < argc; i++) {
         if (cmd_arg_is(argv[i], "save")) {
-            atomic_store(&shard_node(c->shard)->save_on_exit, true);
+            atomic_store(&c->env->node->save_on_exit, true);
         }
     }
     /* Like Redis, a successful SHUTDOWN sends no reply: the connection closes. */

@@ -70,7 +70,7 @@ expire_arg(struct conn *c, struct rv_str a, bool seconds, bool relative, const c
         v *= 1000;
     }
     if (relative) {
-        int64_t now = conn_now_ms(c);
+        int64_t now = c->env->now_ms;
         if (v > INT64_MAX - now) {
             reply_expire_err(c, cmd);
             return false;
@@ -147,7 +147,7 @@ static void
 set_generic(struct conn *c, struct rv_str key, struct rv_str val, unsigned f, int64_t deadline,
             bool int_reply)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e;
     bool found;
 
@@ -176,7 +176,7 @@ set_generic(struct conn *c, struct rv_str key, struct rv_str val, unsigned f, in
         }
         return;
     }
-    if (deadline != KS_NO_EXPIRE && deadline <= conn_now_ms(c)) {
+    if (deadline != KS_NO_EXPIRE && deadline <= c->env->now_ms) {
         /* Set and expired at once: the key is gone afterwards. */
         ks_delete(ks, key.p, key.len);
     } else {
@@ -210,7 +210,7 @@ CMD_HANDLER(set)
     int64_t deadline = KS_NO_EXPIRE;
 
     if (rv_likely(argc == 3)) {
-        ks_set_str(conn_ks(c), argv[1].p, argv[1].len, argv[2].p, argv[2].len, KS_NO_EXPIRE, false);
+        ks_set_str(c->env->ks, argv[1].p, argv[1].len, argv[2].p, argv[2].len, KS_NO_EXPIRE, false);
         reply_ok(c);
         return;
     }
@@ -274,7 +274,7 @@ mset_arity_ok(struct conn *c, int argc, const char *cmd)
 
 CMD_HANDLER(mset)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
 
     if (!mset_arity_ok(c, argc, "mset")) {
         return;
@@ -287,7 +287,7 @@ CMD_HANDLER(mset)
 
 CMD_HANDLER(msetnx)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
 
     if (!mset_arity_ok(c, argc, "msetnx")) {
         return;
@@ -312,7 +312,7 @@ CMD_HANDLER(getset)
 
 CMD_HANDLER(getdel)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e = lookup_read(c, argv[1]);
 
     (void)argc;
@@ -330,7 +330,7 @@ CMD_HANDLER(getdel)
 
 CMD_HANDLER(getex)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e;
     unsigned f;
     int exp;
@@ -352,7 +352,7 @@ CMD_HANDLER(getex)
         return;
     }
     reply_str_value(c, e);
-    if ((f & (SO_EXAT | SO_PXAT)) && deadline <= conn_now_ms(c)) {
+    if ((f & (SO_EXAT | SO_PXAT)) && deadline <= c->env->now_ms) {
         ks_delete(ks, argv[1].p, argv[1].len);
     } else if (exp != 0) {
         ks_set_expire(ks, e, deadline);
@@ -365,7 +365,7 @@ CMD_HANDLER(getex)
 static bool
 str_size_ok(struct conn *c, uint64_t size, uint64_t append)
 {
-    int64_t max = shard_cfg(c->shard)->net.proto_max_bulk_len;
+    int64_t max = c->env->cfg->net.proto_max_bulk_len;
 
     if (size > (uint64_t)INT64_MAX - append || (int64_t)(size + append) > max) {
         reply_err(c, RV_ERR_STRING_SIZE);
@@ -376,7 +376,7 @@ str_size_ok(struct conn *c, uint64_t size, uint64_t append)
 
 CMD_HANDLER(append)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e = lookup_write(c, argv[1]);
     size_t olen;
     char *p;
@@ -418,7 +418,7 @@ CMD_HANDLER(strlen)
 static void
 incr_by(struct conn *c, struct rv_str key, int64_t by)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e = lookup_write(c, key);
     int64_t cur, v;
 
@@ -500,7 +500,7 @@ parse_ldouble(struct rv_str a, long double *out)
 
 CMD_HANDLER(incrbyfloat)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e = lookup_write(c, argv[1]);
     long double cur = 0, by;
     char buf[LD_BUF];
@@ -588,7 +588,7 @@ CMD_HANDLER(getrange)
 
 CMD_HANDLER(setrange)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct rv_str val = argv[3];
     struct ks_entry *e;
     int64_t off;

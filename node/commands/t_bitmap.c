@@ -37,7 +37,7 @@ arg_bit_offset(struct conn *c, struct rv_str a, unsigned hash_bits, uint64_t *ou
     if (hash) {
         v = (int64_t)((uint64_t)v * hash_bits);
     }
-    if (v < 0 || (v >> 3) >= shard_cfg(c->shard)->net.proto_max_bulk_len) {
+    if (v < 0 || (v >> 3) >= c->env->cfg->net.proto_max_bulk_len) {
         reply_errf(c, ERR_BIT_OFFSET);
         return false;
     }
@@ -50,7 +50,7 @@ arg_bit_offset(struct conn *c, struct rv_str a, unsigned hash_bits, uint64_t *ou
 static uint8_t *
 str_for_bits(struct conn *c, struct rv_str key, uint64_t maxbit, size_t *lenp)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e = lookup_write(c, key);
     size_t need = (size_t)(maxbit >> 3) + 1, len;
 
@@ -275,7 +275,7 @@ CMD_HANDLER(bitpos)
 
 CMD_HANDLER(bitop)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     enum bitmap_op op;
     size_t n = (size_t)argc - 3, maxlen = 0;
     struct rv_str *srcs;

@@ -1,7 +1,7 @@
 /* node/commands/t_coord.c: coordination commands (INCRBY ... MAX, SEMAPHORE, LEASE,
  * ONCE, LIMIT). Each runs on one shard's thread, so every command is atomic;
  * a refused request writes nothing. Deadlines are absolute unix ms taken from
- * the connection's clock (conn_now_ms). The semaphore object is
+ * the connection's clock (c->env->now_ms). The semaphore object is
  * node/types/coord.c. */
 #include "node/commands/t_coord.h"
 
@@ -25,7 +25,7 @@ arg_deadline(struct conn *c, struct rv_str a, const char *cmd, int64_t *out)
         reply_err(c, RV_ERR_NOTINT);
         return false;
     }
-    if (ms <= 0 || __builtin_add_overflow(conn_now_ms(c), ms, out)) {
+    if (ms <= 0 || __builtin_add_overflow(c->env->now_ms, ms, out)) {
         reply_errf(c, "ERR invalid expire time in '%s' command", cmd);
         return false;
     }
@@ -97,9 +97,9 @@ coord_incrby_max(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     if (e == NULL) {
-        ks_set_int(conn_ks(c), argv[1].p, argv[1].len, v, KS_NO_EXPIRE, false);
+        ks_set_int(c->env->ks, argv[1].p, argv[1].len, v, KS_NO_EXPIRE, false);
     } else {
-        ks_str_set_int(conn_ks(c), e, v); /* keeps the TTL */
+        ks_str_set_int(c->env->ks, e, v); /* keeps the TTL */
     }
     reply_int(c, v);
 }
@@ -135,8 +135,8 @@ sem_lookup(struct conn *c, struct rv_str key, struct ks_entry **ep, bool *bad)
 static void
 sem_acquire(struct conn *c, struct rv_str key, int64_t limit, int64_t dl)
 {
-    struct ks *ks = conn_ks(c);
-    int64_t now = conn_now_ms(c);
+    struct ks *ks = c->env->ks;
+    int64_t now = c->env->now_ms;
     struct ks_entry *e;
     struct coord_sem *s, *t;
     uint64_t tok;
@@ -173,7 +173,7 @@ sem_acquire(struct conn *c, struct rv_str key, int64_t limit, int64_t dl)
 static void
 sem_update(struct conn *c, struct rv_str key, struct rv_str token, int64_t dl)
 {
-    int64_t now = conn_now_ms(c);
+    int64_t now = c->env->now_ms;
     struct ks_entry *e;
     struct coord_sem *s;
     uint64_t tok;
@@ -195,9 +195,9 @@ sem_update(struct conn *c, struct rv_str key, struct rv_str token, int64_t dl)
         coord_sem_set_deadline(s, (uint32_t)i, dl);
     }
     if (coord_sem_prune(s, now) == 0) {
-        ks_delete(conn_ks(c), key.p, key.len);
+        ks_delete(c->env->ks, key.p, key.len);
     } else {
-        ks_set_expire(conn_ks(c), e, coord_sem_max_deadline(s));
+        ks_set_expire(c->env->ks, e, coord_sem_max_deadline(s));
     }
     reply_int(c, 1);
 }
@@ -209,7 +209,7 @@ sem_update(struct conn *c, struct rv_str key, struct rv_str token, int64_t dl)
 static void
 sem_restore(struct conn *c, int argc, struct rv_str *argv)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct coord_sem *s, *t;
     struct ks_entry *e;
     uint64_t next, tok;
@@ -256,7 +256,7 @@ CMD_HANDLER(semaphore)
     } else if (argc == 3 && cmd_arg_is(argv[2], "count")) {
         s = sem_lookup(c, argv[1], &e, &bad);
         if (!bad) {
-            reply_int(c, s ? coord_sem_live(s, conn_now_ms(c)) : 0);
+            reply_int(c, s ? coord_sem_live(s, c->env->now_ms) : 0);
         }
     } else if (argc == 4 && cmd_arg_is(argv[2], "release")) {
         sem_update(c, argv[1], argv[3], KS_NO_EXPIRE);
@@ -289,7 +289,7 @@ str_equals(const struct ks_entry *e, struct rv_str h)
 /* LEASE key holder [PX ms] | LEASE key RELEASE holder */
 CMD_HANDLER(lease)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct rv_str key = argv[1];
     struct ks_entry *e;
     int64_t dl = KS_NO_EXPIRE;
@@ -350,7 +350,7 @@ CMD_HANDLER(once)
         }
         return;
     }
-    ks_set_int(conn_ks(c), argv[1].p, argv[1].len, 1, dl, false);
+    ks_set_int(c->env->ks, argv[1].p, argv[1].len, 1, dl, false);
     reply_int(c, 1);
 }
 
@@ -369,8 +369,8 @@ reply_limit(struct conn *c, int64_t ok, int64_t remaining, int64_t reset_ms)
  * whose deadline is the end of the window. */
 CMD_HANDLER(limit)
 {
-    struct ks *ks = conn_ks(c);
-    int64_t now = conn_now_ms(c);
+    struct ks *ks = c->env->ks;
+    int64_t now = c->env->now_ms;
     struct ks_entry *e;
     int64_t max, dl, n, edl;
 

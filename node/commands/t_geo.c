@@ -99,8 +99,8 @@ reply_coord(struct conn *c, double lon, double lat)
 static struct zset *
 geo_lookup(struct conn *c, struct rv_str key, bool *wrong, struct zset *z)
 {
-    struct ks_entry *e = ks_lookup(conn_ks(c), key.p, key.len, conn_now_ms(c));
-    struct shard_stats *st = shard_stats(c->shard);
+    struct ks_entry *e = ks_lookup(c->env->ks, key.p, key.len, c->env->now_ms);
+    struct shard_stats *st = &c->env->stats;
     *wrong = false;
     if (e == NULL) {
         st->keyspace_misses++;
@@ -112,7 +112,7 @@ geo_lookup(struct conn *c, struct rv_str key, bool *wrong, struct zset *z)
         reply_err(c, RV_ERR_WRONGTYPE);
         return NULL;
     }
-    zset_bind(z, conn_ks(c), e);
+    zset_bind(z, c->env->ks, e);
     return z;
 }
 
@@ -146,7 +146,7 @@ CMD_HANDLER(geoadd)
     if (wrong) {
         return;
     }
-    const struct cfg *cf = shard_cfg(c->shard);
+    const struct cfg *cf = c->env->cfg;
     struct zset_lim lim = { cf->enc.zset_max_listpack_entries, cf->enc.zset_max_listpack_value };
     bool fresh = false;
     if (z == NULL && !(flags & GA_XX)) {
@@ -173,7 +173,7 @@ CMD_HANDLER(geoadd)
     reply_int(c, (flags & GA_CH) ? added + changed : added);
     if (fresh) {
         if (zset_len(z) > 0) {
-            zset_store(z, conn_ks(c), argv[1].p, argv[1].len);
+            zset_store(z, c->env->ks, argv[1].p, argv[1].len);
         } else {
             zset_destroy(z);
         }
@@ -409,11 +409,11 @@ static void
 store_hits(struct conn *c, const struct geo_req *q, const struct geo_hits *h, size_t n)
 {
     if (n == 0) {
-        ks_delete(conn_ks(c), q->store.p, q->store.len);
+        ks_delete(c->env->ks, q->store.p, q->store.len);
         reply_int(c, 0);
         return;
     }
-    const struct cfg *cf = shard_cfg(c->shard);
+    const struct cfg *cf = c->env->cfg;
     struct zset_lim lim = { cf->enc.zset_max_listpack_entries, cf->enc.zset_max_listpack_value };
     struct zset *out = zset_create();
     for (size_t i = 0; i < n; i++) {
@@ -421,7 +421,7 @@ store_hits(struct conn *c, const struct geo_req *q, const struct geo_hits *h, si
         double sc = q->storedist ? x->dist / q->shape.conv : x->score;
         zset_insert(out, x->m, x->mlen, sc, &lim);
     }
-    zset_store(out, conn_ks(c), q->store.p, q->store.len);
+    zset_store(out, c->env->ks, q->store.p, q->store.len);
     reply_int(c, (int64_t)n);
 }
 
@@ -485,7 +485,7 @@ geo_search(struct conn *c, int argc, struct rv_str *argv, enum geo_kind k, int f
     }
     if (z == NULL) {
         if (q.has_store) {
-            ks_delete(conn_ks(c), q.store.p, q.store.len);
+            ks_delete(c->env->ks, q.store.p, q.store.len);
             reply_int(c, 0);
         } else {
             reply_array(c, 0);

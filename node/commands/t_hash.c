@@ -19,7 +19,7 @@
 static void
 hash_lim(struct conn *c, struct hobj_lim *lim)
 {
-    const struct cfg *cfg = shard_cfg(c->shard);
+    const struct cfg *cfg = c->env->cfg;
     lim->max_entries = cfg->enc.hash_max_listpack_entries > 0
                            ? (size_t)cfg->enc.hash_max_listpack_entries
                            : 0;
@@ -30,15 +30,15 @@ hash_lim(struct conn *c, struct hobj_lim *lim)
 static void
 hfe_register(struct shard *s, struct rv_str key)
 {
-    hash_ttl_index_add(shard_hash_ttl(s), key);
+    hash_ttl_index_add(&shard_env(s)->hash_ttl, key);
 }
 
 void
 hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
 {
-    struct hash_ttl_index *x = *shard_hash_ttl(s);
+    struct hash_ttl_index *x = shard_env(s)->hash_ttl;
     if (x != NULL) {
-        hash_ttl_index_sweep(x, shard_ks(s), now, budget_us);
+        hash_ttl_index_sweep(x, shard_env(s)->ks, now, budget_us);
     }
 }
 
@@ -47,8 +47,8 @@ hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
 static struct hobj *
 hash_read(struct conn *c, struct rv_str key, bool *err, struct hobj *h)
 {
-    struct ks_entry *e = ks_lookup(conn_ks(c), key.p, key.len, conn_now_ms(c));
-    struct shard_stats *st = shard_stats(c->shard);
+    struct ks_entry *e = ks_lookup(c->env->ks, key.p, key.len, c->env->now_ms);
+    struct shard_stats *st = &c->env->stats;
 
     *err = false;
     if (e == NULL) {
@@ -61,8 +61,8 @@ hash_read(struct conn *c, struct rv_str key, bool *err, struct hobj *h)
         *err = true;
         return NULL;
     }
-    hobj_bind(h, conn_ks(c), e);
-    if (hash_reap_key(conn_ks(c), key, h, conn_now_ms(c))) {
+    hobj_bind(h, c->env->ks, e);
+    if (hash_reap_key(c->env->ks, key, h, c->env->now_ms)) {
         st->keyspace_misses++;
         return NULL;
     }
@@ -76,8 +76,8 @@ static struct hobj *
 hash_write(struct conn *c, struct rv_str key, bool create, bool *err, struct hobj *h)
 {
     static const uint8_t empty[HPK_HDR] = { 0 };
-    struct ks *ks = conn_ks(c);
-    struct ks_entry *e = ks_lookup(ks, key.p, key.len, conn_now_ms(c));
+    struct ks *ks = c->env->ks;
+    struct ks_entry *e = ks_lookup(ks, key.p, key.len, c->env->now_ms);
 
     *err = false;
     if (e != NULL) {
@@ -87,7 +87,7 @@ hash_write(struct conn *c, struct rv_str key, bool create, bool *err, struct hob
             return NULL;
         }
         hobj_bind(h, ks, e);
-        if (!hash_reap_key(ks, key, h, conn_now_ms(c))) {
+        if (!hash_reap_key(ks, key, h, c->env->now_ms)) {
             return h;
         }
     }
@@ -104,7 +104,7 @@ static void
 hash_drop_if_empty(struct conn *c, struct hobj *h, struct rv_str key)
 {
     if (hobj_len(h) == 0) {
-        ks_delete(conn_ks(c), key.p, key.len);
+        ks_delete(c->env->ks, key.p, key.len);
     }
 }
 
@@ -406,7 +406,7 @@ CMD_HANDLER(hincrbyfloat)
 uint64_t
 hash_rng_seed(struct conn *c)
 {
-    return clock_mono_us() ^ (shard_stats(c->shard)->commands << 24) ^ ((uint64_t)c->id << 44);
+    return clock_mono_us() ^ (c->env->stats.commands << 24) ^ ((uint64_t)c->id << 44);
 }
 
 /* An item is an element offset (packed) or a dict entry pointer. */
@@ -709,7 +709,7 @@ static void
 hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name, int64_t unit_ms,
                 bool absolute)
 {
-    int64_t t, when, n, now = conn_now_ms(c);
+    int64_t t, when, n, now = c->env->now_ms;
     enum hfe_cond cond = HFE_NONE;
     int at = 3, first;
     struct hobj hb, *h;
@@ -811,7 +811,7 @@ enum hfe_what { HFE_TTL_S, HFE_TTL_MS, HFE_AT_S, HFE_AT_MS, HFE_PERSIST };
 static void
 httl_generic(struct conn *c, int argc, struct rv_str *argv, enum hfe_what what)
 {
-    int64_t n, now = conn_now_ms(c);
+    int64_t n, now = c->env->now_ms;
     struct hobj hb, *h;
     int first;
     bool err;

@@ -51,7 +51,7 @@ hll_ks_resize(void *arg, size_t newlen)
 /* PFADD key [element ...] */
 CMD_HANDLER(pfadd)
 {
-    struct hll_ks_ctx x = { conn_ks(c), NULL };
+    struct hll_ks_ctx x = { c->env->ks, NULL };
     const uint8_t *cp;
     uint8_t *p;
     size_t n;
@@ -144,6 +144,6 @@ CMD_HANDLER(pfmerge)
         }
     }
     n = hll_from_regs(regs, out);
-    ks_set_str(conn_ks(c), argv[1].p, argv[1].len, (const char *)out, n, KS_NO_EXPIRE, true);
+    ks_set_str(c->env->ks, argv[1].p, argv[1].len, (const char *)out, n, KS_NO_EXPIRE, true);
     reply_ok(c);
 }

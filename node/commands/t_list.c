@@ -14,15 +14,15 @@
 static inline int64_t
 cfg_fill(struct conn *c)
 {
-    return shard_cfg(c->shard)->enc.list_max_listpack_size;
+    return c->env->cfg->enc.list_max_listpack_size;
 }
 
 /* Read lookup: lazy expiry plus hit/miss stats (Redis lookupKeyRead). */
 static struct ks_entry *
 lookup_read(struct conn *c, struct rv_str k)
 {
-    struct ks_entry *e = ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
-    struct shard_stats *st = shard_stats(c->shard);
+    struct ks_entry *e = ks_lookup(c->env->ks, k.p, k.len, c->env->now_ms);
+    struct shard_stats *st = &c->env->stats;
     if (e) {
         st->keyspace_hits++;
     } else {
@@ -37,7 +37,7 @@ static bool
 get_list(struct conn *c, struct rv_str k, bool read, struct list **l)
 {
     struct ks_entry *e = read ? lookup_read(c, k)
-                              : ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
+                              : ks_lookup(c->env->ks, k.p, k.len, c->env->now_ms);
     *l = NULL;
     if (e == NULL) {
         return true;
@@ -54,7 +54,7 @@ static struct list *
 create_list(struct conn *c, struct rv_str k)
 {
     struct list *l = list_create();
-    ks_set_ptr(conn_ks(c), k.p, k.len, KS_LIST, l, list_destroy, KS_NO_EXPIRE);
+    ks_set_ptr(c->env->ks, k.p, k.len, KS_LIST, l, list_destroy, KS_NO_EXPIRE);
     return l;
 }
 
@@ -62,7 +62,7 @@ static void
 delete_if_empty(struct conn *c, struct rv_str k, struct list *l)
 {
     if (list_len(l) == 0) {
-        ks_delete(conn_ks(c), k.p, k.len);
+        ks_delete(c->env->ks, k.p, k.len);
     }
 }
 

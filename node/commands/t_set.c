@@ -19,7 +19,7 @@
 static void
 set_lim(struct conn *c, struct sobj_lim *lim)
 {
-    const struct cfg *cfg = shard_cfg(c->shard);
+    const struct cfg *cfg = c->env->cfg;
     lim->max_intset = cfg->enc.set_max_intset_entries > 0 ? (size_t)cfg->enc.set_max_intset_entries
                                                           : 0;
     lim->max_pk_entries = cfg->enc.set_max_listpack_entries > 0
@@ -35,11 +35,11 @@ set_lim(struct conn *c, struct sobj_lim *lim)
 static struct sobj *
 set_lookup(struct conn *c, struct rv_str key, bool read, bool *err, struct sobj *s)
 {
-    struct ks_entry *e = ks_lookup(conn_ks(c), key.p, key.len, conn_now_ms(c));
+    struct ks_entry *e = ks_lookup(c->env->ks, key.p, key.len, c->env->now_ms);
 
     *err = false;
     if (read) {
-        struct shard_stats *st = shard_stats(c->shard);
+        struct shard_stats *st = &c->env->stats;
         if (e != NULL) {
             st->keyspace_hits++;
         } else {
@@ -54,7 +54,7 @@ set_lookup(struct conn *c, struct rv_str key, bool read, bool *err, struct sobj 
         *err = true;
         return NULL;
     }
-    sobj_bind(s, conn_ks(c), e);
+    sobj_bind(s, c->env->ks, e);
     return s;
 }
 
@@ -62,7 +62,7 @@ static void
 set_drop_if_empty(struct conn *c, struct sobj *s, struct rv_str key)
 {
     if (sobj_len(s) == 0) {
-        ks_delete(conn_ks(c), key.p, key.len);
+        ks_delete(c->env->ks, key.p, key.len);
     }
 }
 
@@ -83,7 +83,7 @@ CMD_HANDLER(sadd)
         for (int i = 2; i < argc; i++) {
             n += sobj_add(s, argv[i].p, argv[i].len, &lim);
         }
-        sobj_store(s, conn_ks(c), argv[1].p, argv[1].len);
+        sobj_store(s, c->env->ks, argv[1].p, argv[1].len);
         reply_int(c, n);
         return;
     }
@@ -217,7 +217,7 @@ CMD_HANDLER(spop)
     reply_set(c, n);
     if (n == sobj_len(s)) {
         sobj_foreach(s, out_member, c);
-        ks_delete(conn_ks(c), argv[1].p, argv[1].len);
+        ks_delete(c->env->ks, argv[1].p, argv[1].len);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -377,7 +377,7 @@ CMD_HANDLER(smove)
     if (dst == NULL) {
         dst = sobj_create(argv[3].p, argv[3].len, 1, &lim);
         sobj_add(dst, argv[3].p, argv[3].len, &lim);
-        sobj_store(dst, conn_ks(c), argv[2].p, argv[2].len);
+        sobj_store(dst, c->env->ks, argv[2].p, argv[2].len);
     } else {
         sobj_add(dst, argv[3].p, argv[3].len, &lim);
     }
@@ -497,9 +497,9 @@ algebra_cmd(struct conn *c, struct rv_str *keys, int n, struct rv_str *dstkey, e
     if (dstkey != NULL) {
         size_t card = a.res != NULL ? sobj_len(a.res) : 0;
         if (a.res != NULL) {
-            sobj_store(a.res, conn_ks(c), dstkey->p, dstkey->len);
+            sobj_store(a.res, c->env->ks, dstkey->p, dstkey->len);
         } else {
-            ks_delete(conn_ks(c), dstkey->p, dstkey->len);
+            ks_delete(c->env->ks, dstkey->p, dstkey->len);
         }
         reply_int(c, (int64_t)card);
     } else if (a.res == NULL) {

@@ -36,8 +36,8 @@
 static struct ks_entry *
 lookup_read(struct conn *c, struct rv_str k)
 {
-    struct ks_entry *e = ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
-    struct shard_stats *st = shard_stats(c->shard);
+    struct ks_entry *e = ks_lookup(c->env->ks, k.p, k.len, c->env->now_ms);
+    struct shard_stats *st = &c->env->stats;
     if (e != NULL) {
         st->keyspace_hits++;
     } else {
@@ -49,7 +49,7 @@ lookup_read(struct conn *c, struct rv_str k)
 static struct ks_entry *
 lookup_write(struct conn *c, struct rv_str k)
 {
-    return ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
+    return ks_lookup(c->env->ks, k.p, k.len, c->env->now_ms);
 }
 
 /* The zset at e, bound to *z; NULL with *wrong set when e holds another type. */
@@ -64,14 +64,14 @@ as_zset(struct conn *c, struct ks_entry *e, bool *wrong, struct zset *z)
         *wrong = true;
         return NULL;
     }
-    zset_bind(z, conn_ks(c), e);
+    zset_bind(z, c->env->ks, e);
     return z;
 }
 
 static struct zset_lim
 lim_of(struct conn *c)
 {
-    const struct cfg *cf = shard_cfg(c->shard);
+    const struct cfg *cf = c->env->cfg;
     struct zset_lim l = { cf->enc.zset_max_listpack_entries, cf->enc.zset_max_listpack_value };
     return l;
 }
@@ -80,7 +80,7 @@ static void
 del_if_empty(struct conn *c, struct rv_str key, struct zset *z)
 {
     if (zset_len(z) == 0) {
-        ks_delete(conn_ks(c), key.p, key.len);
+        ks_delete(c->env->ks, key.p, key.len);
     }
 }
 
@@ -167,9 +167,9 @@ store_zset(struct conn *c, struct rv_str dst, struct zset *z)
     size_t n = zset_len(z);
     if (n == 0) {
         zset_destroy(z);
-        ks_delete(conn_ks(c), dst.p, dst.len);
+        ks_delete(c->env->ks, dst.p, dst.len);
     } else {
-        zset_store(z, conn_ks(c), dst.p, dst.len);
+        zset_store(z, c->env->ks, dst.p, dst.len);
     }
     reply_int(c, (int64_t)n);
 }
@@ -294,7 +294,7 @@ zadd_generic(struct conn *c, int argc, struct rv_str *argv, int flags, int first
 out:
     if (fresh) {
         if (zset_len(z) > 0) {
-            zset_store(z, conn_ks(c), key.p, key.len);
+            zset_store(z, c->env->ks, key.p, key.len);
         } else {
             zset_destroy(z);
         }
@@ -769,9 +769,9 @@ CMD_HANDLER(zremrangebylex)
 size_t
 zset_pop_reply(struct conn *c, struct rv_str key, bool max, size_t count, enum zset_pop_form form)
 {
-    struct ks_entry *e = ks_peek(conn_ks(c), key.p, key.len);
+    struct ks_entry *e = ks_peek(c->env->ks, key.p, key.len);
     struct zset zb, *z = &zb;
-    zset_bind(z, conn_ks(c), e);
+    zset_bind(z, c->env->ks, e);
     size_t len = zset_len(z);
     size_t n = count < len ? count : len;
     if (form == ZSET_POP_KEYED) {
@@ -1058,7 +1058,7 @@ setop_generic(struct conn *c, int argc, struct rv_str *argv, int nkidx, bool sto
             reply_err(c, RV_ERR_WRONGTYPE);
             goto done;
         }
-        zset_bind(&hb[j], conn_ks(c), e);
+        zset_bind(&hb[j], c->env->ks, e);
         src[j].z = &hb[j];
     }
     struct zset *out = setop_compute(c, src, ns, op, how);
@@ -1167,7 +1167,7 @@ CMD_HANDLER(zintercard)
             reply_err(c, RV_ERR_WRONGTYPE);
             goto done;
         }
-        zset_bind(&hb[j], conn_ks(c), e);
+        zset_bind(&hb[j], c->env->ks, e);
         src[j].z = &hb[j];
     }
     if (!missing) {
@@ -1228,7 +1228,7 @@ reply_all(struct conn *c, const struct zset *z, bool withscores)
 CMD_HANDLER(zrandmember)
 {
     int64_t count = 0;
-    uint64_t rnd = mix64(clock_mono_us() ^ (shard_stats(c->shard)->commands << 24) ^ c->id);
+    uint64_t rnd = mix64(clock_mono_us() ^ (c->env->stats.commands << 24) ^ c->id);
 
     if (argc > 4 || (argc == 4 && !cmd_arg_is(argv[3], "withscores"))) {
         reply_err(c, RV_ERR_SYNTAX);

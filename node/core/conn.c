@@ -33,18 +33,6 @@ conn_resume(struct conn *c)
     io->resume(c);
 }
 
-struct ks *
-conn_ks(const struct conn *c)
-{
-    return shard_ks(c->shard);
-}
-
-int64_t
-conn_now_ms(const struct conn *c)
-{
-    return shard_now_ms(c->shard);
-}
-
 void
 conn_close_after_reply(struct conn *c)
 {

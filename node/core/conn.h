@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct shard;
+struct shard_env;
 struct ks;
 struct cmd_spec;
 struct multi_state;
@@ -43,6 +44,7 @@ enum conn_flag {
  * accessors below, except the client-introspection commands (cmd_client.c). */
 struct conn {
     struct shard *shard;
+    struct shard_env *env; /* its shard's, as handlers read it (node/core/shard.h) */
     int fd;
     uint32_t flags;
     uint8_t proto;               /* 2 or 3 */
@@ -107,8 +109,3 @@ bool conn_flush(struct conn *c);
 void conn_resume(struct conn *c);
 /* Stop reading: close once the output buffer is written (QUIT, protocol errors). */
 void conn_close_after_reply(struct conn *c);
-
-
-struct ks *conn_ks(const struct conn *c);
-
-int64_t conn_now_ms(const struct conn *c);

@@ -18,7 +18,7 @@ entry_expired(const struct ks_entry *e, int64_t now)
 static inline void
 lookup_count(struct conn *c, bool hit)
 {
-    struct shard_stats *st = shard_stats(c->shard);
+    struct shard_stats *st = &c->env->stats;
     if (hit) {
         st->keyspace_hits++;
     } else {
@@ -30,7 +30,7 @@ lookup_count(struct conn *c, bool hit)
 static inline struct ks_entry *
 lookup_read(struct conn *c, struct rv_str k)
 {
-    struct ks_entry *e = ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
+    struct ks_entry *e = ks_lookup(c->env->ks, k.p, k.len, c->env->now_ms);
     lookup_count(c, e != NULL);
     return e;
 }
@@ -39,17 +39,17 @@ lookup_read(struct conn *c, struct rv_str k)
 static inline struct ks_entry *
 lookup_write(struct conn *c, struct rv_str k)
 {
-    return ks_lookup(conn_ks(c), k.p, k.len, conn_now_ms(c));
+    return ks_lookup(c->env->ks, k.p, k.len, c->env->now_ms);
 }
 
 /* Expires but leaves the access clock alone (LOOKUP_NOTOUCH: TYPE, TTL, OBJECT). */
 static inline struct ks_entry *
 lookup_notouch(struct conn *c, struct rv_str k, bool stats)
 {
-    struct ks *ks = conn_ks(c);
+    struct ks *ks = c->env->ks;
     struct ks_entry *e = ks_peek(ks, k.p, k.len);
-    if (e != NULL && entry_expired(e, conn_now_ms(c))) {
-        e = ks_lookup(ks, k.p, k.len, conn_now_ms(c)); /* deletes it */
+    if (e != NULL && entry_expired(e, c->env->now_ms)) {
+        e = ks_lookup(ks, k.p, k.len, c->env->now_ms); /* deletes it */
     }
     if (stats) {
         lookup_count(c, e != NULL);

@@ -51,15 +51,15 @@ shard_calibrate_tsc(void)
 static void
 shard_check_cfg(struct shard *s)
 {
-    uint64_t g = atomic_load_explicit(&s->node->stat_gen, memory_order_relaxed);
+    uint64_t g = atomic_load_explicit(&s->env.node->stat_gen, memory_order_relaxed);
     if (g != s->stat_gen) {
         s->stat_gen = g;
         shard_reset_stats(s);
     }
-    uint64_t v = atomic_load_explicit(&s->node->cfg_version, memory_order_acquire);
+    uint64_t v = atomic_load_explicit(&s->env.node->cfg_version, memory_order_acquire);
     if (v != s->cfg_version) {
         s->cfg_version = v;
-        s->cfg = atomic_load(&s->node->cfg);
+        s->env.cfg = atomic_load(&s->env.node->cfg);
         if (hooks.cfg_adopted) {
             hooks.cfg_adopted(s);
         }
@@ -92,14 +92,14 @@ shard_sample_rates(struct shard *s, int64_t now)
 {
     if (s->last_sample_ms == 0 || now <= (int64_t)s->last_sample_ms) {
         s->last_sample_ms = (uint64_t)now;
-        s->last = (struct shard_sample){ (double)s->stats.commands,
-                                         (double)s->stats.net_input_bytes,
-                                         (double)s->stats.net_output_bytes };
+        s->last = (struct shard_sample){ (double)s->env.stats.commands,
+                                         (double)s->env.stats.net_input_bytes,
+                                         (double)s->env.stats.net_output_bytes };
         return;
     }
     double dt = (double)(now - (int64_t)s->last_sample_ms) / 1000.0;
-    struct shard_sample cur = { (double)s->stats.commands, (double)s->stats.net_input_bytes,
-                                (double)s->stats.net_output_bytes };
+    struct shard_sample cur = { (double)s->env.stats.commands, (double)s->env.stats.net_input_bytes,
+                                (double)s->env.stats.net_output_bytes };
     struct shard_sample *smp = &s->samples[s->sample_idx++ % SHARD_SAMPLES];
     smp->ops = cur.ops >= s->last.ops ? (cur.ops - s->last.ops) / dt : 0;
     smp->in = cur.in >= s->last.in ? (cur.in - s->last.in) / dt : 0;
@@ -144,102 +144,27 @@ shard_wake(struct shard *s)
     }
 }
 
-unsigned
-shard_id(const struct shard *s)
-{
-    return s->id;
-}
-struct node *
-shard_node(const struct shard *s)
-{
-    return s->node;
-}
-struct ks *
-shard_ks(const struct shard *s)
-{
-    return s->ks;
-}
-struct evict **
-shard_evict(struct shard *s)
-{
-    return &s->evict;
-}
 struct ks *
 shard_swap_ks(struct shard *s, struct ks *ks)
 {
-    struct ks *o = s->ks;
-    s->ks = ks;
+    struct ks *o = s->env.ks;
+    s->env.ks = ks;
     return o;
-}
-const struct cfg *
-shard_cfg(const struct shard *s)
-{
-    return s->cfg;
 }
 struct event_base *
 shard_base(const struct shard *s)
 {
     return s->base;
 }
-int64_t
-shard_now_ms(const struct shard *s)
-{
-    return s->now_ms;
-}
-struct shard_stats *
-shard_stats(struct shard *s)
-{
-    return &s->stats;
-}
-struct cmd_stat *
-shard_cmdstats(struct shard *s)
-{
-    return s->cmdstats;
-}
 bool
 shard_multi(const struct shard *s)
 {
-    return s->node->nshards > 1;
+    return s->env.node->nshards > 1;
 }
 struct conn *
 shard_conn_first(struct shard *s)
 {
     return s->conns;
-}
-struct dict **
-shard_watched(struct shard *s)
-{
-    return &s->watched;
-}
-struct pubsub **
-shard_pubsub(struct shard *s)
-{
-    return &s->pubsub;
-}
-struct block_shard **
-shard_blocking(struct shard *s)
-{
-    return &s->blocking;
-}
-struct hash_ttl_index **
-shard_hash_ttl(struct shard *s)
-{
-    return &s->hash_ttl;
-}
-struct metrics *
-shard_metrics(struct shard *s)
-{
-    return s->metrics;
-}
-struct acl_snap **
-shard_acl(struct shard *s)
-{
-    return &s->acl;
-}
-uint64_t *
-shard_acl_gen(struct shard *s)
-{
-    return &s->acl_gen;
 }
 
 void
@@ -273,9 +198,9 @@ int64_t
 shard_refresh_clock(struct shard *s)
 {
     int64_t now = clock_unix_ms();
-    s->now_ms = now > s->clock_floor ? now : s->clock_floor;
-    ks_set_clock(s->ks, s->now_ms);
-    return s->now_ms;
+    s->env.now_ms = now > s->clock_floor ? now : s->clock_floor;
+    ks_set_clock(s->env.ks, s->env.now_ms);
+    return s->env.now_ms;
 }
 
 void
@@ -283,12 +208,12 @@ shard_reset_stats(struct shard *s)
 {
     /* The shard that ran CONFIG RESETSTAT has reset for this generation: its
      * next config check must not reset again (and wipe what ran since). */
-    s->stat_gen = atomic_load_explicit(&s->node->stat_gen, memory_order_relaxed);
-    memset(&s->stats, 0, sizeof(s->stats));
-    s->stats.expired_keys_base = ks_stats(s->ks)->expired_keys;
+    s->stat_gen = atomic_load_explicit(&s->env.node->stat_gen, memory_order_relaxed);
+    memset(&s->env.stats, 0, sizeof(s->env.stats));
+    s->env.stats.expired_keys_base = ks_stats(s->env.ks)->expired_keys;
     memset(s->samples, 0, sizeof(s->samples));
     s->last_sample_ms = 0;
-    memset(s->cmdstats, 0, cmd_id_count() * sizeof(*s->cmdstats));
+    memset(s->env.cmdstats, 0, cmd_id_count() * sizeof(*s->env.cmdstats));
     if (hooks.stats_reset) {
         hooks.stats_reset(s);
     }
@@ -312,7 +237,7 @@ shard_next_conn_id(struct shard *s)
 {
     /* Ids are unique across the node: shard i hands out i+1, i+1+N, ... */
     uint64_t id = s->next_conn_id;
-    s->next_conn_id += s->node->nshards;
+    s->next_conn_id += s->env.node->nshards;
     return id;
 }
 
@@ -326,7 +251,7 @@ shard_conn_link(struct shard *s, struct conn *c)
     }
     s->conns = c;
     s->nconns++;
-    atomic_fetch_add_explicit(&s->node->nclients, 1,
+    atomic_fetch_add_explicit(&s->env.node->nclients, 1,
                               memory_order_relaxed); /* maxclients is node-wide */
 }
 
@@ -342,7 +267,7 @@ shard_conn_unlink(struct shard *s, struct conn *c)
         c->next->prev = c->prev;
     }
     s->nconns--;
-    atomic_fetch_sub_explicit(&s->node->nclients, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&s->env.node->nclients, 1, memory_order_relaxed);
     if (c->flags & CONN_PENDING) {
         struct conn **pp = &s->pending;
         while (*pp && *pp != c) {
@@ -355,17 +280,12 @@ shard_conn_unlink(struct shard *s, struct conn *c)
     }
 }
 
-struct persist **
-shard_persist(struct shard *s)
-{
-    return &s->persist;
-}
 
 void
 shard_set_clock(struct shard *s, int64_t ms)
 {
-    s->now_ms = ms;
-    ks_set_clock(s->ks, ms);
+    s->env.now_ms = ms;
+    ks_set_clock(s->env.ks, ms);
 }
 
 void

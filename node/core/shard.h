@@ -48,23 +48,45 @@ struct cmd_stat {
     uint64_t hist[CMD_LAT_BUCKETS]; /* latency-tracking yes */
 };
 
+/* What code on a shard's thread reads of its shard, as plain fields: a
+ * handler reaches it as c->env, other code as shard_env(s). Only that thread
+ * writes it (other threads read the counters with relaxed loads). The rest of
+ * the shard (thread, loop, listeners, inbox, connections) is the server's. */
+struct shard_env {
+    unsigned id;
+    struct node *node;
+    struct ks *ks;         /* the served keyspace */
+    const struct cfg *cfg; /* the adopted config snapshot */
+    int64_t now_ms;        /* cached clock, refreshed per read batch */
+    struct shard_stats stats;
+    struct cmd_stat *cmdstats; /* indexed by cmd_spec.id */
+    struct metrics *metrics;   /* slowlog, latency events, error counts (obs) */
+    /* Each module's state on this shard, created by that module (with the
+     * shard, or on first use: NULL until then). */
+    struct persist *persist;         /* persistence (node/persist) */
+    struct evict *evict;             /* memory charge and budgets (features/evict) */
+    struct block_shard *blocking;    /* blocked clients (features/block) */
+    struct dict *watched;            /* WATCHed keys (features/multi) */
+    struct pubsub *pubsub;           /* subscriptions (features/pubsub) */
+    struct hash_ttl_index *hash_ttl; /* hash keys with timed fields (types/hash) */
+    struct acl_snap *acl;            /* the ACL snapshot connections point into (features/acl) */
+    uint64_t acl_gen;                /* ... taken at this acl_gen */
+};
+static inline struct shard_env *
+shard_env(const struct shard *s)
+{
+    return (struct shard_env *)(uintptr_t)s; /* the first member of struct shard */
+}
+
 void shard_wake(struct shard *s); /* any thread: re-check shutdown/config */
-unsigned shard_id(const struct shard *s);
-struct node *shard_node(const struct shard *s);
-struct ks *shard_ks(const struct shard *s);
 /* Replication: install another keyspace (a full sync loaded beside the old one); returns the old. */
 struct ks *shard_swap_ks(struct shard *s, struct ks *ks);
-const struct cfg *shard_cfg(const struct shard *s);
 struct event_base *shard_base(const struct shard *s);
-int64_t shard_now_ms(const struct shard *s); /* cached, refreshed per read batch */
 int64_t shard_refresh_clock(struct shard *s);
 /* Replay: run with a record's clock. Recovery: the clock never goes below ms. */
 void shard_set_clock(struct shard *s, int64_t ms);
 void shard_set_clock_floor(struct shard *s, int64_t ms);
 struct persist;
-struct persist **shard_persist(struct shard *s);
-struct shard_stats *shard_stats(struct shard *s);
-struct cmd_stat *shard_cmdstats(struct shard *s); /* indexed by cmd_spec.id */
 void shard_reset_stats(struct shard *s);
 /* Rates over the last ~1.6 s, sampled by the shard's timer (INFO instantaneous_*). */
 double shard_ops_per_sec(const struct shard *s);
@@ -105,36 +127,28 @@ void shard_post(struct shard *to, struct shard_msg *m);
  * number of subscriptions it holds, readable from other shards (relaxed): a
  * publisher skips shards with none. */
 struct pubsub;
-struct pubsub **shard_pubsub(struct shard *s);
 void shard_pubsub_count_add(struct shard *s, long delta);
 unsigned long shard_pubsub_count(const struct shard *s);
 
 /* Slowlog, latency events, error counts and published gauges (metrics.c);
  * created with the shard. */
 struct metrics;
-struct metrics *shard_metrics(struct shard *s);
 
 /* Hash keys with timed fields (t_hash.c creates it on first HEXPIRE). */
 struct hash_ttl_index;
-struct hash_ttl_index **shard_hash_ttl(struct shard *s);
 
 /* Memory charge, budgets and eviction (evict.c; created with the shard). */
 struct evict;
-struct evict **shard_evict(struct shard *s);
 
 /* Blocked clients of the shard (block.c creates it on first use). */
 struct block_shard;
-struct block_shard **shard_blocking(struct shard *s);
 
 /* The shard's WATCH table (multi.c creates it on first use; NULL until then). */
 struct dict;
-struct dict **shard_watched(struct shard *s);
 
 /* The ACL snapshot this shard's connections point into, and the acl_gen it
  * was taken at (acl.c; adopted once per read batch when acl_gen moved). */
 struct acl_snap;
-struct acl_snap **shard_acl(struct shard *s);
-uint64_t *shard_acl_gen(struct shard *s);
 /* Wake every shard but except (any thread): they re-check config and ACLs. */
 void shard_wake_all(struct node *n, struct shard *except);
 

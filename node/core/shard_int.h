@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SHARD_MAX_LISTEN 8
@@ -18,11 +19,8 @@ struct shard_sample {
 };
 
 struct shard {
-    unsigned id;
-    struct node *node;
+    struct shard_env env; /* first: shard_env() is a cast */
     struct event_base *base;
-    struct ks *ks;
-    const struct cfg *cfg;
     uint64_t cfg_version;
     uint64_t stat_gen;
     int lfds[SHARD_MAX_LISTEN];
@@ -36,7 +34,6 @@ struct shard {
     pthread_t thread;
     int cpu;
     atomic_bool done;
-    int64_t now_ms;
     unsigned slot_lo, slot_hi;
     uint64_t next_conn_id;
     struct conn *conns;
@@ -45,17 +42,6 @@ struct shard {
     bool stopping;
     int64_t stop_deadline_ms;
     uint64_t rnd;
-    struct shard_stats stats;
-    struct cmd_stat *cmdstats;
-    struct dict *watched;
-    struct pubsub *pubsub;
-    struct block_shard *blocking;
-    struct hash_ttl_index *hash_ttl;
-    struct metrics *metrics;
-    struct persist *persist;
-    struct acl_snap *acl;
-    uint64_t acl_gen;
-    struct evict *evict;
     int64_t clock_floor; /* recovery: the clock never goes below replayed time */
     atomic_ulong pubsub_subs;
     _Atomic(struct shard_msg *) inbox;
@@ -64,3 +50,4 @@ struct shard {
     uint64_t last_sample_ms;
     struct shard_sample last;
 };
+_Static_assert(offsetof(struct shard, env) == 0, "shard_env(s) casts s");

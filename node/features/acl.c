@@ -383,10 +383,10 @@ acl_default_nopass(void)
 bool
 acl_default_open(struct shard *s)
 {
-    if (acl_gen_now() != *shard_acl_gen(s)) {
+    if (acl_gen_now() != shard_env(s)->acl_gen) {
         acl_shard_refresh(s);
     }
-    const struct acl_user *d = snap_find(*shard_acl(s), "default", 7, NULL);
+    const struct acl_user *d = snap_find(shard_env(s)->acl, "default", 7, NULL);
     return (d->flags & U_NOPASS) && (d->flags & U_ON);
 }
 
@@ -409,8 +409,8 @@ sub_still_allowed(void *arg, struct rv_str name, bool pattern)
 void
 acl_shard_refresh(struct shard *s)
 {
-    struct acl_snap **cur = shard_acl(s);
-    uint64_t *seen = shard_acl_gen(s);
+    struct acl_snap **cur = &shard_env(s)->acl;
+    uint64_t *seen = &shard_env(s)->acl_gen;
     uint64_t gen;
     struct acl_snap *next = snap_acquire(&gen);
     if (next == *cur) {
@@ -452,10 +452,10 @@ void
 acl_conn_init(struct conn *c)
 {
     struct shard *s = c->shard;
-    if (rv_unlikely(acl_gen_now() != *shard_acl_gen(s))) {
+    if (rv_unlikely(acl_gen_now() != shard_env(s)->acl_gen)) {
         acl_shard_refresh(s);
     }
-    const struct acl_snap *snap = *shard_acl(s);
+    const struct acl_snap *snap = shard_env(s)->acl;
     c->user = snap_find(snap, "default", 7, NULL);
     c->authed = !snap->auth_required;
     conn_acl_update(c, snap);
@@ -643,7 +643,7 @@ reply_noperm(struct conn *c, const char *reason)
 bool
 acl_allow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
-    if (!c->authed && (*shard_acl(c->shard))->auth_required) {
+    if (!c->authed && (c->env->acl)->auth_required) {
         if (cmd->flags & CMD_NOAUTH) {
             return true;
         }
@@ -678,10 +678,10 @@ bool
 acl_auth(struct conn *c, const struct rv_str *user, struct rv_str pass)
 {
     struct shard *s = c->shard;
-    if (acl_gen_now() != *shard_acl_gen(s)) {
+    if (acl_gen_now() != shard_env(s)->acl_gen) {
         acl_shard_refresh(s);
     }
-    const struct acl_snap *snap = *shard_acl(s);
+    const struct acl_snap *snap = shard_env(s)->acl;
     const char *name = user ? user->p : "default";
     size_t nlen = user ? user->len : 7;
     const struct acl_user *u = snap_find(snap, name, nlen, NULL);
@@ -716,7 +716,7 @@ static void
 adopt_everywhere(struct shard *s)
 {
     acl_shard_refresh(s);
-    struct node *n = shard_node(s);
+    struct node *n = shard_env(s)->node;
     shard_wake_all(n, s);
 }
 

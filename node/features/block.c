@@ -39,7 +39,7 @@ struct block_shard {
 static struct block_shard *
 bshard(struct shard *s)
 {
-    struct block_shard **pp = shard_blocking(s);
+    struct block_shard **pp = &shard_env(s)->blocking;
     if (*pp == NULL) {
         *pp = rv_calloc(1, sizeof(**pp));
         (*pp)->waiting = dict_create();
@@ -66,7 +66,7 @@ block_parse_timeout(struct conn *c, struct rv_str arg, int64_t *deadline_ms)
     }
     /* Round sub-millisecond timeouts up: 0.0001 must still block, not forever. */
     int64_t add = (int64_t)ceill(ms);
-    *deadline_ms = add == 0 ? 0 : conn_now_ms(c) + add;
+    *deadline_ms = add == 0 ? 0 : c->env->now_ms + add;
     return true;
 }
 
@@ -99,7 +99,7 @@ block_release(struct conn *c)
     if (b == NULL) {
         return;
     }
-    struct block_shard *bs = *shard_blocking(c->shard);
+    struct block_shard *bs = c->env->blocking;
     for (int i = 0; i < b->nkeys && bs; i++) {
         waiters_remove(bs, b->argv[b->keyidx[i]], c);
     }
@@ -199,7 +199,7 @@ block_wait(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
         w->v[w->n++] = c;
     }
     if (deadline_ms > 0) {
-        int64_t left = deadline_ms - conn_now_ms(c);
+        int64_t left = deadline_ms - c->env->now_ms;
         struct timeval tv = { left > 0 ? left / 1000 : 0, left > 0 ? (left % 1000) * 1000 : 0 };
         b->timer = evtimer_new(shard_base(c->shard), on_timeout, c);
         evtimer_add(b->timer, &tv);
@@ -209,7 +209,7 @@ block_wait(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
 void
 block_signal(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
-    struct block_shard *bs = *shard_blocking(s);
+    struct block_shard *bs = shard_env(s)->blocking;
     int keys[256];
     if (bs == NULL || dict_size(bs->waiting) == 0) {
         return;
@@ -238,7 +238,7 @@ block_signal(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_st
 bool
 block_pending(struct shard *s)
 {
-    struct block_shard *bs = *shard_blocking(s);
+    struct block_shard *bs = shard_env(s)->blocking;
     return bs && bs->nready > 0 && !bs->serving;
 }
 
@@ -257,7 +257,7 @@ block_retry(struct conn *c)
 void
 block_serve(struct shard *s)
 {
-    struct block_shard *bs = *shard_blocking(s);
+    struct block_shard *bs = shard_env(s)->blocking;
     if (bs == NULL || bs->serving) {
         return;
     }
@@ -336,7 +336,7 @@ collect_waiters(void *arg, struct dict_entry *e)
 void
 block_unblock_all(struct shard *s, const char *err)
 {
-    struct block_shard *bs = *shard_blocking(s);
+    struct block_shard *bs = shard_env(s)->blocking;
     if (bs == NULL) {
         return;
     }
@@ -360,7 +360,7 @@ free_waiters(void *p)
 void
 block_shard_destroy(struct shard *s)
 {
-    struct block_shard **pp = shard_blocking(s);
+    struct block_shard **pp = &shard_env(s)->blocking;
     if (*pp == NULL) {
         return;
     }

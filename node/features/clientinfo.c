@@ -16,7 +16,7 @@ void
 clientinfo_line(struct conn *me, struct conn *c, struct buf *out)
 {
     char line[1024], full[96] = "NULL";
-    int64_t now = shard_now_ms(me->shard);
+    int64_t now = me->env->now_ms;
     char flags[8];
     size_t nf = 0;
     if (c->flags & CONN_CLOSE_AFTER_REPLY) {

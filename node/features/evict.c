@@ -125,8 +125,8 @@ slice_for(int64_t tenacity)
 static struct evict *
 ev_of(struct shard *s)
 {
-    struct evict *ev = *shard_evict(s);
-    if (rv_unlikely(ev->cfg != shard_cfg(s))) {
+    struct evict *ev = shard_env(s)->evict;
+    if (rv_unlikely(ev->cfg != shard_env(s)->cfg)) {
         evict_adopt_cfg(s);
     }
     return ev;
@@ -135,8 +135,8 @@ ev_of(struct shard *s)
 void
 evict_adopt_cfg(struct shard *s)
 {
-    struct evict *ev = *shard_evict(s);
-    const struct cfg *cfg = shard_cfg(s);
+    struct evict *ev = shard_env(s)->evict;
+    const struct cfg *cfg = shard_env(s)->cfg;
     ev->cfg = cfg;
     int p = evict_policy_parse(cfg->mem.maxmemory_policy);
     p = p < 0 ? EVICT_NOEVICTION : p;
@@ -144,7 +144,7 @@ evict_adopt_cfg(struct shard *s)
         ev->npool = 0; /* scores of another policy do not compare */
     }
     ev->policy = p;
-    unsigned n = shard_node(s)->nshards;
+    unsigned n = shard_env(s)->node->nshards;
     long long lim = cfg->mem.maxmemory > 0 ? (long long)(cfg->mem.maxmemory / (n ? n : 1)) : 0;
     if (cfg->mem.max_shard_bytes > 0 && (lim == 0 || cfg->mem.max_shard_bytes < lim)) {
         lim = cfg->mem.max_shard_bytes;
@@ -154,7 +154,7 @@ evict_adopt_cfg(struct shard *s)
     ev->samples = (unsigned)cfg->mem.maxmemory_samples;
     ev->slice_us = slice_for(cfg->mem.maxmemory_eviction_tenacity);
     bool lfu = ev->policy == EVICT_ALLKEYS_LFU || ev->policy == EVICT_VOLATILE_LFU;
-    ks_set_lfu(shard_ks(s), lfu, (unsigned)cfg->mem.lfu_log_factor,
+    ks_set_lfu(shard_env(s)->ks, lfu, (unsigned)cfg->mem.lfu_log_factor,
                (unsigned)cfg->mem.lfu_decay_time);
     ev->hot.armed = ev->shard_limit > 0 || ev->process_limit > 0;
 }
@@ -162,18 +162,18 @@ evict_adopt_cfg(struct shard *s)
 long long
 evict_shard_used(struct shard *s)
 {
-    return rv_mem_thread_net() + (*shard_evict(s))->carry;
+    return rv_mem_thread_net() + (shard_env(s)->evict)->carry;
 }
 
 /* The other shards' charges as they last published them. */
 static long long
 others_used(struct shard *s)
 {
-    struct node *n = shard_node(s);
+    struct node *n = shard_env(s)->node;
     long long sum = 0;
     for (unsigned i = 0; i < n->nshards; i++) {
         if (n->shards[i] != NULL && n->shards[i] != s) {
-            sum += atomic_load_explicit(&(*shard_evict(n->shards[i]))->published,
+            sum += atomic_load_explicit(&(shard_env(n->shards[i])->evict)->published,
                                         memory_order_relaxed);
         }
     }
@@ -307,8 +307,8 @@ ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
         ev_publish(ev, used);
         return EV_FAIL;
     }
-    struct ks *ks = shard_ks(s);
-    int64_t now = shard_now_ms(s);
+    struct ks *ks = shard_env(s)->ks;
+    int64_t now = shard_env(s)->now_ms;
     uint64_t t0 = clock_mono_us();
     unsigned n = 0;
     enum ev_result r = EV_OK;
@@ -327,7 +327,7 @@ ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
         }
     }
     ev->evicted += n;
-    shard_stats(s)->evicted_keys += n;
+    shard_env(s)->stats.evicted_keys += n;
     ev_publish(ev, used);
     return r;
 }
@@ -362,12 +362,12 @@ evict_cron(struct shard *s)
 uint64_t
 evict_evicted_keys(struct shard *s)
 {
-    return (*shard_evict(s))->evicted;
+    return (shard_env(s)->evict)->evicted;
 }
 long long
 evict_peak(struct shard *s)
 {
-    return (*shard_evict(s))->peak;
+    return (shard_env(s)->evict)->peak;
 }
 
 bool
@@ -412,7 +412,7 @@ void
 evict_info_memory(struct shard *s, struct buf *b)
 {
     struct evict *ev = ev_of(s);
-    const struct cfg *cfg = shard_cfg(s);
+    const struct cfg *cfg = shard_env(s)->cfg;
     long long mine = evict_shard_used(s), node = mine + others_used(s);
     size_t rss = rv_mem_rss(), alloc = rv_mem_allocated();
     char h[4][32];
@@ -424,12 +424,13 @@ evict_info_memory(struct shard *s, struct buf *b)
      * current total from below. */
     long long peak = node;
     {
-        struct node *n = shard_node(s);
+        struct node *n = shard_env(s)->node;
         long long sum = 0;
         for (unsigned i = 0; i < n->nshards; i++) {
-            sum += n->shards[i] == s ? ev->peak
-                                     : atomic_load_explicit(&(*shard_evict(n->shards[i]))->pub_peak,
-                                                            memory_order_relaxed);
+            sum += n->shards[i] == s
+                       ? ev->peak
+                       : atomic_load_explicit(&(shard_env(n->shards[i])->evict)->pub_peak,
+                                              memory_order_relaxed);
         }
         if (sum > peak) {
             peak = sum;

@@ -99,7 +99,7 @@ static void
 unwatch_all(struct conn *c)
 {
     struct multi_state *m = c->mstate;
-    struct dict *tab = *shard_watched(c->shard);
+    struct dict *tab = c->env->watched;
     if (m == NULL) {
         return;
     }
@@ -168,7 +168,7 @@ flag_all(void *arg, struct dict_entry *e)
 void
 multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
-    struct dict *tab = *shard_watched(s);
+    struct dict *tab = shard_env(s)->watched;
     int keys[256];
     int n = cmd_get_keys(cmd, argc, argv, keys, 256);
 
@@ -187,19 +187,19 @@ multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str
 static bool
 key_live(struct conn *c, const char *key, size_t len)
 {
-    struct ks_entry *e = ks_peek(conn_ks(c), key, len);
+    struct ks_entry *e = ks_peek(c->env->ks, key, len);
     if (e == NULL) {
         return false;
     }
     int64_t dl = ks_entry_expire(e);
-    return dl == KS_NO_EXPIRE || dl > conn_now_ms(c);
+    return dl == KS_NO_EXPIRE || dl > c->env->now_ms;
 }
 
 void
 multi_watch(struct conn *c, int n, const struct rv_str *keys)
 {
     struct multi_state *m = mstate(c);
-    struct dict **tabp = shard_watched(c->shard);
+    struct dict **tabp = &c->env->watched;
     if (*tabp == NULL) {
         *tabp = dict_create();
     }
@@ -294,7 +294,7 @@ multi_exec_check(struct conn *c)
     struct multi_state *m = c->mstate;
     /* Over a memory budget, a transaction that may grow memory is refused whole
      * (as Redis: the OOM check applies to EXEC for its queued commands). */
-    if (evict_hot(*shard_evict(c->shard))->armed) {
+    if (evict_hot(c->env->evict)->armed) {
         bool denyoom = false;
         for (size_t i = 0; i < m->nq && !denyoom; i++) {
             denyoom = (m->q[i].cmd->flags & CMD_DENYOOM) != 0;

@@ -49,7 +49,7 @@ struct ps_msg {
 static struct pubsub *
 shard_ps(struct shard *s)
 {
-    struct pubsub **pp = shard_pubsub(s);
+    struct pubsub **pp = &shard_env(s)->pubsub;
     if (*pp == NULL) {
         *pp = rv_calloc(1, sizeof(**pp));
         (*pp)->channels = dict_create();
@@ -308,7 +308,7 @@ free_subs(void *p)
 void
 pubsub_shard_destroy(struct shard *s)
 {
-    struct pubsub **pp = shard_pubsub(s);
+    struct pubsub **pp = &shard_env(s)->pubsub;
     if (*pp == NULL) {
         return;
     }
@@ -327,14 +327,14 @@ pubsub_shard_destroy(struct shard *s)
 static void
 check_output_limit(struct conn *c)
 {
-    const struct cfg *cfg = shard_cfg(c->shard);
+    const struct cfg *cfg = c->env->cfg;
     size_t pending = c->wbuf.len - c->wbuf.off;
     int64_t hard = cfg->net.obl_hard[CFG_OBL_PUBSUB], soft = cfg->net.obl_soft[CFG_OBL_PUBSUB];
     bool over = false;
     if (hard > 0 && pending > (size_t)hard) {
         over = true;
     } else if (soft > 0 && pending > (size_t)soft) {
-        int64_t now = shard_now_ms(c->shard);
+        int64_t now = c->env->now_ms;
         if (c->obl_soft_since == 0) {
             c->obl_soft_since = now;
         } else if (now - c->obl_soft_since >= cfg->net.obl_secs[CFG_OBL_PUBSUB] * 1000) {
@@ -345,7 +345,7 @@ check_output_limit(struct conn *c)
     }
     if (over && !(c->flags & CONN_CLOSE_ASAP)) {
         c->flags |= CONN_CLOSE_ASAP;
-        shard_stats(c->shard)->client_output_limit_disconnections++;
+        c->env->stats.client_output_limit_disconnections++;
     }
 }
 
@@ -372,7 +372,7 @@ static size_t
 deliver_local(struct shard *s, enum pubsub_kind kind, const char *ch, size_t chlen, const char *msg,
               size_t len)
 {
-    struct pubsub *ps = *shard_pubsub(s);
+    struct pubsub *ps = shard_env(s)->pubsub;
     size_t n = 0;
     if (ps == NULL) {
         return 0;
@@ -410,7 +410,7 @@ run_remote(struct shard *s, struct shard_msg *m)
 size_t
 pubsub_publish(struct shard *me, struct rv_str ch, struct rv_str msg)
 {
-    struct node *n = shard_node(me);
+    struct node *n = shard_env(me)->node;
     size_t got = deliver_local(me, PUBSUB_CHANNEL, ch.p, ch.len, msg.p, msg.len);
     for (unsigned i = 0; i < n->nshards; i++) {
         struct shard *to = n->shards[i];

@@ -60,8 +60,8 @@ ld(const uint64_t *p)
 static uint64_t
 expired_since_reset(struct shard *s)
 {
-    uint64_t base = ld(&shard_stats(s)->expired_keys_base);
-    uint64_t all = ld(&ks_stats(shard_ks(s))->expired_keys);
+    uint64_t base = ld(&shard_env(s)->stats.expired_keys_base);
+    uint64_t all = ld(&ks_stats(shard_env(s)->ks)->expired_keys);
     return all > base ? all - base : 0;
 }
 
@@ -110,12 +110,12 @@ metrics_destroy(struct metrics *m)
 struct slowlog *
 metrics_slowlog(struct shard *s)
 {
-    return shard_metrics(s)->slowlog;
+    return shard_env(s)->metrics->slowlog;
 }
 struct latency *
 metrics_latency(struct shard *s)
 {
-    return shard_metrics(s)->latency;
+    return shard_env(s)->metrics->latency;
 }
 
 void
@@ -123,11 +123,11 @@ metrics_slow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str
              uint64_t cycles)
 {
     struct shard *s = c->shard;
-    struct metrics *m = shard_metrics(s);
-    const struct cfg *cfg = shard_cfg(s);
+    struct metrics *m = shard_env(s)->metrics;
+    const struct cfg *cfg = shard_env(s)->cfg;
     double tpu = shard_tsc_per_us();
     uint64_t us = tpu > 0 ? (uint64_t)((double)cycles / tpu) : 0;
-    int64_t now_s = shard_now_ms(s) / 1000;
+    int64_t now_s = shard_env(s)->now_ms / 1000;
     if (c->flags & CONN_REPLAY) {
         return; /* recovery, not a client's command */
     }
@@ -147,16 +147,16 @@ metrics_event(struct shard *s, const char *event, uint64_t cycles)
 {
     double tpu = shard_tsc_per_us();
     uint64_t ms = tpu > 0 ? (uint64_t)((double)cycles / tpu / 1000.0) : 0;
-    int64_t thr = shard_cfg(s)->obs.latency_monitor_threshold;
+    int64_t thr = shard_env(s)->cfg->obs.latency_monitor_threshold;
     if (thr > 0 && ms >= (uint64_t)thr) {
-        latency_add(shard_metrics(s)->latency, event, shard_now_ms(s) / 1000, ms);
+        latency_add(shard_env(s)->metrics->latency, event, shard_env(s)->now_ms / 1000, ms);
     }
 }
 
 void
 metrics_error(struct shard *s, const char *msg, size_t n)
 {
-    struct metrics *m = shard_metrics(s);
+    struct metrics *m = shard_env(s)->metrics;
     size_t len = 0;
     while (len < n && msg[len] != ' ') {
         len++;
@@ -184,7 +184,7 @@ metrics_error(struct shard *s, const char *msg, size_t n)
 void
 metrics_reset(struct shard *s)
 {
-    struct metrics *m = shard_metrics(s);
+    struct metrics *m = shard_env(s)->metrics;
     uint32_t ne = atomic_load_explicit(&m->nerrors, memory_order_relaxed);
     for (uint32_t i = 0; i < ne; i++) {
         __atomic_store_n(&m->errors[i].count, 0, __ATOMIC_RELAXED);
@@ -194,8 +194,8 @@ metrics_reset(struct shard *s)
 void
 metrics_cron(struct shard *s)
 {
-    struct metrics *m = shard_metrics(s);
-    struct ks *ks = shard_ks(s);
+    struct metrics *m = shard_env(s)->metrics;
+    struct ks *ks = shard_env(s)->ks;
     size_t blocked = 0;
     for (struct conn *c = shard_conn_first(s); c; c = c->next) {
         blocked += (c->flags & CONN_BLOCKED) != 0;
@@ -212,7 +212,7 @@ metrics_cron(struct shard *s)
 void
 metrics_info_errorstats(struct shard *s, struct buf *b)
 {
-    struct metrics *m = shard_metrics(s);
+    struct metrics *m = shard_env(s)->metrics;
     buf_appendf(b, "# Errorstats\r\n");
     uint32_t ne = atomic_load_explicit(&m->nerrors, memory_order_acquire);
     for (uint32_t i = 0; i < ne; i++) {
@@ -252,7 +252,7 @@ hist_percentile(const uint64_t *hist, uint64_t total, double p)
 void
 metrics_info_latencystats(struct shard *s, struct buf *b)
 {
-    const struct cfg *cfg = shard_cfg(s);
+    const struct cfg *cfg = shard_env(s)->cfg;
     double pct[16];
     int np = 0;
     for (const char *p = cfg->obs.latency_tracking_info_percentiles; *p && np < 16;) {
@@ -268,7 +268,7 @@ metrics_info_latencystats(struct shard *s, struct buf *b)
         }
     }
     buf_appendf(b, "# Latencystats\r\n");
-    struct cmd_stat *cs = shard_cmdstats(s);
+    struct cmd_stat *cs = shard_env(s)->cmdstats;
     for (uint32_t id = 0; cfg->obs.latency_tracking && id < cmd_id_count(); id++) {
         uint64_t total = 0;
         for (int k = 0; k < CMD_LAT_BUCKETS; k++) {
@@ -293,13 +293,13 @@ metrics_info_latencystats(struct shard *s, struct buf *b)
 void
 metrics_info_node(struct shard *self, struct buf *b)
 {
-    struct node *n = shard_node(self);
+    struct node *n = shard_env(self)->node;
     uint64_t conns = 0, rejected = 0, cmds = 0, in = 0, out = 0, hits = 0, misses = 0, errs = 0;
     uint64_t expired = 0, keys = 0, expires = 0, clients = 0, blocked = 0;
     for (unsigned i = 0; i < n->nshards; i++) {
         struct shard *s = n->shards[i];
-        struct shard_stats *st = shard_stats(s);
-        struct metrics *m = shard_metrics(s);
+        struct shard_stats *st = &shard_env(s)->stats;
+        struct metrics *m = shard_env(s)->metrics;
         conns += ld(&st->conns_received);
         rejected += ld(&st->conns_rejected);
         cmds += ld(&st->commands);
@@ -329,14 +329,14 @@ metrics_info_node(struct shard *self, struct buf *b)
         (unsigned long long)expired, (unsigned long long)errs, (unsigned long long)log_dropped());
     for (unsigned i = 0; i < n->nshards; i++) {
         struct shard *s = n->shards[i];
-        struct metrics *m = shard_metrics(s);
+        struct metrics *m = shard_env(s)->metrics;
         unsigned lo, hi;
         shard_slots(s, &lo, &hi);
         buf_appendf(b, "shard%u:port=%d,slots=%u-%u,keys=%llu,clients=%llu,commands=%llu\r\n", i,
                     node_shard_port(n, i), lo, hi,
                     (unsigned long long)atomic_load_explicit(&m->keys, memory_order_relaxed),
                     (unsigned long long)atomic_load_explicit(&m->clients, memory_order_relaxed),
-                    (unsigned long long)ld(&shard_stats(s)->commands));
+                    (unsigned long long)ld(&shard_env(s)->stats.commands));
     }
     buf_appendf(b, "\r\n");
 }
@@ -386,7 +386,7 @@ enum stat_field {
 static uint64_t
 stat_value(struct shard *s, enum stat_field f)
 {
-    struct shard_stats *st = shard_stats(s);
+    struct shard_stats *st = &shard_env(s)->stats;
     switch (f) {
     case SF_CONNS: return ld(&st->conns_received);
     case SF_REJECTED: return ld(&st->conns_rejected);
@@ -442,7 +442,7 @@ static const struct {
 static uint64_t
 gauge_value(struct shard *s, enum gauge_field f)
 {
-    struct metrics *m = shard_metrics(s);
+    struct metrics *m = shard_env(s)->metrics;
     switch (f) {
     case GF_KEYS: return atomic_load_explicit(&m->keys, memory_order_relaxed);
     case GF_EXPIRES: return atomic_load_explicit(&m->expires, memory_order_relaxed);
@@ -499,7 +499,7 @@ prom_shards(struct buf *b, struct node *n, unsigned from, unsigned to)
     }
     family(b, "ruvio_errors_total", "counter", "Error replies by error code (INFO errorstats).");
     for (unsigned i = from; i < to; i++) {
-        struct metrics *m = shard_metrics(n->shards[i]);
+        struct metrics *m = shard_env(n->shards[i])->metrics;
         uint32_t ne = atomic_load_explicit(&m->nerrors, memory_order_acquire);
         for (uint32_t e = 0; e < ne; e++) {
             char code[80];
@@ -594,7 +594,7 @@ metrics_prometheus(struct buf *b, struct node *n, unsigned from, unsigned to)
     size_t nids = cmd_id_count();
     struct cmd_stat *copy = rv_malloc(sizeof(*copy) * nids * (to > from ? to - from : 1));
     for (unsigned i = from; i < to; i++) {
-        struct cmd_stat *cs = shard_cmdstats(n->shards[i]);
+        struct cmd_stat *cs = shard_env(n->shards[i])->cmdstats;
         for (size_t id = 0; id < nids; id++) {
             cmd_stat_copy(&cs[id], &copy[(i - from) * nids + id]);
         }

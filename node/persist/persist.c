@@ -95,7 +95,7 @@ rw_of(const struct cmd_spec *cmd)
 struct persist *
 persist_of(struct shard *s)
 {
-    return *shard_persist(s);
+    return shard_env(s)->persist;
 }
 
 /* ---------------------------------------------------------------- records */
@@ -173,17 +173,18 @@ rec_close(struct persist *p)
         return;
     }
     if (p->w) {
-        if (wal_rec_end(p->w, p->rec_mark, shard_now_ms(p->s)) == 0) {
+        if (wal_rec_end(p->w, p->rec_mark, shard_env(p->s)->now_ms) == 0) {
             return; /* over WAL_MAX_REC: dropped, the WAL failed (logged) */
         }
     } else if (b->len - WAL_REC_HDR > WAL_MAX_REC) {
         log_warn("[shard %u] a record of %zu bytes is over the %llu-byte limit: not sent to "
                  "replicas",
-                 shard_id(p->s), b->len - WAL_REC_HDR, (unsigned long long)WAL_MAX_REC);
+                 shard_env(p->s)->id, b->len - WAL_REC_HDR, (unsigned long long)WAL_MAX_REC);
         return;
     } else {
         /* memory mode: the record only travels to replicas, unsealed (see wal.h) */
-        wal_frame_mark((uint8_t *)b->data, b->len - WAL_REC_HDR, p->next_lsn++, shard_now_ms(p->s));
+        wal_frame_mark((uint8_t *)b->data, b->len - WAL_REC_HDR, p->next_lsn++,
+                       shard_env(p->s)->now_ms);
     }
     p->changes++;
     if (p->repl) {
@@ -221,7 +222,7 @@ rec_key_state(struct persist *p, struct rv_str key)
 {
     struct rv_str del[2] = { S("DEL"), key };
     rec_cmd(p, 2, del);
-    struct ks_entry *e = ks_peek(shard_ks(p->s), key.p, key.len);
+    struct ks_entry *e = ks_peek(shard_env(p->s)->ks, key.p, key.len);
     if (e == NULL) {
         return;
     }
@@ -400,7 +401,7 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
 {
     enum rw rw = rw_of(cmd);
     struct rd r = { c->wbuf.data + mark, c->wbuf.data + c->wbuf.len };
-    int64_t now = shard_now_ms(p->s);
+    int64_t now = shard_env(p->s)->now_ms;
     char num[24];
     struct rv_str a, b;
     bool isnull;
@@ -519,7 +520,7 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
     if (p->w == NULL && !txn && !p->rec_open && p->repl && repl_backlog_on(p->repl) &&
         (rw == RW_NONE || (rw == RW_SET && argc == 3))) {
         /* memory mode, a command logged as its own arguments: straight into the backlog */
-        repl_log_cmd(p->repl, p->next_lsn++, shard_now_ms(p->s), argc, argv);
+        repl_log_cmd(p->repl, p->next_lsn++, shard_env(p->s)->now_ms, argc, argv);
         p->changes++;
         c->own_lsn = last_lsn(p);
         return;
@@ -601,21 +602,21 @@ persist_refuse_write(struct conn *c)
         reply_errf(c,
                    "MISCONF A record over the WAL's size limit could not be logged on shard %u. "
                    "Writes are refused until the node is restarted; see the log.",
-                   shard_id(c->shard));
+                   c->env->id);
         return true;
     }
     if (se) {
         reply_errf(c,
                    "MISCONF WAL fsync failed on shard %u: %s. Writes are refused until the "
                    "node is restarted; see the log.",
-                   shard_id(c->shard), strerror(se));
+                   c->env->id, strerror(se));
         return true;
     }
     if (we) {
         reply_errf(c,
                    "MISCONF Errors writing to the WAL of shard %u: %s. Writes resume by "
                    "themselves once the record can be written.",
-                   shard_id(c->shard), strerror(we));
+                   c->env->id, strerror(we));
         return true;
     }
     return false;
@@ -651,7 +652,7 @@ wal_flush_staged(struct persist *p)
     if (rc < 0) {
         log_warn("[shard %u] cannot write the WAL in %s: %s; writes are refused and their replies "
                  "held until it can be written (retried 10 times a second)",
-                 shard_id(p->s), p->dir, strerror(-rc));
+                 shard_env(p->s)->id, p->dir, strerror(-rc));
     }
 }
 
@@ -802,7 +803,7 @@ persist_before_poll(struct shard *s)
     if (closed) {
         log_warn(
             "[shard %u] closed %zu client(s) whose writes cannot be made durable (fsync failed)",
-            shard_id(s), closed);
+            shard_env(s)->id, closed);
     }
 }
 
@@ -818,7 +819,7 @@ on_synced(void *arg)
 bool
 persist_loading(const struct shard *s)
 {
-    struct persist *p = *shard_persist((struct shard *)s);
+    struct persist *p = shard_env((struct shard *)s)->persist;
     return p && p->loading;
 }
 
@@ -845,7 +846,7 @@ apply_rec(struct replayer *x, const struct wal_rec *rec)
         x->cmds++;
         if (!replay_exec(x->rp, argc, x->argv, err, sizeof(err))) {
             if (x->errors++ < 5) {
-                log_warn("[shard %u] replaying LSN %" PRIu64 " (%.*s): %s", shard_id(x->p->s),
+                log_warn("[shard %u] replaying LSN %" PRIu64 " (%.*s): %s", shard_env(x->p->s)->id,
                          rec->lsn, (int)(x->argv[0].len > 32 ? 32 : x->argv[0].len), x->argv[0].p,
                          err);
             }
@@ -867,7 +868,7 @@ load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *l
     }
     *lsn = r.ck.lsn;
     *created = r.ck.created_ms;
-    ks_reserve(shard_ks(x->p->s), r.ck.keys_hint + r.ck.keys_hint / 8);
+    ks_reserve(shard_env(x->p->s)->ks, r.ck.keys_hint + r.ck.keys_hint / 8);
     while ((rd = wal_reader_next(&r, &rec)) == WAL_RD_OK) {
         if (rec.len >= 1 && rec.payload[0] == WAL_P_END) {
             end = true;
@@ -893,7 +894,7 @@ load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *l
         x->p->cut = true;
         log_warn("[shard %u] checkpoint %s is corrupt at offset %zu (%s): loaded its valid "
                  "prefix (wal-accept-loss yes)",
-                 shard_id(x->p->s), f->path, r.off, why);
+                 shard_env(x->p->s)->id, f->path, r.off, why);
     }
     wal_reader_close(&r);
     return 0;
@@ -971,7 +972,7 @@ static int
 replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t after, bool accept,
                 uint64_t *last, char *err, size_t errsz)
 {
-    unsigned sid = shard_id(x->p->s);
+    unsigned sid = shard_env(x->p->s)->id;
     struct wal_walk k;
     struct wal_rec rec;
     enum wal_rd rd;
@@ -1085,7 +1086,7 @@ clean_mark(struct persist *p)
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || fsync(fd) != 0 || wal_fsync_dir(p->dir) != 0) {
         log_warn("[shard %u] cannot write %s (%s): the next start takes this stop for a crash",
-                 shard_id(p->s), path, strerror(errno));
+                 shard_env(p->s)->id, path, strerror(errno));
     }
     if (fd >= 0) {
         close(fd);
@@ -1104,7 +1105,7 @@ int
 persist_open(struct shard *s, char *err, size_t errsz)
 {
     char dir[4096];
-    snprintf(dir, sizeof(dir), "%s/shard-%u", shard_cfg(s)->persist.dir, shard_id(s));
+    snprintf(dir, sizeof(dir), "%s/shard-%u", shard_env(s)->cfg->persist.dir, shard_env(s)->id);
     return persist_open_dir(s, dir, false, err, errsz);
 }
 
@@ -1126,10 +1127,10 @@ persist_save_now(struct shard *s, char *err, size_t errsz)
 int
 persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz)
 {
-    const struct cfg *cfg = shard_cfg(s);
+    const struct cfg *cfg = shard_env(s)->cfg;
     rw_init();
     struct persist *p = rv_calloc(1, sizeof(*p));
-    *shard_persist(s) = p;
+    shard_env(s)->persist = p;
     p->s = s;
     p->mode = readonly ? WAL_MEMORY : (int)cfg->persist.durability;
     p->last_ckpt_ok = true;
@@ -1168,7 +1169,7 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         rc = replay_segments(&x, segs, ns, ck_lsn, cfg->persist.wal_accept_loss, &last, err, errsz);
     }
     p->loading = false;
-    ks_reserve(shard_ks(s), 0);
+    ks_reserve(shard_env(s)->ks, 0);
     replay_destroy(x.rp);
     rv_free(x.argv);
     rv_free(segs);
@@ -1180,19 +1181,19 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
     p->load_us = clock_mono_us() - t0;
     /* No deadline moves backwards: the clock never goes below what was replayed. */
     int64_t floor = created;
-    if (x.cmds > 0 && shard_now_ms(s) > floor) {
-        floor = shard_now_ms(s);
+    if (x.cmds > 0 && shard_env(s)->now_ms > floor) {
+        floor = shard_env(s)->now_ms;
     }
     shard_set_clock_floor(s, floor);
     shard_refresh_clock(s);
     if (x.cmds > 0 || nc > 0) {
         log_notice("[shard %u] loaded %" PRIu64 " keys from checkpoint LSN %" PRIu64 " and %" PRIu64
                    " WAL records in %.3f s (%" PRIu64 " replay errors)",
-                   shard_id(s), p->keys_loaded, ck_lsn, p->records_replayed,
+                   shard_env(s)->id, p->keys_loaded, ck_lsn, p->records_replayed,
                    (double)p->load_us / 1e6, x.errors);
     }
     p->next_lsn = last + 1;
-    ks_set_expire_hook(shard_ks(s), on_expire, p);
+    ks_set_expire_hook(shard_env(s)->ks, on_expire, p);
     if (p->mode != WAL_MEMORY) {
         if (persist_open_wal(p, err, errsz) == NULL) {
             return -1;
@@ -1215,10 +1216,10 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
 struct wal *
 persist_open_wal(struct persist *p, char *err, size_t errsz)
 {
-    const struct cfg *cfg = shard_cfg(p->s);
+    const struct cfg *cfg = shard_env(p->s)->cfg;
     struct wal_opts o = {
         .dir = p->dir,
-        .shard = shard_id(p->s),
+        .shard = shard_env(p->s)->id,
         .mode = p->mode,
         .seg_bytes = (uint64_t)cfg->persist.wal_segment_bytes,
         .sync_interval_ms = 1000,
@@ -1272,7 +1273,7 @@ persist_close(struct shard *s)
         char err[256];
         if (persist_save_now(s, err, sizeof(err)) != 0) {
             log_warn("[shard %u] checkpoint of the full sync's data set at shutdown: %s",
-                     shard_id(s), err);
+                     shard_env(s)->id, err);
         }
     }
     snap_abort(p);
@@ -1289,7 +1290,7 @@ persist_close(struct shard *s)
     p->w = NULL;
     snap_wait_finish(p);
     rv_free(p);
-    *shard_persist(s) = NULL;
+    shard_env(s)->persist = NULL;
 }
 
 void
@@ -1301,7 +1302,7 @@ persist_cron(struct shard *s)
     }
     if (p->w && wal_write_error(p->w) != 0 && wal_staged(p->w)) {
         if (wal_write(p->w) == 0) {
-            log_warn("[shard %u] WAL writes work again; accepting writes", shard_id(s));
+            log_warn("[shard %u] WAL writes work again; accepting writes", shard_env(s)->id);
             p->last_release = 0; /* release what waited */
         }
     }

@@ -113,7 +113,7 @@ persist_rebase_recover(struct persist *p, char *err, size_t errsz)
     if (!rebase_read(p, &lsn, &phase)) {
         return 0;
     }
-    unsigned sid = shard_id(p->s);
+    unsigned sid = shard_env(p->s)->id;
     if (phase == 1) {
         struct wal_file *segs = NULL, *cks = NULL;
         size_t ns = 0, nc = 0;
@@ -163,7 +163,7 @@ rebase_conns(struct persist *p, uint64_t lsn)
     if (closed) {
         log_warn("[shard %u] full sync: closed %zu client(s) waiting for records of the replaced "
                  "history",
-                 shard_id(p->s), closed);
+                 shard_env(p->s)->id, closed);
     }
 }
 
@@ -210,9 +210,9 @@ persist_rebase(struct shard *s, uint64_t lsn, char *err, size_t errsz)
      * the stream (copy-on-write keeps it at lsn), instead of stalling the
      * shard for a whole synchronous save. */
     if (snap_start(p, err, errsz) != 0) {
-        log_warn("[shard %u] full sync: checkpoint at LSN %" PRIu64 ": %s (retried)", shard_id(s),
-                 lsn, err);
-        p->rebase_retry_ms = shard_now_ms(s) + 1000;
+        log_warn("[shard %u] full sync: checkpoint at LSN %" PRIu64 ": %s (retried)",
+                 shard_env(s)->id, lsn, err);
+        p->rebase_retry_ms = shard_env(s)->now_ms + 1000;
     }
     return 0;
 }

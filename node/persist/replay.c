@@ -24,7 +24,8 @@ replay_create(struct shard *s)
 {
     struct replay *r = rv_calloc(1, sizeof(*r));
     r->c.shard = s;
-    r->c.persist = *shard_persist(s);
+    r->c.env = shard_env(s);
+    r->c.persist = shard_env(s)->persist;
     r->c.fd = -1;
     r->c.proto = 2;
     r->c.authed = true;

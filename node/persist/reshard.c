@@ -328,7 +328,7 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, const struct reshar
             rc = -1;
             break;
         }
-        struct ks *ks = shard_ks(old);
+        struct ks *ks = shard_env(old)->ks;
         uint64_t cur = 0;
         do {
             cur = ks_scan(ks, cur, 256, move_key, &m);

@@ -125,7 +125,7 @@ dump_entry(struct persist *p, const struct ks_entry *e)
 {
     struct snap *sn = p->snap;
     int64_t dl = ks_entry_expire(e);
-    if (dl != KS_NO_EXPIRE && dl <= shard_now_ms(p->s)) {
+    if (dl != KS_NO_EXPIRE && dl <= shard_env(p->s)->now_ms) {
         return;
     }
     enum ks_type t = ks_entry_type(e);
@@ -171,7 +171,7 @@ snap_touch(struct persist *p, const char *key, size_t len)
     if (sn == NULL || sn->scan_done || sn->failed) {
         return;
     }
-    ks_snap_touch(sn->it, shard_ks(p->s), key, len);
+    ks_snap_touch(sn->it, shard_env(p->s)->ks, key, len);
 }
 
 static void *
@@ -243,13 +243,14 @@ snap_done(struct persist *p, struct snap *sn)
         remove_older(p, sn->lsn);
         persist_ckpt_done(p, sn->lsn);
         log_notice("[shard %u] checkpoint at LSN %" PRIu64 ": %" PRIu64 " keys in %" PRId64 " ms",
-                   shard_id(p->s), sn->lsn, sn->nkeys, took);
+                   shard_env(p->s)->id, sn->lsn, sn->nkeys, took);
     } else {
         p->last_ckpt_ok = false;
-        log_warn("[shard %u] checkpoint at LSN %" PRIu64 " failed: %s", shard_id(p->s), sn->lsn,
-                 sn->failed ? sn->why : strerror(-sn->finish_rc));
+        log_warn("[shard %u] checkpoint at LSN %" PRIu64 " failed: %s", shard_env(p->s)->id,
+                 sn->lsn, sn->failed ? sn->why : strerror(-sn->finish_rc));
         if (p->rebase) {
-            p->rebase_retry_ms = shard_now_ms(p->s) + 1000; /* a full sync's data set needs one */
+            p->rebase_retry_ms = shard_env(p->s)->now_ms +
+                                 1000; /* a full sync's data set needs one */
         }
     }
 }
@@ -299,7 +300,7 @@ snap_step(struct persist *p, uint64_t budget_us)
     struct snap *sn = p->snap;
     uint64_t t0 = clock_mono_us();
     do {
-        if (ks_snap_next(sn->it, shard_ks(p->s), 64)) {
+        if (ks_snap_next(sn->it, shard_env(p->s)->ks, 64)) {
             sn->scan_done = true;
             snap_cow_refresh(p);
         }
@@ -365,12 +366,12 @@ snap_start(struct persist *p, char *err, size_t errsz)
         }
         lsn = wal_last_lsn(p->w);
     }
-    const struct cfg *cfg = shard_cfg(p->s);
-    struct wal_ckpt_info info = { .shard = shard_id(p->s),
+    const struct cfg *cfg = shard_env(p->s)->cfg;
+    struct wal_ckpt_info info = { .shard = shard_env(p->s)->id,
                                   .nshards = (unsigned)cfg->node.shards,
                                   .lsn = lsn,
-                                  .created_ms = shard_now_ms(p->s) };
-    size_t nk = ks_size(shard_ks(p->s));
+                                  .created_ms = shard_env(p->s)->now_ms };
+    size_t nk = ks_size(shard_env(p->s)->ks);
     info.keys_hint = nk > UINT32_MAX ? UINT32_MAX : (uint32_t)nk;
     char why[512];
     struct wal_ckpt *k = wal_ckpt_create(p->dir, &info, why, sizeof(why));
@@ -450,7 +451,8 @@ snap_all_changed(struct persist *p)
     }
     char err[256];
     if (snap_start(p, err, sizeof(err)) != 0) {
-        log_warn("[shard %u] restarting the checkpoint after a flush: %s", shard_id(p->s), err);
+        log_warn("[shard %u] restarting the checkpoint after a flush: %s", shard_env(p->s)->id,
+                 err);
     }
 }
 
@@ -493,21 +495,22 @@ snap_after_record(struct persist *p)
     char err[256];
     if (snap_start(p, err, sizeof(err)) != 0) {
         log_warn("[shard %u] starting the checkpoint asked for inside a transaction: %s",
-                 shard_id(p->s), err);
+                 shard_env(p->s)->id, err);
     }
 }
 
 void
 snap_cron(struct persist *p)
 {
-    const struct cfg *cfg = shard_cfg(p->s);
+    const struct cfg *cfg = shard_env(p->s)->cfg;
     if (p->snap == NULL && p->w && p->rebase && !p->rec_open &&
-        shard_now_ms(p->s) >= p->rebase_retry_ms) {
+        shard_env(p->s)->now_ms >= p->rebase_retry_ms) {
         /* a full sync's data set has no checkpoint yet (it failed or was aborted) */
         char err[256];
         if (snap_start(p, err, sizeof(err)) != 0) {
-            log_warn("[shard %u] checkpoint of the full sync's data set: %s", shard_id(p->s), err);
-            p->rebase_retry_ms = shard_now_ms(p->s) + 1000;
+            log_warn("[shard %u] checkpoint of the full sync's data set: %s", shard_env(p->s)->id,
+                     err);
+            p->rebase_retry_ms = shard_env(p->s)->now_ms + 1000;
         }
         return;
     }
@@ -515,7 +518,7 @@ snap_cron(struct persist *p)
         wal_bytes(p->w) > p->wal_at_ckpt + (uint64_t)cfg->persist.checkpoint_wal_bytes) {
         char err[256];
         if (snap_start(p, err, sizeof(err)) != 0) {
-            log_warn("[shard %u] automatic checkpoint: %s", shard_id(p->s), err);
+            log_warn("[shard %u] automatic checkpoint: %s", shard_env(p->s)->id, err);
             p->wal_at_ckpt = wal_bytes(p->w); /* retry after as many bytes again */
         }
     }

@@ -53,7 +53,7 @@ is_loopback(const struct sockaddr_storage *ss)
 struct conn *
 conn_create(struct shard *s, int fd)
 {
-    const struct cfg *cfg = shard_cfg(s);
+    const struct cfg *cfg = shard_env(s)->cfg;
     struct sockaddr_storage peer, local;
     socklen_t plen = sizeof(peer), llen = sizeof(local);
     memset(&peer, 0, sizeof(peer));
@@ -85,7 +85,7 @@ conn_create(struct shard *s, int fd)
         ssize_t w = write(fd, msg, sizeof(msg) - 1);
         (void)w;
         close(fd);
-        shard_stats(s)->conns_rejected++;
+        shard_env(s)->stats.conns_rejected++;
         return NULL;
     }
 
@@ -102,7 +102,8 @@ conn_create(struct shard *s, int fd)
         setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
     }
     c->shard = s;
-    c->persist = *shard_persist(s);
+    c->env = shard_env(s);
+    c->persist = shard_env(s)->persist;
     c->fd = fd;
     c->proto = 2;
     c->id = shard_next_conn_id(s);
@@ -151,8 +152,8 @@ conn_proto_error(struct conn *c, const char *msg)
     char line[256];
     int n = snprintf(line, sizeof(line), "-ERR %s\r\n", msg);
     buf_append(&c->wbuf, line, (size_t)n);
-    shard_stats(c->shard)->protocol_errors++;
-    log_info("[shard %u] closing client %s: %s", shard_id(c->shard), c->addr, msg);
+    c->env->stats.protocol_errors++;
+    log_info("[shard %u] closing client %s: %s", c->env->id, c->addr, msg);
     conn_close_after_reply(c);
 }
 
@@ -169,7 +170,7 @@ conn_fill(struct conn *c)
     ssize_t n = read(c->fd, c->rbuf.data + c->rbuf.len, c->rbuf.cap - c->rbuf.len);
     if (n > 0) {
         c->rbuf.len += (size_t)n;
-        shard_stats(c->shard)->net_input_bytes += (uint64_t)n;
+        c->env->stats.net_input_bytes += (uint64_t)n;
         return RV_OK;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
@@ -198,7 +199,7 @@ conn_over_output(struct conn *c, const struct cfg *cfg)
     int64_t hard = cfg->net.obl_hard[cls], soft = cfg->net.obl_soft[cls];
     bool over = hard > 0 && pending > (size_t)hard;
     if (!over && soft > 0 && pending > (size_t)soft) {
-        int64_t now = shard_now_ms(c->shard);
+        int64_t now = c->env->now_ms;
         if (c->obl_soft_since == 0) {
             c->obl_soft_since = now;
         } else if (now - c->obl_soft_since >= cfg->net.obl_secs[cls] * 1000) {
@@ -210,10 +211,10 @@ conn_over_output(struct conn *c, const struct cfg *cfg)
     if (over) {
         if (!(c->flags & CONN_CLOSE_ASAP)) {
             c->flags |= CONN_CLOSE_ASAP;
-            shard_stats(c->shard)->client_output_limit_disconnections++;
+            c->env->stats.client_output_limit_disconnections++;
             log_notice("[shard %u] client id=%llu addr=%s closed for overcoming of output buffer "
                        "limits (%zu bytes unread)",
-                       shard_id(c->shard), (unsigned long long)c->id, c->addr, pending);
+                       c->env->id, (unsigned long long)c->id, c->addr, pending);
         }
         return true;
     }
@@ -232,7 +233,7 @@ conn_process_batch(struct conn *c)
 {
     int argc;
     struct rv_str *argv;
-    const struct cfg *cfg = shard_cfg(c->shard);
+    const struct cfg *cfg = c->env->cfg;
     size_t out_check = conn_output_check(c, cfg);
 
     c->parser.lim.max_bulk = (uint64_t)cfg->net.proto_max_bulk_len; /* CONFIG SET applies live */
@@ -256,7 +257,7 @@ conn_process_batch(struct conn *c)
         }
     }
     if (rv_unlikely(c->rbuf.len - c->rbuf.off > (size_t)cfg->net.client_query_buffer_limit)) {
-        shard_stats(c->shard)->client_qbuf_limit_disconnections++;
+        c->env->stats.client_qbuf_limit_disconnections++;
         conn_proto_error(c,
                          "Protocol error: query buffer limit exceeded (client-query-buffer-limit)");
     }
@@ -290,14 +291,14 @@ conn_on_readable(evutil_socket_t fd, short what, void *arg)
         conn_io_close(c);
         return;
     }
-    if (rv_unlikely(acl_gen_now() != *shard_acl_gen(c->shard))) {
+    if (rv_unlikely(acl_gen_now() != c->env->acl_gen)) {
         acl_shard_refresh(c->shard); /* users changed on some shard: before this batch runs */
         if (c->flags & CONN_CLOSE_ASAP) {
             return;
         }
     }
     shard_refresh_clock(c->shard);
-    c->last_ms = shard_now_ms(c->shard);
+    c->last_ms = c->env->now_ms;
     conn_process(c);
     if (c->rbuf.off == c->rbuf.len && c->rbuf.cap > 4 * CONN_READ_LEN) {
         c->rbuf.off = c->rbuf.len = 0;
@@ -325,7 +326,7 @@ conn_io_flush(struct conn *c)
         if (n > 0) {
             c->wbuf.off += (size_t)n;
             c->out_done += (uint64_t)n;
-            shard_stats(c->shard)->net_output_bytes += (uint64_t)n;
+            c->env->stats.net_output_bytes += (uint64_t)n;
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {

@@ -69,8 +69,8 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
     if (slot < 0 || shard_owns_slot(c->shard, (unsigned)slot)) {
         return true;
     }
-    struct node *n = shard_node(c->shard);
-    const struct cfg *cfg = shard_cfg(c->shard);
+    struct node *n = c->env->node;
+    const struct cfg *cfg = c->env->cfg;
     unsigned owner = node_slot_shard(n, (unsigned)slot);
     reply_errf(c, "MOVED %d %s:%d", slot,
                cfg->net.cluster_announce_ip[0] ? cfg->net.cluster_announce_ip : c->lip,
@@ -81,7 +81,7 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
 void
 dispatch_count_errors_slow(struct conn *c)
 {
-    shard_stats(c->shard)->total_error_replies += c->nerr;
+    c->env->stats.total_error_replies += c->nerr;
     size_t len = strlen(c->errcode);
     for (uint32_t i = 0; i < c->nerr; i++) {
         metrics_error(c->shard, c->errcode, len);
@@ -179,7 +179,7 @@ void
 dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
     struct shard *s = c->shard;
-    struct cmd_stat *st = &shard_cmdstats(s)[cmd->id];
+    struct cmd_stat *st = &shard_env(s)->cmdstats[cmd->id];
     /* Unread output before the handler: appending may compact the buffer
      * (after a partial write), so positions are taken relative to off. */
     size_t before = c->wbuf.len - c->wbuf.off;
@@ -219,7 +219,7 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
             metrics_slow(c, cmd, argc, argv, cycles);
         }
     }
-    shard_stats(s)->commands++;
+    shard_env(s)->stats.commands++;
     size_t mark = c->wbuf.off + before; /* where this command's reply starts */
     c->failed = c->nerr != 0;
     if (rv_unlikely(c->failed)) {
@@ -228,10 +228,10 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
         dispatch_count_errors_slow(c);
     } else if ((cmd->flags & CMD_WRITE) && c->wbuf.len > mark) {
         /* (A blocking command that went on waiting replied nothing and wrote nothing.) */
-        if (rv_unlikely(*shard_watched(s) != NULL)) {
+        if (rv_unlikely(shard_env(s)->watched != NULL)) {
             multi_touch(s, cmd, argc, argv);
         }
-        if (rv_unlikely(*shard_blocking(s) != NULL)) {
+        if (rv_unlikely(shard_env(s)->blocking != NULL)) {
             block_signal(s, cmd, argc, argv);
         }
         if (ph->log && !(c->flags & CONN_REPLAY)) { /* (a replica logs the frames it applies) */
@@ -275,12 +275,12 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
             up[i] = '\0';
             reply_errf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
                        (int)(argv[1].len > 128 ? 128 : argv[1].len), argv[1].p, up);
-            cmd_reject(c, &shard_cmdstats(s)[cmd->id]);
+            cmd_reject(c, &shard_env(s)->cmdstats[cmd->id]);
             return;
         }
         cmd = sub;
     }
-    struct cmd_stat *st = &shard_cmdstats(s)[cmd->id];
+    struct cmd_stat *st = &shard_env(s)->cmdstats[cmd->id];
     if (rv_unlikely((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity)) {
         char full[96];
         cmd_fullname(cmd, full, sizeof(full));
@@ -310,7 +310,7 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
     /* Over a memory budget: refuse writes that may grow memory, and (as Redis)
      * anything that would be queued inside MULTI. */
     if (rv_unlikely((cmd->flags & CMD_DENYOOM) || (c->flags & CONN_MULTI)) &&
-        evict_hot(*shard_evict(s))->armed &&
+        evict_hot(shard_env(s)->evict)->armed &&
         ((cmd->flags & CMD_DENYOOM) || !(cmd->flags & CMD_NOQUEUE)) && !evict_admit(s)) {
         reply_err(c, RV_ERR_OOM);
         cmd_reject(c, st);

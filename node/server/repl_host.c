@@ -29,9 +29,9 @@ static void
 h_info(void *host, struct repl_host_info *out)
 {
     struct shard *s = host;
-    out->shard = shard_id(s);
-    out->nshards = shard_node(s)->nshards;
-    out->run_id = shard_node(s)->run_id;
+    out->shard = shard_env(s)->id;
+    out->nshards = shard_env(s)->node->nshards;
+    out->run_id = shard_env(s)->node->run_id;
     out->memory = persist_memory_mode(s);
     out->dir = persist_dir(s);
     out->log_maybe_short = persist_log_maybe_short(s);
@@ -42,13 +42,13 @@ h_info(void *host, struct repl_host_info *out)
 static const void *
 h_cfg_id(void *host)
 {
-    return shard_cfg(host);
+    return shard_env(host)->cfg;
 }
 
 static void
 h_cfg(void *host, struct repl_cfg *out)
 {
-    const struct cfg *c = shard_cfg(host);
+    const struct cfg *c = shard_env(host)->cfg;
     out->replicaof = c->repl.replicaof;
     out->masterauth = c->repl.masterauth;
     out->masteruser = c->repl.masteruser;
@@ -82,7 +82,7 @@ h_base(void *host)
 static int64_t
 h_now_ms(void *host)
 {
-    return shard_now_ms(host);
+    return shard_env(host)->now_ms;
 }
 
 static int64_t
@@ -100,7 +100,7 @@ h_next_client_id(void *host)
 static void
 h_count_obl_close(void *host)
 {
-    shard_stats(host)->client_output_limit_disconnections++;
+    shard_env(host)->stats.client_output_limit_disconnections++;
 }
 
 static struct wal *
@@ -137,7 +137,7 @@ static void
 h_set_role(void *host, bool replica)
 {
     persist_repl_set_replica(host, replica);
-    ks_set_replica_mode(shard_ks(host), replica);
+    ks_set_replica_mode(shard_env(host)->ks, replica);
 }
 
 static void
@@ -158,8 +158,8 @@ static void
 h_publish_role(void *host, const char *val, bool rewrite)
 {
     struct shard *s = host;
-    struct node *n = shard_node(s);
-    struct cfg *next = cfg_dup(shard_cfg(s));
+    struct node *n = shard_env(s)->node;
+    struct cfg *next = cfg_dup(shard_env(s)->cfg);
     (void)cfg_set_state(next, "replicaof", val);
     node_publish_cfg(n, next);
     shard_adopt_cfg(s);
@@ -169,7 +169,7 @@ h_publish_role(void *host, const char *val, bool rewrite)
         }
     }
     char err[512];
-    if (rewrite && cfg_file()[0] != '\0' && cfg_rewrite(shard_cfg(s), err, sizeof(err)) != 0) {
+    if (rewrite && cfg_file()[0] != '\0' && cfg_rewrite(shard_env(s)->cfg, err, sizeof(err)) != 0) {
         log_warn("the new role (replicaof '%s') could not be written to %s: %s", val, cfg_file(),
                  err);
     }
@@ -251,7 +251,7 @@ h_replay_exec(void *rp, int argc, const struct rv_str *argv, char *err, size_t e
 static void
 h_apply_begin(void *host, bool stream)
 {
-    ks_set_replica_mode(shard_ks(host), false); /* records run with their own clock */
+    ks_set_replica_mode(shard_env(host)->ks, false); /* records run with their own clock */
     if (stream) {
         cmd_batch_runs_begin();
     }
@@ -269,7 +269,7 @@ h_apply_end(void *host, bool stream)
     if (stream) {
         cmd_batch_runs_end();
     }
-    ks_set_replica_mode(shard_ks(host), true);
+    ks_set_replica_mode(shard_env(host)->ks, true);
     shard_refresh_clock(host);
 }
 
@@ -308,7 +308,7 @@ h_load_install(void *host, void *ld)
 {
     ks_reserve(ld, 0);
     struct ks *old = shard_swap_ks(host, ld);
-    ks_set_clock(shard_ks(host), shard_now_ms(host));
+    ks_set_clock(shard_env(host)->ks, shard_env(host)->now_ms);
     ks_destroy(old);
 }
 
@@ -327,7 +327,7 @@ h_rebase(void *host, uint64_t lsn, char *err, size_t errsz)
 static size_t
 h_keys(void *host)
 {
-    return ks_size(shard_ks(host));
+    return ks_size(shard_env(host)->ks);
 }
 
 /* A full sync's walk: the keyspace's snapshot iterator, its keys handed to
@@ -360,14 +360,14 @@ static bool
 h_snap_next(void *host, void *snap, unsigned count)
 {
     struct walk *w = snap;
-    return ks_snap_next(w->sn, shard_ks(host), count);
+    return ks_snap_next(w->sn, shard_env(host)->ks, count);
 }
 
 static void
 h_snap_touch(void *host, void *snap, const char *key, size_t len)
 {
     struct walk *w = snap;
-    ks_snap_touch(w->sn, shard_ks(host), key, len);
+    ks_snap_touch(w->sn, shard_env(host)->ks, key, len);
 }
 
 static void

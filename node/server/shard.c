@@ -54,19 +54,19 @@ listen_one(struct shard *s, const char *addr, int port, char *err, size_t errsz)
         sin.sin_addr.s_addr = htonl(INADDR_ANY);
     } else if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
         snprintf(err, errsz, "shard %u: cannot listen on %s:%d ('bind'): not an IPv4 address",
-                 s->id, addr, port);
+                 s->env.id, addr, port);
         return -1;
     }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0) {
-        snprintf(err, errsz, "shard %u: socket(): %s", s->id, strerror(errno));
+        snprintf(err, errsz, "shard %u: socket(): %s", s->env.id, strerror(errno));
         return -1;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-        listen(fd, (int)s->cfg->net.tcp_backlog) != 0) {
-        snprintf(err, errsz, "shard %u: cannot listen on %s:%d ('port'): %s", s->id, addr, port,
+        listen(fd, (int)s->env.cfg->net.tcp_backlog) != 0) {
+        snprintf(err, errsz, "shard %u: cannot listen on %s:%d ('port'): %s", s->env.id, addr, port,
                  strerror(errno));
         close(fd);
         return -1;
@@ -106,33 +106,33 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     conn_set_io(&conn_io_ops);
     long long mem0 = rv_mem_thread_net(); /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));
-    s->evict = evict_create();
-    s->id = id;
-    s->node = n;
-    s->cfg = atomic_load(&n->cfg);
+    s->env.evict = evict_create();
+    s->env.id = id;
+    s->env.node = n;
+    s->env.cfg = atomic_load(&n->cfg);
     s->cfg_version = atomic_load(&n->cfg_version);
     s->wakefd = -1;
     s->cpu = -1;
     slot_range(id, n->nshards, &s->slot_lo, &s->slot_hi);
     s->next_conn_id = (uint64_t)id + 1;
     s->rnd = clock_mono_us() ^ ((uint64_t)id << 32) ^ 0x9e3779b97f4a7c15ull;
-    s->cmdstats = rv_calloc(cmd_id_count(), sizeof(*s->cmdstats));
-    s->metrics = metrics_create();
+    s->env.cmdstats = rv_calloc(cmd_id_count(), sizeof(*s->env.cmdstats));
+    s->env.metrics = metrics_create();
     shard_calibrate_tsc();
 
     if (dir != NULL) {
-        s->ks = ks_create(rand_u64(), rand_u64());
-        s->now_ms = clock_unix_ms();
+        s->env.ks = ks_create(rand_u64(), rand_u64());
+        s->env.now_ms = clock_unix_ms();
         if (persist_open_dir(s, dir, true, err, errsz) != 0) {
             goto fail;
         }
-        evict_add_carry(s->evict, rv_mem_thread_net() - mem0);
+        evict_add_carry(s->env.evict, rv_mem_thread_net() - mem0);
         evict_adopt_cfg(s);
         return s;
     }
     char binds[1024];
-    snprintf(binds, sizeof(binds), "%s", s->cfg->net.bind);
-    int port = (int)s->cfg->net.port + (int)id;
+    snprintf(binds, sizeof(binds), "%s", s->env.cfg->net.bind);
+    int port = (int)s->env.cfg->net.port + (int)id;
     char *save = NULL;
     for (char *a = strtok_r(binds, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
         if (s->nlisten == SHARD_MAX_LISTEN) {
@@ -147,13 +147,13 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
         snprintf(err, errsz, "shard %u: no bind address ('bind')", id);
         goto fail;
     }
-    s->ks = ks_create(rand_u64(), rand_u64());
-    s->now_ms = clock_unix_ms();
+    s->env.ks = ks_create(rand_u64(), rand_u64());
+    s->env.now_ms = clock_unix_ms();
     repl_host_install(); /* before persistence attaches replication */
     if (persist_open(s, err, errsz) != 0) {
         goto fail;
     }
-    evict_add_carry(s->evict, rv_mem_thread_net() - mem0);
+    evict_add_carry(s->env.evict, rv_mem_thread_net() - mem0);
     evict_adopt_cfg(s);
     return s;
 fail:
@@ -170,20 +170,20 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                log_warn("[shard %u] accept: %s", s->id, strerror(errno));
+                log_warn("[shard %u] accept: %s", s->env.id, strerror(errno));
             }
             return;
         }
-        if ((int64_t)atomic_load_explicit(&s->node->nclients, memory_order_relaxed) >=
-            s->cfg->net.maxclients) {
+        if ((int64_t)atomic_load_explicit(&s->env.node->nclients, memory_order_relaxed) >=
+            s->env.cfg->net.maxclients) {
             static const char msg[] = "-ERR max number of clients reached\r\n";
             ssize_t w = write(fd, msg, sizeof(msg) - 1);
             (void)w;
             close(fd);
-            s->stats.conns_rejected++;
+            s->env.stats.conns_rejected++;
             continue;
         }
-        s->stats.conns_received++;
+        s->env.stats.conns_received++;
         struct conn *c = conn_create(s, fd);
         if (c) {
             log_info("Accepted %s", c->addr);
@@ -198,7 +198,7 @@ shard_begin_stop(struct shard *s)
         return;
     }
     s->stopping = true;
-    s->stop_deadline_ms = clock_unix_ms() + s->cfg->node.shutdown_timeout * 1000;
+    s->stop_deadline_ms = clock_unix_ms() + s->env.cfg->node.shutdown_timeout * 1000;
     for (int i = 0; i < s->nlisten; i++) {
         event_free(s->levs[i]);
         s->levs[i] = NULL;
@@ -244,10 +244,10 @@ on_wake(evutil_socket_t fd, short what, void *arg)
     (void)r;
     shard_drain_inbox(s);
     shard_adopt_cfg(s);
-    if (acl_gen_now() != s->acl_gen) {
+    if (acl_gen_now() != s->env.acl_gen) {
         acl_shard_refresh(s);
     }
-    if (atomic_load(&s->node->shutdown)) {
+    if (atomic_load(&s->env.node->shutdown)) {
         shard_begin_stop(s);
     }
 }
@@ -260,11 +260,11 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     (void)what;
     int64_t now = shard_refresh_clock(s);
     shard_adopt_cfg(s);
-    if (acl_gen_now() != s->acl_gen) {
+    if (acl_gen_now() != s->env.acl_gen) {
         acl_shard_refresh(s);
     }
-    uint64_t budget = (uint64_t)(25000 / s->cfg->node.hz) *
-                      (uint64_t)s->cfg->node.active_expire_effort / 10;
+    uint64_t budget = (uint64_t)(25000 / s->env.cfg->node.hz) *
+                      (uint64_t)s->env.cfg->node.active_expire_effort / 10;
     if (budget < 1000) {
         budget = 1000;
     }
@@ -274,7 +274,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     shard_sample_rates(s, now);
     metrics_cron(s);
     persist_cron(s);
-    ks_active_expire(s->ks, now, budget);
+    ks_active_expire(s->env.ks, now, budget);
     if (!repl_is_replica(persist_repl(s))) { /* replicas wait for the primary's records */
         hash_active_expire(s, now, budget / 4);
         /* and, as Redis's replica-ignore-maxmemory yes, evict nothing themselves */
@@ -283,21 +283,21 @@ on_cron(evutil_socket_t fd, short what, void *arg)
             evtimer_add(s->evictev, &one_ms);
         }
     }
-    if (ks_rehash_step(s->ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
+    if (ks_rehash_step(s->env.ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
     }
-    if (s->cfg->net.timeout > 0) {
+    if (s->env.cfg->net.timeout > 0) {
         for (struct conn *c = s->conns, *n; c; c = n) {
             n = c->next;
             /* As Redis: subscribers and blocked clients are not idle. */
-            if (now - c->last_ms > s->cfg->net.timeout * 1000 &&
+            if (now - c->last_ms > s->env.cfg->net.timeout * 1000 &&
                 !(c->flags & (CONN_PENDING | CONN_PUBSUB | CONN_BLOCKED))) {
                 conn_io_close(c);
             }
         }
     }
-    struct timeval tv = { 0, 1000000 / (int)s->cfg->node.hz };
+    struct timeval tv = { 0, 1000000 / (int)s->env.cfg->node.hz };
     event_add(s->cronev, &tv);
 }
 
@@ -310,7 +310,7 @@ on_rehash(evutil_socket_t fd, short what, void *arg)
     struct shard *s = arg;
     (void)fd;
     (void)what;
-    if (ks_rehash_step(s->ks, 1000)) {
+    if (ks_rehash_step(s->env.ks, 1000)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
     }
@@ -348,15 +348,15 @@ shard_main(void *arg)
 {
     struct shard *s = arg;
     char name[16];
-    snprintf(name, sizeof(name), "ruvio-shard-%u", s->id);
+    snprintf(name, sizeof(name), "ruvio-shard-%u", s->env.id);
     pthread_setname_np(pthread_self(), name);
-    log_set_thread_shard((int)s->id);
+    log_set_thread_shard((int)s->env.id);
     if (s->cpu >= 0) {
         cpu_set_t set;
         CPU_ZERO(&set);
         CPU_SET(s->cpu, &set);
         if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
-            log_warn("[shard %u] cannot pin to CPU %d", s->id, s->cpu);
+            log_warn("[shard %u] cannot pin to CPU %d", s->env.id, s->cpu);
         }
     }
     shard_refresh_clock(s);
@@ -371,10 +371,10 @@ shard_main(void *arg)
     while (s->conns) {
         conn_io_close(s->conns);
     }
-    if (atomic_load(&s->node->save_on_exit)) {
+    if (atomic_load(&s->env.node->save_on_exit)) {
         char err[512];
         if (persist_save_now(s, err, sizeof(err)) != 0) {
-            log_warn("[shard %u] SHUTDOWN SAVE: %s", s->id, err);
+            log_warn("[shard %u] SHUTDOWN SAVE: %s", s->env.id, err);
         }
     }
     persist_close(s);
@@ -403,7 +403,7 @@ shard_start(struct shard *s, int cpu)
     s->cronev = evtimer_new(s->base, on_cron, s);
     s->rehashev = evtimer_new(s->base, on_rehash, s);
     s->evictev = evtimer_new(s->base, on_evict, s);
-    struct timeval tv = { 0, 1000000 / (int)s->cfg->node.hz };
+    struct timeval tv = { 0, 1000000 / (int)s->env.cfg->node.hz };
     event_add(s->cronev, &tv);
     if (pthread_create(&s->thread, NULL, shard_main, s) != 0) {
         return RV_EIO;
@@ -462,12 +462,12 @@ shard_destroy(struct shard *s)
     pubsub_shard_destroy(s);
     block_shard_destroy(s);
     persist_close(s);
-    hash_ttl_index_destroy(s->hash_ttl);
-    ks_destroy(s->ks);
-    evict_destroy(s->evict);
-    dict_destroy(s->watched, NULL);
-    acl_shard_release(s->acl);
-    rv_free(s->cmdstats);
-    metrics_destroy(s->metrics);
+    hash_ttl_index_destroy(s->env.hash_ttl);
+    ks_destroy(s->env.ks);
+    evict_destroy(s->env.evict);
+    dict_destroy(s->env.watched, NULL);
+    acl_shard_release(s->env.acl);
+    rv_free(s->env.cmdstats);
+    metrics_destroy(s->env.metrics);
     rv_free(s);
 }
