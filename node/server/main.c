@@ -35,6 +35,14 @@ static const struct reshard_source reshard_src = {
 static int
 setup_process(const struct cfg *cfg, sigset_t *set, char *err, size_t errsz)
 {
+    /* Before any thread starts (the log writer is the first): every thread
+     * inherits the mask, so SIGTERM/SIGINT reach only main's sigwait. A thread
+     * started before the mask could take them and die of them. */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
     if (log_setup((int)cfg->obs.loglevel, cfg->obs.logfile, cfg->obs.log_queue_lines) != 0) {
         fprintf(stderr, "ruvio: config error: 'logfile': cannot open '%s': %s\n", cfg->obs.logfile,
                 strerror(errno));
@@ -50,11 +58,6 @@ setup_process(const struct cfg *cfg, sigset_t *set, char *err, size_t errsz)
                 strerror(errno));
         return 1;
     }
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(set);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, set, NULL); /* shard threads inherit the mask */
     return 0;
 }
 
@@ -98,8 +101,24 @@ setup_node(struct node *node, struct cfg *cfg, const char *argv0, char *err, siz
     return 0;
 }
 
+/* SIGTERM/SIGINT are blocked in every thread and wait for main's sigwait;
+ * while loading, main looks for them between shards. */
+static bool
+stop_requested(void)
+{
+    sigset_t pending;
+    sigpending(&pending);
+    if (!sigismember(&pending, SIGTERM) && !sigismember(&pending, SIGINT)) {
+        return false;
+    }
+    log_notice("Received %s while loading: exiting",
+               sigismember(&pending, SIGTERM) ? "SIGTERM" : "SIGINT");
+    return true;
+}
+
 /* Create every shard (recovering its data), redistributing a data directory
- * written with another shard count first; 0, or 1 after printing why not. */
+ * written with another shard count first; 0, 1 after printing why not, or 2
+ * when SIGTERM/SIGINT came while loading. */
 static int
 load_shards(struct node *node, const struct cfg *cfg, char *err, size_t errsz)
 {
@@ -118,6 +137,9 @@ load_shards(struct node *node, const struct cfg *cfg, char *err, size_t errsz)
         if (node->shards[i] == NULL) {
             fprintf(stderr, "ruvio: %s\n", err);
             return 1;
+        }
+        if (stop_requested()) {
+            return 2;
         }
     }
     if (resh == 1 && reshard_run(node, cfg->persist.dir, old_n, &reshard_src, err, errsz) != 0) {
@@ -184,8 +206,18 @@ main(int argc, char **argv)
     }
     int cpus[1024];
     int ncpus = cfg->node.shard_cpus[0] ? cfg_cpu_list(cfg->node.shard_cpus, cpus, 1024) : 0;
-    if (setup_node(&node, cfg, argv[0], err, sizeof(err)) != 0 ||
-        load_shards(&node, cfg, err, sizeof(err)) != 0) {
+    if (setup_node(&node, cfg, argv[0], err, sizeof(err)) != 0) {
+        return 1;
+    }
+    int loaded = load_shards(&node, cfg, err, sizeof(err));
+    if (loaded == 2) {
+        /* As a kill would: no clean-stop marker (the next start counts this one as
+         * unclean), nothing unsaved (loading wrote nothing new), no exit handlers
+         * racing the shards' WAL threads. */
+        log_shutdown();
+        _exit(0);
+    }
+    if (loaded != 0) {
         return 1;
     }
     metrics_apply_cfg(cfg);
