@@ -17,7 +17,8 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-/* Set once by the server before any shard starts (shard_set_hooks). */
+/* Set by the server before it creates a shard (shard_set_hooks): never NULL
+ * while a shard exists. */
 static struct shard_hooks hooks;
 
 void
@@ -47,9 +48,8 @@ shard_calibrate_tsc(void)
     tsc_per_us = t1 > t0 ? (double)(c1 - c0) / (double)(t1 - t0) : 1000.0;
 }
 
-/* Adopt the newest published config snapshot. */
-static void
-shard_check_cfg(struct shard *s)
+void
+shard_adopt_cfg(struct shard *s)
 {
     uint64_t g = atomic_load_explicit(&s->env.node->stat_gen, memory_order_relaxed);
     if (g != s->stat_gen) {
@@ -60,16 +60,8 @@ shard_check_cfg(struct shard *s)
     if (v != s->cfg_version) {
         s->cfg_version = v;
         s->env.cfg = atomic_load(&s->env.node->cfg);
-        if (hooks.cfg_adopted) {
-            hooks.cfg_adopted(s);
-        }
+        hooks.cfg_adopted(s);
     }
-}
-
-void
-shard_adopt_cfg(struct shard *s)
-{
-    shard_check_cfg(s);
 }
 
 void
@@ -214,9 +206,7 @@ shard_reset_stats(struct shard *s)
     memset(s->samples, 0, sizeof(s->samples));
     s->last_sample_ms = 0;
     memset(s->env.cmdstats, 0, cmd_id_count() * sizeof(*s->env.cmdstats));
-    if (hooks.stats_reset) {
-        hooks.stats_reset(s);
-    }
+    hooks.stats_reset(s);
 }
 
 bool

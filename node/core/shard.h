@@ -97,8 +97,9 @@ bool shard_owns_slot(const struct shard *s, unsigned slot);
 void shard_slots(const struct shard *s, unsigned *lo, unsigned *hi);
 uint64_t shard_next_conn_id(struct shard *s);
 double shard_tsc_per_us(void);
-/* Adopt the newest published config snapshot now (CONFIG SET; the shard's
- * own timer and wake-ups do it otherwise). */
+/* Adopt the newest published config snapshot, and reset the counters when
+ * another shard ran CONFIG RESETSTAT: from the shard's timer and wake-ups,
+ * and at once after CONFIG SET. */
 void shard_adopt_cfg(struct shard *s);
 
 /* What the layers above the shard's state do on its events, set once by the

@@ -200,14 +200,6 @@ lfu_touch(struct ks *ks, struct ks_entry *e, int64_t now_ms)
     ent_clk_set(e, lfu_minutes(now_ms) << 8 | ctr);
 }
 
-static inline uint32_t
-ks_clk_now(const struct ks *ks)
-{
-    if (rv_unlikely(ks->lfu)) {
-        return lfu_minutes(ks->now_ms) << 8 | KS_LFU_INIT;
-    }
-    return (uint32_t)((uint64_t)(ks->now_ms / 1000) & KS_CLK_MASK);
-}
 
 /* The access clock of a value stored over old (NULL: a new key): under LFU an
  * overwrite keeps the key's counter, as Redis does. */
@@ -302,7 +294,7 @@ ks_put_inline(struct ks *ks, const char *key, size_t klen, const struct ks_val *
          * metadata lookup (a cache miss) on every overwrite. */
         struct ent_lay l;
         ent_lay(old, &l);
-        size_t us = (size_t)(l.val + l.vlen - (const uint8_t *)old); /* ent_used */
+        size_t us = (size_t)(l.val + l.vlen - (const uint8_t *)old);
         if (size <= us && us - size <= us / 4) {
             /* Rewrite in place: same pointer, so only the expires index may change. */
             bool had = (old->flags & EF_EXP) != 0;

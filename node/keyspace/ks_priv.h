@@ -89,13 +89,6 @@ ent_hdr_size(unsigned flags, size_t klen, size_t vlen)
     return n;
 }
 
-static inline size_t
-ent_used(const struct ks_entry *e)
-{
-    struct ent_lay l;
-    ent_lay(e, &l);
-    return (size_t)(l.val + l.vlen - (const uint8_t *)e);
-}
 
 static inline int64_t
 ent_deadline(const struct ks_entry *e)
