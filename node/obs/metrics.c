@@ -154,30 +154,27 @@ metrics_event(struct shard *s, const char *event, uint64_t cycles)
 }
 
 void
-metrics_error(struct shard *s, const char *msg, size_t n)
+metrics_error(struct shard *s, const char *code, uint32_t count)
 {
     struct metrics *m = shard_env(s)->metrics;
-    size_t len = 0;
-    while (len < n && msg[len] != ' ') {
-        len++;
-    }
+    size_t len = strlen(code);
     if (len >= sizeof(m->errors[0].code)) {
         len = sizeof(m->errors[0].code) - 1;
     }
     uint32_t ne = atomic_load_explicit(&m->nerrors, memory_order_relaxed);
     for (uint32_t i = 0; i < ne; i++) {
         struct error_stat *e = &m->errors[i];
-        if (strncmp(e->code, msg, len) == 0 && e->code[len] == '\0') {
-            __atomic_store_n(&e->count, e->count + 1, __ATOMIC_RELAXED);
+        if (strncmp(e->code, code, len) == 0 && e->code[len] == '\0') {
+            __atomic_store_n(&e->count, e->count + count, __ATOMIC_RELAXED);
             return;
         }
     }
     if (ne == METRICS_MAX_ERRORS) {
         return; /* like Redis: new codes past the limit are not tracked */
     }
-    memcpy(m->errors[ne].code, msg, len);
+    memcpy(m->errors[ne].code, code, len);
     m->errors[ne].code[len] = '\0';
-    m->errors[ne].count = 1;
+    m->errors[ne].count = count;
     atomic_store_explicit(&m->nerrors, ne + 1, memory_order_release);
 }
 

@@ -61,9 +61,10 @@ void metrics_event(struct shard *s, const char *event, uint64_t cycles);
 
 struct metrics *metrics_create(void);
 void metrics_destroy(struct metrics *m);
-void metrics_cron(struct shard *s);                             /* publish gauges */
-void metrics_error(struct shard *s, const char *msg, size_t n); /* an error reply was sent */
-void metrics_reset(struct shard *s);                            /* CONFIG RESETSTAT: error counts */
+void metrics_cron(struct shard *s); /* publish gauges */
+/* count error replies with this code (their first word) were sent */
+void metrics_error(struct shard *s, const char *code, uint32_t count);
+void metrics_reset(struct shard *s); /* CONFIG RESETSTAT: error counts */
 struct slowlog *metrics_slowlog(struct shard *s);
 struct latency *metrics_latency(struct shard *s);
 

@@ -82,10 +82,7 @@ void
 dispatch_count_errors_slow(struct conn *c)
 {
     c->env->stats.total_error_replies += c->nerr;
-    size_t len = strlen(c->errcode);
-    for (uint32_t i = 0; i < c->nerr; i++) {
-        metrics_error(c->shard, c->errcode, len);
-    }
+    metrics_error(c->shard, c->errcode, c->nerr);
     c->nerr = 0;
 }
 
