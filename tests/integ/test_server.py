@@ -255,3 +255,67 @@ def test_restart_same_port_after_exit(start_server):
     with srv2.raw() as c:
         assert c.cmd("PING") == "PONG"
     poll_until(lambda: srv2.alive(), timeout=1, what="second server alive")
+
+
+@pytest.mark.skipif(IS_REDIS, reason="ruvio's start-up and its data directory")
+def test_sigterm_at_any_moment_of_start_up_is_a_clean_exit(tmp_path):
+    """SIGTERM/SIGINT are blocked before the first thread starts and taken only by main: a signal that comes
+    while the node is loading or just starting is never fatal (-15) and loses nothing (docs/operations.md)."""
+    import subprocess
+    import time
+    import redis as redis_py
+
+    port = free_port()
+    log = tmp_path / "ruvio.log"
+    argv = [RUVIO_BIN, "--port", str(port), "--bind", HOST, "--dir", str(tmp_path / "data"), "--shards", "2",
+            "--durability", "always", "--logfile", str(log)]
+
+    def start():
+        if log.exists():
+            log.unlink()
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    p = start()
+    poll_until(lambda: all(_ping(port + i) for i in (0, 1)), timeout=10, what="both shards answer")
+    keys = 0
+    for i in (0, 1):
+        r = redis_py.Redis(host=HOST, port=port + i, socket_timeout=10)
+        # a hash tag of this shard's slots (shard i of 2 owns [i*8192, i*8192+8191])
+        tag = next(t for t in (f"t{n}" for n in range(1000)) if r.cluster("keyslot", t) // 8192 == i)
+        pipe = r.pipeline(transaction=False)
+        for k in range(20000):
+            pipe.set(f"{{{tag}}}:{k}", "v" * 32)
+        pipe.execute()
+        keys += r.dbsize()
+        r.close()
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=EXIT_TIMEOUT * 6) == 0
+    # The log file is opened right after the signals are blocked (a signal before main runs ends any
+    # program): from then on, during loading (two shards of 20,000 keys to replay) or just after it.
+    for delay in (0, 0.002, 0.01, 0.03, 0.1, 0.3):
+        p = start()
+        poll_until(log.exists, timeout=10, what="the log file opened")
+        time.sleep(delay)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=EXIT_TIMEOUT * 6) == 0, f"SIGTERM {delay} s after the log opened"
+    p = start()
+    try:
+        poll_until(lambda: all(_ping(port + i) for i in (0, 1)), timeout=20, what="both shards answer")
+        total = 0
+        for i in (0, 1):
+            r = redis_py.Redis(host=HOST, port=port + i, socket_timeout=10)
+            total += r.dbsize()
+            r.close()
+        assert total == keys
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=EXIT_TIMEOUT * 6) == 0
+
+
+def _ping(port):
+    try:
+        with socket.create_connection((HOST, port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
