@@ -262,18 +262,33 @@ def test_sigterm_at_any_moment_of_start_up_is_a_clean_exit(tmp_path):
     """SIGTERM/SIGINT are blocked before the first thread starts and taken only by main: a signal that comes
     while the node is loading or just starting is never fatal (-15) and loses nothing (docs/operations.md)."""
     import subprocess
-    import time
-    import redis as redis_py
 
     port = free_port()
     log = tmp_path / "ruvio.log"
     argv = [RUVIO_BIN, "--port", str(port), "--bind", HOST, "--dir", str(tmp_path / "data"), "--shards", "2",
             "--durability", "always", "--logfile", str(log)]
 
+    procs = []
+
     def start():
         if log.exists():
             log.unlink()
-        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return procs[-1]
+
+    try:
+        _sigterm_during_start_up(start, log, port)
+    finally:
+        for p in procs:  # a failed assertion leaves no server behind
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=EXIT_TIMEOUT)
+
+
+def _sigterm_during_start_up(start, log, port):
+    import time
+
+    import redis as redis_py
 
     p = start()
     poll_until(lambda: all(_ping(port + i) for i in (0, 1)), timeout=10, what="both shards answer")
@@ -299,17 +314,15 @@ def test_sigterm_at_any_moment_of_start_up_is_a_clean_exit(tmp_path):
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=EXIT_TIMEOUT * 6) == 0, f"SIGTERM {delay} s after the log opened"
     p = start()
-    try:
-        poll_until(lambda: all(_ping(port + i) for i in (0, 1)), timeout=20, what="both shards answer")
-        total = 0
-        for i in (0, 1):
-            r = redis_py.Redis(host=HOST, port=port + i, socket_timeout=10)
-            total += r.dbsize()
-            r.close()
-        assert total == keys
-    finally:
-        p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=EXIT_TIMEOUT * 6) == 0
+    poll_until(lambda: all(_ping(port + i) for i in (0, 1)), timeout=20, what="both shards answer")
+    total = 0
+    for i in (0, 1):
+        r = redis_py.Redis(host=HOST, port=port + i, socket_timeout=10)
+        total += r.dbsize()
+        r.close()
+    assert total == keys
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=EXIT_TIMEOUT * 6) == 0
 
 
 def _ping(port):
