@@ -10,6 +10,7 @@
 #include "base/glob.h"
 #include "base/mem.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/features/evict.h"
 #include "node/keyspace/ks.h"
 #include "node/core/lookup.h"
@@ -159,6 +160,7 @@ expire_generic(struct conn *c, int argc, struct rv_str *argv, bool seconds, bool
     e = lookup_write(c, argv[1]);
     if (e == NULL) {
         reply_int(c, 0);
+        effect_none(c);
         return;
     }
     cur = ks_entry_expire(e);
@@ -166,11 +168,16 @@ expire_generic(struct conn *c, int argc, struct rv_str *argv, bool seconds, bool
         ((f & EXP_GT) && (cur == KS_NO_EXPIRE || when <= cur)) ||
         ((f & EXP_LT) && cur != KS_NO_EXPIRE && when >= cur)) {
         reply_int(c, 0);
+        effect_none(c);
         return;
     }
+    /* logged as what it did, with the deadline made absolute (and the condition already met) */
     if (when <= c->env->now_ms) {
+        effect_redo(c, "DEL", argv[1]);
         ks_delete(ks, argv[1].p, argv[1].len);
     } else {
+        effect_redo(c, "PEXPIREAT", argv[1]);
+        effect_arg_i64(c, when);
         ks_set_expire(ks, e, when);
     }
     reply_int(c, 1);

@@ -7,6 +7,7 @@
 
 #include "base/mem.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/keyspace/ks.h"
 #include "node/core/lookup.h"
 #include "node/core/reply.h"
@@ -342,6 +343,7 @@ CMD_HANDLER(getex)
     e = lookup_read(c, argv[1]);
     if (e == NULL) {
         reply_null(c);
+        effect_none(c);
         return;
     }
     if (ks_entry_type(e) != KS_STRING) {
@@ -352,12 +354,19 @@ CMD_HANDLER(getex)
         return;
     }
     reply_str_value(c, e);
+    /* logged as what it did to the deadline, made absolute */
     if ((f & (SO_EXAT | SO_PXAT)) && deadline <= c->env->now_ms) {
+        effect_redo(c, "DEL", argv[1]);
         ks_delete(ks, argv[1].p, argv[1].len);
     } else if (exp != 0) {
+        effect_redo(c, "PEXPIREAT", argv[1]);
+        effect_arg_i64(c, deadline);
         ks_set_expire(ks, e, deadline);
     } else if (f & SO_PERSIST) {
+        effect_redo(c, "PERSIST", argv[1]);
         ks_set_expire(ks, e, KS_NO_EXPIRE);
+    } else {
+        effect_none(c);
     }
 }
 
@@ -535,6 +544,10 @@ CMD_HANDLER(incrbyfloat)
     /* Stored as a string like Redis; an existing key keeps its TTL. */
     ks_set_str(ks, argv[1].p, argv[1].len, buf, n, KS_NO_EXPIRE, true);
     reply_bulk(c, buf, n);
+    /* logged as the value it stored: replaying the addition could round differently */
+    effect_redo(c, "SET", argv[1]);
+    effect_arg(c, buf, n);
+    effect_arg(c, "KEEPTTL", 7);
 }
 
 CMD_HANDLER(getrange)

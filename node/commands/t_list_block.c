@@ -1,9 +1,11 @@
 /* node/commands/t_list_block.c: the blocking list commands. Each tries to serve at
  * once with the list helpers of t_list.c and otherwise waits (node/features/block.h);
- * a wake-up re-runs the same handler. */
+ * a wake-up re-runs the same handler. One that is served is logged as the plain
+ * command it became (node/core/effect.h). */
 #include "node/features/block.h"
 #include "node/commands/cmds.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/core/lookup.h"
 #include "node/core/reply.h"
 #include "node/commands/t_list.h"
@@ -58,6 +60,7 @@ bpop(struct conn *c, int argc, struct rv_str *argv, enum list_end end)
             return;
         }
         if (l != NULL) {
+            effect_redo(c, end == LIST_HEAD ? "LPOP" : "RPOP", argv[i]);
             list_pop_reply(c, argv[i], l, end, 1, LIST_REPLY_KEY_ONE);
             return;
         }
@@ -90,6 +93,10 @@ bmove(struct conn *c, int argc, struct rv_str *argv, enum list_end from, enum li
         return;
     }
     if (l != NULL) {
+        effect_redo(c, "LMOVE", argv[1]);
+        effect_arg(c, argv[2].p, argv[2].len);
+        effect_arg(c, from == LIST_HEAD ? "LEFT" : "RIGHT", from == LIST_HEAD ? 4 : 5);
+        effect_arg(c, to == LIST_HEAD ? "LEFT" : "RIGHT", to == LIST_HEAD ? 4 : 5);
         list_move_reply(c, argv[1], l, argv[2], from, to);
         return;
     }
@@ -145,6 +152,8 @@ CMD_HANDLER(blmpop)
             return;
         }
         if (l != NULL) {
+            effect_redo(c, which ? "RPOP" : "LPOP", argv[3 + i]);
+            effect_arg_i64(c, count);
             list_pop_reply(c, argv[3 + i], l, which ? LIST_TAIL : LIST_HEAD, (size_t)count,
                            LIST_REPLY_KEY_ARRAY);
             return;

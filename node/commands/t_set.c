@@ -7,6 +7,7 @@
 #include "base/glob.h"
 #include "base/mem.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/keyspace/dict.h"
 #include "node/keyspace/ks.h"
 #include "node/core/reply.h"
@@ -202,27 +203,38 @@ CMD_HANDLER(spop)
             } else {
                 reply_null(c);
             }
+            effect_none(c);
         }
         return;
     }
+    /* logged as SREM of the members it took (or DEL when it took them all) */
     rs = hash_rng_seed(c);
     if (argc == 2) {
         m = sobj_random(s, &rs, scratch);
         reply_bulk(c, m.p, m.len);
+        effect_redo(c, "SREM", argv[1]);
+        effect_arg(c, m.p, m.len);
         sobj_rem(s, m.p, m.len);
         set_drop_if_empty(c, s, argv[1]);
         return;
     }
     n = (size_t)count < sobj_len(s) ? (size_t)count : sobj_len(s);
     reply_set(c, n);
+    if (n == 0) {
+        effect_none(c);
+        return;
+    }
     if (n == sobj_len(s)) {
         sobj_foreach(s, out_member, c);
+        effect_redo(c, "DEL", argv[1]);
         ks_delete(c->env->ks, argv[1].p, argv[1].len);
         return;
     }
+    effect_redo(c, "SREM", argv[1]);
     for (size_t i = 0; i < n; i++) {
         m = sobj_random(s, &rs, scratch);
         reply_bulk(c, m.p, m.len);
+        effect_arg(c, m.p, m.len);
         sobj_rem(s, m.p, m.len);
     }
 }

@@ -1,8 +1,10 @@
 /* node/commands/t_zset_block.c: BZPOPMIN, BZPOPMAX and BZMPOP: serve at once with the
- * sorted-set pop helper, or wait (node/features/block.h) and re-run when woken. */
+ * sorted-set pop helper, or wait (node/features/block.h) and re-run when woken. One
+ * that is served is logged as the ZPOPMIN/ZPOPMAX it became (node/core/effect.h). */
 #include "node/features/block.h"
 #include "node/commands/cmds.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/core/lookup.h"
 #include "node/core/reply.h"
 #include "node/commands/t_zset.h"
@@ -41,6 +43,7 @@ bzpop(struct conn *c, int argc, struct rv_str *argv, bool max)
     }
     for (int i = 1; i < argc - 1; i++) {
         if (zset_at(c, argv[i], &wrong)) {
+            effect_redo(c, max ? "ZPOPMAX" : "ZPOPMIN", argv[i]);
             zset_pop_reply(c, argv[i], max, 1, ZSET_POP_KEYED);
             return;
         }
@@ -92,6 +95,8 @@ CMD_HANDLER(bzmpop)
     }
     for (int i = 0; i < nk; i++) {
         if (zset_at(c, argv[3 + i], &wrong)) {
+            effect_redo(c, which == 1 ? "ZPOPMAX" : "ZPOPMIN", argv[3 + i]);
+            effect_arg_i64(c, count);
             reply_array(c, 2);
             reply_bulk(c, argv[3 + i].p, argv[3 + i].len);
             zset_pop_reply(c, argv[3 + i], which == 1, (size_t)count, ZSET_POP_PAIRS);

@@ -17,6 +17,7 @@ struct pubsub_conn;
 struct block_state;
 struct persist;
 struct acl_user;
+struct effect_redo;
 
 enum conn_flag {
     CONN_CLOSE_AFTER_REPLY = 1u << 0,
@@ -34,10 +35,9 @@ enum conn_flag {
     CONN_BLOCKED = 1u << 12,     /* waiting in a blocking command: input waits */
     CONN_BLOCK_RETRY = 1u << 13, /* re-running the blocking command after a wake-up */
     CONN_IN_EXEC = 1u << 14,     /* running the commands of EXEC */
-    CONN_REPLAY = 1u << 15,
-    CONN_EXEC_ABORT = 1u << 17, /* EXEC's guard: an error reply is EXECABORT's reason */
-    CONN_HELD = 1u << 16,
-    /* output waits for the WAL (persist.c) */ /* internal: replays records (recovery, RESTORE); no socket */
+    CONN_REPLAY = 1u << 15,      /* internal: replays records (recovery, RESTORE); no socket */
+    CONN_HELD = 1u << 16,        /* output waits for the WAL (persist.c) */
+    CONN_EXEC_ABORT = 1u << 17,  /* EXEC's guard: an error reply is EXECABORT's reason */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the
@@ -66,7 +66,9 @@ struct conn {
      * errorstats, total_error_replies), and the code of the last one. */
     uint32_t nerr;
     char errcode[32];
-    bool failed; /* the last command run for c replied with an error (set by the dispatcher) */
+    bool failed;    /* the last command run for c replied with an error (set by the dispatcher) */
+    uint8_t effect; /* what the running write did (enum effect, effect.h) */
+    struct effect_redo *redo;   /* its redo command, when it built one (effect.c) */
     struct multi_state *mstate; /* MULTI queue and WATCHed keys (multi.c), or NULL */
     struct pubsub_conn *ps;     /* subscriptions (pubsub.c), or NULL */
     struct block_state *bstate; /* blocking command in progress (block.c), or NULL */

@@ -4,6 +4,7 @@
 #include "base/mem.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/keyspace/dict.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
@@ -149,12 +150,15 @@ block_wait(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
 {
     if (c->flags & CONN_BLOCK_RETRY) {
         c->bstate->reblocked = true; /* keep our place in line */
+        effect_waiting(c);
         return;
     }
     if (c->flags & (CONN_MULTI | CONN_IN_EXEC)) {
         reply_timeout(c, tr); /* a transaction never blocks */
+        effect_none(c);
         return;
     }
+    effect_waiting(c); /* (the dispatcher then neither logs it nor signals its keys) */
     struct block_state *b = rv_calloc(1, sizeof(*b));
     size_t bytes = (size_t)argc * sizeof(struct rv_str);
     for (int i = 0; i < argc; i++) {

@@ -11,6 +11,7 @@
 #include "base/strnum.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/keyspace/ks.h"
 #include "node/obs/metrics.h"
 #include "node/types/obj.h"
@@ -28,25 +29,14 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-/* Commands whose effect is logged differently from their arguments. */
+/* Commands logged as a rewrite of their arguments: relative times made
+ * absolute, or a key's whole state. (What a handler reports it did, a random
+ * pick, a computed value, a served blocking pop, is in c->effect instead.) */
 enum rw {
     RW_NONE = 0,
-    RW_SPOP,
-    RW_INCRBYFLOAT,
-    RW_EXPIRE,
-    RW_PEXPIRE,
     RW_SETEX,
     RW_PSETEX,
     RW_SET,
-    RW_GETEX,
-    RW_BLPOP,
-    RW_BRPOP,
-    RW_BLMOVE,
-    RW_BRPOPLPUSH,
-    RW_BLMPOP,
-    RW_BZPOPMIN,
-    RW_BZPOPMAX,
-    RW_BZMPOP,
     RW_STATE,
     RW_RESTORE,
 };
@@ -54,15 +44,8 @@ static const struct {
     const char *name;
     enum rw rw;
 } rw_names[] = {
-    { "spop", RW_SPOP },         { "incrbyfloat", RW_INCRBYFLOAT },
-    { "expire", RW_EXPIRE },     { "pexpire", RW_PEXPIRE },
-    { "setex", RW_SETEX },       { "psetex", RW_PSETEX },
-    { "set", RW_SET },           { "getex", RW_GETEX },
-    { "blpop", RW_BLPOP },       { "brpop", RW_BRPOP },
-    { "blmove", RW_BLMOVE },     { "brpoplpush", RW_BRPOPLPUSH },
-    { "blmpop", RW_BLMPOP },     { "bzpopmin", RW_BZPOPMIN },
-    { "bzpopmax", RW_BZPOPMAX }, { "bzmpop", RW_BZMPOP },
-    { "semaphore", RW_STATE },   { "restore", RW_RESTORE },
+    { "setex", RW_SETEX },     { "psetex", RW_PSETEX },   { "set", RW_SET },
+    { "semaphore", RW_STATE }, { "restore", RW_RESTORE },
 };
 #define NRW (sizeof(rw_names) / sizeof(rw_names[0]))
 /* enum rw by cmd_spec.id; built once by the main thread before shards run. */
@@ -229,79 +212,6 @@ rec_key_state(struct persist *p, struct rv_str key)
     snap_emit_entry(e, emit_to_rec, p);
 }
 
-/* ---- a small reader for our own replies (RESP2 and RESP3) ---- */
-struct rd {
-    const char *p, *end;
-};
-
-static bool
-rd_line(struct rd *r, char *type, const char **s, size_t *n)
-{
-    if (r->p >= r->end) {
-        return false;
-    }
-    const char *e = memchr(r->p, '\r', (size_t)(r->end - r->p));
-    if (e == NULL || e + 1 >= r->end) {
-        return false;
-    }
-    *type = r->p[0];
-    *s = r->p + 1;
-    *n = (size_t)(e - r->p - 1);
-    r->p = e + 2;
-    return true;
-}
-
-/* One scalar: bulk/simple/double/integer; *isnull for nulls. */
-static bool
-rd_scalar(struct rd *r, struct rv_str *out, bool *isnull)
-{
-    char t;
-    const char *s;
-    size_t n;
-    *isnull = false;
-    if (!rd_line(r, &t, &s, &n)) {
-        return false;
-    }
-    if (t == '_' || ((t == '$' || t == '*') && n == 2 && s[0] == '-')) {
-        *isnull = true;
-        return true;
-    }
-    if (t == '$') {
-        int64_t len;
-        if (!str_to_i64(s, n, &len) || len < 0 || r->end - r->p < len + 2) {
-            return false;
-        }
-        *out = (struct rv_str){ r->p, (size_t)len };
-        r->p += len + 2;
-        return true;
-    }
-    if (t == '+' || t == ',' || t == ':') {
-        *out = (struct rv_str){ s, n };
-        return true;
-    }
-    return false;
-}
-
-/* An aggregate header: count, or -1 for null. */
-static bool
-rd_agg(struct rd *r, int64_t *count)
-{
-    char t;
-    const char *s;
-    size_t n;
-    if (!rd_line(r, &t, &s, &n)) {
-        return false;
-    }
-    if (t == '_' || (n == 2 && s[0] == '-')) {
-        *count = -1;
-        return true;
-    }
-    if (t != '*' && t != '~' && t != '>') {
-        return false;
-    }
-    return str_to_i64(s, n, count);
-}
-
 /* ---- rewrites ---- */
 
 static bool
@@ -335,125 +245,16 @@ rw_ttl_opts(struct persist *p, int argc, struct rv_str *argv, int from, int64_t 
     rec_cmd(p, n, v);
 }
 
-/* A blocking pop that was served logs as the non-blocking pop it became
- * (the element it took is in the reply, the source key in argv). */
+/* The record that redoes an argument-logged write exactly on recovery and on
+ * replicas: relative times become absolute, the rest is logged as it came. */
 static void
-log_blocking_pop(struct persist *p, enum rw rw, struct rd *rp, int argc, struct rv_str *argv)
+log_args(struct persist *p, enum rw rw, int argc, struct rv_str *argv)
 {
-    struct rd r = *rp;
-    char num[24];
-    struct rv_str a;
-    bool isnull;
-    int64_t cnt;
-
-    switch (rw) {
-    case RW_BLPOP:
-    case RW_BRPOP:
-    case RW_BZPOPMIN:
-    case RW_BZPOPMAX: { /* [key, ...] -> LPOP/RPOP/ZPOPMIN/ZPOPMAX key */
-        if (!rd_agg(&r, &cnt) || cnt < 2 || !rd_scalar(&r, &a, &isnull) || isnull) {
-            return;
-        }
-        static const char *const names[] = { "LPOP", "RPOP", "ZPOPMIN", "ZPOPMAX" };
-        const char *nm = names[rw == RW_BLPOP ? 0 : rw == RW_BRPOP ? 1 : rw == RW_BZPOPMIN ? 2 : 3];
-        struct rv_str v[2] = { { nm, strlen(nm) }, a };
-        rec_cmd(p, 2, v);
-        return;
-    }
-    case RW_BLMOVE: /* BLMOVE src dst from to timeout */
-        if (rd_scalar(&r, &a, &isnull) && !isnull) {
-            struct rv_str v[5] = { S("LMOVE"), argv[1], argv[2], argv[3], argv[4] };
-            rec_cmd(p, 5, v);
-        }
-        return;
-    case RW_BRPOPLPUSH:
-        if (rd_scalar(&r, &a, &isnull) && !isnull) {
-            struct rv_str v[3] = { S("RPOPLPUSH"), argv[1], argv[2] };
-            rec_cmd(p, 3, v);
-        }
-        return;
-    case RW_BLMPOP:
-    case RW_BZMPOP: { /* [key, [elements]] -> xPOP key count */
-        int64_t nk, inner;
-        if (!rd_agg(&r, &cnt) || cnt != 2 || !rd_scalar(&r, &a, &isnull) || isnull ||
-            !rd_agg(&r, &inner) || inner <= 0 || !cmd_arg_int(argv[2], &nk) || nk <= 0 ||
-            3 + nk >= argc) {
-            return;
-        }
-        struct rv_str dir = argv[3 + nk];
-        const char *nm = rw == RW_BLMPOP ? (arg_is(dir, "left") ? "LPOP" : "RPOP")
-                                         : (arg_is(dir, "min") ? "ZPOPMIN" : "ZPOPMAX");
-        struct rv_str v[3] = { { nm, strlen(nm) }, a, fmt_i64(num, inner) };
-        rec_cmd(p, 3, v);
-        return;
-    }
-    default: return;
-    }
-}
-
-/* The record(s) that redo a write exactly on recovery and on replicas:
- * relative times become absolute, random and blocking picks become what was
- * picked (read back from the reply, which holds it), the rest is logged as
- * it came. */
-static void
-log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int argc,
-            struct rv_str *argv, size_t mark)
-{
-    enum rw rw = rw_of(cmd);
-    struct rd r = { c->wbuf.data + mark, c->wbuf.data + c->wbuf.len };
     int64_t now = shard_env(p->s)->now_ms;
     char num[24];
-    struct rv_str a, b;
-    bool isnull;
-    int64_t cnt;
 
     switch (rw) {
     case RW_NONE: rec_cmd(p, argc, argv); return;
-    case RW_SPOP: { /* SREM key <popped...> */
-        if (argc == 2) {
-            if (!rd_scalar(&r, &a, &isnull) || isnull) {
-                return;
-            }
-            struct rv_str v[3] = { S("SREM"), argv[1], a };
-            rec_cmd(p, 3, v);
-            return;
-        }
-        if (!rd_agg(&r, &cnt) || cnt <= 0) {
-            return;
-        }
-        struct rv_str *v = rv_malloc(((size_t)cnt + 2) * sizeof(*v));
-        v[0] = S("SREM");
-        v[1] = argv[1];
-        int64_t i;
-        for (i = 0; i < cnt && rd_scalar(&r, &v[i + 2], &isnull); i++) {
-        }
-        if (i == cnt) {
-            rec_cmd(p, (int)cnt + 2, v);
-        } else {
-            rec_key_state(p, argv[1]);
-        }
-        rv_free(v);
-        return;
-    }
-    case RW_INCRBYFLOAT:
-        if (rd_scalar(&r, &a, &isnull) && !isnull) {
-            struct rv_str v[4] = { S("SET"), argv[1], a, S("KEEPTTL") };
-            rec_cmd(p, 4, v);
-        }
-        return;
-    case RW_EXPIRE:
-    case RW_PEXPIRE: { /* PEXPIREAT key abs [NX|XX|GT|LT] */
-        int64_t x;
-        if (!rd_scalar(&r, &a, &isnull) || isnull || a.len != 1 || a.p[0] != '1' ||
-            !cmd_arg_int(argv[2], &x)) {
-            return; /* nothing changed */
-        }
-        int64_t at = rw == RW_EXPIRE ? now + x * 1000 : now + x;
-        struct rv_str v[4] = { S("PEXPIREAT"), argv[1], fmt_i64(num, at),
-                               argc > 3 ? argv[3] : S("") };
-        rec_cmd(p, argc > 3 ? 4 : 3, v);
-        return;
-    }
     case RW_SETEX:
     case RW_PSETEX: { /* SET key value PXAT abs */
         int64_t x;
@@ -472,19 +273,6 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
         }
         rw_ttl_opts(p, argc, argv, 3, now);
         return;
-    case RW_GETEX:
-        if (rd_scalar(&r, &a, &isnull) && !isnull) {
-            rw_ttl_opts(p, argc, argv, 2, now);
-        }
-        return;
-    case RW_BLPOP:
-    case RW_BRPOP:
-    case RW_BZPOPMIN:
-    case RW_BZPOPMAX:
-    case RW_BLMOVE:
-    case RW_BRPOPLPUSH:
-    case RW_BLMPOP:
-    case RW_BZMPOP: log_blocking_pop(p, rw, &r, argc, argv); return;
     case RW_STATE: rec_key_state(p, argv[1]); return;
     case RW_RESTORE: { /* a relative ttl becomes ABSTTL */
         int64_t ttl;
@@ -505,11 +293,10 @@ log_effects(struct persist *p, struct conn *c, const struct cmd_spec *cmd, int a
         return;
     }
     }
-    (void)b;
 }
 
 void
-persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv, size_t mark)
+persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
     struct persist *p = persist_of(c->shard);
     if (p == NULL || !p->hot.log || p->loading || (c->flags & CONN_REPLAY) || p->replica) {
@@ -517,6 +304,10 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
     }
     bool txn = (c->flags & CONN_IN_EXEC) != 0;
     enum rw rw = rw_of(cmd);
+    if (c->effect == EFFECT_REDO) {
+        argv = (struct rv_str *)effect_argv(c, &argc);
+        rw = RW_NONE;
+    }
     if (p->w == NULL && !txn && !p->rec_open && p->repl && repl_backlog_on(p->repl) &&
         (rw == RW_NONE || (rw == RW_SET && argc == 3))) {
         /* memory mode, a command logged as its own arguments: straight into the backlog */
@@ -526,7 +317,7 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
         return;
     }
     rec_open(p);
-    log_effects(p, c, cmd, argc, argv, mark);
+    log_args(p, rw, argc, argv);
     if (!txn) {
         rec_close(p);
         c->own_lsn = last_lsn(p);

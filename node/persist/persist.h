@@ -39,9 +39,9 @@ void persist_close(struct shard *s);
 /* Before a write command runs: copy-on-write for a checkpoint in progress. */
 void persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc,
                           struct rv_str *argv);
-/* After a write command replied (reply starts at reply_mark in c's output). */
-void persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
-                 size_t reply_mark);
+/* After a write command that changed something ran: log what its handler
+ * reported (c->effect, node/core/effect.h), or its arguments. */
+void persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
 /* End of EXEC: seal the transaction's record. */
 void persist_exec_end(struct conn *c);
 /* Before a write runs (durable or logging for replicas): true, with an

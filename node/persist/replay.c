@@ -4,6 +4,7 @@
 #include "base/bytes.h"
 #include "base/mem.h"
 #include "node/core/cmd.h"
+#include "node/core/effect.h"
 #include "node/core/conn.h"
 #include "node/core/shard.h"
 
@@ -44,6 +45,7 @@ replay_destroy(struct replay *r)
     }
     buf_deinit(&r->c.rbuf);
     buf_deinit(&r->c.wbuf);
+    effect_free(&r->c);
     rv_free(r);
 }
 

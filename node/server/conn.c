@@ -11,6 +11,7 @@
 #include "base/mem.h"
 #include "node/features/block.h"
 #include "node/core/cmd.h"
+#include "node/core/effect.h"
 #include "node/server/dispatch.h"
 #include "node/keyspace/ks.h"
 #include "node/features/multi.h"
@@ -139,6 +140,7 @@ conn_io_close(struct conn *c)
     resp_parser_deinit(&c->parser);
     buf_deinit(&c->rbuf);
     buf_deinit(&c->wbuf);
+    effect_free(c);
     rv_free(c->name);
     rv_free(c->lib_name);
     rv_free(c->lib_ver);

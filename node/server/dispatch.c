@@ -6,6 +6,7 @@
 #include "base/mem.h"
 #include "cluster/slot.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
@@ -185,6 +186,7 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
         c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
     }
     c->last_cmd = cmd;
+    c->effect = EFFECT_ARGS;  /* unless the handler reports otherwise (effect.h) */
     dispatch_count_errors(c); /* (errors other commands wrote to c are not this one's) */
     const struct persist_hot *ph = persist_hot(c->persist);
     /* a write whose record could not be written must not run (it counts as failed below) */
@@ -223,8 +225,8 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
         /* (a command's own; those of the commands EXEC ran were counted by their calls) */
         st->failed++;
         dispatch_count_errors_slow(c);
-    } else if ((cmd->flags & CMD_WRITE) && c->wbuf.len > mark) {
-        /* (A blocking command that went on waiting replied nothing and wrote nothing.) */
+    } else if ((cmd->flags & CMD_WRITE) && (c->effect == EFFECT_ARGS || c->effect == EFFECT_REDO)) {
+        /* (not when it changed nothing, or went on waiting: no record, no key touched) */
         if (rv_unlikely(shard_env(s)->watched != NULL)) {
             multi_touch(s, cmd, argc, argv);
         }
@@ -232,7 +234,7 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
             block_signal(s, cmd, argc, argv);
         }
         if (ph->log && !(c->flags & CONN_REPLAY)) { /* (a replica logs the frames it applies) */
-            persist_log(c, cmd, argc, argv, mark);
+            persist_log(c, cmd, argc, argv);
         }
     }
     if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {

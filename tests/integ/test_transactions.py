@@ -87,6 +87,29 @@ def test_watch_untouched_key_lets_exec_run(raw):
     assert raw.cmd("EXEC") == [2]
 
 
+def test_writes_that_change_nothing_leave_watch_alone(raw):
+    """Redis signals a key only when a write changed it: EXPIRE of a missing key or with a failed GT,
+    GETEX without options, SPOP of a missing set or of count 0 leave a WATCH on it intact."""
+    other = raw.new()
+    raw.cmd("SET", "w", "1")
+    raw.cmd("SADD", "s", "m")
+    assert raw.cmd("WATCH", "w", "gone", "s") == "OK"
+    assert other.cmd("EXPIRE", "gone", "100") == 0
+    assert other.cmd("EXPIRE", "w", "100", "GT") == 0
+    assert other.cmd("GETEX", "w") == b"1"
+    assert other.cmd("SPOP", "gone") is None
+    assert other.cmd("SPOP", "s", "0") == []
+    raw.cmd("MULTI")
+    raw.cmd("INCR", "w")
+    assert raw.cmd("EXEC") == [2]
+    # and one that changes something still aborts it
+    raw.cmd("WATCH", "w")
+    assert other.cmd("EXPIRE", "w", "100") == 1
+    raw.cmd("MULTI")
+    raw.cmd("INCR", "w")
+    assert raw.cmd("EXEC") is None
+
+
 def test_own_writes_before_multi_invalidate(raw):
     raw.cmd("WATCH", "w")
     raw.cmd("SET", "w", "mine")
