@@ -327,6 +327,9 @@ def test_primary_crash_manual_promotion(net, example_nodes):
             p.set("C:%d" % i, i)
         assert p.execute_command("WAIT", 1, 300) == 0
         wait_durable(p)                          # everysec: C reaches the old primary's disk
+        # cut the primary off before it dies: the kernel keeps retransmitting a killed process's unsent
+        # stream (B to replica2, C to replica1), which would land once the replicas' links come back
+        net["primary"].link_down()
         prim.kill9()
     finally:
         net["replica1"].link_up()
@@ -366,6 +369,7 @@ def test_primary_crash_manual_promotion(net, example_nodes):
     # the old primary comes back (as a primary: its file has no replicaof) and is pointed at the new one
     # (min-replicas-to-write 1, the runbook's advice: with no replica it refuses writes until it follows)
     prim.extra += ["--min-replicas-to-write", "1"]
+    net["primary"].link_up()                      # (replica1 refuses what the dead process's socket still sends)
     prim.start()
     cp = prim.client()
     assert cp.exists("C:0") == 1                  # it recovered its tail from its own WAL
