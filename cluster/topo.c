@@ -16,8 +16,8 @@
 struct tp_nodes *
 tp_nodes_alloc(uint32_t n)
 {
-    struct tp_nodes *p =
-        rv_calloc(1, sizeof(*p) + n * sizeof(p->node[0]) + (n ? n : 1) * sizeof(uint16_t));
+    struct tp_nodes *p = rv_calloc(1, sizeof(*p) + n * sizeof(p->node[0]) +
+                                          (n ? n : 1) * sizeof(uint16_t));
     atomic_init(&p->refs, 1);
     p->n = n;
     p->order = (uint16_t *)(void *)&p->node[n];
@@ -215,9 +215,8 @@ topo_slot_mig(const struct topo *t, unsigned slot)
 }
 
 static size_t
-collect(const struct topo *t, uint16_t *out, size_t cap, bool (*match)(const struct topo_node *,
-                                                                      const void *),
-        const void *arg)
+collect(const struct topo *t, uint16_t *out, size_t cap,
+        bool (*match)(const struct topo_node *, const void *), const void *arg)
 {
     size_t k = 0;
     for (uint32_t i = 0; i < t->nnodes; i++) {
@@ -413,7 +412,7 @@ mig_get(const struct draft *d, unsigned slot)
     if (found) {
         return d->pm->ent[i];
     }
-    return (struct topo_mig){(uint16_t)slot, TOPO_NONE, TOPO_NONE, TOPO_NONE, TOPO_NONE};
+    return (struct topo_mig){ (uint16_t)slot, TOPO_NONE, TOPO_NONE, TOPO_NONE, TOPO_NONE };
 }
 
 /* Clear the SETSLOT states node k set, everywhere. */
@@ -632,7 +631,7 @@ ap_node_set_flags(struct draft *d, const struct tp_cmd *c)
 static enum topo_res
 check_slots(struct draft *d, const struct tp_cmd *c, bool del)
 {
-    uint8_t seen[SLOT_COUNT / 8] = {0};
+    uint8_t seen[SLOT_COUNT / 8] = { 0 };
     for (uint32_t r = 0; r < c->nranges; r++) {
         unsigned lo = tp_ld16(c->ranges + 4 * r), hi = tp_ld16(c->ranges + 4 * r + 2);
         for (unsigned s = lo; s <= hi; s++) {
@@ -953,8 +952,12 @@ topo_apply(const struct topo *cur, const void *entry, size_t len, struct topo **
         return TOPO_EMALFORMED;
     }
     struct draft d = {
-        .pn = cur->pn, .ps = cur->ps, .pm = cur->pm, .epoch = cur->current_epoch,
-        .err = err,    .errsz = errsz,
+        .pn = cur->pn,
+        .ps = cur->ps,
+        .pm = cur->pm,
+        .epoch = cur->current_epoch,
+        .err = err,
+        .errsz = errsz,
     };
     enum topo_res res = ap_table[c.type](&d, &c);
     if (res != TOPO_CHANGED) {

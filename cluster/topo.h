@@ -91,7 +91,7 @@ struct tp_mig;
 struct topo {
     const struct topo_node *nodes; /* [nnodes], in insertion order */
     uint32_t nnodes;
-    const uint16_t *slots; /* [SLOT_COUNT]: owner index or TOPO_NONE */
+    const uint16_t *slots;       /* [SLOT_COUNT]: owner index or TOPO_NONE */
     const struct topo_mig *migs; /* [nmigs], sorted by slot */
     uint32_t nmigs;
     uint64_t version;
@@ -182,8 +182,8 @@ enum topo_res {
  * error text on failure, "" otherwise. BUMP_EPOCH is TOPO_CHANGED for Redis's
  * BUMPED and TOPO_UNCHANGED for STILL; the epoch to reply is the node's
  * config_epoch in *next. Deterministic: depends only on cur and the bytes. */
-enum topo_res topo_apply(const struct topo *cur, const void *entry, size_t len,
-                         struct topo **next, char *err, size_t errsz);
+enum topo_res topo_apply(const struct topo *cur, const void *entry, size_t len, struct topo **next,
+                         char *err, size_t errsz);
 
 /* ---- lookups ---- */
 
@@ -215,8 +215,8 @@ unsigned topo_node_slot_count(const struct topo *t, unsigned idx);
  * SLOTS). Start with *pos = 0; each call fills r and *owner and returns true,
  * or false when done. With only_owner != TOPO_NONE, runs of that node only
  * (CLUSTER SHARDS' "slots", CLUSTER NODES' ranges). */
-bool topo_next_range(const struct topo *t, unsigned *pos, unsigned only_owner,
-                     struct topo_range *r, uint16_t *owner);
+bool topo_next_range(const struct topo *t, unsigned *pos, unsigned only_owner, struct topo_range *r,
+                     uint16_t *owner);
 
 /* ---- snapshot encoding (the Raft snapshot) ---- */
 

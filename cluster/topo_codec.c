@@ -82,7 +82,7 @@ put_u8(struct buf *b, unsigned v)
 static void
 put_u16(struct buf *b, unsigned v)
 {
-    uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+    uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
     buf_append(b, x, 2);
 }
 
@@ -119,9 +119,8 @@ topo_enc_node_add(struct buf *b, const struct topo_node_spec *s)
     bool replica = s->role == TOPO_REPLICA;
     if (!id_ok(s->id) || !id_ok(s->shard_id) || (s->role != TOPO_PRIMARY && !replica) ||
         (replica && !id_ok(s->primary_id)) ||
-        (!replica && s->primary_id && s->primary_id[0] != '\0') ||
-        !tp_valid_ip(ip, strlen(ip)) || !tp_valid_hostname(host, strlen(host)) ||
-        (s->flags & ~TOPO_F_ALL)) {
+        (!replica && s->primary_id && s->primary_id[0] != '\0') || !tp_valid_ip(ip, strlen(ip)) ||
+        !tp_valid_hostname(host, strlen(host)) || (s->flags & ~TOPO_F_ALL)) {
         return RV_EINVAL;
     }
     put_head(b, TOPO_CMD_NODE_ADD);
@@ -159,8 +158,8 @@ topo_enc_node_forget(struct buf *b, const char *id)
 }
 
 int
-topo_enc_node_set_addr(struct buf *b, const char *id, const char *ip, uint16_t port,
-                       uint16_t cport, const char *hostname)
+topo_enc_node_set_addr(struct buf *b, const char *id, const char *ip, uint16_t port, uint16_t cport,
+                       const char *hostname)
 {
     ip = ip ? ip : "";
     hostname = hostname ? hostname : "";
@@ -430,7 +429,7 @@ rd_node_add(struct rd *r, struct tp_cmd *c)
 bool
 tp_cmd_decode(const void *p, size_t len, struct tp_cmd *c, char *err, size_t errsz)
 {
-    struct rd r = {p, len, 0, NULL};
+    struct rd r = { p, len, 0, NULL };
     memset(c, 0, sizeof(*c));
     if (!p) {
         r.n = 0;
@@ -441,15 +440,11 @@ tp_cmd_decode(const void *p, size_t len, struct tp_cmd *c, char *err, size_t err
         rd_fail(&r, "unknown command version");
     }
     switch (r.bad ? 0 : c->type) {
-    case TOPO_CMD_NODE_ADD:
-        rd_node_add(&r, c);
-        break;
+    case TOPO_CMD_NODE_ADD: rd_node_add(&r, c); break;
     case TOPO_CMD_NODE_FORGET:
     case TOPO_CMD_SLOTS_FLUSH:
     case TOPO_CMD_PROMOTE:
-    case TOPO_CMD_BUMP_EPOCH:
-        rd_id(&r, c->id);
-        break;
+    case TOPO_CMD_BUMP_EPOCH: rd_id(&r, c->id); break;
     case TOPO_CMD_NODE_SET_ADDR:
         rd_id(&r, c->id);
         rd_addr(&r, c);
@@ -465,9 +460,7 @@ tp_cmd_decode(const void *p, size_t len, struct tp_cmd *c, char *err, size_t err
         rd_id(&r, c->id);
         rd_ranges(&r, c);
         break;
-    case TOPO_CMD_SLOTS_DEL:
-        rd_ranges(&r, c);
-        break;
+    case TOPO_CMD_SLOTS_DEL: rd_ranges(&r, c); break;
     case TOPO_CMD_REPLICATE:
         rd_id(&r, c->id);
         rd_id(&r, c->id2);
@@ -489,9 +482,7 @@ tp_cmd_decode(const void *p, size_t len, struct tp_cmd *c, char *err, size_t err
             rd_id(&r, c->id2);
         }
         break;
-    default:
-        rd_fail(&r, "unknown command type");
-        break;
+    default: rd_fail(&r, "unknown command type"); break;
     }
     if (!r.bad && r.off != r.n) {
         rd_fail(&r, "trailing bytes");
@@ -579,9 +570,10 @@ rd_node(struct rd *r, struct topo_node *n, uint32_t nnodes)
     }
 }
 
-/* Cross-references: ids unique, replicas of primaries, owners primaries. */
+/* Cross-references and the invariants apply keeps: ids unique, replicas of
+ * primaries in their shard, no config epoch above the current one. */
 static void
-check_nodes(struct rd *r, struct tp_nodes *pn)
+check_nodes(struct rd *r, struct tp_nodes *pn, uint64_t epoch)
 {
     tp_nodes_sort(pn);
     for (uint32_t i = 0; i + 1 < pn->n; i++) {
@@ -591,8 +583,12 @@ check_nodes(struct rd *r, struct tp_nodes *pn)
     }
     for (uint32_t i = 0; i < pn->n; i++) {
         uint16_t p = pn->node[i].primary;
-        if (p != TOPO_NONE && pn->node[p].role != TOPO_PRIMARY) {
-            rd_fail(r, "replica of a replica");
+        if (p != TOPO_NONE && (pn->node[p].role != TOPO_PRIMARY ||
+                               memcmp(pn->node[i].shard_id, pn->node[p].shard_id, TOPO_ID_LEN))) {
+            rd_fail(r, "bad replica");
+        }
+        if (pn->node[i].config_epoch > epoch) {
+            rd_fail(r, "config epoch above the current epoch");
         }
     }
 }
@@ -654,7 +650,7 @@ rd_migs(struct rd *r, uint32_t nnodes)
 int
 topo_decode(const void *p, size_t len, struct topo **out, char *err, size_t errsz)
 {
-    struct rd r = {p, p ? len : 0, 0, NULL};
+    struct rd r = { p, p ? len : 0, 0, NULL };
     *out = NULL;
     const uint8_t *magic = rd_take(&r, 4);
     if (magic && memcmp(magic, SNAP_MAGIC, 4) != 0) {
@@ -678,7 +674,7 @@ topo_decode(const void *p, size_t len, struct topo **out, char *err, size_t errs
         rd_node(&r, &pn->node[i], n);
     }
     if (!r.bad) {
-        check_nodes(&r, pn);
+        check_nodes(&r, pn, epoch);
     }
     struct tp_slots *ps = tp_slots_alloc();
     if (!r.bad) {

@@ -14,8 +14,9 @@ static const struct {
     uint16_t bit;
     const char *name;
 } flag_names[] = {
-    {TOPO_F_PFAIL, "fail?"},       {TOPO_F_FAIL, "fail"},         {TOPO_F_HANDSHAKE, "handshake"},
-    {TOPO_F_NOADDR, "noaddr"},     {TOPO_F_NOFAILOVER, "nofailover"},
+    { TOPO_F_PFAIL, "fail?" },           { TOPO_F_FAIL, "fail" },
+    { TOPO_F_HANDSHAKE, "handshake" },   { TOPO_F_NOADDR, "noaddr" },
+    { TOPO_F_NOFAILOVER, "nofailover" },
 };
 
 static void
