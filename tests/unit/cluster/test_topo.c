@@ -12,6 +12,7 @@
 /* Each test runs in its own process, so this state is per test. */
 static struct topo *T;
 static struct buf B;
+static struct buf TXT;
 static char E[TOPO_ERR_MAX];
 static char ID[64][TOPO_ID_LEN + 1];
 static char SH[64][TOPO_ID_LEN + 1];
@@ -21,6 +22,7 @@ setup(void)
 {
     T = topo_create();
     buf_init(&B);
+    buf_init(&TXT);
     for (unsigned i = 0; i < 64; i++) {
         snprintf(ID[i], sizeof(ID[i]), "%02x%038u", i * 3 + 1, i);
         snprintf(SH[i], sizeof(SH[i]), "5%039u", i);
@@ -32,6 +34,7 @@ teardown(void)
 {
     topo_put(T);
     buf_deinit(&B);
+    buf_deinit(&TXT);
 }
 
 TestSuite(topo, .init = setup, .fini = teardown);
@@ -85,7 +88,7 @@ add_node(unsigned i, int primary, uint64_t host)
 static int
 add_slots(unsigned i, unsigned lo, unsigned hi)
 {
-    struct topo_range r = {(uint16_t)lo, (uint16_t)hi};
+    struct topo_range r = { (uint16_t)lo, (uint16_t)hi };
     return topo_enc_slots_add(&B, ID[i], &r, 1);
 }
 
@@ -101,14 +104,14 @@ node(unsigned i)
     return topo_node_by_id(T, ID[i], TOPO_ID_LEN);
 }
 
+/* CLUSTER NODES as seen by myself; valid until the next call. */
 static char *
 nodes_text(const char *myself)
 {
-    struct buf o;
-    buf_init(&o);
-    topo_nodes_text(T, myself, NULL, &o);
-    buf_putc(&o, '\0');
-    return o.data; /* the test process frees it on exit */
+    buf_reset(&TXT);
+    topo_nodes_text(T, myself, NULL, &TXT);
+    buf_putc(&TXT, '\0');
+    return TXT.data;
 }
 
 /* ---- nodes ---- */
@@ -139,7 +142,7 @@ Test(topo, node_add_lookup_and_refusals)
     REFUSED(add_node(3, 2, 1), "ERR I can only replicate a master, not a replica.");
     cr_assert_eq(T->nnodes, 3);
 
-    struct topo_node_spec s = {.id = ID[4], .shard_id = SH[4], .ip = "::1", .config_epoch = 9};
+    struct topo_node_spec s = { .id = ID[4], .shard_id = SH[4], .ip = "::1", .config_epoch = 9 };
     OK(topo_enc_node_add(&B, &s));
     cr_assert_eq(T->current_epoch, 9, "a node's config epoch raises the current epoch");
 
@@ -213,25 +216,25 @@ Test(topo, slots_add_del_flush)
     OK(add_node(0, -1, 1));
     OK(add_node(1, -1, 1));
     OK(add_node(2, 0, 1));
-    struct topo_range r[3] = {{0, 4}, {6, 6}, {100, 200}};
+    struct topo_range r[3] = { { 0, 4 }, { 6, 6 }, { 100, 200 } };
     OK(topo_enc_slots_add(&B, ID[0], r, 3));
     cr_assert_eq(topo_node_slot_count(T, (unsigned)idx(0)), 5 + 1 + 101);
     cr_assert_null(topo_slot_node(T, 5));
     cr_assert_str_eq(topo_slot_node(T, 6)->id, ID[0]);
 
-    struct topo_range busy[2] = {{7, 9}, {150, 150}};
+    struct topo_range busy[2] = { { 7, 9 }, { 150, 150 } };
     REFUSED(topo_enc_slots_add(&B, ID[1], busy, 2), "ERR Slot 150 is already busy");
     cr_assert_null(topo_slot_node(T, 7), "a refused command changes nothing");
-    struct topo_range dup[2] = {{7, 9}, {9, 10}};
+    struct topo_range dup[2] = { { 7, 9 }, { 9, 10 } };
     REFUSED(topo_enc_slots_add(&B, ID[1], dup, 2), "ERR Slot 9 specified multiple times");
     REFUSED(add_slots(2, 300, 300), "ERR Cannot assign slots to a replica");
     char want[TOPO_ERR_MAX];
     snprintf(want, sizeof(want), "ERR Unknown node %s", ID[7]);
     REFUSED(add_slots(7, 300, 300), want);
 
-    struct topo_range del[2] = {{0, 1}, {5, 5}};
+    struct topo_range del[2] = { { 0, 1 }, { 5, 5 } };
     REFUSED(topo_enc_slots_del(&B, del, 2), "ERR Slot 5 is already unassigned");
-    struct topo_range deldup[2] = {{0, 1}, {1, 1}};
+    struct topo_range deldup[2] = { { 0, 1 }, { 1, 1 } };
     REFUSED(topo_enc_slots_del(&B, deldup, 2), "ERR Slot 1 specified multiple times");
     OK(topo_enc_slots_del(&B, del, 1));
     cr_assert_null(topo_slot_node(T, 0));
@@ -465,7 +468,7 @@ Test(topo, cluster_nodes_three_primaries_three_replicas)
         "292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f", "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca",
         "6ec23923021cf3ffec47632106199cb7f496ce01", "824fe116063bc5fcf9f4ffd895bc17aee7731ac3",
     };
-    static const uint16_t ranges[3][2] = {{0, 5460}, {5461, 10922}, {10923, 16383}};
+    static const uint16_t ranges[3][2] = { { 0, 5460 }, { 5461, 10922 }, { 10923, 16383 } };
     for (unsigned i = 0; i < 6; i++) {
         struct topo_node_spec s = {
             .id = ids[i],
@@ -481,11 +484,11 @@ Test(topo, cluster_nodes_three_primaries_three_replicas)
         };
         OK(topo_enc_node_add(&B, &s));
         if (i < 3) {
-            struct topo_range r = {ranges[i][0], ranges[i][1]};
+            struct topo_range r = { ranges[i][0], ranges[i][1] };
             OK(topo_enc_slots_add(&B, ids[i], &r, 1));
         }
     }
-    struct topo_range extra = {100, 100};
+    struct topo_range extra = { 100, 100 };
     OK(topo_enc_slots_del(&B, &extra, 1));
     OK(topo_enc_slots_add(&B, ids[2], &extra, 1));
     OK(topo_enc_node_set_flags(&B, ids[5], TOPO_F_FAIL));
@@ -507,7 +510,7 @@ Test(topo, cluster_nodes_three_primaries_three_replicas)
     cr_assert_str_eq(nodes_text(ids[0]), want);
 
     /* Live link state comes from the caller; myself is always connected. */
-    struct topo_link links[6] = {{0}};
+    struct topo_link links[6] = { { 0 } };
     links[0].ping_sent = 5;
     links[1].ping_sent = 1700000000000ull;
     links[1].pong_recv = 1700000000123ull;
@@ -516,9 +519,9 @@ Test(topo, cluster_nodes_three_primaries_three_replicas)
     buf_init(&o);
     topo_node_line(T, 1, ids[0], &links[1], &o);
     buf_putc(&o, '\0');
-    cr_assert_str_eq(o.data,
-                     "67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:30002@40002,host-b.example "
-                     "master - 1700000000000 1700000000123 2 connected 5461-10922");
+    cr_assert_str_eq(
+        o.data, "67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:30002@40002,host-b.example "
+                "master - 1700000000000 1700000000123 2 connected 5461-10922");
     buf_reset(&o);
     topo_node_line(T, 3, NULL, &links[3], &o);
     buf_putc(&o, '\0');
@@ -534,7 +537,7 @@ Test(topo, cluster_nodes_three_primaries_three_replicas)
 
 Test(topo, encoders_reject_bad_arguments)
 {
-    struct topo_range bad[1] = {{5, 4}}, high[1] = {{0, 16384}}, ok[1] = {{0, 1}};
+    struct topo_range bad[1] = { { 5, 4 } }, high[1] = { { 0, 16384 } }, ok[1] = { { 0, 1 } };
     cr_assert_eq(topo_enc_node_forget(&B, "abc"), RV_EINVAL);
     cr_assert_eq(topo_enc_node_forget(&B, NULL), RV_EINVAL);
     cr_assert_eq(topo_enc_node_forget(&B, "G000000000000000000000000000000000000000"), RV_EINVAL);
@@ -549,7 +552,7 @@ Test(topo, encoders_reject_bad_arguments)
     cr_assert_eq(topo_enc_setslot(&B, TOPO_CMD_SLOT_NODE, 16384, ID[0], ID[1]), RV_EINVAL);
     cr_assert_eq(topo_enc_setslot(&B, TOPO_CMD_SLOT_NODE, 1, ID[0], NULL), RV_EINVAL);
     cr_assert_eq(topo_enc_setslot(&B, TOPO_CMD_PROMOTE, 1, ID[0], ID[1]), RV_EINVAL);
-    struct topo_node_spec s = {.id = ID[0], .shard_id = SH[0], .role = TOPO_REPLICA};
+    struct topo_node_spec s = { .id = ID[0], .shard_id = SH[0], .role = TOPO_REPLICA };
     cr_assert_eq(topo_enc_node_add(&B, &s), RV_EINVAL, "a replica needs a primary id");
     s.role = TOPO_PRIMARY;
     s.primary_id = ID[1];
