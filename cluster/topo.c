@@ -282,6 +282,25 @@ topo_shard_nodes(const struct topo *t, const char *shard_id, uint16_t *out, size
     return collect(t, out, cap, match_shard, shard_id);
 }
 
+size_t
+topo_shards(const struct topo *t, uint16_t *out, size_t cap)
+{
+    size_t k = 0;
+    for (uint32_t i = 0; i < t->nnodes; i++) {
+        uint32_t j = 0;
+        while (j < i && memcmp(t->nodes[j].shard_id, t->nodes[i].shard_id, TOPO_ID_LEN) != 0) {
+            j++;
+        }
+        if (j == i) {
+            if (k < cap) {
+                out[k] = (uint16_t)i;
+            }
+            k++;
+        }
+    }
+    return k;
+}
+
 unsigned
 topo_node_slot_count(const struct topo *t, unsigned idx)
 {
@@ -316,6 +335,27 @@ topo_next_range(const struct topo *t, unsigned *pos, unsigned only_owner, struct
         *owner = o;
     }
     *pos = e + 1;
+    return true;
+}
+
+bool
+topo_forget_check(const struct topo *t, const char *myself_id, const char *id, char *err,
+                  size_t errsz)
+{
+    int k = id ? find_in(t->pn, id, strlen(id)) : -1;
+    int me = myself_id ? find_in(t->pn, myself_id, strlen(myself_id)) : -1;
+    if (k < 0) {
+        snprintf(err, errsz, "ERR Unknown node %s", id ? id : "");
+        return false;
+    }
+    if (k == me) {
+        snprintf(err, errsz, "ERR I tried hard but I can't forget myself...");
+        return false;
+    }
+    if (me >= 0 && t->nodes[me].role == TOPO_REPLICA && t->nodes[me].primary == k) {
+        snprintf(err, errsz, "ERR Can't forget my master!");
+        return false;
+    }
     return true;
 }
 
@@ -569,20 +609,15 @@ ap_node_forget(struct draft *d, const struct tp_cmd *c)
             sl[s] = remap(sl[s], k);
         }
     }
+    /* k's own states went with mig_clear_node(); states towards k go too. */
     for (uint32_t i = 0; i < d->pm->n;) {
-        struct topo_mig e = d->pm->ent[i];
+        struct topo_mig e = d->pm->ent[i], o = e;
         e.mig_to = remap(e.mig_to, k);
-        e.imp_from = remap(e.imp_from, k);
         e.mig_by = e.mig_to == TOPO_NONE ? TOPO_NONE : remap(e.mig_by, k);
+        e.imp_from = remap(e.imp_from, k);
         e.imp_by = e.imp_from == TOPO_NONE ? TOPO_NONE : remap(e.imp_by, k);
-        if (e.mig_to == TOPO_NONE) {
-            e.mig_by = TOPO_NONE;
-        }
-        if (e.imp_from == TOPO_NONE) {
-            e.imp_by = TOPO_NONE;
-        }
         uint32_t before = d->pm->n;
-        if (memcmp(&e, &d->pm->ent[i], sizeof(e)) != 0) {
+        if (memcmp(&e, &o, sizeof(e)) != 0) {
             mig_store(d, &e);
         }
         if (d->pm->n == before) {

@@ -208,6 +208,10 @@ size_t topo_replicas(const struct topo *t, unsigned primary, uint16_t *out, size
 size_t topo_primaries(const struct topo *t, uint16_t *out, size_t cap);
 /* Nodes with this shard id (the primary and its replicas), CLUSTER SHARDS. */
 size_t topo_shard_nodes(const struct topo *t, const char *shard_id, uint16_t *out, size_t cap);
+/* One node per distinct shard id (its first in index order), CLUSTER SHARDS'
+ * outer list; then topo_shard_nodes() for each. O(nnodes^2) compares of ids:
+ * an admin command over at most a few thousand nodes. */
+size_t topo_shards(const struct topo *t, uint16_t *out, size_t cap);
 /* Slots owned by node idx. */
 unsigned topo_node_slot_count(const struct topo *t, unsigned idx);
 
@@ -217,6 +221,12 @@ unsigned topo_node_slot_count(const struct topo *t, unsigned idx);
  * (CLUSTER SHARDS' "slots", CLUSTER NODES' ranges). */
 bool topo_next_range(const struct topo *t, unsigned *pos, unsigned only_owner, struct topo_range *r,
                      uint16_t *owner);
+
+/* CLUSTER FORGET's checks that depend on the receiving node, for the command
+ * layer to run before proposing NODE_FORGET (apply cannot: every host applies
+ * it). True when allowed; else err gets Redis's text. */
+bool topo_forget_check(const struct topo *t, const char *myself_id, const char *id, char *err,
+                       size_t errsz);
 
 /* ---- snapshot encoding (the Raft snapshot) ---- */
 

@@ -5,6 +5,7 @@
  *   <pong-recv> <config-epoch> <link-state> <slot> <slot> ... */
 #include "cluster/topo.h"
 
+#include "base/mem.h"
 #include "cluster/topo_int.h"
 
 #include <inttypes.h>
@@ -33,9 +34,10 @@ put_flags(struct buf *out, const struct topo_node *n, bool myself)
     }
 }
 
-void
-topo_node_line(const struct topo *t, unsigned idx, const char *myself_id,
-               const struct topo_link *link, struct buf *out)
+/* One line, without "\n". runs[0..nruns) are the node's slot runs in slot order. */
+static void
+put_line(const struct topo *t, unsigned idx, const char *myself_id, const struct topo_link *link,
+         const struct topo_range *runs, size_t nruns, struct buf *out)
 {
     const struct topo_node *n = &t->nodes[idx];
     bool myself = myself_id && strlen(myself_id) == TOPO_ID_LEN &&
@@ -52,13 +54,11 @@ topo_node_line(const struct topo *t, unsigned idx, const char *myself_id,
                 link ? link->ping_sent : 0, link ? link->pong_recv : 0,
                 p ? p->config_epoch : n->config_epoch,
                 !link || link->connected || myself ? "connected" : "disconnected");
-    unsigned pos = 0;
-    struct topo_range r;
-    while (topo_next_range(t, &pos, idx, &r, NULL)) {
-        if (r.lo == r.hi) {
-            buf_appendf(out, " %u", r.lo);
+    for (size_t i = 0; i < nruns; i++) {
+        if (runs[i].lo == runs[i].hi) {
+            buf_appendf(out, " %u", runs[i].lo);
         } else {
-            buf_appendf(out, " %u-%u", r.lo, r.hi);
+            buf_appendf(out, " %u-%u", runs[i].lo, runs[i].hi);
         }
     }
     if (!myself) {
@@ -76,11 +76,51 @@ topo_node_line(const struct topo *t, unsigned idx, const char *myself_id,
 }
 
 void
+topo_node_line(const struct topo *t, unsigned idx, const char *myself_id,
+               const struct topo_link *link, struct buf *out)
+{
+    struct topo_range *runs = rv_malloc(SLOT_COUNT * sizeof(*runs));
+    size_t n = 0;
+    unsigned pos = 0;
+    while (topo_next_range(t, &pos, idx, &runs[n], NULL)) {
+        n++;
+    }
+    put_line(t, idx, myself_id, link, runs, n, out);
+    rv_free(runs);
+}
+
+/* All runs bucketed by owner (a counting sort, stable in slot order), so the
+ * whole text costs one pass over the slots plus the nodes. */
+void
 topo_nodes_text(const struct topo *t, const char *myself_id, const struct topo_link *links,
                 struct buf *out)
 {
+    struct topo_range *all = rv_malloc(SLOT_COUNT * sizeof(*all));
+    struct topo_range *byowner = rv_malloc(SLOT_COUNT * sizeof(*byowner));
+    uint16_t *owner = rv_malloc(SLOT_COUNT * sizeof(*owner));
+    uint32_t *start = rv_calloc(t->nnodes + 1, sizeof(*start));
+    size_t n = 0;
+    unsigned pos = 0;
+    while (topo_next_range(t, &pos, TOPO_NONE, &all[n], &owner[n])) {
+        start[owner[n] + 1]++;
+        n++;
+    }
     for (uint32_t i = 0; i < t->nnodes; i++) {
-        topo_node_line(t, i, myself_id, links ? &links[i] : NULL, out);
+        start[i + 1] += start[i];
+    }
+    uint32_t *fill = rv_malloc((t->nnodes + 1) * sizeof(*fill));
+    memcpy(fill, start, (t->nnodes + 1) * sizeof(*fill));
+    for (size_t i = 0; i < n; i++) {
+        byowner[fill[owner[i]]++] = all[i];
+    }
+    for (uint32_t i = 0; i < t->nnodes; i++) {
+        put_line(t, i, myself_id, links ? &links[i] : NULL, byowner + start[i],
+                 start[i + 1] - start[i], out);
         buf_putc(out, '\n');
     }
+    rv_free(fill);
+    rv_free(start);
+    rv_free(owner);
+    rv_free(byowner);
+    rv_free(all);
 }

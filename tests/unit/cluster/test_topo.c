@@ -190,6 +190,25 @@ Test(topo, node_forget_renumbers)
     REFUSED(topo_enc_node_forget(&B, ID[2]), want);
 }
 
+Test(topo, forget_check_from_myself)
+{
+    OK(add_node(0, -1, 1));
+    OK(add_node(1, 0, 1));
+    OK(add_node(2, -1, 1));
+    char err[TOPO_ERR_MAX], want[TOPO_ERR_MAX];
+    cr_assert(topo_forget_check(T, ID[0], ID[2], err, sizeof(err)));
+    cr_assert(topo_forget_check(T, ID[2], ID[0], err, sizeof(err)));
+    cr_assert_not(topo_forget_check(T, ID[0], ID[0], err, sizeof(err)));
+    cr_assert_str_eq(err, "ERR I tried hard but I can't forget myself...");
+    cr_assert_not(topo_forget_check(T, ID[1], ID[0], err, sizeof(err)));
+    cr_assert_str_eq(err, "ERR Can't forget my master!");
+    cr_assert_not(topo_forget_check(T, ID[1], ID[5], err, sizeof(err)));
+    snprintf(want, sizeof(want), "ERR Unknown node %s", ID[5]);
+    cr_assert_str_eq(err, want);
+    cr_assert_not(topo_forget_check(T, ID[1], "short", err, sizeof(err)));
+    cr_assert_str_eq(err, "ERR Unknown node short");
+}
+
 Test(topo, node_set_addr_and_flags)
 {
     OK(add_node(0, -1, 1));
@@ -509,6 +528,34 @@ Test(topo, cluster_nodes_three_primaries_three_replicas)
         "07c37dfeb235213a872192d90877d0cd55635b91 0 0 1 connected\n";
     cr_assert_str_eq(nodes_text(ids[0]), want);
 
+    /* CLUSTER SLOTS' data: each run with its primary and replicas. */
+    struct buf sl;
+    buf_init(&sl);
+    unsigned pos = 0;
+    struct topo_range r;
+    uint16_t owner, reps[4];
+    while (topo_next_range(T, &pos, TOPO_NONE, &r, &owner)) {
+        buf_appendf(&sl, "%u-%u %u", r.lo, r.hi, T->nodes[owner].port);
+        size_t nr = topo_replicas(T, owner, reps, 4);
+        for (size_t i = 0; i < nr; i++) {
+            buf_appendf(&sl, " %u", T->nodes[reps[i]].port);
+        }
+        buf_putc(&sl, ';');
+    }
+    buf_putc(&sl, '\0');
+    cr_assert_str_eq(sl.data, "0-99 30001 30006;100-100 30003 30005;101-5460 30001 30006;"
+                              "5461-10922 30002 30004;10923-16383 30003 30005;");
+    buf_deinit(&sl);
+    /* CLUSTER SHARDS' data: one entry per shard id, with its nodes. */
+    uint16_t sh[8], members[8];
+    cr_assert_eq(topo_shards(T, sh, 8), 3);
+    for (unsigned i = 0; i < 3; i++) {
+        cr_assert_eq(sh[i], i);
+        cr_assert_eq(topo_shard_nodes(T, T->nodes[i].shard_id, members, 8), 2);
+        cr_assert_eq(members[0], i);
+        cr_assert_eq(T->nodes[members[1]].primary, i);
+    }
+
     /* Live link state comes from the caller; myself is always connected. */
     struct topo_link links[6] = { { 0 } };
     links[0].ping_sent = 5;
@@ -757,6 +804,13 @@ Test(topo, snapshot_round_trip)
         topo_nodes_text(b, me, NULL, &t2);
         cr_assert_eq(t1.len, t2.len);
         cr_assert(memcmp(t1.data, t2.data, t1.len) == 0);
+        /* The whole text is the single lines joined. */
+        buf_reset(&t2);
+        for (uint32_t i = 0; i < b->nnodes; i++) {
+            topo_node_line(b, i, me, NULL, &t2);
+            buf_putc(&t2, '\n');
+        }
+        cr_assert(t1.len == t2.len && memcmp(t1.data, t2.data, t1.len) == 0);
         /* Applying the same command to both gives the same result. */
         struct buf c;
         buf_init(&c);
