@@ -70,9 +70,9 @@ struct ctl {
     struct ctl_fsm_adapter fsm;
 
     /* control thread only */
-    bool closing;          /* raft_close called */
-    bool closed;           /* raft's close callback ran */
-    struct ctl_op flight;  /* sentinel of the in-flight list */
+    bool closing;         /* raft_close called */
+    bool closed;          /* raft's close callback ran */
+    struct ctl_op flight; /* sentinel of the in-flight list */
 
     pthread_mutex_t mu; /* the submit queue */
     struct ctl_op *q_head, *q_tail;
@@ -135,7 +135,10 @@ op_answer(struct ctl_op *op, int err, int code, const char *msg, uint64_t index)
     }
     op->answered = true;
     struct ctl_result r = {
-        .err = err, .code = code, .msg = msg != NULL ? msg : "", .index = index,
+        .err = err,
+        .code = code,
+        .msg = msg != NULL ? msg : "",
+        .index = index,
         .leader_address = "",
     };
     if (err == CTL_ENOTLEADER && !c->closed) {
@@ -159,7 +162,8 @@ op_fail(struct ctl_op *op, int rv, const char *detail)
     if (detail != NULL && detail[0] != '\0') {
         snprintf(msg, sizeof(msg), "%s: %s", raft_strerror(rv), detail);
     } else {
-        snprintf(msg, sizeof(msg), "%s", err == CTL_ESHUTDOWN ? ctl_strerror(err) : raft_strerror(rv));
+        snprintf(msg, sizeof(msg), "%s",
+                 err == CTL_ESHUTDOWN ? ctl_strerror(err) : raft_strerror(rv));
     }
     op_answer(op, err, 0, msg, 0);
 }

@@ -53,7 +53,7 @@ enum ctl_err {
     CTL_EBUSY,      /* another membership change is in progress: retry */
     CTL_EINVAL,     /* unknown or duplicate server id/address, bad role */
     CTL_ENOMEM,
-    CTL_EFAIL,      /* any other failure: msg says what */
+    CTL_EFAIL, /* any other failure: msg says what */
 };
 const char *ctl_strerror(int err);
 
@@ -172,8 +172,7 @@ int ctl_propose(struct ctl *c, const void *entry, size_t len, ctl_done_fn done, 
  * time (CTL_EBUSY otherwise). ctl_add adds the server and then gives it role
  * (a voter is promoted only once it has caught up with the log). Same return
  * values as ctl_propose. */
-int ctl_add(struct ctl *c, uint64_t id, const char *address, int role, ctl_done_fn done,
-            void *arg);
+int ctl_add(struct ctl *c, uint64_t id, const char *address, int role, ctl_done_fn done, void *arg);
 int ctl_assign(struct ctl *c, uint64_t id, int role, ctl_done_fn done, void *arg);
 int ctl_remove(struct ctl *c, uint64_t id, ctl_done_fn done, void *arg);
 /* Hand leadership to voter id (0: a voter raft picks). CTL_OK once
