@@ -25,10 +25,15 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 enum op_kind { OP_PROPOSE, OP_ADD, OP_ASSIGN, OP_REMOVE, OP_TRANSFER };
 
@@ -45,6 +50,7 @@ struct ctl_op {
     struct raft_buffer entry; /* OP_PROPOSE: raft_malloc'd; raft's once raft_apply took it */
     uint64_t deadline;        /* uv_now() milliseconds */
     bool answered;
+    bool transfer_settling; /* OP_TRANSFER: raft is done, waiting to learn the new leader */
     union {
         struct raft_apply apply;
         struct raft_change change;
@@ -58,6 +64,7 @@ struct ctl {
     char raft_dir[PATH_MAX];
     unsigned request_timeout_ms;
     unsigned stop_timeout_ms;
+    unsigned election_timeout_ms;
 
     pthread_t thread;
     uv_loop_t loop;
@@ -216,25 +223,46 @@ on_added(struct raft_change *req, int status)
     on_change_done(req, status);
 }
 
+/* Whether a finished leadership transfer worked; false while it cannot be told
+ * yet (no leader known). */
+static bool
+transfer_settled(struct ctl *c, struct ctl_op *op)
+{
+    raft_id lid = 0;
+    const char *laddr = NULL;
+    raft_leader(&c->raft, &lid, &laddr);
+    if (lid == 0) {
+        return false;
+    }
+    if (lid != c->id && (op->id == 0 || lid == op->id)) {
+        op_answer(op, CTL_OK, 0, "", 0);
+    } else {
+        op_answer(op, CTL_EFAIL, 0, "no other server took over leadership in time", 0);
+    }
+    return true;
+}
+
+/* raft calls back once the target leads or the election timeout passed. The
+ * old leader often learns who leads only from the new leader's first
+ * heartbeat, after this: the timer then settles the op (on_timer). */
 static void
 on_transfer(struct raft_transfer *req)
 {
     struct ctl_op *op = req->data;
     struct ctl *c = op->c;
-    flight_del(op);
     if (c->closing) {
+        flight_del(op);
         op_answer(op, CTL_ESHUTDOWN, 0, ctl_strerror(CTL_ESHUTDOWN), 0);
-    } else {
-        raft_id lid = 0;
-        const char *laddr = NULL;
-        raft_leader(&c->raft, &lid, &laddr);
-        if (lid != 0 && lid != c->id && (op->id == 0 || lid == op->id)) {
-            op_answer(op, CTL_OK, 0, "", 0);
-        } else {
-            op_answer(op, CTL_EFAIL, 0, "no other server took over leadership in time", 0);
-        }
+        op_free(op);
+        return;
     }
-    op_free(op);
+    if (op->answered || transfer_settled(c, op)) {
+        flight_del(op);
+        op_free(op);
+        return;
+    }
+    op->transfer_settling = true;
+    op->deadline = uv_now(&c->loop) + 2 * (uint64_t)c->election_timeout_ms;
 }
 
 static void
@@ -325,8 +353,16 @@ on_timer(uv_timer_t *h)
 {
     struct ctl *c = h->data;
     uint64_t now = uv_now(&c->loop);
-    for (struct ctl_op *op = c->flight.fl_next; op != &c->flight; op = op->fl_next) {
-        if (!op->answered && op->deadline <= now) {
+    struct ctl_op *next;
+    for (struct ctl_op *op = c->flight.fl_next; op != &c->flight; op = next) {
+        next = op->fl_next;
+        if (op->transfer_settling) {
+            if (transfer_settled(c, op) || op->deadline <= now) {
+                op_answer(op, CTL_EFAIL, 0, "no leader known after the transfer", 0);
+                flight_del(op); /* raft is done with it */
+                op_free(op);
+            }
+        } else if (!op->answered && op->deadline <= now) {
             op_answer(op, CTL_ETIMEOUT, 0, ctl_strerror(CTL_ETIMEOUT), 0);
         }
     }
@@ -393,6 +429,13 @@ ctl_main(void *arg)
 {
     struct ctl *c = arg;
     pthread_setname_np(pthread_self(), "ruvio-ctl");
+    /* Signals are the main thread's business. Above all SIGPIPE: raft_uv
+     * writes to peers' sockets from this thread, and a write to a peer that just
+     * went away raises SIGPIPE, which kills the process unless it is blocked
+     * (or ignored process-wide): blocked, the write fails with EPIPE. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
     uv_run(&c->loop, UV_RUN_DEFAULT);
     int rv = uv_loop_close(&c->loop);
     if (rv != 0) {
@@ -436,6 +479,37 @@ start_unwind(struct ctl *c, bool raft_ready, bool handles)
     rv_free(c);
 }
 
+/* After a failed start: try to bind the bus address ourselves, so that the
+ * message can say why (", bind 127.0.0.1:7000: Address already in use"). */
+static void
+bind_probe(const char *address, char *why, size_t whysz)
+{
+    why[0] = '\0';
+    char host[CTL_ADDR_MAX];
+    snprintf(host, sizeof(host), "%s", address);
+    char *colon = strrchr(host, ':');
+    if (colon == NULL) {
+        snprintf(why, whysz, ", address %s has no port", address);
+        return;
+    }
+    *colon = '\0';
+    struct sockaddr_in sa;
+    if (uv_ip4_addr(host, atoi(colon + 1), &sa) != 0) {
+        snprintf(why, whysz, ", %s is not an IPv4 address", host);
+        return;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) {
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        snprintf(why, whysz, ", bind %s: %s", address, strerror(errno));
+    }
+    close(fd);
+}
+
 static int
 opts_check(const struct ctl_opts *o, char *err, size_t errsz)
 {
@@ -468,7 +542,7 @@ opts_check(const struct ctl_opts *o, char *err, size_t errsz)
 static void
 raft_tune(struct ctl *c, const struct ctl_opts *o)
 {
-    unsigned election = o->election_timeout_ms ? o->election_timeout_ms : 1000;
+    unsigned election = c->election_timeout_ms;
     unsigned heartbeat = o->heartbeat_timeout_ms ? o->heartbeat_timeout_ms : 100;
     raft_set_election_timeout(&c->raft, election);
     raft_set_heartbeat_timeout(&c->raft, heartbeat);
@@ -519,6 +593,7 @@ ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errsz)
     snprintf(c->address, sizeof(c->address), "%s", o->address);
     c->request_timeout_ms = o->request_timeout_ms ? o->request_timeout_ms : 5000;
     c->stop_timeout_ms = o->stop_timeout_ms ? o->stop_timeout_ms : 5000;
+    c->election_timeout_ms = o->election_timeout_ms ? o->election_timeout_ms : 1000;
     c->flight.fl_prev = c->flight.fl_next = &c->flight;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->info_mu, NULL);
@@ -567,8 +642,11 @@ ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errsz)
         return RV_EIO;
     }
     if ((rv = raft_start(&c->raft)) != 0) {
-        seterr(err, errsz, "raft start (%s, %s): %s", c->raft_dir, c->address,
-               raft_errmsg(&c->raft));
+        /* raft 0.15 says only "I/O error" when the bus port cannot be bound. */
+        char why[128];
+        bind_probe(o->bind_address != NULL ? o->bind_address : o->address, why, sizeof(why));
+        seterr(err, errsz, "raft start (%s, %s): %s%s%s%s", c->raft_dir, c->address,
+               raft_strerror(rv), raft_errmsg(&c->raft)[0] ? ": " : "", raft_errmsg(&c->raft), why);
         start_unwind(c, true, false);
         return RV_EIO;
     }

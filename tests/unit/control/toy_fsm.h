@@ -136,8 +136,9 @@ toy_on_applied(void *arg)
 static inline struct ctl_fsm
 toy_fsm(struct toy *t)
 {
-    struct ctl_fsm f = { .arg = t, .apply = toy_apply, .snapshot = toy_snapshot,
-                         .restore = toy_restore };
+    struct ctl_fsm f = {
+        .arg = t, .apply = toy_apply, .snapshot = toy_snapshot, .restore = toy_restore
+    };
     return f;
 }
 
