@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #define N 3
-#define WAIT_MS 20000     /* hard bound on any wait */
-#define ELECTION_MS 400   /* raft randomises it to 400..800 ms */
+#define WAIT_MS 20000      /* hard bound on any wait */
+#define ELECTION_MS 400    /* raft randomises it to 400..800 ms */
 #define NEW_LEADER_MS 5000 /* the bound we state for a re-election after the leader stops */
 
 struct node {
@@ -85,12 +85,17 @@ rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
     return remove(path);
 }
 
+/* The world of the running test, torn down by cleanup() even when an
+ * assertion ended the test early. */
+static struct world *current;
+
 static void
 world_init(struct world *w, unsigned nodes)
 {
     memset(w, 0, sizeof(*w));
     snprintf(w->root, sizeof(w->root), "/tmp/rv_ctl_XXXXXX");
     cr_assert_not_null(mkdtemp(w->root));
+    current = w;
     for (unsigned i = 0; i < nodes; i++) {
         struct node *n = &w->n[i];
         n->id = i + 1;
@@ -106,10 +111,19 @@ static struct ctl_opts
 node_opts(struct node *n, const struct ctl_server *boot, size_t nboot)
 {
     struct ctl_opts o = {
-        .id = n->id, .address = n->addr, .dir = n->dir, .bootstrap = boot, .n_bootstrap = nboot,
-        .fsm = toy_fsm(&n->toy), .on_applied = toy_on_applied, .hook_arg = &n->toy,
-        .election_timeout_ms = ELECTION_MS, .heartbeat_timeout_ms = 50,
-        .request_timeout_ms = 5000, .snapshot_threshold = 64, .snapshot_trailing = 16,
+        .id = n->id,
+        .address = n->addr,
+        .dir = n->dir,
+        .bootstrap = boot,
+        .n_bootstrap = nboot,
+        .fsm = toy_fsm(&n->toy),
+        .on_applied = toy_on_applied,
+        .hook_arg = &n->toy,
+        .election_timeout_ms = ELECTION_MS,
+        .heartbeat_timeout_ms = 50,
+        .request_timeout_ms = 5000,
+        .snapshot_threshold = 64,
+        .snapshot_trailing = 16,
         .stop_timeout_ms = 5000,
     };
     return o;
@@ -143,8 +157,24 @@ world_down(struct world *w)
     for (unsigned i = 0; i <= N; i++) {
         node_stop(&w->n[i]);
     }
+    current = NULL;
     nftw(w->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     cr_assert_neq(access(w->root, F_OK), 0, "temp dir left behind");
+}
+
+static void
+cleanup(void)
+{
+    struct world *w = current;
+    if (w == NULL) {
+        return;
+    }
+    current = NULL;
+    for (unsigned i = 0; i <= N; i++) {
+        ctl_stop(w->n[i].c);
+        w->n[i].c = NULL;
+    }
+    nftw(w->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Index of the node that says it leads (among running ones), or -1. */
@@ -304,7 +334,7 @@ propose_to_leader_raw(struct world *w, uint64_t v, unsigned *ambiguous, char *fa
 static void
 propose_to_leader(struct world *w, uint64_t v, unsigned *ambiguous)
 {
-    char fail[256];
+    char fail[512];
     const char *why = propose_to_leader_raw(w, v, ambiguous, fail, sizeof(fail));
     cr_assert_null(why, "%s", why);
 }
@@ -357,9 +387,9 @@ all_converged(void *arg)
     return true;
 }
 
-Test(ctl, three_servers_elect_commit_fail_over_and_catch_up, .timeout = 60)
+Test(ctl, three_servers_elect_commit_fail_over_and_catch_up, .timeout = 60, .fini = cleanup)
 {
-    struct world w;
+    static struct world w; /* cleanup() may reach it after the test unwound */
     world_init(&w, N);
     for (unsigned i = 0; i < N; i++) {
         node_start(&w.n[i], w.boot, N);
@@ -370,8 +400,9 @@ Test(ctl, three_servers_elect_commit_fail_over_and_catch_up, .timeout = 60)
     unsigned ambiguous = 0;
     struct proposer ps[4];
     for (unsigned t = 0; t < 4; t++) {
-        ps[t] = (struct proposer){ .w = &w, .base = 1000 * (t + 1), .count = 50,
-                                   .ambiguous = &ambiguous };
+        ps[t] = (struct proposer){
+            .w = &w, .base = 1000 * (t + 1), .count = 50, .ambiguous = &ambiguous
+        };
         cr_assert_eq(pthread_create(&ps[t].t, NULL, proposer_main, &ps[t]), 0);
     }
     for (unsigned t = 0; t < 4; t++) {
@@ -479,9 +510,9 @@ node_leads(void *arg)
     return leader_of(ld->w) == (int)ld->i;
 }
 
-Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60)
+Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fini = cleanup)
 {
-    struct world w;
+    static struct world w; /* cleanup() may reach it after the test unwound */
     world_init(&w, N + 1);
     for (unsigned i = 0; i < N; i++) {
         node_start(&w.n[i], w.boot, N);
@@ -502,8 +533,9 @@ Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60)
     int l = leader_of(&w);
     cr_assert_geq(l, 0);
     struct waiter wt;
-    struct member_arg m = { .c = w.n[l].c, .id = j->id, .addr = j->addr, .role = CTL_LEARNER,
-                            .wt = &wt };
+    struct member_arg m = {
+        .c = w.n[l].c, .id = j->id, .addr = j->addr, .role = CTL_LEARNER, .wt = &wt
+    };
     cr_assert_eq(sync_req(&wt, submit_add, &m), CTL_OK, "add: %s", wt.msg);
     struct converged cv = { .w = &w, .len = 10 + ambiguous };
     cr_assert(wait_until(all_converged, &cv, WAIT_MS), "the learner did not catch up");
@@ -532,16 +564,17 @@ Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60)
     }
     /* Membership calls on a follower redirect. */
     unsigned f = (unsigned)(l + 1) % N;
-    struct member_arg bad = { .c = w.n[f].c, .id = 99, .addr = "127.0.0.1:1", .role = CTL_VOTER,
-                              .wt = &wt };
+    struct member_arg bad = {
+        .c = w.n[f].c, .id = 99, .addr = "127.0.0.1:1", .role = CTL_VOTER, .wt = &wt
+    };
     cr_assert_eq(sync_req(&wt, submit_add, &bad), CTL_ENOTLEADER);
     cr_assert_eq(wt.res.leader_id, j->id);
     world_down(&w);
 }
 
-Test(ctl, start_errors_are_returned_with_a_message)
+Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = cleanup)
 {
-    struct world w;
+    static struct world w; /* cleanup() may reach it after the test unwound */
     world_init(&w, 1);
     struct node *n = &w.n[0];
     char err[256] = "";
