@@ -15,12 +15,13 @@ import sys
 
 # Bottom to top. A folder's rank: it may include any folder of lower or equal
 # rank that is listed as visible to it. Siblings of equal rank (wal and
-# replication) must not include each other unless listed in SIBLING_OK.
+# control) must not include each other unless listed in SIBLING_OK.
 LAYERS = [
     ("base", 0),
     ("proto", 1),
     ("cluster", 1),
     ("wal", 2),
+    ("control", 2),
     ("replication", 3),
     ("node/keyspace", 4),
     ("node/types", 5),
@@ -56,7 +57,7 @@ def main():
     a = ap.parse_args()
     root = os.path.abspath(a.root)
     bad = []
-    for top in ("base", "proto", "cluster", "wal", "replication", "node", "tools"):
+    for top in ("base", "proto", "cluster", "wal", "control", "replication", "node", "tools"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
                 if not f.endswith((".c", ".h")):
