@@ -207,11 +207,12 @@ enum topo_res {
     TOPO_EMALFORMED = -2, /* the entry does not decode; err says why */
 };
 
-/* Apply one committed entry to cur. Always sets *next to a snapshot the caller
- * owns (a new reference to cur unless TOPO_CHANGED). err (errsz >= 1) gets the
- * error text on failure, "" otherwise. BUMP_EPOCH is TOPO_CHANGED for Redis's
- * BUMPED and TOPO_UNCHANGED for STILL; the epoch to reply is the node's
- * config_epoch in *next. Deterministic: depends only on cur and the bytes. */
+/* Apply one committed entry to cur (not NULL). Always sets *next to a
+ * snapshot the caller owns (a new reference to cur unless TOPO_CHANGED). err
+ * (errsz >= 1) gets the error text on failure, "" otherwise. BUMP_EPOCH is
+ * TOPO_CHANGED for Redis's BUMPED and TOPO_UNCHANGED for STILL; the epoch to
+ * reply is the node's config_epoch in *next. Deterministic: depends only on
+ * cur and the bytes. */
 enum topo_res topo_apply(const struct topo *cur, const void *entry, size_t len, struct topo **next,
                          char *err, size_t errsz);
 
@@ -279,7 +280,7 @@ struct topo_link {
 /* CLUSTER NODES, Redis's format byte for byte: one line per node in index
  * order, each ending in "\n". myself_id (may be NULL) gets "myself," and its
  * [slot->-id] / [slot-<-id] entries. links is NULL (all "0 0 ... connected")
- * or indexed by node index. */
+ * or indexed by node index; myself is always "connected", as in Redis. */
 void topo_nodes_text(const struct topo *t, const char *myself_id, const struct topo_link *links,
                      struct buf *out);
 /* One node's line, without the trailing "\n" (CLUSTER REPLICAS). */
