@@ -115,6 +115,36 @@ void topo_put(struct topo *t);
  * Ids are NUL-terminated 40-char lowercase hex. RV_OK, or RV_EINVAL for a bad
  * id, string, slot or range (then nothing is appended). */
 
+/* What each command does (one cluster-wide state, where Redis keeps a view
+ * per node); refusals use Redis's texts unless marked (ours):
+ *   NODE_ADD      a new node; refused if the id exists (ours), if there are
+ *                 TOPO_MAX_NODES (ours), or for a replica of an unknown node or
+ *                 of a replica. current_epoch rises to its config epoch.
+ *   NODE_FORGET   removes it: its slots become unassigned, its replicas
+ *                 orphans (primary TOPO_NONE), SETSLOT states by or towards it
+ *                 go; indices above it move down.
+ *   NODE_SET_ADDR, NODE_SET_FLAGS  unchanged when equal.
+ *   SLOTS_ADD     busy / specified multiple times, checked slot by slot in
+ *                 argument order as Redis does; refused for a replica (ours).
+ *                 Ends the node's IMPORTING of those slots.
+ *   SLOTS_DEL     already unassigned / specified multiple times. SLOTS_FLUSH:
+ *                 all the node's slots (unchanged when it has none).
+ *   REPLICATE     the node becomes a replica (shard id: its primary's); a
+ *                 slotless primary's own replicas follow it to the new primary.
+ *   PROMOTE       replica -> primary with config epoch ++current_epoch; it
+ *                 takes its primary's slots, the old primary and its other
+ *                 replicas become its replicas, the old primary's SETSLOT
+ *                 states go. An orphan replica becomes an empty primary.
+ *   SET_CONFIG_EPOCH  refused above INT64_MAX or when non-zero; Redis's "only
+ *                 when the node does not know any other node" is left to the
+ *                 command layer. BUMP_EPOCH: Redis's BUMPED/STILL rule (see
+ *                 topo_apply).
+ *   SLOT_*        CLUSTER SETSLOT as received by node `by` (a primary):
+ *                 MIGRATING (by owns the slot) and IMPORTING (by does not)
+ *                 record by's side; STABLE clears by's sides; NODE assigns the
+ *                 slot, ends by's MIGRATING if given away and by's IMPORTING if
+ *                 taken, with Redis's epoch bump for the latter. One importer
+ *                 and one migrator per slot. */
 enum topo_cmd_type {
     TOPO_CMD_NODE_ADD = 1,
     TOPO_CMD_NODE_FORGET = 2,
@@ -177,11 +207,12 @@ enum topo_res {
     TOPO_EMALFORMED = -2, /* the entry does not decode; err says why */
 };
 
-/* Apply one committed entry to cur. Always sets *next to a snapshot the caller
- * owns (a new reference to cur unless TOPO_CHANGED). err (errsz >= 1) gets the
- * error text on failure, "" otherwise. BUMP_EPOCH is TOPO_CHANGED for Redis's
- * BUMPED and TOPO_UNCHANGED for STILL; the epoch to reply is the node's
- * config_epoch in *next. Deterministic: depends only on cur and the bytes. */
+/* Apply one committed entry to cur (not NULL). Always sets *next to a
+ * snapshot the caller owns (a new reference to cur unless TOPO_CHANGED). err
+ * (errsz >= 1) gets the error text on failure, "" otherwise. BUMP_EPOCH is
+ * TOPO_CHANGED for Redis's BUMPED and TOPO_UNCHANGED for STILL; the epoch to
+ * reply is the node's config_epoch in *next. Deterministic: depends only on
+ * cur and the bytes. */
 enum topo_res topo_apply(const struct topo *cur, const void *entry, size_t len, struct topo **next,
                          char *err, size_t errsz);
 
@@ -249,7 +280,7 @@ struct topo_link {
 /* CLUSTER NODES, Redis's format byte for byte: one line per node in index
  * order, each ending in "\n". myself_id (may be NULL) gets "myself," and its
  * [slot->-id] / [slot-<-id] entries. links is NULL (all "0 0 ... connected")
- * or indexed by node index. */
+ * or indexed by node index; myself is always "connected", as in Redis. */
 void topo_nodes_text(const struct topo *t, const char *myself_id, const struct topo_link *links,
                      struct buf *out);
 /* One node's line, without the trailing "\n" (CLUSTER REPLICAS). */

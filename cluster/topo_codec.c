@@ -596,7 +596,7 @@ check_nodes(struct rd *r, struct tp_nodes *pn, uint64_t epoch)
 static void
 rd_slots(struct rd *r, struct tp_slots *ps, const struct tp_nodes *pn)
 {
-    unsigned nruns = rd_u16(r), next = 0;
+    unsigned nruns = rd_u16(r), next = 0, prev = TOPO_NONE;
     if (nruns > SLOT_COUNT) {
         rd_fail(r, "too many slot runs");
     }
@@ -607,6 +607,12 @@ rd_slots(struct rd *r, struct tp_slots *ps, const struct tp_nodes *pn)
             rd_fail(r, "bad slot run");
             break;
         }
+        /* Runs are maximal, so that one state has one encoding. */
+        if (i > 0 && lo == next && o == prev) {
+            rd_fail(r, "slot runs not merged");
+            break;
+        }
+        prev = o;
         for (unsigned s = lo; s <= hi; s++) {
             ps->owner[s] = (uint16_t)o;
         }

@@ -52,6 +52,11 @@ void tp_mig_put(struct tp_mig *p);
 struct topo *tp_assemble(struct tp_nodes *pn, struct tp_slots *ps, struct tp_mig *pm,
                          uint64_t version, uint64_t current_epoch);
 
+/* Index of id in p (binary search over order[]), or -1. */
+int tp_find_in(const struct tp_nodes *p, const char *id, size_t len);
+/* Position of slot in m[0..n): its index (*found) or where it would go. */
+int tp_mig_index(const struct topo_mig *m, uint32_t n, unsigned slot, bool *found);
+
 bool tp_valid_id(const char *s, size_t n);
 bool tp_valid_ip(const char *s, size_t n);
 bool tp_valid_hostname(const char *s, size_t n);

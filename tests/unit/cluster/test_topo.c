@@ -850,6 +850,45 @@ Test(topo, snapshot_round_trip)
     buf_deinit(&e);
 }
 
+/* Hand-made snapshot bytes: one primary owning slots 0-9 as two runs. */
+static void
+put16(struct buf *b, unsigned v)
+{
+    buf_putc(b, (char)(v & 0xff));
+    buf_putc(b, (char)(v >> 8));
+}
+
+Test(topo, decoder_wants_canonical_runs)
+{
+    OK(add_node(0, -1, 1));
+    OK(add_slots(0, 0, 9));
+    struct buf e;
+    buf_init(&e);
+    topo_encode(T, &e);
+    /* The tail is: nruns=1, (0, 9, 0), nmigs=0. Split the run in two. */
+    size_t tail = e.len - 2 - 6 - 2;
+    e.len = tail;
+    put16(&e, 2);
+    put16(&e, 0);
+    put16(&e, 4);
+    put16(&e, 0);
+    put16(&e, 5);
+    put16(&e, 9);
+    put16(&e, 0);
+    put16(&e, 0);
+    struct topo *out;
+    char err[TOPO_ERR_MAX];
+    cr_assert_eq(topo_decode(e.data, e.len, &out, err, sizeof(err)), RV_ECORRUPT);
+    cr_assert_str_eq(err, "malformed topology snapshot: slot runs not merged");
+    /* With a gap the two runs are fine. */
+    e.data[tail + 2 + 6] = 6;
+    cr_assert_eq(topo_decode(e.data, e.len, &out, err, sizeof(err)), RV_OK, "%s", err);
+    cr_assert_null(topo_slot_node(out, 5));
+    cr_assert_eq(topo_node_slot_count(out, 0), 9);
+    topo_put(out);
+    buf_deinit(&e);
+}
+
 Test(topo, decoder_survives_garbage)
 {
     struct buf log, e;
