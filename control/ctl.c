@@ -223,21 +223,25 @@ on_added(struct raft_change *req, int status)
     on_change_done(req, status);
 }
 
-/* Whether a finished leadership transfer worked; false while it cannot be told
- * yet (no leader known). */
+/* Answer a finished leadership transfer once it can be told: another server
+ * leads (CTL_OK, or CTL_EFAIL when it is not the one asked for). False while
+ * this server still leads or knows no leader: raft may call back before it has
+ * stepped down, and learns the new leader only from its first heartbeat. */
 static bool
 transfer_settled(struct ctl *c, struct ctl_op *op)
 {
     raft_id lid = 0;
     const char *laddr = NULL;
     raft_leader(&c->raft, &lid, &laddr);
-    if (lid == 0) {
+    if (lid == 0 || lid == c->id) {
         return false;
     }
-    if (lid != c->id && (op->id == 0 || lid == op->id)) {
+    if (op->id == 0 || lid == op->id) {
         op_answer(op, CTL_OK, 0, "", 0);
     } else {
-        op_answer(op, CTL_EFAIL, 0, "no other server took over leadership in time", 0);
+        char msg[CTL_MSG_MAX];
+        snprintf(msg, sizeof(msg), "server %llu leads instead", (unsigned long long)lid);
+        op_answer(op, CTL_EFAIL, 0, msg, 0);
     }
     return true;
 }
@@ -358,7 +362,7 @@ on_timer(uv_timer_t *h)
         next = op->fl_next;
         if (op->transfer_settling) {
             if (transfer_settled(c, op) || op->deadline <= now) {
-                op_answer(op, CTL_EFAIL, 0, "no leader known after the transfer", 0);
+                op_answer(op, CTL_EFAIL, 0, "no other server took over leadership in time", 0);
                 flight_del(op); /* raft is done with it */
                 op_free(op);
             }

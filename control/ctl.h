@@ -177,7 +177,9 @@ int ctl_assign(struct ctl *c, uint64_t id, int role, ctl_done_fn done, void *arg
 int ctl_remove(struct ctl *c, uint64_t id, ctl_done_fn done, void *arg);
 /* Hand leadership to voter id (0: a voter raft picks). CTL_OK once
  * another server leads, CTL_EFAIL when none took over within the election
- * timeout. */
+ * timeout (or another than id did). A server just promoted to voter ignores
+ * the hand-over until its own log holds the promotion (its ctl_info lists it as
+ * a voter): transferring to it at once may fail. */
 int ctl_transfer(struct ctl *c, uint64_t id, ctl_done_fn done, void *arg);
 
 void ctl_info(struct ctl *c, struct ctl_info *out);

@@ -510,6 +510,21 @@ node_leads(void *arg)
     return leader_of(ld->w) == (int)ld->i;
 }
 
+/* The node's own configuration makes it a voter. */
+static bool
+knows_itself_voter(void *arg)
+{
+    struct node *n = arg;
+    struct ctl_info in;
+    ctl_info(n->c, &in);
+    for (unsigned i = 0; i < in.n_servers && i < CTL_INFO_SERVERS; i++) {
+        if (in.servers[i].id == n->id) {
+            return in.servers[i].role == CTL_VOTER;
+        }
+    }
+    return false;
+}
+
 Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fini = cleanup)
 {
     static struct world w; /* cleanup() may reach it after the test unwound */
@@ -549,6 +564,10 @@ Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fi
     /* Promote it to voter, then hand it the leadership. */
     m.role = CTL_VOTER;
     cr_assert_eq(sync_req(&wt, submit_assign, &m), CTL_OK, "assign: %s", wt.msg);
+    /* Committed on the leader is not yet known to the new voter: until its own
+     * log holds the change, it ignores the leader's TimeoutNow and the transfer
+     * fails. */
+    cr_assert(wait_until(knows_itself_voter, j, WAIT_MS), "the new voter never learned its role");
     cr_assert_eq(sync_req(&wt, submit_transfer, &m), CTL_OK, "transfer: %s", wt.msg);
     struct leads ld = { .w = &w, .i = N };
     cr_assert(wait_until(node_leads, &ld, WAIT_MS), "the new voter does not lead");
