@@ -63,8 +63,9 @@ const char *ctl_strerror(int err);
 #define CTL_ADDR_MAX 64
 /* Servers copied into struct ctl_info (the configuration may hold more). */
 #define CTL_INFO_SERVERS 16
-/* Largest entry ctl_propose accepts. */
-#define CTL_ENTRY_MAX (4u << 20)
+/* Largest entry ctl_propose accepts: well inside one of raft_uv's 8 MiB log
+ * segments (topology commands are small; a snapshot is not an entry). */
+#define CTL_ENTRY_MAX (1u << 20)
 
 /* The replicated state machine. Deterministic by contract: every server applies
  * the same entries in the same order and must reach the same state and the same

@@ -640,3 +640,101 @@ Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = clean
     cr_assert(wait_until(all_converged, &cv, WAIT_MS), "the log was not replayed");
     world_down(&w);
 }
+
+/* ---- answers when nothing can commit, and at shutdown ---- */
+
+struct counted {
+    int answers;
+    int err;
+};
+
+static void
+counted_done(void *arg, const struct ctl_result *r)
+{
+    struct counted *k = arg;
+    __atomic_store_n(&k->err, r->err, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&k->answers, 1, __ATOMIC_RELEASE);
+}
+
+struct all_answered {
+    struct counted *k;
+    unsigned n;
+};
+
+static bool
+all_answered(void *arg)
+{
+    struct all_answered *a = arg;
+    for (unsigned i = 0; i < a->n; i++) {
+        if (__atomic_load_n(&a->k[i].answers, __ATOMIC_ACQUIRE) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool
+one_answered_waiter(void *arg)
+{
+    struct waiter *wt = arg;
+    pthread_mutex_lock(&wt->mu);
+    bool done = wt->done;
+    pthread_mutex_unlock(&wt->mu);
+    return done;
+}
+
+Test(ctl, timeout_without_quorum_and_answers_at_shutdown, .timeout = 60, .fini = cleanup)
+{
+    static struct world w; /* cleanup() may reach it after the test unwound */
+    world_init(&w, N);
+    for (unsigned i = 0; i < N; i++) {
+        char err[256] = "";
+        toy_init(&w.n[i].toy);
+        struct ctl_opts o = node_opts(&w.n[i], w.boot, N);
+        o.request_timeout_ms = 100;
+        o.election_timeout_ms = 1000; /* the leader keeps leading well past the timeout */
+        cr_assert_eq(ctl_start(&w.n[i].c, &o, err, sizeof(err)), RV_OK, "%s", err);
+    }
+    cr_assert(wait_until(has_leader, &w, WAIT_MS));
+    int l = leader_of(&w);
+    struct waiter wt;
+    /* The largest entry commits; one byte more is refused at the call. */
+    static unsigned char big[CTL_ENTRY_MAX + 1];
+    cr_assert_eq(ctl_propose(w.n[l].c, big, sizeof(big), waiter_done, &wt), RV_EINVAL);
+    memset(&wt, 0, sizeof(wt));
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    cr_assert_eq(ctl_propose(w.n[l].c, big, CTL_ENTRY_MAX, waiter_done, &wt), RV_OK);
+    cr_assert(wait_until(one_answered_waiter, &wt, WAIT_MS));
+    cr_assert_eq(wt.res.err, CTL_OK, "%s", wt.msg);
+    cr_assert_eq(wt.res.code, 1, "the toy FSM calls it malformed: %s", wt.msg);
+
+    /* Both followers stop: nothing can commit, the proposal times out. */
+    for (unsigned i = 0; i < N; i++) {
+        if ((int)i != l) {
+            node_stop(&w.n[i]);
+        }
+    }
+    uint64_t t0 = now_ms();
+    cr_assert_eq(propose_sync(w.n[l].c, 77, &wt), CTL_ETIMEOUT, "%s", wt.msg);
+    cr_assert_lt(now_ms() - t0, 1000);
+    cr_assert(!toy_has(&w.n[l].toy, 77));
+
+    /* Requests queued or in flight when the server stops are each answered
+     * once: shutting down (or not leader, had it stepped down). */
+    static struct counted k[20];
+    for (unsigned i = 0; i < 20; i++) {
+        unsigned char e[8];
+        toy_put_u64(e, 500 + i);
+        cr_assert_eq(ctl_propose(w.n[l].c, e, sizeof(e), counted_done, &k[i]), RV_OK);
+    }
+    node_stop(&w.n[l]);
+    struct all_answered aa = { .k = k, .n = 20 };
+    cr_assert(all_answered(&aa), "ctl_stop returned before answering every request");
+    for (unsigned i = 0; i < 20; i++) {
+        cr_assert_eq(k[i].answers, 1);
+        cr_assert(k[i].err == CTL_ESHUTDOWN || k[i].err == CTL_ENOTLEADER || k[i].err == CTL_ELOST,
+                  "answered %s", ctl_strerror(k[i].err));
+    }
+    world_down(&w);
+}
