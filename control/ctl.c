@@ -575,13 +575,52 @@ raft_bootstrap_if_fresh(struct ctl *c, const struct ctl_opts *o, char *err, size
         if (rv == RAFT_CANTBOOTSTRAP) {
             rv = 0; /* not fresh: the log already holds a configuration */
         } else if (rv != 0) {
-            seterr(err, errsz, "bootstrap %s: %s", c->raft_dir, raft_errmsg(&c->raft));
+            seterr(err, errsz, "bootstrap %s: %s %s", c->raft_dir, raft_strerror(rv),
+                   raft_errmsg(&c->raft));
         }
     } else {
         seterr(err, errsz, "bootstrap configuration: %s", raft_strerror(rv));
     }
     raft_configuration_close(&conf);
     return rv;
+}
+
+/* The loop, raft_uv's TCP transport and storage, and the raft instance; on
+ * failure everything opened here is closed again. */
+static int
+raft_open(struct ctl *c, const struct ctl_opts *o, char *err, size_t errsz)
+{
+    int rv;
+    if ((rv = uv_loop_init(&c->loop)) != 0) {
+        seterr(err, errsz, "uv_loop_init: %s", uv_strerror(rv));
+        return RV_EIO;
+    }
+    if ((rv = raft_uv_tcp_init(&c->transport, &c->loop)) != 0) {
+        seterr(err, errsz, "raft transport: %s", raft_strerror(rv));
+        goto fail_loop;
+    }
+    if (o->bind_address != NULL &&
+        (rv = raft_uv_tcp_set_bind_address(&c->transport, o->bind_address)) != 0) {
+        seterr(err, errsz, "bind address %s: %s", o->bind_address, raft_strerror(rv));
+        goto fail_transport;
+    }
+    if ((rv = raft_uv_init(&c->io, &c->loop, c->raft_dir, &c->transport)) != 0) {
+        seterr(err, errsz, "raft storage %s: %s %s", c->raft_dir, raft_strerror(rv), c->io.errmsg);
+        goto fail_transport;
+    }
+    ctl_fsm_adapter_init(&c->fsm, &o->fsm, o->on_applied, o->hook_arg);
+    if ((rv = raft_init(&c->raft, &c->io, &c->fsm.raft, o->id, o->address)) != 0) {
+        seterr(err, errsz, "raft init: %s %s", raft_strerror(rv), raft_errmsg(&c->raft));
+        raft_uv_close(&c->io);
+        goto fail_transport;
+    }
+    return RV_OK;
+
+fail_transport:
+    raft_uv_tcp_close(&c->transport);
+fail_loop:
+    uv_loop_close(&c->loop);
+    return RV_EIO;
 }
 
 int
@@ -612,32 +651,8 @@ ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errsz)
         rv = RV_EIO;
         goto fail_free;
     }
-    if ((rv = uv_loop_init(&c->loop)) != 0) {
-        seterr(err, errsz, "uv_loop_init: %s", uv_strerror(rv));
-        rv = RV_EIO;
+    if ((rv = raft_open(c, o, err, errsz)) != RV_OK) {
         goto fail_free;
-    }
-    if ((rv = raft_uv_tcp_init(&c->transport, &c->loop)) != 0) {
-        seterr(err, errsz, "raft transport: %s", raft_strerror(rv));
-        goto fail_loop;
-    }
-    if (o->bind_address != NULL &&
-        (rv = raft_uv_tcp_set_bind_address(&c->transport, o->bind_address)) != 0) {
-        seterr(err, errsz, "bind address %s: %s", o->bind_address, raft_strerror(rv));
-        raft_uv_tcp_close(&c->transport);
-        goto fail_loop;
-    }
-    if ((rv = raft_uv_init(&c->io, &c->loop, c->raft_dir, &c->transport)) != 0) {
-        seterr(err, errsz, "raft storage %s: %s", c->raft_dir, c->io.errmsg);
-        raft_uv_tcp_close(&c->transport);
-        goto fail_loop;
-    }
-    ctl_fsm_adapter_init(&c->fsm, &o->fsm, o->on_applied, o->hook_arg);
-    if ((rv = raft_init(&c->raft, &c->io, &c->fsm.raft, o->id, o->address)) != 0) {
-        seterr(err, errsz, "raft init: %s", raft_errmsg(&c->raft));
-        raft_uv_close(&c->io);
-        raft_uv_tcp_close(&c->transport);
-        goto fail_loop;
     }
     c->raft.data = c;
     raft_tune(c, o);
@@ -674,9 +689,6 @@ ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errsz)
     *out = c;
     return RV_OK;
 
-fail_loop:
-    uv_loop_close(&c->loop);
-    rv = RV_EIO;
 fail_free:
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->info_mu);
