@@ -77,6 +77,8 @@ struct ctl {
     struct ctl_fsm_adapter fsm;
 
     /* control thread only */
+    bool draining; /* stopping: waiting for raft's disk writes before raft_close */
+    uint64_t drain_deadline;
     bool closing;         /* raft_close called */
     bool closed;          /* raft's close callback ran */
     struct ctl_op flight; /* sentinel of the in-flight list */
@@ -346,10 +348,36 @@ info_refresh(struct ctl *c)
     pthread_mutex_unlock(&c->info_mu);
 }
 
+/* libraft 0.15 crashes (a log reference count freed twice, in refsDecr) when
+ * raft_close cancels a leader's disk append still in flight: the failed-append
+ * path releases entries the close already truncated. So a stopping server
+ * first lets its appends finish (last_stored reaches the last index), for at
+ * most CTL_DRAIN_MS, and only then closes raft. */
+#define CTL_DRAIN_MS 1000
+
+static void on_raft_closed(struct raft *r);
+static void on_handle_closed(uv_handle_t *h);
+
+static void
+maybe_close(struct ctl *c)
+{
+    if (!c->draining || c->closing) {
+        return;
+    }
+    if (c->raft.last_stored < raft_last_index(&c->raft) && uv_now(&c->loop) < c->drain_deadline) {
+        return;
+    }
+    c->closing = true;
+    uv_timer_stop(&c->timer);
+    raft_close(&c->raft, on_raft_closed);
+}
+
 static void
 on_check(uv_check_t *h)
 {
-    info_refresh(h->data);
+    struct ctl *c = h->data;
+    maybe_close(c);
+    info_refresh(c);
 }
 
 static void
@@ -370,6 +398,7 @@ on_timer(uv_timer_t *h)
             op_answer(op, CTL_ETIMEOUT, 0, ctl_strerror(CTL_ETIMEOUT), 0);
         }
     }
+    maybe_close(c);
 }
 
 static void
@@ -412,7 +441,7 @@ on_wake(uv_async_t *h)
     while (op != NULL) {
         struct ctl_op *next = op->next;
         op->next = NULL;
-        if (stop || c->closing) {
+        if (stop) {
             op_answer(op, CTL_ESHUTDOWN, 0, ctl_strerror(CTL_ESHUTDOWN), 0);
             op_free(op);
         } else {
@@ -420,11 +449,11 @@ on_wake(uv_async_t *h)
         }
         op = next;
     }
-    if (stop && !c->closing) {
-        c->closing = true;
+    if (stop) {
         uv_close((uv_handle_t *)&c->wake, on_handle_closed);
-        uv_timer_stop(&c->timer);
-        raft_close(&c->raft, on_raft_closed);
+        c->draining = true;
+        c->drain_deadline = uv_now(&c->loop) + CTL_DRAIN_MS;
+        maybe_close(c);
     }
 }
 
@@ -439,6 +468,14 @@ ctl_main(void *arg)
      * (or ignored process-wide): blocked, the write fails with EPIPE. */
     sigset_t all;
     sigfillset(&all);
+    /* Faults stay deliverable: blocked, they would kill the process without
+     * running the crash handler. */
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    sigdelset(&all, SIGABRT);
+    sigdelset(&all, SIGTRAP);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     uv_run(&c->loop, UV_RUN_DEFAULT);
     int rv = uv_loop_close(&c->loop);

@@ -158,8 +158,10 @@ struct ctl_info {
  * start the control thread. RV_OK with *out set, or an RV_ code with a message
  * in err (errsz bytes) and nothing left running. */
 int ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errsz);
-/* Stop the server: requests still queued or in flight are answered
- * CTL_ESHUTDOWN, raft is closed, the thread joined and everything freed. RV_OK,
+/* Stop the server: requests still queued are answered CTL_ESHUTDOWN, raft's
+ * disk writes in flight are let finish (at most 1 s, see ctl.c), raft is closed
+ * (what is still in flight is answered then), the thread joined and everything
+ * freed. RV_OK,
  * or RV_ESTATE when the thread did not finish within stop_timeout_ms (it is then
  * left to finish alone and its memory is not freed). NULL is a no-op. */
 int ctl_stop(struct ctl *c);

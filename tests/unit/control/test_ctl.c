@@ -591,6 +591,16 @@ Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fi
     world_down(&w);
 }
 
+static bool
+one_answered_waiter(void *arg)
+{
+    struct waiter *wt = arg;
+    pthread_mutex_lock(&wt->mu);
+    bool done = wt->done;
+    pthread_mutex_unlock(&wt->mu);
+    return done;
+}
+
 Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = cleanup)
 {
     static struct world w; /* cleanup() may reach it after the test unwound */
@@ -633,6 +643,16 @@ Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = clean
     cr_assert_eq(propose_sync(n->c, TOY_REFUSE | 3, &wt), CTL_OK);
     cr_assert_eq(wt.res.code, 2, "the FSM's outcome reaches the proposer");
     cr_assert_str_eq(wt.res.msg, "refused 3");
+    /* The largest entry commits; one byte more is refused at the call. */
+    static unsigned char big[CTL_ENTRY_MAX + 1];
+    cr_assert_eq(ctl_propose(n->c, big, sizeof(big), waiter_done, &wt), RV_EINVAL);
+    memset(&wt, 0, sizeof(wt));
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    cr_assert_eq(ctl_propose(n->c, big, CTL_ENTRY_MAX, waiter_done, &wt), RV_OK);
+    cr_assert(wait_until(one_answered_waiter, &wt, WAIT_MS));
+    cr_assert_eq(wt.res.err, CTL_OK, "%s", wt.msg);
+    cr_assert_eq(wt.res.code, 1, "the toy FSM calls it malformed: %s", wt.msg);
     node_stop(n);
     node_start(n, w.boot, 1);
     cr_assert(wait_until(has_leader, &w, WAIT_MS));
@@ -673,15 +693,6 @@ all_answered(void *arg)
     return true;
 }
 
-static bool
-one_answered_waiter(void *arg)
-{
-    struct waiter *wt = arg;
-    pthread_mutex_lock(&wt->mu);
-    bool done = wt->done;
-    pthread_mutex_unlock(&wt->mu);
-    return done;
-}
 
 Test(ctl, timeout_without_quorum_and_answers_at_shutdown, .timeout = 60, .fini = cleanup)
 {
@@ -698,16 +709,6 @@ Test(ctl, timeout_without_quorum_and_answers_at_shutdown, .timeout = 60, .fini =
     cr_assert(wait_until(has_leader, &w, WAIT_MS));
     int l = leader_of(&w);
     struct waiter wt;
-    /* The largest entry commits; one byte more is refused at the call. */
-    static unsigned char big[CTL_ENTRY_MAX + 1];
-    cr_assert_eq(ctl_propose(w.n[l].c, big, sizeof(big), waiter_done, &wt), RV_EINVAL);
-    memset(&wt, 0, sizeof(wt));
-    pthread_mutex_init(&wt.mu, NULL);
-    pthread_cond_init(&wt.cv, NULL);
-    cr_assert_eq(ctl_propose(w.n[l].c, big, CTL_ENTRY_MAX, waiter_done, &wt), RV_OK);
-    cr_assert(wait_until(one_answered_waiter, &wt, WAIT_MS));
-    cr_assert_eq(wt.res.err, CTL_OK, "%s", wt.msg);
-    cr_assert_eq(wt.res.code, 1, "the toy FSM calls it malformed: %s", wt.msg);
 
     /* Both followers stop: nothing can commit, the proposal times out. */
     for (unsigned i = 0; i < N; i++) {
