@@ -28,6 +28,10 @@
  *   a shard, post a message to it. Callbacks may call ctl_propose & co (queued,
  *   answered later) and ctl_info, never ctl_stop.
  * - No call may race with or follow ctl_stop on the same ctl.
+ * - The control thread blocks the asynchronous signals (SIGPIPE above all: it
+ *   writes to peers' sockets); faults (SIGSEGV, SIGABRT, ...) stay deliverable.
+ * - For one committed entry proposed here, the order is: the FSM's apply, then
+ *   on_applied, then the proposer's done.
  */
 #pragma once
 #include <stdbool.h>
@@ -161,9 +165,9 @@ int ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errs
 /* Stop the server: requests still queued are answered CTL_ESHUTDOWN, raft's
  * disk writes in flight are let finish (at most 1 s, see ctl.c), raft is closed
  * (what is still in flight is answered then), the thread joined and everything
- * freed. RV_OK,
- * or RV_ESTATE when the thread did not finish within stop_timeout_ms (it is then
- * left to finish alone and its memory is not freed). NULL is a no-op. */
+ * freed. RV_OK, or RV_ESTATE when the thread did not finish within
+ * stop_timeout_ms (it is then left to finish alone and its memory is not
+ * freed). NULL is a no-op. */
 int ctl_stop(struct ctl *c);
 
 /* Propose an entry (copied). RV_OK: done will be called once, on the control
