@@ -23,10 +23,13 @@
  *   lost; shutting down). A request refused at the call (any other return) gets
  *   no callback.
  * - Every callback (done, the FSM's apply/snapshot/restore, on_applied) runs on
- *   the control thread. They must be short and must not block: the control
- *   thread also sends the heartbeats that keep this server's leadership. To reach
- *   a shard, post a message to it. Callbacks may call ctl_propose & co (queued,
- *   answered later) and ctl_info, never ctl_stop.
+ *   the control thread, with one exception: on a restart, ctl_start itself
+ *   restores the latest snapshot on disk (raft_start loads it), so restore and
+ *   on_applied may run once on the thread calling ctl_start, before it returns.
+ *   Callbacks must be short and must not block: the control thread also sends
+ *   the heartbeats that keep this server's leadership. To reach a shard, post a
+ *   message to it. Callbacks may call ctl_propose & co (queued, answered later)
+ *   and ctl_info, never ctl_stop.
  * - No call may race with or follow ctl_stop on the same ctl.
  * - The control thread blocks the asynchronous signals (SIGPIPE above all: it
  *   writes to peers' sockets); faults (SIGSEGV, SIGABRT, ...) stay deliverable.
