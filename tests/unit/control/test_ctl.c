@@ -618,6 +618,16 @@ Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = clean
     o.fsm.restore = NULL;
     cr_assert_eq(ctl_start(&c, &o, err, sizeof(err)), RV_EINVAL);
 
+    /* The data directory is a file. */
+    FILE *fp = fopen(n->dir, "w");
+    cr_assert_not_null(fp);
+    fclose(fp);
+    o = node_opts(n, w.boot, 1);
+    cr_assert_eq(ctl_start(&c, &o, err, sizeof(err)), RV_EIO);
+    cr_assert_null(c);
+    cr_assert_not_null(strstr(err, "Not a directory"), "%s", err);
+    cr_assert_eq(unlink(n->dir), 0);
+
     /* The bus port is taken. */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
