@@ -668,6 +668,25 @@ Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = clean
     cr_assert(wait_until(has_leader, &w, WAIT_MS));
     struct converged cv = { .w = &w, .len = 1 };
     cr_assert(wait_until(all_converged, &cv, WAIT_MS), "the log was not replayed");
+
+    /* Garbage in the metadata files is an error with a message, not a crash. */
+    node_stop(n);
+    for (int m = 1; m <= 2; m++) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/raft/metadata%d", n->dir, m);
+        FILE *mf = fopen(path, "w");
+        cr_assert_not_null(mf);
+        fputs("this is not raft metadata, not at all", mf);
+        fclose(mf);
+    }
+    toy_init(&n->toy);
+    o = node_opts(n, w.boot, 1);
+    err[0] = '\0';
+    cr_assert_neq(ctl_start(&c, &o, err, sizeof(err)), RV_OK);
+    cr_assert_null(c);
+    cr_assert_neq(err[0], '\0');
+    fprintf(stderr, "ctl: corrupt metadata -> %s\n", err);
+    toy_deinit(&n->toy);
     world_down(&w);
 }
 
