@@ -510,6 +510,35 @@ node_leads(void *arg)
     return leader_of(ld->w) == (int)ld->i;
 }
 
+/* Connect to a bus address and send junk: random bytes, then a handshake-like
+ * preamble (protocol 1, an id, an absurd address length). */
+static void
+junk_to(const char *addr)
+{
+    for (int round = 0; round < 2; round++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        cr_assert_geq(fd, 0);
+        struct sockaddr_in sa = { .sin_family = AF_INET };
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sa.sin_port = htons((unsigned short)atoi(strchr(addr, ':') + 1));
+        cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", strerror(errno));
+        unsigned char buf[4096];
+        unsigned x = 12345 + (unsigned)round;
+        for (size_t i = 0; i < sizeof(buf); i++) {
+            x = x * 1103515245u + 12345u;
+            buf[i] = (unsigned char)(x >> 16);
+        }
+        if (round == 1) {
+            toy_put_u64(buf, 1);               /* protocol */
+            toy_put_u64(buf + 8, 42);          /* server id */
+            toy_put_u64(buf + 16, 1ull << 40); /* address length */
+        }
+        ssize_t n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
+        (void)n;
+        close(fd);
+    }
+}
+
 /* The node's own configuration makes it a voter. */
 static bool
 knows_itself_voter(void *arg)
@@ -581,6 +610,14 @@ Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fi
     for (unsigned i = 0; i < in.n_servers; i++) {
         cr_assert_neq(in.servers[i].id, w.n[l].id);
     }
+    /* Peers that speak nonsense on the bus are dropped; nobody stops. */
+    for (unsigned i = 0; i <= N; i++) {
+        if (w.n[i].c != NULL) {
+            junk_to(w.n[i].addr);
+        }
+    }
+    propose_to_leader(&w, 778, &ambiguous);
+
     /* Membership calls on a follower redirect. */
     unsigned f = (unsigned)(l + 1) % N;
     struct member_arg bad = {
