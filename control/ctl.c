@@ -77,6 +77,8 @@ struct ctl {
     struct ctl_fsm_adapter fsm;
 
     /* control thread only */
+    bool draining; /* stopping: waiting for raft's disk writes before raft_close */
+    uint64_t drain_deadline;
     bool closing;         /* raft_close called */
     bool closed;          /* raft's close callback ran */
     struct ctl_op flight; /* sentinel of the in-flight list */
@@ -223,21 +225,25 @@ on_added(struct raft_change *req, int status)
     on_change_done(req, status);
 }
 
-/* Whether a finished leadership transfer worked; false while it cannot be told
- * yet (no leader known). */
+/* Answer a finished leadership transfer once it can be told: another server
+ * leads (CTL_OK, or CTL_EFAIL when it is not the one asked for). False while
+ * this server still leads or knows no leader: raft may call back before it has
+ * stepped down, and learns the new leader only from its first heartbeat. */
 static bool
 transfer_settled(struct ctl *c, struct ctl_op *op)
 {
     raft_id lid = 0;
     const char *laddr = NULL;
     raft_leader(&c->raft, &lid, &laddr);
-    if (lid == 0) {
+    if (lid == 0 || lid == c->id) {
         return false;
     }
-    if (lid != c->id && (op->id == 0 || lid == op->id)) {
+    if (op->id == 0 || lid == op->id) {
         op_answer(op, CTL_OK, 0, "", 0);
     } else {
-        op_answer(op, CTL_EFAIL, 0, "no other server took over leadership in time", 0);
+        char msg[CTL_MSG_MAX];
+        snprintf(msg, sizeof(msg), "server %llu leads instead", (unsigned long long)lid);
+        op_answer(op, CTL_EFAIL, 0, msg, 0);
     }
     return true;
 }
@@ -342,10 +348,36 @@ info_refresh(struct ctl *c)
     pthread_mutex_unlock(&c->info_mu);
 }
 
+/* libraft 0.15 crashes (a log reference count freed twice, in refsDecr) when
+ * raft_close cancels a leader's disk append still in flight: the failed-append
+ * path releases entries the close already truncated. So a stopping server
+ * first lets its appends finish (last_stored reaches the last index), for at
+ * most CTL_DRAIN_MS, and only then closes raft. */
+#define CTL_DRAIN_MS 1000
+
+static void on_raft_closed(struct raft *r);
+static void on_handle_closed(uv_handle_t *h);
+
+static void
+maybe_close(struct ctl *c)
+{
+    if (!c->draining || c->closing) {
+        return;
+    }
+    if (c->raft.last_stored < raft_last_index(&c->raft) && uv_now(&c->loop) < c->drain_deadline) {
+        return;
+    }
+    c->closing = true;
+    uv_timer_stop(&c->timer);
+    raft_close(&c->raft, on_raft_closed);
+}
+
 static void
 on_check(uv_check_t *h)
 {
-    info_refresh(h->data);
+    struct ctl *c = h->data;
+    maybe_close(c);
+    info_refresh(c);
 }
 
 static void
@@ -358,7 +390,7 @@ on_timer(uv_timer_t *h)
         next = op->fl_next;
         if (op->transfer_settling) {
             if (transfer_settled(c, op) || op->deadline <= now) {
-                op_answer(op, CTL_EFAIL, 0, "no leader known after the transfer", 0);
+                op_answer(op, CTL_EFAIL, 0, "no other server took over leadership in time", 0);
                 flight_del(op); /* raft is done with it */
                 op_free(op);
             }
@@ -366,6 +398,7 @@ on_timer(uv_timer_t *h)
             op_answer(op, CTL_ETIMEOUT, 0, ctl_strerror(CTL_ETIMEOUT), 0);
         }
     }
+    maybe_close(c);
 }
 
 static void
@@ -408,7 +441,7 @@ on_wake(uv_async_t *h)
     while (op != NULL) {
         struct ctl_op *next = op->next;
         op->next = NULL;
-        if (stop || c->closing) {
+        if (stop) {
             op_answer(op, CTL_ESHUTDOWN, 0, ctl_strerror(CTL_ESHUTDOWN), 0);
             op_free(op);
         } else {
@@ -416,11 +449,11 @@ on_wake(uv_async_t *h)
         }
         op = next;
     }
-    if (stop && !c->closing) {
-        c->closing = true;
+    if (stop) {
         uv_close((uv_handle_t *)&c->wake, on_handle_closed);
-        uv_timer_stop(&c->timer);
-        raft_close(&c->raft, on_raft_closed);
+        c->draining = true;
+        c->drain_deadline = uv_now(&c->loop) + CTL_DRAIN_MS;
+        maybe_close(c);
     }
 }
 
@@ -435,6 +468,14 @@ ctl_main(void *arg)
      * (or ignored process-wide): blocked, the write fails with EPIPE. */
     sigset_t all;
     sigfillset(&all);
+    /* Faults stay deliverable: blocked, they would kill the process without
+     * running the crash handler. */
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    sigdelset(&all, SIGABRT);
+    sigdelset(&all, SIGTRAP);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     uv_run(&c->loop, UV_RUN_DEFAULT);
     int rv = uv_loop_close(&c->loop);
@@ -571,13 +612,52 @@ raft_bootstrap_if_fresh(struct ctl *c, const struct ctl_opts *o, char *err, size
         if (rv == RAFT_CANTBOOTSTRAP) {
             rv = 0; /* not fresh: the log already holds a configuration */
         } else if (rv != 0) {
-            seterr(err, errsz, "bootstrap %s: %s", c->raft_dir, raft_errmsg(&c->raft));
+            seterr(err, errsz, "bootstrap %s: %s %s", c->raft_dir, raft_strerror(rv),
+                   raft_errmsg(&c->raft));
         }
     } else {
         seterr(err, errsz, "bootstrap configuration: %s", raft_strerror(rv));
     }
     raft_configuration_close(&conf);
     return rv;
+}
+
+/* The loop, raft_uv's TCP transport and storage, and the raft instance; on
+ * failure everything opened here is closed again. */
+static int
+raft_open(struct ctl *c, const struct ctl_opts *o, char *err, size_t errsz)
+{
+    int rv;
+    if ((rv = uv_loop_init(&c->loop)) != 0) {
+        seterr(err, errsz, "uv_loop_init: %s", uv_strerror(rv));
+        return RV_EIO;
+    }
+    if ((rv = raft_uv_tcp_init(&c->transport, &c->loop)) != 0) {
+        seterr(err, errsz, "raft transport: %s", raft_strerror(rv));
+        goto fail_loop;
+    }
+    if (o->bind_address != NULL &&
+        (rv = raft_uv_tcp_set_bind_address(&c->transport, o->bind_address)) != 0) {
+        seterr(err, errsz, "bind address %s: %s", o->bind_address, raft_strerror(rv));
+        goto fail_transport;
+    }
+    if ((rv = raft_uv_init(&c->io, &c->loop, c->raft_dir, &c->transport)) != 0) {
+        seterr(err, errsz, "raft storage %s: %s %s", c->raft_dir, raft_strerror(rv), c->io.errmsg);
+        goto fail_transport;
+    }
+    ctl_fsm_adapter_init(&c->fsm, &o->fsm, o->on_applied, o->hook_arg);
+    if ((rv = raft_init(&c->raft, &c->io, &c->fsm.raft, o->id, o->address)) != 0) {
+        seterr(err, errsz, "raft init: %s %s", raft_strerror(rv), raft_errmsg(&c->raft));
+        raft_uv_close(&c->io);
+        goto fail_transport;
+    }
+    return RV_OK;
+
+fail_transport:
+    raft_uv_tcp_close(&c->transport);
+fail_loop:
+    uv_loop_close(&c->loop);
+    return RV_EIO;
 }
 
 int
@@ -608,32 +688,8 @@ ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errsz)
         rv = RV_EIO;
         goto fail_free;
     }
-    if ((rv = uv_loop_init(&c->loop)) != 0) {
-        seterr(err, errsz, "uv_loop_init: %s", uv_strerror(rv));
-        rv = RV_EIO;
+    if ((rv = raft_open(c, o, err, errsz)) != RV_OK) {
         goto fail_free;
-    }
-    if ((rv = raft_uv_tcp_init(&c->transport, &c->loop)) != 0) {
-        seterr(err, errsz, "raft transport: %s", raft_strerror(rv));
-        goto fail_loop;
-    }
-    if (o->bind_address != NULL &&
-        (rv = raft_uv_tcp_set_bind_address(&c->transport, o->bind_address)) != 0) {
-        seterr(err, errsz, "bind address %s: %s", o->bind_address, raft_strerror(rv));
-        raft_uv_tcp_close(&c->transport);
-        goto fail_loop;
-    }
-    if ((rv = raft_uv_init(&c->io, &c->loop, c->raft_dir, &c->transport)) != 0) {
-        seterr(err, errsz, "raft storage %s: %s", c->raft_dir, c->io.errmsg);
-        raft_uv_tcp_close(&c->transport);
-        goto fail_loop;
-    }
-    ctl_fsm_adapter_init(&c->fsm, &o->fsm, o->on_applied, o->hook_arg);
-    if ((rv = raft_init(&c->raft, &c->io, &c->fsm.raft, o->id, o->address)) != 0) {
-        seterr(err, errsz, "raft init: %s", raft_errmsg(&c->raft));
-        raft_uv_close(&c->io);
-        raft_uv_tcp_close(&c->transport);
-        goto fail_loop;
     }
     c->raft.data = c;
     raft_tune(c, o);
@@ -670,9 +726,6 @@ ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errsz)
     *out = c;
     return RV_OK;
 
-fail_loop:
-    uv_loop_close(&c->loop);
-    rv = RV_EIO;
 fail_free:
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->info_mu);

@@ -23,11 +23,18 @@
  *   lost; shutting down). A request refused at the call (any other return) gets
  *   no callback.
  * - Every callback (done, the FSM's apply/snapshot/restore, on_applied) runs on
- *   the control thread. They must be short and must not block: the control
- *   thread also sends the heartbeats that keep this server's leadership. To reach
- *   a shard, post a message to it. Callbacks may call ctl_propose & co (queued,
- *   answered later) and ctl_info, never ctl_stop.
+ *   the control thread, with one exception: on a restart, ctl_start itself
+ *   restores the latest snapshot on disk (raft_start loads it), so restore and
+ *   on_applied may run once on the thread calling ctl_start, before it returns.
+ *   Callbacks must be short and must not block: the control thread also sends
+ *   the heartbeats that keep this server's leadership. To reach a shard, post a
+ *   message to it. Callbacks may call ctl_propose & co (queued, answered later)
+ *   and ctl_info, never ctl_stop.
  * - No call may race with or follow ctl_stop on the same ctl.
+ * - The control thread blocks the asynchronous signals (SIGPIPE above all: it
+ *   writes to peers' sockets); faults (SIGSEGV, SIGABRT, ...) stay deliverable.
+ * - For one committed entry proposed here, the order is: the FSM's apply, then
+ *   on_applied, then the proposer's done.
  */
 #pragma once
 #include <stdbool.h>
@@ -63,8 +70,9 @@ const char *ctl_strerror(int err);
 #define CTL_ADDR_MAX 64
 /* Servers copied into struct ctl_info (the configuration may hold more). */
 #define CTL_INFO_SERVERS 16
-/* Largest entry ctl_propose accepts. */
-#define CTL_ENTRY_MAX (4u << 20)
+/* Largest entry ctl_propose accepts: well inside one of raft_uv's 8 MiB log
+ * segments (topology commands are small; a snapshot is not an entry). */
+#define CTL_ENTRY_MAX (1u << 20)
 
 /* The replicated state machine. Deterministic by contract: every server applies
  * the same entries in the same order and must reach the same state and the same
@@ -157,10 +165,12 @@ struct ctl_info {
  * start the control thread. RV_OK with *out set, or an RV_ code with a message
  * in err (errsz bytes) and nothing left running. */
 int ctl_start(struct ctl **out, const struct ctl_opts *o, char *err, size_t errsz);
-/* Stop the server: requests still queued or in flight are answered
- * CTL_ESHUTDOWN, raft is closed, the thread joined and everything freed. RV_OK,
- * or RV_ESTATE when the thread did not finish within stop_timeout_ms (it is then
- * left to finish alone and its memory is not freed). NULL is a no-op. */
+/* Stop the server: requests still queued are answered CTL_ESHUTDOWN, raft's
+ * disk writes in flight are let finish (at most 1 s, see ctl.c), raft is closed
+ * (what is still in flight is answered then), the thread joined and everything
+ * freed. RV_OK, or RV_ESTATE when the thread did not finish within
+ * stop_timeout_ms (it is then left to finish alone and its memory is not
+ * freed). NULL is a no-op. */
 int ctl_stop(struct ctl *c);
 
 /* Propose an entry (copied). RV_OK: done will be called once, on the control
@@ -177,7 +187,9 @@ int ctl_assign(struct ctl *c, uint64_t id, int role, ctl_done_fn done, void *arg
 int ctl_remove(struct ctl *c, uint64_t id, ctl_done_fn done, void *arg);
 /* Hand leadership to voter id (0: a voter raft picks). CTL_OK once
  * another server leads, CTL_EFAIL when none took over within the election
- * timeout. */
+ * timeout (or another than id did). A server just promoted to voter ignores
+ * the hand-over until its own log holds the promotion (its ctl_info lists it as
+ * a voter): transferring to it at once may fail. */
 int ctl_transfer(struct ctl *c, uint64_t id, ctl_done_fn done, void *arg);
 
 void ctl_info(struct ctl *c, struct ctl_info *out);

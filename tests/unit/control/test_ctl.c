@@ -510,6 +510,50 @@ node_leads(void *arg)
     return leader_of(ld->w) == (int)ld->i;
 }
 
+/* Connect to a bus address and send junk: random bytes, then a handshake-like
+ * preamble (protocol 1, an id, an absurd address length). */
+static void
+junk_to(const char *addr)
+{
+    for (int round = 0; round < 2; round++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        cr_assert_geq(fd, 0);
+        struct sockaddr_in sa = { .sin_family = AF_INET };
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sa.sin_port = htons((unsigned short)atoi(strchr(addr, ':') + 1));
+        cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", strerror(errno));
+        unsigned char buf[4096];
+        unsigned x = 12345 + (unsigned)round;
+        for (size_t i = 0; i < sizeof(buf); i++) {
+            x = x * 1103515245u + 12345u;
+            buf[i] = (unsigned char)(x >> 16);
+        }
+        if (round == 1) {
+            toy_put_u64(buf, 1);               /* protocol */
+            toy_put_u64(buf + 8, 42);          /* server id */
+            toy_put_u64(buf + 16, 1ull << 40); /* address length */
+        }
+        ssize_t n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
+        (void)n;
+        close(fd);
+    }
+}
+
+/* The node's own configuration makes it a voter. */
+static bool
+knows_itself_voter(void *arg)
+{
+    struct node *n = arg;
+    struct ctl_info in;
+    ctl_info(n->c, &in);
+    for (unsigned i = 0; i < in.n_servers && i < CTL_INFO_SERVERS; i++) {
+        if (in.servers[i].id == n->id) {
+            return in.servers[i].role == CTL_VOTER;
+        }
+    }
+    return false;
+}
+
 Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fini = cleanup)
 {
     static struct world w; /* cleanup() may reach it after the test unwound */
@@ -549,6 +593,10 @@ Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fi
     /* Promote it to voter, then hand it the leadership. */
     m.role = CTL_VOTER;
     cr_assert_eq(sync_req(&wt, submit_assign, &m), CTL_OK, "assign: %s", wt.msg);
+    /* Committed on the leader is not yet known to the new voter: until its own
+     * log holds the change, it ignores the leader's TimeoutNow and the transfer
+     * fails. */
+    cr_assert(wait_until(knows_itself_voter, j, WAIT_MS), "the new voter never learned its role");
     cr_assert_eq(sync_req(&wt, submit_transfer, &m), CTL_OK, "transfer: %s", wt.msg);
     struct leads ld = { .w = &w, .i = N };
     cr_assert(wait_until(node_leads, &ld, WAIT_MS), "the new voter does not lead");
@@ -562,6 +610,14 @@ Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fi
     for (unsigned i = 0; i < in.n_servers; i++) {
         cr_assert_neq(in.servers[i].id, w.n[l].id);
     }
+    /* Peers that speak nonsense on the bus are dropped; nobody stops. */
+    for (unsigned i = 0; i <= N; i++) {
+        if (w.n[i].c != NULL) {
+            junk_to(w.n[i].addr);
+        }
+    }
+    propose_to_leader(&w, 778, &ambiguous);
+
     /* Membership calls on a follower redirect. */
     unsigned f = (unsigned)(l + 1) % N;
     struct member_arg bad = {
@@ -570,6 +626,16 @@ Test(ctl, membership_join_as_learner_promote_transfer_remove, .timeout = 60, .fi
     cr_assert_eq(sync_req(&wt, submit_add, &bad), CTL_ENOTLEADER);
     cr_assert_eq(wt.res.leader_id, j->id);
     world_down(&w);
+}
+
+static bool
+one_answered_waiter(void *arg)
+{
+    struct waiter *wt = arg;
+    pthread_mutex_lock(&wt->mu);
+    bool done = wt->done;
+    pthread_mutex_unlock(&wt->mu);
+    return done;
 }
 
 Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = cleanup)
@@ -588,6 +654,16 @@ Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = clean
     o = node_opts(n, w.boot, 1);
     o.fsm.restore = NULL;
     cr_assert_eq(ctl_start(&c, &o, err, sizeof(err)), RV_EINVAL);
+
+    /* The data directory is a file. */
+    FILE *fp = fopen(n->dir, "w");
+    cr_assert_not_null(fp);
+    fclose(fp);
+    o = node_opts(n, w.boot, 1);
+    cr_assert_eq(ctl_start(&c, &o, err, sizeof(err)), RV_EIO);
+    cr_assert_null(c);
+    cr_assert_not_null(strstr(err, "Not a directory"), "%s", err);
+    cr_assert_eq(unlink(n->dir), 0);
 
     /* The bus port is taken. */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -614,10 +690,118 @@ Test(ctl, start_errors_are_returned_with_a_message, .timeout = 60, .fini = clean
     cr_assert_eq(propose_sync(n->c, TOY_REFUSE | 3, &wt), CTL_OK);
     cr_assert_eq(wt.res.code, 2, "the FSM's outcome reaches the proposer");
     cr_assert_str_eq(wt.res.msg, "refused 3");
+    /* The largest entry commits; one byte more is refused at the call. */
+    static unsigned char big[CTL_ENTRY_MAX + 1];
+    cr_assert_eq(ctl_propose(n->c, big, sizeof(big), waiter_done, &wt), RV_EINVAL);
+    memset(&wt, 0, sizeof(wt));
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    cr_assert_eq(ctl_propose(n->c, big, CTL_ENTRY_MAX, waiter_done, &wt), RV_OK);
+    cr_assert(wait_until(one_answered_waiter, &wt, WAIT_MS));
+    cr_assert_eq(wt.res.err, CTL_OK, "%s", wt.msg);
+    cr_assert_eq(wt.res.code, 1, "the toy FSM calls it malformed: %s", wt.msg);
     node_stop(n);
     node_start(n, w.boot, 1);
     cr_assert(wait_until(has_leader, &w, WAIT_MS));
     struct converged cv = { .w = &w, .len = 1 };
     cr_assert(wait_until(all_converged, &cv, WAIT_MS), "the log was not replayed");
+
+    /* Garbage in the metadata files is an error with a message, not a crash. */
+    node_stop(n);
+    for (int m = 1; m <= 2; m++) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/raft/metadata%d", n->dir, m);
+        FILE *mf = fopen(path, "w");
+        cr_assert_not_null(mf);
+        fputs("this is not raft metadata, not at all", mf);
+        fclose(mf);
+    }
+    toy_init(&n->toy);
+    o = node_opts(n, w.boot, 1);
+    err[0] = '\0';
+    cr_assert_neq(ctl_start(&c, &o, err, sizeof(err)), RV_OK);
+    cr_assert_null(c);
+    cr_assert_neq(err[0], '\0');
+    fprintf(stderr, "ctl: corrupt metadata -> %s\n", err);
+    toy_deinit(&n->toy);
+    world_down(&w);
+}
+
+/* ---- answers when nothing can commit, and at shutdown ---- */
+
+struct counted {
+    int answers;
+    int err;
+};
+
+static void
+counted_done(void *arg, const struct ctl_result *r)
+{
+    struct counted *k = arg;
+    __atomic_store_n(&k->err, r->err, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&k->answers, 1, __ATOMIC_RELEASE);
+}
+
+struct all_answered {
+    struct counted *k;
+    unsigned n;
+};
+
+static bool
+all_answered(void *arg)
+{
+    struct all_answered *a = arg;
+    for (unsigned i = 0; i < a->n; i++) {
+        if (__atomic_load_n(&a->k[i].answers, __ATOMIC_ACQUIRE) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+
+Test(ctl, timeout_without_quorum_and_answers_at_shutdown, .timeout = 60, .fini = cleanup)
+{
+    static struct world w; /* cleanup() may reach it after the test unwound */
+    world_init(&w, N);
+    for (unsigned i = 0; i < N; i++) {
+        char err[256] = "";
+        toy_init(&w.n[i].toy);
+        struct ctl_opts o = node_opts(&w.n[i], w.boot, N);
+        o.request_timeout_ms = 100;
+        o.election_timeout_ms = 1000; /* the leader keeps leading well past the timeout */
+        cr_assert_eq(ctl_start(&w.n[i].c, &o, err, sizeof(err)), RV_OK, "%s", err);
+    }
+    cr_assert(wait_until(has_leader, &w, WAIT_MS));
+    int l = leader_of(&w);
+    struct waiter wt;
+
+    /* Both followers stop: nothing can commit, the proposal times out. */
+    for (unsigned i = 0; i < N; i++) {
+        if ((int)i != l) {
+            node_stop(&w.n[i]);
+        }
+    }
+    uint64_t t0 = now_ms();
+    cr_assert_eq(propose_sync(w.n[l].c, 77, &wt), CTL_ETIMEOUT, "%s", wt.msg);
+    cr_assert_lt(now_ms() - t0, 1000);
+    cr_assert(!toy_has(&w.n[l].toy, 77));
+
+    /* Requests queued or in flight when the server stops are each answered
+     * once: shutting down (or not leader, had it stepped down). */
+    static struct counted k[20];
+    for (unsigned i = 0; i < 20; i++) {
+        unsigned char e[8];
+        toy_put_u64(e, 500 + i);
+        cr_assert_eq(ctl_propose(w.n[l].c, e, sizeof(e), counted_done, &k[i]), RV_OK);
+    }
+    node_stop(&w.n[l]);
+    struct all_answered aa = { .k = k, .n = 20 };
+    cr_assert(all_answered(&aa), "ctl_stop returned before answering every request");
+    for (unsigned i = 0; i < 20; i++) {
+        cr_assert_eq(k[i].answers, 1);
+        cr_assert(k[i].err == CTL_ESHUTDOWN || k[i].err == CTL_ENOTLEADER || k[i].err == CTL_ELOST,
+                  "answered %s", ctl_strerror(k[i].err));
+    }
     world_down(&w);
 }
