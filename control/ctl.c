@@ -805,14 +805,20 @@ ctl_propose(struct ctl *c, const void *entry, size_t len, ctl_done_fn done, void
     if (done == NULL || entry == NULL || len == 0 || len > CTL_ENTRY_MAX) {
         return RV_EINVAL;
     }
-    void *copy = raft_malloc(len); /* raft_apply takes memory from raft's allocator */
+    /* raft_uv stores an entry's bytes as they are but reads them back in
+     * 8-byte words (libraft 0.15 asserts len % 8 == 0 only in debug builds): an
+     * entry of another length is written fine and found corrupt at the next
+     * start. So the FSM's bytes travel framed: their length, then them, then
+     * zeros up to a multiple of 8 (ctl_fsm.c takes the frame off). */
+    size_t framed = (CTL_FRAME_HDR + len + 7) & ~(size_t)7;
+    uint8_t *copy = raft_malloc(framed); /* raft_apply takes memory from raft's allocator */
     if (copy == NULL) {
         return RV_ENOMEM;
     }
-    memcpy(copy, entry, len);
+    ctl_frame_put(copy, entry, len, framed);
     struct ctl_op *op = op_new(c, OP_PROPOSE, done, arg);
     op->entry.base = copy;
-    op->entry.len = len;
+    op->entry.len = framed;
     return submit(c, op);
 }
 

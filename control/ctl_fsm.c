@@ -5,15 +5,51 @@
 #include "base/mem.h"
 #include "base/rv_err.h"
 
+#include <stdio.h>
 #include <string.h>
+
+void
+ctl_frame_put(uint8_t *out, const void *entry, size_t len, size_t framed)
+{
+    uint32_t n = (uint32_t)len;
+    for (int i = 0; i < 4; i++) {
+        out[i] = (uint8_t)(n >> (8 * i));
+    }
+    memset(out + 4, 0, 4);
+    memcpy(out + CTL_FRAME_HDR, entry, len);
+    memset(out + CTL_FRAME_HDR + len, 0, framed - CTL_FRAME_HDR - len);
+}
+
+bool
+ctl_frame_get(const void *frame, size_t n, const uint8_t **entry, size_t *len)
+{
+    const uint8_t *p = frame;
+    if (n < CTL_FRAME_HDR || n % 8 != 0) {
+        return false;
+    }
+    size_t l = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
+    if (l > n - CTL_FRAME_HDR || n - CTL_FRAME_HDR - l >= 8) {
+        return false;
+    }
+    *entry = p + CTL_FRAME_HDR;
+    *len = l;
+    return true;
+}
 
 static int
 adapter_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
     struct ctl_fsm_adapter *a = fsm->data;
     struct ctl_outcome *o = &a->ring[a->applied % CTL_OUTCOME_RING];
+    const uint8_t *entry;
+    size_t len;
     o->msg[0] = '\0';
-    o->code = a->user.apply(a->user.arg, buf->base, buf->len, o->msg, sizeof(o->msg));
+    if (!ctl_frame_get(buf->base, buf->len, &entry, &len)) {
+        o->code = RV_EPROTO; /* (no FSM call: it is not one of ctl_propose's frames) */
+        snprintf(o->msg, sizeof(o->msg), "malformed log entry frame (%zu bytes)", buf->len);
+    } else {
+        o->code = a->user.apply(a->user.arg, entry, len, o->msg, sizeof(o->msg));
+    }
     o->msg[sizeof(o->msg) - 1] = '\0';
     a->applied++;
     *result = o;

@@ -24,6 +24,15 @@
 
 #define CTL_OUTCOME_RING 64
 
+/* A log entry as raft stores it: the FSM's bytes framed to a multiple of 8
+ * (raft_uv reads entries back in 8-byte words; see ctl_propose): a 4-byte
+ * little-endian length, 4 zero bytes, the bytes, zeros up to the frame's size. */
+#define CTL_FRAME_HDR 8
+void ctl_frame_put(uint8_t *out, const void *entry, size_t len, size_t framed);
+/* The FSM's bytes in a frame of n bytes; false when it is not one (the
+ * adapter then rejects the entry as malformed). */
+bool ctl_frame_get(const void *frame, size_t n, const uint8_t **entry, size_t *len);
+
 /* An entry's outcome, as the raft_apply callback receives it (`result`). */
 struct ctl_outcome {
     int code;

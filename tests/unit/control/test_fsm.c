@@ -76,8 +76,10 @@ prop_cb(struct raft_apply *req, int status, void *result)
 static int
 propose(struct cluster *cl, unsigned i, uint64_t v, struct prop *p)
 {
-    struct raft_buffer buf = { .base = raft_malloc(8), .len = 8 };
-    toy_put_u64(buf.base, v);
+    unsigned char e[8];
+    struct raft_buffer buf = { .base = raft_malloc(16), .len = 16 };
+    toy_put_u64(e, v);
+    ctl_frame_put(buf.base, e, 8, 16); /* framed as ctl_propose frames it */
     memset(p, 0, sizeof(*p));
     p->req.data = p;
     int rv = raft_apply(raft_fixture_get(&cl->f, i), &p->req, &buf, 1, prop_cb);
@@ -329,19 +331,28 @@ Test(fsm, adapter_callbacks)
     ctl_fsm_adapter_init(&a, &ft, NULL, NULL);
     ctl_fsm_adapter_init(&b, &fu, NULL, NULL);
 
-    unsigned char e[8];
+    unsigned char e[8], f[16];
     void *result = NULL;
-    struct raft_buffer buf = { .base = e, .len = 8 };
+    struct raft_buffer buf = { .base = f, .len = 16 };
     for (uint64_t v = 1; v <= 3; v++) {
         toy_put_u64(e, v);
+        ctl_frame_put(f, e, 8, 16);
         cr_assert_eq(a.raft.apply(&a.raft, &buf, &result), 0);
         cr_assert_eq(((struct ctl_outcome *)result)->code, 0);
     }
-    /* A malformed entry is an outcome, never a failure (raft would retry it). */
-    struct raft_buffer bad = { .base = e, .len = 5 };
-    cr_assert_eq(a.raft.apply(&a.raft, &bad, &result), 0);
+    /* A malformed entry is an outcome, never a failure (raft would retry it):
+     * one the FSM refuses (5 bytes, framed), and one that is no frame at all. */
+    ctl_frame_put(f, e, 5, 16);
+    cr_assert_eq(a.raft.apply(&a.raft, &buf, &result), 0);
     cr_assert_eq(((struct ctl_outcome *)result)->code, 1);
     cr_assert_str_eq(((struct ctl_outcome *)result)->msg, "malformed entry of 5 bytes");
+    struct raft_buffer bad = { .base = e, .len = 5 };
+    cr_assert_eq(a.raft.apply(&a.raft, &bad, &result), 0);
+    cr_assert_neq(((struct ctl_outcome *)result)->code, 0);
+    cr_assert_str_eq(((struct ctl_outcome *)result)->msg, "malformed log entry frame (5 bytes)");
+    f[0] = 9; /* a length past the frame */
+    cr_assert_eq(a.raft.apply(&a.raft, &buf, &result), 0);
+    cr_assert_neq(((struct ctl_outcome *)result)->code, 0);
     cr_assert_eq(toy_len(&t), 3);
 
     struct raft_buffer *bufs = NULL;
