@@ -50,7 +50,10 @@ enum topo_flag {
     TOPO_F_HANDSHAKE = 1u << 2,  /* handshake */
     TOPO_F_NOADDR = 1u << 3,     /* noaddr */
     TOPO_F_NOFAILOVER = 1u << 4, /* nofailover */
-    TOPO_F_ALL = (1u << 5) - 1,
+    /* Not met yet (never shown in CLUSTER NODES): a new node knows only itself,
+     * as redis-cli --cluster expects, until a CLUSTER MEET names it or is sent to it. */
+    TOPO_F_LONE = 1u << 5,
+    TOPO_F_ALL = (1u << 6) - 1,
 };
 
 /* One node, as stored in a snapshot (read-only to callers). Strings are

@@ -17,7 +17,7 @@
 static bool
 cluster_enabled(struct conn *c)
 {
-    if (!shard_multi(c->shard)) {
+    if (!shard_multi(c->shard) && c->env->topo == NULL) {
         reply_err(c, RV_ERR_CLUSTER_DISABLED);
         return false;
     }
@@ -28,7 +28,7 @@ cluster_enabled(struct conn *c)
 static const char *
 announce_ip(struct conn *c)
 {
-    const char *ip = c->env->cfg->net.cluster_announce_ip;
+    const char *ip = c->env->cfg->cluster.announce_ip;
     return ip[0] ? ip : c->lip;
 }
 
@@ -44,6 +44,10 @@ void
 cmd_cluster_slots(struct conn *c, int argc, struct rv_str *argv)
 {
     if (!cluster_enabled(c)) {
+        return;
+    }
+    if (c->env->topo != NULL) {
+        cm_cluster_slots(c);
         return;
     }
     struct node *n = c->env->node;
@@ -66,6 +70,10 @@ void
 cmd_cluster_shards(struct conn *c, int argc, struct rv_str *argv)
 {
     if (!cluster_enabled(c)) {
+        return;
+    }
+    if (c->env->topo != NULL) {
+        cm_cluster_shards(c);
         return;
     }
     struct node *n = c->env->node;
@@ -104,6 +112,10 @@ cmd_cluster_nodes(struct conn *c, int argc, struct rv_str *argv)
     if (!cluster_enabled(c)) {
         return;
     }
+    if (c->env->topo != NULL) {
+        cm_cluster_nodes(c);
+        return;
+    }
     struct node *n = c->env->node;
     struct buf out;
     buf_init(&out);
@@ -133,6 +145,10 @@ void
 cmd_cluster_info(struct conn *c, int argc, struct rv_str *argv)
 {
     if (!cluster_enabled(c)) {
+        return;
+    }
+    if (c->env->topo != NULL) {
+        cm_cluster_info(c);
         return;
     }
     struct node *n = c->env->node;

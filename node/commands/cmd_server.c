@@ -201,7 +201,8 @@ info_commandstats(struct conn *c, struct buf *b)
 static void
 info_cluster(struct conn *c, struct buf *b)
 {
-    buf_appendf(b, "# Cluster\r\ncluster_enabled:%d\r\n\r\n", shard_multi(c->shard) ? 1 : 0);
+    buf_appendf(b, "# Cluster\r\ncluster_enabled:%d\r\n\r\n",
+                shard_multi(c->shard) || c->env->topo != NULL ? 1 : 0);
 }
 
 static void

@@ -85,6 +85,14 @@ int zset_bzmpop_keys(int argc, struct rv_str *argv, int *out, int max);
 CMD_HANDLER(cluster_keyslot); CMD_HANDLER(cluster_slots); CMD_HANDLER(cluster_shards);
 CMD_HANDLER(cluster_nodes); CMD_HANDLER(cluster_myid); CMD_HANDLER(cluster_info);
 CMD_HANDLER(cluster_countkeysinslot); CMD_HANDLER(cluster_getkeysinslot); CMD_HANDLER(cluster_help);
+/* cmd_cluster_mode.c: cluster-enabled yes (the topology log) */
+void cm_cluster_slots(struct conn *c); void cm_cluster_shards(struct conn *c);
+void cm_cluster_nodes(struct conn *c); void cm_cluster_info(struct conn *c);
+CMD_HANDLER(cluster_myshardid); CMD_HANDLER(cluster_replicas); CMD_HANDLER(cluster_count_failure_reports);
+CMD_HANDLER(cluster_links); CMD_HANDLER(cluster_saveconfig); CMD_HANDLER(cluster_addslots);
+CMD_HANDLER(cluster_addslotsrange); CMD_HANDLER(cluster_delslots); CMD_HANDLER(cluster_delslotsrange);
+CMD_HANDLER(cluster_flushslots); CMD_HANDLER(cluster_set_config_epoch); CMD_HANDLER(cluster_bumpepoch);
+CMD_HANDLER(cluster_forget); CMD_HANDLER(cluster_meet); CMD_HANDLER(cluster_replicate);
 
 /* Collection types: each module declares its handlers in node/t_<type>.h. */
 #include "node/commands/t_list.h"

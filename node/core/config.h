@@ -36,7 +36,21 @@ struct cfg_net {
     char *client_output_buffer_limit; /* Redis syntax: "<class> <hard> <soft> <secs>" ... */
     int64_t obl_hard[3], obl_soft[3], obl_secs[3]; /* parsed, by enum cfg_obl_class */
     int64_t obl_check[3]; /* smallest non-zero of hard and soft, INT64_MAX when both are 0 */
-    char *cluster_announce_ip;
+};
+
+/* Cluster mode (docs/cluster.md; Redis's names). */
+struct cfg_cluster {
+    bool enabled;
+    char *config_file;     /* this host's identity (node ids), relative to dir */
+    int64_t node_timeout;  /* ms */
+    int64_t port;          /* the bus (consensus) port; 0 = port + 10000 */
+    char *announce_ip;     /* address in MOVED and CLUSTER SLOTS/SHARDS/NODES; "" = the local one */
+    int64_t announce_port; /* 0 = the shard's own port */
+    int64_t announce_bus_port;
+    char *announce_hostname;
+    bool require_full_coverage;
+    bool allow_reads_when_down;
+    bool replica_no_failover;
 };
 
 /* The process and its shards (node/server). */
@@ -141,6 +155,7 @@ struct cfg {
     struct cfg_enc enc;
     struct cfg_mem mem;
     struct cfg_repl repl;
+    struct cfg_cluster cluster;
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the

@@ -38,6 +38,7 @@ enum conn_flag {
     CONN_REPLAY = 1u << 15,      /* internal: replays records (recovery, RESTORE); no socket */
     CONN_HELD = 1u << 16,        /* output waits for the WAL (persist.c) */
     CONN_EXEC_ABORT = 1u << 17,  /* EXEC's guard: an error reply is EXECABORT's reason */
+    CONN_TOPO_WAIT = 1u << 18,   /* waits for a topology change to commit (features/topology) */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the

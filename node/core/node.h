@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct shard;
+struct topo;
 
 struct node {
     unsigned nshards;
@@ -21,6 +22,10 @@ struct node {
     atomic_bool save_on_exit;      /* SHUTDOWN SAVE: every shard checkpoints before exiting */
     atomic_uint_fast64_t stat_gen; /* CONFIG RESETSTAT generation */
     atomic_long nclients;          /* client connections on all shards (maxclients) */
+    /* cluster-enabled yes: the latest topology snapshot (cluster/topo.h), published
+     * by the control plane (node/features/topology.c); NULL otherwise. */
+    _Atomic(struct topo *) topo;
+    atomic_uint_fast64_t topo_version;
     int64_t start_ms;
     char executable[4096];
     char config_file[4096];
@@ -28,6 +33,11 @@ struct node {
 
 /* Publish a new snapshot (takes ownership); shards adopt it at a safe point. */
 void node_publish_cfg(struct node *n, struct cfg *c);
+/* Publish a topology snapshot (takes the caller's reference) and wake the
+ * shards; each adopts it at its next safe point. Any thread. */
+void node_publish_topo(struct node *n, struct topo *t);
+/* A reference to the published topology (NULL when none); topo_put() it. */
+struct topo *node_topo_get(struct node *n);
 /* Slot owner and port of shard i. */
 unsigned node_slot_shard(const struct node *n, unsigned slot);
 int node_shard_port(const struct node *n, unsigned i);

@@ -7,6 +7,7 @@
 #include "base/mem.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
+#include "cluster/topo.h"
 #include "node/core/node.h"
 #include "node/core/persist_hot.h"
 #include "node/keyspace/ks.h"
@@ -61,6 +62,15 @@ shard_adopt_cfg(struct shard *s)
         s->cfg_version = v;
         s->env.cfg = atomic_load(&s->env.node->cfg);
         hooks.cfg_adopted(s);
+    }
+    v = atomic_load_explicit(&s->env.node->topo_version, memory_order_acquire);
+    if (__builtin_expect(v != s->topo_version, 0)) {
+        /* a reference of our own, and where this shard's node is in it */
+        struct node *n = s->env.node;
+        s->topo_version = v;
+        topo_put(s->env.topo);
+        s->env.topo = node_topo_get(n);
+        s->env.topo_me = s->env.topo ? topo_find(s->env.topo, n->ids[s->env.id], TOPO_ID_LEN) : -1;
     }
 }
 
@@ -163,7 +173,7 @@ void
 shard_wake_all(struct node *n, struct shard *except)
 {
     for (unsigned i = 0; i < n->nshards; i++) {
-        if (n->shards[i] != except) {
+        if (n->shards[i] != except && n->shards[i] != NULL) { /* (NULL: still being created) */
             shard_wake(n->shards[i]);
         }
     }

@@ -71,6 +71,10 @@ struct shard_env {
     struct hash_ttl_index *hash_ttl; /* hash keys with timed fields (types/hash) */
     struct acl_snap *acl;            /* the ACL snapshot connections point into (features/acl) */
     uint64_t acl_gen;                /* ... taken at this acl_gen */
+    /* cluster-enabled yes: the adopted topology snapshot (one reference held),
+     * and the index of this shard's node in it (-1: not in it yet). */
+    struct topo *topo;
+    int topo_me;
 };
 static inline struct shard_env *
 shard_env(const struct shard *s)

@@ -22,6 +22,7 @@ struct shard {
     struct shard_env env; /* first: shard_env() is a cast */
     struct event_base *base;
     uint64_t cfg_version;
+    uint64_t topo_version;
     uint64_t stat_gen;
     int lfds[SHARD_MAX_LISTEN];
     struct event *levs[SHARD_MAX_LISTEN];

@@ -5,6 +5,7 @@
 
 #include "base/mem.h"
 #include "cluster/slot.h"
+#include "cluster/topo.h"
 #include "node/core/conn.h"
 #include "node/core/effect.h"
 #include "node/core/node.h"
@@ -67,14 +68,30 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
             slot = sl;
         }
     }
-    if (slot < 0 || shard_owns_slot(c->shard, (unsigned)slot)) {
+    if (slot < 0) {
+        return true;
+    }
+    const struct topo *t = c->env->topo;
+    if (t != NULL) { /* cluster mode: the topology says who serves the slot */
+        const struct topo_node *owner = topo_slot_node(t, (unsigned)slot);
+        if (rv_likely(owner != NULL && owner - t->nodes == c->env->topo_me)) {
+            return true;
+        }
+        if (owner == NULL) {
+            reply_errf(c, "CLUSTERDOWN Hash slot not served");
+        } else {
+            reply_errf(c, "MOVED %d %s:%u", slot, owner->ip, owner->port);
+        }
+        return false;
+    }
+    if (shard_owns_slot(c->shard, (unsigned)slot)) {
         return true;
     }
     struct node *n = c->env->node;
     const struct cfg *cfg = c->env->cfg;
     unsigned owner = node_slot_shard(n, (unsigned)slot);
     reply_errf(c, "MOVED %d %s:%d", slot,
-               cfg->net.cluster_announce_ip[0] ? cfg->net.cluster_announce_ip : c->lip,
+               cfg->cluster.announce_ip[0] ? cfg->cluster.announce_ip : c->lip,
                node_shard_port(n, owner));
     return false;
 }
@@ -292,7 +309,8 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
-    if (shard_multi(s) && (cmd->first > 0 || cmd->getkeys) && !cmd_route(c, cmd, argc, argv)) {
+    if ((shard_multi(s) || shard_env(s)->topo != NULL) && (cmd->first > 0 || cmd->getkeys) &&
+        !cmd_route(c, cmd, argc, argv)) {
         cmd_reject(c, st);
         return;
     }

@@ -11,6 +11,7 @@
 #include "node/core/config.h"
 #include "node/keyspace/dict.h"
 #include "node/features/hook.h"
+#include "node/features/topology.h"
 #include "node/obs/metrics.h"
 #include "node/core/node.h"
 #include "node/server/notify.h"
@@ -170,6 +171,7 @@ stop_node(struct node *node)
         }
     }
     metrics_http_stop();
+    topology_stop(); /* (before the shards go: its answers are posted to them) */
     for (unsigned i = 0; i < node->nshards; i++) {
         shard_destroy(node->shards[i]);
     }
@@ -207,6 +209,10 @@ main(int argc, char **argv)
     int cpus[1024];
     int ncpus = cfg->node.shard_cpus[0] ? cfg_cpu_list(cfg->node.shard_cpus, cpus, 1024) : 0;
     if (setup_node(&node, cfg, argv[0], err, sizeof(err)) != 0) {
+        return 1;
+    }
+    if (cfg->cluster.enabled && topology_start(&node, cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: cluster: %s\n", err);
         return 1;
     }
     int loaded = load_shards(&node, cfg, err, sizeof(err));

@@ -53,7 +53,7 @@ h_cfg(void *host, struct repl_cfg *out)
     out->masterauth = c->repl.masterauth;
     out->masteruser = c->repl.masteruser;
     out->replica_announce_ip = c->repl.replica_announce_ip;
-    out->cluster_announce_ip = c->net.cluster_announce_ip;
+    out->cluster_announce_ip = c->cluster.announce_ip;
     out->bind = c->net.bind;
     out->port = c->net.port;
     out->replica_announce_port = c->repl.replica_announce_port;

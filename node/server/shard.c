@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/mem.h"
 #include "base/rand.h"
+#include "cluster/topo.h"
 #include "node/features/acl.h"
 #include "node/features/block.h"
 #include "node/core/cmd.h"
@@ -360,6 +361,7 @@ shard_main(void *arg)
         }
     }
     shard_refresh_clock(s);
+    shard_adopt_cfg(s); /* (a topology published before this shard existed woke nobody) */
     while (!s->stopping || (s->conns && clock_unix_ms() < s->stop_deadline_ms)) {
         shard_before_poll(s);
         if (s->stopping && s->conns == NULL) {
@@ -463,6 +465,7 @@ shard_destroy(struct shard *s)
     block_shard_destroy(s);
     persist_close(s);
     hash_ttl_index_destroy(s->env.hash_ttl);
+    topo_put(s->env.topo);
     ks_destroy(s->env.ks);
     evict_destroy(s->env.evict);
     dict_destroy(s->env.watched, NULL);

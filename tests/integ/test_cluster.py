@@ -71,11 +71,34 @@ def _start_redis_cluster():
     return srv
 
 
-@pytest.fixture(scope="module")
-def cluster():
+def _start_ruvio_cluster_mode():
+    """cluster-enabled yes: the same three nodes, made a cluster the way Redis's are (redis-cli --cluster create)."""
+    base = free_ports(NSHARDS, also_bus=True)
+    srv = launch(["--shards", str(NSHARDS), "--cluster-enabled", "yes", "--cluster-node-timeout", "5000"],
+                 port=base)
+    r = subprocess.run(["redis-cli", "--cluster", "create"] + ["%s:%d" % (HOST, base + i) for i in range(NSHARDS)]
+                       + ["--cluster-yes"], timeout=30, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        infos = [_cluster_info(base + i) for i in range(NSHARDS)]
+        srv.stop()
+        raise AssertionError("redis-cli --cluster create failed:\n%s\n%s" % (r.stdout, infos))
+    return srv
+
+
+# Against ruvio, every test runs twice: on the fixed slot ranges of a multi-shard node (cluster-enabled no) and in
+# cluster mode (cluster-enabled yes, slots assigned by redis-cli through the topology log).
+@pytest.fixture(scope="module", params=["shards", "cluster-enabled"])
+def cluster(request):
     if ADDR:
         pytest.skip("needs its own server processes (RUVIO_ADDR set)")
-    srv = _start_redis_cluster() if IS_REDIS else launch(["--shards", str(NSHARDS)])
+    if IS_REDIS and request.param != "shards":
+        pytest.skip("one Redis cluster is enough")
+    if IS_REDIS:
+        srv = _start_redis_cluster()
+    elif request.param == "shards":
+        srv = launch(["--shards", str(NSHARDS)])
+    else:
+        srv = _start_ruvio_cluster_mode()
     yield srv
     srv.stop()
     shutil.rmtree(srv.workdir, ignore_errors=True)

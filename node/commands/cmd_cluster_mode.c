@@ -1,0 +1,535 @@
+/* node/commands/cmd_cluster_mode.c: the CLUSTER subcommands of cluster mode
+ * (cluster-enabled yes, docs/cluster.md). What they read comes from the
+ * shard's adopted topology snapshot (c->env->topo); what they change becomes a
+ * proposal to the topology log (node/features/topology.h), answered once it is
+ * committed. Replies and error texts are Redis's. */
+#include "base/buf.h"
+#include "cluster/slot.h"
+#include "cluster/topo.h"
+#include "node/commands/cmds.h"
+#include "node/core/conn.h"
+#include "node/core/node.h"
+#include "node/core/reply.h"
+#include "node/core/shard.h"
+#include "node/features/topology.h"
+#include "node/keyspace/ks.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The topology, or NULL after replying that cluster mode is off. */
+static const struct topo *
+topo_or_err(struct conn *c)
+{
+    if (c->env->topo == NULL) {
+        reply_errf(c, "ERR This instance has cluster support disabled");
+    }
+    return c->env->topo;
+}
+
+static const char *
+my_id(struct conn *c)
+{
+    return c->env->node->ids[c->env->id];
+}
+
+static const char *
+role_name(const struct topo_node *n)
+{
+    return n->role == TOPO_PRIMARY ? "master" : "slave";
+}
+
+/* What this shard's node knows of: itself alone until it was met (a node not
+ * met yet knows only itself, as in Redis before CLUSTER MEET), else every
+ * node that was met. */
+static int
+me_index(struct conn *c)
+{
+    return c->env->topo_me;
+}
+
+static bool
+visible(const struct topo *t, int me, unsigned i)
+{
+    if (me >= 0 && (t->nodes[me].flags & TOPO_F_LONE)) {
+        return (int)i == me;
+    }
+    return !(t->nodes[i].flags & TOPO_F_LONE);
+}
+
+/* ---------------------------------------------------------------- reading */
+
+CMD_HANDLER(cluster_myshardid)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t != NULL) {
+        const struct topo_node *me = topo_node_by_id(t, my_id(c), TOPO_ID_LEN);
+        reply_bulk_cstr(c, me ? me->shard_id : "");
+    }
+}
+
+void
+cm_cluster_nodes(struct conn *c)
+{
+    const struct topo *t = c->env->topo;
+    int me = me_index(c);
+    struct buf out;
+    buf_init(&out);
+    for (unsigned i = 0; i < t->nnodes; i++) {
+        if (visible(t, me, i)) {
+            topo_node_line(t, i, my_id(c), NULL, &out);
+            buf_putc(&out, '\n');
+        }
+    }
+    reply_verbatim(c, out.data, out.len);
+    buf_deinit(&out);
+}
+
+/* One node of CLUSTER SLOTS: ip, port, id, and a map with its hostname. */
+static void
+slots_node(struct conn *c, const struct topo_node *n)
+{
+    reply_array(c, 4);
+    reply_bulk_cstr(c, n->ip);
+    reply_int(c, n->port);
+    reply_bulk_cstr(c, n->id);
+    if (n->hostname[0]) {
+        reply_map(c, 1);
+        reply_bulk_cstr(c, "hostname");
+        reply_bulk_cstr(c, n->hostname);
+    } else {
+        reply_map(c, 0);
+    }
+}
+
+void
+cm_cluster_slots(struct conn *c)
+{
+    const struct topo *t = c->env->topo;
+    uint16_t reps[TOPO_MAX_NODES];
+    struct topo_range r;
+    uint16_t owner;
+    unsigned pos = 0;
+    size_t h = reply_defer(c), n = 0;
+    int me = me_index(c);
+    while (topo_next_range(t, &pos, TOPO_NONE, &r, &owner)) {
+        if (!visible(t, me, owner)) {
+            continue;
+        }
+        size_t nr = topo_replicas(t, owner, reps, TOPO_MAX_NODES);
+        reply_array(c, 3 + nr);
+        reply_int(c, r.lo);
+        reply_int(c, r.hi);
+        slots_node(c, &t->nodes[owner]);
+        for (size_t i = 0; i < nr; i++) {
+            slots_node(c, &t->nodes[reps[i]]);
+        }
+        n++;
+    }
+    reply_defer_array(c, h, n);
+}
+
+static void
+shards_node(struct conn *c, const struct topo_node *n)
+{
+    reply_map(c, n->hostname[0] ? 8 : 7);
+    reply_bulk_cstr(c, "id");
+    reply_bulk_cstr(c, n->id);
+    reply_bulk_cstr(c, "port");
+    reply_int(c, n->port);
+    reply_bulk_cstr(c, "ip");
+    reply_bulk_cstr(c, n->ip);
+    reply_bulk_cstr(c, "endpoint");
+    reply_bulk_cstr(c, n->ip);
+    if (n->hostname[0]) {
+        reply_bulk_cstr(c, "hostname");
+        reply_bulk_cstr(c, n->hostname);
+    }
+    reply_bulk_cstr(c, "role");
+    reply_bulk_cstr(c, role_name(n));
+    reply_bulk_cstr(c, "replication-offset");
+    reply_int(c, 0);
+    reply_bulk_cstr(c, "health");
+    reply_bulk_cstr(c, (n->flags & TOPO_F_FAIL) ? "fail" : "online");
+}
+
+void
+cm_cluster_shards(struct conn *c)
+{
+    const struct topo *t = c->env->topo;
+    static _Thread_local uint16_t heads[TOPO_MAX_NODES], members[TOPO_MAX_NODES];
+    size_t ns = topo_shards(t, heads, TOPO_MAX_NODES), shown = 0;
+    int me = me_index(c);
+    size_t hd = reply_defer(c);
+    for (size_t i = 0; i < ns; i++) {
+        if (!visible(t, me, heads[i])) {
+            continue;
+        }
+        shown++;
+        const struct topo_node *head = &t->nodes[heads[i]];
+        size_t nm = topo_shard_nodes(t, head->shard_id, members, TOPO_MAX_NODES);
+        unsigned primary = TOPO_NONE;
+        for (size_t j = 0; j < nm && primary == TOPO_NONE; j++) {
+            primary = t->nodes[members[j]].role == TOPO_PRIMARY ? members[j] : TOPO_NONE;
+        }
+        reply_map(c, 2);
+        reply_bulk_cstr(c, "slots");
+        size_t h = reply_defer(c), nb = 0;
+        struct topo_range r;
+        uint16_t owner;
+        unsigned pos = 0;
+        while (primary != TOPO_NONE && topo_next_range(t, &pos, primary, &r, &owner)) {
+            reply_int(c, r.lo);
+            reply_int(c, r.hi);
+            nb += 2;
+        }
+        reply_defer_array(c, h, nb);
+        reply_bulk_cstr(c, "nodes");
+        reply_array(c, nm);
+        for (size_t j = 0; j < nm; j++) {
+            shards_node(c, &t->nodes[members[j]]);
+        }
+    }
+    reply_defer_array(c, hd, shown);
+}
+
+/* Redis's CLUSTER INFO. The state is ok when every slot is served (or
+ * cluster-require-full-coverage is no). */
+void
+cm_cluster_info(struct conn *c)
+{
+    const struct topo *t = c->env->topo;
+    int me = me_index(c);
+    unsigned assigned = 0, size = 0, known = 0;
+    for (unsigned s = 0; s < SLOT_COUNT; s++) {
+        assigned += t->slots[s] != TOPO_NONE && visible(t, me, t->slots[s]);
+    }
+    for (unsigned i = 0; i < t->nnodes; i++) {
+        if (visible(t, me, i)) {
+            known++;
+            size += t->nodes[i].role == TOPO_PRIMARY && topo_node_slot_count(t, i) > 0;
+        }
+    }
+    const struct topo_node *mine = me >= 0 ? &t->nodes[me] : NULL;
+    bool ok = assigned == SLOT_COUNT || !c->env->cfg->cluster.require_full_coverage;
+    struct topology_status st;
+    topology_status(&st);
+    char out[1024];
+    int len = snprintf(out, sizeof(out),
+                       "cluster_state:%s\r\ncluster_slots_assigned:%u\r\ncluster_slots_ok:%u\r\n"
+                       "cluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:%u\r\n"
+                       "cluster_size:%u\r\ncluster_current_epoch:%" PRIu64
+                       "\r\ncluster_my_epoch:%" PRIu64 "\r\ncluster_stats_messages_sent:0\r\n"
+                       "cluster_stats_messages_received:0\r\n"
+                       "total_cluster_links_buffer_limit_exceeded:0\r\n"
+                       "topology_log_leader:%d\r\ntopology_log_term:%" PRIu64
+                       "\r\ntopology_log_applied:%" PRIu64 "\r\ntopology_version:%" PRIu64 "\r\n",
+                       ok ? "ok" : "fail", assigned, assigned, known, size, t->current_epoch,
+                       mine ? mine->config_epoch : 0, st.leader ? 1 : 0, st.term, st.applied_index,
+                       t->version);
+    reply_verbatim(c, out, (size_t)len);
+}
+
+CMD_HANDLER(cluster_replicas)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    int k = topo_find(t, argv[2].p, argv[2].len);
+    if (k < 0) {
+        reply_errf(c, "ERR Unknown node %.*s", (int)(argv[2].len > 64 ? 64 : argv[2].len),
+                   argv[2].p);
+        return;
+    }
+    if (t->nodes[k].role != TOPO_PRIMARY) {
+        reply_errf(c, "ERR The specified node is not a master");
+        return;
+    }
+    static _Thread_local uint16_t reps[TOPO_MAX_NODES];
+    size_t nr = topo_replicas(t, (unsigned)k, reps, TOPO_MAX_NODES);
+    reply_array(c, nr);
+    struct buf line;
+    buf_init(&line);
+    for (size_t i = 0; i < nr; i++) {
+        buf_reset(&line);
+        topo_node_line(t, reps[i], my_id(c), NULL, &line);
+        reply_bulk(c, line.data, line.len);
+    }
+    buf_deinit(&line);
+}
+
+CMD_HANDLER(cluster_count_failure_reports)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    if (topo_find(t, argv[2].p, argv[2].len) < 0) {
+        reply_errf(c, "ERR Unknown node %.*s", (int)(argv[2].len > 64 ? 64 : argv[2].len),
+                   argv[2].p);
+        return;
+    }
+    reply_int(c, 0); /* failures are decided by the topology log's leader, not by reports */
+}
+
+CMD_HANDLER(cluster_links)
+{
+    if (topo_or_err(c) != NULL) {
+        reply_array(c, 0); /* one consensus link per host, not per node: none to list here */
+    }
+}
+
+CMD_HANDLER(cluster_saveconfig)
+{
+    if (topo_or_err(c) != NULL) {
+        reply_ok(c); /* every committed change is already on disk (the topology log) */
+    }
+}
+
+/* ---------------------------------------------------------------- changing */
+
+static bool
+parse_slot_arg(struct conn *c, struct rv_str a, unsigned *slot)
+{
+    int64_t v;
+    if (!cmd_arg_int(a, &v) || v < 0 || v >= SLOT_COUNT) {
+        reply_errf(c, "ERR Invalid or out of range slot");
+        return false;
+    }
+    *slot = (unsigned)v;
+    return true;
+}
+
+/* The slots of ADDSLOTS/DELSLOTS (one per argument) or of the RANGE forms
+ * (pairs), as sorted ranges; false after an error reply. */
+static bool
+parse_slots(struct conn *c, int argc, struct rv_str *argv, bool ranges, struct topo_range *out,
+            size_t *n)
+{
+    static _Thread_local uint8_t seen[SLOT_COUNT];
+    memset(seen, 0, sizeof(seen));
+    for (int i = 2; i < argc; i += ranges ? 2 : 1) {
+        unsigned lo, hi;
+        if (!parse_slot_arg(c, argv[i], &lo)) {
+            return false;
+        }
+        hi = lo;
+        if (ranges && !parse_slot_arg(c, argv[i + 1], &hi)) {
+            return false;
+        }
+        if (lo > hi) {
+            reply_errf(c, "ERR start slot number %u is greater than end slot number %u", lo, hi);
+            return false;
+        }
+        for (unsigned s = lo; s <= hi; s++) {
+            if (seen[s]) {
+                reply_errf(c, "ERR Slot %u specified multiple times", s);
+                return false;
+            }
+            seen[s] = 1;
+        }
+    }
+    *n = 0;
+    for (unsigned s = 0; s < SLOT_COUNT; s++) {
+        if (seen[s] && (s == 0 || !seen[s - 1])) {
+            out[*n].lo = (uint16_t)s;
+            out[(*n)++].hi = (uint16_t)s;
+        } else if (seen[s]) {
+            out[*n - 1].hi = (uint16_t)s;
+        }
+    }
+    return true;
+}
+
+static void
+slots_change(struct conn *c, int argc, struct rv_str *argv, bool ranges, bool add)
+{
+    if (topo_or_err(c) == NULL) {
+        return;
+    }
+    if (ranges && argc % 2 != 0) {
+        reply_errf(c, "ERR wrong number of arguments for 'cluster|%s' command",
+                   add ? "addslotsrange" : "delslotsrange");
+        return;
+    }
+    static _Thread_local struct topo_range r[SLOT_COUNT / 2 + 1];
+    size_t n;
+    if (!parse_slots(c, argc, argv, ranges, r, &n)) {
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    int rc = add ? topo_enc_slots_add(&b, my_id(c), r, n) : topo_enc_slots_del(&b, r, n);
+    if (rc == 0) {
+        topology_propose(c, &b, TOPOLOGY_REPLY_OK, NULL);
+    } else {
+        reply_errf(c, "ERR Invalid or out of range slot");
+    }
+    buf_deinit(&b);
+}
+
+CMD_HANDLER(cluster_addslots)
+{
+    slots_change(c, argc, argv, false, true);
+}
+
+CMD_HANDLER(cluster_addslotsrange)
+{
+    slots_change(c, argc, argv, true, true);
+}
+
+CMD_HANDLER(cluster_delslots)
+{
+    slots_change(c, argc, argv, false, false);
+}
+
+CMD_HANDLER(cluster_delslotsrange)
+{
+    slots_change(c, argc, argv, true, false);
+}
+
+/* Propose one command built by enc, answered with how. */
+static void
+propose_built(struct conn *c, struct buf *b, int rc, enum topology_reply how)
+{
+    if (rc == 0) {
+        topology_propose(c, b, how, my_id(c));
+    } else {
+        reply_errf(c, "ERR Invalid arguments");
+    }
+    buf_deinit(b);
+}
+
+CMD_HANDLER(cluster_flushslots)
+{
+    if (topo_or_err(c) == NULL) {
+        return;
+    }
+    if (ks_size(c->env->ks) != 0) {
+        reply_errf(c, "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.");
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    propose_built(c, &b, topo_enc_slots_flush(&b, my_id(c)), TOPOLOGY_REPLY_OK);
+}
+
+CMD_HANDLER(cluster_set_config_epoch)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    int64_t epoch;
+    if (!cmd_arg_int(argv[2], &epoch)) {
+        reply_errf(c, "ERR value is not an integer or out of range");
+        return;
+    }
+    if (epoch < 0) {
+        reply_errf(c, "ERR Invalid config epoch specified: %lld", (long long)epoch);
+        return;
+    }
+    /* Redis: only while the node knows no other node */
+    int me = me_index(c);
+    if (me < 0 || !(t->nodes[me].flags & TOPO_F_LONE)) {
+        reply_errf(c, "ERR The user can assign a config epoch only when the node does not know "
+                      "any other node.");
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    propose_built(c, &b, topo_enc_set_config_epoch(&b, my_id(c), (uint64_t)epoch),
+                  TOPOLOGY_REPLY_OK);
+}
+
+CMD_HANDLER(cluster_bumpepoch)
+{
+    if (topo_or_err(c) == NULL) {
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    propose_built(c, &b, topo_enc_bump_epoch(&b, my_id(c)), TOPOLOGY_REPLY_BUMPEPOCH);
+}
+
+CMD_HANDLER(cluster_forget)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    char id[TOPO_ID_LEN + 1], err[TOPO_ERR_MAX];
+    snprintf(id, sizeof(id), "%.*s", (int)(argv[2].len > TOPO_ID_LEN ? TOPO_ID_LEN : argv[2].len),
+             argv[2].p);
+    if (argv[2].len != TOPO_ID_LEN || topo_find(t, argv[2].p, argv[2].len) < 0) {
+        reply_errf(c, "ERR Unknown node %.*s", (int)(argv[2].len > 64 ? 64 : argv[2].len),
+                   argv[2].p);
+        return;
+    }
+    if (!topo_forget_check(t, my_id(c), id, err, sizeof(err))) {
+        reply_errf(c, "%s", err);
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    propose_built(c, &b, topo_enc_node_forget(&b, id), TOPOLOGY_REPLY_OK);
+}
+
+/* CLUSTER MEET ip port [cport]: a node of this host is already met; joining
+ * another host's topology log is the next step of docs/cluster.md. */
+CMD_HANDLER(cluster_meet)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    int64_t port, cport = 0;
+    if (!cmd_arg_int(argv[3], &port) || port < 0 || port > 65535 ||
+        (argc > 4 && (!cmd_arg_int(argv[4], &cport) || cport < 0 || cport > 65535))) {
+        reply_errf(c, "ERR Invalid base port specified: %.*s",
+                   (int)(argv[3].len > 32 ? 32 : argv[3].len), argv[3].p);
+        return;
+    }
+    if (argc > 5) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    int me = me_index(c);
+    for (unsigned i = 0; me >= 0 && i < t->nnodes; i++) {
+        const struct topo_node *n = &t->nodes[i];
+        bool ip_ok = (argv[2].len == strlen(n->ip) && memcmp(argv[2].p, n->ip, argv[2].len) == 0) ||
+                     cmd_arg_is(argv[2], "127.0.0.1") ||
+                     (argv[2].len == strlen(c->lip) && memcmp(argv[2].p, c->lip, argv[2].len) == 0);
+        if (n->port != port || !ip_ok || n->host_id != t->nodes[me].host_id) {
+            continue;
+        }
+        /* a node of this host: both now know every node met so far */
+        struct buf e[2], *ev[2];
+        size_t ne = 0;
+        int ends[2] = { (int)i, me };
+        for (int k = 0; k < 2 && !(k == 1 && ends[1] == ends[0]); k++) {
+            const struct topo_node *x = &t->nodes[ends[k]];
+            if (x->flags & TOPO_F_LONE) {
+                buf_init(&e[ne]);
+                topo_enc_node_set_flags(&e[ne], x->id, (uint16_t)(x->flags & ~TOPO_F_LONE));
+                ev[ne] = &e[ne];
+                ne++;
+            }
+        }
+        topology_propose_seq(c, (const struct buf *const *)ev, ne);
+        for (size_t k = 0; k < ne; k++) {
+            buf_deinit(&e[k]);
+        }
+        return;
+    }
+    reply_errf(c, "ERR Joining another host's cluster is not supported yet (docs/cluster.md)");
+}
+
+CMD_HANDLER(cluster_replicate)
+{
+    if (topo_or_err(c) != NULL) {
+        reply_errf(c, "ERR Replicas in cluster mode are not supported yet (docs/cluster.md)");
+    }
+}

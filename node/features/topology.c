@@ -1,0 +1,593 @@
+/* node/features/topology.c: cluster mode's control plane glue (topology.h).
+ *
+ * Threads: topology_start/stop run on the main thread; the state machine's
+ * callbacks and proposal answers on the control thread (control/ctl.h); the
+ * answer reaches the waiting client as a message to its shard. */
+#include "node/features/topology.h"
+
+#include "base/buf.h"
+#include "base/fs.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/rand.h"
+#include "base/rv_err.h"
+#include "cluster/topo.h"
+#include "control/ctl.h"
+#include "node/core/config.h"
+#include "node/core/conn.h"
+#include "node/core/node.h"
+#include "node/core/reply.h"
+#include "node/core/shard.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ID_LEN TOPO_ID_LEN
+
+static struct {
+    struct node *node;
+    struct ctl *ctl;
+    uint64_t host_id;
+    char (*shard_ids)[ID_LEN + 1];
+    struct topo *cur; /* control thread: the state machine's state */
+} tp;
+
+/* ---------------------------------------------------------------- identity */
+
+static void
+identity_path(const struct cfg *cfg, char *out, size_t n)
+{
+    const char *f = cfg->cluster.config_file;
+    if (f[0] == '/') {
+        snprintf(out, n, "%s", f);
+    } else {
+        snprintf(out, n, "%s/%s", cfg->persist.dir, f);
+    }
+}
+
+static bool
+is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) {
+            return false;
+        }
+    }
+    return s[n] == '\0';
+}
+
+/* Read "host <16 hex>" and "node <shard> <id> <shard id>" lines. 1 when read,
+ * 0 when the file does not exist, -1 with err when it is unusable. */
+static int
+identity_read(const char *path, struct node *n, char *err, size_t errsz)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        if (errno == ENOENT) {
+            return 0;
+        }
+        snprintf(err, errsz, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[256];
+    unsigned seen = 0, lineno = 0;
+    bool host = false;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char a[64], b[64];
+        unsigned shard;
+        lineno++;
+        if (line[0] == '#' || line[0] == '\n') {
+            continue;
+        }
+        if (sscanf(line, "host %16s", a) == 1 && is_hex(a, 16)) {
+            tp.host_id = strtoull(a, NULL, 16);
+            host = tp.host_id != 0;
+        } else if (sscanf(line, "node %u %40s %40s", &shard, a, b) == 3 && is_hex(a, ID_LEN) &&
+                   is_hex(b, ID_LEN)) {
+            if (shard >= n->nshards) {
+                snprintf(err, errsz,
+                         "%s:%u: this host had more shards (%u) than 'shards' says (%u); cluster "
+                         "mode cannot change a host's shard count",
+                         path, lineno, shard + 1, n->nshards);
+                fclose(f);
+                return -1;
+            }
+            memcpy(n->ids[shard], a, ID_LEN + 1);
+            memcpy(tp.shard_ids[shard], b, ID_LEN + 1);
+            seen++;
+        } else {
+            snprintf(err, errsz, "%s:%u: not a line of a cluster identity file", path, lineno);
+            fclose(f);
+            return -1;
+        }
+    }
+    fclose(f);
+    if (!host || seen != n->nshards) {
+        snprintf(err, errsz, "%s: %s", path,
+                 !host ? "no host id" : "fewer nodes than shards (cluster mode cannot change a "
+                                        "host's shard count)");
+        return -1;
+    }
+    return 1;
+}
+
+static int
+identity_write(const char *path, const struct node *n)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_appendf(&b,
+                "# Ruvio cluster identity: this host's Raft server id and its nodes (one per "
+                "shard).\n# Written once; the topology is in the cluster/raft directory. "
+                "docs/cluster.md\nhost %016" PRIx64 "\n",
+                tp.host_id);
+    for (unsigned i = 0; i < n->nshards; i++) {
+        buf_appendf(&b, "node %u %s %s\n", i, n->ids[i], tp.shard_ids[i]);
+    }
+    int rc = fs_write_atomic(path, b.data, b.len);
+    buf_deinit(&b);
+    return rc;
+}
+
+static int
+identity_load(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
+{
+    char path[4200];
+    identity_path(cfg, path, sizeof(path));
+    tp.shard_ids = rv_calloc(n->nshards, sizeof(*tp.shard_ids));
+    int rc = identity_read(path, n, err, errsz);
+    if (rc != 0) {
+        return rc < 0 ? -1 : 0;
+    }
+    do {
+        tp.host_id = rand_u64();
+    } while (tp.host_id == 0);
+    for (unsigned i = 0; i < n->nshards; i++) {
+        rand_hex(n->ids[i], ID_LEN);
+        rand_hex(tp.shard_ids[i], ID_LEN);
+    }
+    if (fs_mkdir_p(cfg->persist.dir) != 0 || identity_write(path, n) != 0) {
+        snprintf(err, errsz, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    log_notice("cluster: new host %016" PRIx64 " with %u node(s), identity in %s", tp.host_id,
+               n->nshards, path);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- state machine */
+
+static void
+publish(void)
+{
+    node_publish_topo(tp.node, topo_get(tp.cur));
+}
+
+static int
+fsm_apply(void *arg, const void *entry, size_t len, char *msg, size_t msgsz)
+{
+    (void)arg;
+    struct topo *next;
+    enum topo_res r = topo_apply(tp.cur, entry, len, &next, msg, msgsz);
+    topo_put(tp.cur);
+    tp.cur = next;
+    if (r == TOPO_CHANGED) {
+        publish();
+    }
+    if (r >= 0) {
+        snprintf(msg, msgsz, "%s", r == TOPO_CHANGED ? "changed" : "unchanged");
+        return 0;
+    }
+    return r;
+}
+
+static int
+fsm_snapshot(void *arg, void **out, size_t *len)
+{
+    (void)arg;
+    struct buf b;
+    buf_init(&b);
+    topo_encode(tp.cur, &b);
+    *out = b.data; /* (allocated with rv_malloc by buf) */
+    *len = b.len;
+    return RV_OK;
+}
+
+static int
+fsm_restore(void *arg, const void *data, size_t len)
+{
+    (void)arg;
+    struct topo *t;
+    char err[TOPO_ERR_MAX];
+    int rc = topo_decode(data, len, &t, err, sizeof(err));
+    if (rc != RV_OK) {
+        log_warn("cluster: a topology snapshot does not decode: %s", err);
+        return rc;
+    }
+    topo_put(tp.cur);
+    tp.cur = t;
+    publish();
+    return RV_OK;
+}
+
+/* ---------------------------------------------------------------- proposals */
+
+struct answer {
+    struct shard_msg m;
+    uint64_t conn_id;
+    enum topology_reply how;
+    int err;  /* enum ctl_err */
+    int code; /* the state machine's outcome */
+    uint64_t epoch;
+    bool bumped;
+    char text[CTL_MSG_MAX + CTL_ADDR_MAX + 64];
+};
+
+struct request {
+    struct shard *shard;
+    uint64_t conn_id;
+    enum topology_reply how;
+    char node_id[ID_LEN + 1];
+    struct buf next; /* entries still to propose, each after a 4-byte length */
+};
+
+/* Control thread or the client's shard: propose the next queued entry of rq.
+ * false when there was none (or it was refused: then *rc says why). */
+static bool
+propose_next(struct request *rq, int *rc);
+static void on_answer(void *arg, const struct ctl_result *res);
+
+static void
+answer_run(struct shard *s, struct shard_msg *m)
+{
+    struct answer *a = (struct answer *)m;
+    struct conn *c = shard_conn_first(s);
+    while (c != NULL && c->id != a->conn_id) {
+        c = c->next;
+    }
+    if (c != NULL && (c->flags & CONN_TOPO_WAIT)) { /* (else the client went away) */
+        c->flags &= ~(CONN_TOPO_WAIT | CONN_BLOCKED);
+        if (a->err != CTL_OK || a->code != 0) {
+            reply_errf(c, "%s", a->text);
+        } else if (a->how == TOPOLOGY_REPLY_BUMPEPOCH) {
+            char line[64];
+            snprintf(line, sizeof(line), "%s %" PRIu64, a->bumped ? "BUMPED" : "STILL", a->epoch);
+            reply_simple(c, line);
+        } else {
+            reply_ok(c);
+        }
+        conn_resume(c);
+        shard_want_write(s, c);
+    }
+    rv_free(a);
+}
+
+/* Control thread: the entry's outcome, to the client's shard. */
+static void
+on_answer(void *arg, const struct ctl_result *res)
+{
+    struct request *rq = arg;
+    int rc = RV_OK;
+    if (res->err == CTL_OK && res->code == 0 && propose_next(rq, &rc)) {
+        return; /* the next entry of a sequence is on its way */
+    }
+    struct answer *a = rv_calloc(1, sizeof(*a));
+    a->m.run = answer_run;
+    a->conn_id = rq->conn_id;
+    a->how = rq->how;
+    a->err = res->err;
+    a->code = res->code;
+    if (res->err == CTL_ENOTLEADER) {
+        /* (forwarding to the leader comes with joining hosts: docs/cluster.md) */
+        snprintf(a->text, sizeof(a->text),
+                 "CLUSTERDOWN this host does not lead the topology log (leader: %s)",
+                 res->leader_address && res->leader_address[0] ? res->leader_address : "none");
+    } else if (res->err != CTL_OK) {
+        snprintf(a->text, sizeof(a->text), "CLUSTERDOWN the topology change failed: %s%s%s",
+                 ctl_strerror(res->err), res->msg && res->msg[0] ? ": " : "",
+                 res->msg ? res->msg : "");
+    } else if (res->code != 0) {
+        snprintf(a->text, sizeof(a->text), "%s", res->msg);
+    } else if (rc != RV_OK) {
+        a->err = CTL_EFAIL;
+        snprintf(a->text, sizeof(a->text), "CLUSTERDOWN the topology log does not take proposals "
+                                           "now (%s)",
+                 rv_strerror(rc));
+    } else if (rq->how == TOPOLOGY_REPLY_BUMPEPOCH) {
+        const struct topo_node *nd = topo_node_by_id(tp.cur, rq->node_id, ID_LEN);
+        a->bumped = strcmp(res->msg, "changed") == 0;
+        a->epoch = nd ? nd->config_epoch : 0;
+    }
+    shard_post(rq->shard, &a->m);
+    buf_deinit(&rq->next);
+    rv_free(rq);
+}
+
+static bool
+propose_next(struct request *rq, int *rc)
+{
+    struct buf *q = &rq->next;
+    if (buf_unread(q) < 4) {
+        return false;
+    }
+    uint32_t len;
+    memcpy(&len, q->data + q->off, 4);
+    const char *p = q->data + q->off + 4;
+    q->off += 4 + len;
+    *rc = ctl_propose(tp.ctl, p, len, on_answer, rq);
+    return *rc == RV_OK;
+}
+
+void
+topology_propose_seq(struct conn *c, const struct buf *const *entries, size_t n)
+{
+    if (c->flags & (CONN_IN_EXEC | CONN_REPLAY)) {
+        reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
+        return;
+    }
+    struct request *rq = rv_calloc(1, sizeof(*rq));
+    rq->shard = c->shard;
+    rq->conn_id = c->id;
+    rq->how = TOPOLOGY_REPLY_OK;
+    buf_init(&rq->next);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len = (uint32_t)entries[i]->len;
+        buf_append(&rq->next, &len, 4);
+        buf_append(&rq->next, entries[i]->data, len);
+    }
+    int rc = RV_OK;
+    if (!propose_next(rq, &rc)) {
+        buf_deinit(&rq->next);
+        rv_free(rq);
+        if (rc == RV_OK) {
+            reply_ok(c); /* nothing to change */
+        } else {
+            reply_errf(c, "CLUSTERDOWN the topology log does not take proposals now (%s)",
+                       rv_strerror(rc));
+        }
+        return;
+    }
+    c->flags |= CONN_TOPO_WAIT | CONN_BLOCKED; /* input waits for the answer */
+}
+
+void
+topology_propose(struct conn *c, const struct buf *entry, enum topology_reply how,
+                 const char *node_id)
+{
+    if (c->flags & (CONN_IN_EXEC | CONN_REPLAY)) {
+        reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
+        return;
+    }
+    struct request *rq = rv_calloc(1, sizeof(*rq));
+    rq->shard = c->shard;
+    rq->conn_id = c->id;
+    rq->how = how;
+    if (node_id != NULL) {
+        snprintf(rq->node_id, sizeof(rq->node_id), "%s", node_id);
+    }
+    int rc = ctl_propose(tp.ctl, entry->data, entry->len, on_answer, rq);
+    if (rc != RV_OK) {
+        rv_free(rq);
+        reply_errf(c, "CLUSTERDOWN the topology log does not take proposals now (%s)",
+                   rv_strerror(rc));
+        return;
+    }
+    c->flags |= CONN_TOPO_WAIT | CONN_BLOCKED; /* input waits for the answer */
+}
+
+/* ---------------------------------------------------------------- start, stop */
+
+struct sync_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    struct ctl_result res;
+    char msg[CTL_MSG_MAX];
+};
+
+static void
+sync_done(void *arg, const struct ctl_result *res)
+{
+    struct sync_wait *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->res = *res;
+    snprintf(w->msg, sizeof(w->msg), "%s", res->msg ? res->msg : "");
+    w->res.msg = w->msg;
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Propose from the main thread and wait (bounded) for the outcome. */
+static int
+propose_sync(const struct buf *entry, char *err, size_t errsz)
+{
+    struct sync_wait w = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+    if (ctl_propose(tp.ctl, entry->data, entry->len, sync_done, &w) != RV_OK) {
+        snprintf(err, errsz, "the control plane refused a proposal");
+        return -1;
+    }
+    pthread_mutex_lock(&w.mu);
+    while (!w.done) { /* ctl answers every accepted request, timeouts included */
+        pthread_cond_wait(&w.cv, &w.mu);
+    }
+    pthread_mutex_unlock(&w.mu);
+    if (w.res.err != CTL_OK || w.res.code != 0) {
+        snprintf(err, errsz, "%s%s%s", ctl_strerror(w.res.err), w.msg[0] ? ": " : "", w.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* The address other hosts reach this one at: cluster-announce-ip, else the
+ * first bind address, else loopback (a single-host cluster). */
+static void
+host_ip(const struct cfg *cfg, char *out, size_t n)
+{
+    const char *b = cfg->net.bind;
+    if (cfg->cluster.announce_ip[0]) {
+        snprintf(out, n, "%s", cfg->cluster.announce_ip);
+    } else if (b[0] && b[0] != '*' && strncmp(b, "0.0.0.0", 7) != 0) {
+        size_t len = strcspn(b, " ");
+        snprintf(out, n, "%.*s", (int)len, b);
+    } else {
+        snprintf(out, n, "127.0.0.1");
+    }
+}
+
+/* A fresh cluster of this host alone: add its nodes once it leads. */
+static int
+add_own_nodes(struct node *n, const struct cfg *cfg, const char *ip, unsigned bus_port, char *err,
+              size_t errsz)
+{
+    struct ctl_info ci;
+    for (int waited = 0;; waited += 20) {
+        ctl_info(tp.ctl, &ci);
+        if (ci.state == CTL_LEADER || (ci.leader_id != 0 && ci.leader_id != tp.host_id)) {
+            break;
+        }
+        if (waited > 20000) {
+            snprintf(err, errsz, "no leader for the topology log after 20 s");
+            return -1;
+        }
+        sleep_ms(20);
+    }
+    if (ci.state != CTL_LEADER) {
+        return 0; /* another host leads: this one was added by it */
+    }
+    struct topo *t = node_topo_get(n);
+    struct buf b;
+    buf_init(&b);
+    int rc = 0;
+    for (unsigned i = 0; i < n->nshards && rc == 0; i++) {
+        if (t != NULL && topo_find(t, n->ids[i], ID_LEN) >= 0) {
+            continue;
+        }
+        int64_t port = cfg->cluster.announce_port ? cfg->cluster.announce_port : cfg->net.port;
+        struct topo_node_spec sp = {
+            .id = n->ids[i],
+            .shard_id = tp.shard_ids[i],
+            .ip = ip,
+            .port = (uint16_t)(port + i),
+            .cport = (uint16_t)(cfg->cluster.announce_bus_port ? cfg->cluster.announce_bus_port
+                                                               : bus_port),
+            .hostname = cfg->cluster.announce_hostname,
+            .role = TOPO_PRIMARY,
+            .flags = TOPO_F_LONE, /* knows only itself until a MEET (redis-cli checks) */
+            .host_id = tp.host_id,
+        };
+        buf_reset(&b);
+        if (topo_enc_node_add(&b, &sp) != RV_OK) {
+            snprintf(err, errsz, "node %u: cannot encode its address %s:%lld", i, ip,
+                     (long long)(port + i));
+            rc = -1;
+        } else {
+            rc = propose_sync(&b, err, errsz);
+        }
+    }
+    buf_deinit(&b);
+    topo_put(t);
+    return rc;
+}
+
+int
+topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
+{
+    tp.node = n;
+    if (identity_load(n, cfg, err, errsz) != 0) {
+        return -1;
+    }
+    tp.cur = topo_create();
+    publish();
+    char ip[46], addr[CTL_ADDR_MAX], bind[CTL_ADDR_MAX], dir[4200];
+    host_ip(cfg, ip, sizeof(ip));
+    unsigned bus_port = (unsigned)(cfg->cluster.port ? cfg->cluster.port : cfg->net.port + 10000);
+    if (bus_port > 65535) {
+        snprintf(err, errsz, "'cluster-port': port + 10000 is over 65535; set cluster-port");
+        return -1;
+    }
+    snprintf(addr, sizeof(addr), "%s:%u", ip, bus_port);
+    const char *b = cfg->net.bind;
+    if (b[0] == '*' || strncmp(b, "0.0.0.0", 7) == 0) {
+        snprintf(bind, sizeof(bind), "0.0.0.0:%u", bus_port);
+    } else {
+        int len = (int)strcspn(b, " ");
+        snprintf(bind, sizeof(bind), "%.*s:%u", len > 45 ? 45 : len, b, bus_port);
+    }
+    snprintf(dir, sizeof(dir), "%s/cluster", cfg->persist.dir);
+    if (fs_mkdir_p(dir) != 0) {
+        snprintf(err, errsz, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    struct ctl_server self = { tp.host_id, addr, CTL_VOTER };
+    unsigned timeout = (unsigned)cfg->cluster.node_timeout;
+    struct ctl_opts o = {
+        .id = tp.host_id,
+        .address = addr,
+        .bind_address = bind,
+        .dir = dir,
+        .bootstrap = &self,
+        .n_bootstrap = 1,
+        .fsm = { NULL, fsm_apply, fsm_snapshot, fsm_restore },
+        /* elections well inside the node timeout (raft randomises 1x..2x) */
+        .election_timeout_ms = timeout / 4 > 200 ? timeout / 4 : 200,
+    };
+    if (ctl_start(&tp.ctl, &o, err, errsz) != RV_OK) {
+        return -1;
+    }
+    if (add_own_nodes(n, cfg, ip, bus_port, err, errsz) != 0) {
+        topology_stop();
+        return -1;
+    }
+    log_notice("cluster: host %016" PRIx64 " on bus %s, %u node(s), topology log in %s",
+               tp.host_id, addr, n->nshards, dir);
+    return 0;
+}
+
+void
+topology_stop(void)
+{
+    if (tp.ctl == NULL) {
+        return;
+    }
+    ctl_stop(tp.ctl);
+    tp.ctl = NULL;
+    topo_put(atomic_exchange(&tp.node->topo, NULL)); /* (the shards are gone: nobody to wake) */
+    topo_put(tp.cur);
+    tp.cur = NULL;
+    rv_free(tp.shard_ids);
+    tp.shard_ids = NULL;
+}
+
+void
+topology_status(struct topology_status *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (tp.ctl == NULL) {
+        return;
+    }
+    struct ctl_info ci;
+    ctl_info(tp.ctl, &ci);
+    out->host_id = tp.host_id;
+    out->leader = ci.state == CTL_LEADER;
+    out->leader_id = ci.leader_id;
+    out->term = ci.term;
+    out->commit_index = ci.commit_index;
+    out->applied_index = ci.applied_index;
+    for (unsigned i = 0; i < ci.n_servers && i < CTL_INFO_SERVERS; i++) {
+        out->voters += ci.servers[i].role == CTL_VOTER;
+        out->learners += ci.servers[i].role == CTL_LEARNER;
+    }
+}

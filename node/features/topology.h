@@ -1,0 +1,58 @@
+/* node/features/topology.h: a node in cluster mode (cluster-enabled yes;
+ * docs/cluster.md). The process is one host: the main thread starts its
+ * control plane (control/ctl.h, a Raft server on the bus port) with the
+ * topology state machine (cluster/topo.h) as its log's meaning. Every applied
+ * entry publishes a new immutable snapshot (node_publish_topo), which each
+ * shard adopts at a safe point (shard_env.topo): routing and the CLUSTER
+ * commands read it without a lock.
+ *
+ * The host's identity (its Raft server id, each shard's node id and shard id)
+ * is created at the first start and kept in cluster-config-file, so that a
+ * restart is the same nodes; the topology itself lives in dir/cluster/raft.
+ *
+ * Topology-changing commands (CLUSTER ADDSLOTS & co.) become proposals: the
+ * client waits, its input paused, until the entry is committed and applied,
+ * and then gets the state machine's answer (Redis's reply or error text). */
+#pragma once
+#include "proto/resp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct node;
+struct cfg;
+struct conn;
+struct buf;
+
+/* Main thread, after setup and before any shard starts: read or create the
+ * identity (sets node->ids), start the control plane and publish the
+ * topology; on a fresh single-host cluster, add this host's nodes. 0, or -1
+ * with a message in err. */
+int topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz);
+/* Main thread, after the shards stopped. */
+void topology_stop(void);
+
+/* How a committed proposal is answered. */
+enum topology_reply {
+    TOPOLOGY_REPLY_OK,        /* +OK */
+    TOPOLOGY_REPLY_BUMPEPOCH, /* +BUMPED <epoch> / +STILL <epoch> (the node's config epoch) */
+};
+/* Propose entry (encoded by topo_enc_*) for client c, which waits for the
+ * answer; node_id names the node a BUMPEPOCH reply reports. Inside
+ * MULTI/EXEC the client cannot wait: it gets an error instead. */
+void topology_propose(struct conn *c, const struct buf *entry, enum topology_reply how,
+                      const char *node_id);
+/* n entries, proposed one after the other while each succeeds; the client
+ * gets +OK after the last, or the first failure. */
+void topology_propose_seq(struct conn *c, const struct buf *const *entries, size_t n);
+
+/* The control plane's state for CLUSTER INFO, INFO and logs (any thread). */
+struct topology_status {
+    uint64_t host_id;
+    bool leader;           /* this host leads the topology log */
+    uint64_t leader_id;    /* 0 when none is known */
+    uint64_t term, commit_index, applied_index;
+    unsigned voters, learners;
+};
+void topology_status(struct topology_status *out);
