@@ -197,6 +197,9 @@ ap_node_add(struct draft *d, const struct tp_cmd *c)
     x->primary = p >= 0 ? (uint16_t)p : TOPO_NONE;
     x->config_epoch = c->epoch;
     x->host_id = c->host_id;
+    if (c->epoch > d->epoch) {
+        d->epoch = c->epoch; /* (the current epoch is the highest config epoch known) */
+    }
     /* Insert the new index into the sorted order. */
     uint32_t at = 0;
     while (at < n && memcmp(d->pn->node[d->pn->order[at]].id, c->id, TOPO_ID_LEN) < 0) {

@@ -13,6 +13,10 @@
 #include "node/core/shard.h"
 #include "node/features/topology.h"
 #include "node/keyspace/ks.h"
+#include "base/mem.h"
+#include "proto/resp.h"
+
+#include <stdlib.h>
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -224,10 +228,11 @@ cm_cluster_info(struct conn *c)
                        "cluster_stats_messages_received:0\r\n"
                        "total_cluster_links_buffer_limit_exceeded:0\r\n"
                        "topology_log_leader:%d\r\ntopology_log_term:%" PRIu64
-                       "\r\ntopology_log_applied:%" PRIu64 "\r\ntopology_version:%" PRIu64 "\r\n",
+                       "\r\ntopology_log_applied:%" PRIu64 "\r\ntopology_log_voters:%u\r\n"
+                       "topology_log_learners:%u\r\ntopology_version:%" PRIu64 "\r\n",
                        ok ? "ok" : "fail", assigned, assigned, known, size, t->current_epoch,
                        mine ? mine->config_epoch : 0, st.leader ? 1 : 0, st.term, st.applied_index,
-                       t->version);
+                       st.voters, st.learners, t->version);
     reply_verbatim(c, out, (size_t)len);
 }
 
@@ -477,8 +482,66 @@ CMD_HANDLER(cluster_forget)
     propose_built(c, &b, topo_enc_node_forget(&b, id), TOPOLOGY_REPLY_OK);
 }
 
-/* CLUSTER MEET ip port [cport]: a node of this host is already met; joining
- * another host's topology log is the next step of docs/cluster.md. */
+/* CLUSTER MEET to a node of this host: both now know every node met so far. */
+static void
+meet_local(struct conn *c, const struct topo *t, int me, unsigned target)
+{
+    struct buf e[2], *ev[2];
+    size_t ne = 0;
+    int ends[2] = { (int)target, me };
+    for (int k = 0; k < 2 && !(k == 1 && ends[1] == ends[0]); k++) {
+        const struct topo_node *x = &t->nodes[ends[k]];
+        if (x->flags & TOPO_F_LONE) {
+            buf_init(&e[ne]);
+            topo_enc_node_set_flags(&e[ne], x->id, (uint16_t)(x->flags & ~TOPO_F_LONE));
+            ev[ne] = &e[ne];
+            ne++;
+        }
+    }
+    topology_propose_seq(c, (const struct buf *const *)ev, ne);
+    for (size_t k = 0; k < ne; k++) {
+        buf_deinit(&e[k]);
+    }
+}
+
+/* RVCLUSTER JOIN for this host's nodes, as RESP: each node is one argument,
+ * "id,shard id,ip,port,cport,config epoch,hostname,lo-hi;lo-hi...". */
+static void
+join_command(const struct topo *t, uint64_t host, struct buf *out)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < t->nnodes; i++) {
+        n += t->nodes[i].host_id == host;
+    }
+    char hex[24];
+    snprintf(hex, sizeof(hex), "%016" PRIx64, host);
+    resp_w_array(out, 4 + n);
+    resp_w_bulk_cstr(out, "RVCLUSTER");
+    resp_w_bulk_cstr(out, "JOIN");
+    resp_w_bulk_cstr(out, hex);
+    resp_w_bulk_cstr(out, topology_bus_address());
+    struct buf spec;
+    buf_init(&spec);
+    for (unsigned i = 0; i < t->nnodes; i++) {
+        const struct topo_node *x = &t->nodes[i];
+        if (x->host_id != host) {
+            continue;
+        }
+        buf_reset(&spec);
+        buf_appendf(&spec, "%s,%s,%s,%u,%u,%" PRIu64 ",%s,", x->id, x->shard_id, x->ip, x->port,
+                    x->cport, x->config_epoch, x->hostname);
+        struct topo_range r;
+        uint16_t owner;
+        unsigned pos = 0;
+        for (int k = 0; topo_next_range(t, &pos, i, &r, &owner); k++) {
+            buf_appendf(&spec, "%s%u-%u", k ? ";" : "", r.lo, r.hi);
+        }
+        resp_w_bulk(out, spec.data, spec.len);
+    }
+    buf_deinit(&spec);
+}
+
+/* CLUSTER MEET ip port [cport] */
 CMD_HANDLER(cluster_meet)
 {
     const struct topo *t = topo_or_err(c);
@@ -497,34 +560,189 @@ CMD_HANDLER(cluster_meet)
         return;
     }
     int me = me_index(c);
-    for (unsigned i = 0; me >= 0 && i < t->nnodes; i++) {
+    if (me < 0) {
+        reply_errf(c, "TRYAGAIN this node is not in the topology yet");
+        return;
+    }
+    for (unsigned i = 0; i < t->nnodes; i++) {
         const struct topo_node *n = &t->nodes[i];
         bool ip_ok = (argv[2].len == strlen(n->ip) && memcmp(argv[2].p, n->ip, argv[2].len) == 0) ||
-                     cmd_arg_is(argv[2], "127.0.0.1") ||
-                     (argv[2].len == strlen(c->lip) && memcmp(argv[2].p, c->lip, argv[2].len) == 0);
-        if (n->port != port || !ip_ok || n->host_id != t->nodes[me].host_id) {
+                     (n->host_id == t->nodes[me].host_id &&
+                      (cmd_arg_is(argv[2], "127.0.0.1") ||
+                       (argv[2].len == strlen(c->lip) &&
+                        memcmp(argv[2].p, c->lip, argv[2].len) == 0)));
+        if (n->port != port || !ip_ok) {
             continue;
         }
-        /* a node of this host: both now know every node met so far */
-        struct buf e[2], *ev[2];
-        size_t ne = 0;
-        int ends[2] = { (int)i, me };
-        for (int k = 0; k < 2 && !(k == 1 && ends[1] == ends[0]); k++) {
-            const struct topo_node *x = &t->nodes[ends[k]];
-            if (x->flags & TOPO_F_LONE) {
-                buf_init(&e[ne]);
-                topo_enc_node_set_flags(&e[ne], x->id, (uint16_t)(x->flags & ~TOPO_F_LONE));
-                ev[ne] = &e[ne];
-                ne++;
-            }
-        }
-        topology_propose_seq(c, (const struct buf *const *)ev, ne);
-        for (size_t k = 0; k < ne; k++) {
-            buf_deinit(&e[k]);
+        if (n->host_id == t->nodes[me].host_id) {
+            meet_local(c, t, me, i);
+        } else if (!(t->nodes[me].flags & TOPO_F_LONE) && !(n->flags & TOPO_F_LONE)) {
+            reply_ok(c); /* a node of a host already in this cluster */
+        } else {
+            reply_errf(c, "TRYAGAIN the other host's nodes are still being added");
         }
         return;
     }
-    reply_errf(c, "ERR Joining another host's cluster is not supported yet (docs/cluster.md)");
+    char ip[64];
+    snprintf(ip, sizeof(ip), "%.*s", (int)(argv[2].len > 63 ? 63 : argv[2].len), argv[2].p);
+    struct buf cmd;
+    buf_init(&cmd);
+    join_command(t, t->nodes[me].host_id, &cmd);
+    topology_meet_host(c, ip, (int)port, &cmd);
+    buf_deinit(&cmd);
+}
+
+/* One node of RVCLUSTER JOIN (see join_command); false when malformed. */
+static bool
+parse_join_node(struct rv_str a, struct topo_node_spec *sp, char (*f)[256], struct topo_range *r,
+                size_t *nr)
+{
+    const char *p = a.p, *end = a.p + a.len;
+    for (int i = 0; i < 7; i++) { /* the fields before the slot ranges */
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        if (comma == NULL || comma - p >= 256) {
+            return false;
+        }
+        memcpy(f[i], p, (size_t)(comma - p));
+        f[i][comma - p] = '\0';
+        p = comma + 1;
+    }
+    char *e;
+    unsigned long port = strtoul(f[3], &e, 10), cport = strtoul(f[4], NULL, 10);
+    unsigned long long epoch = strtoull(f[5], NULL, 10);
+    if (*e || port > 65535 || cport > 65535 || strlen(f[0]) != TOPO_ID_LEN) {
+        return false;
+    }
+    *sp = (struct topo_node_spec){ .id = f[0],
+                                   .shard_id = f[1],
+                                   .ip = f[2],
+                                   .port = (uint16_t)port,
+                                   .cport = (uint16_t)cport,
+                                   .hostname = f[6],
+                                   .role = TOPO_PRIMARY,
+                                   .config_epoch = epoch };
+    *nr = 0;
+    while (p < end) { /* lo-hi;lo-hi... */
+        char one[16];
+        const char *semi = memchr(p, ';', (size_t)(end - p));
+        size_t len = (size_t)((semi ? semi : end) - p);
+        unsigned lo, hi;
+        int used = 0;
+        if (len == 0 || len >= sizeof(one) || *nr >= SLOT_COUNT / 2) {
+            return false;
+        }
+        memcpy(one, p, len);
+        one[len] = '\0';
+        if (sscanf(one, "%u-%u%n", &lo, &hi, &used) != 2 || (size_t)used != len || lo > hi ||
+            hi >= SLOT_COUNT) {
+            return false;
+        }
+        r[(*nr)++] = (struct topo_range){ (uint16_t)lo, (uint16_t)hi };
+        p += len + (semi != NULL);
+    }
+    return true;
+}
+
+/* RVCLUSTER JOIN host-id bus-address node...: sent by a host that was told to
+ * MEET one of this host's nodes. Its nodes and slots are committed here, then
+ * it becomes a server of the topology log. Refused as a whole when a slot it
+ * owns is owned by another node here. */
+CMD_HANDLER(rvcluster)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    if (!cmd_arg_is(argv[1], "join") || argc < 5) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    char hex[24];
+    snprintf(hex, sizeof(hex), "%.*s", (int)(argv[2].len > 16 ? 16 : argv[2].len), argv[2].p);
+    uint64_t host = strtoull(hex, NULL, 16);
+    if (host == 0 || argv[3].len == 0 || argv[3].len >= 64) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    char bus[64];
+    snprintf(bus, sizeof(bus), "%.*s", (int)argv[3].len, argv[3].p);
+    size_t cap = (size_t)(argc - 4) * 2 + t->nnodes;
+    struct buf *e = rv_calloc(cap, sizeof(*e));
+    struct buf **ev = rv_calloc(cap, sizeof(*ev));
+    size_t ne = 0;
+    static _Thread_local struct topo_range r[SLOT_COUNT / 2], keep[SLOT_COUNT / 2];
+    static _Thread_local char f[8][256];
+    const char *refused = NULL;
+    char why[160];
+    for (int i = 4; i < argc && refused == NULL; i++) {
+        struct topo_node_spec sp;
+        size_t nr, nk = 0;
+        if (!parse_join_node(argv[i], &sp, f, r, &nr)) {
+            refused = "ERR malformed RVCLUSTER JOIN node";
+            break;
+        }
+        sp.host_id = host;
+        const struct topo_node *old = topo_node_by_id(t, sp.id, TOPO_ID_LEN);
+        if (old != NULL && old->host_id != host) {
+            snprintf(why, sizeof(why), "ERR node %s already belongs to another host", sp.id);
+            refused = why;
+            break;
+        }
+        for (size_t k = 0; k < nr && refused == NULL; k++) { /* its slots not its own here yet */
+            for (unsigned s = r[k].lo; s <= r[k].hi; s++) {
+                const struct topo_node *o = topo_slot_node(t, s);
+                if (o != NULL && memcmp(o->id, sp.id, TOPO_ID_LEN) != 0) {
+                    snprintf(why, sizeof(why), "ERR Slot %u is already busy", s);
+                    refused = why;
+                    break;
+                }
+                if (o != NULL) {
+                    continue; /* (a join tried again) */
+                }
+                if (nk > 0 && keep[nk - 1].hi + 1u == s) {
+                    keep[nk - 1].hi = (uint16_t)s;
+                } else {
+                    keep[nk++] = (struct topo_range){ (uint16_t)s, (uint16_t)s };
+                }
+            }
+        }
+        if (refused != NULL) {
+            break;
+        }
+        if (old == NULL) {
+            buf_init(&e[ne]);
+            topo_enc_node_add(&e[ne], &sp);
+            ev[ne] = &e[ne];
+            ne++;
+        }
+        if (nk > 0) {
+            buf_init(&e[ne]);
+            topo_enc_slots_add(&e[ne], sp.id, keep, nk);
+            ev[ne] = &e[ne];
+            ne++;
+        }
+    }
+    /* this host's nodes that were not met yet are met now */
+    int me = me_index(c);
+    for (unsigned i = 0; refused == NULL && me >= 0 && i < t->nnodes; i++) {
+        const struct topo_node *x = &t->nodes[i];
+        if (x->host_id == t->nodes[me].host_id && (x->flags & TOPO_F_LONE)) {
+            buf_init(&e[ne]);
+            topo_enc_node_set_flags(&e[ne], x->id, (uint16_t)(x->flags & ~TOPO_F_LONE));
+            ev[ne] = &e[ne];
+            ne++;
+        }
+    }
+    if (refused != NULL) {
+        reply_errf(c, "%s", refused);
+    } else {
+        topology_admit(c, (const struct buf *const *)ev, ne, host, bus);
+    }
+    for (size_t k = 0; k < ne; k++) {
+        buf_deinit(&e[k]);
+    }
+    rv_free(e);
+    rv_free(ev);
 }
 
 CMD_HANDLER(cluster_replicate)

@@ -21,7 +21,15 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +43,13 @@ static struct {
     uint64_t host_id;
     char (*shard_ids)[ID_LEN + 1];
     struct topo *cur; /* control thread: the state machine's state */
-} tp;
+    /* Shards take it shared (try-lock) around their calls into tp.ctl; joining
+     * another host takes it exclusively to replace the control plane. */
+    pthread_rwlock_t lock;
+    struct ctl_opts opts; /* how it was started (joining restarts it without bootstrap) */
+    char ip[46], addr[CTL_ADDR_MAX], bind[CTL_ADDR_MAX], dir[4200];
+    atomic_bool joining;
+} tp = { .lock = PTHREAD_RWLOCK_INITIALIZER };
 
 /* ---------------------------------------------------------------- identity */
 
@@ -109,8 +123,9 @@ identity_read(const char *path, struct node *n, char *err, size_t errsz)
     fclose(f);
     if (!host || seen != n->nshards) {
         snprintf(err, errsz, "%s: %s", path,
-                 !host ? "no host id" : "fewer nodes than shards (cluster mode cannot change a "
-                                        "host's shard count)");
+                 !host ? "no host id"
+                       : "fewer nodes than shards (cluster mode cannot change a "
+                         "host's shard count)");
         return -1;
     }
     return 1;
@@ -234,12 +249,16 @@ struct request {
     enum topology_reply how;
     char node_id[ID_LEN + 1];
     struct buf next; /* entries still to propose, each after a 4-byte length */
+    /* topology_admit: the host to add to the log's servers once they committed */
+    uint64_t admit_id;
+    char admit_addr[CTL_ADDR_MAX];
 };
+
+static void admit_host(uint64_t id, const char *addr);
 
 /* Control thread or the client's shard: propose the next queued entry of rq.
  * false when there was none (or it was refused: then *rc says why). */
-static bool
-propose_next(struct request *rq, int *rc);
+static bool propose_next(struct request *rq, int *rc);
 static void on_answer(void *arg, const struct ctl_result *res);
 
 static void
@@ -295,13 +314,16 @@ on_answer(void *arg, const struct ctl_result *res)
         snprintf(a->text, sizeof(a->text), "%s", res->msg);
     } else if (rc != RV_OK) {
         a->err = CTL_EFAIL;
-        snprintf(a->text, sizeof(a->text), "CLUSTERDOWN the topology log does not take proposals "
-                                           "now (%s)",
+        snprintf(a->text, sizeof(a->text),
+                 "CLUSTERDOWN the topology log does not take proposals "
+                 "now (%s)",
                  rv_strerror(rc));
     } else if (rq->how == TOPOLOGY_REPLY_BUMPEPOCH) {
         const struct topo_node *nd = topo_node_by_id(tp.cur, rq->node_id, ID_LEN);
         a->bumped = strcmp(res->msg, "changed") == 0;
         a->epoch = nd ? nd->config_epoch : 0;
+    } else if (rq->admit_id != 0) {
+        admit_host(rq->admit_id, rq->admit_addr); /* its nodes are in: now its Raft server */
     }
     shard_post(rq->shard, &a->m);
     buf_deinit(&rq->next);
@@ -323,17 +345,26 @@ propose_next(struct request *rq, int *rc)
     return *rc == RV_OK;
 }
 
-void
-topology_propose_seq(struct conn *c, const struct buf *const *entries, size_t n)
+static void
+propose_seq(struct conn *c, const struct buf *const *entries, size_t n, uint64_t admit_id,
+            const char *admit_addr)
 {
     if (c->flags & (CONN_IN_EXEC | CONN_REPLAY)) {
         reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
+        return;
+    }
+    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
+        reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
         return;
     }
     struct request *rq = rv_calloc(1, sizeof(*rq));
     rq->shard = c->shard;
     rq->conn_id = c->id;
     rq->how = TOPOLOGY_REPLY_OK;
+    rq->admit_id = admit_id;
+    if (admit_addr != NULL) {
+        snprintf(rq->admit_addr, sizeof(rq->admit_addr), "%s", admit_addr);
+    }
     buf_init(&rq->next);
     for (size_t i = 0; i < n; i++) {
         uint32_t len = (uint32_t)entries[i]->len;
@@ -341,7 +372,12 @@ topology_propose_seq(struct conn *c, const struct buf *const *entries, size_t n)
         buf_append(&rq->next, entries[i]->data, len);
     }
     int rc = RV_OK;
-    if (!propose_next(rq, &rc)) {
+    bool sent = propose_next(rq, &rc);
+    pthread_rwlock_unlock(&tp.lock);
+    if (!sent && rc == RV_OK && admit_id != 0) {
+        admit_host(admit_id, admit_addr); /* (all its nodes were in already: a retried join) */
+    }
+    if (!sent) {
         buf_deinit(&rq->next);
         rv_free(rq);
         if (rc == RV_OK) {
@@ -363,6 +399,10 @@ topology_propose(struct conn *c, const struct buf *entry, enum topology_reply ho
         reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
         return;
     }
+    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
+        reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
+        return;
+    }
     struct request *rq = rv_calloc(1, sizeof(*rq));
     rq->shard = c->shard;
     rq->conn_id = c->id;
@@ -371,6 +411,7 @@ topology_propose(struct conn *c, const struct buf *entry, enum topology_reply ho
         snprintf(rq->node_id, sizeof(rq->node_id), "%s", node_id);
     }
     int rc = ctl_propose(tp.ctl, entry->data, entry->len, on_answer, rq);
+    pthread_rwlock_unlock(&tp.lock);
     if (rc != RV_OK) {
         rv_free(rq);
         reply_errf(c, "CLUSTERDOWN the topology log does not take proposals now (%s)",
@@ -378,6 +419,19 @@ topology_propose(struct conn *c, const struct buf *entry, enum topology_reply ho
         return;
     }
     c->flags |= CONN_TOPO_WAIT | CONN_BLOCKED; /* input waits for the answer */
+}
+
+void
+topology_propose_seq(struct conn *c, const struct buf *const *entries, size_t n)
+{
+    propose_seq(c, entries, n, 0, NULL);
+}
+
+void
+topology_admit(struct conn *c, const struct buf *const *entries, size_t n, uint64_t host_id,
+               const char *bus_addr)
+{
+    propose_seq(c, entries, n, host_id, bus_addr);
 }
 
 /* ---------------------------------------------------------------- start, stop */
@@ -511,27 +565,28 @@ topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
     }
     tp.cur = topo_create();
     publish();
-    char ip[46], addr[CTL_ADDR_MAX], bind[CTL_ADDR_MAX], dir[4200];
-    host_ip(cfg, ip, sizeof(ip));
+    char *ip = tp.ip, *addr = tp.addr, *bind = tp.bind, *dir = tp.dir;
+    host_ip(cfg, ip, sizeof(tp.ip));
     unsigned bus_port = (unsigned)(cfg->cluster.port ? cfg->cluster.port : cfg->net.port + 10000);
     if (bus_port > 65535) {
         snprintf(err, errsz, "'cluster-port': port + 10000 is over 65535; set cluster-port");
         return -1;
     }
-    snprintf(addr, sizeof(addr), "%s:%u", ip, bus_port);
+    snprintf(addr, sizeof(tp.addr), "%s:%u", ip, bus_port);
     const char *b = cfg->net.bind;
     if (b[0] == '*' || strncmp(b, "0.0.0.0", 7) == 0) {
-        snprintf(bind, sizeof(bind), "0.0.0.0:%u", bus_port);
+        snprintf(bind, sizeof(tp.bind), "0.0.0.0:%u", bus_port);
     } else {
         int len = (int)strcspn(b, " ");
-        snprintf(bind, sizeof(bind), "%.*s:%u", len > 45 ? 45 : len, b, bus_port);
+        snprintf(bind, sizeof(tp.bind), "%.*s:%u", len > 45 ? 45 : len, b, bus_port);
     }
-    snprintf(dir, sizeof(dir), "%s/cluster", cfg->persist.dir);
+    snprintf(dir, sizeof(tp.dir), "%s/cluster", cfg->persist.dir);
     if (fs_mkdir_p(dir) != 0) {
         snprintf(err, errsz, "cannot create %s: %s", dir, strerror(errno));
         return -1;
     }
-    struct ctl_server self = { tp.host_id, addr, CTL_VOTER };
+    static struct ctl_server self;
+    self = (struct ctl_server){ tp.host_id, tp.addr, CTL_VOTER };
     unsigned timeout = (unsigned)cfg->cluster.node_timeout;
     struct ctl_opts o = {
         .id = tp.host_id,
@@ -544,6 +599,7 @@ topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
         /* elections well inside the node timeout (raft randomises 1x..2x) */
         .election_timeout_ms = timeout / 4 > 200 ? timeout / 4 : 200,
     };
+    tp.opts = o;
     if (ctl_start(&tp.ctl, &o, err, errsz) != RV_OK) {
         return -1;
     }
@@ -551,8 +607,8 @@ topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
         topology_stop();
         return -1;
     }
-    log_notice("cluster: host %016" PRIx64 " on bus %s, %u node(s), topology log in %s",
-               tp.host_id, addr, n->nshards, dir);
+    log_notice("cluster: host %016" PRIx64 " on bus %s, %u node(s), topology log in %s", tp.host_id,
+               addr, n->nshards, dir);
     return 0;
 }
 
@@ -579,7 +635,12 @@ topology_status(struct topology_status *out)
         return;
     }
     struct ctl_info ci;
+    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
+        out->host_id = tp.host_id; /* (switching to another host's log) */
+        return;
+    }
     ctl_info(tp.ctl, &ci);
+    pthread_rwlock_unlock(&tp.lock);
     out->host_id = tp.host_id;
     out->leader = ci.state == CTL_LEADER;
     out->leader_id = ci.leader_id;
@@ -590,4 +651,271 @@ topology_status(struct topology_status *out)
         out->voters += ci.servers[i].role == CTL_VOTER;
         out->learners += ci.servers[i].role == CTL_LEARNER;
     }
+}
+
+/* ---------------------------------------------------------------- joining hosts */
+
+/* Control thread (the leader): make a host whose nodes were just committed a
+ * server of the log: a learner at once (it receives the log), promoted to voter
+ * while there are fewer than 3 voters (5 from 5 hosts on) once it caught up.
+ * The joining host restarts its control plane meanwhile, so a step that times
+ * out is tried again, a bounded number of times. */
+struct admission {
+    uint64_t id;
+    char addr[CTL_ADDR_MAX];
+    int tries;
+    bool added;
+};
+
+static void admit_step(struct admission *ad);
+
+static void
+admit_done(void *arg, const struct ctl_result *res)
+{
+    struct admission *ad = arg;
+    if (res->err == CTL_OK && !ad->added) {
+        ad->added = true;
+        admit_step(ad); /* now maybe a voter */
+        return;
+    }
+    if (res->err == CTL_OK || res->err == CTL_ENOTLEADER || res->err == CTL_ESHUTDOWN ||
+        ++ad->tries > 20) {
+        if (res->err != CTL_OK) {
+            log_warn("cluster: adding host %016" PRIx64 " (%s) to the topology log: %s %s", ad->id,
+                     ad->addr, ctl_strerror(res->err), res->msg ? res->msg : "");
+        } else {
+            log_notice("cluster: host %016" PRIx64 " (%s) is a server of the topology log", ad->id,
+                       ad->addr);
+        }
+        rv_free(ad);
+        return;
+    }
+    admit_step(ad);
+}
+
+static void
+admit_step(struct admission *ad)
+{
+    struct ctl_info ci;
+    ctl_info(tp.ctl, &ci);
+    unsigned voters = 0, servers = ci.n_servers;
+    bool known = false;
+    for (unsigned i = 0; i < ci.n_servers && i < CTL_INFO_SERVERS; i++) {
+        voters += ci.servers[i].role == CTL_VOTER;
+        known |= ci.servers[i].id == ad->id;
+    }
+    int want = voters < 3 || (servers >= 5 && voters < 5) ? CTL_VOTER : CTL_LEARNER;
+    int rc;
+    if (!ad->added && !known) {
+        rc = ctl_add(tp.ctl, ad->id, ad->addr, CTL_LEARNER, admit_done, ad);
+    } else {
+        ad->added = true;
+        if (want != CTL_VOTER) {
+            struct ctl_result ok = { .err = CTL_OK, .msg = "" };
+            admit_done(ad, &ok);
+            return;
+        }
+        rc = ctl_assign(tp.ctl, ad->id, CTL_VOTER, admit_done, ad);
+    }
+    if (rc != RV_OK) {
+        log_warn("cluster: cannot add host %016" PRIx64 ": %s", ad->id, rv_strerror(rc));
+        rv_free(ad);
+    }
+}
+
+static void
+admit_host(uint64_t id, const char *addr)
+{
+    struct admission *ad = rv_calloc(1, sizeof(*ad));
+    ad->id = id;
+    snprintf(ad->addr, sizeof(ad->addr), "%s", addr);
+    admit_step(ad);
+}
+
+/* ---- the joining side: CLUSTER MEET to a node of another host ---- */
+
+struct meet_job {
+    struct shard *shard;
+    uint64_t conn_id;
+    char ip[64];
+    int port;
+    struct buf req; /* the RVCLUSTER JOIN command, as RESP */
+};
+
+static void
+meet_answer(struct meet_job *j, const char *err)
+{
+    struct answer *a = rv_calloc(1, sizeof(*a));
+    a->m.run = answer_run;
+    a->conn_id = j->conn_id;
+    a->how = TOPOLOGY_REPLY_OK;
+    if (err != NULL) {
+        a->err = CTL_EFAIL;
+        snprintf(a->text, sizeof(a->text), "%.300s", err);
+    }
+    shard_post(j->shard, &a->m);
+}
+
+/* One blocking request to ip:port; the first line of the reply in out. */
+static int
+resp_call(const char *ip, int port, const struct buf *req, char *out, size_t n, int timeout_ms)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+        snprintf(out, n, "ERR Invalid node address specified: %s:%d", ip, port);
+        return -1;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        send(fd, req->data, req->len, MSG_NOSIGNAL) != (ssize_t)req->len) {
+        snprintf(out, n, "ERR cannot reach %s:%d: %s", ip, port, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    size_t got = 0;
+    while (got + 1 < n) {
+        ssize_t r = recv(fd, out + got, n - 1 - got, 0);
+        if (r <= 0) {
+            break;
+        }
+        got += (size_t)r;
+        out[got] = '\0';
+        if (memchr(out, '\n', got) != NULL) {
+            break;
+        }
+    }
+    close(fd);
+    out[got] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+    if (got == 0) {
+        snprintf(out, n, "ERR no answer from %s:%d", ip, port);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Replace this host's control plane by a server of the other host's log: stop
+ * it, drop its single-host log, start again with no bootstrap and wait (20 s
+ * at most) until the leader's log shows this host's nodes. */
+static int
+rejoin(char *err, size_t errsz)
+{
+    char raft[4400];
+    snprintf(raft, sizeof(raft), "%s/raft", tp.dir);
+    pthread_rwlock_wrlock(&tp.lock);
+    ctl_stop(tp.ctl);
+    tp.ctl = NULL;
+    nftw(raft, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    topo_put(tp.cur);
+    tp.cur = topo_create(); /* (the shards keep the last published snapshot meanwhile) */
+    struct ctl_opts o = tp.opts;
+    o.bootstrap = NULL;
+    o.n_bootstrap = 0;
+    int rc = ctl_start(&tp.ctl, &o, err, errsz);
+    pthread_rwlock_unlock(&tp.lock);
+    if (rc != RV_OK) {
+        return -1; /* (no control plane now: the log says why) */
+    }
+    for (int waited = 0; waited < 20000; waited += 50) {
+        struct topo *t = node_topo_get(tp.node);
+        int me = t ? topo_find(t, tp.node->ids[0], ID_LEN) : -1;
+        bool in = me >= 0 && !(t->nodes[me].flags & TOPO_F_LONE) && t->nnodes > tp.node->nshards;
+        topo_put(t);
+        if (in) {
+            return 0;
+        }
+        sleep_ms(50);
+    }
+    snprintf(err, errsz, "ERR joined, but the other host's log did not reach this host in 20 s");
+    return -1;
+}
+
+static void *
+meet_worker(void *arg)
+{
+    struct meet_job *j = arg;
+    char reply[512], err[512];
+    if (resp_call(j->ip, j->port, &j->req, reply, sizeof(reply), 20000) != 0) {
+        meet_answer(j, reply);
+    } else if (reply[0] != '+') {
+        snprintf(err, sizeof(err), "%s", reply[0] == '-' ? reply + 1 : reply);
+        meet_answer(j, err);
+    } else if (rejoin(err, sizeof(err)) != 0) {
+        log_warn("cluster: joining %s:%d: %s", j->ip, j->port, err);
+        meet_answer(j, err);
+    } else {
+        log_notice("cluster: this host joined the cluster of %s:%d", j->ip, j->port);
+        meet_answer(j, NULL);
+    }
+    buf_deinit(&j->req);
+    rv_free(j);
+    atomic_store(&tp.joining, false);
+    return NULL;
+}
+
+void
+topology_meet_host(struct conn *c, const char *ip, int port, const struct buf *join_cmd)
+{
+    struct ctl_info ci;
+    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
+        reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
+        return;
+    }
+    ctl_info(tp.ctl, &ci);
+    pthread_rwlock_unlock(&tp.lock);
+    if (ci.n_servers > 1) {
+        reply_errf(c, "ERR this host already shares its topology log with other hosts: add new "
+                      "hosts by sending CLUSTER MEET to them (docs/cluster.md)");
+        return;
+    }
+    if (atomic_exchange(&tp.joining, true)) {
+        reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
+        return;
+    }
+    struct meet_job *j = rv_calloc(1, sizeof(*j));
+    j->shard = c->shard;
+    j->conn_id = c->id;
+    snprintf(j->ip, sizeof(j->ip), "%s", ip);
+    j->port = port;
+    buf_init(&j->req);
+    buf_append(&j->req, join_cmd->data, join_cmd->len);
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &at, meet_worker, j) != 0) {
+        buf_deinit(&j->req);
+        rv_free(j);
+        atomic_store(&tp.joining, false);
+        reply_errf(c, "ERR cannot start joining: %s", strerror(errno));
+    } else {
+        c->flags |= CONN_TOPO_WAIT | CONN_BLOCKED; /* input waits for the answer */
+    }
+    pthread_attr_destroy(&at);
+}
+
+uint64_t
+topology_host_id(void)
+{
+    return tp.host_id;
+}
+
+const char *
+topology_bus_address(void)
+{
+    return tp.addr;
 }

@@ -47,11 +47,22 @@ void topology_propose(struct conn *c, const struct buf *entry, enum topology_rep
  * gets +OK after the last, or the first failure. */
 void topology_propose_seq(struct conn *c, const struct buf *const *entries, size_t n);
 
+/* Another host asks to join (RVCLUSTER JOIN): commit entries (its nodes and
+ * slots), answer c, then make host_id (its bus at bus_addr) a server of the log. */
+void topology_admit(struct conn *c, const struct buf *const *entries, size_t n, uint64_t host_id,
+                    const char *bus_addr);
+/* CLUSTER MEET to a node of another host: send join_cmd (RVCLUSTER JOIN, as
+ * RESP) to ip:port; once accepted, this host drops its single-host log and
+ * follows the other host's. c waits for the outcome. */
+void topology_meet_host(struct conn *c, const char *ip, int port, const struct buf *join_cmd);
+uint64_t topology_host_id(void);
+const char *topology_bus_address(void);
+
 /* The control plane's state for CLUSTER INFO, INFO and logs (any thread). */
 struct topology_status {
     uint64_t host_id;
-    bool leader;           /* this host leads the topology log */
-    uint64_t leader_id;    /* 0 when none is known */
+    bool leader;        /* this host leads the topology log */
+    uint64_t leader_id; /* 0 when none is known */
     uint64_t term, commit_index, applied_index;
     unsigned voters, learners;
 };

@@ -118,8 +118,10 @@ def test_redis_cli_create_then_clients_and_errors():
         assert other.execute_command("CLUSTER", "BUMPEPOCH") == "BUMPED %d" % (top + 1)
         assert info(srv.ports[1])["cluster_my_epoch"] == str(top + 1)
         assert info(srv.port)["cluster_current_epoch"] == str(top + 1)
-        with pytest.raises(redis.ResponseError, match="not supported yet"):
-            c.execute_command("CLUSTER", "MEET", "10.99.99.99", 7000)
+        nobody = free_ports(1)
+        with pytest.raises(redis.ResponseError, match="^cannot reach %s:%d: Connection refused$" % (HOST, nobody)):
+            c.execute_command("CLUSTER", "MEET", HOST, nobody)
+        assert info(srv.port)["cluster_known_nodes"] == str(N)                # nothing changed
         assert c.execute_command("CLUSTER", "MEET", HOST, srv.ports[2]) == "OK"   # already met
         assert c.execute_command("CLUSTER", "SAVECONFIG") == "OK"
         assert c.execute_command("CLUSTER", "COUNT-FAILURE-REPORTS", views[0].popitem()[0]) == 0
@@ -164,3 +166,85 @@ def test_bad_identity_file_is_refused(tmp_path):
                  port=free_ports(N, also_bus=True))
     assert srv.returncode == 1
     assert "not a line of a cluster identity file" in open(srv.stderr_path).read()
+
+
+def _leaders(srvs):
+    out = []
+    for s in srvs:
+        try:
+            if info(s.port)["topology_log_leader"] == "1":
+                out.append(s)
+        except (redis.ConnectionError, redis.TimeoutError):
+            pass
+    return out
+
+
+def test_three_hosts_join_fail_over_the_log_and_rejoin(tmp_path):
+    """Three processes (hosts) of two shards on loopback: redis-cli --cluster create joins them (MEET to another
+    host sends RVCLUSTER JOIN; the joining host then follows the first host's log), writes go through a cluster
+    client, kill -9 of the log's leader elects another host within the bound, and the killed host restarts as a
+    follower with the same view."""
+    ports = [free_ports(2, also_bus=True) for _ in range(3)]
+    dirs = [str(tmp_path / ("h%d" % i)) for i in range(3)]
+    srvs = [launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--dir", d],
+                   port=p) for p, d in zip(ports, dirs)]
+    try:
+        addrs = ["%s:%d" % (HOST, p + k) for k in range(2) for p in ports]     # one primary per host first
+        r = subprocess.run(["redis-cli", "--cluster", "create", *addrs, "--cluster-yes"], timeout=90,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert r.returncode == 0 and "[OK] All 16384 slots covered." in r.stdout, r.stdout
+        views = {p + k: sorted(" ".join(f[:3] + f[6:]).replace("myself,", "") for f in nodes(p + k).values())
+                 for p in ports for k in range(2)}
+        assert len(set(map(tuple, views.values()))) == 1 and len(next(iter(views.values()))) == 6
+        poll_until(lambda: info(ports[0])["topology_log_voters"] == "3", timeout=20, what="three voters")
+        assert len(_leaders(srvs)) == 1
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[1])], decode_responses=True,
+                          socket_timeout=TIMEOUT)
+        for i in range(300):
+            rc.set("k%d" % i, i)
+        rc.close()
+        assert sum(client(p + k).dbsize() for p in ports for k in range(2)) == 300
+        # the log's leader dies: the two others elect one of themselves and keep serving the topology
+        leader = _leaders(srvs)[0]
+        li = srvs.index(leader)
+        leader.proc.send_signal(signal.SIGKILL)
+        leader.proc.wait(timeout=10)
+        rest = [s for s in srvs if s is not leader]
+        poll_until(lambda: len(_leaders(rest)) == 1, timeout=10, what="a new leader of the topology log")
+        nl = _leaders(rest)[0]
+        assert len(nodes(nl.port)) == 6 and info(nl.port)["cluster_known_nodes"] == "6"
+        top = int(info(nl.port)["cluster_current_epoch"])
+        assert client(nl.port).execute_command("CLUSTER", "BUMPEPOCH") == "BUMPED %d" % (top + 1)
+        for s in rest:
+            poll_until(lambda: info(s.port)["cluster_current_epoch"] == str(top + 1), timeout=5,
+                       what="the new epoch on every live host")
+        # back: same identity, a follower, the same view plus the epoch committed while it was away
+        srvs[li] = launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+                           "--dir", dirs[li]], port=ports[li])
+        poll_until(lambda: info(ports[li])["cluster_current_epoch"] == str(top + 1), timeout=20,
+                   what="the restarted host catching up")
+        assert info(ports[li])["topology_log_leader"] == "0" and info(ports[li])["cluster_state"] == "ok"
+        assert sorted(nodes(ports[li])) == sorted(nodes(nl.port))
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def test_join_refused_when_a_slot_is_owned_on_both_hosts():
+    a, b = start(), start()
+    try:
+        assert client(a.port).execute_command("CLUSTER", "ADDSLOTS", 7) == "OK"
+        assert client(b.port).execute_command("CLUSTER", "ADDSLOTSRANGE", 5, 9) == "OK"
+        with pytest.raises(redis.ResponseError, match="^Slot 7 is already busy$"):
+            client(b.port).execute_command("CLUSTER", "MEET", HOST, a.port)
+        # both stay as they were: b still leads its own log and knows only itself
+        assert info(b.port)["cluster_known_nodes"] == "1" and info(b.port)["topology_log_leader"] == "1"
+        assert info(a.port)["cluster_known_nodes"] == "1"
+        assert client(b.port).execute_command("CLUSTER", "DELSLOTS", 7) == "OK"
+        assert client(b.port).execute_command("CLUSTER", "MEET", HOST, a.port) == "OK"
+        # hosts join whole: every node of both now knows every other (Redis needs a MEET per node)
+        for p in a.ports + b.ports:
+            assert info(p)["cluster_known_nodes"] == str(2 * N) and info(p)["cluster_slots_assigned"] == "5"
+    finally:
+        a.stop()
+        b.stop()
