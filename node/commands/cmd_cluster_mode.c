@@ -643,6 +643,39 @@ parse_join_node(struct rv_str a, struct topo_node_spec *sp, char (*f)[256], stru
     return true;
 }
 
+/* RVCLUSTER PROPOSE ok|bumpepoch node-id|- entry...: topology entries another
+ * host of the cluster could not propose because it does not lead the log. */
+static void
+rvcluster_propose(struct conn *c, int argc, struct rv_str *argv)
+{
+    bool bump = cmd_arg_is(argv[2], "bumpepoch");
+    bool has_id = argv[3].len == TOPO_ID_LEN, no_id = argv[3].len == 1 && argv[3].p[0] == '-';
+    if ((!bump && !cmd_arg_is(argv[2], "ok")) || !(has_id || no_id) || (bump && !has_id)) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    char id[TOPO_ID_LEN + 1] = "";
+    if (argv[3].len == TOPO_ID_LEN) {
+        memcpy(id, argv[3].p, TOPO_ID_LEN);
+    }
+    size_t n = (size_t)(argc - 4);
+    struct buf *e = rv_calloc(n, sizeof(*e));
+    struct buf **ev = rv_calloc(n, sizeof(*ev));
+    for (size_t i = 0; i < n; i++) {
+        buf_init(&e[i]);
+        buf_append(&e[i], argv[4 + i].p, argv[4 + i].len);
+        ev[i] = &e[i];
+    }
+    topology_propose_forwarded(c, (const struct buf *const *)ev, n,
+                               bump ? TOPOLOGY_REPLY_BUMPEPOCH : TOPOLOGY_REPLY_OK,
+                               id[0] ? id : NULL);
+    for (size_t i = 0; i < n; i++) {
+        buf_deinit(&e[i]);
+    }
+    rv_free(e);
+    rv_free(ev);
+}
+
 /* RVCLUSTER JOIN host-id bus-address node...: sent by a host that was told to
  * MEET one of this host's nodes. Its nodes and slots are committed here, then
  * it becomes a server of the topology log. Refused as a whole when a slot it
@@ -653,8 +686,22 @@ CMD_HANDLER(rvcluster)
     if (t == NULL) {
         return;
     }
+    if (cmd_arg_is(argv[1], "propose")) {
+        rvcluster_propose(c, argc, argv);
+        return;
+    }
     if (!cmd_arg_is(argv[1], "join") || argc < 5) {
         reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    char lip[64];
+    int lport;
+    if (!topology_leads()) { /* the joining host asks the leader's host instead */
+        if (topology_leader_node(t, lip, sizeof(lip), &lport)) {
+            reply_errf(c, "LEADER %s:%d", lip, lport);
+        } else {
+            reply_errf(c, "TRYAGAIN the topology log has no leader now");
+        }
         return;
     }
     char hex[24];

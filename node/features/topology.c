@@ -18,6 +18,7 @@
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "proto/resp.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -232,12 +233,13 @@ fsm_restore(void *arg, const void *data, size_t len)
 
 /* ---------------------------------------------------------------- proposals */
 
+/* The answer to a waiting client, run on its shard. */
 struct answer {
     struct shard_msg m;
     uint64_t conn_id;
     enum topology_reply how;
-    int err;  /* enum ctl_err */
-    int code; /* the state machine's outcome */
+    bool failed;
+    bool raw; /* text is a whole reply line from another host ("+..." or "-...") */
     uint64_t epoch;
     bool bumped;
     char text[CTL_MSG_MAX + CTL_ADDR_MAX + 64];
@@ -248,17 +250,18 @@ struct request {
     uint64_t conn_id;
     enum topology_reply how;
     char node_id[ID_LEN + 1];
-    struct buf next; /* entries still to propose, each after a 4-byte length */
+    struct buf next; /* the entries, each after a 4-byte length; next.off: the next to propose */
+    size_t cur;      /* offset of the entry in flight (what a forward starts from) */
+    bool no_forward; /* it came forwarded (RVCLUSTER PROPOSE): answer, do not forward again */
     /* topology_admit: the host to add to the log's servers once they committed */
     uint64_t admit_id;
     char admit_addr[CTL_ADDR_MAX];
 };
 
 static void admit_host(uint64_t id, const char *addr);
-
-/* Control thread or the client's shard: propose the next queued entry of rq.
- * false when there was none (or it was refused: then *rc says why). */
-static bool propose_next(struct request *rq, int *rc);
+static bool forward(struct request *rq, uint64_t leader_id);
+static int resp_call(const char *ip, int port, const struct buf *req, char *out, size_t n,
+                     int timeout_ms);
 static void on_answer(void *arg, const struct ctl_result *res);
 
 static void
@@ -271,7 +274,13 @@ answer_run(struct shard *s, struct shard_msg *m)
     }
     if (c != NULL && (c->flags & CONN_TOPO_WAIT)) { /* (else the client went away) */
         c->flags &= ~(CONN_TOPO_WAIT | CONN_BLOCKED);
-        if (a->err != CTL_OK || a->code != 0) {
+        if (a->raw) {
+            if (a->text[0] == '+') {
+                reply_simple(c, a->text + 1);
+            } else {
+                reply_errf(c, "%s", a->text[0] == '-' ? a->text + 1 : a->text);
+            }
+        } else if (a->failed) {
             reply_errf(c, "%s", a->text);
         } else if (a->how == TOPOLOGY_REPLY_BUMPEPOCH) {
             char line[64];
@@ -286,50 +295,25 @@ answer_run(struct shard *s, struct shard_msg *m)
     rv_free(a);
 }
 
-/* Control thread: the entry's outcome, to the client's shard. */
-static void
-on_answer(void *arg, const struct ctl_result *res)
+static struct answer *
+answer_new(struct request *rq)
 {
-    struct request *rq = arg;
-    int rc = RV_OK;
-    if (res->err == CTL_OK && res->code == 0 && propose_next(rq, &rc)) {
-        return; /* the next entry of a sequence is on its way */
-    }
     struct answer *a = rv_calloc(1, sizeof(*a));
     a->m.run = answer_run;
     a->conn_id = rq->conn_id;
     a->how = rq->how;
-    a->err = res->err;
-    a->code = res->code;
-    if (res->err == CTL_ENOTLEADER) {
-        /* (forwarding to the leader comes with joining hosts: docs/cluster.md) */
-        snprintf(a->text, sizeof(a->text),
-                 "CLUSTERDOWN this host does not lead the topology log (leader: %s)",
-                 res->leader_address && res->leader_address[0] ? res->leader_address : "none");
-    } else if (res->err != CTL_OK) {
-        snprintf(a->text, sizeof(a->text), "CLUSTERDOWN the topology change failed: %s%s%s",
-                 ctl_strerror(res->err), res->msg && res->msg[0] ? ": " : "",
-                 res->msg ? res->msg : "");
-    } else if (res->code != 0) {
-        snprintf(a->text, sizeof(a->text), "%s", res->msg);
-    } else if (rc != RV_OK) {
-        a->err = CTL_EFAIL;
-        snprintf(a->text, sizeof(a->text),
-                 "CLUSTERDOWN the topology log does not take proposals "
-                 "now (%s)",
-                 rv_strerror(rc));
-    } else if (rq->how == TOPOLOGY_REPLY_BUMPEPOCH) {
-        const struct topo_node *nd = topo_node_by_id(tp.cur, rq->node_id, ID_LEN);
-        a->bumped = strcmp(res->msg, "changed") == 0;
-        a->epoch = nd ? nd->config_epoch : 0;
-    } else if (rq->admit_id != 0) {
-        admit_host(rq->admit_id, rq->admit_addr); /* its nodes are in: now its Raft server */
-    }
-    shard_post(rq->shard, &a->m);
+    return a;
+}
+
+static void
+request_free(struct request *rq)
+{
     buf_deinit(&rq->next);
     rv_free(rq);
 }
 
+/* Propose the next queued entry of rq (control thread, or the client's shard
+ * holding tp.lock). false when there was none, or it was refused (*rc). */
 static bool
 propose_next(struct request *rq, int *rc)
 {
@@ -340,60 +324,56 @@ propose_next(struct request *rq, int *rc)
     uint32_t len;
     memcpy(&len, q->data + q->off, 4);
     const char *p = q->data + q->off + 4;
+    rq->cur = q->off;
     q->off += 4 + len;
     *rc = ctl_propose(tp.ctl, p, len, on_answer, rq);
     return *rc == RV_OK;
 }
 
+/* Control thread: the entry's outcome; the next entry of a sequence, a
+ * forward to the leader's host, or the answer to the client's shard. */
 static void
-propose_seq(struct conn *c, const struct buf *const *entries, size_t n, uint64_t admit_id,
-            const char *admit_addr)
+on_answer(void *arg, const struct ctl_result *res)
 {
-    if (c->flags & (CONN_IN_EXEC | CONN_REPLAY)) {
-        reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
-        return;
-    }
-    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
-        reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
-        return;
-    }
-    struct request *rq = rv_calloc(1, sizeof(*rq));
-    rq->shard = c->shard;
-    rq->conn_id = c->id;
-    rq->how = TOPOLOGY_REPLY_OK;
-    rq->admit_id = admit_id;
-    if (admit_addr != NULL) {
-        snprintf(rq->admit_addr, sizeof(rq->admit_addr), "%s", admit_addr);
-    }
-    buf_init(&rq->next);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t len = (uint32_t)entries[i]->len;
-        buf_append(&rq->next, &len, 4);
-        buf_append(&rq->next, entries[i]->data, len);
-    }
+    struct request *rq = arg;
     int rc = RV_OK;
-    bool sent = propose_next(rq, &rc);
-    pthread_rwlock_unlock(&tp.lock);
-    if (!sent && rc == RV_OK && admit_id != 0) {
-        admit_host(admit_id, admit_addr); /* (all its nodes were in already: a retried join) */
+    if (res->err == CTL_OK && res->code == 0 && propose_next(rq, &rc)) {
+        return; /* the next entry of a sequence is on its way */
     }
-    if (!sent) {
-        buf_deinit(&rq->next);
-        rv_free(rq);
-        if (rc == RV_OK) {
-            reply_ok(c); /* nothing to change */
-        } else {
-            reply_errf(c, "CLUSTERDOWN the topology log does not take proposals now (%s)",
-                       rv_strerror(rc));
-        }
-        return;
+    if (res->err == CTL_ENOTLEADER && !rq->no_forward && rq->admit_id == 0 &&
+        forward(rq, res->leader_id)) {
+        return; /* a host that leads will answer */
     }
-    c->flags |= CONN_TOPO_WAIT | CONN_BLOCKED; /* input waits for the answer */
+    struct answer *a = answer_new(rq);
+    a->failed = res->err != CTL_OK || res->code != 0 || rc != RV_OK;
+    if (res->err == CTL_ENOTLEADER) {
+        snprintf(a->text, sizeof(a->text),
+                 "CLUSTERDOWN this host does not lead the topology log "
+                 "and could not reach one that does");
+    } else if (res->err != CTL_OK) {
+        snprintf(a->text, sizeof(a->text), "CLUSTERDOWN the topology change failed: %s%s%s",
+                 ctl_strerror(res->err), res->msg && res->msg[0] ? ": " : "",
+                 res->msg ? res->msg : "");
+    } else if (res->code != 0) {
+        snprintf(a->text, sizeof(a->text), "%s", res->msg);
+    } else if (rc != RV_OK) {
+        snprintf(a->text, sizeof(a->text),
+                 "CLUSTERDOWN the topology log does not take proposals now (%s)", rv_strerror(rc));
+    } else if (rq->how == TOPOLOGY_REPLY_BUMPEPOCH) {
+        const struct topo_node *nd = topo_node_by_id(tp.cur, rq->node_id, ID_LEN);
+        a->bumped = strcmp(res->msg, "changed") == 0;
+        a->epoch = nd ? nd->config_epoch : 0;
+    } else if (rq->admit_id != 0) {
+        admit_host(rq->admit_id, rq->admit_addr); /* its nodes are in: now its Raft server */
+    }
+    shard_post(rq->shard, &a->m);
+    request_free(rq);
 }
 
-void
-topology_propose(struct conn *c, const struct buf *entry, enum topology_reply how,
-                 const char *node_id)
+/* Queue entries for client c and propose the first; c waits for the answer. */
+static void
+start_request(struct conn *c, const struct buf *const *entries, size_t n, enum topology_reply how,
+              const char *node_id, bool no_forward, uint64_t admit_id, const char *admit_addr)
 {
     if (c->flags & (CONN_IN_EXEC | CONN_REPLAY)) {
         reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
@@ -407,31 +387,72 @@ topology_propose(struct conn *c, const struct buf *entry, enum topology_reply ho
     rq->shard = c->shard;
     rq->conn_id = c->id;
     rq->how = how;
+    rq->no_forward = no_forward;
     if (node_id != NULL) {
         snprintf(rq->node_id, sizeof(rq->node_id), "%s", node_id);
     }
-    int rc = ctl_propose(tp.ctl, entry->data, entry->len, on_answer, rq);
+    rq->admit_id = admit_id;
+    if (admit_addr != NULL) {
+        snprintf(rq->admit_addr, sizeof(rq->admit_addr), "%s", admit_addr);
+    }
+    buf_init(&rq->next);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len = (uint32_t)entries[i]->len;
+        buf_append(&rq->next, &len, 4);
+        buf_append(&rq->next, entries[i]->data, len);
+    }
+    int rc = RV_OK;
+    bool sent = propose_next(rq, &rc);
     pthread_rwlock_unlock(&tp.lock);
-    if (rc != RV_OK) {
-        rv_free(rq);
-        reply_errf(c, "CLUSTERDOWN the topology log does not take proposals now (%s)",
-                   rv_strerror(rc));
+    if (!sent) {
+        request_free(rq);
+        if (rc != RV_OK) {
+            reply_errf(c, "CLUSTERDOWN the topology log does not take proposals now (%s)",
+                       rv_strerror(rc));
+            return;
+        }
+        if (admit_id != 0) {
+            admit_host(admit_id, admit_addr); /* (all its nodes were in already: a join retried) */
+        }
+        reply_ok(c); /* nothing to change */
         return;
     }
     c->flags |= CONN_TOPO_WAIT | CONN_BLOCKED; /* input waits for the answer */
 }
 
 void
+topology_propose(struct conn *c, const struct buf *entry, enum topology_reply how,
+                 const char *node_id)
+{
+    start_request(c, &entry, 1, how, node_id, false, 0, NULL);
+}
+
+void
 topology_propose_seq(struct conn *c, const struct buf *const *entries, size_t n)
 {
-    propose_seq(c, entries, n, 0, NULL);
+    start_request(c, entries, n, TOPOLOGY_REPLY_OK, NULL, false, 0, NULL);
+}
+
+void
+topology_propose_forwarded(struct conn *c, const struct buf *const *entries, size_t n,
+                           enum topology_reply how, const char *node_id)
+{
+    start_request(c, entries, n, how, node_id, true, 0, NULL);
 }
 
 void
 topology_admit(struct conn *c, const struct buf *const *entries, size_t n, uint64_t host_id,
                const char *bus_addr)
 {
-    propose_seq(c, entries, n, host_id, bus_addr);
+    start_request(c, entries, n, TOPOLOGY_REPLY_OK, NULL, false, host_id, bus_addr);
+}
+
+bool
+topology_leads(void)
+{
+    struct topology_status st;
+    topology_status(&st);
+    return st.leader;
 }
 
 /* ---------------------------------------------------------------- start, stop */
@@ -750,7 +771,7 @@ meet_answer(struct meet_job *j, const char *err)
     a->conn_id = j->conn_id;
     a->how = TOPOLOGY_REPLY_OK;
     if (err != NULL) {
-        a->err = CTL_EFAIL;
+        a->failed = true;
         snprintf(a->text, sizeof(a->text), "%.300s", err);
     }
     shard_post(j->shard, &a->m);
@@ -849,7 +870,16 @@ meet_worker(void *arg)
 {
     struct meet_job *j = arg;
     char reply[512], err[512];
-    if (resp_call(j->ip, j->port, &j->req, reply, sizeof(reply), 20000) != 0) {
+    int rc = resp_call(j->ip, j->port, &j->req, reply, sizeof(reply), 20000);
+    for (int hop = 0; rc == 0 && hop < 3 && strncmp(reply, "-LEADER ", 8) == 0; hop++) {
+        char ip[64];
+        int port;
+        if (sscanf(reply + 8, "%63[^:]:%d", ip, &port) != 2) {
+            break;
+        }
+        rc = resp_call(ip, port, &j->req, reply, sizeof(reply), 20000); /* the leader's host */
+    }
+    if (rc != 0) {
         meet_answer(j, reply);
     } else if (reply[0] != '+') {
         snprintf(err, sizeof(err), "%s", reply[0] == '-' ? reply + 1 : reply);
@@ -918,4 +948,104 @@ const char *
 topology_bus_address(void)
 {
     return tp.addr;
+}
+
+/* ---- proposals made on a host that does not lead: sent to one that does ---- */
+
+struct fwd_job {
+    struct shard *shard;
+    uint64_t conn_id;
+    char ip[TOPO_IP_MAX + 1];
+    int port;
+    struct buf req;
+};
+
+static void *
+fwd_worker(void *arg)
+{
+    struct fwd_job *j = arg;
+    struct answer *a = rv_calloc(1, sizeof(*a));
+    a->m.run = answer_run;
+    a->conn_id = j->conn_id;
+    a->raw = true;
+    char line[sizeof(a->text)];
+    if (resp_call(j->ip, j->port, &j->req, line, sizeof(line), 10000) != 0) {
+        snprintf(a->text, sizeof(a->text),
+                 "-CLUSTERDOWN the topology log's leader is not reachable "
+                 "(%.200s)",
+                 line);
+    } else {
+        snprintf(a->text, sizeof(a->text), "%s", line);
+    }
+    shard_post(j->shard, &a->m);
+    buf_deinit(&j->req);
+    rv_free(j);
+    return NULL;
+}
+
+/* Control thread: send what rq still has to propose (from the entry that was
+ * refused) to a node of the leader's host, as RVCLUSTER PROPOSE, from a thread
+ * of its own; its reply line becomes the client's. false when no leader is
+ * known (the caller answers). */
+static bool
+forward(struct request *rq, uint64_t leader_id)
+{
+    const struct topo_node *to = NULL;
+    for (unsigned i = 0; leader_id != 0 && tp.cur != NULL && i < tp.cur->nnodes && !to; i++) {
+        to = tp.cur->nodes[i].host_id == leader_id ? &tp.cur->nodes[i] : NULL;
+    }
+    if (to == NULL) {
+        return false;
+    }
+    struct fwd_job *j = rv_calloc(1, sizeof(*j));
+    j->shard = rq->shard;
+    j->conn_id = rq->conn_id;
+    snprintf(j->ip, sizeof(j->ip), "%s", to->ip);
+    j->port = to->port;
+    buf_init(&j->req);
+    size_t n = 0;
+    for (size_t off = rq->cur; off + 4 <= rq->next.len; n++) {
+        uint32_t len;
+        memcpy(&len, rq->next.data + off, 4);
+        off += 4 + len;
+    }
+    resp_w_array(&j->req, 4 + n);
+    resp_w_bulk_cstr(&j->req, "RVCLUSTER");
+    resp_w_bulk_cstr(&j->req, "PROPOSE");
+    resp_w_bulk_cstr(&j->req, rq->how == TOPOLOGY_REPLY_BUMPEPOCH ? "bumpepoch" : "ok");
+    resp_w_bulk_cstr(&j->req, rq->node_id[0] ? rq->node_id : "-");
+    for (size_t off = rq->cur; off + 4 <= rq->next.len;) {
+        uint32_t len;
+        memcpy(&len, rq->next.data + off, 4);
+        resp_w_bulk(&j->req, rq->next.data + off + 4, len);
+        off += 4 + len;
+    }
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &at, fwd_worker, j);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        buf_deinit(&j->req);
+        rv_free(j);
+        return false;
+    }
+    request_free(rq);
+    return true;
+}
+
+bool
+topology_leader_node(const struct topo *t, char *ip, size_t ipsz, int *port)
+{
+    struct topology_status st;
+    topology_status(&st);
+    for (unsigned i = 0; st.leader_id != 0 && t != NULL && i < t->nnodes; i++) {
+        if (t->nodes[i].host_id == st.leader_id) {
+            snprintf(ip, ipsz, "%s", t->nodes[i].ip);
+            *port = t->nodes[i].port;
+            return true;
+        }
+    }
+    return false;
 }

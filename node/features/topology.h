@@ -55,6 +55,15 @@ void topology_admit(struct conn *c, const struct buf *const *entries, size_t n, 
  * RESP) to ip:port; once accepted, this host drops its single-host log and
  * follows the other host's. c waits for the outcome. */
 void topology_meet_host(struct conn *c, const char *ip, int port, const struct buf *join_cmd);
+/* RVCLUSTER PROPOSE: entries another host of the cluster could not propose
+ * (it does not lead the log): proposed here, never forwarded again. */
+void topology_propose_forwarded(struct conn *c, const struct buf *const *entries, size_t n,
+                                enum topology_reply how, const char *node_id);
+/* This host leads the topology log. */
+bool topology_leads(void);
+/* The client address of a node on the leader's host, in topology t. */
+struct topo;
+bool topology_leader_node(const struct topo *t, char *ip, size_t ipsz, int *port);
 uint64_t topology_host_id(void);
 const char *topology_bus_address(void);
 

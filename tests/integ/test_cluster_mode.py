@@ -204,7 +204,25 @@ def test_three_hosts_join_fail_over_the_log_and_rejoin(tmp_path):
             rc.set("k%d" % i, i)
         rc.close()
         assert sum(client(p + k).dbsize() for p in ports for k in range(2)) == 300
-        # the log's leader dies: the two others elect one of themselves and keep serving the topology
+        # a change made on a host that does not lead the log is forwarded to one that does
+        follower = next(s for s in srvs if s not in _leaders(srvs))
+        top = int(info(follower.port)["cluster_current_epoch"])
+        assert client(follower.port + 1).execute_command("CLUSTER", "BUMPEPOCH") == "BUMPED %d" % (top + 1)
+        # redis-cli --cluster add-node, through a node of a host that does not lead: the join goes to the leader
+        ports.append(free_ports(2, also_bus=True))
+        dirs.append(str(tmp_path / "h3"))
+        srvs.append(launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+                            "--dir", dirs[3]], port=ports[3]))
+        r = subprocess.run(["redis-cli", "--cluster", "add-node", "%s:%d" % (HOST, ports[3]),
+                            "%s:%d" % (HOST, follower.port)], timeout=60, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        assert r.returncode == 0 and "[OK] New node added correctly." in r.stdout, r.stdout
+        for p in ports:
+            poll_until(lambda: info(p)["cluster_known_nodes"] == "8", timeout=10, what="8 nodes everywhere")
+        assert info(ports[3])["cluster_slots_assigned"] == "16384" and info(ports[3])["cluster_state"] == "ok"
+        poll_until(lambda: info(ports[0])["topology_log_learners"] == "1", timeout=20,
+                   what="the fourth host as a learner (3 voters already)")
+        # the log's leader dies: the others elect one of themselves and keep serving the topology
         leader = _leaders(srvs)[0]
         li = srvs.index(leader)
         leader.proc.send_signal(signal.SIGKILL)
@@ -212,7 +230,7 @@ def test_three_hosts_join_fail_over_the_log_and_rejoin(tmp_path):
         rest = [s for s in srvs if s is not leader]
         poll_until(lambda: len(_leaders(rest)) == 1, timeout=10, what="a new leader of the topology log")
         nl = _leaders(rest)[0]
-        assert len(nodes(nl.port)) == 6 and info(nl.port)["cluster_known_nodes"] == "6"
+        assert len(nodes(nl.port)) == 8 and info(nl.port)["cluster_known_nodes"] == "8"
         top = int(info(nl.port)["cluster_current_epoch"])
         assert client(nl.port).execute_command("CLUSTER", "BUMPEPOCH") == "BUMPED %d" % (top + 1)
         for s in rest:
