@@ -19,7 +19,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 import examples
 import netns
-from mh_fixtures import CLIENT_TIMEOUT  # noqa: F401 (puts tests/pylib on the path)
+import mh_fixtures  # noqa: F401 (puts tests/pylib on the path)
 from ruviotest.wait import wait_for
 
 TARGET = os.environ.get("RUVIO_TARGET", "ruvio").lower()
@@ -281,11 +281,14 @@ def test_partition_then_kill9_of_the_log_leader(cluster_net):
     cut = next(h for h in hosts if h is not lead)
     rest = [h for h in hosts if h is not cut]
     e0 = epoch(lead)
+    term0 = int(info(lead.ip, PORTS[0])["topology_log_term"])
     cut.link_down()
     try:
         assert not cluster_net["h0" if cut.name != "h0" else "h1"].can_reach(cut, PORTS[0]), "partition not in place"
         lead2 = cluster_net[wait_for(lambda: one_leader(rest), timeout=ELECTION_BOUND_S,
                                      what="a leader among the two connected hosts")]
+        print("\n%s cut off: %s leads (it led before: %s), term %s (was %d)"
+              % (cut.name, lead2.name, lead2 is lead, info(lead2.ip, PORTS[0])["topology_log_term"], term0))
         e1 = bump(lead2)
         e2 = bump(lead2)
         for h in rest:
@@ -304,10 +307,11 @@ def test_partition_then_kill9_of_the_log_leader(cluster_net):
     for p in PORTS:
         wait_for(lambda: epoch(cut, p) == e2, timeout=20, what="%s:%d catching up to epoch %d" % (cut.ip, p, e2))
     assert wait_for(lambda: same_views(hosts), timeout=10, what="one view after healing") == same_views(rest)
-    assert one_leader(hosts) is not None
+    healed = cluster_net[wait_for(lambda: one_leader(hosts), timeout=ELECTION_BOUND_S, what="one leader after healing")]
+    print("healed: %s leads, term %s" % (healed.name, info(healed.ip, PORTS[0])["topology_log_term"]))
 
     # 2. kill -9 of the log leader's process: another host leads within the bound
-    lead = cluster_net[one_leader(hosts)]
+    lead = healed
     rest = [h for h in hosts if h is not lead]
     cluster_net.kill9(procs[(lead.name, PORTS[0])])
     t0 = time.monotonic()       # the process is gone (reaped)
