@@ -10,6 +10,7 @@ log and kill -9 the log's leader. Replicas are not supported in ruvio's cluster 
 window in which its slots took no writes: Redis's figures that Ruvio Cluster must meet."""
 
 import os
+import shutil
 import threading
 import time
 
@@ -48,6 +49,7 @@ def cluster_net():
     finally:
         n.close()
         left = n.leftovers()
+        shutil.rmtree(n.workdir, ignore_errors=True)
         assert not left, "namespaces/links left behind: %s" % left
 
 
