@@ -142,9 +142,19 @@ d_find(const struct draft *d, const char *id)
     return tp_find_in(d->pn, id, TOPO_ID_LEN);
 }
 
+/* A new epoch would wrap round past UINT64_MAX (NODE_ADD and snapshots
+ * carry any u64): refuse, since a current epoch below a config epoch breaks
+ * the invariant topo_decode checks. */
+static enum topo_res
+refuse_epoch_overflow(struct draft *d)
+{
+    return refuse(d, "ERR Config epoch overflow");
+}
+
 /* Redis's clusterBumpConfigEpochWithoutConsensus(): a new epoch unless the
- * node already holds the unique greatest one. */
-static bool
+ * node already holds the unique greatest one. 1 bumped, 0 still, -1 refused
+ * (overflow). */
+static int
 bump_epoch(struct draft *d, uint16_t k)
 {
     uint64_t max = d->epoch;
@@ -155,10 +165,14 @@ bump_epoch(struct draft *d, uint16_t k)
     }
     const struct topo_node *n = &d->pn->node[k];
     if (n->config_epoch != 0 && n->config_epoch == max) {
-        return false;
+        return 0;
+    }
+    if (d->epoch == UINT64_MAX) {
+        refuse_epoch_overflow(d);
+        return -1;
     }
     d_nodes(d)[k].config_epoch = ++d->epoch;
-    return true;
+    return 1;
 }
 
 /* ---- commands ---- */
@@ -462,6 +476,9 @@ ap_promote(struct draft *d, const struct tp_cmd *c)
     if (d->pn->node[r].role != TOPO_REPLICA) {
         return refuse(d, "ERR You should send CLUSTER FAILOVER to a replica");
     }
+    if (d->epoch == UINT64_MAX) {
+        return refuse_epoch_overflow(d);
+    }
     uint16_t old = d->pn->node[r].primary;
     struct topo_node *w = d_nodes(d);
     w[r].role = TOPO_PRIMARY;
@@ -515,7 +532,8 @@ ap_bump_epoch(struct draft *d, const struct tp_cmd *c)
     if (k < 0) {
         return refuse(d, "ERR Unknown node %s", c->id);
     }
-    return bump_epoch(d, (uint16_t)k) ? TOPO_CHANGED : TOPO_UNCHANGED;
+    int b = bump_epoch(d, (uint16_t)k);
+    return b < 0 ? TOPO_EREFUSED : b ? TOPO_CHANGED : TOPO_UNCHANGED;
 }
 
 /* Look up SETSLOT's target, with Redis's texts for MIGRATING/IMPORTING. */
@@ -547,7 +565,7 @@ ap_setslot(struct draft *d, const struct tp_cmd *c)
     unsigned s = c->slot;
     struct topo_mig e = mig_get(d, s), before = e;
     uint16_t owner = d->ps->owner[s];
-    bool bumped = false;
+    int bumped = 0;
     switch (c->type) {
     case TOPO_CMD_SLOT_MIGRATING:
         if (owner != by) {
@@ -588,7 +606,9 @@ ap_setslot(struct draft *d, const struct tp_cmd *c)
         }
         if (e.imp_by == by && n == by) {
             e.imp_by = e.imp_from = TOPO_NONE;
-            bumped = bump_epoch(d, (uint16_t)by);
+            if ((bumped = bump_epoch(d, (uint16_t)by)) < 0) {
+                return TOPO_EREFUSED;
+            }
         }
         if (owner != n) {
             d_slots(d)[s] = (uint16_t)n;

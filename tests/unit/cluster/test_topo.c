@@ -405,6 +405,43 @@ Test(topo, bump_epoch_like_redis)
     REFUSED(topo_enc_bump_epoch(&B, ID[9]), want);
 }
 
+/* Found by fuzz_topo: NODE_ADD takes any u64 config epoch, and a new epoch
+ * past UINT64_MAX wrapped to 0, leaving the current epoch below the nodes'
+ * (a snapshot topo_decode refuses). Each way to a new epoch is refused now. */
+Test(topo, epoch_overflow_refused)
+{
+    struct topo_node_spec s = {
+        .id = ID[0],
+        .shard_id = SH[0],
+        .ip = "",
+        .role = TOPO_PRIMARY,
+        .config_epoch = UINT64_MAX,
+    };
+    OK(topo_enc_node_add(&B, &s));
+    cr_assert_eq(T->current_epoch, UINT64_MAX);
+    OK(add_node(1, 0, 1));
+    OK(add_node(2, -1, 1));
+    OK(add_slots(0, 0, 10));
+    uint64_t v = T->version;
+    REFUSED(topo_enc_promote(&B, ID[1]), "ERR Config epoch overflow");
+    REFUSED(topo_enc_bump_epoch(&B, ID[2]), "ERR Config epoch overflow");
+    SAME(topo_enc_bump_epoch(&B, ID[0])); /* it already holds the greatest */
+    OK(topo_enc_setslot(&B, TOPO_CMD_SLOT_IMPORTING, 5, ID[2], ID[0]));
+    REFUSED(topo_enc_setslot(&B, TOPO_CMD_SLOT_NODE, 5, ID[2], ID[2]), "ERR Config epoch overflow");
+    cr_assert_eq(T->version, v + 1);
+    cr_assert_eq(T->current_epoch, UINT64_MAX);
+    cr_assert_eq(node(1)->role, TOPO_REPLICA);
+    cr_assert_eq(node(2)->config_epoch, 0);
+    cr_assert_str_eq(topo_slot_node(T, 5)->id, ID[0]);
+    /* The state still round-trips. */
+    struct topo *d;
+    buf_reset(&B);
+    topo_encode(T, &B);
+    cr_assert_eq(topo_decode(B.data, B.len, &d, E, sizeof(E)), RV_OK, "%s", E);
+    topo_put(d);
+    buf_reset(&B);
+}
+
 /* ---- SETSLOT ---- */
 
 Test(topo, setslot_migrating_importing_stable_node)
