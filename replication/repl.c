@@ -70,6 +70,7 @@ struct repl_state {
     uint64_t epoch, fenced_epoch;
     int64_t second_off;
     bool replica;
+    bool direct; /* it followed one node (cluster mode): its topology says whom, not this file */
     char host[256];
     int port;
 };
@@ -83,6 +84,7 @@ state_of(const struct repl *r, struct repl_state *st)
     st->fenced_epoch = r->fenced_epoch;
     st->second_off = r->second_off;
     st->replica = r->replica;
+    st->direct = r->replica && r->direct;
     snprintf(st->host, sizeof(st->host), "%s", r->replica && r->mhost[0] ? r->mhost : "-");
     st->port = r->replica ? r->mport : 0;
 }
@@ -101,7 +103,10 @@ save_state_as(struct repl *r, const struct repl_state *st)
         goto fail;
     }
     fprintf(f, "%s %" PRIu64 " %s %" PRId64 " %" PRIu64 " %s %s %d\n", st->replid, st->epoch,
-            st->replid2, st->second_off, st->fenced_epoch, st->replica ? "replica" : "primary",
+            st->replid2, st->second_off, st->fenced_epoch,
+            st->direct    ? "replica-node"
+            : st->replica ? "replica"
+                          : "primary",
             st->host, st->port);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
@@ -155,6 +160,7 @@ load_state(struct repl *r, struct repl_state *st)
         return false;
     }
     st->replica = n >= 8 && strcmp(role, "replica") == 0 && st->port > 0 && st->port <= 65535;
+    st->direct = n >= 8 && strcmp(role, "replica-node") == 0;
     snprintf(st->host, sizeof(st->host), "%s", host);
     memcpy(r->replid, st->replid, 41);
     memcpy(r->replid2, st->replid2, 41);
@@ -253,7 +259,7 @@ repl_attach(void *hs)
     bool follows_state = loaded && st.replica && !(ro && *ro);
     if (!r->hi.memory && !loaded) {
         (void)repl_save_state(r);
-    } else if (loaded && !follows && !follows_state && r->hi.log_maybe_short) {
+    } else if (loaded && !follows && !follows_state && !st.direct && r->hi.log_maybe_short) {
         new_history_after_crash(r);
     }
     repl_guard_update(r);
@@ -672,7 +678,30 @@ repl_follow(struct repl *r, bool no_one, const char *host, int port)
 bool
 repl_follows(const struct repl *r, const char *host, int port)
 {
-    return r->replica && strcmp(r->mhost, host) == 0 && r->mport == port;
+    return r->replica && !r->direct && strcmp(r->mhost, host) == 0 && r->mport == port;
+}
+
+int
+repl_follow_node(struct repl *r, const char *host, int port)
+{
+    bool was_replica = r->replica;
+    if (repl_follows_node(r, host, port)) {
+        return RV_OK;
+    }
+    failover_cancel(r, "CLUSTER REPLICATE");
+    replica_follow_node(r, host, port);
+    (void)repl_save_state(r);
+    if (!was_replica) {
+        repl_unblock_demoted(r);
+    }
+    repl_role_hook(r, was_replica ? "slave" : "master", "slave", host, port);
+    return RV_OK;
+}
+
+bool
+repl_follows_node(const struct repl *r, const char *host, int port)
+{
+    return r->replica && r->direct && strcmp(r->mhost, host) == 0 && r->mport == port;
 }
 
 const char *
@@ -697,7 +726,7 @@ repl_role(const struct repl *r, struct repl_role *out)
     out->replica = r->replica;
     if (r->replica) {
         out->host = r->mhost;
-        out->port = r->mport + (int)r->hi.shard; /* the port this shard follows */
+        out->port = repl_link_port(r); /* the port this shard follows */
         out->state = replica_state_name(r);
     }
 }

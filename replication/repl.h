@@ -97,6 +97,10 @@ long repl_client_kill(struct repl *r, unsigned types, int64_t id, const struct r
 int repl_follow(struct repl *r, bool no_one, const char *host, int port);
 /* Already a replica of host port. */
 bool repl_follows(const struct repl *r, const char *host, int port);
+/* Cluster mode: follow the one node at host:port, whatever the shard numbers
+ * and counts of the two processes. */
+int repl_follow_node(struct repl *r, const char *host, int port);
+bool repl_follows_node(const struct repl *r, const char *host, int port);
 const char *repl_state_error(const struct repl *r);
 /* replicaof goes to CONFIG (and with rewrite the config file): the host's publish_role. */
 void repl_publish_role(struct repl *r, const char *val, bool rewrite);

@@ -113,7 +113,7 @@ static void
 hand_over(struct repl *r, struct link *l)
 {
     char host[64];
-    int port = l->port - (int)r->hi.shard;
+    int port = r->hi.cluster ? l->port : l->port - (int)r->hi.shard; /* (cluster: that node) */
     snprintf(host, sizeof(host), "%s", l->ip);
     struct repl_msg m = { .kind = RM_PROMOTE };
     /* With FORCE the target lacks the records past its ack: it takes over there. */
@@ -132,7 +132,11 @@ hand_over(struct repl *r, struct link *l)
     r->fo.expired = false;
     r->fo.deadline_ms = repl_now(r) + FO_CONFIRM_MS;
     /* Becoming a replica closes the links after writing what they hold. */
-    replica_follow(r, host, port);
+    if (r->hi.cluster) {
+        replica_follow_node(r, host, port);
+    } else {
+        replica_follow(r, host, port);
+    }
     (void)repl_save_state(r); /* a restart now follows the target (the safe side) */
     repl_unblock_demoted(r);
     repl_guard_update(r);

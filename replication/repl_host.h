@@ -27,6 +27,7 @@ struct repl_host_info {
     bool memory;             /* no durability: no repl.state, no WAL */
     const char *dir;         /* the shard's data directory, as long as the shard lives */
     bool log_maybe_short;    /* the last run ended uncleanly or recovery cut the log */
+    bool cluster;            /* cluster mode: links go node to node (FAILOVER's hand-over too) */
 };
 
 /* The configuration values replication reads, as the shard sees them now

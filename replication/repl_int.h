@@ -228,6 +228,10 @@ struct repl {
     bool replica;
     char mhost[256];
     int mport;
+    /* Following one node (cluster mode: the topology names the primary node):
+     * mport is its own port, and the Hello says nshards 0 (no shard layout to
+     * match: a node-to-node link). */
+    bool direct;
     struct upstream up;
     void *rp; /* the host's replayer (replay_open) */
     struct rv_str *argv;
@@ -235,6 +239,13 @@ struct repl {
 };
 
 uint64_t repl_last_lsn(const struct repl *r);
+/* The port this shard's link goes to: the same-numbered shard of the primary
+ * process, or the one node it follows. */
+static inline int
+repl_link_port(const struct repl *r)
+{
+    return r->direct ? r->mport : r->mport + (int)r->hi.shard;
+}
 /* Shorthands for the host's clock and configuration. */
 static inline int64_t
 repl_now(const struct repl *r)
@@ -312,6 +323,7 @@ void failover_check(struct repl *r, int64_t now);
 
 /* repl_replica.c */
 void replica_follow(struct repl *r, const char *host, int port);
+void replica_follow_node(struct repl *r, const char *host, int port);
 void replica_stop(struct repl *r);
 void replica_cron(struct repl *r, int64_t now);
 void replica_before_poll(struct repl *r);

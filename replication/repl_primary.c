@@ -583,7 +583,8 @@ on_hello(struct link *l, const struct repl_hello *h)
     snprintf(l->id, sizeof(l->id), "%s", h->replica_id ? h->replica_id : "");
     gone_forget(r, l->id); /* back: its link's ack counts from now on */
     l->port = (int)h->listening_port;
-    if (h->nshards != ns || h->shard != r->hi.shard) {
+    if (h->nshards != 0 && (h->nshards != ns || h->shard != r->hi.shard)) {
+        /* (nshards 0: a cluster node following this node, whatever the layouts) */
         char e[200];
         snprintf(e, sizeof(e),
                  "shard count mismatch: the primary has %u shards, the replica %u "

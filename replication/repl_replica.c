@@ -54,7 +54,7 @@ up_fail(struct repl *r, const char *why)
     bool was_up = u->st == UP_ONLINE;
     if (was_up || strcmp(u->err, why) != 0) {
         log_warn("[shard %u] replication link to %s:%d: %s", r->hi.shard, r->mhost,
-                 r->mport + (int)r->hi.shard, why);
+                 repl_link_port(r), why);
         snprintf(u->err, sizeof(u->err), "%s", why);
     }
     up_close(r);
@@ -111,7 +111,7 @@ up_connect(struct repl *r)
 {
     struct upstream *u = &r->up;
     char port[16];
-    snprintf(port, sizeof(port), "%d", r->mport + (int)r->hi.shard);
+    snprintf(port, sizeof(port), "%d", repl_link_port(r));
     struct addrinfo hints = { .ai_family = AF_UNSPEC,
                               .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV },
@@ -402,7 +402,7 @@ full_sync_begin(struct repl *r, const struct repl_full_begin *b)
         log_warn(
             "[shard %u] full sync from %s:%d replaces this shard's data: history %s up to LSN %" PRIu64
             " is discarded (%zu keys)",
-            r->hi.shard, r->mhost, r->mport + (int)r->hi.shard, r->replid, repl_last_lsn(r),
+            r->hi.shard, r->mhost, repl_link_port(r), r->replid, repl_last_lsn(r),
             r->ops->keys(r->host));
     }
     u->st = UP_FULL;
@@ -459,7 +459,7 @@ full_sync_done(struct repl *r, uint64_t lsn)
     repl_stale_update(r);
     log_notice("[shard %u] full sync from %s:%d done: %" PRIu64 " keys at LSN %" PRIu64 " (switch "
                "%.1f ms)",
-               r->hi.shard, r->mhost, r->mport + (int)r->hi.shard, u->snap_keys, lsn,
+               r->hi.shard, r->mhost, repl_link_port(r), u->snap_keys, lsn,
                (double)(clock_mono_us() - t0) / 1000.0);
     send_ack(r);
 }
@@ -489,8 +489,8 @@ on_msg(struct repl *r, const struct repl_msg *m)
     char err[300];
     switch (m->kind) {
     case RM_WELCOME: {
-        unsigned ns = r->hi.nshards;
-        if (m->u.welcome.nshards != ns || m->u.welcome.shard != r->hi.shard) {
+        unsigned ns = r->direct ? 0 : r->hi.nshards, sh = r->direct ? 0 : r->hi.shard;
+        if (!r->direct && (m->u.welcome.nshards != ns || m->u.welcome.shard != sh)) {
             snprintf(err, sizeof(err),
                      "shard count mismatch: the primary has %u shards, this node %u",
                      m->u.welcome.nshards, ns);
@@ -507,7 +507,7 @@ on_msg(struct repl *r, const struct repl_msg *m)
         struct repl_hello *h = &o.u.hello;
         const struct repl_cfg *cfg = repl_cfg(r);
         h->replica_id = r->hi.run_id;
-        h->shard = r->hi.shard;
+        h->shard = sh;
         h->nshards = ns;
         h->replid = r->hot.backlog || repl_last_lsn(r) > 0 ? r->replid : "?";
         if (r->crash_replid && repl_last_lsn(r) + 1 == (uint64_t)r->second_off) {
@@ -544,7 +544,7 @@ on_msg(struct repl *r, const struct repl_msg *m)
         u->err[0] = '\0';
         u->backoff_ms = 0;
         log_notice("[shard %u] partial resync from %s:%d at LSN %" PRIu64, r->hi.shard, r->mhost,
-                   r->mport + (int)r->hi.shard, m->u.cont.from_lsn);
+                   repl_link_port(r), m->u.cont.from_lsn);
         send_ack(r);
         return true;
     case RM_FULL_BEGIN: full_sync_begin(r, &m->u.full_begin); return true;
@@ -657,9 +657,17 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
 }
 
 void
+replica_follow_node(struct repl *r, const char *host, int port)
+{
+    replica_follow(r, host, port);
+    r->direct = true;
+}
+
+void
 replica_follow(struct repl *r, const char *host, int port)
 {
     struct upstream *u = &r->up;
+    r->direct = false;
     up_close(r);
     primary_drop_all(r);
     if (!r->replica) {

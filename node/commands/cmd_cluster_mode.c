@@ -505,7 +505,8 @@ meet_local(struct conn *c, const struct topo *t, int me, unsigned target)
 }
 
 /* RVCLUSTER JOIN for this host's nodes, as RESP: each node is one argument,
- * "id,shard id,ip,port,cport,config epoch,hostname,lo-hi;lo-hi...". */
+ * "id,shard id,ip,port,cport,config epoch,hostname,primary id or -,lo-hi;lo-hi...",
+ * primaries first (a replica's primary must be in the log before it). */
 static void
 join_command(const struct topo *t, uint64_t host, struct buf *out)
 {
@@ -522,19 +523,23 @@ join_command(const struct topo *t, uint64_t host, struct buf *out)
     resp_w_bulk_cstr(out, topology_bus_address());
     struct buf spec;
     buf_init(&spec);
-    for (unsigned i = 0; i < t->nnodes; i++) {
+    for (unsigned k = 0; k < 2 * t->nnodes; k++) {
+        unsigned i = k % t->nnodes;
         const struct topo_node *x = &t->nodes[i];
-        if (x->host_id != host) {
+        if (x->host_id != host || (k < t->nnodes) != (x->role == TOPO_PRIMARY)) {
             continue;
         }
+        const char *pid = x->role == TOPO_REPLICA && x->primary != TOPO_NONE
+                              ? t->nodes[x->primary].id
+                              : "-";
         buf_reset(&spec);
-        buf_appendf(&spec, "%s,%s,%s,%u,%u,%" PRIu64 ",%s,", x->id, x->shard_id, x->ip, x->port,
-                    x->cport, x->config_epoch, x->hostname);
+        buf_appendf(&spec, "%s,%s,%s,%u,%u,%" PRIu64 ",%s,%s,", x->id, x->shard_id, x->ip, x->port,
+                    x->cport, x->config_epoch, x->hostname, pid);
         struct topo_range r;
         uint16_t owner;
         unsigned pos = 0;
-        for (int k = 0; topo_next_range(t, &pos, i, &r, &owner); k++) {
-            buf_appendf(&spec, "%s%u-%u", k ? ";" : "", r.lo, r.hi);
+        for (int nr = 0; topo_next_range(t, &pos, i, &r, &owner); nr++) {
+            buf_appendf(&spec, "%s%u-%u", nr ? ";" : "", r.lo, r.hi);
         }
         resp_w_bulk(out, spec.data, spec.len);
     }
@@ -598,7 +603,7 @@ parse_join_node(struct rv_str a, struct topo_node_spec *sp, char (*f)[256], stru
                 size_t *nr)
 {
     const char *p = a.p, *end = a.p + a.len;
-    for (int i = 0; i < 7; i++) { /* the fields before the slot ranges */
+    for (int i = 0; i < 8; i++) { /* the fields before the slot ranges */
         const char *comma = memchr(p, ',', (size_t)(end - p));
         if (comma == NULL || comma - p >= 256) {
             return false;
@@ -610,7 +615,9 @@ parse_join_node(struct rv_str a, struct topo_node_spec *sp, char (*f)[256], stru
     char *e;
     unsigned long port = strtoul(f[3], &e, 10), cport = strtoul(f[4], NULL, 10);
     unsigned long long epoch = strtoull(f[5], NULL, 10);
-    if (*e || port > 65535 || cport > 65535 || strlen(f[0]) != TOPO_ID_LEN) {
+    bool replica = strcmp(f[7], "-") != 0;
+    if (*e || port > 65535 || cport > 65535 || strlen(f[0]) != TOPO_ID_LEN ||
+        (replica && strlen(f[7]) != TOPO_ID_LEN)) {
         return false;
     }
     *sp = (struct topo_node_spec){ .id = f[0],
@@ -619,7 +626,8 @@ parse_join_node(struct rv_str a, struct topo_node_spec *sp, char (*f)[256], stru
                                    .port = (uint16_t)port,
                                    .cport = (uint16_t)cport,
                                    .hostname = f[6],
-                                   .role = TOPO_PRIMARY,
+                                   .role = replica ? TOPO_REPLICA : TOPO_PRIMARY,
+                                   .primary_id = replica ? f[7] : NULL,
                                    .config_epoch = epoch };
     *nr = 0;
     while (p < end) { /* lo-hi;lo-hi... */
@@ -718,7 +726,7 @@ CMD_HANDLER(rvcluster)
     struct buf **ev = rv_calloc(cap, sizeof(*ev));
     size_t ne = 0;
     static _Thread_local struct topo_range r[SLOT_COUNT / 2], keep[SLOT_COUNT / 2];
-    static _Thread_local char f[8][256];
+    static _Thread_local char f[9][256];
     const char *refused = NULL;
     char why[160];
     for (int i = 4; i < argc && refused == NULL; i++) {
@@ -792,9 +800,86 @@ CMD_HANDLER(rvcluster)
     rv_free(ev);
 }
 
+/* CLUSTER REPLICATE node-id: this node becomes a replica of that primary; its
+ * shard then follows it (node/features/topology.c, topology_reconcile). */
 CMD_HANDLER(cluster_replicate)
 {
-    if (topo_or_err(c) != NULL) {
-        reply_errf(c, "ERR Replicas in cluster mode are not supported yet (docs/cluster.md)");
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
     }
+    int k = topo_find(t, argv[2].p, argv[2].len), me = me_index(c);
+    if (k < 0 || argv[2].len != TOPO_ID_LEN || !visible(t, me, (unsigned)k)) {
+        reply_errf(c, "ERR Unknown node %.*s", (int)(argv[2].len > 64 ? 64 : argv[2].len),
+                   argv[2].p);
+        return;
+    }
+    if (k == me) {
+        reply_errf(c, "ERR Can't replicate myself");
+        return;
+    }
+    if (t->nodes[k].role != TOPO_PRIMARY) {
+        reply_errf(c, "ERR I can only replicate a master, not a replica.");
+        return;
+    }
+    if (me < 0) {
+        reply_errf(c, "TRYAGAIN this node is not in the topology yet");
+        return;
+    }
+    if (t->nodes[me].role == TOPO_PRIMARY &&
+        (topo_node_slot_count(t, (unsigned)me) > 0 || ks_size(c->env->ks) != 0)) {
+        reply_errf(c, "ERR To set a master the node must be empty and without assigned slots.");
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    propose_built(c, &b, topo_enc_replicate(&b, my_id(c), t->nodes[k].id), TOPOLOGY_REPLY_OK);
+}
+
+/* CLUSTER FAILOVER [FORCE|TAKEOVER], on a replica. Default: the primary hands
+ * over (FAILOVER TO this node: writes paused until this node has every record,
+ * then it takes over) and the promotion is then committed to the topology;
+ * the reply is the primary's to FAILOVER (+OK: started, as Redis). FORCE and
+ * TAKEOVER commit the promotion at once, without the primary: writes it
+ * acknowledged that this node had not received are lost (docs/cluster.md). */
+CMD_HANDLER(cluster_failover)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    bool force = argc == 3 && cmd_arg_is(argv[2], "force");
+    bool takeover = argc == 3 && cmd_arg_is(argv[2], "takeover");
+    if (argc > 3 || (argc == 3 && !force && !takeover)) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    int me = me_index(c);
+    if (me < 0 || t->nodes[me].role != TOPO_REPLICA) {
+        reply_errf(c, "ERR You should send CLUSTER FAILOVER to a replica");
+        return;
+    }
+    if (t->nodes[me].primary == TOPO_NONE) {
+        reply_errf(c, "ERR I'm a replica but my master is unknown to me");
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    if (force || takeover) {
+        propose_built(c, &b, topo_enc_promote(&b, my_id(c)), TOPOLOGY_REPLY_OK);
+        return;
+    }
+    const struct topo_node *p = &t->nodes[t->nodes[me].primary], *m = &t->nodes[me];
+    char port[16], timeout[24];
+    snprintf(port, sizeof(port), "%u", m->port);
+    snprintf(timeout, sizeof(timeout), "%lld", (long long)c->env->cfg->cluster.node_timeout);
+    resp_w_array(&b, 6);
+    resp_w_bulk_cstr(&b, "FAILOVER");
+    resp_w_bulk_cstr(&b, "TO");
+    resp_w_bulk_cstr(&b, m->ip);
+    resp_w_bulk_cstr(&b, port);
+    resp_w_bulk_cstr(&b, "TIMEOUT");
+    resp_w_bulk_cstr(&b, timeout);
+    topology_relay(c, p->ip, p->port, &b);
+    buf_deinit(&b);
 }

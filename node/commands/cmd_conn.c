@@ -175,7 +175,7 @@ cmd_reset(struct conn *c, int argc, struct rv_str *argv)
     c->proto = 2;
     set_name(c, (struct rv_str){ NULL, 0 });
     c->flags &= ~(CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT | CONN_NO_EVICT |
-                  CONN_NO_TOUCH);
+                  CONN_NO_TOUCH | CONN_READONLY);
     acl_conn_reset(c);
     reply_simple(c, "RESET");
 }
@@ -183,9 +183,10 @@ cmd_reset(struct conn *c, int argc, struct rv_str *argv)
 void
 cmd_readonly(struct conn *c, int argc, struct rv_str *argv)
 {
-    if (!shard_multi(c->shard)) {
+    if (!shard_multi(c->shard) && c->env->topo == NULL) {
         reply_err(c, RV_ERR_CLUSTER_DISABLED);
     } else {
+        c->flags |= CONN_READONLY;
         reply_ok(c);
     }
 }
@@ -193,7 +194,12 @@ cmd_readonly(struct conn *c, int argc, struct rv_str *argv)
 void
 cmd_readwrite(struct conn *c, int argc, struct rv_str *argv)
 {
-    cmd_readonly(c, argc, argv);
+    if (!shard_multi(c->shard) && c->env->topo == NULL) {
+        reply_err(c, RV_ERR_CLUSTER_DISABLED);
+    } else {
+        c->flags &= ~CONN_READONLY;
+        reply_ok(c);
+    }
 }
 
 /* ---- CLIENT ---- */

@@ -70,6 +70,10 @@ void
 cmd_replicaof(struct conn *c, int argc, struct rv_str *argv)
 {
     struct repl *r = persist_repl(c->shard);
+    if (c->env->topo != NULL) {
+        reply_errf(c, "ERR REPLICAOF not allowed in cluster mode.");
+        return;
+    }
     if (cmd_arg_is(argv[1], "no") && cmd_arg_is(argv[2], "one")) {
         if (repl_is_replica(r)) {
             log_notice("MASTER MODE enabled (user request from '%s')", c->addr);

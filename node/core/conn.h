@@ -39,6 +39,7 @@ enum conn_flag {
     CONN_HELD = 1u << 16,        /* output waits for the WAL (persist.c) */
     CONN_EXEC_ABORT = 1u << 17,  /* EXEC's guard: an error reply is EXECABORT's reason */
     CONN_TOPO_WAIT = 1u << 18,   /* waits for a topology change to commit (features/topology) */
+    CONN_READONLY = 1u << 19,    /* READONLY: a cluster replica serves its primary's slots' reads */
 };
 
 /* Fields are owned by conn.c; command handlers read them through the

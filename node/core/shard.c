@@ -71,6 +71,7 @@ shard_adopt_cfg(struct shard *s)
         topo_put(s->env.topo);
         s->env.topo = node_topo_get(n);
         s->env.topo_me = s->env.topo ? topo_find(s->env.topo, n->ids[s->env.id], TOPO_ID_LEN) : -1;
+        hooks.topo_adopted(s);
     }
 }
 

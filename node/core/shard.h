@@ -112,6 +112,7 @@ struct shard_hooks {
     void (*output)(struct conn *c);       /* output queued while a WAL is open (persistence) */
     void (*cfg_adopted)(struct shard *s); /* a new config snapshot was adopted (eviction budgets) */
     void (*stats_reset)(struct shard *s); /* CONFIG RESETSTAT (metrics) */
+    void (*topo_adopted)(struct shard *s); /* a new topology (cluster mode: replication roles) */
 };
 void shard_set_hooks(const struct shard_hooks *h);
 /* Measure the time-stamp counter's rate once (the first shard created does). */

@@ -18,6 +18,8 @@
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/persist/persist.h"
+#include "replication/repl.h"
 #include "proto/resp.h"
 
 #include <errno.h>
@@ -242,6 +244,8 @@ struct answer {
     bool raw; /* text is a whole reply line from another host ("+..." or "-...") */
     uint64_t epoch;
     bool bumped;
+    uint64_t index; /* the entry's log index */
+    bool forwarded; /* the client is another host (RVCLUSTER PROPOSE): tell it the index */
     char text[CTL_MSG_MAX + CTL_ADDR_MAX + 64];
 };
 
@@ -282,12 +286,18 @@ answer_run(struct shard *s, struct shard_msg *m)
             }
         } else if (a->failed) {
             reply_errf(c, "%s", a->text);
-        } else if (a->how == TOPOLOGY_REPLY_BUMPEPOCH) {
-            char line[64];
-            snprintf(line, sizeof(line), "%s %" PRIu64, a->bumped ? "BUMPED" : "STILL", a->epoch);
-            reply_simple(c, line);
         } else {
-            reply_ok(c);
+            char line[96], idx[32] = "";
+            if (a->forwarded) { /* "IDX <index> ": the asking host waits until it applied it */
+                snprintf(idx, sizeof(idx), "IDX %" PRIu64 " ", a->index);
+            }
+            if (a->how == TOPOLOGY_REPLY_BUMPEPOCH) {
+                snprintf(line, sizeof(line), "%s%s %" PRIu64, idx, a->bumped ? "BUMPED" : "STILL",
+                         a->epoch);
+            } else {
+                snprintf(line, sizeof(line), "%sOK", idx);
+            }
+            reply_simple(c, line);
         }
         conn_resume(c);
         shard_want_write(s, c);
@@ -346,6 +356,8 @@ on_answer(void *arg, const struct ctl_result *res)
     }
     struct answer *a = answer_new(rq);
     a->failed = res->err != CTL_OK || res->code != 0 || rc != RV_OK;
+    a->index = res->index;
+    a->forwarded = rq->no_forward;
     if (res->err == CTL_ENOTLEADER) {
         snprintf(a->text, sizeof(a->text),
                  "CLUSTERDOWN this host does not lead the topology log "
@@ -381,6 +393,11 @@ start_request(struct conn *c, const struct buf *const *entries, size_t n, enum t
     }
     if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
         reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
+        return;
+    }
+    if (tp.ctl == NULL) {
+        pthread_rwlock_unlock(&tp.lock);
+        reply_errf(c, "CLUSTERDOWN this host's control plane is not running (see the log)");
         return;
     }
     struct request *rq = rv_calloc(1, sizeof(*rq));
@@ -581,6 +598,12 @@ int
 topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
 {
     tp.node = n;
+    if (cfg->repl.replicaof[0]) {
+        snprintf(err, errsz,
+                 "'replicaof' is not allowed in cluster mode: replicas are set with "
+                 "CLUSTER REPLICATE");
+        return -1;
+    }
     if (identity_load(n, cfg, err, errsz) != 0) {
         return -1;
     }
@@ -660,6 +683,11 @@ topology_status(struct topology_status *out)
         out->host_id = tp.host_id; /* (switching to another host's log) */
         return;
     }
+    if (tp.ctl == NULL) {
+        pthread_rwlock_unlock(&tp.lock);
+        out->host_id = tp.host_id;
+        return;
+    }
     ctl_info(tp.ctl, &ci);
     pthread_rwlock_unlock(&tp.lock);
     out->host_id = tp.host_id;
@@ -689,6 +717,7 @@ struct admission {
 };
 
 static void admit_step(struct admission *ad);
+static void admit_later(struct admission *ad);
 
 static void
 admit_done(void *arg, const struct ctl_result *res)
@@ -700,7 +729,7 @@ admit_done(void *arg, const struct ctl_result *res)
         return;
     }
     if (res->err == CTL_OK || res->err == CTL_ENOTLEADER || res->err == CTL_ESHUTDOWN ||
-        ++ad->tries > 20) {
+        ++ad->tries > 100) {
         if (res->err != CTL_OK) {
             log_warn("cluster: adding host %016" PRIx64 " (%s) to the topology log: %s %s", ad->id,
                      ad->addr, ctl_strerror(res->err), res->msg ? res->msg : "");
@@ -711,7 +740,42 @@ admit_done(void *arg, const struct ctl_result *res)
         rv_free(ad);
         return;
     }
-    admit_step(ad);
+    admit_later(ad); /* (another host's admission in progress, or this one not up yet) */
+}
+
+static void *
+admit_sleeper(void *arg)
+{
+    sleep_ms(200);
+    bool locked = pthread_rwlock_tryrdlock(&tp.lock) == 0;
+    if (!locked || tp.ctl == NULL) {
+        if (locked) {
+            pthread_rwlock_unlock(&tp.lock);
+        }
+        log_warn("cluster: a host's admission to the topology log stopped (the control plane "
+                 "is being replaced)");
+        rv_free(arg);
+        return NULL;
+    }
+    admit_step(arg); /* (ctl_info and ctl_add may be called from any thread) */
+    pthread_rwlock_unlock(&tp.lock);
+    return NULL;
+}
+
+/* Try again in 200 ms, from a thread of its own (the control thread has no
+ * timer of ours, and must not sleep). */
+static void
+admit_later(struct admission *ad)
+{
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &at, admit_sleeper, ad) != 0) {
+        log_warn("cluster: cannot retry adding host %016" PRIx64, ad->id);
+        rv_free(ad);
+    }
+    pthread_attr_destroy(&at);
 }
 
 static void
@@ -829,28 +893,32 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
     return remove(path);
 }
 
-/* Replace this host's control plane by a server of the other host's log: stop
- * it, drop its single-host log, start again with no bootstrap and wait (20 s
- * at most) until the leader's log shows this host's nodes. */
+/* Start this host's control plane again (the lock held, none running): on
+ * its own log (join == false: the join was refused, the log was kept), or on a
+ * fresh one that waits for the other host's leader to send it the log. */
 static int
-rejoin(char *err, size_t errsz)
+restart_ctl(bool join, char *err, size_t errsz)
 {
-    char raft[4400];
-    snprintf(raft, sizeof(raft), "%s/raft", tp.dir);
-    pthread_rwlock_wrlock(&tp.lock);
-    ctl_stop(tp.ctl);
-    tp.ctl = NULL;
-    nftw(raft, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    topo_put(tp.cur);
-    tp.cur = topo_create(); /* (the shards keep the last published snapshot meanwhile) */
-    struct ctl_opts o = tp.opts;
-    o.bootstrap = NULL;
-    o.n_bootstrap = 0;
-    int rc = ctl_start(&tp.ctl, &o, err, errsz);
-    pthread_rwlock_unlock(&tp.lock);
-    if (rc != RV_OK) {
-        return -1; /* (no control plane now: the log says why) */
+    if (join) {
+        char raft[4400];
+        snprintf(raft, sizeof(raft), "%s/raft", tp.dir);
+        nftw(raft, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
+    topo_put(tp.cur);
+    tp.cur =
+        topo_create(); /* (rebuilt from the log; the shards keep the last snapshot meanwhile) */
+    struct ctl_opts o = tp.opts;
+    if (join) {
+        o.bootstrap = NULL;
+        o.n_bootstrap = 0;
+    }
+    return ctl_start(&tp.ctl, &o, err, errsz) == RV_OK ? 0 : -1;
+}
+
+/* Wait (20 s at most) until the leader's log reached this host with its nodes. */
+static int
+wait_joined(char *err, size_t errsz)
+{
     for (int waited = 0; waited < 20000; waited += 50) {
         struct topo *t = node_topo_get(tp.node);
         int me = t ? topo_find(t, tp.node->ids[0], ID_LEN) : -1;
@@ -865,11 +933,21 @@ rejoin(char *err, size_t errsz)
     return -1;
 }
 
+/* CLUSTER MEET to another host. This host's own log is stopped first: once
+ * the other host commits the join, its leader contacts this host's bus at
+ * once, and the single-host server must not be there to answer as a leader of
+ * its own (libraft 0.15 crashes in raft_close on a leader that took another
+ * leader's message). Refused: the own log starts again, unchanged. Accepted:
+ * the own log is dropped and this host follows the other host's. Shards'
+ * topology changes meanwhile get TRYAGAIN; the topology they serve stays. */
 static void *
 meet_worker(void *arg)
 {
     struct meet_job *j = arg;
     char reply[512], err[512];
+    pthread_rwlock_wrlock(&tp.lock);
+    ctl_stop(tp.ctl);
+    tp.ctl = NULL;
     int rc = resp_call(j->ip, j->port, &j->req, reply, sizeof(reply), 20000);
     for (int hop = 0; rc == 0 && hop < 3 && strncmp(reply, "-LEADER ", 8) == 0; hop++) {
         char ip[64];
@@ -879,12 +957,18 @@ meet_worker(void *arg)
         }
         rc = resp_call(ip, port, &j->req, reply, sizeof(reply), 20000); /* the leader's host */
     }
-    if (rc != 0) {
+    bool joined = rc == 0 && reply[0] == '+';
+    int started = restart_ctl(joined, err, sizeof(err));
+    pthread_rwlock_unlock(&tp.lock);
+    if (started != 0) {
+        log_warn("cluster: the control plane did not start again: %s", err);
+        meet_answer(j, "CLUSTERDOWN the control plane did not start again (see the log)");
+    } else if (rc != 0) {
         meet_answer(j, reply);
-    } else if (reply[0] != '+') {
+    } else if (!joined) {
         snprintf(err, sizeof(err), "%s", reply[0] == '-' ? reply + 1 : reply);
         meet_answer(j, err);
-    } else if (rejoin(err, sizeof(err)) != 0) {
+    } else if (wait_joined(err, sizeof(err)) != 0) {
         log_warn("cluster: joining %s:%d: %s", j->ip, j->port, err);
         meet_answer(j, err);
     } else {
@@ -903,6 +987,11 @@ topology_meet_host(struct conn *c, const char *ip, int port, const struct buf *j
     struct ctl_info ci;
     if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
         reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
+        return;
+    }
+    if (tp.ctl == NULL) {
+        pthread_rwlock_unlock(&tp.lock);
+        reply_errf(c, "CLUSTERDOWN this host's control plane is not running (see the log)");
         return;
     }
     ctl_info(tp.ctl, &ci);
@@ -969,11 +1058,24 @@ fwd_worker(void *arg)
     a->conn_id = j->conn_id;
     a->raw = true;
     char line[sizeof(a->text)];
+    uint64_t index;
+    int used = 0;
     if (resp_call(j->ip, j->port, &j->req, line, sizeof(line), 10000) != 0) {
         snprintf(a->text, sizeof(a->text),
                  "-CLUSTERDOWN the topology log's leader is not reachable "
                  "(%.200s)",
                  line);
+    } else if (sscanf(line, "+IDX %" SCNu64 " %n", &index, &used) == 1 && used > 0) {
+        /* committed there: answer once this host applied it too (read your writes here) */
+        for (int waited = 0; waited < 5000; waited += 10) {
+            struct topology_status st;
+            topology_status(&st);
+            if (st.applied_index >= index) {
+                break;
+            }
+            sleep_ms(10);
+        }
+        snprintf(a->text, sizeof(a->text), "+%.200s", line + used);
     } else {
         snprintf(a->text, sizeof(a->text), "%s", line);
     }
@@ -1048,4 +1150,90 @@ topology_leader_node(const struct topo *t, char *ip, size_t ipsz, int *port)
         }
     }
     return false;
+}
+
+/* ---- replication follows the topology ---- */
+
+void
+topology_reconcile(struct shard *s)
+{
+    const struct topo *t = shard_env(s)->topo;
+    int me = shard_env(s)->topo_me;
+    struct repl *r = persist_repl(s);
+    if (t == NULL || me < 0 || r == NULL) {
+        return;
+    }
+    const struct topo_node *n = &t->nodes[me];
+    if (n->role == TOPO_REPLICA && n->primary != TOPO_NONE) {
+        const struct topo_node *p = &t->nodes[n->primary];
+        if (!repl_follows_node(r, p->ip, p->port)) {
+            log_notice("cluster: this node (%.8s) now replicates %.8s at %s:%u", n->id, p->id,
+                       p->ip, p->port);
+            repl_follow_node(r, p->ip, p->port);
+        }
+    } else if (n->role == TOPO_PRIMARY && repl_is_replica(r)) {
+        log_notice("cluster: this node (%.8s) is a primary now", n->id);
+        if (repl_follow(r, true, NULL, 0) != RV_OK) {
+            log_warn("cluster: the promotion could not be saved: %s", repl_state_error(r));
+        }
+    }
+}
+
+static void
+bg_done(void *arg, const struct ctl_result *res)
+{
+    (void)arg;
+    if (res->err != CTL_OK || res->code != 0) {
+        log_warn("cluster: a topology change this host proposed by itself failed: %s %s",
+                 ctl_strerror(res->err), res->msg ? res->msg : "");
+    }
+}
+
+/* A replica's shard took over in the data plane (FAILOVER's hand-over, sent by
+ * CLUSTER FAILOVER): the topology makes its node the primary of its slots. */
+void
+topology_primary_now(struct shard *s)
+{
+    const struct topo *t = shard_env(s)->topo;
+    int me = shard_env(s)->topo_me;
+    if (t == NULL || me < 0 || t->nodes[me].role != TOPO_REPLICA) {
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    if (topo_enc_promote(&b, t->nodes[me].id) == RV_OK && pthread_rwlock_tryrdlock(&tp.lock) == 0) {
+        if (ctl_propose(tp.ctl, b.data, b.len, bg_done, NULL) != RV_OK) {
+            log_warn("cluster: cannot propose this node's promotion");
+        }
+        pthread_rwlock_unlock(&tp.lock);
+        log_notice("cluster: this node (%.8s) took over from its primary; proposing it as the "
+                   "primary of its slots",
+                   t->nodes[me].id);
+    }
+    buf_deinit(&b);
+}
+
+void
+topology_relay(struct conn *c, const char *ip, int port, const struct buf *req)
+{
+    struct fwd_job *j = rv_calloc(1, sizeof(*j));
+    j->shard = c->shard;
+    j->conn_id = c->id;
+    snprintf(j->ip, sizeof(j->ip), "%s", ip);
+    j->port = port;
+    buf_init(&j->req);
+    buf_append(&j->req, req->data, req->len);
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &at, fwd_worker, j);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        buf_deinit(&j->req);
+        rv_free(j);
+        reply_errf(c, "ERR cannot reach %s:%d now", ip, port);
+        return;
+    }
+    c->flags |= CONN_TOPO_WAIT | CONN_BLOCKED; /* input waits for the answer */
 }

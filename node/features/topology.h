@@ -65,6 +65,16 @@ bool topology_leads(void);
 struct topo;
 bool topology_leader_node(const struct topo *t, char *ip, size_t ipsz, int *port);
 uint64_t topology_host_id(void);
+/* A shard adopted a new topology: its node follows the primary the topology
+ * names (CLUSTER REPLICATE), or stops following when it is a primary. */
+struct shard;
+void topology_reconcile(struct shard *s);
+/* A replica's shard promoted itself (FAILOVER's hand-over): propose its node
+ * as the primary of its slots (PROMOTE). */
+void topology_primary_now(struct shard *s);
+/* Send a RESP command (req) to ip:port from a thread of its own; its reply
+ * line becomes c's reply (c waits). */
+void topology_relay(struct conn *c, const char *ip, int port, const struct buf *req);
 const char *topology_bus_address(void);
 
 /* The control plane's state for CLUSTER INFO, INFO and logs (any thread). */

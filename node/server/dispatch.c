@@ -77,6 +77,11 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
         if (rv_likely(owner != NULL && owner - t->nodes == c->env->topo_me)) {
             return true;
         }
+        int me = c->env->topo_me;
+        if (owner != NULL && (c->flags & CONN_READONLY) && !(cmd->flags & CMD_WRITE) && me >= 0 &&
+            t->nodes[me].primary == owner - t->nodes) {
+            return true; /* READONLY: a replica serves reads of its primary's slots */
+        }
         if (owner == NULL) {
             reply_errf(c, "CLUSTERDOWN Hash slot not served");
         } else {

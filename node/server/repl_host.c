@@ -17,6 +17,7 @@
 #include "node/persist/persist.h"
 #include "node/persist/replay.h"
 #include "node/features/hook.h"
+#include "node/features/topology.h"
 #include "replication/repl.h"
 #include "replication/repl_host.h"
 #include "wal/wal.h"
@@ -35,6 +36,7 @@ h_info(void *host, struct repl_host_info *out)
     out->memory = persist_memory_mode(s);
     out->dir = persist_dir(s);
     out->log_maybe_short = persist_log_maybe_short(s);
+    out->cluster = shard_env(s)->cfg->cluster.enabled;
 }
 
 /* Snapshots are never changed in place nor freed before exit: the pointer
@@ -138,6 +140,9 @@ h_set_role(void *host, bool replica)
 {
     persist_repl_set_replica(host, replica);
     ks_set_replica_mode(shard_env(host)->ks, replica);
+    if (!replica && shard_env(host)->topo != NULL) {
+        topology_primary_now(host); /* (cluster mode: a hand-over made this node the primary) */
+    }
 }
 
 static void

@@ -16,6 +16,7 @@
 #include "node/commands/debug.h"
 #include "node/keyspace/dict.h"
 #include "node/features/evict.h"
+#include "node/features/topology.h"
 #include "node/keyspace/ks.h"
 #include "node/obs/metrics.h"
 #include "node/commands/t_hash.h"
@@ -96,6 +97,7 @@ shard_create_offline(struct node *n, unsigned id, const char *dir, char *err, si
 static const struct shard_hooks server_hooks = {
     .output = persist_note_output,
     .cfg_adopted = evict_adopt_cfg,
+    .topo_adopted = topology_reconcile,
     .stats_reset = metrics_reset,
 };
 

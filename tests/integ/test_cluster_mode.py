@@ -266,3 +266,81 @@ def test_join_refused_when_a_slot_is_owned_on_both_hosts():
     finally:
         a.stop()
         b.stop()
+
+
+def _roles(port):
+    """{node id: (port, role, primary id, slots)} from CLUSTER NODES."""
+    out = {}
+    for nid, f in nodes(port).items():
+        out[nid] = (int(f[1].split("@")[0].rsplit(":", 1)[1]), "master" if "master" in f[2] else "slave",
+                    f[3], f[8:])
+    return out
+
+
+def test_replicas_reads_and_manual_failover(tmp_path):
+    """redis-cli --cluster create --cluster-replicas 1 over three processes: every replica node's shard follows
+    its primary node (whatever the shard numbers), READONLY reads are served by replicas, CLUSTER FAILOVER hands
+    a primary's slots to its replica with every acknowledged write (the primary pauses writes until the replica
+    has them), and TAKEOVER does it without the primary."""
+    ports = [free_ports(2, also_bus=True) for _ in range(3)]
+    srvs = [launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--dir",
+                    str(tmp_path / ("h%d" % i)), "--durability", "everysec"], port=p) for i, p in enumerate(ports)]
+    try:
+        addrs = ["%s:%d" % (HOST, p + k) for k in range(2) for p in ports]
+        r = subprocess.run(["redis-cli", "--cluster", "create", *addrs, "--cluster-replicas", "1",
+                            "--cluster-yes"], timeout=90, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert r.returncode == 0 and "[OK] All 16384 slots covered." in r.stdout, r.stdout
+        roles = _roles(ports[0])
+        prim = {nid: v for nid, v in roles.items() if v[1] == "master"}
+        reps = {nid: v for nid, v in roles.items() if v[1] == "slave"}
+        assert len(prim) == 3 and len(reps) == 3 and all(v[3] for v in prim.values())
+        assert sorted(v[2] for v in reps.values()) == sorted(prim)
+        for nid, (port, _, pid, _) in reps.items():
+            poll_until(lambda: client(port).execute_command("ROLE")[:4] == ["slave", HOST, prim[pid][0], "connected"],
+                       timeout=10, what="replica %d linked to its primary" % port)
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[0])], decode_responses=True, socket_timeout=TIMEOUT)
+        for i in range(300):
+            rc.set("k%d" % i, i)
+        for nid, (port, _, pid, _) in reps.items():
+            poll_until(lambda: client(port).dbsize() == client(prim[pid][0]).dbsize(), timeout=10,
+                       what="replica %d has its primary's keys" % port)
+        # a replica: READONLY reads of its primary's slots, MOVED for writes
+        rport, rpid = next((v[0], v[2]) for v in reps.values())
+        key = client(prim[rpid][0]).keys("*")[0]                 # one of its primary's keys
+        raw = client(rport)
+        with pytest.raises(redis.ResponseError, match="^MOVED .* %s:%d$" % (HOST, prim[rpid][0])):
+            raw.get(key)
+        assert raw.execute_command("READONLY") in ("OK", True) and raw.get(key) == key[1:]
+        with pytest.raises(redis.ResponseError, match="^MOVED"):
+            raw.set(key, "x")
+        with pytest.raises(redis.ResponseError, match="^You should send CLUSTER FAILOVER to a replica$"):
+            client(prim[rpid][0]).execute_command("CLUSTER", "FAILOVER")
+        with pytest.raises(redis.ResponseError, match="^Can't replicate myself$"):
+            client(rport).execute_command("CLUSTER", "REPLICATE", client(rport).execute_command("CLUSTER", "MYID"))
+        # CLUSTER FAILOVER: the replica takes the slots and the old primary follows it; nothing acknowledged is lost
+        old_slots = prim[rpid][3]
+        assert client(rport).execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        rid = client(rport).execute_command("CLUSTER", "MYID")
+
+        def swapped():
+            v = _roles(ports[1])
+            return v[rid][1] == "master" and v[rid][3] == old_slots and v[rpid][1:3] == ("slave", rid)
+        poll_until(swapped, timeout=15, what="the replica promoted in the topology")
+        poll_until(lambda: client(prim[rpid][0]).execute_command("ROLE")[:2] == ["slave", HOST], timeout=10,
+                   what="the old primary following the new one")
+        rc.close()
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[2])], decode_responses=True, socket_timeout=TIMEOUT)
+        assert all(rc.get("k%d" % i) == str(i) for i in range(300))
+        rc.set(key, "after-failover")
+        assert client(rport).get(key) == "after-failover"
+        # TAKEOVER on another replica: committed at once, without its primary
+        tport, tpid = next((v[0], v[2]) for v in reps.values() if v[0] != rport)
+        tid = client(tport).execute_command("CLUSTER", "MYID")
+        assert client(tport).execute_command("CLUSTER", "FAILOVER", "TAKEOVER") in ("OK", True)
+        assert _roles(tport)[tid][1] == "master" and _roles(tport)[tpid][1:3] == ("slave", tid)
+        poll_until(lambda: client(tport).execute_command("ROLE")[0] == "master", timeout=10, what="takeover")
+        assert info(ports[0])["cluster_state"] == "ok"
+        rc.close()
+    finally:
+        for s in srvs:
+            s.stop()

@@ -361,11 +361,6 @@ def test_partition_then_kill9_of_the_log_leader(cluster_net):
     rc.close()
 
 
-@pytest.mark.xfail(not REFERENCE, strict=False, reason=(
-    "ruvio bug (report of 2026-12-01): the first host admits one joining host at a time; a second JOIN while the "
-    "first host's membership change is in flight gets its nodes committed and +OK, but its admission fails at once "
-    "('a configuration change is already in progress', retried without delay), so the second host never receives "
-    "the log: its MEET fails after 20 s and it is left with an empty topology"))
 def test_two_hosts_meet_the_first_at_once(cluster_net):
     """What redis-cli does, but the two other hosts' MEETs sent at the same time (Redis accepts MEETs in any
     order): all six nodes end up with one view (and, for ruvio, three voters of the topology log)."""
