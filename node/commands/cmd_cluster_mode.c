@@ -694,7 +694,17 @@ CMD_HANDLER(rvcluster)
     if (t == NULL) {
         return;
     }
-    if (cmd_arg_is(argv[1], "propose")) {
+    if (cmd_arg_is(argv[1], "status") && argc == 2) {
+        /* what another host's monitor asks: "<leads> <leader id> <term> <applied index>" */
+        struct topology_status st;
+        char line[96];
+        topology_status(&st);
+        snprintf(line, sizeof(line), "%d %016" PRIx64 " %" PRIu64 " %" PRIu64, st.leader ? 1 : 0,
+                 st.leader_id, st.term, st.applied_index);
+        reply_simple(c, line);
+        return;
+    }
+    if (cmd_arg_is(argv[1], "propose") && argc >= 5) {
         rvcluster_propose(c, argc, argv);
         return;
     }

@@ -26,6 +26,15 @@ struct node {
      * by the control plane (node/features/topology.c); NULL otherwise. */
     _Atomic(struct topo *) topo;
     atomic_uint_fast64_t topo_version;
+    /* cluster mode: the write lease. This host's primaries take writes until
+     * this time (unix ms): the topology monitor extends it by half the node
+     * timeout each time the host was in touch with the topology log's quorum,
+     * so a host cut off (or paused) stops writing before its replicas can be
+     * promoted (after a whole node timeout). Read on every write. */
+    atomic_int_fast64_t cluster_lease_ms;
+    /* ... for shards that adopted at least this topology (one older than what
+     * the quorum had committed when the lease was extended must not write) */
+    atomic_uint_fast64_t cluster_lease_topo;
     int64_t start_ms;
     char executable[4096];
     char config_file[4096];

@@ -68,6 +68,7 @@ shard_adopt_cfg(struct shard *s)
         /* a reference of our own, and where this shard's node is in it */
         struct node *n = s->env.node;
         s->topo_version = v;
+        s->env.topo_gen = v;
         topo_put(s->env.topo);
         s->env.topo = node_topo_get(n);
         s->env.topo_me = s->env.topo ? topo_find(s->env.topo, n->ids[s->env.id], TOPO_ID_LEN) : -1;

@@ -338,6 +338,16 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
+    if (rv_unlikely(shard_env(s)->topo != NULL) && (cmd->flags & CMD_WRITE) &&
+        !(c->flags & CONN_REPLAY) &&
+        (shard_env(s)->now_ms >=
+             atomic_load_explicit(&shard_env(s)->node->cluster_lease_ms, memory_order_relaxed) ||
+         shard_env(s)->topo_gen <
+             atomic_load_explicit(&shard_env(s)->node->cluster_lease_topo, memory_order_acquire))) {
+        reply_errf(c, "CLUSTERDOWN The cluster is down");
+        cmd_reject(c, st);
+        return;
+    }
     if (rv_unlikely(cmd->flags & CMD_WRITE) && persist_hot(c->persist)->guard &&
         persist_refuse_write(c)) {
         cmd_reject(c, st);

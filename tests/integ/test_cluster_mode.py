@@ -6,10 +6,12 @@ change is committed, with Redis's error texts; the topology and the identities s
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 import redis
 from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
 
 from conftest import HOST, TIMEOUT, free_ports, launch, poll_until
 
@@ -340,6 +342,86 @@ def test_replicas_reads_and_manual_failover(tmp_path):
         assert _roles(tport)[tid][1] == "master" and _roles(tport)[tpid][1:3] == ("slave", tid)
         poll_until(lambda: client(tport).execute_command("ROLE")[0] == "master", timeout=10, what="takeover")
         assert info(ports[0])["cluster_state"] == "ok"
+        rc.close()
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def _cluster3(tmp_path, timeout_ms=2000):
+    """Three processes: each one's first node a primary (redis-cli --cluster create), its second node a replica of
+    the next process's primary, so every primary has its replica on another host."""
+    ports = [free_ports(2, also_bus=True) for _ in range(3)]
+    srvs = [launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", timeout_ms, "--dir",
+                    str(tmp_path / ("h%d" % i)), "--durability", "everysec"], port=p) for i, p in enumerate(ports)]
+    r = subprocess.run(["redis-cli", "--cluster", "create", *["%s:%d" % (HOST, p) for p in ports], "--cluster-yes"],
+                       timeout=90, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert r.returncode == 0 and "[OK] All 16384 slots covered." in r.stdout, r.stdout
+    ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+    for i, p in enumerate(ports):
+        assert client(p + 1).execute_command("CLUSTER", "REPLICATE", ids[(i + 1) % 3]) in ("OK", True)
+    for p in ports:
+        poll_until(lambda: client(p + 1).execute_command("ROLE")[3] == "connected", timeout=10,
+                   what="replica %d linked" % (p + 1))
+    return ports, srvs
+
+
+def test_automatic_failover_after_kill9_and_the_write_lease(tmp_path):
+    """A primary's process killed: the topology log's leader promotes its replica after cluster-node-timeout (the
+    window is printed), the old node is flagged fail and comes back as a replica. A primary's process paused
+    (SIGSTOP, a host cut off) past the timeout: its replica is promoted, and when it resumes its lease has run
+    out, so it answers no write (CLUSTERDOWN, then MOVED): no slot has two primaries taking writes."""
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        leader_port = next(p for p in ports if info(p)["topology_log_leader"] == "1")
+        assert leader_port == ports[0]                 # the first host of the create leads the log
+        victim, vport = 2, ports[2]                    # a primary whose replica is on the second host
+        vid = client(vport).execute_command("CLUSTER", "MYID")
+        slots = _roles(vport)[vid][3]
+        lo = int(slots[0].split("-")[0])
+        key = next("fk%d" % i for i in range(200000) if key_slot(b"fk%d" % i) == lo)
+        rep = next(nid for nid, v in _roles(leader_port).items() if v[2] == vid)
+        assert client(vport).set(key, "before")
+        srvs[victim].proc.send_signal(signal.SIGKILL)
+        srvs[victim].proc.wait(timeout=10)
+        t0 = time.monotonic()
+        lp = leader_port
+
+        def promoted():
+            v = _roles(lp)
+            return v[rep][1] == "master" and v[rep][3] == slots
+        poll_until(promoted, timeout=10, interval=0.02, what="the replica promoted")
+        window = time.monotonic() - t0
+        print("\nautomatic failover after kill -9 (node timeout 2000 ms): %.2f s" % window)
+        assert window < 2 * 2.0 + 1
+        assert "fail" in _roles(lp)[vid][1] or "fail" in nodes(lp)[vid][2]
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, lp)], decode_responses=True, socket_timeout=TIMEOUT)
+        rc.set(key, "after")
+        assert rc.get(key) == "after"
+        rc.close()
+        # back: a replica of the node that took over, no longer flagged
+        srvs[victim] = launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", 2000,
+                               "--dir", str(tmp_path / ("h%d" % victim)), "--durability", "everysec"],
+                              port=ports[victim])
+        poll_until(lambda: nodes(lp)[vid][2] == "slave" and nodes(lp)[vid][3] == rep, timeout=15,
+                   what="the old primary back as a replica")
+        poll_until(lambda: client(vport).execute_command("ROLE")[3] == "connected", timeout=15, what="it follows")
+        # pause the process now holding that primary (a host cut off): failover, then its writes are refused
+        holder = next(i for i, p in enumerate(ports) if rep in (client(p).execute_command("CLUSTER", "MYID"),
+                                                                client(p + 1).execute_command("CLUSTER", "MYID")))
+        assert ports[holder] == ports[1] != lp
+        hport = next(ports[holder] + k for k in range(2)
+                     if client(ports[holder] + k).execute_command("CLUSTER", "MYID") == rep)
+        srvs[holder].proc.send_signal(signal.SIGSTOP)
+        try:
+            poll_until(lambda: _roles(lp)[rep][1] == "slave", timeout=10, what="the paused primary replaced")
+        finally:
+            srvs[holder].proc.send_signal(signal.SIGCONT)
+        with pytest.raises(redis.ResponseError, match="^(CLUSTERDOWN|MOVED)"):
+            client(hport).set(key, "split-brain")
+        poll_until(lambda: _roles(hport)[rep][1] == "slave", timeout=10, what="the resumed host sees the change")
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, lp)], decode_responses=True, socket_timeout=TIMEOUT)
+        assert rc.get(key) == "after"
         rc.close()
     finally:
         for s in srvs:
