@@ -1,0 +1,78 @@
+/* node/features/topology_int.h: what the three files of cluster mode's control
+ * plane glue share (topology.c: identity, state machine, proposals, start and
+ * stop; topology_join.c: hosts joining and proposals sent to the leader's host;
+ * topology_monitor.c: the write lease and the failure detector). For
+ * node/features/topology*.c only. */
+#pragma once
+#include "base/buf.h"
+#include "cluster/topo.h"
+#include "control/ctl.h"
+#include "node/core/shard.h"
+#include "node/features/topology.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ID_LEN TOPO_ID_LEN
+
+struct topology_state {
+    struct node *node;
+    struct ctl *ctl;
+    uint64_t host_id;
+    char (*shard_ids)[ID_LEN + 1];
+    struct topo *cur; /* control thread: the state machine's state */
+    /* Shards take it shared (try-lock) around their calls into tp.ctl; joining
+     * another host takes it exclusively to replace the control plane. */
+    pthread_rwlock_t lock;
+    struct ctl_opts opts; /* how it was started (joining restarts it without bootstrap) */
+    char ip[46], addr[CTL_ADDR_MAX], bind[CTL_ADDR_MAX], dir[4200];
+    atomic_bool joining;
+};
+extern struct topology_state tp;
+
+/* The answer to a waiting client, run on its shard. */
+struct answer {
+    struct shard_msg m;
+    uint64_t conn_id;
+    enum topology_reply how;
+    bool failed;
+    bool raw; /* text is a whole reply line from another host ("+..." or "-...") */
+    uint64_t epoch;
+    bool bumped;
+    uint64_t index; /* the entry's log index */
+    bool forwarded; /* the client is another host (RVCLUSTER PROPOSE): tell it the index */
+    char text[CTL_MSG_MAX + CTL_ADDR_MAX + 64];
+};
+
+struct request {
+    struct shard *shard;
+    uint64_t conn_id;
+    enum topology_reply how;
+    char node_id[ID_LEN + 1];
+    struct buf next; /* the entries, each after a 4-byte length; next.off: the next to propose */
+    size_t cur;      /* offset of the entry in flight (what a forward starts from) */
+    bool no_forward; /* it came forwarded (RVCLUSTER PROPOSE): answer, do not forward again */
+    /* topology_admit: the host to add to the log's servers once they committed */
+    uint64_t admit_id;
+    char admit_addr[CTL_ADDR_MAX];
+};
+
+/* topology.c */
+void answer_run(struct shard *s, struct shard_msg *m);
+void request_free(struct request *rq);
+void tpi_bg_done(void *arg, const struct ctl_result *res);
+int tpi_spawn(void *(*fn)(void *), void *arg);
+void tpi_sleep_ms(long ms);
+
+/* topology_join.c */
+void admit_host(uint64_t id, const char *addr);
+bool forward(struct request *rq, uint64_t leader_id);
+int resp_call(const char *ip, int port, const struct buf *req, char *out, size_t n, int timeout_ms);
+int resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t n,
+                 int timeout_ms, bool all);
+
+/* topology_monitor.c */
+int monitor_start(int64_t timeout, char *err, size_t errsz);
+void monitor_stop(void);
