@@ -688,6 +688,8 @@ rvcluster_propose(struct conn *c, int argc, struct rv_str *argv)
  * MEET one of this host's nodes. Its nodes and slots are committed here, then
  * it becomes a server of the topology log. Refused as a whole when a slot it
  * owns is owned by another node here. */
+static void rvcluster_join(struct conn *c, const struct topo *t, int argc, struct rv_str *argv);
+
 CMD_HANDLER(rvcluster)
 {
     const struct topo *t = topo_or_err(c);
@@ -702,16 +704,20 @@ CMD_HANDLER(rvcluster)
         snprintf(line, sizeof(line), "%d %016" PRIx64 " %" PRIu64 " %" PRIu64, st.leader ? 1 : 0,
                  st.leader_id, st.term, st.applied_index);
         reply_simple(c, line);
-        return;
-    }
-    if (cmd_arg_is(argv[1], "propose") && argc >= 5) {
+    } else if (cmd_arg_is(argv[1], "propose") && argc >= 5) {
         rvcluster_propose(c, argc, argv);
-        return;
-    }
-    if (!cmd_arg_is(argv[1], "join") || argc < 5) {
+    } else if (cmd_arg_is(argv[1], "join") && argc >= 5) {
+        rvcluster_join(c, t, argc, argv);
+    } else {
         reply_err(c, RV_ERR_SYNTAX);
-        return;
     }
+}
+
+/* RVCLUSTER JOIN (see above): the entries that add the joining host's nodes
+ * and slots, and meet this host's lone nodes, proposed as one sequence. */
+static void
+rvcluster_join(struct conn *c, const struct topo *t, int argc, struct rv_str *argv)
+{
     char lip[64];
     int lport;
     if (!topology_leads()) { /* the joining host asks the leader's host instead */
