@@ -362,13 +362,7 @@ start_request(struct conn *c, const struct buf *const *entries, size_t n, enum t
         reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
         return;
     }
-    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
-        reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
-        return;
-    }
-    if (tp.ctl == NULL) {
-        pthread_rwlock_unlock(&tp.lock);
-        reply_errf(c, "CLUSTERDOWN this host's control plane is not running (see the log)");
+    if (!tpi_lock_for(c)) {
         return;
     }
     struct request *rq = rv_calloc(1, sizeof(*rq));
@@ -727,14 +721,38 @@ topology_primary_now(struct shard *s)
     }
     struct buf b;
     buf_init(&b);
-    if (topo_enc_promote(&b, t->nodes[me].id) == RV_OK && pthread_rwlock_tryrdlock(&tp.lock) == 0) {
-        if (ctl_propose(tp.ctl, b.data, b.len, tpi_bg_done, NULL) != RV_OK) {
-            log_warn("cluster: cannot propose this node's promotion");
-        }
-        pthread_rwlock_unlock(&tp.lock);
+    if (topo_enc_promote(&b, t->nodes[me].id) == RV_OK) {
         log_notice("cluster: this node (%.8s) took over from its primary; proposing it as the "
                    "primary of its slots",
                    t->nodes[me].id);
+        tpi_propose_bg(&b);
     }
     buf_deinit(&b);
+}
+
+void
+tpi_propose_bg(const struct buf *b)
+{
+    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
+        return; /* (the control plane is being replaced: a join) */
+    }
+    if (tp.ctl != NULL && ctl_propose(tp.ctl, b->data, b->len, tpi_bg_done, NULL) != RV_OK) {
+        log_warn("cluster: cannot propose a topology change now");
+    }
+    pthread_rwlock_unlock(&tp.lock);
+}
+
+bool
+tpi_lock_for(struct conn *c)
+{
+    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
+        reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
+        return false;
+    }
+    if (tp.ctl == NULL) {
+        pthread_rwlock_unlock(&tp.lock);
+        reply_errf(c, "CLUSTERDOWN this host's control plane is not running (see the log)");
+        return false;
+    }
+    return true;
 }

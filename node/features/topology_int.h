@@ -65,6 +65,13 @@ void request_free(struct request *rq);
 void tpi_bg_done(void *arg, const struct ctl_result *res);
 int tpi_spawn(void *(*fn)(void *), void *arg);
 void tpi_sleep_ms(long ms);
+/* Propose b with no client waiting (outcome logged); skipped while the
+ * control plane is being replaced or is not running. */
+void tpi_propose_bg(const struct buf *b);
+/* tp.lock taken shared with a running control plane; false after replying
+ * to c why not (unlock with pthread_rwlock_unlock). */
+struct conn;
+bool tpi_lock_for(struct conn *c);
 
 /* topology_join.c */
 void admit_host(uint64_t id, const char *addr);

@@ -325,13 +325,7 @@ void
 topology_meet_host(struct conn *c, const char *ip, int port, const struct buf *join_cmd)
 {
     struct ctl_info ci;
-    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
-        reply_errf(c, "TRYAGAIN this host is joining another host's cluster");
-        return;
-    }
-    if (tp.ctl == NULL) {
-        pthread_rwlock_unlock(&tp.lock);
-        reply_errf(c, "CLUSTERDOWN this host's control plane is not running (see the log)");
+    if (!tpi_lock_for(c)) {
         return;
     }
     ctl_info(tp.ctl, &ci);

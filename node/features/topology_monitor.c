@@ -204,18 +204,6 @@ replica_offset_full(const struct topo_node *x, int timeout_ms)
 }
 
 static void
-propose_bg(const struct buf *b)
-{
-    if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
-        return;
-    }
-    if (tp.ctl != NULL && ctl_propose(tp.ctl, b->data, b->len, tpi_bg_done, NULL) != RV_OK) {
-        log_warn("cluster: the monitor cannot propose a topology change now");
-    }
-    pthread_rwlock_unlock(&tp.lock);
-}
-
-static void
 fail_over(const struct topo *t, unsigned idx, int timeout_ms)
 {
     static uint16_t reps[TOPO_MAX_NODES];
@@ -247,10 +235,10 @@ fail_over(const struct topo *t, unsigned idx, int timeout_ms)
     struct buf b;
     buf_init(&b);
     topo_enc_promote(&b, t->nodes[pick].id);
-    propose_bg(&b);
+    tpi_propose_bg(&b);
     buf_reset(&b);
     topo_enc_node_set_flags(&b, x->id, (uint16_t)(x->flags | TOPO_F_FAIL));
-    propose_bg(&b);
+    tpi_propose_bg(&b);
     buf_deinit(&b);
 }
 
@@ -360,7 +348,7 @@ monitor_tick(int64_t timeout)
                 struct buf b;
                 buf_init(&b);
                 topo_enc_node_set_flags(&b, x->id, (uint16_t)(x->flags & ~TOPO_F_FAIL));
-                propose_bg(&b);
+                tpi_propose_bg(&b);
                 buf_deinit(&b);
                 log_notice("cluster: node %.8s (%s:%u) answers again", x->id, x->ip, x->port);
             }
@@ -375,7 +363,7 @@ monitor_tick(int64_t timeout)
                 struct buf b;
                 buf_init(&b);
                 topo_enc_node_set_flags(&b, x->id, (uint16_t)(x->flags | TOPO_F_FAIL));
-                propose_bg(&b);
+                tpi_propose_bg(&b);
                 buf_deinit(&b);
                 log_warn("cluster: node %.8s (%s:%u) answered nothing for cluster-node-timeout",
                          x->id, x->ip, x->port);
