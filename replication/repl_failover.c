@@ -48,7 +48,17 @@ failover_state_name(const struct repl *r)
     }
 }
 
-/* The link of the target (TO host port: shard i's replica listens on port + i). */
+/* The port of this shard's counterpart on a host whose base port is base: in
+ * Sentinel mode shard i of one process pairs with shard i of the other (base
+ * + i); in cluster mode a link joins two nodes whatever their shard numbers,
+ * and every address is that node's own port. */
+static int
+node_port(const struct repl *r, int base)
+{
+    return r->hi.cluster ? base : base + (int)r->hi.shard;
+}
+
+/* The link of the target of FAILOVER [TO host port]. */
 static struct link *
 find_target(struct repl *r, bool to, const char *host, int port)
 {
@@ -59,7 +69,7 @@ find_target(struct repl *r, bool to, const char *host, int port)
             }
             continue;
         }
-        if (strcmp(l->ip, host) == 0 && l->port == port + (int)r->hi.shard) {
+        if (strcmp(l->ip, host) == 0 && l->port == node_port(r, port)) {
             return l;
         }
     }
@@ -148,7 +158,7 @@ static void
 fo_done(struct repl *r)
 {
     log_notice("[shard %u] FAILOVER done: %s:%d took over (epoch %" PRIu64 ")", r->hi.shard,
-               r->mhost, r->mport + (int)r->hi.shard, r->epoch);
+               r->mhost, node_port(r, r->mport), r->epoch);
     r->fo.st = FO_NONE;
     repl_guard_update(r);
     resume_paused(r);
@@ -186,7 +196,7 @@ failover_hello(struct repl *r, const char *ip, const struct repl_hello *h)
         return;
     }
     /* The target's run id, or its address (a restarted target has a new run id). */
-    int port = r->mport + (int)r->hi.shard;
+    int port = node_port(r, r->mport);
     bool target = (h->replica_id && strcmp(h->replica_id, r->fo.target_id) == 0) ||
                   (strcmp(ip, r->mhost) == 0 && (int)h->listening_port == port);
     if (!target) {
@@ -226,7 +236,7 @@ failover_take_over(struct repl *r, uint64_t lsn, char *err, size_t errsz)
         return false;
     }
     char from[300];
-    snprintf(from, sizeof(from), "%s:%d", r->mhost, r->mport + (int)r->hi.shard);
+    snprintf(from, sizeof(from), "%s:%d", r->mhost, node_port(r, r->mport));
     if (repl_promote(r) != RV_OK) {
         snprintf(err, errsz, "FAILOVER: refused to take over: %s", r->state_err);
         return false;
