@@ -21,7 +21,11 @@ then run every test at every pipeline depth; stop. Per run: ops/s (redis-benchma
 operation = the sum over all server processes of utime+stime (/proc/PID/stat, 10 ms ticks) and of the schedstat
 run time (ns; threads that exited are not in it), before and after, divided by the requests. Reported: medians
 over the rounds and ratios ruvio/redis (throughput) and redis/ruvio (CPU per op; above 1: ruvio is cheaper), with
-the issue's bar of 1.2. A machine shared with other work is noisy: `foreign_cpu_util` records the CPU used by
+the issue's bar of 1.2. Both run with cluster-node-timeout 15000 (Redis's default; --node-timeout). A run in
+which a server answered an error (ruvio refuses writes with CLUSTERDOWN while its host's write lease from the
+topology log's quorum has lapsed, which a starved core can cause) is stopped at the first error (redis-benchmark
+--cluster 7.0 would retry it forever), recorded with the error and left out of the medians; the summary counts
+them. A machine shared with other work is noisy: `foreign_cpu_util` records the CPU used by
 anything else during each run (as tests/bench/bench.py does).
 
 Needs root, iproute2 (`ip netns`), redis-server and redis-tools 7.x, a built ruvio.
@@ -42,12 +46,15 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "multihost"))
+
+import redis  # noqa: E402
 
 import bench  # noqa: E402  (CPU counters, bounded runs, redis-benchmark's CSV, machine info)
 import netns  # noqa: E402
@@ -70,26 +77,28 @@ def pinned(argv):
     return ["taskset", "-c", bench.SERVER_CPU] + [str(a) for a in argv]
 
 
-def start(kind, net, rnd, ruvio_bin):
-    """Start the six nodes of kind; returns the server processes (3 for ruvio, 6 for redis) once all answer."""
+def start(kind, net, tag, ruvio_bin, node_timeout):
+    """Start the six nodes of kind, each in a new directory (tag: round and layout); returns the server
+    processes (3 for ruvio, 6 for redis) once all answer."""
     procs = []
     for h in net:
         if kind == "ruvio":
-            d = os.path.join(net.workdir, "r%d-%s-%s" % (rnd, kind, h.name))
+            d = os.path.join(net.workdir, "%s-%s-%s" % (tag, kind, h.name))
             os.makedirs(d, exist_ok=True)
             argv = hosts.ruvio_argv(h, d)
             argv[0] = ruvio_bin
-            procs.append(h.spawn(pinned(argv + ["--durability", "memory"]), log="r%d-ruvio-%s" % (rnd, h.name)))
+            argv[argv.index("--cluster-node-timeout") + 1] = node_timeout
+            procs.append(h.spawn(pinned(argv + ["--durability", "memory"]), log="%s-ruvio-%s" % (tag, h.name)))
             continue
         for port in hosts.PORTS:
-            d = os.path.join(net.workdir, "r%d-%s-%s-%d" % (rnd, kind, h.name, port))
+            d = os.path.join(net.workdir, "%s-%s-%s-%d" % (tag, kind, h.name, port))
             os.makedirs(d, exist_ok=True)
             procs.append(h.spawn(pinned(
                 ["redis-server", "--port", port, "--bind", h.ip, "--protected-mode", "no", "--dir", d,
                  "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                 "--cluster-node-timeout", hosts.NODE_TIMEOUT_MS, "--save", "", "--appendonly", "no",
+                 "--cluster-node-timeout", node_timeout, "--save", "", "--appendonly", "no",
                  "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]),
-                log="r%d-redis-%s-%d" % (rnd, h.name, port)))
+                log="%s-redis-%s-%d" % (tag, h.name, port)))
 
     def up():
         for p in procs:
@@ -109,7 +118,7 @@ def create(net, replicas):
                        replicas, "--cluster-yes"], timeout=100)
     if r.returncode != 0 or "[OK] All 16384 slots covered." not in r.stdout:
         raise bench.BenchError("redis-cli --cluster create failed:\n%s%s\n%s" % (r.stdout, r.stderr,
-                                                                                hosts.processes(net)))
+                                                                                hosts.processes(net)[-3000:]))
     took = time.monotonic() - t0
     want = ["primary"] * (6 - 3 * replicas) + ["replica"] * (3 * replicas)
 
@@ -140,6 +149,38 @@ def server_cpu(procs):
     return (sum(bench.stat_cpu_ns(p.pid) for p in procs), sum(bench.cpu_ns(p.pid) for p in procs))
 
 
+class LoadError(bench.BenchError):
+    """A run that got error replies (CLUSTERDOWN, MOVED, ...): it is recorded and left out of the medians."""
+
+
+def bounded_load(argv, timeout):
+    """Run redis-benchmark; (rc, stdout, stderr, None), or (..., the first error line) when a server answered
+    an error: redis-benchmark --cluster 7.0 then refetches the slots and, if they did not change, retries
+    forever, so it is stopped at once. Killed after timeout seconds in any case."""
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    err, bad = [], []
+
+    def watch():
+        for raw in p.stderr:
+            line = raw.decode(errors="replace")
+            err.append(line)
+            if line.startswith("Error from server") and not bad:
+                bad.append(line.strip())
+                p.kill()
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait(timeout=10)
+        t.join(5)
+        return p.returncode, "", "".join(err), "timed out after %ds" % timeout
+    t.join(5)
+    return p.returncode, out.decode(errors="replace"), "".join(err), (bad[0] if bad else None)
+
+
 def run_load(net, procs, test, n, pipeline, clients, timeout):
     h0 = net["h0"]
     argv = ["taskset", "-c", bench.CLIENT_CPU, "redis-benchmark", "--cluster", "-h", h0.ip, "-p",
@@ -149,11 +190,10 @@ def run_load(net, procs, test, n, pipeline, clients, timeout):
     ps0 = bench.proc_stat()
     s0, c0 = server_cpu(procs)
     t0 = time.monotonic()
-    try:
-        rc, out, err = bench.run_bounded(argv, timeout)
-    except subprocess.TimeoutExpired:
-        raise bench.BenchError("redis-benchmark --cluster %s -P%d timed out after %ds" % (test, pipeline, timeout))
+    rc, out, err, bad = bounded_load(argv, timeout)
     wall = time.monotonic() - t0
+    if bad is not None:
+        raise LoadError("redis-benchmark %s -P%d: %s" % (test, pipeline, bad))
     s1, c1 = server_cpu(procs)
     ps1 = bench.proc_stat()
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -198,22 +238,34 @@ def check(net, kind):
 
 
 def one_round(args, net, rnd, replicas, kind):
-    procs = start(kind, net, rnd, args.bin)
+    procs = start(kind, net, "r%d-R%d" % (rnd, replicas), args.bin, args.node_timeout)
     try:
         took = create(net, replicas)
-        run_load(net, procs, "SET", args.warmup, 16, args.clients, args.timeout)     # warm-up, not measured
+        try:
+            run_load(net, procs, "SET", args.warmup, 16, args.clients, args.timeout)     # warm-up, not measured
+        except LoadError as e:
+            log("round %d R=%d %-5s warm-up failed: %s" % (rnd, replicas, kind, e))
         if args.quiet_wait and not bench.wait_quiet(0.25, args.quiet_wait):
             log("  machine still busy; running anyway")
         res = {"create_s": round(took, 2), "runs": {}}
         for p in args.pipelines:
             for t in args.tests:
                 n = args.n1 if p == 1 else args.n16
-                r = run_load(net, procs, t, n, p, args.clients, args.timeout)
+                try:
+                    r = run_load(net, procs, t, n, p, args.clients, args.timeout)
+                except LoadError as e:
+                    log("round %d R=%d %-5s %-4s P%-2d failed: %s" % (rnd, replicas, kind, t, p, e))
+                    res["runs"]["%s_P%d" % (t, p)] = {"error": str(e)}
+                    continue
                 res["runs"]["%s_P%d" % (t, p)] = r
                 log("round %d R=%d %-5s %-4s P%-2d %9.0f ops/s %7.0f ns/op (server CPU) client %.2f foreign %.2f"
                     % (rnd, replicas, kind, t, p, r["rps"], r["server_cpu_ns_per_op"], r["client_cpu_util"],
                        r["foreign_cpu_util"]))
-        res["dbsize_per_primary"] = check(net, kind)
+        try:
+            res["dbsize_per_primary"] = check(net, kind)
+        except (bench.BenchError, OSError, redis.RedisError) as e:      # recorded; the round's runs count
+            log("round %d R=%d %-5s check failed: %s" % (rnd, replicas, kind, e))
+            res["check_error"] = str(e)[:500]
         return res
     finally:
         for p in procs:
@@ -227,16 +279,20 @@ def summarize(rounds, args):
         for p in args.pipelines:
             for t in args.tests:
                 key = "%s_P%d" % (t, p)
-                runs = {k: [r[replicas][k]["runs"][key] for r in rounds if k in r.get(replicas, {})] for k in KINDS}
+                every = {k: [r[replicas][k]["runs"].get(key, {"error": "not run"}) for r in rounds
+                             if k in r.get(replicas, {})] for k in KINDS}
+                runs = {k: [x for x in every[k] if "error" not in x] for k in KINDS}
                 rps = {k: med([x["rps"] for x in runs[k]]) for k in KINDS}
                 cpu = {k: med([x["server_cpu_ns_per_op"] for x in runs[k]]) for k in KINDS}
-                # per-round ratios (paired), then their median
-                pr = [r[replicas]["ruvio"]["runs"][key]["rps"] / r[replicas]["redis"]["runs"][key]["rps"]
-                      for r in rounds if "ruvio" in r.get(replicas, {}) and "redis" in r.get(replicas, {})]
-                pc = [r[replicas]["redis"]["runs"][key]["server_cpu_ns_per_op"]
-                      / r[replicas]["ruvio"]["runs"][key]["server_cpu_ns_per_op"]
-                      for r in rounds if "ruvio" in r.get(replicas, {}) and "redis" in r.get(replicas, {})]
+                # per-round ratios (paired: both runs of the round good), then their median
+                pairs = [(r[replicas]["ruvio"]["runs"].get(key, {}), r[replicas]["redis"]["runs"].get(key, {}))
+                         for r in rounds if "ruvio" in r.get(replicas, {}) and "redis" in r.get(replicas, {})]
+                pairs = [(a, b) for a, b in pairs if "rps" in a and "rps" in b]
+                pr = [a["rps"] / b["rps"] for a, b in pairs]
+                pc = [b["server_cpu_ns_per_op"] / a["server_cpu_ns_per_op"] for a, b in pairs
+                      if a["server_cpu_ns_per_op"] > 0]
                 layout[key] = {
+                    "failed_runs": {k: len(every[k]) - len(runs[k]) for k in KINDS}, "pairs": len(pairs),
                     "rps": rps, "server_cpu_ns_per_op": cpu,
                     "throughput_ratio": med(pr), "throughput_ratio_range": [min(pr), max(pr)] if pr else None,
                     "cpu_per_op_ratio": med(pc), "cpu_per_op_ratio_range": [min(pc), max(pc)] if pc else None,
@@ -252,13 +308,15 @@ def print_summary(summary):
     for layout, tests in summary.items():
         print("\n%s (servers on CPU %s, redis-benchmark --cluster on CPU %s)" % (layout, bench.SERVER_CPU,
                                                                               bench.CLIENT_CPU))
-        print("%-8s %12s %12s %7s %11s %11s %7s %s" % ("test", "ruvio ops/s", "redis ops/s", "ratio",
-                                                   "ruvio ns/op", "redis ns/op", "ratio", ">=1.2"))
+        print("%-8s %12s %12s %7s %11s %11s %7s %5s %s" % ("test", "ruvio ops/s", "redis ops/s", "ratio",
+                                                       "ruvio ns/op", "redis ns/op", "ratio", ">=1.2",
+                                                       "failed runs"))
         for key, s in tests.items():
-            print("%-8s %12.0f %12.0f %7.2f %11.0f %11.0f %7.2f %s"
+            print("%-8s %12.0f %12.0f %7.2f %11.0f %11.0f %7.2f %5s %s"
                   % (key, s["rps"]["ruvio"] or 0, s["rps"]["redis"] or 0, s["throughput_ratio"] or 0,
                      s["server_cpu_ns_per_op"]["ruvio"] or 0, s["server_cpu_ns_per_op"]["redis"] or 0,
-                     s["cpu_per_op_ratio"] or 0, "yes" if s["meets_1_2"] else "no"))
+                     s["cpu_per_op_ratio"] or 0, "yes" if s["meets_1_2"] else "no",
+                     " ".join("%s %d" % kv for kv in s["failed_runs"].items())))
 
 
 def parse_args(argv):
@@ -274,6 +332,8 @@ def parse_args(argv):
     ap.add_argument("-n16", type=int, default=1000000, help="requests per run at pipeline 16")
     ap.add_argument("--warmup", type=int, default=100000)
     ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--node-timeout", type=int, default=15000,
+                    help="cluster-node-timeout (ms) of both (15000: Redis's default)")
     ap.add_argument("--timeout", type=int, default=300, help="bound on one redis-benchmark run (s)")
     ap.add_argument("--quiet-wait", type=float, default=5.0, help="wait up to this long for a quiet machine (0: no)")
     a = ap.parse_args(argv)
