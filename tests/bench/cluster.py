@@ -43,6 +43,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -167,18 +168,28 @@ def bounded_load(argv, timeout):
             err.append(line)
             if line.startswith("Error from server") and not bad:
                 bad.append(line.strip())
-                p.kill()
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
+                kill()
+
+    def kill():
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    out = []
+    readers = [threading.Thread(target=watch, daemon=True),
+               threading.Thread(target=lambda: out.append(p.stdout.read()), daemon=True)]
+    for t in readers:
+        t.start()
     try:
-        out, _ = p.communicate(timeout=timeout)
+        p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        p.kill()
+        kill()
         p.wait(timeout=10)
+        if not bad:
+            bad.append("timed out after %ds" % timeout)
+    for t in readers:
         t.join(5)
-        return p.returncode, "", "".join(err), "timed out after %ds" % timeout
-    t.join(5)
-    return p.returncode, out.decode(errors="replace"), "".join(err), (bad[0] if bad else None)
+    return p.returncode, b"".join(out).decode(errors="replace"), "".join(err), (bad[0] if bad else None)
 
 
 def run_load(net, procs, test, n, pipeline, clients, timeout):
