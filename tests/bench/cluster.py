@@ -26,15 +26,16 @@ which a server answered an error (ruvio refuses writes with CLUSTERDOWN while it
 topology log's quorum has lapsed, which a starved core can cause) is stopped at the first error (redis-benchmark
 --cluster 7.0 would retry it forever), recorded with the error and left out of the medians; the summary counts
 them. A machine shared with other work is noisy: `foreign_cpu_util` records the CPU used by
-anything else during each run (as tests/bench/bench.py does).
+anything else during each run (as tests/bench/bench.py does). redis-benchmark is one thread: where its
+`client_cpu_util` is near 1 the client set the rate, and the CPU per operation is the figure to compare.
 
 Needs root, iproute2 (`ip netns`), redis-server and redis-tools 7.x, a built ruvio.
 
 Usage:
-  sudo /usr/bin/python3 tests/bench/cluster.py --out tests/bench/results-cluster.json
+  sudo /usr/bin/python3 tests/bench/cluster.py --out tests/bench/results-cluster.json       (~15 min)
        [--bin build/ruvio] [--rounds 5] [--replicas 1,0] [--pipelines 1,16] [--tests set,get]
        [-n1 200000] [-n16 1000000] [--clients 50] [--quiet-wait 5]
-  quick validation (~2 min): --rounds 1 -n1 20000 -n16 100000 --replicas 1
+  quick validation (~1 min): --rounds 1 -n1 20000 -n16 100000 --replicas 1
 """
 
 import argparse
