@@ -159,6 +159,7 @@ identity_load(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
     char path[4200];
     identity_path(cfg, path, sizeof(path));
     tp.shard_ids = rv_calloc(n->nshards, sizeof(*tp.shard_ids));
+    tp.handover = rv_calloc(n->nshards, sizeof(*tp.handover));
     int rc = identity_read(path, n, err, errsz);
     if (rc != 0) {
         return rc < 0 ? -1 : 0;
@@ -639,6 +640,8 @@ topology_stop(void)
     tp.cur = NULL;
     rv_free(tp.shard_ids);
     tp.shard_ids = NULL;
+    rv_free(tp.handover);
+    tp.handover = NULL;
 }
 
 void
@@ -674,13 +677,58 @@ topology_status(struct topology_status *out)
 
 /* ---- replication follows the topology ---- */
 
+/* The replica of n (in t) this shard follows in the data plane, or NULL. */
+static const struct topo_node *
+followed_replica(const struct topo *t, unsigned me, const struct repl *r)
+{
+    static _Thread_local uint16_t reps[TOPO_MAX_NODES];
+    size_t nr = topo_replicas(t, me, reps, TOPO_MAX_NODES);
+    for (size_t i = 0; i < nr; i++) {
+        const struct topo_node *x = &t->nodes[reps[i]];
+        if (repl_follows_node(r, x->ip, x->port)) {
+            return x;
+        }
+    }
+    return NULL;
+}
+
+/* While a hand-over is not in the topology yet, the data plane's roles win:
+ * true to leave them alone. The node that took over waits for its PROMOTE;
+ * the one that handed over stays its replica unless the topology marks that
+ * replica failed (it died before the promotion committed: the slots come
+ * back here rather than stay down). */
+static bool
+handover_pending(struct shard *s, const struct topo *t, int me, const struct repl *r)
+{
+    atomic_int *h = &tp.handover[shard_env(s)->id];
+    const struct topo_node *n = &t->nodes[me];
+    switch (atomic_load(h)) {
+    case HANDOVER_TOOK:
+        if (n->role == TOPO_REPLICA && !repl_is_replica(r)) {
+            return true; /* (its PROMOTE is re-sent by the monitor) */
+        }
+        break;
+    case HANDOVER_GAVE:
+        if (n->role == TOPO_PRIMARY && repl_is_replica(r)) {
+            const struct topo_node *x = followed_replica(t, (unsigned)me, r);
+            if (x != NULL && !(x->flags & TOPO_F_FAIL)) {
+                return true;
+            }
+        }
+        break;
+    default: return false;
+    }
+    atomic_store(h, HANDOVER_NONE);
+    return false;
+}
+
 void
 topology_reconcile(struct shard *s)
 {
     const struct topo *t = shard_env(s)->topo;
     int me = shard_env(s)->topo_me;
     struct repl *r = persist_repl(s);
-    if (t == NULL || me < 0 || r == NULL) {
+    if (t == NULL || me < 0 || r == NULL || handover_pending(s, t, me, r)) {
         return;
     }
     const struct topo_node *n = &t->nodes[me];
@@ -699,14 +747,36 @@ topology_reconcile(struct shard *s)
     }
 }
 
+/* Control thread: the outcome of a change proposed with no client waiting; a
+ * host that does not lead sends it to the leader's host. */
 void
 tpi_bg_done(void *arg, const struct ctl_result *res)
 {
-    (void)arg;
-    if (res->err != CTL_OK || res->code != 0) {
+    struct buf *entry = arg;
+    if (res->err == CTL_ENOTLEADER && entry != NULL && forward_bg(entry, res->leader_id)) {
+        entry = NULL; /* (the forward owns it) */
+    } else if (res->err != CTL_OK || res->code != 0) {
         log_warn("cluster: a topology change this host proposed by itself failed: %s %s",
                  ctl_strerror(res->err), res->msg ? res->msg : "");
     }
+    if (entry != NULL) {
+        buf_deinit(entry);
+        rv_free(entry);
+    }
+}
+
+static _Atomic uint64_t promote_sent_us; /* (retries wait for the last one's answer) */
+
+static void
+promote_bg(const char *id)
+{
+    atomic_store(&promote_sent_us, clock_mono_us());
+    struct buf b;
+    buf_init(&b);
+    if (topo_enc_promote(&b, id) == RV_OK) {
+        tpi_propose_bg(&b);
+    }
+    buf_deinit(&b);
 }
 
 /* A replica's shard took over in the data plane (FAILOVER's hand-over, sent by
@@ -719,15 +789,36 @@ topology_primary_now(struct shard *s)
     if (t == NULL || me < 0 || t->nodes[me].role != TOPO_REPLICA) {
         return;
     }
-    struct buf b;
-    buf_init(&b);
-    if (topo_enc_promote(&b, t->nodes[me].id) == RV_OK) {
-        log_notice("cluster: this node (%.8s) took over from its primary; proposing it as the "
-                   "primary of its slots",
-                   t->nodes[me].id);
-        tpi_propose_bg(&b);
+    atomic_store(&tp.handover[shard_env(s)->id], HANDOVER_TOOK);
+    log_notice("cluster: this node (%.8s) took over from its primary; proposing it as the "
+               "primary of its slots",
+               t->nodes[me].id);
+    promote_bg(t->nodes[me].id);
+}
+
+void
+topology_replica_now(struct shard *s)
+{
+    const struct topo *t = shard_env(s)->topo;
+    int me = shard_env(s)->topo_me;
+    if (t != NULL && me >= 0 && t->nodes[me].role == TOPO_PRIMARY) {
+        atomic_store(&tp.handover[shard_env(s)->id], HANDOVER_GAVE);
     }
-    buf_deinit(&b);
+}
+
+void
+tpi_handover_retry(void)
+{
+    if (clock_mono_us() - atomic_load(&promote_sent_us) < 2000000) {
+        return; /* (one in flight may still commit: a duplicate would only be refused) */
+    }
+    for (unsigned i = 0; tp.handover != NULL && i < tp.node->nshards; i++) {
+        if (atomic_load(&tp.handover[i]) == HANDOVER_TOOK) {
+            log_notice("cluster: node %.8s: its promotion is not in the topology yet; sent again",
+                       tp.node->ids[i]);
+            promote_bg(tp.node->ids[i]);
+        }
+    }
 }
 
 void
@@ -736,8 +827,15 @@ tpi_propose_bg(const struct buf *b)
     if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
         return; /* (the control plane is being replaced: a join) */
     }
-    if (tp.ctl != NULL && ctl_propose(tp.ctl, b->data, b->len, tpi_bg_done, NULL) != RV_OK) {
-        log_warn("cluster: cannot propose a topology change now");
+    if (tp.ctl != NULL) {
+        struct buf *copy = rv_calloc(1, sizeof(*copy));
+        buf_init(copy);
+        buf_append(copy, b->data, b->len);
+        if (ctl_propose(tp.ctl, b->data, b->len, tpi_bg_done, copy) != RV_OK) {
+            log_warn("cluster: cannot propose a topology change now");
+            buf_deinit(copy);
+            rv_free(copy);
+        }
     }
     pthread_rwlock_unlock(&tp.lock);
 }

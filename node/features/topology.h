@@ -72,6 +72,9 @@ void topology_reconcile(struct shard *s);
 /* A replica's shard promoted itself (FAILOVER's hand-over): propose its node
  * as the primary of its slots (PROMOTE). */
 void topology_primary_now(struct shard *s);
+/* A primary's shard handed over to its replica (FAILOVER): it stays that
+ * replica's follower until the topology records the promotion. */
+void topology_replica_now(struct shard *s);
 /* Send a RESP command (req) to ip:port from a thread of its own; its reply
  * line becomes c's reply (c waits). */
 void topology_relay(struct conn *c, const char *ip, int port, const struct buf *req);

@@ -29,6 +29,18 @@ struct topology_state {
     struct ctl_opts opts; /* how it was started (joining restarts it without bootstrap) */
     char ip[46], addr[CTL_ADDR_MAX], bind[CTL_ADDR_MAX], dir[4200];
     atomic_bool joining;
+    /* Per shard: a FAILOVER hand-over the data plane made before the topology
+     * recorded it (enum handover; topology.c). */
+    atomic_int *handover;
+};
+
+/* A hand-over (CLUSTER FAILOVER) swaps the roles in the data plane first and
+ * then proposes PROMOTE; until that commits, the topology still names the old
+ * roles, and following it would undo the hand-over. */
+enum handover {
+    HANDOVER_NONE,
+    HANDOVER_TOOK, /* this node took over: its PROMOTE is re-sent until committed */
+    HANDOVER_GAVE, /* this node handed over: it stays a replica until the topology agrees */
 };
 extern struct topology_state tp;
 
@@ -68,6 +80,9 @@ void tpi_sleep_ms(long ms);
 /* Propose b with no client waiting (outcome logged); skipped while the
  * control plane is being replaced or is not running. */
 void tpi_propose_bg(const struct buf *b);
+/* Monitor thread: re-send the PROMOTE of every shard whose hand-over the
+ * topology has not recorded yet. */
+void tpi_handover_retry(void);
 /* tp.lock taken shared with a running control plane; false after replying
  * to c why not (unlock with pthread_rwlock_unlock). */
 struct conn;
@@ -76,6 +91,9 @@ bool tpi_lock_for(struct conn *c);
 /* topology_join.c */
 void admit_host(uint64_t id, const char *addr);
 bool forward(struct request *rq, uint64_t leader_id);
+/* Control thread: send entry (heap, owned on success) to the leader's host
+ * with no client waiting; false when no leader is known. */
+bool forward_bg(struct buf *entry, uint64_t leader_id);
 int resp_call(const char *ip, int port, const struct buf *req, char *out, size_t n, int timeout_ms);
 int resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t n,
                  int timeout_ms, bool all);

@@ -461,6 +461,59 @@ forward(struct request *rq, uint64_t leader_id)
     return true;
 }
 
+/* A change proposed with no client waiting (a promotion after a hand-over, the
+ * monitor's) on a host that does not lead: sent to the leader's host from a
+ * thread of its own, the outcome logged. */
+struct bg_job {
+    char ip[TOPO_IP_MAX + 1];
+    int port;
+    struct buf req;
+};
+
+static void *
+bg_worker(void *arg)
+{
+    struct bg_job *j = arg;
+    char line[CTL_MSG_MAX + 64];
+    if (resp_call(j->ip, j->port, &j->req, line, sizeof(line), 10000) != 0 || line[0] != '+') {
+        log_warn("cluster: a topology change sent to the log's leader at %s:%d failed: %s", j->ip,
+                 j->port, line);
+    }
+    buf_deinit(&j->req);
+    rv_free(j);
+    return NULL;
+}
+
+bool
+forward_bg(struct buf *entry, uint64_t leader_id)
+{
+    const struct topo_node *to = NULL;
+    for (unsigned i = 0; leader_id != 0 && tp.cur != NULL && i < tp.cur->nnodes && !to; i++) {
+        to = tp.cur->nodes[i].host_id == leader_id ? &tp.cur->nodes[i] : NULL;
+    }
+    if (to == NULL) {
+        return false;
+    }
+    struct bg_job *j = rv_calloc(1, sizeof(*j));
+    snprintf(j->ip, sizeof(j->ip), "%s", to->ip);
+    j->port = to->port;
+    buf_init(&j->req);
+    resp_w_array(&j->req, 5);
+    resp_w_bulk_cstr(&j->req, "RVCLUSTER");
+    resp_w_bulk_cstr(&j->req, "PROPOSE");
+    resp_w_bulk_cstr(&j->req, "ok");
+    resp_w_bulk_cstr(&j->req, "-");
+    resp_w_bulk(&j->req, entry->data, entry->len);
+    if (tpi_spawn(bg_worker, j) != 0) {
+        buf_deinit(&j->req);
+        rv_free(j);
+        return false;
+    }
+    buf_deinit(entry);
+    rv_free(entry);
+    return true;
+}
+
 bool
 topology_leader_node(const struct topo *t, char *ip, size_t ipsz, int *port)
 {

@@ -318,6 +318,9 @@ monitor_tick(int64_t timeout)
                                        "log's quorum): this host's primaries refuse writes "
                                        "(CLUSTERDOWN)");
     }
+    if (have) {
+        tpi_handover_retry();
+    }
     int64_t now = mono_ms();
     if (!leader) {
         mon.was_leader = false;

@@ -140,8 +140,12 @@ h_set_role(void *host, bool replica)
 {
     persist_repl_set_replica(host, replica);
     ks_set_replica_mode(shard_env(host)->ks, replica);
-    if (!replica && shard_env(host)->topo != NULL) {
-        topology_primary_now(host); /* (cluster mode: a hand-over made this node the primary) */
+    if (shard_env(host)->topo != NULL) { /* (cluster mode: a FAILOVER hand-over) */
+        if (replica) {
+            topology_replica_now(host);
+        } else {
+            topology_primary_now(host);
+        }
     }
 }
 
