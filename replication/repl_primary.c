@@ -749,6 +749,9 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
         link_close(l, "malformed frame");
         return;
     }
+    if (acked && r->hot.sync) {
+        primary_sync_update(r); /* persist_before_poll releases what it covers */
+    }
     if (acked && r->waiters) {
         primary_check_waiters(r, now);
     }
@@ -929,7 +932,7 @@ primary_ship(struct repl *r)
     bool ship = pending > 0 && ship_due(r, pending);
     /* Whoever waits for acks gets one after each ship, and a new waiter one
      * even if its records already left. */
-    bool waiting = r->waiters != NULL || r->fo.st == FO_WAIT;
+    bool waiting = r->waiters != NULL || r->fo.st == FO_WAIT || r->hot.sync;
     bool ask = r->ask_ack;
     r->ask_ack = false;
     for (struct link *l = r->links, *n; l; l = n) {
@@ -978,6 +981,33 @@ primary_good_replicas(struct repl *r, int64_t now)
         }
     }
     return n;
+}
+
+void
+primary_sync_update(struct repl *r)
+{
+    long n = repl_cfg(r)->min_sync_replicas;
+    if (n <= 0 || (long)r->nlinks < n) {
+        return;
+    }
+    /* the n-th highest ack of the online links: the greatest LSN that n of
+     * them reached (a few links: quadratic is fine) */
+    uint64_t best = 0;
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st != LINK_ONLINE || l->ack <= best) {
+            continue;
+        }
+        long reached = 0;
+        for (struct link *m = r->links; m; m = m->next) {
+            reached += m->st == LINK_ONLINE && m->ack >= l->ack;
+        }
+        if (reached >= n) {
+            best = l->ack;
+        }
+    }
+    if (best > r->hot.sync_lsn) {
+        r->hot.sync_lsn = best;
+    }
 }
 
 void
