@@ -1252,7 +1252,7 @@ persist_info(struct shard *s, struct buf *b)
                  "checkpoint_in_progress:%d\r\ncheckpoint_keys_written:%" PRIu64 "\r\n"
                  "loading_keys:%" PRIu64 "\r\nloading_wal_records:%" PRIu64 "\r\n"
                  "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
-                 "loading_time_ms:%" PRIu64 "\r\n\r\n",
+                 "loading_time_ms:%" PRIu64 "\r\nsync_repl_closed_clients:%" PRIu64 "\r\n\r\n",
                  p->loading, modes[p->mode], p->changes, snap_active(p), p->lastsave_ms / 1000,
                  p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves, p->w != NULL,
                  snap_active(p), p->w && wal_write_error(p->w) ? "err" : "ok",
@@ -1263,6 +1263,6 @@ persist_info(struct shard *s, struct buf *b)
                  p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none", p->nheld,
                  ws.syncs, ws.slow_syncs, ws.paced_syncs, ws.max_sync_us, ws.prezeroed_segments,
                  p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
-                 p->torn_tails, p->replay_errors, p->load_us / 1000);
+                 p->torn_tails, p->replay_errors, p->load_us / 1000, p->sync_closed);
     buf_append(b, line, (size_t)n);
 }
