@@ -480,6 +480,13 @@ persist_note_output(struct conn *c)
         return;
     }
     uint64_t need = wal_failing(p) ? release_lsn(p) : last_lsn(p);
+    if (p->sync_hold && !(c->flags & CONN_DATA) && need > p->sync_rel) {
+        /* no key read or written (PING, INFO, CLUSTER, a refused write):
+         * nothing of the unacknowledged tail shows, so replicas are not
+         * waited for (the cluster's probes and lease go on) */
+        need = p->sync_rel;
+    }
+    c->flags &= ~CONN_DATA;
     if (c->own_lsn > need) {
         need = c->own_lsn;
     }
