@@ -13,7 +13,7 @@ from ruviotest import repl
 
 pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
 
-DURABILITY = ["memory", "everysec"]
+DURABILITY = ["memory", "everysec", "always"]
 
 
 def sync_on(c, n=1):
