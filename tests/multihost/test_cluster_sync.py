@@ -359,3 +359,79 @@ def keys_per_primary_of(net, node_id):
         if any(a <= s <= b for a, b in rs):
             return k
         i += 1
+
+
+PORTS3 = (7000, 7001, 7002)
+
+
+def start_host3(net, h):
+    """One process of three shards (ports 7000-7002) on host h, DEBUG enabled."""
+    d = os.path.join(net.workdir, h.name)
+    os.makedirs(d, exist_ok=True)
+    p = h.spawn([test_cluster_hosts.examples.RUVIO_BIN, "--shards", 3, "--cluster-enabled", "yes", "--bind", h.ip,
+                 "--port", PORTS3[0], "--dir", d, "--cluster-node-timeout", NODE_TIMEOUT_MS,
+                 "--enable-debug-command", "yes", "--min-sync-replicas", 1], log="ruvio-%s" % h.name)
+    wait_for(lambda: all(h.can_reach(h, port) for port in PORTS3), timeout=20, what="%s up" % h.name)
+    return p
+
+
+def test_failover_waits_for_enough_replicas_to_answer(cluster_net):
+    """R = 2 replicas, N = 1: the leader promotes only once R - N + 1 = 2 of them answer ROLE. One replica's
+    shard is blocked (DEBUG SLEEP) when its primary's host is killed: no promotion until it answers again."""
+    procs = {h.name: start_host3(cluster_net, h) for h in cluster_net}
+    addrs = ["%s:%d" % (h.ip, p) for p in PORTS3 for h in cluster_net]
+    r = cluster_net["h0"].run(["timeout", "60", "redis-cli", "--cluster", "create", *addrs, "--cluster-replicas",
+                               2, "--cluster-yes"], timeout=70)
+    assert r.returncode == 0, r.stdout + r.stderr
+    hosts = list(cluster_net)
+    wait_for(lambda: sorted(t[2] for t in topology(cluster_net).values()) == ["primary"] * 3 + ["replica"] * 6,
+             timeout=20, what="three primaries and six replicas")
+    wait_for(lambda: replicas_synced(cluster_net), timeout=30, what="every replica in sync")
+    lead = cluster_net[wait_for(lambda: one_leader(hosts), timeout=10, what="one log leader")]
+    topo = topology(cluster_net)
+    vid, (vip, vport, _, _, slots) = next((i, t) for i, t in topo.items() if t[2] == "primary" and t[0] != lead.ip)
+    reps = [(i, t) for i, t in topo.items() if t[3] == vid]
+    assert len(reps) == 2 and all(t[0] != vip for _, t in reps), reps
+    # the replica to block: not on the leader's host and not its host's first node (the lease asks that one)
+    blocked = [(i, t) for i, t in reps if t[0] != lead.ip and t[1] != PORTS3[0]]
+    if not blocked:
+        pytest.skip("the layout leaves no replica to block without touching the lease (%s)" % reps)
+    bid, (bip, bport, _, _, _) = blocked[0]
+    # an acknowledged write on the victim's slots
+    key = keys_per_primary_of(cluster_net, vid)
+    c = redis.Redis(host=vip, port=vport, socket_timeout=5, decode_responses=True)
+    assert c.incr(key) == 1
+    c.close()
+    sleep_s = NODE_TIMEOUT_MS / 1000 * 3 + 2
+    sleeper = redis.Redis(host=bip, port=bport, socket_timeout=sleep_s + 10, decode_responses=True)
+    done = threading.Event()
+
+    def block():
+        try:
+            sleeper.execute_command("DEBUG", "SLEEP", sleep_s)
+        finally:
+            done.set()
+    threading.Thread(target=block, daemon=True).start()
+    victim = next(h for h in hosts if h.ip == vip)
+    cluster_net.kill9(procs[victim.name])
+    t0 = time.monotonic()
+    log_path = procs[lead.name].log_path
+
+    def refused_logged():
+        with open(log_path, errors="replace") as f:
+            return "promoting needs 2" in f.read()
+    wait_for(refused_logged, timeout=sleep_s, what="the leader refusing to promote with one replica answering")
+    assert not done.is_set(), "the blocked replica woke before the check (a loaded machine?)"
+    assert not taken_over(cluster_net, vid, slots, skip=(vip,)), "promoted with one of two replicas answering"
+    wait_for(done.is_set, timeout=sleep_s + 10, what="the blocked replica awake")
+    wait_for(lambda: taken_over(cluster_net, vid, slots, skip=(vip,)), timeout=NODE_TIMEOUT_MS / 1000 * 3 + 10,
+             what="a replica promoted once both answer")
+    print("\npromoted %.2f s after the kill (one replica blocked for %.0f s)" % (time.monotonic() - t0, sleep_s))
+    sleeper.close()
+    new_id = next(i for i, t in topology(cluster_net, skip=(vip,)).items() if t[2] == "primary" and t[4] == slots)
+    nip, nport = topology(cluster_net, skip=(vip,))[new_id][:2]
+    n = redis.Redis(host=nip, port=nport, socket_timeout=5, decode_responses=True)
+    try:
+        assert n.get(key) == "1"
+    finally:
+        n.close()
