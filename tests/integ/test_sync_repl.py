@@ -4,6 +4,7 @@ min-sync-replicas-timeout is never reported as success (its connection is closed
 
 import signal
 import threading
+import time
 
 import pytest
 import redis
@@ -138,6 +139,29 @@ def test_config_set_zero_releases_held_writes(start_server):
         assert p.config_set("min-sync-replicas", 0)  # the operator goes back to asynchronous replication
         wr.join(5)
         assert wr.result is True
+    finally:
+        replica.proc.send_signal(signal.SIGCONT)
+    w.close()
+
+
+def test_demoted_primary_closes_its_waiting_writers(start_server):
+    """A primary made a replica while a write waits for its replica: the write is not its to acknowledge any
+    more (the new primary's history decides), so the client is closed at once, not after the timeout."""
+    primary, replica, p, r = pair(start_server, "memory", "--min-sync-replicas-timeout", "60000")
+    other = start_server()
+    assert p.config_set("min-sync-replicas", 1)
+    sync_on(p)
+    w = primary.client(socket_timeout=20)
+    replica.proc.send_signal(signal.SIGSTOP)
+    try:
+        wr = Call(lambda: w.set("k1", "v1"))
+        wr.join(0.5)
+        assert wr.is_alive()
+        t0 = time.monotonic()
+        assert p.replicaof(HOST, other.port) == "OK"
+        wr.join(10)
+        assert isinstance(wr.result, redis.exceptions.ConnectionError), repr(wr.result)
+        assert time.monotonic() - t0 < 10
     finally:
         replica.proc.send_signal(signal.SIGCONT)
     w.close()
