@@ -885,15 +885,17 @@ on_ship_timer(evutil_socket_t fd, short what, void *arg)
  * repl-ship-delay-us carries many records (a write per event-loop iteration
  * costs the primary a syscall and the replica a wake-up each time); a record
  * after a quiet spell, a batch past SHIP_NOW_BYTES, a WAIT or a FAILOVER
- * waiting for acknowledgements go at once. */
+ * waiting for acknowledgements, and every batch in synchronous mode (its
+ * writers wait for the acks: a delay would only add to their latency) go at
+ * once. */
 static bool
 ship_due(struct repl *r, uint64_t pending)
 {
     const struct repl_cfg *cfg = repl_cfg(r);
     int64_t delay = cfg->repl_ship_delay_us;
     uint64_t now = clock_mono_us();
-    if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || pending >= SHIP_NOW_BYTES ||
-        now - r->last_ship_us >= (uint64_t)delay) {
+    if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || r->hot.sync ||
+        pending >= SHIP_NOW_BYTES || now - r->last_ship_us >= (uint64_t)delay) {
         r->last_ship_us = now;
         return true;
     }
