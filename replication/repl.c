@@ -393,8 +393,28 @@ repl_guard_update(struct repl *r)
 {
     const struct repl_cfg *cfg = repl_cfg(r);
     r->hot.guard = r->replica || r->fenced_epoch != 0 || r->fo.st != FO_NONE ||
-                   cfg->min_replicas_to_write > 0;
+                   cfg->min_replicas_to_write > 0 || cfg->min_sync_replicas > 0;
     r->ops->set_guard(r->host, r->hot.guard);
+    bool sync = !r->replica && cfg->min_sync_replicas > 0;
+    if (sync && !r->hot.sync) {
+        /* what is there was released under the previous rule (asynchronous,
+         * or as a replica: the old primary's records) */
+        r->hot.sync_lsn = repl_last_lsn(r);
+    } else if (!sync && r->hot.sync && r->replica) {
+        r->hot.sync_cut = r->hot.sync_lsn + 1; /* demoted: the unacked tail is not ours to ack */
+    }
+    r->hot.sync = sync;
+    if (sync) {
+        primary_sync_update(r); /* (min-sync-replicas may have dropped) */
+    }
+}
+
+uint64_t
+repl_sync_take_cut(struct repl *r)
+{
+    uint64_t cut = r->hot.sync_cut;
+    r->hot.sync_cut = 0;
+    return cut;
 }
 
 bool
@@ -424,8 +444,9 @@ repl_refuse_write(struct repl *r, void *c)
         r->ops->client_error(r->host, c, e);
         return true;
     }
-    if (cfg->min_replicas_to_write > 0 &&
-        primary_good_replicas(r, repl_now(r)) < cfg->min_replicas_to_write) {
+    long need = cfg->min_replicas_to_write > cfg->min_sync_replicas ? cfg->min_replicas_to_write
+                                                                    : cfg->min_sync_replicas;
+    if (need > 0 && primary_good_replicas(r, repl_now(r)) < need) {
         r->ops->client_error(r->host, c, "NOREPLICAS Not enough good replicas to write.");
         return true;
     }
@@ -492,6 +513,10 @@ repl_info(struct repl *r, struct buf *b)
     buf_appendf(b, "connected_slaves:%u\r\n", r->nlinks);
     if (!r->replica && cfg->min_replicas_to_write > 0) {
         buf_appendf(b, "min_slaves_good_slaves:%ld\r\n", primary_good_replicas(r, now));
+    }
+    if (r->hot.sync) { /* synchronous replication (min-sync-replicas) */
+        buf_appendf(b, "sync_replicas:%" PRId64 "\r\nsync_acked_offset:%" PRIu64 "\r\n",
+                    cfg->min_sync_replicas, r->hot.sync_lsn);
     }
     unsigned i = 0;
     for (struct link *l = r->links; l; l = l->next) {

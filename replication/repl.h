@@ -21,11 +21,19 @@ struct repl;
 
 /* The hot flags. backlog: a backlog collects records (a replica ever
  * connected, or this shard follows a primary). guard: a write may be refused
- * here (replica, fenced, FAILOVER, min-replicas-to-write), so writes ask
- * repl_refuse_write. Must stay first in struct repl. */
+ * here (replica, fenced, FAILOVER, min-replicas-to-write, min-sync-replicas),
+ * so writes ask repl_refuse_write. sync: synchronous replication on this
+ * primary (min-sync-replicas > 0): replies wait until sync_lsn covers what
+ * they depend on; sync_lsn, the highest LSN that many replicas applied, only
+ * grows while sync is on. sync_cut: != 0 when sync ended because the shard
+ * became a replica: replies held past sync_cut - 1 must not be released
+ * (persist.c closes them; repl_sync_take_cut). Must stay first in struct repl. */
 struct repl_hot {
     bool backlog;
     bool guard;
+    bool sync;
+    uint64_t sync_lsn;
+    uint64_t sync_cut;
 };
 static inline bool
 repl_backlog_on(const struct repl *r)
@@ -37,6 +45,19 @@ repl_guard_on(const struct repl *r)
 {
     return ((const struct repl_hot *)(const void *)r)->guard;
 }
+
+static inline bool
+repl_sync_on(const struct repl *r)
+{
+    return ((const struct repl_hot *)(const void *)r)->sync;
+}
+static inline uint64_t
+repl_sync_lsn(const struct repl *r)
+{
+    return ((const struct repl_hot *)(const void *)r)->sync_lsn;
+}
+/* persist.c: the demotion cut (see struct repl_hot), once; 0 when none. */
+uint64_t repl_sync_take_cut(struct repl *r);
 
 /* persist.c: create the shard's state after recovery (starts following the
  * configured replicaof), tear down at exit. host: the shard, handed to the

@@ -40,6 +40,7 @@ struct repl_cfg {
     int64_t repl_backlog_size, repl_timeout, repl_frame_limit, repl_backlog_ttl;
     int64_t repl_ship_delay_us, wal_segment_bytes;
     int64_t replica_priority, min_replicas_to_write, min_replicas_max_lag;
+    int64_t min_sync_replicas; /* synchronous replication: replicas that must ack a write */
     int64_t obl_hard, obl_soft, obl_secs; /* client-output-buffer-limit replica */
     bool replica_read_only, replica_serve_stale_data;
 };

@@ -300,6 +300,9 @@ void primary_cron(struct repl *r, int64_t now);
 void primary_drop_all(struct repl *r);
 void primary_check_waiters(struct repl *r, int64_t now);
 long primary_good_replicas(struct repl *r, int64_t now);
+/* Synchronous replication: raise hot.sync_lsn to the highest LSN that
+ * min-sync-replicas online replicas acked (after acks, or a config change). */
+void primary_sync_update(struct repl *r);
 
 void primary_flush_link(struct link *l);
 /* The backlog is about to drop the bytes below upto: connected replicas that

@@ -749,6 +749,9 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
         link_close(l, "malformed frame");
         return;
     }
+    if (acked && r->hot.sync) {
+        primary_sync_update(r); /* persist_before_poll releases what it covers */
+    }
     if (acked && r->waiters) {
         primary_check_waiters(r, now);
     }
@@ -882,15 +885,17 @@ on_ship_timer(evutil_socket_t fd, short what, void *arg)
  * repl-ship-delay-us carries many records (a write per event-loop iteration
  * costs the primary a syscall and the replica a wake-up each time); a record
  * after a quiet spell, a batch past SHIP_NOW_BYTES, a WAIT or a FAILOVER
- * waiting for acknowledgements go at once. */
+ * waiting for acknowledgements, and every batch in synchronous mode (its
+ * writers wait for the acks: a delay would only add to their latency) go at
+ * once. */
 static bool
 ship_due(struct repl *r, uint64_t pending)
 {
     const struct repl_cfg *cfg = repl_cfg(r);
     int64_t delay = cfg->repl_ship_delay_us;
     uint64_t now = clock_mono_us();
-    if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || pending >= SHIP_NOW_BYTES ||
-        now - r->last_ship_us >= (uint64_t)delay) {
+    if (delay <= 0 || r->waiters || r->fo.st != FO_NONE || r->hot.sync ||
+        pending >= SHIP_NOW_BYTES || now - r->last_ship_us >= (uint64_t)delay) {
         r->last_ship_us = now;
         return true;
     }
@@ -929,7 +934,7 @@ primary_ship(struct repl *r)
     bool ship = pending > 0 && ship_due(r, pending);
     /* Whoever waits for acks gets one after each ship, and a new waiter one
      * even if its records already left. */
-    bool waiting = r->waiters != NULL || r->fo.st == FO_WAIT;
+    bool waiting = r->waiters != NULL || r->fo.st == FO_WAIT || r->hot.sync;
     bool ask = r->ask_ack;
     r->ask_ack = false;
     for (struct link *l = r->links, *n; l; l = n) {
@@ -978,6 +983,33 @@ primary_good_replicas(struct repl *r, int64_t now)
         }
     }
     return n;
+}
+
+void
+primary_sync_update(struct repl *r)
+{
+    long n = repl_cfg(r)->min_sync_replicas;
+    if (n <= 0 || (long)r->nlinks < n) {
+        return;
+    }
+    /* the n-th highest ack of the online links: the greatest LSN that n of
+     * them reached (a few links: quadratic is fine) */
+    uint64_t best = 0;
+    for (struct link *l = r->links; l; l = l->next) {
+        if (l->st != LINK_ONLINE || l->ack <= best) {
+            continue;
+        }
+        long reached = 0;
+        for (struct link *m = r->links; m; m = m->next) {
+            reached += m->st == LINK_ONLINE && m->ack >= l->ack;
+        }
+        if (reached >= n) {
+            best = l->ack;
+        }
+    }
+    if (best > r->hot.sync_lsn) {
+        r->hot.sync_lsn = best;
+    }
 }
 
 void

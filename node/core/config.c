@@ -123,6 +123,8 @@ static const struct cfg_key cfg_keys[] = {
     { "replica-announce-port", "slave-announce-port", K_INT, F(repl.replica_announce_port), "0", 0, 65535, true, NULL },
     { "min-replicas-to-write", "min-slaves-to-write", K_INT, F(repl.min_replicas_to_write), "0", 0, INT_MAX, true, NULL },
     { "min-replicas-max-lag", "min-slaves-max-lag", K_INT, F(repl.min_replicas_max_lag), "10", 0, INT_MAX, true, NULL },
+    { "min-sync-replicas", NULL, K_INT, F(repl.min_sync_replicas), "0", 0, 64, true, NULL },
+    { "min-sync-replicas-timeout", NULL, K_INT, F(repl.min_sync_replicas_timeout), "10000", 1, INT_MAX, true, NULL },
 };
 /* clang-format on */
 #undef F

@@ -143,6 +143,10 @@ struct cfg_repl {
     int64_t replica_announce_port;
     int64_t min_replicas_to_write;
     int64_t min_replicas_max_lag; /* seconds */
+    /* synchronous replication (docs/replication.md): a write is acknowledged
+     * once this many replicas applied it; held at most the timeout (ms) */
+    int64_t min_sync_replicas;
+    int64_t min_sync_replicas_timeout;
 };
 
 /* One snapshot: a group per module, each reads its own. */

@@ -203,11 +203,31 @@ replica_offset_full(const struct topo_node *x, int timeout_ms)
     return last ? strtoll(last + 3, NULL, 10) : -1;
 }
 
-static void
+/* Synchronous replication (min-sync-replicas n, docs/cluster.md): a write was
+ * acknowledged once n of the primary's nr replicas had it, so the replica
+ * with the highest offset among those that answered has every acknowledged
+ * write only when at least nr - n + 1 answered (they meet every set of n).
+ * n is this leader's own setting (set it the same on every host). */
+static bool
+sync_quorum_answered(const struct topo_node *x, size_t nr, size_t answered)
+{
+    int64_t n = atomic_load(&tp.node->cfg)->repl.min_sync_replicas;
+    if (n <= 0 || (int64_t)answered >= (int64_t)nr - n + 1) {
+        return true;
+    }
+    log_warn("cluster: primary %.8s (%s:%u) is unreachable but only %zu of its %zu replicas "
+             "answered: with min-sync-replicas %" PRId64 " promoting needs %" PRId64
+             " (one of them may lack acknowledged writes); retrying",
+             x->id, x->ip, x->port, answered, nr, n, (int64_t)nr - n + 1);
+    return false;
+}
+
+/* false: not decided yet (ask again at the next tick). */
+static bool
 fail_over(const struct topo *t, unsigned idx, int timeout_ms)
 {
     static uint16_t reps[TOPO_MAX_NODES];
-    size_t nr = topo_replicas(t, idx, reps, TOPO_MAX_NODES);
+    size_t nr = topo_replicas(t, idx, reps, TOPO_MAX_NODES), answered = 0;
     long long best = -1;
     int pick = -1;
     for (size_t i = 0; i < nr; i++) {
@@ -216,17 +236,21 @@ fail_over(const struct topo *t, unsigned idx, int timeout_ms)
             continue;
         }
         long long off = replica_offset_full(r, timeout_ms);
+        answered += off >= 0;
         if (off > best) {
             best = off;
             pick = reps[i];
         }
     }
     const struct topo_node *x = &t->nodes[idx];
+    if (pick >= 0 && !sync_quorum_answered(x, nr, answered)) {
+        return false;
+    }
     if (pick < 0) {
         log_warn("cluster: primary %.8s (%s:%u) is unreachable and none of its replicas answers: "
                  "its slots stay down",
                  x->id, x->ip, x->port);
-        return;
+        return true;
     }
     log_warn("cluster: primary %.8s (%s:%u) answered nothing for cluster-node-timeout: promoting "
              "its replica %.8s (%s:%u, replication offset %lld)",
@@ -240,6 +264,7 @@ fail_over(const struct topo *t, unsigned idx, int timeout_ms)
     topo_enc_node_set_flags(&b, x->id, (uint16_t)(x->flags | TOPO_F_FAIL));
     tpi_propose_bg(&b);
     buf_deinit(&b);
+    return true;
 }
 
 /* The first node of host id in t, or NULL. */
@@ -361,7 +386,9 @@ monitor_tick(int64_t timeout)
                        topo_replicas(t, i, reps, TOPO_MAX_NODES) > 0;
         if (mono_ms() - p->last_ok_ms > timeout && !(x->flags & TOPO_F_FAIL)) {
             if (serving) {
-                fail_over(t, i, ping_ms);
+                if (!fail_over(t, i, ping_ms)) {
+                    continue; /* (not decided: asked again at the next tick) */
+                }
             } else { /* (a replica, or a primary without slots: just shown as failed) */
                 struct buf b;
                 buf_init(&b);

@@ -17,6 +17,7 @@
 #include "node/types/obj.h"
 #include "node/persist/replay.h"
 #include "node/core/reply.h"
+#include "node/core/node.h"
 #include "node/core/shard.h"
 #include "replication/repl.h"
 #include "wal/wal.h"
@@ -413,16 +414,37 @@ persist_refuse_write(struct conn *c)
     return false;
 }
 
+/* What the WAL mode releases (memory mode: everything produced). */
+static uint64_t
+wal_release_lsn(const struct persist *p)
+{
+    if (p->w == NULL) {
+        return last_lsn(p);
+    }
+    return p->mode == WAL_ALWAYS ? wal_durable_lsn(p->w) : wal_written_lsn(p->w);
+}
+
+/* Replies may leave once everything they depend on is up to this LSN: the
+ * WAL mode's point, and with synchronous replication no further than what
+ * enough replicas acked. */
 static uint64_t
 release_lsn(const struct persist *p)
 {
-    return p->mode == WAL_ALWAYS ? wal_durable_lsn(p->w) : wal_written_lsn(p->w);
+    uint64_t rel = wal_release_lsn(p);
+    return p->sync_hold && p->sync_rel < rel ? p->sync_rel : rel;
+}
+
+/* Replies are held (marks kept) at all: a WAL, or synchronous replication. */
+static inline bool
+holding(const struct persist *p)
+{
+    return p->w != NULL || p->sync_hold;
 }
 
 static bool
 wal_failing(const struct persist *p)
 {
-    return wal_write_error(p->w) != 0 || wal_sync_error(p->w) != 0;
+    return p->w != NULL && (wal_write_error(p->w) != 0 || wal_sync_error(p->w) != 0);
 }
 
 /* write() what is staged; the first failure of an episode is logged. */
@@ -454,10 +476,17 @@ void
 persist_note_output(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
-    if (p == NULL || p->w == NULL) {
+    if (p == NULL || !holding(p)) {
         return;
     }
-    uint64_t need = wal_failing(p) ? release_lsn(p) : wal_last_lsn(p->w);
+    uint64_t need = wal_failing(p) ? release_lsn(p) : last_lsn(p);
+    if (p->sync_hold && !(c->flags & CONN_DATA) && need > p->sync_rel) {
+        /* no key read or written (PING, INFO, CLUSTER, a refused write):
+         * nothing of the unacknowledged tail shows, so replicas are not
+         * waited for (the cluster's probes and lease go on) */
+        need = p->sync_rel;
+    }
+    c->flags &= ~CONN_DATA;
     if (c->own_lsn > need) {
         need = c->own_lsn;
     }
@@ -495,11 +524,13 @@ persist_flush_limit(struct conn *c)
 {
     struct persist *p = persist_of(c->shard);
     size_t unread = c->wbuf.len - c->wbuf.off;
-    if (p == NULL || p->w == NULL) {
+    if (p == NULL || !holding(p)) {
         c->nmarks = 0;
         return unread;
     }
-    wal_flush_staged(p); /* the kernel first, then the reply */
+    if (p->w != NULL) {
+        wal_flush_staged(p); /* the kernel first, then the reply */
+    }
     uint64_t rel = release_lsn(p);
     unsigned i = 0;
     while (i < c->nmarks && c->marks[i].lsn <= rel) {
@@ -536,6 +567,127 @@ persist_conn_gone(struct conn *c)
     c->flags &= ~CONN_HELD;
 }
 
+/* c's output depends on a record past lsn (its own write, or one it read). */
+static bool
+conn_needs_past(const struct conn *c, uint64_t lsn)
+{
+    return c->own_lsn > lsn || (c->nmarks > 0 && c->marks[c->nmarks - 1].lsn > lsn);
+}
+
+/* Close the held clients whose output depends on records past lsn: their
+ * writes were not acknowledged by enough replicas (or this shard was
+ * demoted), so they must not read success; closing leaves the outcome
+ * unknown, which is the truth (as for a failed fsync). */
+static void
+close_held_past(struct persist *p, uint64_t lsn, const char *why)
+{
+    size_t closed = 0;
+    for (struct conn **pp = &p->held; *pp;) {
+        struct conn *c = *pp;
+        if (!conn_needs_past(c, lsn)) {
+            pp = &c->hnext;
+            continue;
+        }
+        *pp = c->hnext;
+        c->hnext = NULL;
+        c->flags &= ~CONN_HELD;
+        p->nheld--;
+        conn_close(c);
+        closed++;
+    }
+    if (closed) {
+        p->sync_closed += closed;
+        log_warn("[shard %u] closed %zu client(s) waiting for records past LSN %" PRIu64 ": %s",
+                 shard_env(p->s)->id, closed, lsn, why);
+    }
+}
+
+/* Once per loop: follow replication's synchronous mode and acked LSN. The
+ * acked LSN is frozen while a cluster node's write lease is out (the leader
+ * may be promoting a replica that lacks what a late ack would release). */
+static void
+sync_refresh(struct persist *p)
+{
+    struct shard_env *env = shard_env(p->s);
+    bool on = p->repl != NULL && repl_sync_on(p->repl) && !p->replica;
+    uint64_t cut = p->repl != NULL ? repl_sync_take_cut(p->repl) : 0;
+    if (cut != 0) {
+        close_held_past(p, cut - 1,
+                        "this shard became a replica before enough replicas acked "
+                        "them (min-sync-replicas)");
+    }
+    if (on && !p->sync_hold) {
+        p->sync_rel = repl_sync_lsn(p->repl);
+    }
+    p->sync_hold = on;
+    if (p->w == NULL) {
+        p->hot.wal = on; /* memory mode: replies are held only for replicas */
+    }
+    if (!on) {
+        p->sync_wait_ms = 0;
+        return;
+    }
+    if (env->topo == NULL ||
+        env->now_ms < atomic_load_explicit(&env->node->cluster_lease_ms, memory_order_relaxed)) {
+        p->sync_rel = repl_sync_lsn(p->repl);
+    }
+    uint64_t rel = p->sync_rel;
+    if (p->held == NULL || rel >= wal_release_lsn(p)) {
+        p->sync_wait_ms = 0; /* nothing waits for replicas */
+        return;
+    }
+    int64_t timeout = env->cfg->repl.min_sync_replicas_timeout;
+    if (p->sync_wait_ms == 0 || p->sync_wait_lsn != rel) {
+        p->sync_wait_lsn = rel;
+        p->sync_wait_ms = env->now_ms;
+    } else if (env->now_ms - p->sync_wait_ms >= timeout) {
+        close_held_past(p, rel,
+                        "not acknowledged by min-sync-replicas replicas within "
+                        "min-sync-replicas-timeout");
+        p->sync_wait_ms = 0;
+    }
+}
+
+/* Flush the held clients once the release point moved (each re-queues
+ * itself if part must still wait); a failed fsync closes the writers. */
+static void
+release_held(struct persist *p)
+{
+    int se = p->w != NULL ? wal_sync_error(p->w) : 0;
+    uint64_t rel = release_lsn(p);
+    if (p->held == NULL || (rel == p->last_release && se == 0)) {
+        return;
+    }
+    p->last_release = rel;
+    struct conn *list = p->held;
+    p->held = NULL;
+    p->nheld = 0;
+    size_t closed = 0;
+    while (list) {
+        struct conn *c = list;
+        list = c->hnext;
+        c->hnext = NULL;
+        c->flags &= ~CONN_HELD;
+        if (se != 0) {
+            if (c->own_lsn > rel) {
+                /* Its writes can never be made durable: the client must not
+                 * read them as acknowledged. Closing leaves the outcome
+                 * unknown, which is the truth. */
+                conn_close(c);
+                closed++;
+                continue;
+            }
+            c->nmarks = 0; /* readers go on being answered */
+        }
+        conn_flush(c); /* re-queues itself if part must still wait */
+    }
+    if (closed) {
+        log_warn(
+            "[shard %u] closed %zu client(s) whose writes cannot be made durable (fsync failed)",
+            shard_env(p->s)->id, closed);
+    }
+}
+
 void
 persist_before_poll(struct shard *s)
 {
@@ -543,10 +695,12 @@ persist_before_poll(struct shard *s)
     if (p == NULL) {
         return;
     }
+    sync_refresh(p);
     if (p->w == NULL) {
         if (p->repl && repl_backlog_on(p->repl)) {
             repl_before_poll(p->repl);
         }
+        release_held(p);
         return;
     }
     uint64_t t0 = metrics_events_on() ? __rdtsc() : 0;
@@ -564,38 +718,7 @@ persist_before_poll(struct shard *s)
         p->sync_asked = written;
         wal_request_sync(p->w);
     }
-    uint64_t rel = release_lsn(p);
-    if (p->held == NULL || (rel == p->last_release && wal_sync_error(p->w) == 0)) {
-        return;
-    }
-    p->last_release = rel;
-    struct conn *list = p->held;
-    p->held = NULL;
-    p->nheld = 0;
-    size_t closed = 0;
-    while (list) {
-        struct conn *c = list;
-        list = c->hnext;
-        c->hnext = NULL;
-        c->flags &= ~CONN_HELD;
-        if (wal_sync_error(p->w) != 0) {
-            if (c->own_lsn > rel) {
-                /* Its writes can never be made durable: the client must not
-                 * read them as acknowledged. Closing leaves the outcome
-                 * unknown, which is the truth. */
-                conn_close(c);
-                closed++;
-                continue;
-            }
-            c->nmarks = 0; /* readers go on being answered */
-        }
-        conn_flush(c); /* re-queues itself if part must still wait */
-    }
-    if (closed) {
-        log_warn(
-            "[shard %u] closed %zu client(s) whose writes cannot be made durable (fsync failed)",
-            shard_env(s)->id, closed);
-    }
+    release_held(p);
 }
 
 /* Syncer thread: the durable LSN moved; the shard releases replies. */
@@ -1136,7 +1259,7 @@ persist_info(struct shard *s, struct buf *b)
                  "checkpoint_in_progress:%d\r\ncheckpoint_keys_written:%" PRIu64 "\r\n"
                  "loading_keys:%" PRIu64 "\r\nloading_wal_records:%" PRIu64 "\r\n"
                  "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
-                 "loading_time_ms:%" PRIu64 "\r\n\r\n",
+                 "loading_time_ms:%" PRIu64 "\r\nsync_repl_closed_clients:%" PRIu64 "\r\n\r\n",
                  p->loading, modes[p->mode], p->changes, snap_active(p), p->lastsave_ms / 1000,
                  p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves, p->w != NULL,
                  snap_active(p), p->w && wal_write_error(p->w) ? "err" : "ok",
@@ -1147,6 +1270,6 @@ persist_info(struct shard *s, struct buf *b)
                  p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none", p->nheld,
                  ws.syncs, ws.slow_syncs, ws.paced_syncs, ws.max_sync_us, ws.prezeroed_segments,
                  p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
-                 p->torn_tails, p->replay_errors, p->load_us / 1000);
+                 p->torn_tails, p->replay_errors, p->load_us / 1000, p->sync_closed);
     buf_append(b, line, (size_t)n);
 }

@@ -38,9 +38,17 @@ struct persist {
     size_t rec_mark, pay_start;
     uint64_t changes;      /* records since the last checkpoint */
     uint64_t sync_asked;   /* always: highest LSN a sync was requested for */
-    struct conn *held;     /* replies waiting for the WAL */
+    struct conn *held;     /* replies waiting for the WAL (or for replicas) */
     uint64_t last_release; /* release LSN when the held list was last walked */
     size_t nheld;
+    /* synchronous replication (min-sync-replicas): replies also wait until
+     * sync_rel, what enough replicas acked as of the last loop (frozen while a
+     * cluster node's write lease is out: a failover may be under way) */
+    bool sync_hold;
+    uint64_t sync_rel;
+    uint64_t sync_wait_lsn; /* sync_rel when writes began waiting on it ... */
+    int64_t sync_wait_ms;   /* ... since then (0: none waits) */
+    uint64_t sync_closed;   /* clients closed: not acked in time, or demoted */
     /* checkpoints */
     struct snap *snap;
     uint64_t ckpt_lsn;

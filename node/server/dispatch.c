@@ -208,6 +208,7 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
         c->flags = (c->flags & ~CONN_REPLY_SKIP_NEXT) | CONN_REPLY_SKIP;
     }
     c->last_cmd = cmd;
+    c->flags |= cmd->flags & (CMD_WRITE | CMD_READONLY) ? CONN_DATA : 0u;
     c->effect = EFFECT_ARGS;  /* unless the handler reports otherwise (effect.h) */
     dispatch_count_errors(c); /* (errors other commands wrote to c are not this one's) */
     const struct persist_hot *ph = persist_hot(c->persist);

@@ -68,6 +68,7 @@ h_cfg(void *host, struct repl_cfg *out)
     out->replica_priority = c->repl.replica_priority;
     out->min_replicas_to_write = c->repl.min_replicas_to_write;
     out->min_replicas_max_lag = c->repl.min_replicas_max_lag;
+    out->min_sync_replicas = c->repl.min_sync_replicas;
     out->obl_hard = c->net.obl_hard[CFG_OBL_REPLICA];
     out->obl_soft = c->net.obl_soft[CFG_OBL_REPLICA];
     out->obl_secs = c->net.obl_secs[CFG_OBL_REPLICA];
