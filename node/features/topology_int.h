@@ -29,6 +29,7 @@ struct topology_state {
     struct ctl_opts opts; /* how it was started (joining restarts it without bootstrap) */
     char ip[46], addr[CTL_ADDR_MAX], bind[CTL_ADDR_MAX], dir[4200];
     atomic_bool joining;
+    char idpath[4200]; /* cluster-config-file */
 };
 extern struct topology_state tp;
 
@@ -41,7 +42,8 @@ struct answer {
     bool raw; /* text is a whole reply line from another host ("+..." or "-...") */
     uint64_t epoch;
     bool bumped;
-    uint64_t index; /* the entry's log index */
+    uint64_t index;           /* the entry's log index */
+    char node_id[ID_LEN + 1]; /* TOPOLOGY_REPLY_RESET: the node's new id ("" to keep it) */
     bool forwarded; /* the client is another host (RVCLUSTER PROPOSE): tell it the index */
     char text[CTL_MSG_MAX + CTL_ADDR_MAX + 64];
 };

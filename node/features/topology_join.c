@@ -373,6 +373,8 @@ topology_bus_address(void)
 struct fwd_job {
     struct shard *shard;
     uint64_t conn_id;
+    enum topology_reply how;
+    char node_id[ID_LEN + 1];
     char ip[TOPO_IP_MAX + 1];
     int port;
     struct buf req;
@@ -386,6 +388,8 @@ fwd_worker(void *arg)
     a->m.run = answer_run;
     a->conn_id = j->conn_id;
     a->raw = true;
+    a->how = j->how;
+    memcpy(a->node_id, j->node_id, sizeof(a->node_id));
     char line[sizeof(a->text)];
     uint64_t index;
     int used = 0;
@@ -431,6 +435,10 @@ forward(struct request *rq, uint64_t leader_id)
     struct fwd_job *j = rv_calloc(1, sizeof(*j));
     j->shard = rq->shard;
     j->conn_id = rq->conn_id;
+    j->how = rq->how;
+    if (rq->how == TOPOLOGY_REPLY_RESET) {
+        memcpy(j->node_id, rq->node_id, sizeof(j->node_id));
+    }
     snprintf(j->ip, sizeof(j->ip), "%s", to->ip);
     j->port = to->port;
     buf_init(&j->req);

@@ -293,6 +293,77 @@ renew_lease(const struct ctl_info *ci, int64_t timeout, int ping_ms)
     return ok;
 }
 
+/* ---------------------------------------------------------------- membership */
+
+static void
+member_done(void *arg, const struct ctl_result *res)
+{
+    const char *what = arg;
+    if (res->err == CTL_OK) {
+        log_notice("cluster: topology log membership: %s done", what);
+    } else {
+        log_warn("cluster: topology log membership: %s: %s %s", what, ctl_strerror(res->err),
+                 res->msg ? res->msg : "");
+    }
+}
+
+/* The leader, each tick: a host none of whose nodes is in the topology any
+ * more (all forgotten: CLUSTER FORGET, del-node) for a whole node timeout
+ * leaves the log's servers; then, while there are fewer voters than wanted (3,
+ * 5 from 5 servers on), a learner whose nodes answer becomes a voter. One
+ * change per tick (raft takes one at a time). The wait lets CLUSTER RESET,
+ * which forgets a node and adds it back, finish first. */
+static void
+membership_tick(const struct ctl_info *ci, const struct topo *t, int64_t timeout, int64_t now)
+{
+    static struct {
+        uint64_t id;
+        int64_t since;
+    } empty[CTL_INFO_SERVERS];
+    unsigned voters = 0, n = ci->n_servers < CTL_INFO_SERVERS ? ci->n_servers : CTL_INFO_SERVERS;
+    uint16_t tmp[1];
+    for (unsigned i = 0; i < n; i++) {
+        voters += ci->servers[i].role == CTL_VOTER;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t id = ci->servers[i].id;
+        bool none = id != tp.host_id && topo_host_nodes(t, id, tmp, 1) == 0;
+        unsigned k = 0;
+        while (k < CTL_INFO_SERVERS && empty[k].id != id && empty[k].id != 0) {
+            k++;
+        }
+        if (!none || k == CTL_INFO_SERVERS) {
+            if (k < CTL_INFO_SERVERS && empty[k].id == id) {
+                empty[k].since = now; /* (it has nodes again) */
+            }
+            continue;
+        }
+        if (empty[k].id != id) {
+            empty[k].id = id;
+            empty[k].since = now;
+        }
+        if (now - empty[k].since > timeout) {
+            log_warn("cluster: host %016" PRIx64 " has no node in the topology any more: removing "
+                     "it from the topology log's servers",
+                     id);
+            empty[k].id = 0;
+            ctl_remove(tp.ctl, id, member_done, "removing a host");
+            return;
+        }
+    }
+    unsigned want = n >= 5 ? 5 : 3;
+    for (unsigned i = 0; i < n && voters < want; i++) {
+        const struct topo_node *x = node_of_host(t, ci->servers[i].id);
+        if (ci->servers[i].role == CTL_LEARNER && x != NULL &&
+            now - probe_of(x->id, now)->last_ok_ms < timeout / 2) {
+            log_notice("cluster: the topology log has %u voter(s): host %016" PRIx64 " becomes one",
+                       voters, ci->servers[i].id);
+            ctl_assign(tp.ctl, ci->servers[i].id, CTL_VOTER, member_done, "promoting a learner");
+            return;
+        }
+    }
+}
+
 static void
 monitor_tick(int64_t timeout)
 {
@@ -370,6 +441,12 @@ monitor_tick(int64_t timeout)
             }
             p->last_ok_ms = mono_ms(); /* (a full timeout before trying this node again) */
         }
+    }
+    if (pthread_rwlock_tryrdlock(&tp.lock) == 0) {
+        if (tp.ctl != NULL) {
+            membership_tick(&ci, t, timeout, mono_ms());
+        }
+        pthread_rwlock_unlock(&tp.lock);
     }
     topo_put(t);
 }

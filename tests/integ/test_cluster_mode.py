@@ -426,3 +426,78 @@ def test_automatic_failover_after_kill9_and_the_write_lease(tmp_path):
     finally:
         for s in srvs:
             s.stop()
+
+
+def _cli(*args, timeout=90):
+    r = subprocess.run(["redis-cli", "--cluster", *args], timeout=timeout, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    return r.returncode, r.stdout
+
+
+def test_forget_reset_and_del_node_on_one_host(tmp_path):
+    """CLUSTER FORGET and RESET with Redis's errors, and redis-cli --cluster del-node unchanged: it sends FORGET to
+    every other node (the first removes the node from the one topology; the others answer OK, as Redis's ban list
+    lets them) and then CLUSTER RESET SOFT to the node, which becomes an empty primary knowing only itself; it can
+    be added again (add-node), and RESET HARD gives it a new id."""
+    args = ["--shards", 4, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--dir", str(tmp_path)]
+    srv = launch(args, port=free_ports(4, also_bus=True))
+    try:
+        p0, p3 = srv.ports[0], srv.ports[3]
+        rc, out = _cli("create", *["%s:%d" % (HOST, p) for p in srv.ports[:3]], "--cluster-yes")
+        assert rc == 0 and "[OK] All 16384 slots covered." in out, out
+        rc, out = _cli("add-node", "%s:%d" % (HOST, p3), "%s:%d" % (HOST, p0), "--cluster-slave",
+                       "--cluster-master-id", client(p0).execute_command("CLUSTER", "MYID"))
+        assert rc == 0, out
+        c0, c3 = client(p0), client(p3)
+        id0, id3 = c0.execute_command("CLUSTER", "MYID"), c3.execute_command("CLUSTER", "MYID")
+        poll_until(lambda: c3.execute_command("ROLE")[:4] == ["slave", HOST, p0, "connected"], timeout=10,
+                   what="the added replica follows its primary")
+        key = next("k%d" % i for i in range(100000) if client(p0).execute_command(
+            "CLUSTER", "COUNTKEYSINSLOT", key_slot(b"k%d" % i)) == 0 and _owns(p0, key_slot(b"k%d" % i)))
+        assert c0.set(key, "v")
+        # FORGET's and RESET's errors
+        with pytest.raises(redis.ResponseError, match="^Unknown node 0123456789012345678901234567890123456789$"):
+            c0.execute_command("CLUSTER", "FORGET", "0123456789012345678901234567890123456789")
+        with pytest.raises(redis.ResponseError, match="^I tried hard but I can't forget myself...$"):
+            c0.execute_command("CLUSTER", "FORGET", id0)
+        with pytest.raises(redis.ResponseError, match="^Can't forget my master!$"):
+            c3.execute_command("CLUSTER", "FORGET", id0)
+        with pytest.raises(redis.ResponseError, match="syntax error"):
+            c0.execute_command("CLUSTER", "RESET", "MEDIUM")
+        with pytest.raises(redis.ResponseError,
+                           match="^CLUSTER RESET can't be called with master nodes containing keys$"):
+            c0.execute_command("CLUSTER", "RESET")
+        poll_until(lambda: c3.dbsize() == c0.dbsize(), timeout=10, what="the replica has its primary's keys")
+        # del-node of the replica, unchanged redis-cli
+        rc, out = _cli("del-node", "%s:%d" % (HOST, p0), id3)
+        assert rc == 0 and "Sending CLUSTER RESET SOFT to the deleted node" in out, out
+        for p in srv.ports[:3]:
+            assert id3 not in nodes(p) and info(p)["cluster_known_nodes"] == "3"
+        assert list(nodes(p3)) == [id3] and info(p3)["cluster_known_nodes"] == "1"
+        assert nodes(p3)[id3][2] == "myself,master" and c3.dbsize() == 0
+        assert c3.execute_command("ROLE")[0] == "master"
+        # within Redis's 60 s ban window FORGET of it still answers OK; it is added back with add-node
+        assert c0.execute_command("CLUSTER", "FORGET", id3) in ("OK", True)
+        rc, out = _cli("add-node", "%s:%d" % (HOST, p3), "%s:%d" % (HOST, p0))
+        assert rc == 0, out
+        poll_until(lambda: id3 in nodes(p0) and info(p3)["cluster_known_nodes"] == "4", timeout=10,
+                   what="the node added back")
+        # RESET HARD: a new node id, config epoch 0, known only to itself
+        assert c3.execute_command("CLUSTER", "RESET", "HARD") in ("OK", True)
+        new = c3.execute_command("CLUSTER", "MYID")
+        assert new != id3 and len(new) == 40 and list(nodes(p3)) == [new]
+        assert nodes(p3)[new][6] == "0" and id3 not in nodes(p0) and new not in nodes(p0)
+        srv.stop()
+        srv = launch(args, port=p0)   # the new id was written to cluster-config-file
+        assert client(p3).execute_command("CLUSTER", "MYID") == new and list(nodes(p3)) == [new]
+        assert id3 not in nodes(p0) and len(nodes(p0)) == 3
+    finally:
+        srv.stop()
+
+
+def _owns(port, slot):
+    me = client(port).execute_command("CLUSTER", "MYID")
+    for lo, hi, *owners in client(port).execute_command("CLUSTER", "SLOTS"):
+        if lo <= slot <= hi:
+            return owners[0][2] == me
+    return False
