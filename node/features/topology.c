@@ -22,6 +22,7 @@
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/features/multi.h"
 #include "node/keyspace/ks.h"
 #include "node/persist/persist.h"
 #include "proto/resp.h"
@@ -373,7 +374,9 @@ answer_run(struct shard *s, struct shard_msg *m)
             }
             reply_simple(c, line);
         }
-        conn_resume(c);
+        if (!multi_exec_resume(c)) { /* (EXEC's next commands first: they come before any input) */
+            conn_resume(c);
+        }
         shard_want_write(s, c);
     }
     rv_free(a);
@@ -464,8 +467,8 @@ static void
 start_request(struct conn *c, const struct buf *const *entries, size_t n, enum topology_reply how,
               const char *node_id, bool no_forward, uint64_t admit_id, const char *admit_addr)
 {
-    if (c->flags & (CONN_IN_EXEC | CONN_REPLAY)) {
-        reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
+    if (c->flags & CONN_REPLAY) {
+        reply_errf(c, "ERR topology changes cannot wait here; send them alone");
         return;
     }
     if (!tpi_lock_for(c)) {

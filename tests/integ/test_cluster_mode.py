@@ -501,3 +501,36 @@ def _owns(port, slot):
         if lo <= slot <= hi:
             return owners[0][2] == me
     return False
+
+
+def test_topology_commands_inside_multi_exec_and_redis_cli_fix():
+    """redis-cli --cluster fix covers an unassigned slot as clusterManagerSetSlotOwner does: MULTI, CLUSTER
+    DELSLOTS (its error is tolerated), ADDSLOTS, BUMPEPOCH, EXEC. The topology commands of a transaction are
+    proposed in order at EXEC, which replies once they committed, each command's own reply in its place."""
+    srv = start()
+    try:
+        create(srv)
+        c = client(srv.port)
+        slot = next(lo for lo, hi, *o in c.execute_command("CLUSTER", "SLOTS")
+                    if o[0][2] == c.execute_command("CLUSTER", "MYID"))
+        assert c.execute_command("CLUSTER", "DELSLOTS", slot) == "OK"
+        p = c.pipeline(transaction=True)
+        p.execute_command("CLUSTER", "DELSLOTS", slot)
+        p.execute_command("CLUSTER", "ADDSLOTS", slot)
+        p.ping()
+        p.execute_command("CLUSTER", "BUMPEPOCH")
+        out = p.execute(raise_on_error=False)
+        assert isinstance(out[0], redis.ResponseError) and str(out[0]) == "Slot %d is already unassigned" % slot
+        assert out[1] in ("OK", True) and out[2] is True and out[3].startswith(("BUMPED", "STILL")), out
+        for p_ in srv.ports:
+            assert info(p_)["cluster_state"] == "ok"
+        # redis-cli --cluster fix: the slot uncovered again, then covered by fix's transaction
+        assert c.execute_command("CLUSTER", "DELSLOTS", slot) == "OK"
+        r = subprocess.run(["redis-cli", "--cluster", "fix", "%s:%d" % (HOST, srv.port), "--cluster-yes"],
+                           input="yes\n", timeout=60, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert r.returncode == 0 and "Covering slot %d" % slot in r.stdout, r.stdout
+        poll_until(lambda: all(info(p_)["cluster_state"] == "ok" for p_ in srv.ports), timeout=10,
+                   what="every slot covered after fix")
+        assert c.ping()   # the connection that ran EXEC still serves commands in order
+    finally:
+        srv.stop()
