@@ -82,6 +82,11 @@ int resp_call(const char *ip, int port, const struct buf *req, char *out, size_t
 int resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t n,
                  int timeout_ms, bool all);
 
+/* AUTH on a new connection to another node with masteruser/masterauth when
+ * masterauth is set (Redis's names for what a replica sends its primary; the
+ * hosts of a cluster share them). 0, or -1 with the error in out. */
+int tpi_auth(int fd, char *out, size_t n);
+
 /* topology_monitor.c */
 int monitor_start(int64_t timeout, char *err, size_t errsz);
 void monitor_stop(void);

@@ -174,6 +174,45 @@ meet_answer(struct meet_job *j, const char *err)
 /* One blocking request to ip:port; the first line of the reply in out (all:
  * everything until the peer closes, for a command followed by QUIT). */
 int
+tpi_auth(int fd, char *out, size_t n)
+{
+    const struct cfg *cfg = atomic_load(&tp.node->cfg);
+    if (cfg == NULL || cfg->repl.masterauth[0] == '\0') {
+        return 0;
+    }
+    struct buf b;
+    buf_init(&b);
+    bool user = cfg->repl.masteruser[0] != '\0';
+    resp_w_array(&b, user ? 3 : 2);
+    resp_w_bulk_cstr(&b, "AUTH");
+    if (user) {
+        resp_w_bulk_cstr(&b, cfg->repl.masteruser);
+    }
+    resp_w_bulk_cstr(&b, cfg->repl.masterauth);
+    bool sent = send(fd, b.data, b.len, MSG_NOSIGNAL) == (ssize_t)b.len;
+    buf_deinit(&b);
+    char line[256];
+    size_t got = 0;
+    while (sent &&
+           got + 1 < sizeof(line)) { /* one line, byte by byte: not a byte of what follows */
+        ssize_t r = recv(fd, line + got, 1, 0);
+        if (r <= 0) {
+            break;
+        }
+        if (line[got++] == '\n') {
+            break;
+        }
+    }
+    line[got] = '\0';
+    if (strncmp(line, "+OK", 3) == 0) {
+        return 0;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    snprintf(out, n, "%s", line[0] == '-' ? line + 1 : "ERR AUTH with masterauth got no answer");
+    return -1;
+}
+
+int
 resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t n, int timeout_ms,
              bool all)
 {
@@ -186,12 +225,20 @@ resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t 
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        send(fd, req->data, req->len, MSG_NOSIGNAL) != (ssize_t)req->len) {
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         snprintf(out, n, "ERR cannot reach %s:%d: %s", ip, port, strerror(errno));
         if (fd >= 0) {
             close(fd);
         }
+        return -1;
+    }
+    if (tpi_auth(fd, out, n) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (send(fd, req->data, req->len, MSG_NOSIGNAL) != (ssize_t)req->len) {
+        snprintf(out, n, "ERR cannot reach %s:%d: %s", ip, port, strerror(errno));
+        close(fd);
         return -1;
     }
     size_t got = 0;

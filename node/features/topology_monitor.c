@@ -124,7 +124,17 @@ probe_call(struct probe *p, const struct topo_node *x, const char *cmd, char *ou
         struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
         setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         setsockopt(p->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        char why[160];
         if (p->fd < 0 || connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            probe_close(p);
+            return false;
+        }
+        if (tpi_auth(p->fd, why, sizeof(why)) != 0) {
+            static int64_t warned;
+            if (mono_ms() - warned > 10000) { /* (once in 10 s, not every tick) */
+                warned = mono_ms();
+                log_warn("cluster: %s:%u refused masterauth: %s", x->ip, x->port, why);
+            }
             probe_close(p);
             return false;
         }

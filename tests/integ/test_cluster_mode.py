@@ -534,3 +534,57 @@ def test_topology_commands_inside_multi_exec_and_redis_cli_fix():
         assert c.ping()   # the connection that ran EXEC still serves commands in order
     finally:
         srv.stop()
+
+
+def test_requirepass_with_masterauth_keeps_the_lease_and_fails_over(tmp_path):
+    """requirepass on every host, masterauth (Redis's name) set to it: the hosts' own connections to each other
+    (the monitor's RVCLUSTER STATUS and PINGs, joins, replication) authenticate, so the write lease is renewed
+    (writes keep working well past it) and a killed primary is failed over."""
+    pw = "s3cret pass"
+    ports = [free_ports(2, also_bus=True) for _ in range(3)]
+
+    def host(i):
+        return launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", 2000, "--dir",
+                       str(tmp_path / ("h%d" % i)), "--requirepass", pw, "--masterauth", pw], port=ports[i])
+    srvs = [host(i) for i in range(3)]
+
+    def cl(port):
+        return redis.Redis(host=HOST, port=port, socket_timeout=TIMEOUT, decode_responses=True, password=pw)
+    try:
+        r = subprocess.run(["redis-cli", "-a", pw, "--no-auth-warning", "--cluster", "create",
+                            *["%s:%d" % (HOST, p) for p in ports], "--cluster-yes"],
+                           timeout=90, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert r.returncode == 0 and "[OK] All 16384 slots covered." in r.stdout, r.stdout
+        ids = [cl(p).execute_command("CLUSTER", "MYID") for p in ports]
+        for i, p in enumerate(ports):
+            assert cl(p + 1).execute_command("CLUSTER", "REPLICATE", ids[(i + 1) % 3]) in ("OK", True)
+        for p in ports:
+            poll_until(lambda: cl(p + 1).execute_command("ROLE")[3] == "connected", timeout=10,
+                       what="replica %d linked with masterauth" % (p + 1))
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[0])], decode_responses=True,
+                          socket_timeout=TIMEOUT, password=pw)
+        t_end = time.monotonic() + 3.0        # past the lease (half the node timeout) several times
+        i = 0
+        while time.monotonic() < t_end:
+            rc.set("lease%d" % i, i)          # CLUSTERDOWN here if a host's lease was not renewed
+            i += 1
+            time.sleep(0.05)
+        rc.close()
+        vid = ids[2]
+        rep = next(nid for nid, v in _roles_pw(ports[0], pw).items() if v[2] == vid)
+        srvs[2].proc.send_signal(signal.SIGKILL)
+        srvs[2].proc.wait(timeout=10)
+        poll_until(lambda: _roles_pw(ports[0], pw)[rep][1] == "master", timeout=12, what="the replica promoted")
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def _roles_pw(port, pw):
+    c = redis.Redis(host=HOST, port=port, socket_timeout=TIMEOUT, decode_responses=True, password=pw)
+    out = {}
+    for line in c.execute_command("CLUSTER", "NODES").strip().split("\n"):
+        f = line.split()
+        out[f[0]] = (f[1], "master" if "master" in f[2] else "slave", f[3])
+    c.close()
+    return out
