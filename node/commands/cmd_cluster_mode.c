@@ -280,10 +280,32 @@ CMD_HANDLER(cluster_count_failure_reports)
     reply_int(c, 0); /* failures are decided by the topology log's leader, not by reports */
 }
 
+/* CLUSTER LINKS, with Redis's fields: the host's monitor connections (one
+ * per node of another host it watches; "to", as Redis names outbound links).
+ * The raft bus is one link per host pair, not per node, and is not listed. */
 CMD_HANDLER(cluster_links)
 {
-    if (topo_or_err(c) != NULL) {
-        reply_array(c, 0); /* one consensus link per host, not per node: none to list here */
+    if (topo_or_err(c) == NULL) {
+        return;
+    }
+    static _Thread_local struct topology_link l[256];
+    size_t n = topology_links(l, 256);
+    n = n < 256 ? n : 256;
+    reply_array(c, n);
+    for (size_t i = 0; i < n; i++) {
+        reply_map(c, 6);
+        reply_bulk_cstr(c, "direction");
+        reply_bulk_cstr(c, "to");
+        reply_bulk_cstr(c, "node");
+        reply_bulk_cstr(c, l[i].node_id);
+        reply_bulk_cstr(c, "create-time");
+        reply_int(c, l[i].create_ms);
+        reply_bulk_cstr(c, "events");
+        reply_bulk_cstr(c, "r");
+        reply_bulk_cstr(c, "send-buffer-allocated");
+        reply_int(c, 0);
+        reply_bulk_cstr(c, "send-buffer-used");
+        reply_int(c, 0);
     }
 }
 

@@ -874,14 +874,33 @@ topology_primary_now(struct shard *s)
     buf_deinit(&b);
 }
 
+/* A proposal with no client: on a host that does not lead the log it is
+ * sent to the leader's host (RVCLUSTER PROPOSE), as a client's would be. */
+static void
+bg_done(void *arg, const struct ctl_result *res)
+{
+    struct request *rq = arg;
+    if (res->err == CTL_ENOTLEADER && forward(rq, res->leader_id)) {
+        return; /* (forward owns rq now) */
+    }
+    tpi_bg_done(NULL, res);
+    request_free(rq);
+}
+
 void
 tpi_propose_bg(const struct buf *b)
 {
     if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
         return; /* (the control plane is being replaced: a join) */
     }
-    if (tp.ctl != NULL && ctl_propose(tp.ctl, b->data, b->len, tpi_bg_done, NULL) != RV_OK) {
+    struct request *rq = rv_calloc(1, sizeof(*rq));
+    buf_init(&rq->next);
+    uint32_t len = (uint32_t)b->len;
+    buf_append(&rq->next, &len, 4);
+    buf_append(&rq->next, b->data, len);
+    if (tp.ctl == NULL || ctl_propose(tp.ctl, b->data, b->len, bg_done, rq) != RV_OK) {
         log_warn("cluster: cannot propose a topology change now");
+        request_free(rq);
     }
     pthread_rwlock_unlock(&tp.lock);
 }

@@ -98,6 +98,15 @@ void topology_primary_now(struct shard *s);
 void topology_relay(struct conn *c, const char *ip, int port, const struct buf *req);
 const char *topology_bus_address(void);
 
+/* CLUSTER LINKS: the connections this host's monitor keeps to other hosts'
+ * nodes (the leader's failure detector, a follower's lease check); copied
+ * into out[0..cap), the total count returned. Any thread. */
+struct topology_link {
+    char node_id[41];
+    int64_t create_ms; /* unix ms */
+};
+size_t topology_links(struct topology_link *out, size_t cap);
+
 /* The control plane's state for CLUSTER INFO, INFO and logs (any thread). */
 struct topology_status {
     uint64_t host_id;

@@ -459,7 +459,14 @@ fwd_worker(void *arg)
     } else {
         snprintf(a->text, sizeof(a->text), "%s", line);
     }
-    shard_post(j->shard, &a->m);
+    if (j->shard == NULL) { /* a proposal with no client (tpi_propose_bg) */
+        if (a->text[0] != '+') {
+            log_warn("cluster: a topology change sent to the leader's host failed: %s", a->text);
+        }
+        rv_free(a);
+    } else {
+        shard_post(j->shard, &a->m);
+    }
     buf_deinit(&j->req);
     rv_free(j);
     return NULL;

@@ -42,6 +42,7 @@ struct probe {
     int fd; /* a connection kept open (a new one per ping would leave thousands in TIME_WAIT) */
     char ip[TOPO_IP_MAX + 1];
     unsigned port;
+    int64_t created_ms; /* unix ms the connection was opened (CLUSTER LINKS) */
 };
 
 static struct {
@@ -140,6 +141,7 @@ probe_call(struct probe *p, const struct topo_node *x, const char *cmd, char *ou
         }
         snprintf(p->ip, sizeof(p->ip), "%s", x->ip);
         p->port = x->port;
+        p->created_ms = (int64_t)clock_unix_ms();
     }
     char req[128];
     int len = snprintf(req, sizeof(req), "%s\r\n", cmd);
@@ -233,9 +235,14 @@ fail_over(const struct topo *t, unsigned idx, int timeout_ms)
     }
     const struct topo_node *x = &t->nodes[idx];
     if (pick < 0) {
-        log_warn("cluster: primary %.8s (%s:%u) is unreachable and none of its replicas answers: "
-                 "its slots stay down",
+        log_warn("cluster: primary %.8s (%s:%u) is unreachable and none of its replicas answers "
+                 "or may take over (cluster-replica-no-failover): its slots stay down",
                  x->id, x->ip, x->port);
+        struct buf b;
+        buf_init(&b);
+        topo_enc_node_set_flags(&b, x->id, (uint16_t)(x->flags | TOPO_F_FAIL));
+        tpi_propose_bg(&b); /* (shown failed, as Redis does, until it answers again) */
+        buf_deinit(&b);
         return;
     }
     log_warn("cluster: primary %.8s (%s:%u) answered nothing for cluster-node-timeout: promoting "
@@ -374,6 +381,71 @@ membership_tick(const struct ctl_info *ci, const struct topo *t, int64_t timeout
     }
 }
 
+/* cluster-replica-no-failover is a host's setting; the leader that fails
+ * primaries over reads it from the topology (the nofailover flag, as Redis
+ * shows it), so each host keeps its nodes' flag equal to its config. One
+ * proposal per tick, only when it differs. */
+static void
+sync_nofailover(void)
+{
+    struct topo *t = node_topo_get(tp.node);
+    bool want = atomic_load(&tp.node->cfg)->cluster.replica_no_failover;
+    for (unsigned i = 0; t != NULL && i < t->nnodes; i++) {
+        const struct topo_node *x = &t->nodes[i];
+        if (x->host_id != tp.host_id || (x->flags & TOPO_F_LONE) ||
+            ((x->flags & TOPO_F_NOFAILOVER) != 0) == want) {
+            continue;
+        }
+        struct buf b;
+        buf_init(&b);
+        topo_enc_node_set_flags(&b, x->id,
+                                (uint16_t)(want ? x->flags | TOPO_F_NOFAILOVER
+                                                : x->flags & ~TOPO_F_NOFAILOVER));
+        tpi_propose_bg(&b);
+        buf_deinit(&b);
+        break;
+    }
+    topo_put(t);
+}
+
+/* The monitor's open connections, copied for CLUSTER LINKS (the probes
+ * belong to the monitor thread). */
+static struct {
+    pthread_mutex_t mu;
+    struct topology_link *v;
+    size_t n, cap;
+} links = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+publish_links(void)
+{
+    pthread_mutex_lock(&links.mu);
+    links.n = 0;
+    for (size_t i = 0; i < mon.n; i++) {
+        if (mon.p[i].fd < 0) {
+            continue;
+        }
+        if (links.n == links.cap) {
+            links.cap = links.cap ? links.cap * 2 : 16;
+            links.v = rv_realloc(links.v, links.cap * sizeof(*links.v));
+        }
+        struct topology_link *l = &links.v[links.n++];
+        memcpy(l->node_id, mon.p[i].id, ID_LEN + 1);
+        l->create_ms = mon.p[i].created_ms;
+    }
+    pthread_mutex_unlock(&links.mu);
+}
+
+size_t
+topology_links(struct topology_link *out, size_t cap)
+{
+    pthread_mutex_lock(&links.mu);
+    size_t n = links.n;
+    memcpy(out, links.v, (n < cap ? n : cap) * sizeof(*out));
+    pthread_mutex_unlock(&links.mu);
+    return n;
+}
+
 static void
 monitor_tick(int64_t timeout)
 {
@@ -386,6 +458,7 @@ monitor_tick(int64_t timeout)
         }
         pthread_rwlock_unlock(&tp.lock);
     }
+    publish_links();
     int ping_ms = (int)(timeout / 4 > 1000 ? 1000 : timeout / 4 < 50 ? 50 : timeout / 4);
     bool leader = have && ci.state == CTL_LEADER;
     static bool held = true;
@@ -398,6 +471,9 @@ monitor_tick(int64_t timeout)
                                      : "the write lease ended (out of touch with the topology "
                                        "log's quorum): this host's primaries refuse writes "
                                        "(CLUSTERDOWN)");
+    }
+    if (renewed) {
+        sync_nofailover();
     }
     int64_t now = mono_ms();
     if (!leader) {
@@ -500,5 +576,6 @@ monitor_stop(void)
     rv_free(mon.p);
     mon.p = NULL;
     mon.n = mon.cap = 0;
+    publish_links();
     atomic_store(&mon.stop, false);
 }

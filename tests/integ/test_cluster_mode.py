@@ -588,3 +588,86 @@ def _roles_pw(port, pw):
         out[f[0]] = (f[1], "master" if "master" in f[2] else "slave", f[3])
     c.close()
     return out
+
+
+def test_allow_reads_when_down():
+    """The cluster is down (a slot unassigned with cluster-require-full-coverage yes): keyed commands get Redis's
+    CLUSTERDOWN; with cluster-allow-reads-when-down yes reads are served and writes refused with Redis's text."""
+    srv = start()
+    try:
+        create(srv)
+        c = client(srv.port)
+        myid = c.execute_command("CLUSTER", "MYID")
+        ranges = [(lo, hi) for lo, hi, *o in c.execute_command("CLUSTER", "SLOTS") if o[0][2] == myid]
+        lo, hi = ranges[0]
+        key = next("r%d" % i for i in range(100000) if lo < key_slot(b"r%d" % i) <= hi)
+        assert c.set(key, "v")
+        assert c.execute_command("CLUSTER", "DELSLOTS", lo) == "OK"     # another slot of this node unassigned
+        poll_until(lambda: info(srv.port)["cluster_state"] == "fail", timeout=5, what="cluster_state:fail")
+        with pytest.raises(redis.ResponseError, match="^CLUSTERDOWN The cluster is down$"):
+            c.get(key)
+        with pytest.raises(redis.ResponseError, match="^CLUSTERDOWN The cluster is down$"):
+            c.set(key, "w")
+        assert c.config_set("cluster-allow-reads-when-down", "yes")
+        assert c.get(key) == "v"
+        with pytest.raises(redis.ResponseError,
+                           match="^CLUSTERDOWN The cluster is down and only accepts read commands$"):
+            c.set(key, "w")
+        assert c.config_set("cluster-require-full-coverage", "no")      # Redis: then the cluster is up
+        assert c.set(key, "w") and c.get(key) == "w"
+        assert c.config_set("cluster-require-full-coverage", "yes")
+        assert c.config_set("cluster-allow-reads-when-down", "no")
+        assert c.execute_command("CLUSTER", "ADDSLOTS", lo) == "OK"
+        assert c.get(key) == "w"
+    finally:
+        srv.stop()
+
+
+def test_replica_no_failover(tmp_path):
+    """cluster-replica-no-failover yes on the host of a primary's only replica: the nodes of that host carry
+    Redis's nofailover flag, and when the primary's process is killed the leader does not promote the replica
+    (its slots stay down); CLUSTER FAILOVER TAKEOVER sent to it by hand still promotes it, as in Redis."""
+    ports = [free_ports(2, also_bus=True) for _ in range(3)]
+
+    def host(i, *extra):
+        return launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", 2000, "--dir",
+                       str(tmp_path / ("h%d" % i)), *extra], port=ports[i])
+    srvs = [host(0), host(1, "--cluster-replica-no-failover", "yes"), host(2)]
+    try:
+        r = subprocess.run(["redis-cli", "--cluster", "create", *["%s:%d" % (HOST, p) for p in ports],
+                            "--cluster-yes"], timeout=90, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        assert r.returncode == 0, r.stdout
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        for i, p in enumerate(ports):
+            assert client(p + 1).execute_command("CLUSTER", "REPLICATE", ids[(i + 1) % 3]) in ("OK", True)
+        rep = client(ports[1] + 1).execute_command("CLUSTER", "MYID")    # host 1's replica of host 2's primary
+        poll_until(lambda: "nofailover" in nodes(ports[0])[rep][2], timeout=10, what="the nofailover flag")
+        assert all("nofailover" not in f[2] for nid, f in nodes(ports[0]).items()
+                   if f[1].split("@")[0].endswith(":%d" % (ports[0] + 1)))
+        poll_until(lambda: client(ports[1] + 1).execute_command("ROLE")[3] == "connected", timeout=10,
+                   what="the replica linked")
+        # CLUSTER LINKS: the leader's monitor connections to every node of the other hosts, Redis's fields
+        others = {client(p + k).execute_command("CLUSTER", "MYID") for p in ports[1:] for k in (0, 1)}
+        poll_until(lambda: {l["node"] for l in _links(ports[0])} == others, timeout=10, what="the leader's links")
+        for l in _links(ports[0]):
+            assert l["direction"] == "to" and int(l["create-time"]) > 1e12 and l["events"] == "r", l
+            assert int(l["send-buffer-allocated"]) == 0 and int(l["send-buffer-used"]) == 0, l
+        srvs[2].proc.send_signal(signal.SIGKILL)
+        srvs[2].proc.wait(timeout=10)
+        poll_until(lambda: "fail" in nodes(ports[0])[ids[2]][2].split(","), timeout=10,
+                   what="the killed primary flagged fail")
+        time.sleep(2.0)   # a further node timeout: a promotion would have happened by now
+        assert "slave" in nodes(ports[0])[rep][2].split(",")
+        assert client(ports[1] + 1).execute_command("CLUSTER", "FAILOVER", "TAKEOVER") in ("OK", True)
+        poll_until(lambda: "master" in nodes(ports[0])[rep][2], timeout=10, what="the manual takeover")
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def _links(port):
+    out = []
+    for l in client(port).execute_command("CLUSTER", "LINKS"):
+        out.append(l if isinstance(l, dict) else dict(zip(l[::2], l[1::2])))
+    return out
