@@ -324,32 +324,67 @@ member_done(void *arg, const struct ctl_result *res)
     }
 }
 
-/* The leader, each tick: a host none of whose nodes is in the topology any
- * more (all forgotten: CLUSTER FORGET, del-node) for a whole node timeout
- * leaves the log's servers; then, while there are fewer voters than wanted (3,
- * 5 from 5 servers on), a learner whose nodes answer becomes a voter. One
- * change per tick (raft takes one at a time). The wait lets CLUSTER RESET,
- * which forgets a node and adds it back, finish first. */
+/* A host that left the cluster: none of its nodes is in the topology any more
+ * (all forgotten), or those left are all lone (CLUSTER RESET, del-node) and
+ * the host answers no PING: a host whose nodes were reset and that was then
+ * stopped. (One that still runs keeps its seat: docs/cluster.md.) */
+static bool
+host_left(const struct topo *t, uint64_t id, int ping_ms)
+{
+    const struct topo_node *lone = NULL;
+    for (unsigned i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i].host_id == id) {
+            if (!(t->nodes[i].flags & TOPO_F_LONE)) {
+                return false;
+            }
+            lone = lone ? lone : &t->nodes[i];
+        }
+    }
+    char line[64];
+    return lone == NULL ||
+           !probe_call(probe_of(lone->id, mono_ms()), lone, "PING", line, sizeof(line), ping_ms);
+}
+
+/* The host's lone nodes go with it. */
 static void
-membership_tick(const struct ctl_info *ci, const struct topo *t, int64_t timeout, int64_t now)
+forget_host_nodes(const struct topo *t, uint64_t id)
+{
+    for (unsigned i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i].host_id == id) {
+            struct buf b;
+            buf_init(&b);
+            topo_enc_node_forget(&b, t->nodes[i].id);
+            tpi_propose_bg(&b);
+            buf_deinit(&b);
+        }
+    }
+}
+
+/* The leader, each tick: a host that left (host_left) for a whole node
+ * timeout leaves the log's servers; then, while there are fewer voters than
+ * wanted (3, 5 from 5 servers on), a learner whose nodes answer becomes a
+ * voter. One change per tick (raft takes one at a time). The wait lets
+ * CLUSTER RESET, which forgets a node and adds it back, finish first. */
+static void
+membership_tick(const struct ctl_info *ci, const struct topo *t, int64_t timeout, int ping_ms,
+                int64_t now)
 {
     static struct {
         uint64_t id;
         int64_t since;
     } empty[CTL_INFO_SERVERS];
     unsigned voters = 0, n = ci->n_servers < CTL_INFO_SERVERS ? ci->n_servers : CTL_INFO_SERVERS;
-    uint16_t tmp[1];
     for (unsigned i = 0; i < n; i++) {
         voters += ci->servers[i].role == CTL_VOTER;
     }
     for (unsigned i = 0; i < n; i++) {
         uint64_t id = ci->servers[i].id;
-        bool none = id != tp.host_id && topo_host_nodes(t, id, tmp, 1) == 0;
+        bool left = id != tp.host_id && host_left(t, id, ping_ms);
         unsigned k = 0;
         while (k < CTL_INFO_SERVERS && empty[k].id != id && empty[k].id != 0) {
             k++;
         }
-        if (!none || k == CTL_INFO_SERVERS) {
+        if (!left || k == CTL_INFO_SERVERS) {
             if (k < CTL_INFO_SERVERS && empty[k].id == id) {
                 empty[k].since = now; /* (it has nodes again) */
             }
@@ -360,11 +395,14 @@ membership_tick(const struct ctl_info *ci, const struct topo *t, int64_t timeout
             empty[k].since = now;
         }
         if (now - empty[k].since > timeout) {
-            log_warn("cluster: host %016" PRIx64 " has no node in the topology any more: removing "
-                     "it from the topology log's servers",
+            log_warn("cluster: host %016" PRIx64 " left the cluster (no node of it in the "
+                     "topology, or only reset ones on a host that does not answer): removing it "
+                     "from the topology log's servers",
                      id);
             empty[k].id = 0;
-            ctl_remove(tp.ctl, id, member_done, "removing a host");
+            if (ctl_remove(tp.ctl, id, member_done, "removing a host") == RV_OK) {
+                forget_host_nodes(t, id);
+            }
             return;
         }
     }
@@ -530,7 +568,7 @@ monitor_tick(int64_t timeout)
     }
     if (pthread_rwlock_tryrdlock(&tp.lock) == 0) {
         if (tp.ctl != NULL) {
-            membership_tick(&ci, t, timeout, mono_ms());
+            membership_tick(&ci, t, timeout, ping_ms, mono_ms());
         }
         pthread_rwlock_unlock(&tp.lock);
     }

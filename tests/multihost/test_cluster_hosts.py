@@ -485,7 +485,8 @@ def test_del_node_and_a_voter_replaced(cluster_net4):
     the node, reset, knows only itself. Then a voter host is killed for good: its primary is failed over, its
     nodes are forgotten (CLUSTER FORGET on every live node: redis-cli cannot reach a dead node), the log's leader
     removes the host from the log's servers and makes the learner host a voter, so that with one of the two old
-    voters cut off the log still commits (the new voter's vote counts)."""
+    voters cut off the log still commits (the new voter's vote counts). Last, the fourth host's nodes are all
+    deleted and the host stopped: it leaves the log's servers too."""
     net = cluster_net4
     first3 = [net[n] for n in HOSTS]
     procs = {}
@@ -556,4 +557,18 @@ def test_del_node_and_a_voter_replaced(cluster_net4):
     finally:
         cut.link_up()
     wait_for(lambda: epoch(cut) == e, timeout=20, what="the cut-off host catching up")
+
+    # h3 leaves for good: its other node deleted too (all its nodes reset), then the host stopped; the leader
+    # removes it from the log's servers, and the two voters left keep committing
+    mid = cmd(h3.ip, PORTS[0], "CLUSTER", "MYID")
+    rc, out = redis_cli(net, "del-node", "%s:%d" % (h0.ip, PORTS[0]), mid)
+    assert rc == 0 and "[ERR]" not in out, out
+    net.kill9(procs[(h3.name, PORTS[0])])
+    olds = [lead, cut]
+    wait_for(lambda: all(info(h.ip, PORTS[0])["topology_log_voters"] == "2" for h in olds),
+             timeout=NODE_TIMEOUT_MS / 1000 * 3 + 20, what="h3 removed from the log's servers")
+    now_lead = net[wait_for(lambda: one_leader(olds), timeout=ELECTION_BOUND_S, what="a leader of the two")]
+    e2 = bump(now_lead)
+    wait_for(lambda: all(epoch(h) == e2 for h in olds), timeout=10, what="committed by the two voters left")
+    assert all(info(h.ip, PORTS[0])["cluster_known_nodes"] == "4" for h in olds)
 
