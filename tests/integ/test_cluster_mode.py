@@ -476,6 +476,8 @@ def test_forget_reset_and_del_node_on_one_host(tmp_path):
         assert list(nodes(p3)) == [id3] and info(p3)["cluster_known_nodes"] == "1"
         assert nodes(p3)[id3][2] == "myself,master" and c3.dbsize() == 0
         assert c3.execute_command("ROLE")[0] == "master"
+        rc, out = _cli("check", "%s:%d" % (HOST, p0))
+        assert rc == 0 and "[OK] All 16384 slots covered." in out and "[ERR]" not in out, out
         # within Redis's 60 s ban window FORGET of it still answers OK; it is added back with add-node
         assert c0.execute_command("CLUSTER", "FORGET", id3) in ("OK", True)
         rc, out = _cli("add-node", "%s:%d" % (HOST, p3), "%s:%d" % (HOST, p0))

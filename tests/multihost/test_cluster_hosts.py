@@ -542,6 +542,8 @@ def test_del_node_and_a_voter_replaced(cluster_net4):
     i = wait_for(replaced, timeout=NODE_TIMEOUT_MS / 1000 * 3 + 20, what="h3 a voter in the dead host's place")
     print("\nvoter replaced %.2f s after its nodes were forgotten: %s" % (time.monotonic() - t0, i))
     assert i["cluster_known_nodes"] == "5" and i["cluster_state"] == "ok", i   # 8, less the reset one and 2 dead
+    rc, out = redis_cli(net, "check", "%s:%d" % (lead.ip, PORTS[0]))
+    assert rc == 0 and "[OK] All 16384 slots covered." in out and "[ERR]" not in out, out
 
     # the new voter's vote counts: one old voter cut off, the leader and h3 still commit
     others = [h for h in first3 if h is not dead]
