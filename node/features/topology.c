@@ -22,6 +22,8 @@
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/core/cmd.h"
+#include "node/core/effect.h"
 #include "node/features/multi.h"
 #include "node/keyspace/ks.h"
 #include "node/persist/persist.h"
@@ -325,7 +327,7 @@ static void on_answer(void *arg, const struct ctl_result *res);
 /* CLUSTER RESET committed: the node is an empty primary (a replica stops
  * following and drops its data; a primary had none, RESET checked). */
 static void
-reset_data(struct shard *s, const char *new_id)
+reset_data(struct shard *s, struct conn *c, const char *new_id)
 {
     if (new_id[0]) { /* HARD: the node's new id, now in the topology */
         topology_set_identity(shard_env(s)->id, new_id);
@@ -337,6 +339,13 @@ reset_data(struct shard *s, const char *new_id)
         log_warn("cluster: CLUSTER RESET: %s", repl_state_error(r));
     }
     ks_flush(shard_env(s)->ks);
+    /* logged, or a restart would replay the records it had as a replica */
+    const struct cmd_spec *flushall = cmd_lookup("flushall", 8);
+    struct rv_str argv[1] = { { "FLUSHALL", 8 } };
+    if (flushall != NULL) {
+        c->effect = EFFECT_ARGS;
+        persist_log(c, flushall, 1, argv);
+    }
 }
 
 void
@@ -351,7 +360,7 @@ answer_run(struct shard *s, struct shard_msg *m)
         c->flags &= ~(CONN_TOPO_WAIT | CONN_BLOCKED);
         bool ok = a->raw ? a->text[0] == '+' : !a->failed;
         if (ok && a->how == TOPOLOGY_REPLY_RESET) {
-            reset_data(s, a->node_id);
+            reset_data(s, c, a->node_id);
         }
         if (a->raw) {
             if (a->text[0] == '+') {

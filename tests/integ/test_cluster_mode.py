@@ -439,7 +439,8 @@ def test_forget_reset_and_del_node_on_one_host(tmp_path):
     every other node (the first removes the node from the one topology; the others answer OK, as Redis's ban list
     lets them) and then CLUSTER RESET SOFT to the node, which becomes an empty primary knowing only itself; it can
     be added again (add-node), and RESET HARD gives it a new id."""
-    args = ["--shards", 4, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--dir", str(tmp_path)]
+    args = ["--shards", 4, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--dir", str(tmp_path),
+            "--durability", "everysec"]
     srv = launch(args, port=free_ports(4, also_bus=True))
     try:
         p0, p3 = srv.ports[0], srv.ports[3]
@@ -492,6 +493,7 @@ def test_forget_reset_and_del_node_on_one_host(tmp_path):
         srv.stop()
         srv = launch(args, port=p0)   # the new id was written to cluster-config-file
         assert client(p3).execute_command("CLUSTER", "MYID") == new and list(nodes(p3)) == [new]
+        assert client(p3).dbsize() == 0 and client(p0).get(key) == "v"   # the reset replica's flush was logged
         assert id3 not in nodes(p0) and len(nodes(p0)) == 3
     finally:
         srv.stop()
