@@ -217,7 +217,12 @@ cm_cluster_info(struct conn *c)
         }
     }
     const struct topo_node *mine = me >= 0 ? &t->nodes[me] : NULL;
-    bool ok = assigned == SLOT_COUNT || !c->env->cfg->cluster.require_full_coverage;
+    /* down as well while the host's write lease has run out (out of touch with
+     * the topology log's quorum), as a Redis node in a minority is: routing
+     * refuses keyed commands then (node/server/dispatch.c) */
+    bool ok = (assigned == SLOT_COUNT || !c->env->cfg->cluster.require_full_coverage) &&
+              c->env->now_ms <
+                  atomic_load_explicit(&c->env->node->cluster_lease_ms, memory_order_relaxed);
     struct topology_status st;
     topology_status(&st);
     char out[1024];

@@ -314,6 +314,10 @@ def test_partition_then_kill9_of_the_log_leader(cluster_net):
         assert ci["topology_log_leader"] == "0" and int(ci["cluster_current_epoch"]) == e0, ci
         r = cut.redis_cli(cut, PORTS[0], "CLUSTER", "BUMPEPOCH")
         assert "CLUSTERDOWN" in r.stdout + r.stderr, r.stdout + r.stderr   # not a leader: refused, not hung
+        # its lease ran out: its cluster is down, as a Redis node's in a minority, and keyed reads are refused
+        wait_for(lambda: in_ns_info(cut)["cluster_state"] == "fail", timeout=10, what="cluster_state:fail cut off")
+        r = cut.redis_cli(cut, PORTS[0], "GET", "somekey")
+        assert "CLUSTERDOWN The cluster is down" in r.stdout + r.stderr, r.stdout + r.stderr
     finally:
         cut.link_up()
     assert e1 == e0 + 1
