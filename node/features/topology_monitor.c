@@ -496,6 +496,13 @@ monitor_tick(int64_t timeout)
         }
         pthread_rwlock_unlock(&tp.lock);
     }
+    struct topo *cur = node_topo_get(tp.node);
+    for (size_t i = 0; i < mon.n; i++) { /* (connections to nodes forgotten since) */
+        if (mon.p[i].fd >= 0 && (cur == NULL || topo_find(cur, mon.p[i].id, ID_LEN) < 0)) {
+            probe_close(&mon.p[i]);
+        }
+    }
+    topo_put(cur);
     publish_links();
     int ping_ms = (int)(timeout / 4 > 1000 ? 1000 : timeout / 4 < 50 ? 50 : timeout / 4);
     bool leader = have && ci.state == CTL_LEADER;
