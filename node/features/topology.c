@@ -236,12 +236,6 @@ identity_load(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
     return 0;
 }
 
-const char *
-topology_shard_id(unsigned shard)
-{
-    return tp.shard_ids[shard];
-}
-
 int
 topology_set_identity(unsigned shard, const char *id)
 {

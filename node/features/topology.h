@@ -63,8 +63,6 @@ void topology_propose_forwarded(struct conn *c, const struct buf *const *entries
 /* id (len bytes) was removed by a NODE_FORGET this host applied in the last
  * 60 s (Redis's ban list): CLUSTER FORGET of it answers OK. Any thread. */
 bool topology_recently_forgotten(const char *id, size_t len);
-/* This shard's shard id (its own, not its primary's) from the identity file. */
-const char *topology_shard_id(unsigned shard);
 /* CLUSTER RESET HARD, committed: shard's node id is id from now on, written
  * to cluster-config-file. 0, or -1 (logged). Called by the shard itself. */
 int topology_set_identity(unsigned shard, const char *id);
