@@ -14,6 +14,7 @@
 #include "node/features/topology.h"
 #include "node/keyspace/ks.h"
 #include "base/mem.h"
+#include "base/rand.h"
 #include "proto/resp.h"
 
 #include <stdlib.h>
@@ -216,7 +217,12 @@ cm_cluster_info(struct conn *c)
         }
     }
     const struct topo_node *mine = me >= 0 ? &t->nodes[me] : NULL;
-    bool ok = assigned == SLOT_COUNT || !c->env->cfg->cluster.require_full_coverage;
+    /* down as well while the host's write lease has run out (out of touch with
+     * the topology log's quorum), as a Redis node in a minority is: routing
+     * refuses keyed commands then (node/server/dispatch.c) */
+    bool ok = (assigned == SLOT_COUNT || !c->env->cfg->cluster.require_full_coverage) &&
+              c->env->now_ms <
+                  atomic_load_explicit(&c->env->node->cluster_lease_ms, memory_order_relaxed);
     struct topology_status st;
     topology_status(&st);
     char out[1024];
@@ -279,10 +285,32 @@ CMD_HANDLER(cluster_count_failure_reports)
     reply_int(c, 0); /* failures are decided by the topology log's leader, not by reports */
 }
 
+/* CLUSTER LINKS, with Redis's fields: the host's monitor connections (one
+ * per node of another host it watches; "to", as Redis names outbound links).
+ * The raft bus is one link per host pair, not per node, and is not listed. */
 CMD_HANDLER(cluster_links)
 {
-    if (topo_or_err(c) != NULL) {
-        reply_array(c, 0); /* one consensus link per host, not per node: none to list here */
+    if (topo_or_err(c) == NULL) {
+        return;
+    }
+    static _Thread_local struct topology_link l[256];
+    size_t n = topology_links(l, 256);
+    n = n < 256 ? n : 256;
+    reply_array(c, n);
+    for (size_t i = 0; i < n; i++) {
+        reply_map(c, 6);
+        reply_bulk_cstr(c, "direction");
+        reply_bulk_cstr(c, "to");
+        reply_bulk_cstr(c, "node");
+        reply_bulk_cstr(c, l[i].node_id);
+        reply_bulk_cstr(c, "create-time");
+        reply_int(c, l[i].create_ms);
+        reply_bulk_cstr(c, "events");
+        reply_bulk_cstr(c, "r");
+        reply_bulk_cstr(c, "send-buffer-allocated");
+        reply_int(c, 0);
+        reply_bulk_cstr(c, "send-buffer-used");
+        reply_int(c, 0);
     }
 }
 
@@ -468,7 +496,12 @@ CMD_HANDLER(cluster_forget)
     char id[TOPO_ID_LEN + 1], err[TOPO_ERR_MAX];
     snprintf(id, sizeof(id), "%.*s", (int)(argv[2].len > TOPO_ID_LEN ? TOPO_ID_LEN : argv[2].len),
              argv[2].p);
-    if (argv[2].len != TOPO_ID_LEN || topo_find(t, argv[2].p, argv[2].len) < 0) {
+    int k = topo_find(t, argv[2].p, argv[2].len);
+    if (argv[2].len != TOPO_ID_LEN || k < 0 || !visible(t, me_index(c), (unsigned)k)) {
+        if (topology_recently_forgotten(argv[2].p, argv[2].len)) {
+            reply_ok(c); /* (forgotten by this same operation, sent to another node) */
+            return;
+        }
         reply_errf(c, "ERR Unknown node %.*s", (int)(argv[2].len > 64 ? 64 : argv[2].len),
                    argv[2].p);
         return;
@@ -480,6 +513,65 @@ CMD_HANDLER(cluster_forget)
     struct buf b;
     buf_init(&b);
     propose_built(c, &b, topo_enc_node_forget(&b, id), TOPOLOGY_REPLY_OK);
+}
+
+/* CLUSTER RESET [HARD|SOFT]: the node leaves the cluster (it is forgotten:
+ * its slots become unassigned, its replicas orphans) and is added again as a
+ * lone, empty primary that knows only itself; a replica drops its data. HARD
+ * also gives it a new node id and config epoch 0. The host stays a server of
+ * the topology log while it has nodes (docs/cluster.md). */
+CMD_HANDLER(cluster_reset)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    bool hard = argc == 3 && cmd_arg_is(argv[2], "hard");
+    if (argc > 3 || (argc == 3 && !hard && !cmd_arg_is(argv[2], "soft"))) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    int me = me_index(c);
+    bool replica = me >= 0 ? t->nodes[me].role == TOPO_REPLICA : topology_shard_follows(c->shard);
+    if (!replica && ks_size(c->env->ks) != 0) {
+        reply_errf(c, "ERR CLUSTER RESET can't be called with master nodes containing keys");
+        return;
+    }
+    struct buf e[2];
+    const struct buf *ev[2];
+    size_t ne = 0;
+    buf_init(&e[0]);
+    buf_init(&e[1]);
+    if (me >= 0) {
+        topo_enc_node_forget(&e[ne], my_id(c));
+        ev[ne] = &e[ne];
+        ne++;
+    }
+    char new_id[TOPO_ID_LEN + 1] = "";
+    struct topo_node_spec sp;
+    topology_own_spec(c->env->id, &sp);
+    if (hard) {
+        rand_hex(new_id, TOPO_ID_LEN);
+        new_id[TOPO_ID_LEN] = '\0';
+        sp.id = new_id;
+    } else if (me >= 0) {
+        sp.config_epoch = t->nodes[me].config_epoch;
+    }
+    if (me >= 0) { /* (where the cluster knows it, not what the config says now) */
+        sp.ip = t->nodes[me].ip;
+        sp.port = t->nodes[me].port;
+        sp.cport = t->nodes[me].cport;
+        sp.hostname = t->nodes[me].hostname;
+    }
+    ev[ne] = &e[ne];
+    if (topo_enc_node_add(&e[ne], &sp) != 0) {
+        reply_errf(c, "ERR Invalid arguments");
+    } else {
+        ne++;
+        topology_propose_reset(c, ev, ne, hard ? new_id : NULL);
+    }
+    buf_deinit(&e[0]);
+    buf_deinit(&e[1]);
 }
 
 /* CLUSTER MEET to a node of this host: both now know every node met so far. */
@@ -579,13 +671,10 @@ CMD_HANDLER(cluster_meet)
         if (n->port != port || !ip_ok) {
             continue;
         }
-        if (n->host_id == t->nodes[me].host_id) {
-            meet_local(c, t, me, i);
-        } else if (!(t->nodes[me].flags & TOPO_F_LONE) && !(n->flags & TOPO_F_LONE)) {
-            reply_ok(c); /* a node of a host already in this cluster */
-        } else {
-            reply_errf(c, "TRYAGAIN the other host's nodes are still being added");
-        }
+        /* A node of this host, or of a host already sharing this host's log:
+         * both ends now know every node met so far (a node that CLUSTER RESET
+         * made lone is added back this way: redis-cli's add-node). */
+        meet_local(c, t, me, i);
         return;
     }
     char ip[64];

@@ -150,6 +150,7 @@ static struct cmd_spec cluster_subs[] = {
     ROW("set-config-epoch", cmd_cluster_set_config_epoch, 3, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Sets the configuration epoch for a new node.", "config-epoch"),
     ROW("bumpepoch", cmd_cluster_bumpepoch, 2, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Advances the cluster config epoch.", ""),
     ROW("forget", cmd_cluster_forget, 3, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Removes a node from the nodes table.", "node-id"),
+    ROW("reset", cmd_cluster_reset, -2, AD | ST | CMD_NOSCRIPT, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.", "Resets a node.", "[HARD | SOFT]"),
     ROW("meet", cmd_cluster_meet, -4, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Forces a node to handshake with another node (the nodes of this host only, for now).", "ip port [cluster-bus-port]"),
     ROW("failover", cmd_cluster_failover, -2, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Forces a replica to perform a manual failover of its master.", "[FORCE | TAKEOVER]"),
     ROW("replicate", cmd_cluster_replicate, 3, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Configure a node as replica of a master node (not in cluster mode yet).", "node-id"),

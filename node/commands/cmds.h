@@ -92,7 +92,7 @@ CMD_HANDLER(cluster_myshardid); CMD_HANDLER(cluster_replicas); CMD_HANDLER(clust
 CMD_HANDLER(cluster_links); CMD_HANDLER(cluster_saveconfig); CMD_HANDLER(cluster_addslots);
 CMD_HANDLER(cluster_addslotsrange); CMD_HANDLER(cluster_delslots); CMD_HANDLER(cluster_delslotsrange);
 CMD_HANDLER(cluster_flushslots); CMD_HANDLER(cluster_set_config_epoch); CMD_HANDLER(cluster_bumpepoch);
-CMD_HANDLER(cluster_forget); CMD_HANDLER(cluster_meet); CMD_HANDLER(cluster_replicate);
+CMD_HANDLER(cluster_forget); CMD_HANDLER(cluster_reset); CMD_HANDLER(cluster_meet); CMD_HANDLER(cluster_replicate);
 CMD_HANDLER(rvcluster); CMD_HANDLER(cluster_failover);
 
 /* Collection types: each module declares its handlers in node/t_<type>.h. */

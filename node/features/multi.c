@@ -35,6 +35,8 @@ struct multi_state {
     size_t qbytes; /* what the queued commands hold (CLIENT LIST multi-mem=) */
     struct watched_key *w;
     size_t nw, capw;
+    size_t resume_at; /* EXEC waits for a topology change: the next queued command */
+    bool exec_waits;
 };
 
 /* Watch table value: the connections watching one key. */
@@ -324,6 +326,37 @@ multi_exec_check(struct conn *c)
     return MULTI_RUN;
 }
 
+/* Run the queued commands from i on. A topology-changing command (CLUSTER
+ * ADDSLOTS & co., features/topology.h) leaves the client waiting for its
+ * commit: EXEC stops there and multi_exec_resume() goes on once its reply
+ * was written, so each command's reply lands in its place in EXEC's array.
+ * (The commands after it then run after the commit, not atomically with the
+ * ones before: redis-cli's transactions hold topology commands only.) */
+static void
+exec_from(struct conn *c, size_t i)
+{
+    struct multi_state *m = c->mstate;
+    c->flags |= CONN_IN_EXEC;
+    for (; i < m->nq; i++) {
+        /* As Redis, ACLs are checked again: they may have changed since queueing. */
+        if (rv_unlikely(c->acl_slow) && !acl_allow(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv)) {
+            continue;
+        }
+        cmd_call(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
+        if (rv_unlikely(c->flags & CONN_TOPO_WAIT)) {
+            m->resume_at = i + 1;
+            m->exec_waits = true;
+            c->flags &= ~CONN_IN_EXEC;
+            persist_exec_end(c); /* (other clients run meanwhile) */
+            return;
+        }
+    }
+    m->exec_waits = false;
+    c->flags &= ~CONN_IN_EXEC;
+    persist_exec_end(c);
+    multi_release(c);
+}
+
 void
 multi_exec_run(struct conn *c)
 {
@@ -336,17 +369,18 @@ multi_exec_run(struct conn *c)
     c->flags &= ~CONN_MULTI;
     m->in_multi = false;
     reply_array(c, m->nq);
-    c->flags |= CONN_IN_EXEC;
-    for (size_t i = 0; i < m->nq; i++) {
-        /* As Redis, ACLs are checked again: they may have changed since queueing. */
-        if (rv_unlikely(c->acl_slow) && !acl_allow(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv)) {
-            continue;
-        }
-        cmd_call(c, m->q[i].cmd, m->q[i].argc, m->q[i].argv);
+    exec_from(c, 0);
+}
+
+bool
+multi_exec_resume(struct conn *c)
+{
+    struct multi_state *m = c->mstate;
+    if (m == NULL || !m->exec_waits) {
+        return false;
     }
-    c->flags &= ~CONN_IN_EXEC;
-    persist_exec_end(c);
-    multi_release(c);
+    exec_from(c, m->resume_at);
+    return (c->flags & CONN_TOPO_WAIT) != 0;
 }
 
 size_t

@@ -58,3 +58,7 @@ enum multi_verdict multi_exec_check(struct conn *c);
 /* Run the queued commands (after MULTI_RUN): EXEC's reply is the array of
  * their replies. Ends the transaction. */
 void multi_exec_run(struct conn *c);
+/* EXEC stopped at a topology command waiting for its commit (exec_from in
+ * multi.c), whose reply was just written: run the rest. true while it waits
+ * again (the client's input stays paused). */
+bool multi_exec_resume(struct conn *c);

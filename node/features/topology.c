@@ -22,6 +22,10 @@
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/core/cmd.h"
+#include "node/core/effect.h"
+#include "node/features/multi.h"
+#include "node/keyspace/ks.h"
 #include "node/persist/persist.h"
 #include "proto/resp.h"
 #include "replication/repl.h"
@@ -41,6 +45,58 @@
 #include <unistd.h>
 
 struct topology_state tp = { .lock = PTHREAD_RWLOCK_INITIALIZER };
+
+/* Nodes forgotten lately (Redis keeps a 60 s ban list): CLUSTER FORGET of one
+ * of them answers OK, so that redis-cli's del-node, which sends FORGET to every
+ * other node, gets OK from each although the first FORGET already removed the
+ * node from the one topology they share. Written on the control thread,
+ * read by the shards. */
+#define FORGOTTEN_SLOTS 64
+#define FORGOTTEN_MS 60000
+static struct {
+    pthread_mutex_t mu;
+    struct {
+        char id[ID_LEN + 1];
+        int64_t at_ms;
+    } e[FORGOTTEN_SLOTS];
+    unsigned next;
+} forgotten = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+forgotten_add(const char *id)
+{
+    pthread_mutex_lock(&forgotten.mu);
+    unsigned k = forgotten.next++ % FORGOTTEN_SLOTS;
+    memcpy(forgotten.e[k].id, id, ID_LEN);
+    forgotten.e[k].id[ID_LEN] = '\0';
+    forgotten.e[k].at_ms = now_ms();
+    pthread_mutex_unlock(&forgotten.mu);
+}
+
+bool
+topology_recently_forgotten(const char *id, size_t len)
+{
+    if (len != ID_LEN) {
+        return false;
+    }
+    bool found = false;
+    int64_t now = now_ms();
+    pthread_mutex_lock(&forgotten.mu);
+    for (unsigned k = 0; k < FORGOTTEN_SLOTS && !found; k++) {
+        found = forgotten.e[k].at_ms != 0 && now - forgotten.e[k].at_ms < FORGOTTEN_MS &&
+                memcmp(forgotten.e[k].id, id, ID_LEN) == 0;
+    }
+    pthread_mutex_unlock(&forgotten.mu);
+    return found;
+}
 
 int
 tpi_spawn(void *(*fn)(void *), void *arg)
@@ -158,6 +214,7 @@ identity_load(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
 {
     char path[4200];
     identity_path(cfg, path, sizeof(path));
+    snprintf(tp.idpath, sizeof(tp.idpath), "%s", path);
     tp.shard_ids = rv_calloc(n->nshards, sizeof(*tp.shard_ids));
     tp.handover = rv_calloc(n->nshards, sizeof(*tp.handover));
     int rc = identity_read(path, n, err, errsz);
@@ -180,6 +237,20 @@ identity_load(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
     return 0;
 }
 
+int
+topology_set_identity(unsigned shard, const char *id)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu); /* (two shards reset at once: one file, both changes) */
+    memcpy(tp.node->ids[shard], id, ID_LEN);
+    int rc = identity_write(tp.idpath, tp.node);
+    pthread_mutex_unlock(&mu);
+    if (rc != 0) {
+        log_warn("cluster: cannot write %s: %s", tp.idpath, strerror(errno));
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- state machine */
 
 static void
@@ -196,6 +267,14 @@ fsm_apply(void *arg, const void *entry, size_t len, char *msg, size_t msgsz)
     enum topo_res r = topo_apply(tp.cur, entry, len, &next, msg, msgsz);
     topo_put(tp.cur);
     tp.cur = next;
+    /* NODE_FORGET: version, type, id (topo_codec.c) */
+    const char *e = entry;
+    bool forget = len >= 2 + ID_LEN && e[1] == TOPO_CMD_NODE_FORGET;
+    if (forget && r == TOPO_CHANGED) {
+        forgotten_add(e + 2);
+    } else if (forget && r == TOPO_EREFUSED && topology_recently_forgotten(e + 2, ID_LEN)) {
+        r = TOPO_UNCHANGED; /* (the outcome only: the state is the same either way) */
+    }
     if (r == TOPO_CHANGED) {
         publish();
     }
@@ -240,6 +319,30 @@ fsm_restore(void *arg, const void *data, size_t len)
 
 static void on_answer(void *arg, const struct ctl_result *res);
 
+/* CLUSTER RESET committed: the node is an empty primary (a replica stops
+ * following and drops its data; a primary had none, RESET checked). */
+static void
+reset_data(struct shard *s, struct conn *c, const char *new_id)
+{
+    if (new_id[0]) { /* HARD: the node's new id, now in the topology */
+        topology_set_identity(shard_env(s)->id, new_id);
+        const struct topo *t = shard_env(s)->topo;
+        shard_env(s)->topo_me = t ? topo_find(t, new_id, ID_LEN) : -1;
+    }
+    struct repl *r = persist_repl(s);
+    if (r != NULL && repl_is_replica(r) && repl_follow(r, true, NULL, 0) != RV_OK) {
+        log_warn("cluster: CLUSTER RESET: %s", repl_state_error(r));
+    }
+    ks_flush(shard_env(s)->ks);
+    /* logged, or a restart would replay the records it had as a replica */
+    const struct cmd_spec *flushall = cmd_lookup("flushall", 8);
+    struct rv_str argv[1] = { { "FLUSHALL", 8 } };
+    if (flushall != NULL) {
+        c->effect = EFFECT_ARGS;
+        persist_log(c, flushall, 1, argv);
+    }
+}
+
 void
 answer_run(struct shard *s, struct shard_msg *m)
 {
@@ -250,6 +353,10 @@ answer_run(struct shard *s, struct shard_msg *m)
     }
     if (c != NULL && (c->flags & CONN_TOPO_WAIT)) { /* (else the client went away) */
         c->flags &= ~(CONN_TOPO_WAIT | CONN_BLOCKED);
+        bool ok = a->raw ? a->text[0] == '+' : !a->failed;
+        if (ok && a->how == TOPOLOGY_REPLY_RESET) {
+            reset_data(s, c, a->node_id);
+        }
         if (a->raw) {
             if (a->text[0] == '+') {
                 reply_simple(c, a->text + 1);
@@ -271,7 +378,9 @@ answer_run(struct shard *s, struct shard_msg *m)
             }
             reply_simple(c, line);
         }
-        conn_resume(c);
+        if (!multi_exec_resume(c)) { /* (EXEC's next commands first: they come before any input) */
+            conn_resume(c);
+        }
         shard_want_write(s, c);
     }
     rv_free(a);
@@ -284,6 +393,9 @@ answer_new(struct request *rq)
     a->m.run = answer_run;
     a->conn_id = rq->conn_id;
     a->how = rq->how;
+    if (rq->how == TOPOLOGY_REPLY_RESET) {
+        memcpy(a->node_id, rq->node_id, sizeof(a->node_id));
+    }
     return a;
 }
 
@@ -359,8 +471,8 @@ static void
 start_request(struct conn *c, const struct buf *const *entries, size_t n, enum topology_reply how,
               const char *node_id, bool no_forward, uint64_t admit_id, const char *admit_addr)
 {
-    if (c->flags & (CONN_IN_EXEC | CONN_REPLAY)) {
-        reply_errf(c, "ERR topology changes cannot wait inside a transaction; send them alone");
+    if (c->flags & CONN_REPLAY) {
+        reply_errf(c, "ERR topology changes cannot wait here; send them alone");
         return;
     }
     if (!tpi_lock_for(c)) {
@@ -414,6 +526,13 @@ void
 topology_propose_seq(struct conn *c, const struct buf *const *entries, size_t n)
 {
     start_request(c, entries, n, TOPOLOGY_REPLY_OK, NULL, false, 0, NULL);
+}
+
+void
+topology_propose_reset(struct conn *c, const struct buf *const *entries, size_t n,
+                       const char *new_id)
+{
+    start_request(c, entries, n, TOPOLOGY_REPLY_RESET, new_id, false, 0, NULL);
 }
 
 void
@@ -505,6 +624,36 @@ host_ip(const struct cfg *cfg, char *out, size_t n)
     }
 }
 
+/* Node i of this host as it is added: a lone primary (it knows only itself
+ * until a MEET, as redis-cli --cluster checks). */
+static void
+own_spec(const struct node *n, const struct cfg *cfg, unsigned i, struct topo_node_spec *sp)
+{
+    int64_t port = cfg->cluster.announce_port ? cfg->cluster.announce_port : cfg->net.port;
+    unsigned bus = (unsigned)(cfg->cluster.port ? cfg->cluster.port : cfg->net.port + 10000);
+    *sp = (struct topo_node_spec){
+        .id = n->ids[i],
+        .shard_id = tp.shard_ids[i],
+        .ip = tp.ip,
+        .port = (uint16_t)(port + i),
+        .cport = (uint16_t)(cfg->cluster.announce_bus_port ? cfg->cluster.announce_bus_port : bus),
+        .hostname = cfg->cluster.announce_hostname,
+        .role = TOPO_PRIMARY,
+        .flags = TOPO_F_LONE,
+        .host_id = tp.host_id,
+    };
+}
+
+void
+topology_own_spec(unsigned shard, struct topo_node_spec *out)
+{
+    static _Thread_local char hostname[TOPO_HOSTNAME_MAX + 1];
+    const struct cfg *cfg = atomic_load(&tp.node->cfg);
+    own_spec(tp.node, cfg, shard, out);
+    snprintf(hostname, sizeof(hostname), "%s", out->hostname ? out->hostname : "");
+    out->hostname = hostname;
+}
+
 /* A fresh cluster of this host alone: add its nodes once it leads. */
 static int
 add_own_nodes(struct node *n, const struct cfg *cfg, const char *ip, unsigned bus_port, char *err,
@@ -533,23 +682,14 @@ add_own_nodes(struct node *n, const struct cfg *cfg, const char *ip, unsigned bu
         if (t != NULL && topo_find(t, n->ids[i], ID_LEN) >= 0) {
             continue;
         }
-        int64_t port = cfg->cluster.announce_port ? cfg->cluster.announce_port : cfg->net.port;
-        struct topo_node_spec sp = {
-            .id = n->ids[i],
-            .shard_id = tp.shard_ids[i],
-            .ip = ip,
-            .port = (uint16_t)(port + i),
-            .cport = (uint16_t)(cfg->cluster.announce_bus_port ? cfg->cluster.announce_bus_port
-                                                               : bus_port),
-            .hostname = cfg->cluster.announce_hostname,
-            .role = TOPO_PRIMARY,
-            .flags = TOPO_F_LONE, /* knows only itself until a MEET (redis-cli checks) */
-            .host_id = tp.host_id,
-        };
+        struct topo_node_spec sp;
+        own_spec(n, cfg, i, &sp);
+        sp.ip = ip;
+        sp.cport = (uint16_t)(cfg->cluster.announce_bus_port ? cfg->cluster.announce_bus_port
+                                                             : bus_port);
         buf_reset(&b);
         if (topo_enc_node_add(&b, &sp) != RV_OK) {
-            snprintf(err, errsz, "node %u: cannot encode its address %s:%lld", i, ip,
-                     (long long)(port + i));
+            snprintf(err, errsz, "node %u: cannot encode its address %s:%u", i, ip, sp.port);
             rc = -1;
         } else {
             rc = propose_sync(&b, err, errsz);
@@ -747,21 +887,21 @@ topology_reconcile(struct shard *s)
     }
 }
 
-/* Control thread: the outcome of a change proposed with no client waiting; a
- * host that does not lead sends it to the leader's host. */
+bool
+topology_shard_follows(struct shard *s)
+{
+    struct repl *r = persist_repl(s);
+    return r != NULL && repl_is_replica(r);
+}
+
+/* Control thread: the outcome of a change proposed with no client waiting. */
 void
 tpi_bg_done(void *arg, const struct ctl_result *res)
 {
-    struct buf *entry = arg;
-    if (res->err == CTL_ENOTLEADER && entry != NULL && forward_bg(entry, res->leader_id)) {
-        entry = NULL; /* (the forward owns it) */
-    } else if (res->err != CTL_OK || res->code != 0) {
+    (void)arg;
+    if (res->err != CTL_OK || res->code != 0) {
         log_warn("cluster: a topology change this host proposed by itself failed: %s %s",
                  ctl_strerror(res->err), res->msg ? res->msg : "");
-    }
-    if (entry != NULL) {
-        buf_deinit(entry);
-        rv_free(entry);
     }
 }
 
@@ -821,21 +961,33 @@ tpi_handover_retry(void)
     }
 }
 
+/* A proposal with no client: on a host that does not lead the log it is
+ * sent to the leader's host (RVCLUSTER PROPOSE), as a client's would be. */
+static void
+bg_done(void *arg, const struct ctl_result *res)
+{
+    struct request *rq = arg;
+    if (res->err == CTL_ENOTLEADER && forward(rq, res->leader_id)) {
+        return; /* (forward owns rq now) */
+    }
+    tpi_bg_done(NULL, res);
+    request_free(rq);
+}
+
 void
 tpi_propose_bg(const struct buf *b)
 {
     if (pthread_rwlock_tryrdlock(&tp.lock) != 0) {
         return; /* (the control plane is being replaced: a join) */
     }
-    if (tp.ctl != NULL) {
-        struct buf *copy = rv_calloc(1, sizeof(*copy));
-        buf_init(copy);
-        buf_append(copy, b->data, b->len);
-        if (ctl_propose(tp.ctl, b->data, b->len, tpi_bg_done, copy) != RV_OK) {
-            log_warn("cluster: cannot propose a topology change now");
-            buf_deinit(copy);
-            rv_free(copy);
-        }
+    struct request *rq = rv_calloc(1, sizeof(*rq));
+    buf_init(&rq->next);
+    uint32_t len = (uint32_t)b->len;
+    buf_append(&rq->next, &len, 4);
+    buf_append(&rq->next, b->data, len);
+    if (tp.ctl == NULL || ctl_propose(tp.ctl, b->data, b->len, bg_done, rq) != RV_OK) {
+        log_warn("cluster: cannot propose a topology change now");
+        request_free(rq);
     }
     pthread_rwlock_unlock(&tp.lock);
 }

@@ -37,6 +37,7 @@ void topology_stop(void);
 enum topology_reply {
     TOPOLOGY_REPLY_OK,        /* +OK */
     TOPOLOGY_REPLY_BUMPEPOCH, /* +BUMPED <epoch> / +STILL <epoch> (the node's config epoch) */
+    TOPOLOGY_REPLY_RESET,     /* +OK, after the shard stopped following and flushed its data */
 };
 /* Propose entry (encoded by topo_enc_*) for client c, which waits for the
  * answer; node_id names the node a BUMPEPOCH reply reports. Inside
@@ -59,6 +60,21 @@ void topology_meet_host(struct conn *c, const char *ip, int port, const struct b
  * (it does not lead the log): proposed here, never forwarded again. */
 void topology_propose_forwarded(struct conn *c, const struct buf *const *entries, size_t n,
                                 enum topology_reply how, const char *node_id);
+/* id (len bytes) was removed by a NODE_FORGET this host applied in the last
+ * 60 s (Redis's ban list): CLUSTER FORGET of it answers OK. Any thread. */
+bool topology_recently_forgotten(const char *id, size_t len);
+/* CLUSTER RESET HARD, committed: shard's node id is id from now on, written
+ * to cluster-config-file. 0, or -1 (logged). Called by the shard itself. */
+int topology_set_identity(unsigned shard, const char *id);
+/* The spec of shard's node as this host would add it (address from the
+ * config), for CLUSTER RESET; strings point into static per-shard storage. */
+struct topo_node_spec;
+void topology_own_spec(unsigned shard, struct topo_node_spec *out);
+/* CLUSTER RESET: entries proposed in order; once committed the shard stops
+ * following, drops its data and (new_id not NULL) takes new_id as its node id;
+ * then +OK. */
+void topology_propose_reset(struct conn *c, const struct buf *const *entries, size_t n,
+                            const char *new_id);
 /* This host leads the topology log. */
 bool topology_leads(void);
 /* The client address of a node on the leader's host, in topology t. */
@@ -69,6 +85,9 @@ uint64_t topology_host_id(void);
  * names (CLUSTER REPLICATE), or stops following when it is a primary. */
 struct shard;
 void topology_reconcile(struct shard *s);
+/* The shard replicates another node now (CLUSTER RESET of a node that the
+ * topology no longer holds). */
+bool topology_shard_follows(struct shard *s);
 /* A replica's shard promoted itself (FAILOVER's hand-over): propose its node
  * as the primary of its slots (PROMOTE). */
 void topology_primary_now(struct shard *s);
@@ -79,6 +98,15 @@ void topology_replica_now(struct shard *s);
  * line becomes c's reply (c waits). */
 void topology_relay(struct conn *c, const char *ip, int port, const struct buf *req);
 const char *topology_bus_address(void);
+
+/* CLUSTER LINKS: the connections this host's monitor keeps to other hosts'
+ * nodes (the leader's failure detector, a follower's lease check); copied
+ * into out[0..cap), the total count returned. Any thread. */
+struct topology_link {
+    char node_id[41];
+    int64_t create_ms; /* unix ms */
+};
+size_t topology_links(struct topology_link *out, size_t cap);
 
 /* The control plane's state for CLUSTER INFO, INFO and logs (any thread). */
 struct topology_status {

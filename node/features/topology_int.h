@@ -29,6 +29,7 @@ struct topology_state {
     struct ctl_opts opts; /* how it was started (joining restarts it without bootstrap) */
     char ip[46], addr[CTL_ADDR_MAX], bind[CTL_ADDR_MAX], dir[4200];
     atomic_bool joining;
+    char idpath[4200]; /* cluster-config-file */
     /* Per shard: a FAILOVER hand-over the data plane made before the topology
      * recorded it (enum handover; topology.c). */
     atomic_int *handover;
@@ -53,7 +54,8 @@ struct answer {
     bool raw; /* text is a whole reply line from another host ("+..." or "-...") */
     uint64_t epoch;
     bool bumped;
-    uint64_t index; /* the entry's log index */
+    uint64_t index;           /* the entry's log index */
+    char node_id[ID_LEN + 1]; /* TOPOLOGY_REPLY_RESET: the node's new id ("" to keep it) */
     bool forwarded; /* the client is another host (RVCLUSTER PROPOSE): tell it the index */
     char text[CTL_MSG_MAX + CTL_ADDR_MAX + 64];
 };
@@ -91,12 +93,14 @@ bool tpi_lock_for(struct conn *c);
 /* topology_join.c */
 void admit_host(uint64_t id, const char *addr);
 bool forward(struct request *rq, uint64_t leader_id);
-/* Control thread: send entry (heap, owned on success) to the leader's host
- * with no client waiting; false when no leader is known. */
-bool forward_bg(struct buf *entry, uint64_t leader_id);
 int resp_call(const char *ip, int port, const struct buf *req, char *out, size_t n, int timeout_ms);
 int resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t n,
                  int timeout_ms, bool all);
+
+/* AUTH on a new connection to another node with masteruser/masterauth when
+ * masterauth is set (Redis's names for what a replica sends its primary; the
+ * hosts of a cluster share them). 0, or -1 with the error in out. */
+int tpi_auth(int fd, char *out, size_t n);
 
 /* topology_monitor.c */
 int monitor_start(int64_t timeout, char *err, size_t errsz);

@@ -174,6 +174,45 @@ meet_answer(struct meet_job *j, const char *err)
 /* One blocking request to ip:port; the first line of the reply in out (all:
  * everything until the peer closes, for a command followed by QUIT). */
 int
+tpi_auth(int fd, char *out, size_t n)
+{
+    const struct cfg *cfg = atomic_load(&tp.node->cfg);
+    if (cfg == NULL || cfg->repl.masterauth[0] == '\0') {
+        return 0;
+    }
+    struct buf b;
+    buf_init(&b);
+    bool user = cfg->repl.masteruser[0] != '\0';
+    resp_w_array(&b, user ? 3 : 2);
+    resp_w_bulk_cstr(&b, "AUTH");
+    if (user) {
+        resp_w_bulk_cstr(&b, cfg->repl.masteruser);
+    }
+    resp_w_bulk_cstr(&b, cfg->repl.masterauth);
+    bool sent = send(fd, b.data, b.len, MSG_NOSIGNAL) == (ssize_t)b.len;
+    buf_deinit(&b);
+    char line[256];
+    size_t got = 0;
+    while (sent &&
+           got + 1 < sizeof(line)) { /* one line, byte by byte: not a byte of what follows */
+        ssize_t r = recv(fd, line + got, 1, 0);
+        if (r <= 0) {
+            break;
+        }
+        if (line[got++] == '\n') {
+            break;
+        }
+    }
+    line[got] = '\0';
+    if (strncmp(line, "+OK", 3) == 0) {
+        return 0;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    snprintf(out, n, "%s", line[0] == '-' ? line + 1 : "ERR AUTH with masterauth got no answer");
+    return -1;
+}
+
+int
 resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t n, int timeout_ms,
              bool all)
 {
@@ -186,12 +225,20 @@ resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t 
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        send(fd, req->data, req->len, MSG_NOSIGNAL) != (ssize_t)req->len) {
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         snprintf(out, n, "ERR cannot reach %s:%d: %s", ip, port, strerror(errno));
         if (fd >= 0) {
             close(fd);
         }
+        return -1;
+    }
+    if (tpi_auth(fd, out, n) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (send(fd, req->data, req->len, MSG_NOSIGNAL) != (ssize_t)req->len) {
+        snprintf(out, n, "ERR cannot reach %s:%d: %s", ip, port, strerror(errno));
+        close(fd);
         return -1;
     }
     size_t got = 0;
@@ -373,6 +420,8 @@ topology_bus_address(void)
 struct fwd_job {
     struct shard *shard;
     uint64_t conn_id;
+    enum topology_reply how;
+    char node_id[ID_LEN + 1];
     char ip[TOPO_IP_MAX + 1];
     int port;
     struct buf req;
@@ -386,6 +435,8 @@ fwd_worker(void *arg)
     a->m.run = answer_run;
     a->conn_id = j->conn_id;
     a->raw = true;
+    a->how = j->how;
+    memcpy(a->node_id, j->node_id, sizeof(a->node_id));
     char line[sizeof(a->text)];
     uint64_t index;
     int used = 0;
@@ -408,7 +459,14 @@ fwd_worker(void *arg)
     } else {
         snprintf(a->text, sizeof(a->text), "%s", line);
     }
-    shard_post(j->shard, &a->m);
+    if (j->shard == NULL) { /* a proposal with no client (tpi_propose_bg) */
+        if (a->text[0] != '+') {
+            log_warn("cluster: a topology change sent to the leader's host failed: %s", a->text);
+        }
+        rv_free(a);
+    } else {
+        shard_post(j->shard, &a->m);
+    }
     buf_deinit(&j->req);
     rv_free(j);
     return NULL;
@@ -431,6 +489,10 @@ forward(struct request *rq, uint64_t leader_id)
     struct fwd_job *j = rv_calloc(1, sizeof(*j));
     j->shard = rq->shard;
     j->conn_id = rq->conn_id;
+    j->how = rq->how;
+    if (rq->how == TOPOLOGY_REPLY_RESET) {
+        memcpy(j->node_id, rq->node_id, sizeof(j->node_id));
+    }
     snprintf(j->ip, sizeof(j->ip), "%s", to->ip);
     j->port = to->port;
     buf_init(&j->req);
@@ -458,59 +520,6 @@ forward(struct request *rq, uint64_t leader_id)
         return false;
     }
     request_free(rq);
-    return true;
-}
-
-/* A change proposed with no client waiting (a promotion after a hand-over, the
- * monitor's) on a host that does not lead: sent to the leader's host from a
- * thread of its own, the outcome logged. */
-struct bg_job {
-    char ip[TOPO_IP_MAX + 1];
-    int port;
-    struct buf req;
-};
-
-static void *
-bg_worker(void *arg)
-{
-    struct bg_job *j = arg;
-    char line[CTL_MSG_MAX + 64];
-    if (resp_call(j->ip, j->port, &j->req, line, sizeof(line), 10000) != 0 || line[0] != '+') {
-        log_warn("cluster: a topology change sent to the log's leader at %s:%d failed: %s", j->ip,
-                 j->port, line);
-    }
-    buf_deinit(&j->req);
-    rv_free(j);
-    return NULL;
-}
-
-bool
-forward_bg(struct buf *entry, uint64_t leader_id)
-{
-    const struct topo_node *to = NULL;
-    for (unsigned i = 0; leader_id != 0 && tp.cur != NULL && i < tp.cur->nnodes && !to; i++) {
-        to = tp.cur->nodes[i].host_id == leader_id ? &tp.cur->nodes[i] : NULL;
-    }
-    if (to == NULL) {
-        return false;
-    }
-    struct bg_job *j = rv_calloc(1, sizeof(*j));
-    snprintf(j->ip, sizeof(j->ip), "%s", to->ip);
-    j->port = to->port;
-    buf_init(&j->req);
-    resp_w_array(&j->req, 5);
-    resp_w_bulk_cstr(&j->req, "RVCLUSTER");
-    resp_w_bulk_cstr(&j->req, "PROPOSE");
-    resp_w_bulk_cstr(&j->req, "ok");
-    resp_w_bulk_cstr(&j->req, "-");
-    resp_w_bulk(&j->req, entry->data, entry->len);
-    if (tpi_spawn(bg_worker, j) != 0) {
-        buf_deinit(&j->req);
-        rv_free(j);
-        return false;
-    }
-    buf_deinit(entry);
-    rv_free(entry);
     return true;
 }
 

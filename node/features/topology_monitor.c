@@ -42,6 +42,7 @@ struct probe {
     int fd; /* a connection kept open (a new one per ping would leave thousands in TIME_WAIT) */
     char ip[TOPO_IP_MAX + 1];
     unsigned port;
+    int64_t created_ms; /* unix ms the connection was opened (CLUSTER LINKS) */
 };
 
 static struct {
@@ -124,12 +125,23 @@ probe_call(struct probe *p, const struct topo_node *x, const char *cmd, char *ou
         struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
         setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         setsockopt(p->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        char why[160];
         if (p->fd < 0 || connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            probe_close(p);
+            return false;
+        }
+        if (tpi_auth(p->fd, why, sizeof(why)) != 0) {
+            static int64_t warned;
+            if (mono_ms() - warned > 10000) { /* (once in 10 s, not every tick) */
+                warned = mono_ms();
+                log_warn("cluster: %s:%u refused masterauth: %s", x->ip, x->port, why);
+            }
             probe_close(p);
             return false;
         }
         snprintf(p->ip, sizeof(p->ip), "%s", x->ip);
         p->port = x->port;
+        p->created_ms = (int64_t)clock_unix_ms();
     }
     char req[128];
     int len = snprintf(req, sizeof(req), "%s\r\n", cmd);
@@ -247,9 +259,16 @@ fail_over(const struct topo *t, unsigned idx, int timeout_ms)
         return false;
     }
     if (pick < 0) {
-        log_warn("cluster: primary %.8s (%s:%u) is unreachable and none of its replicas answers: "
-                 "its slots stay down",
+        log_warn("cluster: primary %.8s (%s:%u) is unreachable and none of its replicas answers "
+                 "or may take over (cluster-replica-no-failover): its slots stay down",
                  x->id, x->ip, x->port);
+        if (!(x->flags & TOPO_F_FAIL)) {
+            struct buf b;
+            buf_init(&b);
+            topo_enc_node_set_flags(&b, x->id, (uint16_t)(x->flags | TOPO_F_FAIL));
+            tpi_propose_bg(&b); /* (shown failed, as Redis does, until it answers again) */
+            buf_deinit(&b);
+        }
         return true;
     }
     log_warn("cluster: primary %.8s (%s:%u) answered nothing for cluster-node-timeout: promoting "
@@ -318,6 +337,180 @@ renew_lease(const struct ctl_info *ci, int64_t timeout, int ping_ms)
     return ok;
 }
 
+/* ---------------------------------------------------------------- membership */
+
+static void
+member_done(void *arg, const struct ctl_result *res)
+{
+    const char *what = arg;
+    if (res->err == CTL_OK) {
+        log_notice("cluster: topology log membership: %s done", what);
+    } else {
+        log_warn("cluster: topology log membership: %s: %s %s", what, ctl_strerror(res->err),
+                 res->msg ? res->msg : "");
+    }
+}
+
+/* A host that left the cluster: none of its nodes is in the topology any more
+ * (all forgotten), or those left are all lone (CLUSTER RESET, del-node) and
+ * the host answers no PING: a host whose nodes were reset and that was then
+ * stopped. (One that still runs keeps its seat: docs/cluster.md.) */
+static bool
+host_left(const struct topo *t, uint64_t id, int ping_ms)
+{
+    const struct topo_node *lone = NULL;
+    for (unsigned i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i].host_id == id) {
+            if (!(t->nodes[i].flags & TOPO_F_LONE)) {
+                return false;
+            }
+            lone = lone ? lone : &t->nodes[i];
+        }
+    }
+    char line[64];
+    return lone == NULL ||
+           !probe_call(probe_of(lone->id, mono_ms()), lone, "PING", line, sizeof(line), ping_ms);
+}
+
+/* The host's lone nodes go with it. */
+static void
+forget_host_nodes(const struct topo *t, uint64_t id)
+{
+    for (unsigned i = 0; i < t->nnodes; i++) {
+        if (t->nodes[i].host_id == id) {
+            struct buf b;
+            buf_init(&b);
+            topo_enc_node_forget(&b, t->nodes[i].id);
+            tpi_propose_bg(&b);
+            buf_deinit(&b);
+        }
+    }
+}
+
+/* The leader, each tick: a host that left (host_left) for a whole node
+ * timeout leaves the log's servers; then, while there are fewer voters than
+ * wanted (3, 5 from 5 servers on), a learner whose nodes answer becomes a
+ * voter. One change per tick (raft takes one at a time). The wait lets
+ * CLUSTER RESET, which forgets a node and adds it back, finish first. */
+static void
+membership_tick(const struct ctl_info *ci, const struct topo *t, int64_t timeout, int ping_ms,
+                int64_t now)
+{
+    static struct {
+        uint64_t id;
+        int64_t since;
+    } empty[CTL_INFO_SERVERS];
+    unsigned voters = 0, n = ci->n_servers < CTL_INFO_SERVERS ? ci->n_servers : CTL_INFO_SERVERS;
+    for (unsigned i = 0; i < n; i++) {
+        voters += ci->servers[i].role == CTL_VOTER;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t id = ci->servers[i].id;
+        bool left = id != tp.host_id && host_left(t, id, ping_ms);
+        unsigned k = 0;
+        while (k < CTL_INFO_SERVERS && empty[k].id != id && empty[k].id != 0) {
+            k++;
+        }
+        if (!left || k == CTL_INFO_SERVERS) {
+            if (k < CTL_INFO_SERVERS && empty[k].id == id) {
+                empty[k].since = now; /* (it has nodes again) */
+            }
+            continue;
+        }
+        if (empty[k].id != id) {
+            empty[k].id = id;
+            empty[k].since = now;
+        }
+        if (now - empty[k].since > timeout) {
+            log_warn("cluster: host %016" PRIx64 " left the cluster (no node of it in the "
+                     "topology, or only reset ones on a host that does not answer): removing it "
+                     "from the topology log's servers",
+                     id);
+            empty[k].id = 0;
+            if (ctl_remove(tp.ctl, id, member_done, "removing a host") == RV_OK) {
+                forget_host_nodes(t, id);
+            }
+            return;
+        }
+    }
+    unsigned want = n >= 5 ? 5 : 3;
+    for (unsigned i = 0; i < n && voters < want; i++) {
+        const struct topo_node *x = node_of_host(t, ci->servers[i].id);
+        if (ci->servers[i].role == CTL_LEARNER && x != NULL &&
+            now - probe_of(x->id, now)->last_ok_ms < timeout / 2) {
+            log_notice("cluster: the topology log has %u voter(s): host %016" PRIx64 " becomes one",
+                       voters, ci->servers[i].id);
+            ctl_assign(tp.ctl, ci->servers[i].id, CTL_VOTER, member_done, "promoting a learner");
+            return;
+        }
+    }
+}
+
+/* cluster-replica-no-failover is a host's setting; the leader that fails
+ * primaries over reads it from the topology (the nofailover flag, as Redis
+ * shows it), so each host keeps its nodes' flag equal to its config. One
+ * proposal per tick, only when it differs. */
+static void
+sync_nofailover(void)
+{
+    struct topo *t = node_topo_get(tp.node);
+    bool want = atomic_load(&tp.node->cfg)->cluster.replica_no_failover;
+    for (unsigned i = 0; t != NULL && i < t->nnodes; i++) {
+        const struct topo_node *x = &t->nodes[i];
+        if (x->host_id != tp.host_id || (x->flags & TOPO_F_LONE) ||
+            ((x->flags & TOPO_F_NOFAILOVER) != 0) == want) {
+            continue;
+        }
+        struct buf b;
+        buf_init(&b);
+        topo_enc_node_set_flags(&b, x->id,
+                                (uint16_t)(want ? x->flags | TOPO_F_NOFAILOVER
+                                                : x->flags & ~TOPO_F_NOFAILOVER));
+        tpi_propose_bg(&b);
+        buf_deinit(&b);
+        break;
+    }
+    topo_put(t);
+}
+
+/* The monitor's open connections, copied for CLUSTER LINKS (the probes
+ * belong to the monitor thread). */
+static struct {
+    pthread_mutex_t mu;
+    struct topology_link *v;
+    size_t n, cap;
+} links = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+publish_links(void)
+{
+    pthread_mutex_lock(&links.mu);
+    links.n = 0;
+    for (size_t i = 0; i < mon.n; i++) {
+        if (mon.p[i].fd < 0) {
+            continue;
+        }
+        if (links.n == links.cap) {
+            links.cap = links.cap ? links.cap * 2 : 16;
+            links.v = rv_realloc(links.v, links.cap * sizeof(*links.v));
+        }
+        struct topology_link *l = &links.v[links.n++];
+        memcpy(l->node_id, mon.p[i].id, ID_LEN + 1);
+        l->create_ms = mon.p[i].created_ms;
+    }
+    pthread_mutex_unlock(&links.mu);
+}
+
+size_t
+topology_links(struct topology_link *out, size_t cap)
+{
+    pthread_mutex_lock(&links.mu);
+    size_t n = links.n;
+    memcpy(out, links.v, (n < cap ? n : cap) * sizeof(*out));
+    pthread_mutex_unlock(&links.mu);
+    return n;
+}
+
 static void
 monitor_tick(int64_t timeout)
 {
@@ -330,6 +523,14 @@ monitor_tick(int64_t timeout)
         }
         pthread_rwlock_unlock(&tp.lock);
     }
+    struct topo *cur = node_topo_get(tp.node);
+    for (size_t i = 0; i < mon.n; i++) { /* (connections to nodes forgotten since) */
+        if (mon.p[i].fd >= 0 && (cur == NULL || topo_find(cur, mon.p[i].id, ID_LEN) < 0)) {
+            probe_close(&mon.p[i]);
+        }
+    }
+    topo_put(cur);
+    publish_links();
     int ping_ms = (int)(timeout / 4 > 1000 ? 1000 : timeout / 4 < 50 ? 50 : timeout / 4);
     bool leader = have && ci.state == CTL_LEADER;
     static bool held = true;
@@ -345,6 +546,9 @@ monitor_tick(int64_t timeout)
     }
     if (have) {
         tpi_handover_retry();
+    }
+    if (renewed) {
+        sync_nofailover();
     }
     int64_t now = mono_ms();
     if (!leader) {
@@ -384,7 +588,9 @@ monitor_tick(int64_t timeout)
         }
         bool serving = x->role == TOPO_PRIMARY && topo_node_slot_count(t, i) > 0 &&
                        topo_replicas(t, i, reps, TOPO_MAX_NODES) > 0;
-        if (mono_ms() - p->last_ok_ms > timeout && !(x->flags & TOPO_F_FAIL)) {
+        /* (a failed primary that still serves slots is retried each timeout: its
+         * replicas may answer again) */
+        if (mono_ms() - p->last_ok_ms > timeout && (serving || !(x->flags & TOPO_F_FAIL))) {
             if (serving) {
                 if (!fail_over(t, i, ping_ms)) {
                     continue; /* (not decided: asked again at the next tick) */
@@ -400,6 +606,12 @@ monitor_tick(int64_t timeout)
             }
             p->last_ok_ms = mono_ms(); /* (a full timeout before trying this node again) */
         }
+    }
+    if (pthread_rwlock_tryrdlock(&tp.lock) == 0) {
+        if (tp.ctl != NULL) {
+            membership_tick(&ci, t, timeout, ping_ms, mono_ms());
+        }
+        pthread_rwlock_unlock(&tp.lock);
     }
     topo_put(t);
 }
@@ -443,5 +655,6 @@ monitor_stop(void)
     rv_free(mon.p);
     mon.p = NULL;
     mon.n = mon.cap = 0;
+    publish_links();
     atomic_store(&mon.stop, false);
 }

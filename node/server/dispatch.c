@@ -38,6 +38,44 @@ reply_unknown(struct conn *c, const char *what, int argc, struct rv_str *argv, i
                (int)(argv[from - 1].len > 128 ? 128 : argv[from - 1].len), argv[from - 1].p, args);
 }
 
+/* Cluster mode: this node's cluster is down (Redis's cluster_state:fail):
+ * the host's write lease ran out (out of touch with the topology log's
+ * quorum), or a slot is unassigned with cluster-require-full-coverage yes.
+ * Coverage is counted once per adopted topology. */
+static bool
+cluster_down(struct conn *c)
+{
+    static _Thread_local uint64_t gen = UINT64_MAX;
+    static _Thread_local bool uncovered;
+    const struct topo *t = c->env->topo;
+    if (gen != c->env->topo_gen) {
+        gen = c->env->topo_gen;
+        uncovered = false;
+        for (unsigned s = 0; s < SLOT_COUNT && !uncovered; s++) {
+            uncovered = t->slots[s] == TOPO_NONE;
+        }
+    }
+    return (uncovered && c->env->cfg->cluster.require_full_coverage) ||
+           c->env->now_ms >=
+               atomic_load_explicit(&c->env->node->cluster_lease_ms, memory_order_relaxed);
+}
+
+/* A keyed command while the cluster is down: refused as Redis does, unless
+ * cluster-allow-reads-when-down yes lets a read through. */
+static bool
+down_allows(struct conn *c, const struct cmd_spec *cmd)
+{
+    if (!c->env->cfg->cluster.allow_reads_when_down) {
+        reply_errf(c, "CLUSTERDOWN The cluster is down");
+        return false;
+    }
+    if (cmd->flags & CMD_WRITE) {
+        reply_errf(c, "CLUSTERDOWN The cluster is down and only accepts read commands");
+        return false;
+    }
+    return true;
+}
+
 /* Cluster routing on a multi-shard node: all keys in one slot, owned here. */
 static bool
 cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
@@ -74,6 +112,9 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
     const struct topo *t = c->env->topo;
     if (t != NULL) { /* cluster mode: the topology says who serves the slot */
         const struct topo_node *owner = topo_slot_node(t, (unsigned)slot);
+        if (rv_unlikely(owner != NULL && cluster_down(c) && !down_allows(c, cmd))) {
+            return false;
+        }
         if (rv_likely(owner != NULL && owner - t->nodes == c->env->topo_me)) {
             return true;
         }

@@ -426,3 +426,252 @@ def test_automatic_failover_after_kill9_and_the_write_lease(tmp_path):
     finally:
         for s in srvs:
             s.stop()
+
+
+def _cli(*args, timeout=90):
+    r = subprocess.run(["redis-cli", "--cluster", *args], timeout=timeout, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    return r.returncode, r.stdout
+
+
+def test_forget_reset_and_del_node_on_one_host(tmp_path):
+    """CLUSTER FORGET and RESET with Redis's errors, and redis-cli --cluster del-node unchanged: it sends FORGET to
+    every other node (the first removes the node from the one topology; the others answer OK, as Redis's ban list
+    lets them) and then CLUSTER RESET SOFT to the node, which becomes an empty primary knowing only itself; it can
+    be added again (add-node), and RESET HARD gives it a new id."""
+    args = ["--shards", 4, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--dir", str(tmp_path),
+            "--durability", "everysec"]
+    srv = launch(args, port=free_ports(4, also_bus=True))
+    try:
+        p0, p3 = srv.ports[0], srv.ports[3]
+        rc, out = _cli("create", *["%s:%d" % (HOST, p) for p in srv.ports[:3]], "--cluster-yes")
+        assert rc == 0 and "[OK] All 16384 slots covered." in out, out
+        rc, out = _cli("add-node", "%s:%d" % (HOST, p3), "%s:%d" % (HOST, p0), "--cluster-slave",
+                       "--cluster-master-id", client(p0).execute_command("CLUSTER", "MYID"))
+        assert rc == 0, out
+        c0, c3 = client(p0), client(p3)
+        id0, id3 = c0.execute_command("CLUSTER", "MYID"), c3.execute_command("CLUSTER", "MYID")
+        poll_until(lambda: c3.execute_command("ROLE")[:4] == ["slave", HOST, p0, "connected"], timeout=10,
+                   what="the added replica follows its primary")
+        key = next("k%d" % i for i in range(100000) if client(p0).execute_command(
+            "CLUSTER", "COUNTKEYSINSLOT", key_slot(b"k%d" % i)) == 0 and _owns(p0, key_slot(b"k%d" % i)))
+        assert c0.set(key, "v")
+        # FORGET's and RESET's errors
+        with pytest.raises(redis.ResponseError, match="^Unknown node 0123456789012345678901234567890123456789$"):
+            c0.execute_command("CLUSTER", "FORGET", "0123456789012345678901234567890123456789")
+        with pytest.raises(redis.ResponseError, match="^I tried hard but I can't forget myself...$"):
+            c0.execute_command("CLUSTER", "FORGET", id0)
+        with pytest.raises(redis.ResponseError, match="^Can't forget my master!$"):
+            c3.execute_command("CLUSTER", "FORGET", id0)
+        with pytest.raises(redis.ResponseError, match="syntax error"):
+            c0.execute_command("CLUSTER", "RESET", "MEDIUM")
+        with pytest.raises(redis.ResponseError,
+                           match="^CLUSTER RESET can't be called with master nodes containing keys$"):
+            c0.execute_command("CLUSTER", "RESET")
+        poll_until(lambda: c3.dbsize() == c0.dbsize(), timeout=10, what="the replica has its primary's keys")
+        # del-node of the replica, unchanged redis-cli
+        rc, out = _cli("del-node", "%s:%d" % (HOST, p0), id3)
+        assert rc == 0 and "Sending CLUSTER RESET SOFT to the deleted node" in out, out
+        for p in srv.ports[:3]:
+            assert id3 not in nodes(p) and info(p)["cluster_known_nodes"] == "3"
+        assert list(nodes(p3)) == [id3] and info(p3)["cluster_known_nodes"] == "1"
+        assert nodes(p3)[id3][2] == "myself,master" and c3.dbsize() == 0
+        assert c3.execute_command("ROLE")[0] == "master"
+        rc, out = _cli("check", "%s:%d" % (HOST, p0))
+        assert rc == 0 and "[OK] All 16384 slots covered." in out and "[ERR]" not in out, out
+        # within Redis's 60 s ban window FORGET of it still answers OK; it is added back with add-node
+        assert c0.execute_command("CLUSTER", "FORGET", id3) in ("OK", True)
+        rc, out = _cli("add-node", "%s:%d" % (HOST, p3), "%s:%d" % (HOST, p0))
+        assert rc == 0, out
+        poll_until(lambda: id3 in nodes(p0) and info(p3)["cluster_known_nodes"] == "4", timeout=10,
+                   what="the node added back")
+        # RESET HARD: a new node id, config epoch 0, known only to itself
+        assert c3.execute_command("CLUSTER", "RESET", "HARD") in ("OK", True)
+        new = c3.execute_command("CLUSTER", "MYID")
+        assert new != id3 and len(new) == 40 and list(nodes(p3)) == [new]
+        assert nodes(p3)[new][6] == "0" and id3 not in nodes(p0) and new not in nodes(p0)
+        srv.stop()
+        srv = launch(args, port=p0)   # the new id was written to cluster-config-file
+        assert client(p3).execute_command("CLUSTER", "MYID") == new and list(nodes(p3)) == [new]
+        assert client(p3).dbsize() == 0 and client(p0).get(key) == "v"   # the reset replica's flush was logged
+        assert id3 not in nodes(p0) and len(nodes(p0)) == 3
+    finally:
+        srv.stop()
+
+
+def _owns(port, slot):
+    me = client(port).execute_command("CLUSTER", "MYID")
+    for lo, hi, *owners in client(port).execute_command("CLUSTER", "SLOTS"):
+        if lo <= slot <= hi:
+            return owners[0][2] == me
+    return False
+
+
+def test_topology_commands_inside_multi_exec_and_redis_cli_fix():
+    """redis-cli --cluster fix covers an unassigned slot as clusterManagerSetSlotOwner does: MULTI, CLUSTER
+    DELSLOTS (its error is tolerated), ADDSLOTS, BUMPEPOCH, EXEC. The topology commands of a transaction are
+    proposed in order at EXEC, which replies once they committed, each command's own reply in its place."""
+    srv = start()
+    try:
+        create(srv)
+        c = client(srv.port)
+        slot = next(lo for lo, hi, *o in c.execute_command("CLUSTER", "SLOTS")
+                    if o[0][2] == c.execute_command("CLUSTER", "MYID"))
+        assert c.execute_command("CLUSTER", "DELSLOTS", slot) == "OK"
+        p = c.pipeline(transaction=True)
+        p.execute_command("CLUSTER", "DELSLOTS", slot)
+        p.execute_command("CLUSTER", "ADDSLOTS", slot)
+        p.ping()
+        p.execute_command("CLUSTER", "BUMPEPOCH")
+        out = p.execute(raise_on_error=False)
+        assert isinstance(out[0], redis.ResponseError) and str(out[0]) == "Slot %d is already unassigned" % slot
+        assert out[1] in ("OK", True) and out[2] is True and out[3].startswith(("BUMPED", "STILL")), out
+        for p_ in srv.ports:
+            assert info(p_)["cluster_state"] == "ok"
+        # redis-cli --cluster fix: the slot uncovered again, then covered by fix's transaction
+        assert c.execute_command("CLUSTER", "DELSLOTS", slot) == "OK"
+        r = subprocess.run(["redis-cli", "--cluster", "fix", "%s:%d" % (HOST, srv.port), "--cluster-yes"],
+                           input="yes\n", timeout=60, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert r.returncode == 0 and "Covering slot %d" % slot in r.stdout, r.stdout
+        poll_until(lambda: all(info(p_)["cluster_state"] == "ok" for p_ in srv.ports), timeout=10,
+                   what="every slot covered after fix")
+        assert c.ping()   # the connection that ran EXEC still serves commands in order
+    finally:
+        srv.stop()
+
+
+def test_requirepass_with_masterauth_keeps_the_lease_and_fails_over(tmp_path):
+    """requirepass on every host, masterauth (Redis's name) set to it: the hosts' own connections to each other
+    (the monitor's RVCLUSTER STATUS and PINGs, joins, replication) authenticate, so the write lease is renewed
+    (writes keep working well past it) and a killed primary is failed over."""
+    pw = "s3cret pass"
+    ports = [free_ports(2, also_bus=True) for _ in range(3)]
+
+    def host(i):
+        return launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", 2000, "--dir",
+                       str(tmp_path / ("h%d" % i)), "--requirepass", pw, "--masterauth", pw], port=ports[i])
+    srvs = [host(i) for i in range(3)]
+
+    def cl(port):
+        return redis.Redis(host=HOST, port=port, socket_timeout=TIMEOUT, decode_responses=True, password=pw)
+    try:
+        r = subprocess.run(["redis-cli", "-a", pw, "--no-auth-warning", "--cluster", "create",
+                            *["%s:%d" % (HOST, p) for p in ports], "--cluster-yes"],
+                           timeout=90, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert r.returncode == 0 and "[OK] All 16384 slots covered." in r.stdout, r.stdout
+        ids = [cl(p).execute_command("CLUSTER", "MYID") for p in ports]
+        for i, p in enumerate(ports):
+            assert cl(p + 1).execute_command("CLUSTER", "REPLICATE", ids[(i + 1) % 3]) in ("OK", True)
+        for p in ports:
+            poll_until(lambda: cl(p + 1).execute_command("ROLE")[3] == "connected", timeout=10,
+                       what="replica %d linked with masterauth" % (p + 1))
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[0])], decode_responses=True,
+                          socket_timeout=TIMEOUT, password=pw)
+        t_end = time.monotonic() + 3.0        # past the lease (half the node timeout) several times
+        i = 0
+        while time.monotonic() < t_end:
+            rc.set("lease%d" % i, i)          # CLUSTERDOWN here if a host's lease was not renewed
+            i += 1
+            time.sleep(0.05)
+        rc.close()
+        vid = ids[2]
+        rep = next(nid for nid, v in _roles_pw(ports[0], pw).items() if v[2] == vid)
+        srvs[2].proc.send_signal(signal.SIGKILL)
+        srvs[2].proc.wait(timeout=10)
+        poll_until(lambda: _roles_pw(ports[0], pw)[rep][1] == "master", timeout=12, what="the replica promoted")
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def _roles_pw(port, pw):
+    c = redis.Redis(host=HOST, port=port, socket_timeout=TIMEOUT, decode_responses=True, password=pw)
+    out = {}
+    for line in c.execute_command("CLUSTER", "NODES").strip().split("\n"):
+        f = line.split()
+        out[f[0]] = (f[1], "master" if "master" in f[2] else "slave", f[3])
+    c.close()
+    return out
+
+
+def test_allow_reads_when_down():
+    """The cluster is down (a slot unassigned with cluster-require-full-coverage yes): keyed commands get Redis's
+    CLUSTERDOWN; with cluster-allow-reads-when-down yes reads are served and writes refused with Redis's text."""
+    srv = start()
+    try:
+        create(srv)
+        c = client(srv.port)
+        myid = c.execute_command("CLUSTER", "MYID")
+        ranges = [(lo, hi) for lo, hi, *o in c.execute_command("CLUSTER", "SLOTS") if o[0][2] == myid]
+        lo, hi = ranges[0]
+        key = next("r%d" % i for i in range(100000) if lo < key_slot(b"r%d" % i) <= hi)
+        assert c.set(key, "v")
+        assert c.execute_command("CLUSTER", "DELSLOTS", lo) == "OK"     # another slot of this node unassigned
+        poll_until(lambda: info(srv.port)["cluster_state"] == "fail", timeout=5, what="cluster_state:fail")
+        with pytest.raises(redis.ResponseError, match="^CLUSTERDOWN The cluster is down$"):
+            c.get(key)
+        with pytest.raises(redis.ResponseError, match="^CLUSTERDOWN The cluster is down$"):
+            c.set(key, "w")
+        assert c.config_set("cluster-allow-reads-when-down", "yes")
+        assert c.get(key) == "v"
+        with pytest.raises(redis.ResponseError,
+                           match="^CLUSTERDOWN The cluster is down and only accepts read commands$"):
+            c.set(key, "w")
+        assert c.config_set("cluster-require-full-coverage", "no")      # Redis: then the cluster is up
+        assert c.set(key, "w") and c.get(key) == "w"
+        assert c.config_set("cluster-require-full-coverage", "yes")
+        assert c.config_set("cluster-allow-reads-when-down", "no")
+        assert c.execute_command("CLUSTER", "ADDSLOTS", lo) == "OK"
+        assert c.get(key) == "w"
+    finally:
+        srv.stop()
+
+
+def test_replica_no_failover(tmp_path):
+    """cluster-replica-no-failover yes on the host of a primary's only replica: the nodes of that host carry
+    Redis's nofailover flag, and when the primary's process is killed the leader does not promote the replica
+    (its slots stay down); CLUSTER FAILOVER TAKEOVER sent to it by hand still promotes it, as in Redis."""
+    ports = [free_ports(2, also_bus=True) for _ in range(3)]
+
+    def host(i, *extra):
+        return launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", 2000, "--dir",
+                       str(tmp_path / ("h%d" % i)), *extra], port=ports[i])
+    srvs = [host(0), host(1, "--cluster-replica-no-failover", "yes"), host(2)]
+    try:
+        r = subprocess.run(["redis-cli", "--cluster", "create", *["%s:%d" % (HOST, p) for p in ports],
+                            "--cluster-yes"], timeout=90, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        assert r.returncode == 0, r.stdout
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        for i, p in enumerate(ports):
+            assert client(p + 1).execute_command("CLUSTER", "REPLICATE", ids[(i + 1) % 3]) in ("OK", True)
+        rep = client(ports[1] + 1).execute_command("CLUSTER", "MYID")    # host 1's replica of host 2's primary
+        poll_until(lambda: "nofailover" in nodes(ports[0])[rep][2], timeout=10, what="the nofailover flag")
+        assert all("nofailover" not in f[2] for nid, f in nodes(ports[0]).items()
+                   if f[1].split("@")[0].endswith(":%d" % (ports[0] + 1)))
+        poll_until(lambda: client(ports[1] + 1).execute_command("ROLE")[3] == "connected", timeout=10,
+                   what="the replica linked")
+        # CLUSTER LINKS: the leader's monitor connections to every node of the other hosts, Redis's fields
+        others = {client(p + k).execute_command("CLUSTER", "MYID") for p in ports[1:] for k in (0, 1)}
+        poll_until(lambda: {l["node"] for l in _links(ports[0])} == others, timeout=10, what="the leader's links")
+        for l in _links(ports[0]):
+            assert l["direction"] == "to" and int(l["create-time"]) > 1e12 and l["events"] == "r", l
+            assert int(l["send-buffer-allocated"]) == 0 and int(l["send-buffer-used"]) == 0, l
+        srvs[2].proc.send_signal(signal.SIGKILL)
+        srvs[2].proc.wait(timeout=10)
+        poll_until(lambda: "fail" in nodes(ports[0])[ids[2]][2].split(","), timeout=10,
+                   what="the killed primary flagged fail")
+        time.sleep(2.0)   # a further node timeout: a promotion would have happened by now
+        assert "slave" in nodes(ports[0])[rep][2].split(",")
+        assert client(ports[1] + 1).execute_command("CLUSTER", "FAILOVER", "TAKEOVER") in ("OK", True)
+        poll_until(lambda: "master" in nodes(ports[0])[rep][2], timeout=10, what="the manual takeover")
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def _links(port):
+    out = []
+    for l in client(port).execute_command("CLUSTER", "LINKS"):
+        out.append(l if isinstance(l, dict) else dict(zip(l[::2], l[1::2])))
+    return out

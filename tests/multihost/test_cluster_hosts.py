@@ -314,6 +314,10 @@ def test_partition_then_kill9_of_the_log_leader(cluster_net):
         assert ci["topology_log_leader"] == "0" and int(ci["cluster_current_epoch"]) == e0, ci
         r = cut.redis_cli(cut, PORTS[0], "CLUSTER", "BUMPEPOCH")
         assert "CLUSTERDOWN" in r.stdout + r.stderr, r.stdout + r.stderr   # not a leader: refused, not hung
+        # its lease ran out: its cluster is down, as a Redis node's in a minority, and keyed reads are refused
+        wait_for(lambda: in_ns_info(cut)["cluster_state"] == "fail", timeout=10, what="cluster_state:fail cut off")
+        r = cut.redis_cli(cut, PORTS[0], "GET", "somekey")
+        assert "CLUSTERDOWN The cluster is down" in r.stdout + r.stderr, r.stdout + r.stderr
     finally:
         cut.link_up()
     assert e1 == e0 + 1
@@ -454,3 +458,123 @@ def test_primary_kill9_failover_window(cluster_net):
     promoted = [i for i, tt in topo2.items() if tt[2] == "primary" and tt[4] and tt[4][0] == slots[0]]
     assert promoted and promoted[0] != victim_id, "no replica took the killed primary's slots"
     assert window < bound
+
+
+@pytest.fixture
+def cluster_net4():
+    why = netns.unavailable()
+    if why:
+        pytest.skip(why)
+    if not os.path.exists(examples.RUVIO_BIN):
+        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % examples.RUVIO_BIN)
+    n = netns.Net.create(HOSTS + ("h3",))
+    try:
+        yield n
+    finally:
+        n.close()
+        left = n.leftovers()
+        shutil.rmtree(n.workdir, ignore_errors=True)
+        assert not left, "namespaces/links left behind: %s" % left
+
+
+def redis_cli(net, *args, timeout=60):
+    r = net["h0"].run(["timeout", str(timeout), "redis-cli", "--cluster", *args], timeout=timeout + 10)
+    return r.returncode, r.stdout + r.stderr
+
+
+@ruvio_only
+def test_del_node_and_a_voter_replaced(cluster_net4):
+    """Three voter hosts (create with replicas) and a fourth that joins as a learner (add-node; its second node made a
+    replica). del-node of that replica, with redis-cli unchanged: every other node answers its FORGET, and
+    the node, reset, knows only itself. Then a voter host is killed for good: its primary is failed over, its
+    nodes are forgotten (CLUSTER FORGET on every live node: redis-cli cannot reach a dead node), the log's leader
+    removes the host from the log's servers and makes the learner host a voter, so that with one of the two old
+    voters cut off the log still commits (the new voter's vote counts). Last, the fourth host's nodes are all
+    deleted and the host stopped: it leaves the log's servers too."""
+    net = cluster_net4
+    first3 = [net[n] for n in HOSTS]
+    procs = {}
+    for h in first3:
+        p = start_host(net, h)
+        procs.update({(h.name, port): p for port in PORTS})
+    addrs = ["%s:%d" % (h.ip, p) for p in PORTS for h in first3]
+    rc, out = redis_cli(net, "create", *addrs, "--cluster-replicas", "1", "--cluster-yes")
+    assert rc == 0 and "[OK] All 16384 slots covered." in out, out
+    h0, h3 = net["h0"], net["h3"]
+    wait_for(lambda: info(h0.ip, PORTS[0])["topology_log_voters"] == "3", timeout=20, what="three voters")
+    p3 = start_host(net, h3)
+    procs.update({(h3.name, port): p3 for port in PORTS})
+    rc, out = redis_cli(net, "add-node", "%s:%d" % (h3.ip, PORTS[0]), "%s:%d" % (h0.ip, PORTS[0]))
+    assert rc == 0, out
+    # (add-node brings in the whole host: its second node is known already, and made a replica directly)
+    assert cmd(h3.ip, PORTS[1], "CLUSTER", "REPLICATE", cmd(h0.ip, PORTS[0], "CLUSTER", "MYID")) == "OK"
+    wait_for(lambda: info(h0.ip, PORTS[0])["topology_log_learners"] == "1", timeout=20, what="h3 a learner")
+    wait_for(lambda: len(same_views(net) or []) == 8, timeout=20, what="one view of eight nodes")
+
+    # del-node of h3's replica
+    rid = cmd(h3.ip, PORTS[1], "CLUSTER", "MYID")
+    rc, out = redis_cli(net, "del-node", "%s:%d" % (h0.ip, PORTS[0]), rid)
+    assert rc == 0 and "[ERR]" not in out, out
+    for h in net:
+        for p in PORTS:
+            if (h, p) != (h3, PORTS[1]):
+                wait_for(lambda: rid not in cmd(h.ip, p, "CLUSTER", "NODES"), timeout=10,
+                         what="%s:%d forgot the deleted node" % (h.ip, p))
+    assert info(h3.ip, PORTS[1])["cluster_known_nodes"] == "1"
+    assert cmd(h3.ip, PORTS[1], "ROLE")[0] == "master" and cmd(h3.ip, PORTS[1], "DBSIZE") == 0
+    assert info(h0.ip, PORTS[0])["topology_log_learners"] == "1"   # h3 still has a node: still a server
+
+    # a voter host killed for good (not the log's leader, which keeps things simple to follow)
+    lead = net[wait_for(lambda: one_leader(first3), timeout=10, what="one leader")]
+    dead = next(h for h in first3 if h is not lead)
+    topo = topology(net)
+    dead_ids = [i for i, t in topo.items() if t[0] == dead.ip]
+    net.kill9(procs[(dead.name, PORTS[0])])
+    live = [h for h in net if h is not dead]
+    wait_for(lambda: all(t[2] == "replica" or not t[4] for i, t in topology(net).items() if i in dead_ids),
+             timeout=NODE_TIMEOUT_MS / 1000 * 2 + 10, what="the dead host's primary failed over")
+    for i in dead_ids:
+        for h in live:
+            for p in PORTS:
+                if (h, p) != (h3, PORTS[1]):   # (the reset node knows only itself)
+                    assert cmd(h.ip, p, "CLUSTER", "FORGET", i) == "OK", (h, p, i)
+    t0 = time.monotonic()
+
+    def replaced():
+        i = info(lead.ip, PORTS[0])
+        return i["topology_log_voters"] == "3" and i["topology_log_learners"] == "0" and i
+    i = wait_for(replaced, timeout=NODE_TIMEOUT_MS / 1000 * 3 + 20, what="h3 a voter in the dead host's place")
+    print("\nvoter replaced %.2f s after its nodes were forgotten: %s" % (time.monotonic() - t0, i))
+    assert i["cluster_known_nodes"] == "5" and i["cluster_state"] == "ok", i   # 8, less the reset one and 2 dead
+    rc, out = redis_cli(net, "check", "%s:%d" % (lead.ip, PORTS[0]))
+    assert rc == 0 and "[OK] All 16384 slots covered." in out and "[ERR]" not in out, out
+
+    # the new voter's vote counts: one old voter cut off, the leader and h3 still commit
+    others = [h for h in first3 if h is not dead]
+    cut = next(h for h in others if h is not lead)
+    cut.link_down()
+    try:
+        wait_for(lambda: one_leader([lead, h3]), timeout=ELECTION_BOUND_S, what="a leader among the old leader and h3")
+        before = epoch(h3)
+        # h3's first node (added empty, config epoch 0) is not the greatest: BUMPED, committed through the leader
+        assert cmd(h3.ip, PORTS[0], "CLUSTER", "BUMPEPOCH") == "BUMPED %d" % (before + 1)
+        e = before + 1
+        wait_for(lambda: epoch(h3) == e and epoch(lead) == e, timeout=10, what="the change on both voters")
+    finally:
+        cut.link_up()
+    wait_for(lambda: epoch(cut) == e, timeout=20, what="the cut-off host catching up")
+
+    # h3 leaves for good: its other node deleted too (all its nodes reset), then the host stopped; the leader
+    # removes it from the log's servers, and the two voters left keep committing
+    mid = cmd(h3.ip, PORTS[0], "CLUSTER", "MYID")
+    rc, out = redis_cli(net, "del-node", "%s:%d" % (h0.ip, PORTS[0]), mid)
+    assert rc == 0 and "[ERR]" not in out, out
+    net.kill9(procs[(h3.name, PORTS[0])])
+    olds = [lead, cut]
+    wait_for(lambda: all(info(h.ip, PORTS[0])["topology_log_voters"] == "2" for h in olds),
+             timeout=NODE_TIMEOUT_MS / 1000 * 3 + 20, what="h3 removed from the log's servers")
+    now_lead = net[wait_for(lambda: one_leader(olds), timeout=ELECTION_BOUND_S, what="a leader of the two")]
+    e2 = bump(now_lead)
+    wait_for(lambda: all(epoch(h) == e2 for h in olds), timeout=10, what="committed by the two voters left")
+    assert all(info(h.ip, PORTS[0])["cluster_known_nodes"] == "4" for h in olds)
+
