@@ -163,8 +163,12 @@ def create_cluster(net, replicas=REPLICAS):
                 c.close()
                 if not up:
                     return False
+        for h in net:   # (and the cluster up everywhere: a host's write lease may lapse while create commits)
+            for p in PORTS:
+                if "cluster_state:ok" not in cmd(h.ip, p, "CLUSTER", "INFO"):
+                    return False
         return True
-    wait_for(synced, timeout=20, what="every replica in sync with its primary")
+    wait_for(synced, timeout=20, what="every replica in sync with its primary and the cluster up")
     return addrs
 
 

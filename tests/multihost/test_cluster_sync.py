@@ -80,14 +80,17 @@ def set_sync(net, n):
 
 
 def replicas_synced(net):
+    """Every replica linked to its primary and every node's cluster up (cluster_state:ok: its host holds the
+    write lease, which a burst of topology changes such as create's can let lapse for a moment)."""
     for ip, port, role, _, _ in topology(net).values():
-        if role == "replica":
-            c = redis.Redis(host=ip, port=port, socket_timeout=5, decode_responses=True)
-            try:
-                if c.info("replication").get("master_link_status") != "up":
-                    return False
-            finally:
-                c.close()
+        c = redis.Redis(host=ip, port=port, socket_timeout=5, decode_responses=True)
+        try:
+            if role == "replica" and c.info("replication").get("master_link_status") != "up":
+                return False
+            if "cluster_state:ok" not in c.execute_command("CLUSTER", "INFO"):
+                return False
+        finally:
+            c.close()
     return True
 
 
