@@ -303,6 +303,24 @@ node_of_host(const struct topo *t, uint64_t id)
  * say it leads them, in its term. A follower: the leader's host says it leads,
  * in this term, and has applied nothing this host has not. The lease then
  * covers shards that adopted the topology published by now. */
+/* A follower behind the leader by entries in flight (a burst of changes, such
+ * as create's) waits, a bounded while, until it applied what the leader had:
+ * the lease then covers the topology published by then. */
+static bool
+caught_up(uint64_t applied, int wait_ms, uint64_t *version)
+{
+    for (int waited = 0; waited <= wait_ms; waited += 5) {
+        struct topology_status st;
+        topology_status(&st);
+        if (st.applied_index >= applied) {
+            *version = atomic_load(&tp.node->topo_version);
+            return true;
+        }
+        tpi_sleep_ms(5);
+    }
+    return false;
+}
+
 static bool
 renew_lease(const struct ctl_info *ci, int64_t timeout, int ping_ms)
 {
@@ -327,7 +345,8 @@ renew_lease(const struct ctl_info *ci, int64_t timeout, int ping_ms)
     } else if (ci->state == CTL_FOLLOWER && ci->leader_id != 0) {
         const struct topo_node *x = node_of_host(t, ci->leader_id);
         ok = x != NULL && status_of(probe_of(x->id, mono_ms()), x, ping_ms, &st) && st.leads == 1 &&
-             st.term == ci->term && st.applied <= ci->applied_index;
+             st.term == ci->term &&
+             (st.applied <= ci->applied_index || caught_up(st.applied, ping_ms, &version));
     }
     topo_put(t);
     if (ok) {
