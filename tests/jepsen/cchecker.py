@@ -14,11 +14,12 @@ DEFINITE = ("READONLY", "NOREPLICAS", "MISCONF", "MASTERDOWN", "LOADING", "WRONG
 
 class Op:
     """One write. kind: set (a unique key) or push (RPUSH of a unique element to a shared list). st: ok (the
-    write's own reply was OK / a length), fail (refused: not applied), unknown. got: WAIT 1's answer. epoch,
-    replid, lsn, role: the serving shard's `INFO replication` read right after the write, same connection.
+    write's own reply was OK / a length), fail (refused: not applied), unknown. got: WAIT 1's answer. epoch:
+    the node's config epoch (`CLUSTER INFO` cluster_my_epoch); repl_epoch, replid, lsn, role: its `INFO
+    replication`; both read right after the write on the same connection.
     acked: what counts as acknowledged (ok, and WAIT >= 1 or, with --ack sync, the reply alone)."""
     __slots__ = ("i", "c", "kind", "key", "val", "slot", "group", "node", "t0", "t1", "st", "err", "got", "role",
-                 "epoch", "replid", "lsn", "acked")
+                 "epoch", "repl_epoch", "replid", "lsn", "acked")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -28,7 +29,7 @@ class Op:
         return {k: getattr(self, k) for k in self.__slots__}
 
     def short(self):
-        return ("#%s c%s %s %s=%s slot %s on %s t=%.2f..%.2fs: %s%s, WAIT->%s, role=%s epoch=%s replid=%s lsn=%s" %
+        return ("#%s c%s %s %s=%s slot %s on %s t=%.2f..%.2fs: %s%s, WAIT->%s, role=%s config epoch=%s replid=%s lsn=%s" %
                 (self.i, self.c, self.kind, self.key, self.val, self.slot, self.node, self.t0 or 0, self.t1 or 0,
                  self.st, " (%s)" % self.err if self.err else "", self.got, self.role, self.epoch,
                  (self.replid or "?")[:8], self.lsn))
@@ -218,7 +219,8 @@ def check(ops, events, final, max_list=15):
     acked = [o for o in ops if o.acked]
     summary = {"ops": len(ops), "ok": sum(o.st == "ok" for o in ops), "acked": len(acked),
                "fail": sum(o.st == "fail" for o in ops), "unknown": sum(o.st == "unknown" for o in ops),
-               "failovers": sum(e["kind"] == "topology" for e in events), "failed": failed}
+               "topology_changes": sum(e["kind"] == "topology" for e in events),
+               "refused_changes": sum(e["kind"] == "refused" for e in events), "failed": failed}
     return not failed, lines, summary
 
 

@@ -1,10 +1,19 @@
-"""CI wrapper of the Jepsen harness (README.md): a few seeds of the `ci` fault profile, every invariant checked.
+"""CI wrapper of the Jepsen harness (README.md): a few seeds of the `ci` fault profile, every invariant checked,
+in both modes (replication: the harness is the operator; cluster: 3 hosts x 2 shards, the control plane fails
+over).
 
     RUVIO_JEPSEN_SEEDS=1,2        seeds (one test each)
-    RUVIO_JEPSEN_DURATION=60      seconds of faults per seed (3600 for a long run)
+    RUVIO_JEPSEN_DURATION=60      seconds of faults per seed (3600 for a long run; cluster mode too)
     RUVIO_JEPSEN_FAULTS=ci        a profile (ci, all) or a comma list of faults
     RUVIO_JEPSEN_OUT=DIR          keep each seed's history in DIR/seed-N (default: a temporary folder, kept
-                                  only when the seed fails)"""
+                                  only when the seed fails)
+    RUVIO_JEPSEN_MODES=replication,cluster   which modes run
+    RUVIO_JEPSEN_CLUSTER_SEEDS=1  cluster mode's seeds (default: RUVIO_JEPSEN_SEEDS when set, else 1)
+    RUVIO_JEPSEN_CLUSTER_DURATION=45   cluster mode's seconds of faults (default: RUVIO_JEPSEN_DURATION when
+                                  set, else 45, to keep CI's addition near 90 s)
+    RUVIO_JEPSEN_CLUSTER_FAULTS=ci     cluster mode's profile (ci, all) or comma list (default: RUVIO_JEPSEN_FAULTS
+                                  when it names a profile, else ci)
+    RUVIO_JEPSEN_ACK=wait         cluster mode's acknowledgement: wait (WAIT 1) or sync (min-sync-replicas 1)"""
 
 import os
 import shutil
@@ -21,21 +30,39 @@ import netns  # noqa: E402
 SEEDS = [int(s) for s in os.environ.get("RUVIO_JEPSEN_SEEDS", "1,2").split(",") if s.strip()]
 DURATION = int(os.environ.get("RUVIO_JEPSEN_DURATION", "60"))
 FAULTS = os.environ.get("RUVIO_JEPSEN_FAULTS", "ci")
+MODES = os.environ.get("RUVIO_JEPSEN_MODES", "replication,cluster").split(",")
+C_SEEDS = [int(s) for s in os.environ.get("RUVIO_JEPSEN_CLUSTER_SEEDS", os.environ.get("RUVIO_JEPSEN_SEEDS", "1"))
+           .split(",") if s.strip()]
+C_DURATION = int(os.environ.get("RUVIO_JEPSEN_CLUSTER_DURATION", os.environ.get("RUVIO_JEPSEN_DURATION", "45")))
+C_FAULTS = os.environ.get("RUVIO_JEPSEN_CLUSTER_FAULTS", FAULTS if FAULTS in ("ci", "all") else "ci")
+C_ACK = os.environ.get("RUVIO_JEPSEN_ACK", "wait")
+
+
+def run_seed(seed, mode, argv):
+    why = netns.unavailable()
+    if why:
+        pytest.skip(why)
+    if mode not in MODES:
+        pytest.skip("RUVIO_JEPSEN_MODES=%s" % ",".join(MODES))
+    if not os.path.exists(jepsen.cl.netns_bin()):
+        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % jepsen.cl.netns_bin())
+    keep = os.environ.get("RUVIO_JEPSEN_OUT")
+    name = "seed-%d" % seed if mode == "replication" else "cluster-seed-%d" % seed
+    out = os.path.join(keep, name) if keep else tempfile.mkdtemp(prefix="ruvio-jepsen-%s-" % name)
+    opts = jepsen.parse(["--seed", str(seed), "--mode", mode, "--out", out] + argv)
+    ok, summary = jepsen.run_mode(opts)
+    assert summary["ops"] > 0 and summary["ok"] > 0, "no write was acknowledged: %s" % summary
+    assert ok, "invariants %s failed with seed %d (%s mode); history in %s (the report is printed above)" % (
+        summary["failed"], seed, mode, out)
+    if not keep:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_jepsen(seed):
-    why = netns.unavailable()
-    if why:
-        pytest.skip(why)
-    if not os.path.exists(jepsen.cl.netns_bin()):
-        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % jepsen.cl.netns_bin())
-    keep = os.environ.get("RUVIO_JEPSEN_OUT")
-    out = os.path.join(keep, "seed-%d" % seed) if keep else tempfile.mkdtemp(prefix="ruvio-jepsen-%d-" % seed)
-    opts = jepsen.parse(["--seed", str(seed), "--duration", str(DURATION), "--faults", FAULTS, "--out", out])
-    ok, summary = jepsen.run_once(opts)
-    assert summary["ops"] > 0 and summary["ok"] > 0, "no write was acknowledged: %s" % summary
-    assert ok, "invariants %s failed with seed %d; history in %s (the report is printed above)" % (
-        summary["failed"], seed, out)
-    if not keep:
-        shutil.rmtree(out, ignore_errors=True)
+    run_seed(seed, "replication", ["--duration", str(DURATION), "--faults", FAULTS])
+
+
+@pytest.mark.parametrize("seed", C_SEEDS)
+def test_jepsen_cluster(seed):
+    run_seed(seed, "cluster", ["--duration", str(C_DURATION), "--faults", C_FAULTS, "--ack", C_ACK])
