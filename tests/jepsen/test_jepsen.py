@@ -9,8 +9,8 @@ over).
                                   only when the seed fails)
     RUVIO_JEPSEN_MODES=replication,cluster   which modes run
     RUVIO_JEPSEN_CLUSTER_SEEDS=1  cluster mode's seeds (default: RUVIO_JEPSEN_SEEDS when set, else 1)
-    RUVIO_JEPSEN_CLUSTER_DURATION=45   cluster mode's seconds of faults (default: RUVIO_JEPSEN_DURATION when
-                                  set, else 45, to keep CI's addition near 90 s)
+    RUVIO_JEPSEN_CLUSTER_DURATION=60   cluster mode's seconds of faults (default: RUVIO_JEPSEN_DURATION when
+                                  set, else 60: about 70 s in all)
     RUVIO_JEPSEN_CLUSTER_FAULTS=ci     cluster mode's profile (ci, all) or comma list (default: RUVIO_JEPSEN_FAULTS
                                   when it names a profile, else ci)
     RUVIO_JEPSEN_ACK=wait         cluster mode's acknowledgement: wait (WAIT 1) or sync (min-sync-replicas 1)"""
@@ -33,7 +33,7 @@ FAULTS = os.environ.get("RUVIO_JEPSEN_FAULTS", "ci")
 MODES = os.environ.get("RUVIO_JEPSEN_MODES", "replication,cluster").split(",")
 C_SEEDS = [int(s) for s in os.environ.get("RUVIO_JEPSEN_CLUSTER_SEEDS", os.environ.get("RUVIO_JEPSEN_SEEDS", "1"))
            .split(",") if s.strip()]
-C_DURATION = int(os.environ.get("RUVIO_JEPSEN_CLUSTER_DURATION", os.environ.get("RUVIO_JEPSEN_DURATION", "45")))
+C_DURATION = int(os.environ.get("RUVIO_JEPSEN_CLUSTER_DURATION", os.environ.get("RUVIO_JEPSEN_DURATION", "60")))
 C_FAULTS = os.environ.get("RUVIO_JEPSEN_CLUSTER_FAULTS", FAULTS if FAULTS in ("ci", "all") else "ci")
 C_ACK = os.environ.get("RUVIO_JEPSEN_ACK", "wait")
 
