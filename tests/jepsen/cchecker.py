@@ -29,7 +29,8 @@ class Op:
         return {k: getattr(self, k) for k in self.__slots__}
 
     def short(self):
-        return ("#%s c%s %s %s=%s slot %s on %s t=%.2f..%.2fs: %s%s, WAIT->%s, role=%s config epoch=%s replid=%s lsn=%s" %
+        return ("#%s c%s %s %s=%s slot %s on %s t=%.2f..%.2fs: %s%s, WAIT->%s, role=%s config epoch=%s replid=%s "
+                "lsn=%s" %
                 (self.i, self.c, self.kind, self.key, self.val, self.slot, self.node, self.t0 or 0, self.t1 or 0,
                  self.st, " (%s)" % self.err if self.err else "", self.got, self.role, self.epoch,
                  (self.replid or "?")[:8], self.lsn))
