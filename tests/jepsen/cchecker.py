@@ -223,6 +223,16 @@ def check(ops, events, final, max_list=15):
     bad = [(e["desc"], "") for e in events if e["kind"] in ("start-failed", "harness-error")]
     report("i", "every host restarted", bad)
 
+    # (j) a topology change that was answered is never undone: every epoch a BUMPEPOCH answered (BUMPED n) is at
+    # most the final current epoch of every node (the leader may have been killed right after answering)
+    bad = []
+    for e in events:
+        if e.get("epoch") is not None:
+            for a, d in readable.items():
+                if d.get("current_epoch", -1) < e["epoch"]:
+                    bad.append((e["desc"], "%s ends at current epoch %s" % (a, d.get("current_epoch"))))
+    report("j", "no answered topology change undone", bad)
+
     acked = [o for o in ops if o.acked]
     summary = {"ops": len(ops), "ok": sum(o.st == "ok" for o in ops), "acked": len(acked),
                "fail": sum(o.st == "fail" for o in ops), "unknown": sum(o.st == "unknown" for o in ops),

@@ -309,8 +309,9 @@ class Nemesis:
                 reply = rc.cmd(ip, port, *args, timeout=15)
             except (redis.exceptions.RedisError, OSError) as e:
                 reply = "error: %s" % e
+            kw = {"epoch": int(reply.split()[1])} if str(reply).startswith("BUMPED ") else {}
             self.run.event("change-reply" if reply in ("OK", True) or str(reply).startswith(("BUMPED", "STILL"))
-                           else "refused", "%s on %s:%d answered %s" % (" ".join(args), ip, port, reply))
+                           else "refused", "%s on %s:%d answered %s" % (" ".join(args), ip, port, reply), **kw)
         t = threading.Thread(target=go, daemon=True)
         t.start()
         return t
@@ -467,8 +468,9 @@ def read_back(run, converged, why, canary):
             me = next(n for n in v.values() if n["myself"])
             owner = v.get(me["primary"]) if "slave" in me["flags"] else me
             served = rc.slot_set(owner["slots"]) if owner else set()
+            ci = rc.parse_kv(cc.execute_command("CLUSTER", "INFO"))
             d.update(view=v, served=sorted(served), primary_addr=owner["addr"] if owner is not me else None,
-                     cluster_state=rc.parse_kv(cc.execute_command("CLUSTER", "INFO")).get("cluster_state"),
+                     cluster_state=ci.get("cluster_state"), current_epoch=int(ci.get("cluster_current_epoch", -1)),
                      digest=cc.execute_command("DEBUG", "DIGEST"),
                      slots_reply=redis.Redis(host=h.ip, port=p, socket_timeout=10).execute_command("CLUSTER", "SLOTS"))
             d["slots_reply"] = [[x.decode() if isinstance(x, bytes) else x for x in r[:2]] +

@@ -35,7 +35,7 @@ def final(data, epochs=None, canary="ok", digests=None):
         d = copy.deepcopy(data.get(owner, {}))
         d.setdefault("values", {})
         d.setdefault("lists", {})
-        d.update(view=view(epochs), served=list(range(int(a), int(b) + 1)), cluster_state="ok",
+        d.update(view=view(epochs), served=list(range(int(a), int(b) + 1)), cluster_state="ok", current_epoch=6,
                  digest=(digests or {}).get(addr, owner[:4]), slots_reply=[[0, 1]],
                  primary_addr=None if owner == k else ADDR[owner])
         nodes[addr] = d
@@ -120,3 +120,11 @@ def test_two_writers_fail_g():
 def test_dead_canary_fails_h():
     ok, text, _ = run([], final({}, canary="10.0.0.1:7000: CLUSTERDOWN"))
     assert not ok and "FAIL (h)" in text
+
+
+def test_undone_bumpepoch_fails_j():
+    ev = {"t": 1, "kind": "change-reply", "desc": "CLUSTER BUMPEPOCH answered BUMPED 7", "epoch": 7}
+    ok, lines, _ = check([], [ev], final({}))
+    assert not ok and "FAIL (j)" in "\n".join(lines)
+    ok, lines, _ = check([], [dict(ev, epoch=6)], final({}))
+    assert ok, lines
