@@ -305,13 +305,15 @@ class Nemesis:
     def send_async(self, ip, port, args):
         """Send a command without waiting for it; the reply (or error) becomes an event when it comes."""
         def go():
+            kind = "change-reply"
             try:
                 reply = rc.cmd(ip, port, *args, timeout=15)
-            except (redis.exceptions.RedisError, OSError) as e:
-                reply = "error: %s" % e
+            except redis.exceptions.ResponseError as e:
+                kind, reply = "refused", "error: %s" % e
+            except (redis.exceptions.RedisError, OSError) as e:     # the kill: no answer
+                kind, reply = "change-unanswered", "error: %s" % e
             kw = {"epoch": int(reply.split()[1])} if str(reply).startswith("BUMPED ") else {}
-            self.run.event("change-reply" if reply in ("OK", True) or str(reply).startswith(("BUMPED", "STILL"))
-                           else "refused", "%s on %s:%d answered %s" % (" ".join(args), ip, port, reply), **kw)
+            self.run.event(kind, "%s on %s:%d answered %s" % (" ".join(args), ip, port, reply), **kw)
         t = threading.Thread(target=go, daemon=True)
         t.start()
         return t
