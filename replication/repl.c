@@ -735,10 +735,15 @@ repl_state_error(const struct repl *r)
     return r->state_err;
 }
 
+/* The process's replicaof (config state, rewritten for Sentinel). Not in
+ * cluster mode: each node's role is in the topology, and a replicaof in the
+ * config file would stop the host at its next start. */
 void
 repl_publish_role(struct repl *r, const char *val, bool rewrite)
 {
-    r->ops->publish_role(r->host, val, rewrite);
+    if (!r->hi.cluster) {
+        r->ops->publish_role(r->host, val, rewrite);
+    }
 }
 
 /* ---------------------------------------------------------------- ROLE */

@@ -587,8 +587,8 @@ monitor_tick(int64_t timeout)
     static uint16_t reps[TOPO_MAX_NODES];
     for (unsigned i = 0; i < t->nnodes && !atomic_load(&mon.stop); i++) {
         const struct topo_node *x = &t->nodes[i];
-        if (x->host_id == tp.host_id || (x->flags & TOPO_F_LONE)) {
-            continue; /* (this host's nodes are up while it runs) */
+        if ((x->host_id == tp.host_id && !(x->flags & TOPO_F_FAIL)) || (x->flags & TOPO_F_LONE)) {
+            continue; /* (this host's nodes are up while it runs: probed only to clear a fail flag) */
         }
         struct probe *p = probe_of(x->id, now);
         char line[64];

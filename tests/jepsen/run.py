@@ -592,6 +592,14 @@ def run_once(opts):
     return ok, summary
 
 
+def run_mode(opts):
+    """run_once of the mode --mode names."""
+    if opts.mode == "cluster":
+        import crun
+        return crun.run_once(opts)
+    return run_once(opts)
+
+
 def rerun_args(opts, faults):
     return "--seed %d --duration %d --faults %s --durability %s --clients %d --rate %g --wait %s --wait-ms %d " \
         "--burst %d --min-replicas %d --repl-timeout %d" % (
@@ -625,10 +633,19 @@ def parse(argv=None):
     ap.add_argument("--heal-timeout", type=int, default=60)
     ap.add_argument("--disk-mb", type=int, default=256)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--mode", default="replication", choices=("replication", "cluster"),
+                    help="replication: one primary, two replicas, the harness as operator (the default); cluster: "
+                    "3 hosts x 2 shards, cluster-enabled, the control plane fails over (crun.py)")
+    ap.add_argument("--ack", default="wait", choices=("wait", "sync"),
+                    help="cluster mode: what acknowledges a write: WAIT 1 after it (wait), or its own reply with "
+                    "min-sync-replicas 1 on every node (sync; needs synchronous replication in the binary)")
+    ap.add_argument("--node-timeout", type=int, default=2000, help="cluster mode: cluster-node-timeout (ms)")
+    ap.add_argument("--settle-timeout", type=int, default=15,
+                    help="cluster mode: how long to wait after each fault for the cluster to settle (s)")
     o = ap.parse_args(argv)
     o.wait = [int(x) for x in o.wait.split(",")]
     o.burst = max(5, o.burst)
-    o.out = o.out or "/tmp/ruvio-jepsen-%d" % o.seed
+    o.out = o.out or "/tmp/ruvio-jepsen-%s%d" % ("cluster-" if o.mode == "cluster" else "", o.seed)
     return o
 
 
@@ -639,7 +656,7 @@ def main(argv=None):
         print("jepsen: cannot run: %s" % why)
         return 2
     try:
-        ok, _ = run_once(opts)
+        ok, _ = run_mode(opts)
     except Exception:
         traceback.print_exc()
         print("jepsen: the harness could not complete (seed %d); see %s" % (opts.seed, opts.out))
