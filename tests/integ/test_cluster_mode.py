@@ -456,6 +456,15 @@ def test_forget_reset_and_del_node_on_one_host(tmp_path):
         key = next("k%d" % i for i in range(100000) if client(p0).execute_command(
             "CLUSTER", "COUNTKEYSINSLOT", key_slot(b"k%d" % i)) == 0 and _owns(p0, key_slot(b"k%d" % i)))
         assert c0.set(key, "v")
+        # --cluster info and call, unchanged (call runs on every node, replicas included)
+        rc, out = _cli("info", "%s:%d" % (HOST, p0))
+        assert rc == 0 and "[OK] 1 keys in 3 masters." in out, out
+        assert "%s:%d (%s...) -> 1 keys | " % (HOST, p0, client(p0).execute_command("CLUSTER", "MYID")[:8]) in out
+        assert " | 1 slaves." in out, out
+        poll_until(lambda: c3.dbsize() == 1, timeout=10, what="the replica has the key")
+        rc, out = _cli("call", "%s:%d" % (HOST, p0), "DBSIZE")
+        assert rc == 0 and sorted(out.split(">>> Calling")[1].split("\n")[1:5]) == sorted(
+            "%s:%d: %d" % (HOST, p, 1 if p in (p0, p3) else 0) for p in srv.ports), out
         # FORGET's and RESET's errors
         with pytest.raises(redis.ResponseError, match="^Unknown node 0123456789012345678901234567890123456789$"):
             c0.execute_command("CLUSTER", "FORGET", "0123456789012345678901234567890123456789")

