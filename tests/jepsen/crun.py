@@ -15,6 +15,7 @@ import redis
 from redis.crc import key_slot
 
 import cchecker
+import drive
 import rcluster as rc
 from ruviotest.resp import parse_info_flat as parse_info
 from ruviotest.wait import wait_for
@@ -520,22 +521,7 @@ def run_once(opts):
         if not run.refresh_slots():
             raise RuntimeError("no node answers CLUSTER SLOTS")
         clients = [Client(run, i) for i in range(opts.clients)]
-        for t in clients:
-            t.start()
-        for at, kind, p in schedule:
-            while run.now() < at and run.now() < opts.duration:
-                time.sleep(0.05)
-            if run.now() >= opts.duration:
-                break
-            nem.apply(kind, p)
-        while run.now() < opts.duration:
-            time.sleep(0.05)
-        run.stop_clients.set()
-        for t in clients:
-            t.join(timeout=opts.op_timeout + 15)
-            if t.is_alive():
-                run.event("harness", "client %d did not stop" % t.cid)
-        run.event("clients-stopped", "clients stopped after %d operations" % len(run.ops))
+        drive.play(run, clients, schedule, nem, opts.duration, opts.op_timeout)
         final = heal(run)
     except Exception:
         run.event("harness-error", traceback.format_exc())
@@ -555,17 +541,7 @@ def run_once(opts):
                       default=list)
     ok, lines, summary = cchecker.check(run.ops, run.events, final)
     summary.update(seed=opts.seed, duration=opts.duration, faults=",".join(faults), mode="cluster", ack=opts.ack)
-    with open(os.path.join(opts.out, "report.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n" + json.dumps(summary, default=str) + "\nevents:\n")
-        f.writelines("  [%7.2fs] %s\n" % (e["t"], e["desc"]) for e in run.events)
-    print("\n".join(lines))
-    print("jepsen summary: %s" % json.dumps(summary, default=str))
-    if not ok:
-        print("jepsen: FAILED invariants %s with seed %d; rerun: RUVIO_BIN=%s python3 tests/jepsen/run.py --mode "
-              "cluster --seed %d --duration %d --faults %s --ack %s; history: %s" % (
-                  ",".join(summary["failed"]), opts.seed, rc.cl.netns_bin(), opts.seed, opts.duration,
-                  ",".join(faults), opts.ack, os.path.join(opts.out, "history.json")))
-        print("events:")
-        for e in run.events:
-            print("  [%7.2fs] %s" % (e["t"], e["desc"]))
+    drive.report(opts.out, ok, lines, summary, run.events,
+                 "RUVIO_BIN=%s python3 tests/jepsen/run.py --mode cluster --seed %d --duration %d --faults %s "
+                 "--ack %s" % (rc.cl.netns_bin(), opts.seed, opts.duration, ",".join(faults), opts.ack))
     return ok, summary

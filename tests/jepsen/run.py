@@ -26,6 +26,7 @@ sys.path.insert(0, HERE)
 
 import checker  # noqa: E402
 import cluster as cl  # noqa: E402
+import drive  # noqa: E402
 import netns  # noqa: E402  (put on the path by cluster)
 from ruviotest.wait import wait_for  # noqa: E402  (tests/pylib: put on the path by cluster)
 
@@ -545,22 +546,7 @@ def run_once(opts):
         wait_for(lambda: c.primary.info(2) and c.primary.info(2).get("connected_slaves") == "2",
                  timeout=20, what="two replicas connected")
         clients = [Client(run, i) for i in range(opts.clients)]
-        for t in clients:
-            t.start()
-        for at, kind, p in schedule:
-            while run.now() < at and run.now() < opts.duration:
-                time.sleep(0.05)
-            if run.now() >= opts.duration:
-                break
-            nem.apply(kind, p)
-        while run.now() < opts.duration:
-            time.sleep(0.05)
-        run.stop_clients.set()
-        for t in clients:
-            t.join(timeout=opts.op_timeout + 15)
-            if t.is_alive():
-                run.event("harness", "client %d did not stop" % t.cid)
-        run.event("clients-stopped", "clients stopped after %d operations" % len(run.ops))
+        drive.play(run, clients, schedule, nem, opts.duration, opts.op_timeout)
         final = heal(run)
     except Exception:
         run.event("harness-error", traceback.format_exc())
@@ -577,18 +563,8 @@ def run_once(opts):
         save(run, opts, schedule, final)
     ok, lines, summary = checker.check(run.ops, run.events, final, opts.durability, c.lineage)
     summary.update(seed=opts.seed, duration=opts.duration, faults=",".join(faults))
-    with open(os.path.join(opts.out, "report.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n" + json.dumps(summary, default=str) + "\nevents:\n")
-        f.writelines("  [%7.2fs] %s\n" % (e["t"], e["desc"]) for e in run.events)
-    print("\n".join(lines))
-    print("jepsen summary: %s" % json.dumps(summary, default=str))
-    if not ok:
-        print("jepsen: FAILED invariants %s with seed %d; rerun: RUVIO_BIN=%s python3 tests/jepsen/run.py %s; "
-              "history: %s" % (",".join(summary["failed"]), opts.seed, cl.netns_bin(), rerun_args(opts, faults),
-                               os.path.join(opts.out, "history.json")))
-        print("events:")
-        for e in run.events:
-            print("  [%7.2fs] %s" % (e["t"], e["desc"]))
+    drive.report(opts.out, ok, lines, summary, run.events,
+                 "RUVIO_BIN=%s python3 tests/jepsen/run.py %s" % (cl.netns_bin(), rerun_args(opts, faults)))
     return ok, summary
 
 
