@@ -22,6 +22,24 @@ from ruviotest.wait import wait_for  # noqa: E402
 CLIENT_TIMEOUT = 20      # above the WAIT timeouts below: sanitizer builds on 2 cores catch up slowly
 
 
+def hosts(names, need_bin=True):
+    """A fixture's body: namespaces `names` on one bridge (netns.Net), removed at teardown and checked gone;
+    skipped where namespaces are unavailable, failed when the ruvio binary is missing (need_bin)."""
+    why = netns.unavailable()
+    if why:
+        pytest.skip(why)
+    if need_bin and not os.path.exists(examples.RUVIO_BIN):
+        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % examples.RUVIO_BIN)
+    n = netns.Net.create(names)
+    try:
+        yield n
+    finally:
+        n.close()
+        left = n.leftovers()
+        shutil.rmtree(n.workdir, ignore_errors=True)
+        assert not left, "namespaces/links left behind: %s" % left
+
+
 class Node:
     """One ruvio process on one host."""
 
@@ -86,19 +104,7 @@ class Node:
 @pytest.fixture
 def net():
     """Three hosts `primary`, `replica1`, `replica2` (netns.Net); everything is removed at teardown."""
-    why = netns.unavailable()
-    if why:
-        pytest.skip(why)
-    if not os.path.exists(examples.RUVIO_BIN):
-        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % examples.RUVIO_BIN)
-    n = netns.Net.create(examples.NODES)
-    try:
-        yield n
-    finally:
-        n.close()
-        left = n.leftovers()
-        shutil.rmtree(n.workdir, ignore_errors=True)
-        assert not left, "namespaces/links left behind: %s" % left
+    yield from hosts(examples.NODES)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ log and kill -9 the log's leader. In both modes (the suite's reference mode, RUV
 the window in which its slots took no writes, Redis's figure beside ours."""
 
 import os
-import shutil
 import threading
 import time
 
@@ -18,8 +17,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 import examples
-import netns
-import mh_fixtures  # noqa: F401 (puts tests/pylib on the path)
+import mh_fixtures  # (also puts tests/pylib on the path)
 from ruviotest.wait import wait_for
 
 TARGET = os.environ.get("RUVIO_TARGET", "ruvio").lower()
@@ -37,19 +35,7 @@ ruvio_only = pytest.mark.skipif(REFERENCE, reason="the topology log (Raft) is ru
 
 @pytest.fixture
 def cluster_net():
-    why = netns.unavailable()
-    if why:
-        pytest.skip(why)
-    if not REFERENCE and not os.path.exists(examples.RUVIO_BIN):
-        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % examples.RUVIO_BIN)
-    n = netns.Net.create(HOSTS)
-    try:
-        yield n
-    finally:
-        n.close()
-        left = n.leftovers()
-        shutil.rmtree(n.workdir, ignore_errors=True)
-        assert not left, "namespaces/links left behind: %s" % left
+    yield from mh_fixtures.hosts(HOSTS, need_bin=not REFERENCE)
 
 
 def client(ip, port, timeout=5):
@@ -466,19 +452,7 @@ def test_primary_kill9_failover_window(cluster_net):
 
 @pytest.fixture
 def cluster_net4():
-    why = netns.unavailable()
-    if why:
-        pytest.skip(why)
-    if not os.path.exists(examples.RUVIO_BIN):
-        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % examples.RUVIO_BIN)
-    n = netns.Net.create(HOSTS + ("h3",))
-    try:
-        yield n
-    finally:
-        n.close()
-        left = n.leftovers()
-        shutil.rmtree(n.workdir, ignore_errors=True)
-        assert not left, "namespaces/links left behind: %s" % left
+    yield from mh_fixtures.hosts(HOSTS + ("h3",), need_bin=True)
 
 
 def redis_cli(net, *args, timeout=60):
