@@ -295,7 +295,10 @@ def test_replicas_reads_and_manual_failover(tmp_path):
         roles = _roles(ports[0])
         prim = {nid: v for nid, v in roles.items() if v[1] == "master"}
         reps = {nid: v for nid, v in roles.items() if v[1] == "slave"}
-        assert len(prim) == 3 and len(reps) == 3 and all(v[3] for v in prim.values())
+        # (seen once in CI under ASan on a loaded machine, not reproduced since: two primaries, one holding two
+        # ranges; the output and the logs say how next time)
+        assert len(prim) == 3 and len(reps) == 3 and all(v[3] for v in prim.values()), (
+            roles, r.stdout, "\n".join(s.stderr()[-4000:] for s in srvs))
         assert sorted(v[2] for v in reps.values()) == sorted(prim)
         for nid, (port, _, pid, _) in reps.items():
             poll_until(lambda: client(port).execute_command("ROLE")[:4] == ["slave", HOST, prim[pid][0], "connected"],
