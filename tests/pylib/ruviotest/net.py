@@ -21,8 +21,14 @@ def port_free(port, host=HOST):
     return True
 
 
+# Every port free_ports handed out in this process (clients' and buses'): a test that takes several runs before
+# starting any server must not get one whose bus is another's client port (nothing is bound yet to say so).
+_given = set()
+
+
 def free_ports(n, also_bus=False, host=HOST):
-    """Base of n consecutive free ports (and, with also_bus, base+10000.. free too, for a redis cluster bus)."""
+    """Base of n consecutive free ports (and, with also_bus, base+10000.. free too, for a redis cluster bus),
+    none of them handed out before by this process."""
     for _ in range(200):
         base = free_port(host)
         if base + n + (10000 if also_bus else 0) >= 65535:
@@ -30,7 +36,8 @@ def free_ports(n, also_bus=False, host=HOST):
         ports = list(range(base, base + n))
         if also_bus:
             ports += [p + 10000 for p in range(base, base + n)]
-        if all(port_free(p, host) for p in ports):
+        if not _given.intersection(ports) and all(port_free(p, host) for p in ports):
+            _given.update(ports)
             return base
     raise RuntimeError("no run of %d free ports" % n)
 
