@@ -5,7 +5,6 @@ harness only breaks things and watches."""
 import json
 import os
 import random
-import shutil
 import signal
 import threading
 import time
@@ -33,41 +32,19 @@ LISTS_PER_CLIENT = 8
 def draw_schedule(seed, duration, faults):
     """[(t, kind, params)], a pure function of the seed. Hosts are named by position (pick 0..2) or by role
     (the leader's host); `hold` is how long the fault lasts."""
-    rng = random.Random(seed)
-    t = rng.uniform(1.0, 3.0)
-    out = []
-    while t < duration:
-        kind = rng.choice(faults)
+    def params(rng, kind):
         p = {"pick": rng.randrange(3), "hold": rng.uniform(0.5, 5.0)}
         if kind.startswith("leader-kill"):
             p["after_ms"] = rng.choice((0, 5, 20, 50))
-        out.append((round(t, 3), kind, p))
-        t += p["hold"] + rng.uniform(0.5, 3.0)
-    return out
+        return p
+    return drive.schedule(seed, duration, faults, params)
 
 
-class Run:
+class Run(drive.Run):
     def __init__(self, opts):
-        self.opts = opts
-        self.t0 = time.monotonic()
-        self.ops = []
-        self.events = []
-        self.stop_clients = threading.Event()
-        self.lock = threading.Lock()
-        self.cluster = None
+        super().__init__(opts)
         self.slots = {}            # slot -> (ip, port), the clients' shared routing table
         self.slots_lock = threading.Lock()
-
-    def now(self):
-        return round(time.monotonic() - self.t0, 3)
-
-    def event(self, kind, desc, **kw):
-        e = dict(t=self.now(), kind=kind, desc=desc, **kw)
-        with self.lock:
-            self.events.append(e)
-        if self.opts.verbose:
-            print("  [%7.2fs] %s" % (e["t"], desc), flush=True)
-        return e
 
     def refresh_slots(self):
         """Load the routing table from CLUSTER SLOTS of the first node that answers (as cluster clients do)."""
@@ -528,13 +505,7 @@ def run_once(opts):
         raise
     finally:
         run.stop_clients.set()
-        for h in c.hosts:
-            if h.proc is not None and os.path.exists(h.proc.log_path):
-                shutil.copy(h.proc.log_path, os.path.join(opts.out, "ruvio-%s.log" % h.name))
-        c.close()
-        left = c.leftovers()
-        if left:
-            print("jepsen: namespaces/links left behind: %s" % left)
+        drive.teardown(c, c.hosts, opts.out)
         with open(os.path.join(opts.out, "history.json"), "w") as f:
             json.dump({"mode": "cluster", "seed": opts.seed, "duration": opts.duration, "schedule": schedule,
                        "events": run.events, "final": final, "ops": [o.to_json() for o in run.ops]}, f,

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import signal
 import sys
 import threading
@@ -42,11 +41,7 @@ def draw_schedule(seed, duration, faults):
     """The fault schedule, a pure function of the seed: [(t, kind, params)] with targets named by role
     ("primary", or the replica at position `pick` among the replicas), so a rerun with the same seed applies
     the same faults to the same roles."""
-    rng = random.Random(seed)
-    t = rng.uniform(1.0, 3.0)
-    out = []
-    while t < duration:
-        kind = rng.choice(faults)
+    def params(rng, kind):
         p = {"target": rng.choice(("primary", "replica")), "pick": rng.randrange(2), "hold": rng.uniform(0.5, 5.0)}
         if kind in ("delay",):
             p["ms"] = rng.choice((20, 100, 400, 1500))
@@ -54,31 +49,11 @@ def draw_schedule(seed, duration, faults):
             p["isolate"] = rng.choice(("stop", "partition", "kill"))
         if kind == "failover":
             p["to"] = rng.random() < 0.5
-        out.append((round(t, 3), kind, p))
-        t += p["hold"] + rng.uniform(0.5, 3.0)
-    return out
+        return p
+    return drive.schedule(seed, duration, faults, params)
 
 
-class Run:
-    def __init__(self, opts):
-        self.opts = opts
-        self.t0 = time.monotonic()
-        self.ops = []
-        self.events = []
-        self.stop_clients = threading.Event()
-        self.lock = threading.Lock()
-        self.cluster = None
-
-    def now(self):
-        return round(time.monotonic() - self.t0, 3)
-
-    def event(self, kind, desc, **kw):
-        e = dict(t=self.now(), kind=kind, desc=desc, **kw)
-        self.events.append(e)
-        if self.opts.verbose:
-            print("  [%7.2fs] %s" % (e["t"], desc), flush=True)
-        return e
-
+class Run(drive.Run):
     def note_info(self, info):
         self.cluster.note_info(info)
 
@@ -553,13 +528,7 @@ def run_once(opts):
         raise
     finally:
         run.stop_clients.set()
-        for n in c.nodes:
-            if n.proc is not None and os.path.exists(n.proc.log_path):
-                shutil.copy(n.proc.log_path, os.path.join(opts.out, "ruvio-%s.log" % n.name))
-        c.close()
-        left = c.leftovers()
-        if left:
-            print("jepsen: namespaces/links left behind: %s" % left)
+        drive.teardown(c, c.nodes, opts.out)
         save(run, opts, schedule, final)
     ok, lines, summary = checker.check(run.ops, run.events, final, opts.durability, c.lineage)
     summary.update(seed=opts.seed, duration=opts.duration, faults=",".join(faults))

@@ -16,6 +16,7 @@ over).
     RUVIO_JEPSEN_ACK=sync         cluster mode's acknowledgement: sync (min-sync-replicas 1, the default: the
                                   guarantee docs/cluster.md makes) or wait (WAIT 1)"""
 
+import contextlib
 import os
 import shutil
 import sys
@@ -69,21 +70,33 @@ def test_jepsen_cluster(seed):
     run_seed(seed, "cluster", ["--duration", str(C_DURATION), "--faults", C_FAULTS, "--ack", C_ACK])
 
 
-def test_cluster_failover_on_any_replica():
-    """CLUSTER FAILOVER, without faults, on a replica whose host does not lead the topology log, then on the old
-    primary (now a replica of a shard-1 node): each must leave the replica as the primary in CLUSTER NODES with
-    the data plane agreeing (ROLE), within a bound."""
+@contextlib.contextmanager
+def scenario_cluster(name):
+    """A cluster-mode system (rcluster.RCluster, created) for a scenario test without the fault schedule; skipped
+    where namespaces are unavailable or the cluster mode is not selected; closed and removed afterwards."""
     why = netns.unavailable()
     if why:
         pytest.skip(why)
     if "cluster" not in MODES:
         pytest.skip("RUVIO_JEPSEN_MODES=%s" % ",".join(MODES))
     import rcluster
-    from ruviotest.wait import wait_for
-    out = tempfile.mkdtemp(prefix="ruvio-jepsen-failover-")
+    out = tempfile.mkdtemp(prefix="ruvio-jepsen-%s-" % name)
     c = rcluster.RCluster(jepsen.parse(["--mode", "cluster", "--out", out]), os.path.join(out, "work"))
     try:
         c.create()
+        yield c
+    finally:
+        c.close()
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def test_cluster_failover_on_any_replica():
+    """CLUSTER FAILOVER, without faults, on a replica whose host does not lead the topology log, then on the old
+    primary (now a replica of a shard-1 node): each must leave the replica as the primary in CLUSTER NODES with
+    the data plane agreeing (ROLE), within a bound."""
+    import rcluster
+    from ruviotest.wait import wait_for
+    with scenario_cluster("failover") as c:
         lead = wait_for(c.leader, timeout=10, what="one leader of the topology log")
 
         def failover(pick):
@@ -103,9 +116,6 @@ def test_cluster_failover_on_any_replica():
                                          and v[n["primary"]]["port"] == 7000 and n["ip"] != lead.ip))
         # the old primary, now the replica of a 7001 node: it takes the slots back
         failover(lambda v: next((k, n) for k, n in v.items() if n["primary"] == rid))
-    finally:
-        c.close()
-        shutil.rmtree(out, ignore_errors=True)
 
 
 def test_cluster_fail_flags_clear_after_the_leader_moves():
@@ -113,24 +123,16 @@ def test_cluster_fail_flags_clear_after_the_leader_moves():
     `fail` on the host that becomes the leader kept the flag for good (its replica then never took over). The
     leader's host is cut off until the others flag its nodes, its link comes back, and the new leader is
     killed before it saw them answer: whoever leads next, no `fail` flag may stay."""
-    why = netns.unavailable()
-    if why:
-        pytest.skip(why)
-    if "cluster" not in MODES:
-        pytest.skip("RUVIO_JEPSEN_MODES=%s" % ",".join(MODES))
     import time
     import rcluster
     from ruviotest.wait import wait_for
-    out = tempfile.mkdtemp(prefix="ruvio-jepsen-failflags-")
-    c = rcluster.RCluster(jepsen.parse(["--mode", "cluster", "--out", out]), os.path.join(out, "work"))
 
-    def flagged():
+    def flagged(c):
         try:
             return sorted(n["addr"] for n in c.view(c.hosts[0].ip, rcluster.PORTS[0]).values() if "fail" in n["flags"])
         except Exception as e:         # a host restarting: ask again
             return [repr(e)]
-    try:
-        c.create()
+    with scenario_cluster("failflags") as c:
         for _ in range(2):
             x = wait_for(c.leader, timeout=15, what="one leader of the topology log")
             x.h.link_down()
@@ -145,9 +147,6 @@ def test_cluster_fail_flags_clear_after_the_leader_moves():
             l2.start()
             lead = c.leader()
             try:
-                wait_for(lambda: not flagged(), timeout=20, what="no node flagged fail")
+                wait_for(lambda: not flagged(c), timeout=20, what="no node flagged fail")
             except AssertionError:
-                raise AssertionError("still flagged fail 20 s after the kill (leader %s): %s" % (lead, flagged()))
-    finally:
-        c.close()
-        shutil.rmtree(out, ignore_errors=True)
+                raise AssertionError("still flagged fail 20 s after the kill (leader %s): %s" % (lead, flagged(c)))
