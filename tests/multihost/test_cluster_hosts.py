@@ -314,7 +314,9 @@ def test_partition_then_kill9_of_the_log_leader(cluster_net):
     # healed: the cut-off host catches up, and still only one host leads
     for p in PORTS:
         wait_for(lambda: epoch(cut, p) == e2, timeout=20, what="%s:%d catching up to epoch %d" % (cut.ip, p, e2))
-    assert wait_for(lambda: same_views(hosts), timeout=10, what="one view after healing") == same_views(rest)
+    # (one sample of all three hosts: a second one, of the two, raced with the cut host's nodes' fail flags
+    # being cleared once they answer again, and saw the views in flux)
+    assert wait_for(lambda: same_views(hosts), timeout=10, what="one view after healing")
     healed = cluster_net[wait_for(lambda: one_leader(hosts), timeout=ELECTION_BOUND_S, what="one leader after healing")]
     print("healed: %s leads, term %s" % (healed.name, info(healed.ip, PORTS[0])["topology_log_term"]))
 
