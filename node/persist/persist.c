@@ -579,9 +579,22 @@ conn_needs_past(const struct conn *c, uint64_t lsn)
  * demoted), so they must not read success; closing leaves the outcome
  * unknown, which is the truth (as for a failed fsync). */
 static void
-close_held_past(struct persist *p, uint64_t lsn, const char *why)
+close_held_past(struct persist *p, uint64_t lsn, bool demoted, const char *why)
 {
     size_t closed = 0;
+    if (demoted) {
+        /* Demoted: besides the held clients, those whose reply was produced
+         * this loop and is not flushed yet (CONN_PENDING, not held until the
+         * flush) would be released by the flush now that nothing holds them. */
+        struct conn *next;
+        for (struct conn *c = shard_conn_first(p->s); c != NULL; c = next) {
+            next = c->next;
+            if (conn_needs_past(c, lsn)) {
+                conn_close(c); /* (unlinks it from the held list too) */
+                closed++;
+            }
+        }
+    }
     for (struct conn **pp = &p->held; *pp;) {
         struct conn *c = *pp;
         if (!conn_needs_past(c, lsn)) {
@@ -612,7 +625,7 @@ sync_refresh(struct persist *p)
     bool on = p->repl != NULL && repl_sync_on(p->repl) && !p->replica;
     uint64_t cut = p->repl != NULL ? repl_sync_take_cut(p->repl) : 0;
     if (cut != 0) {
-        close_held_past(p, cut - 1,
+        close_held_past(p, cut - 1, true,
                         "this shard became a replica before enough replicas acked "
                         "them (min-sync-replicas)");
     }
@@ -641,7 +654,7 @@ sync_refresh(struct persist *p)
         p->sync_wait_lsn = rel;
         p->sync_wait_ms = env->now_ms;
     } else if (env->now_ms - p->sync_wait_ms >= timeout) {
-        close_held_past(p, rel,
+        close_held_past(p, rel, false,
                         "not acknowledged by min-sync-replicas replicas within "
                         "min-sync-replicas-timeout");
         p->sync_wait_ms = 0;
