@@ -24,7 +24,11 @@ from test_cluster_hosts import (PORTS, NODE_TIMEOUT_MS, REFERENCE, cluster_clien
 from ruviotest.wait import wait_for
 
 cluster_net = test_cluster_hosts.cluster_net   # the fixture: three netns hosts
-pytestmark = pytest.mark.skipif(REFERENCE, reason="min-sync-replicas is ruvio's")
+SANITIZED = os.environ.get("RUVIO_SANITIZED", "0").upper() in ("1", "ON", "TRUE")
+# Under the sanitizers CI has no time for it (the release stage runs it, and tests/integ/test_sync_repl.py covers
+# the same server code under ASan).
+pytestmark = [pytest.mark.skipif(REFERENCE, reason="min-sync-replicas is ruvio's"),
+              pytest.mark.skipif(SANITIZED, reason="release builds only (CI's time)")]
 
 SYNC_TIMEOUT_MS = 3000
 THREADS = 4
