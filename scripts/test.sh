@@ -13,16 +13,18 @@ bash scripts/format.sh --check
 echo "== release build (-Werror, layer order checked)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRUVIO_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
-(cd build && ctest --output-on-failure -L 'unit|integ|jepsen' --timeout 900)
+# -j: the unit tests run beside the integration suite; the tests that load the machine or take ports in bulk
+# (crash, multihost, jepsen, the Node.js clients) are RUN_SERIAL (tests/CMakeLists.txt)
+(cd build && ctest -j"$jobs" --output-on-failure -L 'unit|integ|jepsen' --timeout 900)
 
 echo "== fuzz (libFuzzer, clang, bounded)"
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRUVIO_FUZZ=ON -DRUVIO_SANITIZE=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_all
-(cd build-fuzz && ctest --output-on-failure -L fuzz --timeout 300)
+(cd build-fuzz && ctest -j"$jobs" --output-on-failure -L fuzz --timeout 300)
 
 echo "== ASan+UBSan build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRUVIO_WERROR=ON -DRUVIO_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   ctest --output-on-failure -L 'unit|integ' --timeout 1200)
+   ctest -j"$jobs" --output-on-failure -L 'unit|integ' --timeout 1200)
 echo "== all tests passed"

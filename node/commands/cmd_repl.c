@@ -372,6 +372,14 @@ cmd_failover(struct conn *c, int argc, struct rv_str *argv)
     }
     reply_ok(c);
     struct node *n = c->env->node;
+    if (c->env->topo != NULL) {
+        /* cluster mode: each shard is a node of its own (CLUSTER FAILOVER
+         * relays FAILOVER TO to the primary node's port): only this one */
+        struct fo_msg *m = rv_malloc(sizeof(*m));
+        m->q = t;
+        run_fo(c->shard, &m->m);
+        return;
+    }
     for (unsigned i = 0; i < n->nshards; i++) {
         struct fo_msg *m = rv_malloc(sizeof(*m));
         m->q = t;
