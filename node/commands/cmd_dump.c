@@ -166,7 +166,17 @@ read_record(struct dump_rd *r, struct rv_str *av, int *argc)
 }
 
 /* Which commands a payload may hold: the rebuild commands of one type. */
-enum dump_kind { DK_NONE, DK_STRING, DK_LIST, DK_SET, DK_ZSET, DK_HASH, DK_COORD };
+enum dump_kind {
+    DK_NONE,
+    DK_STRING,
+    DK_LIST,
+    DK_SET,
+    DK_ZSET,
+    DK_HASH,
+    DK_COORD,
+    DK_STREAM,
+    DK_STREAM_END
+};
 
 static enum dump_kind
 record_kind(const struct rv_str *av, int argc, enum dump_kind cur, bool *ttl_phase)
@@ -197,6 +207,13 @@ record_kind(const struct rv_str *av, int argc, enum dump_kind cur, bool *ttl_pha
     if (cmd_arg_is(name, "semaphore") && argc >= 4 && cmd_arg_is(av[2], "restore") &&
         (cur == DK_NONE || cur == DK_COORD)) {
         return DK_COORD;
+    }
+    /* a stream: XADDs, then one XSETID, last */
+    if (cmd_arg_is(name, "xadd") && argc >= 5 && (cur == DK_NONE || cur == DK_STREAM)) {
+        return DK_STREAM;
+    }
+    if (cmd_arg_is(name, "xsetid") && argc == 7 && cur == DK_STREAM) {
+        return DK_STREAM_END;
     }
     return DK_NONE;
 }
@@ -240,6 +257,9 @@ dump_verify(struct rv_str pl)
         if (kind == DK_NONE) {
             return ERR_BADFMT;
         }
+    }
+    if (kind == DK_STREAM) {
+        return ERR_BADFMT; /* a stream's payload ends with its XSETID */
     }
     return NULL;
 }
