@@ -404,8 +404,12 @@ xrange_generic(struct conn *c, int argc, struct rv_str *argv, bool rev)
     if (err) {
         return;
     }
-    if (s == NULL || count == 0) {
+    if (s == NULL) {
         reply_array(c, 0);
+        return;
+    }
+    if (count == 0) {
+        reply_null_array(c); /* as Redis 7.0 does for COUNT 0 (and negative counts) */
         return;
     }
     reply_range(c, s, start, end, rev, count < 0 ? 0 : (uint64_t)count);
@@ -649,8 +653,7 @@ CMD_HANDLER(xread)
                 ids[i] = SID_MIN;
             }
         }
-        if (sv[i] != NULL && stream_len(sv[i]) > 0 &&
-            sid_cmp(last_valid_id(sv[i]), ids[i]) > 0) {
+        if (sv[i] != NULL && stream_len(sv[i]) > 0 && sid_cmp(last_valid_id(sv[i]), ids[i]) > 0) {
             ready++;
         }
     }

@@ -726,7 +726,7 @@ stream_emit_op(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
         if (l.ms == 0 && l.seq == 0) {
             l.seq = 1; /* XADD refuses 0-0; XSETID puts it back */
         }
-        struct rv_str av[7] = { { "XADD", 4 }, key, { "MAXLEN", 6 }, { "0", 1 },
+        struct rv_str av[7] = { { "XADD", 4 },          key,        { "MAXLEN", 6 }, { "0", 1 },
                                 { id, sid_fmt(l, id) }, { "x", 1 }, { "y", 1 } };
         fn(arg, 7, av);
     }
