@@ -181,8 +181,7 @@ Test(stream, random_ops_against_model)
                 struct sid minid = random_id_near(&m, last);
                 removed = stream_trim_minid(s, minid, approx, 0);
                 if (!approx) {
-                    cr_assert(stream_len(s) == 0 ||
-                              sid_cmp(stream_first_id(s), minid) >= 0);
+                    cr_assert(stream_len(s) == 0 || sid_cmp(stream_first_id(s), minid) >= 0);
                 }
             }
             cr_assert_eq(before - removed, stream_len(s));
