@@ -363,6 +363,10 @@ def test_dump_restore_round_trip(raw):
     assert raw.cmd("EXISTS", "u") == 0
     assert raw.cmd("COPY", "t", "c") == 1
     assert raw.cmd("XRANGE", "c", "-", "+") == raw.cmd("XRANGE", "t", "-", "+")
+    wide = [x for i in range(300) for x in ("field%d" % i, "v" * (i % 7))]
+    raw.cmd("XADD", "w", "1-0", *wide)                       # one entry of 300 fields
+    assert raw.cmd("RESTORE", "w2", "0", raw.cmd("DUMP", "w")) == "OK"
+    assert raw.cmd("XRANGE", "w2", "-", "+") == raw.cmd("XRANGE", "w", "-", "+")
 
 
 # ------------------------------------------------------ restart, replica
