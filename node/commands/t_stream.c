@@ -25,7 +25,6 @@
 #define ERR_TOP "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 #define ERR_ZERO "ERR The ID specified in XADD must be greater than 0-0"
 #define ERR_EXHAUSTED "ERR The stream has exhausted the last possible ID, unable to add more items"
-#define STREAM_MAX_KEYS 1024
 
 static const struct sid SID_MIN = { 0, 0 };
 static const struct sid SID_MAX = { UINT64_MAX, UINT64_MAX };
@@ -569,55 +568,22 @@ CMD_HANDLER(xsetid)
 
 /* ------------------------------------------------------------------ XREAD */
 
-/* XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...] */
-CMD_HANDLER(xread)
+struct xread_keys {
+    int *keys;          /* argv index of each key */
+    struct sid *ids;    /* entries after these */
+    struct stream **sv; /* NULL: missing (or another type while waiting) */
+};
+
+/* XREAD once its options are parsed: serve, or wait. */
+static void
+xread_run(struct conn *c, int argc, struct rv_str *argv, int sarg, int nk, int64_t count,
+          int64_t block, struct xread_keys *w)
 {
-    int64_t count = 0, block = -1;
-    int sarg = 0, nk, keys[STREAM_MAX_KEYS];
-    struct sid ids[STREAM_MAX_KEYS];
+    int *keys = w->keys;
+    struct sid *ids = w->ids;
+    struct stream **sv = w->sv;
     bool retry = (c->flags & CONN_BLOCK_RETRY) != 0;
 
-    for (int i = 1; i < argc; i++) {
-        bool more = i + 1 < argc;
-        if (cmd_arg_is(argv[i], "block") && more) {
-            if (!cmd_arg_int(argv[++i], &block)) {
-                reply_errf(c, "ERR timeout is not an integer or out of range");
-                return;
-            }
-            if (block < 0) {
-                reply_err(c, RV_ERR_TIMEOUT_NEG);
-                return;
-            }
-        } else if (cmd_arg_is(argv[i], "count") && more) {
-            if (!cmd_arg_int(argv[++i], &count)) {
-                reply_err(c, RV_ERR_NOTINT);
-                return;
-            }
-            if (count < 0) {
-                count = 0;
-            }
-        } else if (cmd_arg_is(argv[i], "streams") && more) {
-            sarg = i + 1;
-            break;
-        } else {
-            reply_err(c, RV_ERR_SYNTAX);
-            return;
-        }
-    }
-    if (sarg == 0) {
-        reply_err(c, RV_ERR_SYNTAX);
-        return;
-    }
-    if ((argc - sarg) % 2 != 0) {
-        reply_errf(c, "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' "
-                      "must be specified.");
-        return;
-    }
-    nk = (argc - sarg) / 2;
-    if (nk > STREAM_MAX_KEYS) {
-        reply_err(c, RV_ERR_SYNTAX);
-        return;
-    }
     /* '$' and '+' need the key: parse the others first, as Redis does */
     for (int i = 0; i < nk; i++) {
         struct rv_str a = argv[sarg + nk + i];
@@ -629,7 +595,6 @@ CMD_HANDLER(xread)
             return;
         }
     }
-    struct stream *sv[STREAM_MAX_KEYS];
     size_t ready = 0;
     for (int i = 0; i < nk; i++) {
         struct rv_str a = argv[sarg + nk + i];
@@ -692,6 +657,59 @@ CMD_HANDLER(xread)
     block_wait(c, c->last_cmd, argc, av, keys, nk, deadline, BLOCK_REPLY_NULL_ARRAY);
     rv_free(idbuf);
     rv_free(av);
+}
+
+/* XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...] */
+CMD_HANDLER(xread)
+{
+    int64_t count = 0, block = -1;
+    int sarg = 0, nk;
+
+    for (int i = 1; i < argc; i++) {
+        bool more = i + 1 < argc;
+        if (cmd_arg_is(argv[i], "block") && more) {
+            if (!cmd_arg_int(argv[++i], &block)) {
+                reply_errf(c, "ERR timeout is not an integer or out of range");
+                return;
+            }
+            if (block < 0) {
+                reply_err(c, RV_ERR_TIMEOUT_NEG);
+                return;
+            }
+        } else if (cmd_arg_is(argv[i], "count") && more) {
+            if (!cmd_arg_int(argv[++i], &count)) {
+                reply_err(c, RV_ERR_NOTINT);
+                return;
+            }
+            if (count < 0) {
+                count = 0;
+            }
+        } else if (cmd_arg_is(argv[i], "streams") && more) {
+            sarg = i + 1;
+            break;
+        } else {
+            reply_err(c, RV_ERR_SYNTAX);
+            return;
+        }
+    }
+    if (sarg == 0) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    if ((argc - sarg) % 2 != 0) {
+        reply_errf(c, "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' "
+                      "must be specified.");
+        return;
+    }
+    nk = (argc - sarg) / 2;
+    struct xread_keys w;
+    w.keys = rv_malloc((size_t)nk * sizeof(*w.keys));
+    w.ids = rv_malloc((size_t)nk * sizeof(*w.ids));
+    w.sv = rv_malloc((size_t)nk * sizeof(*w.sv));
+    xread_run(c, argc, argv, sarg, nk, count, block, &w);
+    rv_free(w.keys);
+    rv_free(w.ids);
+    rv_free(w.sv);
 }
 
 int

@@ -16,8 +16,8 @@ struct snode {
     struct sid last;   /* last entry's id (an upper bound after XDEL) */
     uint16_t n;        /* entries, deleted ones included */
     uint16_t live;
-    uint32_t len, cap; /* bytes used / allocated in d */
-    uint8_t d[];       /* master field names, then entries */
+    size_t len, cap; /* bytes used / allocated in d */
+    uint8_t d[];     /* master field names, then entries */
 };
 
 struct stream {
@@ -181,7 +181,7 @@ entry_decode(const struct snode *nd, const uint8_t *p, struct sent *e)
 }
 
 static void
-node_resize(struct stream *s, size_t i, uint32_t cap)
+node_resize(struct stream *s, size_t i, size_t cap)
 {
     struct snode *nd = node_at(s, i);
     s->bytes -= rv_usable_size(nd);
@@ -368,14 +368,14 @@ node_open(struct stream *s, struct sid id, size_t nf, const struct rv_str *fv, s
     struct snode *nd = rv_malloc(sizeof(*nd) + cap);
     nd->master = nd->last = id;
     nd->n = nd->live = 0;
-    nd->cap = (uint32_t)cap;
+    nd->cap = cap;
     uint8_t *p = vput(nd->d, nf);
     for (size_t i = 0; i < nf; i++) {
         p = vput(p, fv[2 * i].len);
         memcpy(p, fv[2 * i].p, fv[2 * i].len);
         p += fv[2 * i].len;
     }
-    nd->len = (uint32_t)(p - nd->d);
+    nd->len = (size_t)(p - nd->d);
     node_push(s, nd);
 }
 
@@ -403,14 +403,14 @@ stream_append(struct stream *s, struct sid id, size_t nf, const struct rv_str *f
     uint64_t seq = dms == 0 ? id.seq - t->master.seq : id.seq;
     size_t need = 1 + vlen(dms) + vlen(seq) + (same ? vals : pairs);
     if (t->len + need > t->cap) {
-        size_t cap = (size_t)t->cap * 2;
+        size_t cap = t->cap * 2;
         if (cap > STREAM_NODE_MAX_BYTES) {
             cap = STREAM_NODE_MAX_BYTES;
         }
         if (cap < t->len + need) {
             cap = t->len + need;
         }
-        node_resize(s, s->n - 1, (uint32_t)cap);
+        node_resize(s, s->n - 1, cap);
         t = node_at(s, s->n - 1);
     }
     uint8_t *p = t->d + t->len;
@@ -428,7 +428,7 @@ stream_append(struct stream *s, struct sid id, size_t nf, const struct rv_str *f
             p += x->len;
         }
     }
-    t->len = (uint32_t)(p - t->d);
+    t->len = (size_t)(p - t->d);
     t->n++;
     t->live++;
     t->last = id;
@@ -609,7 +609,7 @@ it_load(struct stream_it *it)
     const uint8_t *p = node_first(nd);
     for (uint16_t k = 0; k < nd->n; k++) {
         struct sent e;
-        it->off[k] = (uint16_t)(p - nd->d);
+        it->off[k] = (size_t)(p - nd->d);
         entry_decode(nd, p, &e);
         p = e.next;
     }

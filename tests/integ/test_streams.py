@@ -86,6 +86,17 @@ def test_xadd_errors(raw):
     assert raw.cmd("LPUSH", "s", "x") == WRONGTYPE
 
 
+def test_big_fields_and_values(raw):
+    name, val = "n" * 70000, "v" * 100000
+    for i in range(1, 4):
+        assert raw.cmd("XADD", "big", "%d-0" % i, name, val, "f%d" % i, "x") == b"%d-0" % i
+    got = raw.cmd("XREVRANGE", "big", "+", "-")
+    assert [e[0] for e in got] == [b"3-0", b"2-0", b"1-0"]
+    assert got[2][1] == [name.encode(), val.encode(), b"f1", b"x"]
+    assert raw.cmd("XDEL", "big", "2-0") == 1
+    assert [e[0] for e in raw.cmd("XRANGE", "big", "-", "+")] == [b"1-0", b"3-0"]
+
+
 def test_xadd_last_possible_id(raw):
     top = MAXU + "-" + MAXU
     assert raw.cmd("XADD", "s", top, "a", "b") == top.encode()
@@ -248,6 +259,8 @@ def test_xread(raw):
     assert raw.cmd("XREAD", "STREAMS", "a", "3") is None
     assert raw.cmd("XREAD", "STREAMS", "nokey", "0") is None
     assert raw.cmd("XREAD", "STREAMS", "nokey", "a", "$", "2-0") == [[b"a", [[b"3-0", [b"f", b"3"]]]]]
+    many = ["k%d" % i for i in range(2000)]
+    assert raw.cmd("XREAD", "STREAMS", *many, "a", *(["0"] * 2000), "2") == [[b"a", [[b"3-0", [b"f", b"3"]]]]]
     raw.cmd("HELLO", "3")
     assert raw.cmd("XREAD", "STREAMS", "a", "2") == {b"a": [[b"3-0", [b"f", b"3"]]]}
     assert raw.cmd("XREAD", "STREAMS", "a", "3") is None
