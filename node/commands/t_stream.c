@@ -568,6 +568,14 @@ CMD_HANDLER(xsetid)
 
 /* ------------------------------------------------------------------ XREAD */
 
+/* s has a live entry after id (the last id alone settles most calls). */
+static bool
+has_after(const struct stream *s, struct sid id)
+{
+    return s != NULL && stream_len(s) > 0 && sid_cmp(stream_last_id(s), id) > 0 &&
+           sid_cmp(last_valid_id(s), id) > 0;
+}
+
 struct xread_keys {
     int *keys;          /* argv index of each key */
     struct sid *ids;    /* entries after these */
@@ -618,7 +626,7 @@ xread_run(struct conn *c, int argc, struct rv_str *argv, int sarg, int nk, int64
                 ids[i] = SID_MIN;
             }
         }
-        if (sv[i] != NULL && stream_len(sv[i]) > 0 && sid_cmp(last_valid_id(sv[i]), ids[i]) > 0) {
+        if (has_after(sv[i], ids[i])) {
             ready++;
         }
     }
@@ -630,8 +638,7 @@ xread_run(struct conn *c, int argc, struct rv_str *argv, int sarg, int nk, int64
         }
         for (int i = 0; i < nk; i++) {
             struct sid from = ids[i];
-            if (sv[i] == NULL || stream_len(sv[i]) == 0 ||
-                sid_cmp(last_valid_id(sv[i]), ids[i]) <= 0 || !sid_incr(&from)) {
+            if (!has_after(sv[i], ids[i]) || !sid_incr(&from)) {
                 continue;
             }
             if (c->proto != 3) {

@@ -259,6 +259,10 @@ def test_xread(raw):
     assert raw.cmd("XREAD", "STREAMS", "a", "3") is None
     assert raw.cmd("XREAD", "STREAMS", "nokey", "0") is None
     assert raw.cmd("XREAD", "STREAMS", "nokey", "a", "$", "2-0") == [[b"a", [[b"3-0", [b"f", b"3"]]]]]
+    raw.cmd("XADD", "d", "1-0", "f", "v")
+    raw.cmd("XADD", "d", "2-0", "f", "v")
+    raw.cmd("XDEL", "d", "2-0")
+    assert raw.cmd("XREAD", "STREAMS", "d", "1-0") is None      # only deleted entries after 1-0
     many = ["k%d" % i for i in range(2000)]
     assert raw.cmd("XREAD", "STREAMS", *many, "a", *(["0"] * 2000), "2") == [[b"a", [[b"3-0", [b"f", b"3"]]]]]
     raw.cmd("HELLO", "3")
