@@ -607,7 +607,9 @@ it_load(struct stream_it *it)
     }
     const struct snode *nd = node_at(s, it->node);
     const uint8_t *p = node_first(nd);
-    for (uint16_t k = 0; k < nd->n; k++) {
+    /* forwards the entries are walked in place; backwards needs their offsets */
+    it->off[0] = (size_t)(p - nd->d);
+    for (uint16_t k = 0; it->rev && k < nd->n; k++) {
         struct sent e;
         it->off[k] = (size_t)(p - nd->d);
         entry_decode(nd, p, &e);
@@ -633,8 +635,13 @@ stream_it_next(struct stream_it *it)
         }
         const struct snode *nd = node_at(it->s, it->node);
         struct sent e;
-        entry_decode(nd, nd->d + it->off[it->pos], &e);
-        it->pos += it->rev ? -1 : 1;
+        if (it->rev) {
+            entry_decode(nd, nd->d + it->off[it->pos--], &e);
+        } else {
+            entry_decode(nd, nd->d + it->off[0], &e);
+            it->off[0] = (size_t)(e.next - nd->d);
+            it->pos++;
+        }
         if (it->rev ? sid_cmp(e.id, it->start) < 0 : sid_cmp(e.id, it->end) > 0) {
             it->nent = 0;
             it->node = it->rev ? 0 : it->s->n; /* done */

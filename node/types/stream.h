@@ -77,11 +77,12 @@ struct stream_it {
     const struct stream *s;
     struct sid start, end;
     bool rev;
-    size_t node;                         /* index into the node array (relative) */
-    int pos;                             /* entry index within the node's decoded offsets */
-    int nent;                            /* decoded entries of the current node */
-    bool started;                        /* current node decoded */
-    size_t off[STREAM_NODE_MAX_ENTRIES]; /* the node's entries */
+    size_t node;  /* index into the node array (relative) */
+    int pos;      /* entry index within the node's decoded offsets */
+    int nent;     /* decoded entries of the current node */
+    bool started; /* current node decoded */
+    size_t off
+        [STREAM_NODE_MAX_ENTRIES]; /* backwards: the node's entries; forwards: off[0] is the next */
     /* the current entry */
     struct sid id;
     size_t nf;
