@@ -429,8 +429,9 @@ def test_restart_keeps_ids_and_entries(start_server, tmp_path):
     assert stream_state(c2) == want
     assert c2.save()                                     # and from a checkpoint alone
     srv2.stop()
-    c3 = start_server("--dir", d, "--durability", "always").client()
-    assert stream_state(c3) == want
+    srv3 = start_server("--dir", d, "--durability", "always")
+    assert stream_state(srv3.client()) == want
+    no_sanitizer_report(srv2, srv3)
 
 
 @pytest.mark.ruvio_only
@@ -438,9 +439,49 @@ def test_replica_keeps_ids_and_entries(start_server):
     p = start_server()
     c = p.client()
     holes(c)
-    r = start_server("--replicaof", "127.0.0.1 %d" % p.port).client()
+    rs = start_server("--replicaof", "127.0.0.1 %d" % p.port)
+    r = rs.client()
     poll_until(lambda: r.info("replication").get("master_link_status") == "up", timeout=20,
                what="replica link up")
     stream_writes(c)
     want = stream_state(c)
     poll_until(lambda: stream_state(r) == want, timeout=10, what="replica streams")
+    no_sanitizer_report(p, rs)
+
+
+@pytest.mark.ruvio_only
+def test_resharding_keeps_streams(start_server, tmp_path):
+    import redis
+    d = str(tmp_path / "rs")
+    srv = start_server("--dir", d, "--durability", "always", "--shards", "2")
+    rc = redis.RedisCluster(host=srv.host, port=srv.port, socket_timeout=10, decode_responses=True)
+    keys = ["st%d" % i for i in range(12)]
+    for k in keys:
+        for i in range(130):
+            rc.execute_command("XADD", k, "*", "f", str(i), "g", k)
+        rc.execute_command("XDEL", k, *[e[0] for e in rc.execute_command("XRANGE", k, "-", "+", "COUNT", "7")])
+    want = {k: rc.execute_command("XRANGE", k, "-", "+") for k in keys}
+    last = {k: rc.execute_command("XREVRANGE", k, "+", "-", "COUNT", "1")[0][0] for k in keys}
+    rc.close()
+    srv.stop()
+    srv3 = start_server("--dir", d, "--durability", "always", "--shards", "3")
+    rc = redis.RedisCluster(host=srv3.host, port=srv3.port, socket_timeout=10, decode_responses=True)
+    assert {k: rc.execute_command("XRANGE", k, "-", "+") for k in keys} == want
+    for k in keys:
+        assert resp_err(lambda: rc.execute_command("XADD", k, last[k], "f", "v")) == TOP
+    rc.close()
+    no_sanitizer_report(srv3)
+
+
+def no_sanitizer_report(*servers):
+    for srv in servers:
+        out = srv.stderr() + srv.stdout()
+        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out[-3000:]
+
+
+def resp_err(fn):
+    try:
+        fn()
+    except Exception as e:  # redis.ResponseError
+        return "ERR " + str(e) if not str(e).startswith(("ERR", "WRONGTYPE")) else str(e)
+    return None
