@@ -18,6 +18,7 @@
 #include "node/commands/cmds.h"
 
 #include "base/buf.h"
+#include "base/mem.h"
 #include "node/core/conn.h"
 #include "node/keyspace/ks.h"
 #include "node/core/lookup.h"
@@ -30,8 +31,6 @@
 #define DUMP_MAGIC 0xF5u
 #define DUMP_VERSION 1u
 #define DUMP_TRAILER 10u
-/* A record never has more arguments than an emitter produces. */
-#define DUMP_MAXARGS OBJ_EMIT_MAXARGS
 
 #define ERR_DUMP "ERR DUMP payload version or checksum are wrong"
 #define ERR_BADFMT "ERR Bad data format"
@@ -145,20 +144,32 @@ get_varint(struct dump_rd *r, uint64_t *out)
     return false;
 }
 
+/* Record arguments: a stream entry's XADD has as many as the entry has
+ * fields, so the array grows (bounded by the payload's bytes). */
+struct dump_av {
+    struct rv_str *v;
+    size_t cap;
+};
+
 /* Reads one record into av[0], av[2..] (av[1] is left for the key); *argc
  * counts the key. false on a malformed record. */
 static bool
-read_record(struct dump_rd *r, struct rv_str *av, int *argc)
+read_record(struct dump_rd *r, struct dump_av *a, int *argc)
 {
     uint64_t n, len;
-    if (!get_varint(r, &n) || n < 1 || n > DUMP_MAXARGS - 1) {
+    /* every argument takes at least its length byte */
+    if (!get_varint(r, &n) || n < 1 || n > (uint64_t)(r->end - r->p) || n > INT32_MAX - 1) {
         return false;
+    }
+    if (n + 1 > a->cap) {
+        a->cap = n + 1 > 2 * a->cap ? n + 1 : 2 * a->cap;
+        a->v = rv_realloc(a->v, a->cap * sizeof(*a->v));
     }
     for (uint64_t i = 0; i < n; i++) {
         if (!get_varint(r, &len) || len > (uint64_t)(r->end - r->p)) {
             return false;
         }
-        av[i == 0 ? 0 : i + 1] = (struct rv_str){ (const char *)r->p, (size_t)len };
+        a->v[i == 0 ? 0 : i + 1] = (struct rv_str){ (const char *)r->p, (size_t)len };
         r->p += len;
     }
     *argc = (int)n + 1;
@@ -166,7 +177,17 @@ read_record(struct dump_rd *r, struct rv_str *av, int *argc)
 }
 
 /* Which commands a payload may hold: the rebuild commands of one type. */
-enum dump_kind { DK_NONE, DK_STRING, DK_LIST, DK_SET, DK_ZSET, DK_HASH, DK_COORD };
+enum dump_kind {
+    DK_NONE,
+    DK_STRING,
+    DK_LIST,
+    DK_SET,
+    DK_ZSET,
+    DK_HASH,
+    DK_COORD,
+    DK_STREAM,
+    DK_STREAM_END
+};
 
 static enum dump_kind
 record_kind(const struct rv_str *av, int argc, enum dump_kind cur, bool *ttl_phase)
@@ -197,6 +218,13 @@ record_kind(const struct rv_str *av, int argc, enum dump_kind cur, bool *ttl_pha
     if (cmd_arg_is(name, "semaphore") && argc >= 4 && cmd_arg_is(av[2], "restore") &&
         (cur == DK_NONE || cur == DK_COORD)) {
         return DK_COORD;
+    }
+    /* a stream: XADDs, then one XSETID, last */
+    if (cmd_arg_is(name, "xadd") && argc >= 5 && (cur == DK_NONE || cur == DK_STREAM)) {
+        return DK_STREAM;
+    }
+    if (cmd_arg_is(name, "xsetid") && argc == 7 && cur == DK_STREAM) {
+        return DK_STREAM_END;
     }
     return DK_NONE;
 }
@@ -230,18 +258,21 @@ dump_verify(struct rv_str pl)
     if (r.p == r.end) {
         return ERR_BADFMT;
     }
-    while (r.p < r.end) {
-        struct rv_str av[DUMP_MAXARGS + 1];
+    struct dump_av a = { NULL, 0 };
+    const char *err = NULL;
+    while (err == NULL && r.p < r.end) {
         int argc;
-        if (!read_record(&r, av, &argc)) {
-            return ERR_BADFMT;
-        }
-        kind = record_kind(av, argc, kind, &ttl_phase);
-        if (kind == DK_NONE) {
-            return ERR_BADFMT;
+        if (!read_record(&r, &a, &argc)) {
+            err = ERR_BADFMT;
+        } else if ((kind = record_kind(a.v, argc, kind, &ttl_phase)) == DK_NONE) {
+            err = ERR_BADFMT;
         }
     }
-    return NULL;
+    rv_free(a.v);
+    if (err == NULL && kind == DK_STREAM) {
+        err = ERR_BADFMT; /* a stream's payload ends with its XSETID */
+    }
+    return err;
 }
 
 /* Replays the verified payload on key; false (key deleted) when a command failed. */
@@ -252,14 +283,15 @@ dump_replay(struct conn *c, struct rv_str key, struct rv_str pl)
     struct dump_rd r = { (const uint8_t *)pl.p + 1, (const uint8_t *)pl.p + pl.len - DUMP_TRAILER };
     bool ok = true;
 
+    struct dump_av a = { NULL, 0 };
     while (ok && r.p < r.end) {
-        struct rv_str av[DUMP_MAXARGS + 1];
         char err[256];
         int argc;
-        read_record(&r, av, &argc);
-        av[1] = key;
-        ok = replay_exec(rp, argc, av, err, sizeof(err));
+        read_record(&r, &a, &argc);
+        a.v[1] = key;
+        ok = replay_exec(rp, argc, a.v, err, sizeof(err));
     }
+    rv_free(a.v);
     replay_destroy(rp);
     if (!ok) {
         ks_delete(c->env->ks, key.p, key.len);

@@ -61,6 +61,7 @@ enum cmd_cat {
     CAT_GEO = 1u << 18,
     CAT_BLOCKING = 1u << 19,
     CAT_SCRIPTING = 1u << 20,
+    CAT_STREAM = 1u << 21,
 };
 
 /* Returns the number of key argument indexes written to out (at most max). */

@@ -5,6 +5,7 @@
 #include "node/types/hash.h"
 #include "node/types/list.h"
 #include "node/types/set.h"
+#include "node/types/stream.h"
 #include "node/types/zset_enc.h"
 
 #include <math.h>
@@ -21,8 +22,8 @@ obj_ops_of(enum ks_type t)
     case KS_ZSET: return &obj_zset_ops;
     case KS_HASH: return &obj_hash_ops;
     case KS_COORD: return &obj_coord_ops;
-    case KS_STRING:
-    case KS_STREAM: break;
+    case KS_STREAM: return &obj_stream_ops;
+    case KS_STRING: break;
     }
     return NULL;
 }

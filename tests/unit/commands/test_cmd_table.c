@@ -94,8 +94,8 @@ Test(cmd_table, every_command_is_documented)
     /* docs/commands.md, plus docs/commands-<group>.md pages where a group has its own. */
     static char doc[4 << 20];
     size_t len = 0;
-    static const char *const pages[] = { "",        "-list", "-hash", "-set",  "-zset",
-                                         "-bitmap", "-hll",  "-geo",  "-coord" };
+    static const char *const pages[] = { "",        "-list", "-hash", "-set",   "-zset",
+                                         "-bitmap", "-hll",  "-geo",  "-coord", "-stream" };
     for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
         char path[512];
         snprintf(path, sizeof(path), "%s/docs/commands%s.md", RV_SOURCE_DIR, pages[i]);
