@@ -13,6 +13,7 @@
 #include "node/core/lookup.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/features/acl.h"
 #include "node/keyspace/ks.h"
 #include "node/types/hash.h"
 #include "node/types/list.h"
@@ -224,10 +225,17 @@ parse_opts(struct conn *c, int argc, struct rv_str *argv, bool ro, struct sort_o
                 /* the keys it names may live in any slot (Redis Cluster refuses it too) */
                 reply_errf(c, "ERR BY option of SORT denied in Cluster mode.");
                 return false;
+            } else if (!acl_all_keys_readable(c)) {
+                reply_errf(c, "ERR BY option of SORT denied due to insufficient ACL permissions.");
+                return false;
             }
         } else if (cmd_arg_is(argv[j], "get") && left >= 1) {
             if (multi) {
                 reply_errf(c, "ERR GET option of SORT denied in Cluster mode.");
+                return false;
+            }
+            if (!acl_all_keys_readable(c)) {
+                reply_errf(c, "ERR GET option of SORT denied due to insufficient ACL permissions.");
                 return false;
             }
             o->gets[o->ngets++] = argv[++j];

@@ -266,19 +266,25 @@ def test_multi_shard_refuses_patterns(start_server):
 # ---------------------------------------------------------------- durability and replication
 
 
-def _sort_store_fixture(c):
-    c.sadd("s", *["m%03d" % i for i in range(50)])
+def _sort_data(c):
+    c.sadd("s", *["m%03d" % i for i in range(300)])        # a hashtable: its order is the process's hash seed
     c.rpush("l", *["%d" % ((i * 37) % 101) for i in range(60)])
-    for i in range(0, 101, 3):
+    c.zadd("z", {"m%03d" % i: i % 3 for i in range(0, 50, 2)})
+    for i in range(0, 300, 3):
         c.hset("w_%d" % i, "f", "same")                   # many ALPHA ties
+        c.hset("w_m%03d" % i, "f", "same")
+
+
+def _sort_store(c):
     c.execute_command("SORT", "s", "BY", "nosort", "STORE", "d1")
     c.execute_command("SORT", "l", "BY", "w_*->f", "ALPHA", "LIMIT", 5, 30, "STORE", "d2")
-    c.execute_command("SORT", "s", "DESC", "ALPHA", "GET", "#", "GET", "w_*->f", "STORE", "d3")
+    c.execute_command("SORT", "s", "DESC", "ALPHA", "BY", "w_*->f", "GET", "#", "GET", "w_*->f", "STORE", "d3")
+    c.execute_command("SORT", "z", "BY", "w_*->f", "ALPHA", "STORE", "d4")
     c.execute_command("SORT", "l", "LIMIT", 100, 1, "STORE", "d1x")     # empty: nothing stored
 
 
 def _lists(c):
-    return {k: c.lrange(k, 0, -1) for k in ("d1", "d2", "d3")}
+    return {k: c.lrange(k, 0, -1) for k in ("d1", "d2", "d3", "d4")}
 
 
 @pytest.mark.ruvio_only
@@ -286,9 +292,12 @@ def test_sort_store_survives_restart(start_server, tmp_path):
     d = str(tmp_path / "data")
     srv = start_server("--dir", d, "--durability", "always")
     c = srv.client()
-    _sort_store_fixture(c)
+    _sort_data(c)
+    c.save()                                   # the data from a checkpoint, the SORTs from the WAL
+    _sort_store(c)
     want = _lists(c)
-    assert len(want["d1"]) == 50 and len(want["d2"]) == 30 and len(want["d3"]) == 100
+    assert len(want["d1"]) == 300 and len(want["d2"]) == 30 and len(want["d3"]) == 600 and len(want["d4"]) == 25
+    assert want["d1"] == sorted(want["d1"])
     c.close()
     srv.stop()
     again = start_server("--dir", d, "--durability", "always", port=srv.port)
@@ -302,11 +311,31 @@ def test_sort_store_reaches_replica(start_server):
     primary = start_server()
     replica = start_server()
     p, r = primary.client(), replica.client()
+    _sort_data(p)                              # reaches the replica by the full sync
     assert r.replicaof(HOST, primary.port) == "OK"
     repl.wait_link_up(r, timeout=10)
-    _sort_store_fixture(p)
+    _sort_store(p)                             # and these by the stream
     repl.wait_offset(p, r, timeout=10)
     assert _lists(r) == _lists(p)
     assert r.exists("d1x") == 0
     p.close()
     r.close()
+
+
+def test_acl_restricted_keys_refuse_by_and_get(server, r):
+    r.execute_command("ACL", "SETUSER", "sorter", "on", "nopass", "~l*", "+@all")
+    r.execute_command("ACL", "SETUSER", "reader", "on", "nopass", "%R~*", "+@all")
+    c = server.client(username="sorter", password="x")
+    d = server.client(username="reader", password="x")
+    try:
+        r.rpush("l", 2, 1)
+        assert c.execute_command("SORT", "l", "BY", "nosort") == ["2", "1"]
+        assert err(c.execute_command, "SORT", "l", "BY", "w_*") == \
+            "BY option of SORT denied due to insufficient ACL permissions."
+        assert err(c.execute_command, "SORT_RO", "l", "GET", "#") == \
+            "GET option of SORT denied due to insufficient ACL permissions."
+        assert d.execute_command("SORT_RO", "l", "BY", "w_*", "GET", "#") == ["1", "2"]
+    finally:
+        c.close()
+        d.close()
+        r.execute_command("ACL", "DELUSER", "sorter", "reader")
