@@ -560,3 +560,66 @@ sort_ro_getkeys(int argc, struct rv_str *argv, int *out, int max)
     out[0] = 1;
     return 1;
 }
+
+/* One key spec whose keys cannot be found from the arguments (Redis's
+ * "unknown" begin_search and find_keys). */
+static void
+spec_unknown(struct conn *c, const char *notes, const char *f0, const char *f1)
+{
+    reply_map(c, 4);
+    reply_bulk_cstr(c, "notes");
+    reply_bulk_cstr(c, notes);
+    reply_bulk_cstr(c, "flags");
+    reply_set(c, 2);
+    reply_simple(c, f0);
+    reply_simple(c, f1);
+    for (int i = 0; i < 2; i++) {
+        reply_bulk_cstr(c, i == 0 ? "begin_search" : "find_keys");
+        reply_map(c, 2);
+        reply_bulk_cstr(c, "type");
+        reply_bulk_cstr(c, "unknown");
+        reply_bulk_cstr(c, "spec");
+        reply_map(c, 0);
+    }
+}
+
+void
+sort_reply_key_specs(struct conn *c, bool store)
+{
+    reply_array(c, store ? 3 : 2);
+    reply_map(c, 3);
+    reply_bulk_cstr(c, "flags");
+    reply_set(c, 2);
+    reply_simple(c, "RO");
+    reply_simple(c, "access");
+    reply_bulk_cstr(c, "begin_search");
+    reply_map(c, 2);
+    reply_bulk_cstr(c, "type");
+    reply_bulk_cstr(c, "index");
+    reply_bulk_cstr(c, "spec");
+    reply_map(c, 1);
+    reply_bulk_cstr(c, "index");
+    reply_int(c, 1);
+    reply_bulk_cstr(c, "find_keys");
+    reply_map(c, 2);
+    reply_bulk_cstr(c, "type");
+    reply_bulk_cstr(c, "range");
+    reply_bulk_cstr(c, "spec");
+    reply_map(c, 3);
+    reply_bulk_cstr(c, "lastkey");
+    reply_int(c, 0);
+    reply_bulk_cstr(c, "keystep");
+    reply_int(c, 1);
+    reply_bulk_cstr(c, "limit");
+    reply_int(c, 0);
+    spec_unknown(c,
+                 "For the optional BY/GET keyword. It is marked 'unknown' because the key names "
+                 "derive from the content of the key we sort",
+                 "RO", "access");
+    if (store) {
+        spec_unknown(c,
+                     "For the optional STORE keyword. It is marked 'unknown' because the keyword "
+                     "can appear anywhere in the argument array",
+                     "OW", "update");
+    }
+}

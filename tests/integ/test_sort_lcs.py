@@ -339,3 +339,17 @@ def test_acl_restricted_keys_refuse_by_and_get(server, r):
         c.close()
         d.close()
         r.execute_command("ACL", "DELUSER", "sorter", "reader")
+
+
+def test_sort_key_specs(raw):
+    sort, sort_ro = raw.cmd("COMMAND", "INFO", "sort", "sort_ro")
+    first = [b"flags", ["RO", "access"], b"begin_search", [b"type", b"index", b"spec", [b"index", 1]],
+             b"find_keys", [b"type", b"range", b"spec", [b"lastkey", 0, b"keystep", 1, b"limit", 0]]]
+    by_get = [b"notes", b"For the optional BY/GET keyword. It is marked 'unknown' because the key names derive "
+              b"from the content of the key we sort", b"flags", ["RO", "access"],
+              b"begin_search", [b"type", b"unknown", b"spec", []], b"find_keys", [b"type", b"unknown", b"spec", []]]
+    store = [b"notes", b"For the optional STORE keyword. It is marked 'unknown' because the keyword can appear "
+             b"anywhere in the argument array", b"flags", ["OW", "update"],
+             b"begin_search", [b"type", b"unknown", b"spec", []], b"find_keys", [b"type", b"unknown", b"spec", []]]
+    assert sort[8] == [first, by_get, store]
+    assert sort_ro[8] == [first, by_get]
