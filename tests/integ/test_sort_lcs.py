@@ -4,7 +4,7 @@ durability and replication of SORT ... STORE are ruvio-only."""
 import pytest
 import redis
 
-from conftest import HOST, IS_REDIS, poll_until, resp_error
+from conftest import HOST, encode_command, poll_until
 from ruviotest import repl
 
 NOTNUM = "One or more scores can't be converted into double"
@@ -353,3 +353,14 @@ def test_sort_key_specs(raw):
              b"begin_search", [b"type", b"unknown", b"spec", []], b"find_keys", [b"type", b"unknown", b"spec", []]]
     assert sort[8] == [first, by_get, store]
     assert sort_ro[8] == [first, by_get]
+
+
+def test_store_wakes_a_blocked_pop(raw):
+    raw.cmd("RPUSH", "src", "3", "1", "2")
+    waiter = raw.new()
+    waiter.send(encode_command("BLPOP", "dst", "10"))
+    poll_until(lambda: int(raw.cmd("INFO", "clients").split(b"blocked_clients:")[1].split(b"\r")[0]) >= 1,
+               what="a blocked client")
+    assert raw.cmd("SORT", "src", "STORE", "dst") == 3
+    assert waiter.read_reply() == [b"dst", b"1"]
+    assert raw.cmd("LRANGE", "dst", "0", "-1") == [b"2", b"3"]
