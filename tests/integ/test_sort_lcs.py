@@ -1,6 +1,8 @@
 """SORT, SORT_RO and LCS (issue 19): Redis 7.0's replies and errors, shared with redis-server (reference mode);
 durability and replication of SORT ... STORE are ruvio-only."""
 
+import subprocess
+
 import pytest
 import redis
 
@@ -259,6 +261,29 @@ def test_multi_shard_refuses_patterns(start_server):
         assert raw.execute_command("LCS", "{t}a", "{t}b") == ""
         with pytest.raises(redis.exceptions.ClusterCrossSlotError):
             raw.execute_command("LCS", "{t}a", "{u}b")
+    finally:
+        c.close()
+
+
+@pytest.mark.ruvio_only
+def test_cluster_mode_refuses_patterns(start_server):
+    srv = start_server("--shards", "3", "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+    out = subprocess.run(["redis-cli", "--cluster", "create"] + ["%s:%d" % (HOST, p) for p in srv.ports]
+                         + ["--cluster-yes"], timeout=60, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert out.returncode == 0, out.stdout
+    c = redis.RedisCluster(host=HOST, port=srv.port, decode_responses=True, socket_timeout=10)
+    try:
+        poll_until(lambda: c.cluster_info()["cluster_state"] == "ok", timeout=20, what="cluster ok")
+        c.rpush("{t}l", 2, 1)
+        raw = c.get_redis_connection(c.get_node_from_key("{t}l"))
+        assert raw.execute_command("SORT", "{t}l", "BY", "nosort") == ["2", "1"]
+        with pytest.raises(redis.ResponseError, match="^BY option of SORT denied in Cluster mode.$"):
+            raw.execute_command("SORT", "{t}l", "BY", "{t}w_*")       # a hash tag does not help in 7.0
+        with pytest.raises(redis.ResponseError, match="^GET option of SORT denied in Cluster mode.$"):
+            raw.execute_command("SORT", "{t}l", "GET", "#")
+        assert raw.execute_command("SORT", "{t}l", "STORE", "{t}d") == 2
+        with pytest.raises(redis.exceptions.ClusterCrossSlotError):
+            raw.execute_command("SORT", "{t}l", "STORE", "{u}d")
     finally:
         c.close()
 
