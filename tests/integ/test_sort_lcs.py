@@ -240,6 +240,7 @@ def test_lcs_memory_bound(r):
 
 
 @pytest.mark.ruvio_only
+@pytest.mark.own_server
 def test_multi_shard_refuses_patterns(start_server):
     srv = start_server("--shards", "2")
     c = redis.RedisCluster(host=HOST, port=srv.port, decode_responses=True, socket_timeout=10)
@@ -266,6 +267,7 @@ def test_multi_shard_refuses_patterns(start_server):
 
 
 @pytest.mark.ruvio_only
+@pytest.mark.own_server
 def test_cluster_mode_refuses_patterns(start_server):
     srv = start_server("--shards", "3", "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
     out = subprocess.run(["redis-cli", "--cluster", "create"] + ["%s:%d" % (HOST, p) for p in srv.ports]
@@ -313,6 +315,7 @@ def _lists(c):
 
 
 @pytest.mark.ruvio_only
+@pytest.mark.own_server
 def test_sort_store_survives_restart(start_server, tmp_path):
     d = str(tmp_path / "data")
     srv = start_server("--dir", d, "--durability", "always")
@@ -332,6 +335,7 @@ def test_sort_store_survives_restart(start_server, tmp_path):
 
 
 @pytest.mark.ruvio_only
+@pytest.mark.own_server
 def test_sort_store_reaches_replica(start_server):
     primary = start_server()
     replica = start_server()
