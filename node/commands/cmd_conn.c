@@ -587,7 +587,9 @@ reply_command_info(struct conn *c, const struct cmd_spec *s)
         }
     }
     reply_array(c, 0); /* tips */
-    if (s->first > 0) {
+    if (s->fn == cmd_sort || s->fn == cmd_sort_ro) {
+        sort_reply_key_specs(c, s->fn == cmd_sort);
+    } else if (s->first > 0) {
         /* One key spec derived from first/last/step. */
         reply_array(c, 1);
         reply_map(c, 3);

@@ -304,6 +304,7 @@ struct cmd_spec cmd_table[] = {
 #include "node/commands/t_geo_rows.h"
 #include "node/commands/t_coord_rows.h"
 #include "node/commands/t_stream_rows.h"
+#include "node/commands/t_sort_rows.h"
 };
 
 /* clang-format on */

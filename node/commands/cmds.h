@@ -105,6 +105,7 @@ CMD_HANDLER(rvcluster); CMD_HANDLER(cluster_failover);
 #include "node/commands/t_geo.h"
 #include "node/commands/t_coord.h"
 #include "node/commands/t_stream.h"
+#include "node/commands/t_sort.h"
 
 /* cmd_persist.c: checkpoints */
 CMD_HANDLER(save); CMD_HANDLER(bgsave); CMD_HANDLER(bgrewriteaof); CMD_HANDLER(lastsave);

@@ -75,6 +75,10 @@ bool acl_default_open(struct shard *s);
  * returns false when the command must not run. */
 bool acl_allow(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
 
+/* Whether c's user may read every key ("allkeys", or a "~*"/"%R~*" pattern):
+ * SORT's BY and GET read keys no argument names (Redis refuses them otherwise). */
+bool acl_all_keys_readable(const struct conn *c);
+
 const char *acl_user_name(const struct acl_user *u);
 bool acl_user_exists(struct rv_str name);
 

@@ -8,6 +8,7 @@
 #include "base/glob.h"
 #include "base/mem.h"
 #include "node/core/cmd.h"
+#include "node/core/conn.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -715,4 +716,20 @@ acl_user_check(const struct acl_user *u, const struct cmd_spec *cmd, int argc, s
         }
     }
     return ACL_OK;
+}
+
+bool
+acl_all_keys_readable(const struct conn *c)
+{
+    const struct acl_user *u = c->user;
+    if (u == NULL || (u->flags & U_ALLKEYS)) {
+        return true; /* (no user: the server's own calls, replay) */
+    }
+    for (int i = 0; i < u->nkeys; i++) {
+        const struct acl_keypat *k = &u->keys[i];
+        if (k->len == 1 && k->pat[0] == '*' && (k->perm & ACL_PERM_R)) {
+            return true;
+        }
+    }
+    return false;
 }
