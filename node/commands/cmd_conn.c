@@ -597,11 +597,11 @@ reply_command_info(struct conn *c, const struct cmd_spec *s)
         if (s->flags & CMD_WRITE) {
             reply_set(c, 2);
             reply_simple(c, "RW");
-            reply_simple(c, "UPDATE");
+            reply_simple(c, "update");
         } else {
             reply_set(c, 2);
             reply_simple(c, "RO");
-            reply_simple(c, "ACCESS");
+            reply_simple(c, "access");
         }
         reply_bulk_cstr(c, "begin_search");
         reply_map(c, 2);
