@@ -153,6 +153,7 @@ static struct cmd_spec cluster_subs[] = {
     ROW("reset", cmd_cluster_reset, -2, AD | ST | CMD_NOSCRIPT, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.", "Resets a node.", "[HARD | SOFT]"),
     ROW("meet", cmd_cluster_meet, -4, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Forces a node to handshake with another node (the nodes of this host only, for now).", "ip port [cluster-bus-port]"),
     ROW("failover", cmd_cluster_failover, -2, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Forces a replica to perform a manual failover of its master.", "[FORCE | TAKEOVER]"),
+    ROW("setslot", cmd_cluster_setslot, -4, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Binds a hash slot to a node, or opens or closes its migration (replies once the topology log committed it).", "slot IMPORTING node-id | MIGRATING node-id | NODE node-id | STABLE"),
     ROW("replicate", cmd_cluster_replicate, 3, AD | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "3.0.0", "O(1)", "Configure a node as replica of a master node (not in cluster mode yet).", "node-id"),
     END,
 };
@@ -183,6 +184,7 @@ struct cmd_spec cmd_table[] = {
     ROW("select", cmd_select, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Changes the selected database (only database 0 exists).", "index"),
     ROW("quit", cmd_quit, -1, FA | NA | LO | ST | CMD_NOQUEUE | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Closes the connection.", ""),
     ROW("reset", cmd_reset, 1, FA | NA | LO | ST | CMD_NOQUEUE | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "6.2.0", "O(1)", "Resets the connection.", ""),
+    ROW("asking", cmd_asking, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Signals that a cluster client is following an -ASK redirect.", ""),
     ROW("readonly", cmd_readonly, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-only queries for a connection to a Redis Cluster replica node.", ""),
     ROW("readwrite", cmd_readwrite, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Enables read-write queries for a connection to a Redis Cluster replica node.", ""),
     SUBS("client", -2, CMD_SKIP_SLOWLOG, CONN | CAT_SLOW, "connection", "2.4.0", "A container for client connection commands.", client_subs),

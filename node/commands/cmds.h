@@ -30,7 +30,8 @@ CMD_HANDLER(dump); CMD_HANDLER(restore);
 
 /* cmd_conn.c */
 CMD_HANDLER(ping); CMD_HANDLER(echo); CMD_HANDLER(hello); CMD_HANDLER(auth); CMD_HANDLER(select);
-CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite);
+CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite); CMD_HANDLER(asking);
+CMD_HANDLER(cluster_setslot);
 CMD_HANDLER(client_id); CMD_HANDLER(client_setname); CMD_HANDLER(client_getname);
 CMD_HANDLER(client_list); CMD_HANDLER(client_info); CMD_HANDLER(client_kill);
 CMD_HANDLER(client_setinfo);

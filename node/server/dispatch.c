@@ -15,6 +15,7 @@
 #include "node/features/block.h"
 #include "node/features/evict.h"
 #include "node/features/multi.h"
+#include "node/keyspace/ks.h"
 #include "node/obs/metrics.h"
 #include "node/persist/persist.h"
 
@@ -76,35 +77,118 @@ down_allows(struct conn *c, const struct cmd_spec *cmd)
     return true;
 }
 
+/* The key positions of a command: getkeys, or first/last/step. Calls fn
+ * for each until it returns false; false then. */
+typedef bool key_fn(void *arg, const struct rv_str *key);
+
+static bool
+each_key(const struct cmd_spec *cmd, int argc, struct rv_str *argv, key_fn *fn, void *arg)
+{
+    if (cmd->getkeys) {
+        int keys[256];
+        int nk = cmd->getkeys(argc, argv, keys, 256);
+        for (int i = 0; i < nk; i++) {
+            if (!fn(arg, &argv[keys[i]])) {
+                return false;
+            }
+        }
+        return true;
+    }
+    int last = cmd->last < 0 ? argc + cmd->last : cmd->last;
+    for (int i = cmd->first; i <= last && i < argc; i += cmd->step) {
+        if (!fn(arg, &argv[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool
+same_slot(void *arg, const struct rv_str *key)
+{
+    int *slot = arg;
+    int sl = (int)slot_of(key->p, key->len);
+    if (*slot >= 0 && sl != *slot) {
+        *slot = -2;
+        return false;
+    }
+    *slot = sl;
+    return true;
+}
+
+struct presence {
+    struct conn *c;
+    unsigned keys, missing;
+};
+
+static bool
+count_missing(void *arg, const struct rv_str *key)
+{
+    struct presence *p = arg;
+    struct ks_entry *e = ks_peek(p->c->env->ks, key->p, key->len);
+    int64_t exp = e ? ks_entry_expire(e) : 0;
+    p->keys++;
+    p->missing += e == NULL || (exp != KS_NO_EXPIRE && exp <= p->c->env->now_ms);
+    return true;
+}
+
+/* A slot with a SETSLOT state (Redis's rules, its getNodeByQuery): the
+ * source (MIGRATING) runs a command whose keys are all here, answers ASK
+ * when none is (the target has them or will create them), TRYAGAIN when
+ * only some are; the target (IMPORTING) runs a command after ASKING, unless
+ * a multi-key one misses some keys (TRYAGAIN). true: run it here; false:
+ * replied (*moved when the caller is to answer MOVED or READONLY's way). */
+static bool
+route_open(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv, unsigned slot,
+           bool mine, bool *moved)
+{
+    const struct topo *t = c->env->topo;
+    const struct topo_mig *m = topo_slot_mig(t, slot);
+    int me = c->env->topo_me;
+    bool migrating = mine && m != NULL && m->mig_by == me && m->mig_to != TOPO_NONE;
+    bool importing = !mine && m != NULL && m->imp_by == me;
+    *moved = false;
+    if (!migrating && !importing) {
+        *moved = !mine;
+        return mine;
+    }
+    if (strcmp(cmd->name, "migrate") == 0) {
+        return true; /* MIGRATE works locally while the slot is open, as in Redis */
+    }
+    struct presence p = { c, 0, 0 };
+    each_key(cmd, argc, argv, count_missing, &p);
+    if (migrating) {
+        if (p.missing == 0) {
+            return true;
+        }
+        if (p.missing < p.keys) {
+            reply_errf(c, "TRYAGAIN Multiple keys request during rehashing of slot");
+        } else {
+            const struct topo_node *to = &t->nodes[m->mig_to];
+            reply_errf(c, "ASK %u %s:%u", slot, to->ip, to->port);
+        }
+        return false;
+    }
+    if (!(c->flags & CONN_ASKING)) {
+        *moved = true;
+        return false;
+    }
+    if (p.keys > 1 && p.missing > 0) {
+        reply_errf(c, "TRYAGAIN Multiple keys request during rehashing of slot");
+        return false;
+    }
+    return true;
+}
+
 /* Cluster routing on a multi-shard node: all keys in one slot, owned here. */
 static bool
 cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
-    int keys[256];
-    int nk;
-    int last;
     int slot = -1;
-
-    if (cmd->getkeys) {
-        nk = cmd->getkeys(argc, argv, keys, 256);
-        for (int i = 0; i < nk; i++) {
-            int sl = (int)slot_of(argv[keys[i]].p, argv[keys[i]].len);
-            if (slot >= 0 && sl != slot) {
-                reply_err(c, RV_ERR_CROSSSLOT);
-                return false;
-            }
-            slot = sl;
-        }
-    } else {
-        last = cmd->last < 0 ? argc + cmd->last : cmd->last;
-        for (int i = cmd->first; i <= last && i < argc; i += cmd->step) {
-            int sl = (int)slot_of(argv[i].p, argv[i].len);
-            if (slot >= 0 && sl != slot) {
-                reply_err(c, RV_ERR_CROSSSLOT);
-                return false;
-            }
-            slot = sl;
-        }
+    each_key(cmd, argc, argv, same_slot, &slot);
+    if (slot == -2) {
+        reply_err(c, RV_ERR_CROSSSLOT);
+        return false;
     }
     if (slot < 0) {
         return true;
@@ -115,10 +199,20 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
         if (rv_unlikely(owner != NULL && cluster_down(c) && !down_allows(c, cmd))) {
             return false;
         }
-        if (rv_likely(owner != NULL && owner - t->nodes == c->env->topo_me)) {
+        int me = c->env->topo_me;
+        bool mine = owner != NULL && owner - t->nodes == me;
+        if (rv_likely(mine && t->nmigs == 0)) {
             return true;
         }
-        int me = c->env->topo_me;
+        if (t->nmigs != 0) { /* some slot is migrating: this one? */
+            bool moved;
+            if (route_open(c, cmd, argc, argv, (unsigned)slot, mine, &moved)) {
+                return true;
+            }
+            if (!moved) {
+                return false;
+            }
+        }
         if (owner != NULL && (c->flags & CONN_READONLY) && !(cmd->flags & CMD_WRITE) && me >= 0 &&
             t->nodes[me].primary == owner - t->nodes) {
             return true; /* READONLY: a replica serves reads of its primary's slots */
@@ -420,6 +514,14 @@ void
 dispatch(struct conn *c, int argc, struct rv_str *argv)
 {
     dispatch_one(c, argc, argv);
+    /* ASKING is one-shot (its own command and a transaction's excepted) */
+    if (rv_unlikely(c->flags & CONN_ASKING)) {
+        if (c->flags & CONN_ASKING_NEW) {
+            c->flags &= ~CONN_ASKING_NEW;
+        } else if (!(c->flags & CONN_MULTI)) {
+            c->flags &= ~CONN_ASKING;
+        }
+    }
     /* Keys written by this command (or whole transaction) wake their waiters now. */
     if (rv_unlikely(block_pending(c->shard))) {
         block_serve(c->shard);

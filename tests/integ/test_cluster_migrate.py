@@ -1,0 +1,211 @@
+"""Moving slots Redis's way (issue 18, docs/cluster.md "Moving slots"): CLUSTER SETSLOT MIGRATING / IMPORTING /
+STABLE / NODE (consensus proposals in ruvio, answered once committed), CLUSTER NODES' [slot->-id] / [slot-<-id],
+the ASK / ASKING / TRYAGAIN / MOVED routing rules while a slot is open, MIGRATE, and redis-cli --cluster reshard
+under a concurrent writer. Every test runs against redis-server clusters too (RUVIO_TARGET=redis)."""
+
+import subprocess
+import threading
+import time
+
+import pytest
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
+
+from conftest import HOST, IS_REDIS, TIMEOUT, RawConn, RespError, free_ports, launch, poll_until
+
+
+def client(port):
+    return redis.Redis(host=HOST, port=port, socket_timeout=TIMEOUT, decode_responses=True)
+
+
+class Cluster:
+    """Three primaries without replicas: three redis-servers, or ruvio hosts (one process of three shards, or
+    three processes of one shard each with hosts=True), made one cluster by redis-cli --cluster create."""
+
+    def __init__(self, hosts=False):
+        self.servers = []
+        common = ["--cluster-enabled", "yes", "--cluster-node-timeout", 2000]
+        if IS_REDIS:
+            for _ in range(3):
+                self.servers.append(launch(common + ["--cluster-config-file", "nodes.conf"],
+                                           port=free_ports(1, also_bus=True)))
+            self.ports = [s.port for s in self.servers]
+        elif hosts:
+            for _ in range(3):
+                self.servers.append(launch(["--shards", 1] + common, port=free_ports(1, also_bus=True)))
+            self.ports = [s.port for s in self.servers]
+        else:
+            self.servers.append(launch(["--shards", 3] + common, port=free_ports(3, also_bus=True)))
+            self.ports = list(self.servers[0].ports)
+        r = subprocess.run(["redis-cli", "--cluster", "create", *["%s:%d" % (HOST, p) for p in self.ports],
+                            "--cluster-yes"], timeout=90, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        assert r.returncode == 0 and "[OK] All 16384 slots covered." in r.stdout, r.stdout
+        self.ids = [client(p).execute_command("CLUSTER", "MYID") for p in self.ports]
+        poll_until(lambda: all(self.info(p)["cluster_state"] == "ok" and self.info(p)["cluster_known_nodes"] == "3"
+                               for p in self.ports), timeout=30, interval=0.1, what="cluster state ok everywhere")
+
+    def info(self, port):
+        text = client(port).execute_command("CLUSTER", "INFO")
+        return dict(line.split(":", 1) for line in text.strip().split("\r\n") if ":" in line)
+
+    def owner(self, slot, port=None):
+        """Index of the node that owns slot, as the node at port (default: the first) sees it."""
+        for lo, hi, *nodes in client(port or self.ports[0]).execute_command("CLUSTER", "SLOTS"):
+            if lo <= slot <= hi:
+                return self.ports.index(nodes[0][1])
+        return None
+
+    def myline(self, i):
+        for line in client(self.ports[i]).execute_command("CLUSTER", "NODES").strip().split("\n"):
+            if "myself" in line.split()[2]:
+                return line
+        raise AssertionError("no myself line")
+
+    def stop(self):
+        for s in self.servers:
+            s.stop()
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def tag_of(cl, src):
+    """A hash tag whose slot node src owns."""
+    for k in range(100000):
+        tag = "{t%d}" % k
+        if cl.owner(key_slot(tag.encode())) == src:
+            return tag, key_slot(tag.encode())
+    raise AssertionError("no tag")
+
+
+def addr(cl, i):
+    return "%s:%d" % (HOST, cl.ports[i])
+
+
+def setslot(cl, i, *args):
+    return client(cl.ports[i]).execute_command("CLUSTER", "SETSLOT", *args)
+
+
+def test_setslot_states_errors_and_nodes_format(cluster):
+    cl = cluster
+    tag, slot = tag_of(cl, 0)
+    a, b = cl.ids[0], cl.ids[1]
+    ca = client(cl.ports[0])
+    cb = client(cl.ports[1])
+
+    def err(c, *args):
+        with pytest.raises(redis.ResponseError) as e:
+            c.execute_command("CLUSTER", "SETSLOT", *args)
+        return str(e.value)
+
+    assert err(cb, slot, "MIGRATING", a) == "I'm not the owner of hash slot %d" % slot
+    assert err(ca, slot, "IMPORTING", b) == "I'm already the owner of hash slot %d" % slot
+    assert err(ca, slot, "MIGRATING", "abc") == "I don't know about node abc"
+    assert err(cb, slot, "IMPORTING", "abc") == "I don't know about node abc"
+    assert err(ca, slot, "NODE", "abc") == "Unknown node abc"
+    for bad in [(slot, "FOO"), (slot, "STABLE", "x"), (slot, "MIGRATING"), (slot, "NODE", a, "x")]:
+        assert err(ca, *bad) == "Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP"
+    for bad in (16384, -1, "abc"):
+        assert err(ca, bad, "STABLE") == "Invalid or out of range slot"
+    # a key of the slot on its owner: the slot cannot be given away
+    assert ca.set(tag + "k", "v")
+    assert err(ca, slot, "NODE", b) == ("Can't assign hashslot %d to a different node while I still hold keys "
+                                        "for this hash slot." % slot)
+    # the states, in CLUSTER NODES of the node that received them
+    assert setslot(cl, 1, slot, "IMPORTING", a) in ("OK", True)
+    assert setslot(cl, 0, slot, "MIGRATING", b) in ("OK", True)
+    assert cl.myline(0).endswith(" [%d->-%s]" % (slot, b)), cl.myline(0)
+    assert cl.myline(1).endswith(" [%d-<-%s]" % (slot, a)), cl.myline(1)
+    assert "[" not in cl.myline(2)
+    assert setslot(cl, 0, slot, "MIGRATING", b) in ("OK", True)     # again: unchanged
+    assert setslot(cl, 0, slot, "STABLE") in ("OK", True)
+    assert setslot(cl, 1, slot, "STABLE") in ("OK", True)
+    assert "[" not in cl.myline(0) and "[" not in cl.myline(1)
+    assert cl.owner(slot) == 0 and ca.get(tag + "k") == "v"
+
+
+def test_setslot_inside_multi(cluster):
+    """redis-cli may send SETSLOT in a transaction: each reply in its place once committed."""
+    cl = cluster
+    tag, slot = tag_of(cl, 0)
+    p = client(cl.ports[0]).pipeline(transaction=True)
+    p.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", cl.ids[1])
+    p.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", cl.ids[1])
+    p.ping()
+    out = p.execute(raise_on_error=False)
+    assert out[0] in ("OK", True) and out[2] is True, out
+    assert isinstance(out[1], redis.ResponseError) and str(out[1]) == "I'm already the owner of hash slot %d" % slot
+    assert cl.myline(0).endswith(" [%d->-%s]" % (slot, cl.ids[1]))
+
+
+def test_ask_asking_tryagain_moved(cluster):
+    cl = cluster
+    tag, slot = tag_of(cl, 0)
+    a, b = cl.ids[0], cl.ids[1]
+    ca = client(cl.ports[0])
+    assert ca.set(tag + "k1", "v1") and ca.set(tag + "k2", "v2")
+    assert ca.set(tag + "gone", "x", px=1)           # expired: missing, as for Redis's lookup
+    assert setslot(cl, 1, slot, "IMPORTING", a) in ("OK", True)
+    assert setslot(cl, 0, slot, "MIGRATING", b) in ("OK", True)
+    ask = "ASK %d %s" % (slot, addr(cl, 1))
+    moved = "MOVED %d %s" % (slot, addr(cl, 0))
+    tryagain = "TRYAGAIN Multiple keys request during rehashing of slot"
+    time.sleep(0.01)
+    with RawConn(HOST, cl.ports[0]) as src, RawConn(HOST, cl.ports[1]) as dst:
+        # the source: keys present run, all missing ASK, some missing TRYAGAIN
+        assert src.cmd("GET", tag + "k1") == b"v1"
+        assert src.cmd("MGET", tag + "k1", tag + "k2") == [b"v1", b"v2"]
+        assert src.cmd("SET", tag + "k1", "v1b") == "OK"
+        assert src.cmd("GET", tag + "nokey") == RespError(ask)
+        assert src.cmd("SET", tag + "new", "x") == RespError(ask)
+        assert src.cmd("GET", tag + "gone") == RespError(ask)
+        assert src.cmd("MGET", tag + "n1", tag + "n2") == RespError(ask)
+        assert src.cmd("MGET", tag + "k1", tag + "n2") == RespError(tryagain)
+        assert src.cmd("DEL", tag + "k2", tag + "n2") == RespError(tryagain)
+        # the target: MOVED without ASKING; after ASKING one command runs
+        assert dst.cmd("GET", tag + "k1") == RespError(moved)
+        assert dst.cmd("ASKING") == "OK"
+        assert dst.cmd("SET", tag + "new", "n") == "OK"
+        assert dst.cmd("GET", tag + "new") == RespError(moved)    # one-shot
+        assert dst.cmd("ASKING") == "OK"
+        assert dst.cmd("GET", tag + "new") == b"n"
+        assert dst.cmd("ASKING") == "OK"
+        assert dst.cmd("MGET", tag + "new", tag + "other") == RespError(tryagain)
+        assert dst.cmd("ASKING") == "OK"
+        assert dst.cmd("MGET", tag + "new", tag + "new") == [b"n", b"n"]
+        assert dst.cmd("ASKING") == "OK"
+        assert dst.cmd("PING") == "PONG"                            # a command without keys uses it up too
+        assert dst.cmd("GET", tag + "new") == RespError(moved)
+        # ASKING before MULTI covers the transaction's commands
+        assert dst.cmd("ASKING") == "OK"
+        assert dst.cmd("MULTI") == "OK"
+        assert dst.cmd("APPEND", tag + "new", "2") == "QUEUED"
+        assert dst.cmd("GET", tag + "new") == "QUEUED"
+        assert dst.cmd("EXEC") == [2, b"n2"]
+        assert dst.cmd("GET", tag + "new") == RespError(moved)
+        # the source runs the key the target does not have; other slots are not affected
+        assert src.cmd("GET", tag + "k1") == b"v1b"
+        other = next("x%d" % k for k in range(10000) if cl.owner(key_slot(b"x%d" % k)) == 0)
+        assert src.cmd("GET", other) is None
+        # a node not involved answers MOVED to the owner
+        assert RawConn(HOST, cl.ports[2]).cmd("GET", tag + "nokey") == RespError(moved)
+        # READONLY does not change a primary's answers
+        assert dst.cmd("READONLY") == "OK"
+        assert dst.cmd("GET", tag + "k1") == RespError(moved)
+    # finishing by hand: the source's keys moved (deleted there, set on the target after ASKING), then NODE
+    ca.delete(tag + "k1", tag + "k2")
+    assert setslot(cl, 1, slot, "NODE", b) in ("OK", True)
+    assert setslot(cl, 0, slot, "NODE", b) in ("OK", True)
+    poll_until(lambda: cl.owner(slot, cl.ports[0]) == 1 and cl.owner(slot, cl.ports[2]) == 1, timeout=10,
+               what="the slot owned by the target everywhere")
+    assert "[" not in cl.myline(0) and "[" not in cl.myline(1)
+    assert client(cl.ports[1]).get(tag + "new") == "n2"
+    assert RawConn(HOST, cl.ports[0]).cmd("GET", tag + "new") == RespError("MOVED %d %s" % (slot, addr(cl, 1)))
