@@ -209,3 +209,113 @@ def test_ask_asking_tryagain_moved(cluster):
     assert "[" not in cl.myline(0) and "[" not in cl.myline(1)
     assert client(cl.ports[1]).get(tag + "new") == "n2"
     assert RawConn(HOST, cl.ports[0]).cmd("GET", tag + "new") == RespError("MOVED %d %s" % (slot, addr(cl, 1)))
+
+
+# ---------------------------------------------------------------------------------------------------- MIGRATE
+
+@pytest.fixture
+def pair():
+    """A source and a target server (two of the same kind: the payload is each implementation's own)."""
+    src = launch()
+    dst = launch(["--requirepass", "pw"])
+    try:
+        yield src, dst
+    finally:
+        src.stop()
+        dst.stop()
+
+
+def test_migrate_moves_keys_with_ttl_and_options(pair):
+    src, dst = pair
+    s = client(src.port)
+    d = redis.Redis(host=HOST, port=dst.port, password="pw", socket_timeout=TIMEOUT, decode_responses=True)
+    mig = lambda *a: s.execute_command("MIGRATE", HOST, dst.port, *a)  # noqa: E731
+    # authentication errors come from the target (first: Redis caches an authenticated connection)
+    s.set("k", "v")
+    with pytest.raises(redis.ResponseError) as e:
+        mig("k", 0, 2000)
+    assert str(e.value) == "Target instance replied with error: NOAUTH Authentication required."
+    with pytest.raises(redis.ResponseError) as e:
+        mig("k", 0, 2000, "AUTH", "bad")
+    assert str(e.value).startswith("Target instance replied with error: WRONGPASS")
+    assert s.get("k") == "v" and d.exists("k") == 0
+    assert s.set("str", "v", px=100000) and s.hset("h", mapping={"a": "1", "b": "2"}) == 2
+    assert s.rpush("l", "x", "y", "z") == 3 and s.zadd("z", {"m": 1.5}) == 1
+    assert mig("str", 0, 2000, "AUTH", "pw") in ("OK", True)
+    assert s.exists("str") == 0 and d.get("str") == "v" and 90000 < d.pttl("str") <= 100000
+    # KEYS, a missing key among them; COPY keeps the source's
+    assert mig("", 0, 2000, "COPY", "AUTH2", "default", "pw", "KEYS", "h", "nosuch", "l") in ("OK", True)
+    assert s.exists("h", "l") == 2 and d.hgetall("h") == {"a": "1", "b": "2"} and d.lrange("l", 0, -1) == list("xyz")
+    assert d.pttl("h") == -1
+    # the target has them: BUSYKEY unless REPLACE; the source keeps the keys the target refused
+    s.hset("h", "c", "3")
+    with pytest.raises(redis.ResponseError) as e:
+        mig("h", 0, 2000, "AUTH", "pw")
+    assert str(e.value) == "Target instance replied with error: BUSYKEY Target key name already exists."
+    assert s.exists("h") == 1
+    assert mig("", 0, 2000, "REPLACE", "AUTH", "pw", "KEYS", "h", "l", "z") in ("OK", True)
+    assert s.exists("h", "l", "z") == 0 and d.hlen("h") == 3 and d.zscore("z", "m") == 1.5
+    assert mig("nosuch", 0, 2000, "AUTH", "pw") == "NOKEY"
+    assert mig("", 0, 2000, "KEYS", "a", "b") == "NOKEY"
+
+
+def test_migrate_argument_and_io_errors(pair):
+    src, dst = pair
+    s = client(src.port)
+    s.set("k", "v")
+
+    def err(*a):
+        with pytest.raises(redis.ResponseError) as e:
+            s.execute_command("MIGRATE", *a)
+        return str(e.value)
+
+    assert err(HOST, dst.port, "k", 0, 100, "KEYS", "a") == \
+        "When using MIGRATE KEYS option, the key argument must be set to the empty string"
+    assert err(HOST, dst.port, "k", 0, 100, "FOO") == "syntax error"
+    assert err(HOST, dst.port, "k", 0, "x") == "value is not an integer or out of range"
+    assert err(HOST, dst.port, "k", "x", 100) == "value is not an integer or out of range"
+    # nothing listens: the failure shows at the first write, as in Redis
+    assert err(HOST, _closed_port(), "k", 0, 300) == \
+        "IOERR error or timeout writing to target instance"
+    # a target that never answers: bounded by the timeout
+    import socket
+    lsn = socket.socket()
+    lsn.bind((HOST, 0))
+    lsn.listen(4)
+    try:
+        t0 = time.monotonic()
+        assert err(HOST, lsn.getsockname()[1], "k", 0, 300) == "IOERR error or timeout reading to target instance"
+        assert time.monotonic() - t0 < 5
+    finally:
+        lsn.close()
+    assert s.get("k") == "v" and s.ping()
+
+
+def _closed_port():
+    import socket
+    so = socket.socket()
+    so.bind((HOST, 0))
+    port = so.getsockname()[1]
+    so.close()
+    return port
+
+
+@pytest.mark.ruvio_only
+def test_migrate_deletion_is_logged(tmp_path):
+    """The source's deletions are logged like DEL: after a restart from its WAL the keys are still gone."""
+    dst = launch()
+    src = launch(["--dir", str(tmp_path), "--durability", "always"])
+    try:
+        s = client(src.port)
+        for i in range(5):
+            s.set("k%d" % i, i)
+        assert s.execute_command("MIGRATE", HOST, dst.port, "", 0, 2000, "KEYS", "k1", "k2") in ("OK", True)
+        assert s.execute_command("MIGRATE", HOST, dst.port, "k3", 0, 2000, "COPY") in ("OK", True)
+        src.stop()
+        src = launch(["--dir", str(tmp_path), "--durability", "always"])
+        s = client(src.port)
+        assert sorted(s.keys()) == ["k0", "k3", "k4"]
+        assert sorted(client(dst.port).keys()) == ["k1", "k2", "k3"]
+    finally:
+        src.stop()
+        dst.stop()
