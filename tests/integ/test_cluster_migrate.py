@@ -57,6 +57,13 @@ class Cluster:
                 return self.ports.index(nodes[0][1])
         return None
 
+    def slot_map(self, port=None):
+        """The owner index of every slot, as the node at port sees it."""
+        m = [None] * 16384
+        for lo, hi, *nodes in client(port or self.ports[0]).execute_command("CLUSTER", "SLOTS"):
+            m[lo:hi + 1] = [self.ports.index(nodes[0][1])] * (hi - lo + 1)
+        return m
+
     def myline(self, i):
         for line in client(self.ports[i]).execute_command("CLUSTER", "NODES").strip().split("\n"):
             if "myself" in line.split()[2]:
@@ -319,3 +326,97 @@ def test_migrate_deletion_is_logged(tmp_path):
     finally:
         src.stop()
         dst.stop()
+
+
+# ---------------------------------------------------------------------------------------------------- reshard
+
+def _cli(*args, timeout=120):
+    r = subprocess.run(["redis-cli", *args], timeout=timeout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    return r.returncode, r.stdout
+
+
+def test_redis_cli_reshard_under_a_writer():
+    """redis-cli --cluster reshard moves 100 slots (SETSLOT, GETKEYSINSLOT, MIGRATE, SETSLOT NODE) of a cluster
+    holding keys while a cluster client writes (following MOVED and ASK); every acknowledged write is there
+    afterwards, --cluster check is clean, and the keys of the moved slots are on the target only."""
+    cl = Cluster(hosts=True)
+    try:
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, cl.ports[0])], decode_responses=True,
+                          socket_timeout=TIMEOUT)
+        for i in range(3000):
+            assert rc.set("pre%d" % i, i)
+        acked = {}
+        counted = [0, 0]        # [acknowledged INCRs, attempted INCRs]
+        stop = threading.Event()
+        failures = []
+
+        def writer():
+            w = RedisCluster(startup_nodes=[ClusterNode(HOST, cl.ports[1])], decode_responses=True,
+                             socket_timeout=TIMEOUT)
+            i = 0
+            while not stop.is_set():
+                k = "w%d" % i
+                try:
+                    if w.set(k, i):
+                        acked[k] = str(i)
+                except Exception as e:     # noqa: BLE001 (a refused write is not acknowledged)
+                    failures.append((k, repr(e)))
+                try:
+                    counted[1] += 1
+                    w.incr("{ctr}%d" % (i % 7))
+                    counted[0] += 1
+                except Exception as e:     # noqa: BLE001
+                    failures.append((None, repr(e)))
+                i += 1
+            w.close()
+
+        before = cl.slot_map()
+        th = threading.Thread(target=writer)
+        th.start()
+        try:
+            code, out = _cli("--cluster", "reshard", "%s:%d" % (HOST, cl.ports[0]), "--cluster-from", cl.ids[0],
+                             "--cluster-to", cl.ids[1], "--cluster-slots", "100", "--cluster-yes")
+            assert code == 0, out
+            time.sleep(0.3)             # (the writer keeps going across the end of the move)
+        finally:
+            stop.set()
+            th.join(timeout=60)
+        assert not th.is_alive()
+        assert len(acked) > 50, (len(acked), failures[:5])
+        code, out = _cli("--cluster", "check", "%s:%d" % (HOST, cl.ports[2]))
+        assert code == 0 and "[OK] All nodes agree about slots configuration." in out, out
+        assert "[OK] All 16384 slots covered." in out and "[WARNING]" not in out and "[ERR]" not in out, out
+        m = cl.slot_map()
+        assert m == cl.slot_map(cl.ports[1]) == cl.slot_map(cl.ports[2])
+        assert m.count(1) == before.count(1) + 100 and m.count(0) == before.count(0) - 100
+        assert fetch(cl, acked) == acked                  # every acknowledged write, with its value
+        pre = {"pre%d" % i: str(i) for i in range(3000)}
+        assert fetch(cl, pre) == pre
+        total = sum(int(rc.get("{ctr}%d" % j) or 0) for j in range(7))
+        assert counted[0] <= total <= counted[1]
+        # no key left behind: each node holds keys of its own slots only, and no key twice
+        for i, p in enumerate(cl.ports):
+            for k in client(p).scan_iter(count=1000):
+                assert m[key_slot(k.encode())] == i, (k, i)
+        lost_replies = sum(1 for v in fetch(cl, {k: None for k, _ in failures if k}).values() if v is not None)
+        ctrs = sum(1 for j in range(7) if rc.get("{ctr}%d" % j) is not None)
+        assert sum(client(p).dbsize() for p in cl.ports) == 3000 + len(acked) + lost_replies + ctrs
+        rc.close()
+    finally:
+        cl.stop()
+
+
+def fetch(cl, keys):
+    """{key: value} read from each key's owner, in pipelines (no redirect: the owners are settled)."""
+    by = {}
+    m = cl.slot_map()
+    for k in keys:
+        by.setdefault(cl.ports[m[key_slot(k.encode())]], []).append(k)
+    out = {}
+    for p, ks in by.items():
+        pipe = client(p).pipeline(transaction=False)
+        for k in ks:
+            pipe.get(k)
+        out.update(zip(ks, pipe.execute()))
+    return out
