@@ -77,8 +77,8 @@ down_allows(struct conn *c, const struct cmd_spec *cmd)
     return true;
 }
 
-/* The key positions of a command: getkeys, or first/last/step. Calls fn
- * for each until it returns false; false then. */
+/* The keys of a command (getkeys, or first/last/step), as cmd_route finds
+ * them: fn for each until it returns false; false then. */
 typedef bool key_fn(void *arg, const struct rv_str *key);
 
 static bool
@@ -100,19 +100,6 @@ each_key(const struct cmd_spec *cmd, int argc, struct rv_str *argv, key_fn *fn, 
             return false;
         }
     }
-    return true;
-}
-
-static bool
-same_slot(void *arg, const struct rv_str *key)
-{
-    int *slot = arg;
-    int sl = (int)slot_of(key->p, key->len);
-    if (*slot >= 0 && sl != *slot) {
-        *slot = -2;
-        return false;
-    }
-    *slot = sl;
     return true;
 }
 
@@ -184,11 +171,31 @@ route_open(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
 static bool
 cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
+    int keys[256];
+    int nk;
+    int last;
     int slot = -1;
-    each_key(cmd, argc, argv, same_slot, &slot);
-    if (slot == -2) {
-        reply_err(c, RV_ERR_CROSSSLOT);
-        return false;
+
+    if (cmd->getkeys) {
+        nk = cmd->getkeys(argc, argv, keys, 256);
+        for (int i = 0; i < nk; i++) {
+            int sl = (int)slot_of(argv[keys[i]].p, argv[keys[i]].len);
+            if (slot >= 0 && sl != slot) {
+                reply_err(c, RV_ERR_CROSSSLOT);
+                return false;
+            }
+            slot = sl;
+        }
+    } else {
+        last = cmd->last < 0 ? argc + cmd->last : cmd->last;
+        for (int i = cmd->first; i <= last && i < argc; i += cmd->step) {
+            int sl = (int)slot_of(argv[i].p, argv[i].len);
+            if (slot >= 0 && sl != slot) {
+                reply_err(c, RV_ERR_CROSSSLOT);
+                return false;
+            }
+            slot = sl;
+        }
     }
     if (slot < 0) {
         return true;
