@@ -420,3 +420,23 @@ def fetch(cl, keys):
             pipe.get(k)
         out.update(zip(ks, pipe.execute()))
     return out
+
+
+def test_redis_cli_rebalance_by_weight(cluster):
+    """redis-cli --cluster rebalance with a weight moves slots (and their keys) to the heavier node."""
+    cl = cluster
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, cl.ports[0])], decode_responses=True, socket_timeout=TIMEOUT)
+    data = {"k%d" % i: str(i) for i in range(2000)}
+    for k, v in data.items():
+        assert rc.set(k, v)
+    before = cl.slot_map()
+    code, out = _cli("--cluster", "rebalance", "%s:%d" % (HOST, cl.ports[0]), "--cluster-weight",
+                     "%s=1.2" % cl.ids[0], "--cluster-yes", timeout=300)
+    assert code == 0 and "Moving" in out, out
+    m = cl.slot_map()
+    assert m.count(0) > before.count(0) + 500 and sum(m.count(i) for i in range(3)) == 16384
+    assert fetch(cl, data) == data
+    assert sum(client(p).dbsize() for p in cl.ports) == len(data)
+    code, out = _cli("--cluster", "check", "%s:%d" % (HOST, cl.ports[1]))
+    assert code == 0 and "[WARNING]" not in out and "[OK] All 16384 slots covered." in out, out
+    rc.close()
