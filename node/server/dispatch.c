@@ -64,13 +64,13 @@ cluster_down(struct conn *c)
 /* A keyed command while the cluster is down: refused as Redis does, unless
  * cluster-allow-reads-when-down yes lets a read through. */
 static bool
-down_allows(struct conn *c, const struct cmd_spec *cmd)
+down_allows(struct conn *c, uint32_t flags)
 {
     if (!c->env->cfg->cluster.allow_reads_when_down) {
         reply_errf(c, "CLUSTERDOWN The cluster is down");
         return false;
     }
-    if (cmd->flags & CMD_WRITE) {
+    if (flags & CMD_WRITE) {
         reply_errf(c, "CLUSTERDOWN The cluster is down and only accepts read commands");
         return false;
     }
@@ -103,6 +103,47 @@ each_key(const struct cmd_spec *cmd, int argc, struct rv_str *argv, key_fn *fn, 
     return true;
 }
 
+/* What is routed: one command, or (EXEC) every command of the transaction,
+ * whose keys must then all be in one slot, as Redis does. */
+struct keyset {
+    struct conn *c;
+    const struct cmd_spec *cmd;
+    int argc;
+    struct rv_str *argv;
+    bool queued;
+    uint32_t flags; /* the command's, or the union of the queued ones' */
+};
+
+static bool
+each_keyset(const struct keyset *k, key_fn *fn, void *arg)
+{
+    if (!k->queued) {
+        return each_key(k->cmd, k->argc, k->argv, fn, arg);
+    }
+    const struct cmd_spec *qc;
+    int qa;
+    struct rv_str *qv;
+    for (size_t i = 0; multi_queued_cmd(k->c, i, &qc, &qa, &qv); i++) {
+        if ((qc->first > 0 || qc->getkeys) && !each_key(qc, qa, qv, fn, arg)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool
+same_slot(void *arg, const struct rv_str *key)
+{
+    int *slot = arg;
+    int sl = (int)slot_of(key->p, key->len);
+    if (*slot >= 0 && sl != *slot) {
+        *slot = -2;
+        return false;
+    }
+    *slot = sl;
+    return true;
+}
+
 struct presence {
     struct conn *c;
     unsigned keys, missing;
@@ -126,8 +167,7 @@ count_missing(void *arg, const struct rv_str *key)
  * a multi-key one misses some keys (TRYAGAIN). true: run it here; false:
  * replied (*moved when the caller is to answer MOVED or READONLY's way). */
 static bool
-route_open(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv, unsigned slot,
-           bool mine, bool *moved)
+route_open(struct conn *c, const struct keyset *k, unsigned slot, bool mine, bool *moved)
 {
     const struct topo *t = c->env->topo;
     const struct topo_mig *m = topo_slot_mig(t, slot);
@@ -139,11 +179,11 @@ route_open(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
         *moved = !mine;
         return mine;
     }
-    if (strcmp(cmd->name, "migrate") == 0) {
+    if (!k->queued && strcmp(k->cmd->name, "migrate") == 0) {
         return true; /* MIGRATE works locally while the slot is open, as in Redis */
     }
     struct presence p = { c, 0, 0 };
-    each_key(cmd, argc, argv, count_missing, &p);
+    each_keyset(k, count_missing, &p);
     if (migrating) {
         if (p.missing == 0) {
             return true;
@@ -165,6 +205,65 @@ route_open(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
         return false;
     }
     return true;
+}
+
+/* Cluster mode: the topology says who serves the slot (k's keys are all in it). */
+static bool
+route_topo(struct conn *c, const struct keyset *k, unsigned slot)
+{
+    const struct topo *t = c->env->topo;
+    const struct topo_node *owner = topo_slot_node(t, slot);
+    if (rv_unlikely(owner != NULL && cluster_down(c) && !down_allows(c, k->flags))) {
+        return false;
+    }
+    int me = c->env->topo_me;
+    bool mine = owner != NULL && owner - t->nodes == me;
+    if (rv_likely(mine && t->nmigs == 0)) {
+        return true;
+    }
+    if (t->nmigs != 0) { /* some slot is migrating: this one? */
+        bool moved;
+        if (route_open(c, k, slot, mine, &moved)) {
+            return true;
+        }
+        if (!moved) {
+            return false;
+        }
+    }
+    if (owner != NULL && (c->flags & CONN_READONLY) && !(k->flags & CMD_WRITE) && me >= 0 &&
+        t->nodes[me].primary == owner - t->nodes) {
+        return true; /* READONLY: a replica serves reads of its primary's slots */
+    }
+    if (owner == NULL) {
+        reply_errf(c, "CLUSTERDOWN Hash slot not served");
+    } else {
+        reply_errf(c, "MOVED %u %s:%u", slot, owner->ip, owner->port);
+    }
+    return false;
+}
+
+/* EXEC in cluster mode: the queued commands are routed again, together (the
+ * slot may have moved or opened since they were queued); a redirect
+ * discards the transaction, as in Redis. */
+static bool
+exec_route(struct conn *c)
+{
+    struct keyset k = { c, NULL, 0, NULL, true, 0 };
+    const struct cmd_spec *qc;
+    int qa;
+    struct rv_str *qv;
+    for (size_t i = 0; multi_queued_cmd(c, i, &qc, &qa, &qv); i++) {
+        k.flags |= qc->flags;
+    }
+    int slot = -1;
+    each_keyset(&k, same_slot, &slot);
+    if (slot == -2) {
+        reply_err(c, RV_ERR_CROSSSLOT);
+    } else if (slot < 0 || route_topo(c, &k, (unsigned)slot)) {
+        return true;
+    }
+    multi_release(c);
+    return false;
 }
 
 /* Cluster routing on a multi-shard node: all keys in one slot, owned here. */
@@ -200,36 +299,9 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
     if (slot < 0) {
         return true;
     }
-    const struct topo *t = c->env->topo;
-    if (t != NULL) { /* cluster mode: the topology says who serves the slot */
-        const struct topo_node *owner = topo_slot_node(t, (unsigned)slot);
-        if (rv_unlikely(owner != NULL && cluster_down(c) && !down_allows(c, cmd))) {
-            return false;
-        }
-        int me = c->env->topo_me;
-        bool mine = owner != NULL && owner - t->nodes == me;
-        if (rv_likely(mine && t->nmigs == 0)) {
-            return true;
-        }
-        if (t->nmigs != 0) { /* some slot is migrating: this one? */
-            bool moved;
-            if (route_open(c, cmd, argc, argv, (unsigned)slot, mine, &moved)) {
-                return true;
-            }
-            if (!moved) {
-                return false;
-            }
-        }
-        if (owner != NULL && (c->flags & CONN_READONLY) && !(cmd->flags & CMD_WRITE) && me >= 0 &&
-            t->nodes[me].primary == owner - t->nodes) {
-            return true; /* READONLY: a replica serves reads of its primary's slots */
-        }
-        if (owner == NULL) {
-            reply_errf(c, "CLUSTERDOWN Hash slot not served");
-        } else {
-            reply_errf(c, "MOVED %d %s:%u", slot, owner->ip, owner->port);
-        }
-        return false;
+    if (c->env->topo != NULL) {
+        struct keyset k = { c, cmd, argc, argv, false, cmd->flags };
+        return route_topo(c, &k, (unsigned)slot);
     }
     if (shard_owns_slot(c->shard, (unsigned)slot)) {
         return true;
@@ -460,6 +532,12 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
     if ((shard_multi(s) || shard_env(s)->topo != NULL) && (cmd->first > 0 || cmd->getkeys) &&
         !cmd_route(c, cmd, argc, argv)) {
         cmd_reject(c, st);
+        return;
+    }
+    if (rv_unlikely(c->flags & CONN_MULTI) && shard_env(s)->topo != NULL &&
+        strcmp(cmd->name, "exec") == 0 && !exec_route(c)) {
+        dispatch_count_errors(c);
+        st->rejected++;
         return;
     }
     if (rv_unlikely(c->flags & CONN_PUBSUB) && c->proto == 2 && !(cmd->flags & CMD_SUBOK)) {

@@ -160,12 +160,19 @@ def test_ask_asking_tryagain_moved(cluster):
     ca = client(cl.ports[0])
     assert ca.set(tag + "k1", "v1") and ca.set(tag + "k2", "v2")
     assert ca.set(tag + "gone", "x", px=1)           # expired: missing, as for Redis's lookup
+    early = RawConn(HOST, cl.ports[0])                # a transaction queued before the slot opens
+    assert early.cmd("MULTI") == "OK" and early.cmd("SET", tag + "late", "x") == "QUEUED"
+    assert early.cmd("GET", tag + "k1") == "QUEUED"
     assert setslot(cl, 1, slot, "IMPORTING", a) in ("OK", True)
     assert setslot(cl, 0, slot, "MIGRATING", b) in ("OK", True)
     ask = "ASK %d %s" % (slot, addr(cl, 1))
     moved = "MOVED %d %s" % (slot, addr(cl, 0))
     tryagain = "TRYAGAIN Multiple keys request during rehashing of slot"
     time.sleep(0.01)
+    # EXEC routes the transaction again, as one request: some keys missing, TRYAGAIN; it is discarded
+    assert early.cmd("EXEC") == RespError(tryagain)
+    assert early.cmd("EXEC") == RespError("ERR EXEC without MULTI")
+    early.close()
     with RawConn(HOST, cl.ports[0]) as src, RawConn(HOST, cl.ports[1]) as dst:
         # the source: keys present run, all missing ASK, some missing TRYAGAIN
         assert src.cmd("GET", tag + "k1") == b"v1"
@@ -207,6 +214,9 @@ def test_ask_asking_tryagain_moved(cluster):
         # READONLY does not change a primary's answers
         assert dst.cmd("READONLY") == "OK"
         assert dst.cmd("GET", tag + "k1") == RespError(moved)
+    # a transaction queued on the source while it still had the key
+    late = RawConn(HOST, cl.ports[0])
+    assert late.cmd("MULTI") == "OK" and late.cmd("SET", tag + "k1", "zz") == "QUEUED"
     # finishing by hand: the source's keys moved (deleted there, set on the target after ASKING), then NODE
     ca.delete(tag + "k1", tag + "k2")
     assert setslot(cl, 1, slot, "NODE", b) in ("OK", True)
@@ -215,6 +225,12 @@ def test_ask_asking_tryagain_moved(cluster):
                what="the slot owned by the target everywhere")
     assert "[" not in cl.myline(0) and "[" not in cl.myline(1)
     assert client(cl.ports[1]).get(tag + "new") == "n2"
+    # its EXEC is redirected to the new owner, not run on the old one
+    assert late.cmd("EXEC") == RespError("MOVED %d %s" % (slot, addr(cl, 1)))
+    assert sum(1 for k in ca.scan_iter() if key_slot(k.encode()) == slot) == 0
+    assert late.cmd("EXEC") == RespError("ERR EXEC without MULTI")
+    late.close()
+
     assert RawConn(HOST, cl.ports[0]).cmd("GET", tag + "new") == RespError("MOVED %d %s" % (slot, addr(cl, 1)))
 
 
