@@ -216,6 +216,9 @@ parse_opts(struct conn *c, int argc, struct rv_str *argv, struct migrate_opts *o
     if (o->timeout <= 0) {
         o->timeout = 1000; /* Redis's default */
     }
+    if (o->timeout > INT32_MAX) {
+        o->timeout = INT32_MAX; /* (deadlines stay far from overflowing) */
+    }
     return true;
 }
 
