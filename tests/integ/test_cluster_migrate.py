@@ -12,7 +12,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
-from conftest import HOST, IS_REDIS, TIMEOUT, RawConn, RespError, free_ports, launch, poll_until
+from conftest import HOST, IS_REDIS, TIMEOUT, RawConn, RespError, encode_command, free_ports, launch, poll_until
 
 
 def client(port):
@@ -456,3 +456,19 @@ def test_redis_cli_rebalance_by_weight(cluster):
     code, out = _cli("--cluster", "check", "%s:%d" % (HOST, cl.ports[1]))
     assert code == 0 and "[WARNING]" not in out and "[OK] All 16384 slots covered." in out, out
     rc.close()
+
+
+def test_blocked_client_is_redirected_when_its_slot_moves(cluster):
+    """A client blocked on a key of a slot that moves away gets MOVED to the new owner (Redis: clientsCron)."""
+    cl = cluster
+    tag, slot = tag_of(cl, 0)
+    with RawConn(HOST, cl.ports[0]) as blocked:
+        blocked.send(encode_command("BLPOP", tag + "q", 0))
+        poll_until(lambda: client(cl.ports[0]).info("clients")["blocked_clients"] == 1, timeout=10,
+                   what="the client blocked")
+        assert setslot(cl, 1, slot, "IMPORTING", cl.ids[0]) in ("OK", True)
+        assert setslot(cl, 0, slot, "MIGRATING", cl.ids[1]) in ("OK", True)
+        assert setslot(cl, 1, slot, "NODE", cl.ids[1]) in ("OK", True)
+        assert setslot(cl, 0, slot, "NODE", cl.ids[1]) in ("OK", True)
+        assert blocked.read_reply() == RespError("MOVED %d %s" % (slot, addr(cl, 1)))
+        assert blocked.cmd("PING") == "PONG"
