@@ -253,6 +253,8 @@ cmd_cluster_help(struct conn *c, int argc, struct rv_str *argv)
         "NODES",
         "    Return cluster configuration seen by node. Output format:",
         "    <id> <ip:port@cport> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+        "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+        "    Set slot state (cluster mode; committed to the topology log).",
         "SHARDS",
         "    Return information about slot range mappings and the shards that own them.",
         "SLOTS",
