@@ -212,7 +212,7 @@ cmd_cluster_countkeysinslot(struct conn *c, int argc, struct rv_str *argv)
     if (!cluster_enabled(c) || !parse_slot(c, argv[2], &w.slot)) {
         return;
     }
-    if (shard_owns_slot(c->shard, w.slot)) {
+    if (c->env->topo != NULL || shard_owns_slot(c->shard, w.slot)) { /* (cluster mode: any slot) */
         walk_slot(c, &w);
     }
     reply_int(c, w.n);
@@ -230,7 +230,7 @@ cmd_cluster_getkeysinslot(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     size_t h = reply_defer(c);
-    if (shard_owns_slot(c->shard, w.slot) && w.max > 0) {
+    if ((c->env->topo != NULL || shard_owns_slot(c->shard, w.slot)) && w.max > 0) {
         walk_slot(c, &w);
     }
     reply_defer_array(c, h, (size_t)w.n);
@@ -253,6 +253,8 @@ cmd_cluster_help(struct conn *c, int argc, struct rv_str *argv)
         "NODES",
         "    Return cluster configuration seen by node. Output format:",
         "    <id> <ip:port@cport> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+        "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+        "    Set slot state (cluster mode; committed to the topology log).",
         "SHARDS",
         "    Return information about slot range mappings and the shards that own them.",
         "SLOTS",

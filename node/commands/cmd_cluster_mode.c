@@ -988,3 +988,108 @@ CMD_HANDLER(cluster_failover)
     topology_relay(c, p->ip, p->port, &b);
     buf_deinit(&b);
 }
+
+/* ---------------------------------------------------------------- SETSLOT */
+
+struct slot_probe {
+    unsigned slot;
+    bool found;
+};
+
+static void
+slot_probe_visit(void *arg, struct ks_entry *e)
+{
+    struct slot_probe *w = arg;
+    struct rv_str k = ks_entry_key(e);
+    w->found = w->found || slot_of(k.p, k.len) == w->slot;
+}
+
+/* This shard holds a key of slot (a walk of its keyspace: an admin command). */
+static bool
+slot_has_keys(struct conn *c, unsigned slot)
+{
+    struct slot_probe w = { slot, false };
+    uint64_t cur = 0;
+    do {
+        cur = ks_scan(c->env->ks, cur, 1024, slot_probe_visit, &w);
+    } while (cur != 0 && !w.found);
+    return w.found;
+}
+
+/* CLUSTER SETSLOT slot MIGRATING|IMPORTING|NODE id / STABLE: a proposal,
+ * answered once committed. The topology checks ownership and the target
+ * (topo_apply, Redis's texts); the key check is this node's: NODE giving
+ * away a slot this node owns is refused while it still holds keys of it. */
+CMD_HANDLER(cluster_setslot)
+{
+    const struct topo *t = topo_or_err(c);
+    if (t == NULL) {
+        return;
+    }
+    int me = me_index(c);
+    if (me >= 0 && t->nodes[me].role != TOPO_PRIMARY) {
+        reply_errf(c, "ERR Please use SETSLOT only with masters.");
+        return;
+    }
+    unsigned slot;
+    if (!parse_slot_arg(c, argv[2], &slot)) {
+        return;
+    }
+    enum topo_cmd_type type;
+    if (cmd_arg_is(argv[3], "migrating") && argc == 5) {
+        type = TOPO_CMD_SLOT_MIGRATING;
+    } else if (cmd_arg_is(argv[3], "importing") && argc == 5) {
+        type = TOPO_CMD_SLOT_IMPORTING;
+    } else if (cmd_arg_is(argv[3], "stable") && argc == 4) {
+        type = TOPO_CMD_SLOT_STABLE;
+    } else if (cmd_arg_is(argv[3], "node") && argc == 5) {
+        type = TOPO_CMD_SLOT_NODE;
+    } else {
+        reply_errf(c, "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER "
+                      "HELP");
+        return;
+    }
+    if (type == TOPO_CMD_SLOT_MIGRATING && (me < 0 || t->slots[slot] != me)) {
+        reply_errf(c, "ERR I'm not the owner of hash slot %u", slot);
+        return;
+    }
+    if (type == TOPO_CMD_SLOT_IMPORTING && me >= 0 && t->slots[slot] == me) {
+        reply_errf(c, "ERR I'm already the owner of hash slot %u", slot);
+        return;
+    }
+    char id[TOPO_ID_LEN + 1] = "";
+    if (type != TOPO_CMD_SLOT_STABLE) {
+        int k = topo_find(t, argv[4].p, argv[4].len);
+        if (k < 0 || argv[4].len != TOPO_ID_LEN) {
+            reply_errf(c,
+                       type == TOPO_CMD_SLOT_NODE ? "ERR Unknown node %.*s"
+                                                  : "ERR I don't know about node %.*s",
+                       (int)(argv[4].len > 64 ? 64 : argv[4].len), argv[4].p);
+            return;
+        }
+        memcpy(id, t->nodes[k].id, TOPO_ID_LEN);
+        if (type == TOPO_CMD_SLOT_NODE && k != me && me >= 0 && t->slots[slot] == me &&
+            t->nodes[k].role == TOPO_PRIMARY && slot_has_keys(c, slot)) {
+            reply_errf(c,
+                       "ERR Can't assign hashslot %u to a different node while I still hold "
+                       "keys for this hash slot.",
+                       slot);
+            return;
+        }
+    }
+    struct buf b;
+    buf_init(&b);
+    propose_built(c, &b, topo_enc_setslot(&b, type, slot, my_id(c), id[0] ? id : NULL),
+                  TOPOLOGY_REPLY_OK);
+}
+
+/* ASKING: the next command may touch a slot this node is importing. */
+CMD_HANDLER(asking)
+{
+    if (c->env->topo == NULL) {
+        reply_errf(c, "ERR This instance has cluster support disabled");
+        return;
+    }
+    c->flags |= CONN_ASKING | CONN_ASKING_NEW;
+    reply_ok(c);
+}

@@ -175,7 +175,7 @@ cmd_reset(struct conn *c, int argc, struct rv_str *argv)
     c->proto = 2;
     set_name(c, (struct rv_str){ NULL, 0 });
     c->flags &= ~(CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT | CONN_NO_EVICT |
-                  CONN_NO_TOUCH | CONN_READONLY);
+                  CONN_NO_TOUCH | CONN_READONLY | CONN_ASKING | CONN_ASKING_NEW);
     acl_conn_reset(c);
     reply_simple(c, "RESET");
 }

@@ -99,6 +99,20 @@ dump_finish(struct buf *b)
     buf_append(b, t, sizeof(t));
 }
 
+void
+dump_payload(struct ks_entry *e, struct buf *b)
+{
+    buf_putc(b, (char)DUMP_MAGIC);
+    if (ks_entry_type(e) == KS_STRING) {
+        char scratch[24];
+        struct rv_str av[3] = { { "SET", 3 }, ks_entry_key(e), ks_str_get(e, scratch) };
+        dump_record(b, 3, av);
+    } else {
+        obj_ops_of(ks_entry_type(e))->emit(e, dump_record, b);
+    }
+    dump_finish(b);
+}
+
 CMD_HANDLER(dump)
 {
     struct ks_entry *e = lookup_read(c, argv[1]);
@@ -110,15 +124,7 @@ CMD_HANDLER(dump)
         return;
     }
     buf_init(&b);
-    buf_putc(&b, (char)DUMP_MAGIC);
-    if (ks_entry_type(e) == KS_STRING) {
-        char scratch[24];
-        struct rv_str av[3] = { { "SET", 3 }, ks_entry_key(e), ks_str_get(e, scratch) };
-        dump_record(&b, 3, av);
-    } else {
-        obj_ops_of(ks_entry_type(e))->emit(e, dump_record, &b);
-    }
-    dump_finish(&b);
+    dump_payload(e, &b);
     reply_bulk(c, b.data, b.len);
     buf_deinit(&b);
 }

@@ -26,11 +26,17 @@ CMD_HANDLER(object_idletime); CMD_HANDLER(object_refcount); CMD_HANDLER(object_h
 CMD_HANDLER(memory_usage);
 
 /* cmd_dump.c */
-CMD_HANDLER(dump); CMD_HANDLER(restore);
+CMD_HANDLER(dump); CMD_HANDLER(restore); CMD_HANDLER(migrate);
+/* DUMP's payload of e, appended to b (cmd_dump.c); MIGRATE's keys (cmd_migrate.c). */
+struct buf;
+struct ks_entry;
+void dump_payload(struct ks_entry *e, struct buf *b);
+int migrate_keys(int argc, struct rv_str *argv, int *out, int max);
 
 /* cmd_conn.c */
 CMD_HANDLER(ping); CMD_HANDLER(echo); CMD_HANDLER(hello); CMD_HANDLER(auth); CMD_HANDLER(select);
-CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite);
+CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite); CMD_HANDLER(asking);
+CMD_HANDLER(cluster_setslot);
 CMD_HANDLER(client_id); CMD_HANDLER(client_setname); CMD_HANDLER(client_getname);
 CMD_HANDLER(client_list); CMD_HANDLER(client_info); CMD_HANDLER(client_kill);
 CMD_HANDLER(client_setinfo);

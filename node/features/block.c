@@ -353,6 +353,26 @@ block_unblock_all(struct shard *s, const char *err)
     rv_free(cs.v);
 }
 
+void
+block_redirect(struct shard *s, block_refuse_fn *refuse, void *arg)
+{
+    struct block_shard *bs = shard_env(s)->blocking;
+    if (bs == NULL) {
+        return;
+    }
+    struct conn_set cs = { 0 };
+    dict_foreach(bs->waiting, collect_waiters, &cs);
+    char err[160];
+    for (size_t i = 0; i < cs.n; i++) {
+        const struct block_state *b = cs.v[i]->bstate;
+        if (b != NULL && b->nkeys > 0 && refuse(arg, b->argv[b->keyidx[0]], err, sizeof(err))) {
+            reply_errf(cs.v[i], "%s", err);
+            block_finish(cs.v[i]);
+        }
+    }
+    rv_free(cs.v);
+}
+
 static void
 free_waiters(void *p)
 {

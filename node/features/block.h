@@ -47,4 +47,9 @@ bool block_unblock(struct conn *c, bool with_error);
 /* Every waiter of shard s gets the error err (without its '-') and goes on:
  * the shard became a replica, and a woken blocking command would write. */
 void block_unblock_all(struct shard *s, const char *err);
+/* Every waiter whose (first) key refuse() turns away, filling err (without
+ * its '-'), gets that error and goes on: cluster mode, the key's slot is
+ * served elsewhere now (Redis answers its blocked clients MOVED then). */
+typedef bool block_refuse_fn(void *arg, struct rv_str key, char *err, size_t errsz);
+void block_redirect(struct shard *s, block_refuse_fn *refuse, void *arg);
 void block_shard_destroy(struct shard *s);

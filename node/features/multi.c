@@ -396,3 +396,17 @@ multi_queued(const struct conn *c, size_t *bytes)
     *bytes = m && m->in_multi ? m->qbytes : 0;
     return m && m->in_multi ? (long)m->nq : -1;
 }
+
+bool
+multi_queued_cmd(const struct conn *c, size_t i, const struct cmd_spec **cmd, int *argc,
+                 struct rv_str **argv)
+{
+    const struct multi_state *m = c->mstate;
+    if (m == NULL || i >= m->nq) {
+        return false;
+    }
+    *cmd = m->q[i].cmd;
+    *argc = m->q[i].argc;
+    *argv = m->q[i].argv;
+    return true;
+}

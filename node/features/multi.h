@@ -29,6 +29,10 @@ size_t multi_watch_count(const struct conn *c);
 /* Commands queued by c's MULTI, -1 outside one; *bytes: their memory
  * (CLIENT LIST multi=, multi-mem=). */
 long multi_queued(const struct conn *c, size_t *bytes);
+/* The i-th queued command of c's transaction; false past the last (cluster
+ * routing checks them all again at EXEC, as Redis does). */
+bool multi_queued_cmd(const struct conn *c, size_t i, const struct cmd_spec **cmd, int *argc,
+                      struct rv_str **argv);
 /* Drop the transaction and every watch of c (DISCARD, RESET, close). */
 void multi_release(struct conn *c);
 /* After a write command: flag the watchers of its keys; a keyless write

@@ -15,6 +15,7 @@
 #include "base/mem.h"
 #include "base/rand.h"
 #include "base/rv_err.h"
+#include "cluster/slot.h"
 #include "cluster/topo.h"
 #include "control/ctl.h"
 #include "node/core/config.h"
@@ -24,6 +25,7 @@
 #include "node/core/shard.h"
 #include "node/core/cmd.h"
 #include "node/core/effect.h"
+#include "node/features/block.h"
 #include "node/features/multi.h"
 #include "node/keyspace/ks.h"
 #include "node/persist/persist.h"
@@ -862,12 +864,38 @@ handover_pending(struct shard *s, const struct topo *t, int me, const struct rep
     return false;
 }
 
+/* A blocked client's key: its slot served by another node now (and not being
+ * imported here): MOVED, as Redis answers its blocked clients. */
+static bool
+blocked_elsewhere(void *arg, struct rv_str key, char *err, size_t errsz)
+{
+    struct shard *s = arg;
+    const struct topo *t = shard_env(s)->topo;
+    int me = shard_env(s)->topo_me;
+    unsigned slot = slot_of(key.p, key.len);
+    const struct topo_node *owner = topo_slot_node(t, slot);
+    const struct topo_mig *m = t->nmigs ? topo_slot_mig(t, slot) : NULL;
+    if ((owner != NULL && owner - t->nodes == me) || (m != NULL && m->imp_by == me)) {
+        return false;
+    }
+    if (owner == NULL) {
+        snprintf(err, errsz, "CLUSTERDOWN Hash slot not served");
+    } else {
+        snprintf(err, errsz, "MOVED %u %s:%u", slot, owner->ip, owner->port);
+    }
+    return true;
+}
+
 void
 topology_reconcile(struct shard *s)
 {
     const struct topo *t = shard_env(s)->topo;
     int me = shard_env(s)->topo_me;
     struct repl *r = persist_repl(s);
+    if (t != NULL && me >= 0 && t->nodes[me].role == TOPO_PRIMARY &&
+        shard_env(s)->blocking != NULL) {
+        block_redirect(s, blocked_elsewhere, s);
+    }
     if (t == NULL || me < 0 || r == NULL || handover_pending(s, t, me, r)) {
         return;
     }

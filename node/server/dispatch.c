@@ -15,6 +15,7 @@
 #include "node/features/block.h"
 #include "node/features/evict.h"
 #include "node/features/multi.h"
+#include "node/keyspace/ks.h"
 #include "node/obs/metrics.h"
 #include "node/persist/persist.h"
 
@@ -63,17 +64,206 @@ cluster_down(struct conn *c)
 /* A keyed command while the cluster is down: refused as Redis does, unless
  * cluster-allow-reads-when-down yes lets a read through. */
 static bool
-down_allows(struct conn *c, const struct cmd_spec *cmd)
+down_allows(struct conn *c, uint32_t flags)
 {
     if (!c->env->cfg->cluster.allow_reads_when_down) {
         reply_errf(c, "CLUSTERDOWN The cluster is down");
         return false;
     }
-    if (cmd->flags & CMD_WRITE) {
+    if (flags & CMD_WRITE) {
         reply_errf(c, "CLUSTERDOWN The cluster is down and only accepts read commands");
         return false;
     }
     return true;
+}
+
+/* The keys of a command (getkeys, or first/last/step), as cmd_route finds
+ * them: fn for each until it returns false; false then. */
+typedef bool key_fn(void *arg, const struct rv_str *key);
+
+static bool
+each_key(const struct cmd_spec *cmd, int argc, struct rv_str *argv, key_fn *fn, void *arg)
+{
+    if (cmd->getkeys) {
+        int keys[256];
+        int nk = cmd->getkeys(argc, argv, keys, 256);
+        for (int i = 0; i < nk; i++) {
+            if (!fn(arg, &argv[keys[i]])) {
+                return false;
+            }
+        }
+        return true;
+    }
+    int last = cmd->last < 0 ? argc + cmd->last : cmd->last;
+    for (int i = cmd->first; i <= last && i < argc; i += cmd->step) {
+        if (!fn(arg, &argv[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* What is routed: one command, or (EXEC) every command of the transaction,
+ * whose keys must then all be in one slot, as Redis does. */
+struct keyset {
+    struct conn *c;
+    const struct cmd_spec *cmd;
+    int argc;
+    struct rv_str *argv;
+    bool queued;
+    uint32_t flags; /* the command's, or the union of the queued ones' */
+};
+
+static bool
+each_keyset(const struct keyset *k, key_fn *fn, void *arg)
+{
+    if (!k->queued) {
+        return each_key(k->cmd, k->argc, k->argv, fn, arg);
+    }
+    const struct cmd_spec *qc;
+    int qa;
+    struct rv_str *qv;
+    for (size_t i = 0; multi_queued_cmd(k->c, i, &qc, &qa, &qv); i++) {
+        if ((qc->first > 0 || qc->getkeys) && !each_key(qc, qa, qv, fn, arg)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool
+same_slot(void *arg, const struct rv_str *key)
+{
+    int *slot = arg;
+    int sl = (int)slot_of(key->p, key->len);
+    if (*slot >= 0 && sl != *slot) {
+        *slot = -2;
+        return false;
+    }
+    *slot = sl;
+    return true;
+}
+
+struct presence {
+    struct conn *c;
+    unsigned keys, missing;
+};
+
+static bool
+count_missing(void *arg, const struct rv_str *key)
+{
+    struct presence *p = arg;
+    struct ks_entry *e = ks_peek(p->c->env->ks, key->p, key->len);
+    int64_t exp = e ? ks_entry_expire(e) : 0;
+    p->keys++;
+    p->missing += e == NULL || (exp != KS_NO_EXPIRE && exp <= p->c->env->now_ms);
+    return true;
+}
+
+/* A slot with a SETSLOT state (Redis's rules, its getNodeByQuery): the
+ * source (MIGRATING) runs a command whose keys are all here, answers ASK
+ * when none is (the target has them or will create them), TRYAGAIN when
+ * only some are; the target (IMPORTING) runs a command after ASKING, unless
+ * a multi-key one misses some keys (TRYAGAIN). true: run it here; false:
+ * replied (*moved when the caller is to answer MOVED or READONLY's way). */
+static bool
+route_open(struct conn *c, const struct keyset *k, unsigned slot, bool mine, bool *moved)
+{
+    const struct topo *t = c->env->topo;
+    const struct topo_mig *m = topo_slot_mig(t, slot);
+    int me = c->env->topo_me;
+    bool migrating = mine && m != NULL && m->mig_by == me && m->mig_to != TOPO_NONE;
+    bool importing = !mine && m != NULL && m->imp_by == me;
+    *moved = false;
+    if (!migrating && !importing) {
+        *moved = !mine;
+        return mine;
+    }
+    if (!k->queued && strcmp(k->cmd->name, "migrate") == 0) {
+        return true; /* MIGRATE works locally while the slot is open, as in Redis */
+    }
+    struct presence p = { c, 0, 0 };
+    each_keyset(k, count_missing, &p);
+    if (migrating) {
+        if (p.missing == 0) {
+            return true;
+        }
+        if (p.missing < p.keys) {
+            reply_errf(c, "TRYAGAIN Multiple keys request during rehashing of slot");
+        } else {
+            const struct topo_node *to = &t->nodes[m->mig_to];
+            reply_errf(c, "ASK %u %s:%u", slot, to->ip, to->port);
+        }
+        return false;
+    }
+    if (!(c->flags & CONN_ASKING)) {
+        *moved = true;
+        return false;
+    }
+    if (p.keys > 1 && p.missing > 0) {
+        reply_errf(c, "TRYAGAIN Multiple keys request during rehashing of slot");
+        return false;
+    }
+    return true;
+}
+
+/* Cluster mode: the topology says who serves the slot (k's keys are all in it). */
+static bool
+route_topo(struct conn *c, const struct keyset *k, unsigned slot)
+{
+    const struct topo *t = c->env->topo;
+    const struct topo_node *owner = topo_slot_node(t, slot);
+    if (rv_unlikely(owner != NULL && cluster_down(c) && !down_allows(c, k->flags))) {
+        return false;
+    }
+    int me = c->env->topo_me;
+    bool mine = owner != NULL && owner - t->nodes == me;
+    if (rv_likely(mine && t->nmigs == 0)) {
+        return true;
+    }
+    if (t->nmigs != 0) { /* some slot is migrating: this one? */
+        bool moved;
+        if (route_open(c, k, slot, mine, &moved)) {
+            return true;
+        }
+        if (!moved) {
+            return false;
+        }
+    }
+    if (owner != NULL && (c->flags & CONN_READONLY) && !(k->flags & CMD_WRITE) && me >= 0 &&
+        t->nodes[me].primary == owner - t->nodes) {
+        return true; /* READONLY: a replica serves reads of its primary's slots */
+    }
+    if (owner == NULL) {
+        reply_errf(c, "CLUSTERDOWN Hash slot not served");
+    } else {
+        reply_errf(c, "MOVED %u %s:%u", slot, owner->ip, owner->port);
+    }
+    return false;
+}
+
+/* EXEC in cluster mode: the queued commands are routed again, together (the
+ * slot may have moved or opened since they were queued); a redirect
+ * discards the transaction, as in Redis. */
+static bool
+exec_route(struct conn *c)
+{
+    struct keyset k = { c, NULL, 0, NULL, true, 0 };
+    const struct cmd_spec *qc;
+    int qa;
+    struct rv_str *qv;
+    for (size_t i = 0; multi_queued_cmd(c, i, &qc, &qa, &qv); i++) {
+        k.flags |= qc->flags;
+    }
+    int slot = -1;
+    each_keyset(&k, same_slot, &slot);
+    if (slot == -2) {
+        reply_err(c, RV_ERR_CROSSSLOT);
+    } else if (slot < 0 || route_topo(c, &k, (unsigned)slot)) {
+        return true;
+    }
+    multi_release(c);
+    return false;
 }
 
 /* Cluster routing on a multi-shard node: all keys in one slot, owned here. */
@@ -109,26 +299,9 @@ cmd_route(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *a
     if (slot < 0) {
         return true;
     }
-    const struct topo *t = c->env->topo;
-    if (t != NULL) { /* cluster mode: the topology says who serves the slot */
-        const struct topo_node *owner = topo_slot_node(t, (unsigned)slot);
-        if (rv_unlikely(owner != NULL && cluster_down(c) && !down_allows(c, cmd))) {
-            return false;
-        }
-        if (rv_likely(owner != NULL && owner - t->nodes == c->env->topo_me)) {
-            return true;
-        }
-        int me = c->env->topo_me;
-        if (owner != NULL && (c->flags & CONN_READONLY) && !(cmd->flags & CMD_WRITE) && me >= 0 &&
-            t->nodes[me].primary == owner - t->nodes) {
-            return true; /* READONLY: a replica serves reads of its primary's slots */
-        }
-        if (owner == NULL) {
-            reply_errf(c, "CLUSTERDOWN Hash slot not served");
-        } else {
-            reply_errf(c, "MOVED %d %s:%u", slot, owner->ip, owner->port);
-        }
-        return false;
+    if (c->env->topo != NULL) {
+        struct keyset k = { c, cmd, argc, argv, false, cmd->flags };
+        return route_topo(c, &k, (unsigned)slot);
     }
     if (shard_owns_slot(c->shard, (unsigned)slot)) {
         return true;
@@ -361,6 +534,12 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
+    if (rv_unlikely(c->flags & CONN_MULTI) && shard_env(s)->topo != NULL &&
+        strcmp(cmd->name, "exec") == 0 && !exec_route(c)) {
+        dispatch_count_errors(c);
+        st->rejected++;
+        return;
+    }
     if (rv_unlikely(c->flags & CONN_PUBSUB) && c->proto == 2 && !(cmd->flags & CMD_SUBOK)) {
         char full[96];
         cmd_fullname(cmd, full, sizeof(full));
@@ -420,6 +599,14 @@ void
 dispatch(struct conn *c, int argc, struct rv_str *argv)
 {
     dispatch_one(c, argc, argv);
+    /* ASKING is one-shot (its own command and a transaction's excepted) */
+    if (rv_unlikely(c->flags & CONN_ASKING)) {
+        if (c->flags & CONN_ASKING_NEW) {
+            c->flags &= ~CONN_ASKING_NEW;
+        } else if (!(c->flags & CONN_MULTI)) {
+            c->flags &= ~CONN_ASKING;
+        }
+    }
     /* Keys written by this command (or whole transaction) wake their waiters now. */
     if (rv_unlikely(block_pending(c->shard))) {
         block_serve(c->shard);
