@@ -750,6 +750,11 @@ topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
         .fsm = { NULL, fsm_apply, fsm_snapshot, fsm_restore },
         /* elections well inside the node timeout (raft randomises 1x..2x) */
         .election_timeout_ms = timeout / 4 > 200 ? timeout / 4 : 200,
+        /* A follower learns that an entry committed only from the leader's
+         * next AppendEntries, and a change forwarded to the leader's host is
+         * answered once this host applied it: the heartbeat bounds that wait
+         * (100 ms made each forwarded SETSLOT of a reshard take ~190 ms). */
+        .heartbeat_timeout_ms = 25,
     };
     tp.opts = o;
     if (ctl_start(&tp.ctl, &o, err, errsz) != RV_OK) {
