@@ -60,6 +60,7 @@ static const struct cfg_key cfg_keys[] = {
     { "tcp-keepalive", NULL, K_INT, F(net.tcp_keepalive), "300", 0, INT_MAX, true, NULL },
     { "tcp-backlog", NULL, K_INT, F(net.tcp_backlog), "511", 0, INT_MAX, false, NULL },
     { "hz", NULL, K_INT, F(node.hz), "10", 1, 500, true, NULL },
+    { "busy-reply-threshold", "lua-time-limit", K_INT, F(node.busy_reply_threshold), "5000", 0, INT64_MAX, true, NULL },
     { "proto-max-bulk-len", NULL, K_MEM, F(net.proto_max_bulk_len), "512mb", 1024 * 1024, INT64_MAX, true, NULL },
     { "client-query-buffer-limit", NULL, K_MEM, F(net.client_query_buffer_limit), "1gb", 1024 * 1024, INT64_MAX, true, NULL },
     { "loglevel", NULL, K_ENUM, F(obs.loglevel), "notice", 0, 0, true, log_names },

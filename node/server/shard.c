@@ -14,6 +14,7 @@
 #include "node/server/conn_io.h"
 #include "node/server/dispatch.h"
 #include "node/commands/debug.h"
+#include "node/commands/script.h"
 #include "node/keyspace/dict.h"
 #include "node/features/evict.h"
 #include "node/features/topology.h"
@@ -107,6 +108,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     shard_set_hooks(&server_hooks);
     cmd_set_caller(dispatch_call);
     conn_set_io(&conn_io_ops);
+    script_set_poll(conn_busy_poll);
     long long mem0 = rv_mem_thread_net(); /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));
     s->env.evict = evict_create();
@@ -463,6 +465,7 @@ shard_destroy(struct shard *s)
         event_base_free(s->base);
     }
     shard_drain_inbox(s);
+    script_shard_free(s);
     pubsub_shard_destroy(s);
     block_shard_destroy(s);
     persist_close(s);

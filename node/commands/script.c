@@ -1,0 +1,1263 @@
+/* node/commands/script.c: the Lua engine behind EVAL (script.h, docs/scripting.md). */
+#include "node/commands/script.h"
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "cluster/slot.h"
+#include "node/core/cmd.h"
+#include "node/core/conn.h"
+#include "node/core/reply.h"
+#include "node/core/shard.h"
+#include "node/features/acl.h"
+#include "node/features/evict.h"
+#include "node/persist/persist.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <luajit.h>
+#include <lualib.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SCRIPT_REDIS_VERSION "7.4.0" /* as INFO's redis_version (cmd_server.c) */
+#define SCRIPT_REDIS_VERSION_NUM 0x070400
+#define HOOK_EVERY 100000 /* VM instructions between time checks */
+
+struct script_shard {
+    lua_State *L;
+    int64_t count;     /* cached scripts */
+    size_t body_bytes; /* their source */
+    /* the running script */
+    struct conn *caller;
+    char sha[41];
+    int resp;   /* redis.setresp() */
+    bool ro;    /* EVAL_RO: writes refused */
+    bool wrote; /* a write ran: SCRIPT KILL may not stop it */
+    bool busy;  /* past busy-reply-threshold */
+    bool kill;  /* SCRIPT KILL asked */
+    int slot;   /* the declared keys' slot, -1 none (multi-shard and cluster nodes) */
+    int64_t start_ms;
+};
+
+static _Thread_local struct script_shard *cur; /* the shard's running script, if any */
+static script_poll_fn *poll_fn;
+
+void
+script_set_poll(script_poll_fn *fn)
+{
+    poll_fn = fn;
+}
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sha1hex(const char *p, size_t n, char out[41])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    EVP_Digest(p, n, md, &mdlen, EVP_sha1(), NULL);
+    for (unsigned i = 0; i < 20; i++) {
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    }
+    out[40] = '\0';
+}
+
+/* ---------------------------------------------------------------- the sandbox */
+
+static int
+ro_newindex(lua_State *L)
+{
+    return luaL_error(L, "Attempt to modify a readonly table");
+}
+
+/* Globals: reads of a missing name and every write are errors, as Redis 7. */
+static int
+g_index(lua_State *L)
+{
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    if (lua_isnil(L, -1)) {
+        const char *k = lua_tostring(L, 2);
+        return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
+                          k ? k : "?");
+    }
+    return 1;
+}
+
+/* Replace the table at the top by an empty proxy that reads through to it
+ * (with `index` as __index when not 0) and refuses writes. */
+static void
+make_readonly(lua_State *L, lua_CFunction index)
+{
+    int t = lua_gettop(L);
+    lua_newtable(L);      /* proxy */
+    lua_createtable(L, 0, 3); /* its metatable */
+    if (index) {
+        lua_pushvalue(L, t);
+        lua_pushcclosure(L, index, 1);
+    } else {
+        lua_pushvalue(L, t);
+    }
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, ro_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_replace(L, t);
+}
+
+static void
+open_lib(lua_State *L, lua_CFunction f, const char *name)
+{
+    lua_pushcfunction(L, f);
+    lua_pushstring(L, name);
+    lua_call(L, 1, 0);
+}
+
+static int l_call(lua_State *L);
+static int l_pcall(lua_State *L);
+
+static void
+push_error_table(lua_State *L, const char *msg)
+{
+    lua_createtable(L, 0, 1);
+    lua_pushstring(L, msg);
+    lua_setfield(L, -2, "err");
+}
+
+/* Raise {err=msg} located at the script line that called the running C
+ * function (as Redis's luaError: no "user_script:N:" in the message). */
+static int
+raise_err_from(lua_State *L, const char *msg, int from)
+{
+    push_error_table(L, msg);
+    lua_Debug ar;
+    for (int level = from; lua_getstack(L, level, &ar); level++) {
+        lua_getinfo(L, "Sl", &ar);
+        if (strcmp(ar.what, "C") != 0) {
+            lua_pushstring(L, ar.source);
+            lua_setfield(L, -2, "source");
+            lua_pushinteger(L, ar.currentline);
+            lua_setfield(L, -2, "line");
+            break;
+        }
+    }
+    return lua_error(L);
+}
+
+static int
+raise_err(lua_State *L, const char *msg)
+{
+    return raise_err_from(L, msg, 1);
+}
+
+/* redis.error_reply(msg): as Redis, "-CODE text" loses the dash, and a
+ * message of one word gets the ERR code. */
+static int
+l_error_reply(lua_State *L)
+{
+    size_t n;
+    const char *m = lua_tolstring(L, 1, &n);
+    if (m == NULL || lua_gettop(L) != 1) {
+        return luaL_error(L, "wrong number or type of arguments");
+    }
+    if (n > 0 && m[0] == '-') {
+        m++;
+        n--;
+    }
+    if (memchr(m, ' ', n) == NULL) {
+        lua_pushfstring(L, "ERR %s", m);
+    } else {
+        lua_pushlstring(L, m, n);
+    }
+    lua_createtable(L, 0, 1);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "err");
+    return 1;
+}
+
+static int
+l_status_reply(lua_State *L)
+{
+    if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING) {
+        return luaL_error(L, "wrong number or type of arguments");
+    }
+    lua_createtable(L, 0, 1);
+    lua_pushvalue(L, 1);
+    lua_setfield(L, -2, "ok");
+    return 1;
+}
+
+static int
+l_sha1hex(lua_State *L)
+{
+    size_t n;
+    const char *s = lua_tolstring(L, 1, &n);
+    if (lua_gettop(L) != 1 || s == NULL) {
+        return luaL_error(L, "wrong number of arguments");
+    }
+    char hex[41];
+    sha1hex(s, n, hex);
+    lua_pushstring(L, hex);
+    return 1;
+}
+
+static int
+l_log(lua_State *L)
+{
+    int argc = lua_gettop(L);
+    if (argc < 2) {
+        return raise_err(L, "ERR redis.log() requires two arguments or more.");
+    }
+    if (!lua_isnumber(L, 1)) {
+        return raise_err(L, "ERR First argument must be a number (log level).");
+    }
+    int level = (int)lua_tointeger(L, 1);
+    if (level < 0 || level > 3) {
+        return raise_err(L, "ERR Invalid debug level.");
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 2; i <= argc; i++) {
+        size_t n;
+        const char *s = lua_tolstring(L, i, &n);
+        if (s) {
+            if (i > 2) {
+                luaL_addchar(&b, ' ');
+            }
+            luaL_addlstring(&b, s, n);
+        }
+    }
+    luaL_pushresult(&b);
+    const char *msg = lua_tostring(L, -1);
+    switch (level) {
+    case 0: log_debug("script: %s", msg); break;
+    case 1: log_info("script: %s", msg); break;
+    case 2: log_notice("script: %s", msg); break;
+    default: log_warn("script: %s", msg); break;
+    }
+    return 0;
+}
+
+static int
+l_setresp(lua_State *L)
+{
+    if (lua_gettop(L) != 1) {
+        return raise_err(L, "ERR redis.setresp() requires one argument.");
+    }
+    int v = (int)lua_tointeger(L, 1);
+    if (v != 2 && v != 3) {
+        return raise_err(L, "ERR RESP version must be 2 or 3.");
+    }
+    cur->resp = v;
+    return 0;
+}
+
+/* Effects replication is the only mode (as Redis 7): accepted, no effect. */
+static int
+l_set_repl(lua_State *L)
+{
+    if (lua_gettop(L) != 1) {
+        return raise_err(L, "ERR redis.set_repl() requires one argument.");
+    }
+    int v = (int)lua_tointeger(L, 1);
+    if (v < 0 || v > 3) {
+        return raise_err(L, "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or "
+                            "REPL_NONE.");
+    }
+    return 0;
+}
+
+static int
+l_replicate_commands(lua_State *L)
+{
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static void
+set_int(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void
+open_redis(lua_State *L)
+{
+    static const luaL_Reg fns[] = {
+        { "call", l_call },
+        { "pcall", l_pcall },
+        { "error_reply", l_error_reply },
+        { "status_reply", l_status_reply },
+        { "sha1hex", l_sha1hex },
+        { "log", l_log },
+        { "setresp", l_setresp },
+        { "set_repl", l_set_repl },
+        { "replicate_commands", l_replicate_commands },
+        { NULL, NULL },
+    };
+    lua_newtable(L);
+    for (const luaL_Reg *r = fns; r->name; r++) {
+        lua_pushcfunction(L, r->func);
+        lua_setfield(L, -2, r->name);
+    }
+    set_int(L, "LOG_DEBUG", 0);
+    set_int(L, "LOG_VERBOSE", 1);
+    set_int(L, "LOG_NOTICE", 2);
+    set_int(L, "LOG_WARNING", 3);
+    set_int(L, "REPL_NONE", 0);
+    set_int(L, "REPL_AOF", 1);
+    set_int(L, "REPL_SLAVE", 2);
+    set_int(L, "REPL_REPLICA", 2);
+    set_int(L, "REPL_ALL", 3);
+    lua_pushstring(L, SCRIPT_REDIS_VERSION);
+    lua_setfield(L, -2, "REDIS_VERSION");
+    set_int(L, "REDIS_VERSION_NUM", SCRIPT_REDIS_VERSION_NUM);
+    make_readonly(L, NULL);
+    lua_setfield(L, LUA_GLOBALSINDEX, "redis");
+}
+
+/* A fresh state: base (without loadfile/dofile), table, string, math and bit,
+ * each library read-only, and globals that refuse writes. The JIT is off: its
+ * compiled loops do not run the count hook, which SCRIPT KILL needs. */
+static lua_State *
+engine_new(void)
+{
+    lua_State *L = luaL_newstate();
+    if (L == NULL) {
+        return NULL;
+    }
+    luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+    open_lib(L, luaopen_base, "");
+    open_lib(L, luaopen_table, LUA_TABLIBNAME);
+    open_lib(L, luaopen_string, LUA_STRLIBNAME);
+    open_lib(L, luaopen_math, LUA_MATHLIBNAME);
+    open_lib(L, luaopen_bit, LUA_BITLIBNAME);
+    static const char *const gone[] = { "loadfile", "dofile", "print", "module", "require",
+                                        "package", "newproxy", NULL };
+    for (int i = 0; gone[i]; i++) {
+        lua_pushnil(L);
+        lua_setfield(L, LUA_GLOBALSINDEX, gone[i]);
+    }
+    static const char *const libs[] = { LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME,
+                                        LUA_BITLIBNAME, "coroutine", NULL };
+    for (int i = 0; libs[i]; i++) {
+        lua_getfield(L, LUA_GLOBALSINDEX, libs[i]);
+        if (lua_istable(L, -1)) {
+            make_readonly(L, NULL);
+            lua_setfield(L, LUA_GLOBALSINDEX, libs[i]);
+        } else {
+            lua_pop(L, 1);
+        }
+    }
+    open_redis(L);
+    /* scripts: registry.scripts["f_<sha>"]; the globals' real table: registry.G */
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "scripts");
+    lua_pushvalue(L, LUA_GLOBALSINDEX);
+    lua_setfield(L, LUA_REGISTRYINDEX, "G");
+    lua_pushvalue(L, LUA_GLOBALSINDEX);
+    make_readonly(L, g_index);
+    lua_setfield(L, LUA_REGISTRYINDEX, "ENV");
+    return L;
+}
+
+static struct script_shard *
+shard_scripts(struct shard *s)
+{
+    struct shard_env *env = shard_env(s);
+    if (env->scripts == NULL) {
+        struct script_shard *ss = rv_calloc(1, sizeof(*ss));
+        ss->L = engine_new();
+        if (ss->L == NULL) {
+            rv_free(ss);
+            return NULL;
+        }
+        env->scripts = ss;
+    }
+    return env->scripts;
+}
+
+void
+script_shard_free(struct shard *s)
+{
+    struct script_shard *ss = shard_env(s)->scripts;
+    if (ss) {
+        lua_close(ss->L);
+        rv_free(ss);
+        shard_env(s)->scripts = NULL;
+    }
+}
+
+/* ---------------------------------------------------------------- replies to Lua */
+
+static int64_t
+read_len(const char **p, const char *end)
+{
+    const char *q = *p;
+    bool neg = false;
+    int64_t v = 0;
+    if (q < end && *q == '-') {
+        neg = true;
+        q++;
+    }
+    while (q < end && *q >= '0' && *q <= '9') {
+        v = v * 10 + (*q - '0');
+        q++;
+    }
+    *p = q + 2 <= end ? q + 2 : end; /* CRLF */
+    return neg ? -v : v;
+}
+
+/* The line at *p (without CRLF): its length; *p moves past it. */
+static size_t
+read_line(const char **p, const char *end, const char **start)
+{
+    const char *q = *p;
+    *start = q;
+    while (q + 1 < end && !(q[0] == '\r' && q[1] == '\n')) {
+        q++;
+    }
+    size_t n = (size_t)(q - *start);
+    *p = q + 2 <= end ? q + 2 : end;
+    return n;
+}
+
+static void
+set_field_str(lua_State *L, const char *k, const char *s, size_t n)
+{
+    lua_createtable(L, 0, 1);
+    lua_pushlstring(L, s, n);
+    lua_setfield(L, -2, k);
+}
+
+/* Push one reply (of our own writer: well formed) as Redis converts it. */
+static void
+push_reply(lua_State *L, const char **p, const char *end, int depth)
+{
+    const char *s;
+    size_t n;
+    if (*p >= end || depth > 200 || !lua_checkstack(L, 4)) {
+        lua_pushboolean(L, 0);
+        *p = end;
+        return;
+    }
+    char t = *(*p)++;
+    switch (t) {
+    case '+': n = read_line(p, end, &s); set_field_str(L, "ok", s, n); return;
+    case '-': n = read_line(p, end, &s); set_field_str(L, "err", s, n); return;
+    case ':': n = read_line(p, end, &s); lua_pushnumber(L, (lua_Number)strtoll(s, NULL, 10)); return;
+    case '(': n = read_line(p, end, &s); set_field_str(L, "big_number", s, n); return;
+    case '#': n = read_line(p, end, &s); lua_pushboolean(L, n > 0 && s[0] == 't'); return;
+    case '_': read_line(p, end, &s); lua_pushnil(L); return;
+    case ',': {
+        n = read_line(p, end, &s);
+        char tmp[64];
+        snprintf(tmp, sizeof(tmp), "%.*s", (int)(n < 63 ? n : 63), s);
+        lua_createtable(L, 0, 1);
+        lua_pushnumber(L, strtod(tmp, NULL));
+        lua_setfield(L, -2, "double");
+        return;
+    }
+    case '$':
+    case '=':
+    case '!': {
+        int64_t len = read_len(p, end);
+        if (len < 0) {
+            lua_pushboolean(L, 0);
+            return;
+        }
+        if (len > end - *p) {
+            len = end - *p;
+        }
+        s = *p;
+        *p += len;
+        *p = *p + 2 <= end ? *p + 2 : end;
+        if (t == '$') {
+            lua_pushlstring(L, s, (size_t)len);
+        } else if (t == '!') {
+            set_field_str(L, "err", s, (size_t)len);
+        } else { /* verbatim "fmt:text" */
+            size_t fl = len >= 4 ? 3 : 0;
+            lua_createtable(L, 0, 1);
+            lua_createtable(L, 0, 2);
+            lua_pushlstring(L, s, fl);
+            lua_setfield(L, -2, "format");
+            lua_pushlstring(L, s + (fl ? 4 : 0), (size_t)len - (fl ? 4 : 0));
+            lua_setfield(L, -2, "string");
+            lua_setfield(L, -2, "verbatim_string");
+        }
+        return;
+    }
+    case '*':
+    case '>':
+    case '~':
+    case '%':
+    case '|': {
+        int64_t cnt = read_len(p, end);
+        if (cnt < 0) {
+            lua_pushboolean(L, 0);
+            return;
+        }
+        if (t == '|') { /* attributes: skipped, the reply follows */
+            for (int64_t i = 0; i < 2 * cnt && *p < end; i++) {
+                push_reply(L, p, end, depth + 1);
+                lua_pop(L, 1);
+            }
+            push_reply(L, p, end, depth + 1);
+            return;
+        }
+        if (t == '%' || t == '~') {
+            lua_createtable(L, 0, 1);
+        }
+        lua_createtable(L, t == '%' || t == '~' ? 0 : (int)(cnt < 1024 ? cnt : 1024), 0);
+        for (int64_t i = 0; i < cnt && *p < end; i++) {
+            if (t == '%') {
+                push_reply(L, p, end, depth + 1);
+                push_reply(L, p, end, depth + 1);
+                lua_settable(L, -3);
+            } else if (t == '~') {
+                push_reply(L, p, end, depth + 1);
+                lua_pushboolean(L, 1);
+                lua_settable(L, -3);
+            } else {
+                push_reply(L, p, end, depth + 1);
+                lua_rawseti(L, -2, (int)(i + 1));
+            }
+        }
+        if (t == '%' || t == '~') {
+            lua_setfield(L, -2, t == '%' ? "map" : "set");
+        }
+        return;
+    }
+    default: lua_pushboolean(L, 0); *p = end; return;
+    }
+}
+
+/* ---------------------------------------------------------------- redis.call */
+
+/* Shortest text that reads back as the same double (Redis passes numbers
+ * to commands so: 1 -> "1", 0.1 -> "0.1"). */
+static size_t
+num_text(lua_Number v, char *out, size_t cap)
+{
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(out, cap, "%.*g", prec, v);
+        if (strtod(out, NULL) == v) {
+            break;
+        }
+    }
+    return n > 0 ? (size_t)n : 0;
+}
+
+static bool
+in_list(const char *name, const char *const *list)
+{
+    for (int i = 0; list[i]; i++) {
+        if (strcmp(name, list[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Commands a script may not run beyond those flagged noscript in the table. */
+static bool
+script_refused(const struct cmd_spec *cmd)
+{
+    static const char *const no[] = {
+        "eval", "evalsha", "eval_ro", "evalsha_ro", "script", "multi", "exec", "discard",
+        "watch", "unwatch", "subscribe", "psubscribe", "ssubscribe", "unsubscribe",
+        "punsubscribe", "sunsubscribe", "monitor", "sync", "psync", "replicaof", "slaveof",
+        "hello", "auth", "reset", "wait", "waitaof", "shutdown", "quit", "failover",
+        "client", "cluster", "readonly", "readwrite", "select", "swapdb", "debug", NULL,
+    };
+    const struct cmd_spec *top = cmd->parent ? cmd->parent : cmd;
+    return (cmd->flags & (CMD_NOSCRIPT | CMD_BLOCKING)) || (top->flags & CMD_NOSCRIPT) ||
+           in_list(top->name, no);
+}
+
+/* Multi-shard and cluster nodes: every key must hash to the shard's (and
+ * the declared keys') slot. NULL when fine, else the error. */
+static const char *
+keys_refused(struct conn *c, struct script_shard *ss, const struct cmd_spec *cmd, int argc,
+             struct rv_str *argv)
+{
+    if (!shard_multi(c->shard) && c->env->topo == NULL) {
+        return NULL;
+    }
+    int keys[256];
+    int nk = cmd_get_keys(cmd, argc, argv, keys, 256);
+    for (int i = 0; i < nk; i++) {
+        int sl = (int)slot_of(argv[keys[i]].p, argv[keys[i]].len);
+        if (ss->slot < 0) {
+            ss->slot = sl;
+        } else if (sl != ss->slot) {
+            return "ERR Script attempted to access keys that do not hash to the same slot";
+        }
+        if (c->env->topo == NULL && !shard_owns_slot(c->shard, (unsigned)sl)) {
+            return "ERR Script attempted to access a non local key in a cluster node";
+        }
+    }
+    return NULL;
+}
+
+/* Checks before running cmd from a script; NULL or the error to raise. */
+static const char *
+call_refused(struct conn *c, struct script_shard *ss, const struct cmd_spec *cmd, int argc,
+             struct rv_str *argv)
+{
+    if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
+        return "ERR Wrong number of args calling Redis command from script";
+    }
+    if (script_refused(cmd)) {
+        return "ERR This Redis command is not allowed from script";
+    }
+    if ((cmd->flags & CMD_WRITE) && ss->ro) {
+        return "ERR Write commands are not allowed from read-only scripts.";
+    }
+    if (c->acl_slow) {
+        size_t mark = c->wbuf.len;
+        uint32_t nerr = c->nerr;
+        bool ok = acl_allow(c, cmd, argc, argv);
+        c->wbuf.len = mark;
+        c->nerr = nerr;
+        if (!ok) {
+            return "ERR The user executing the script can't run this command or subcommand";
+        }
+    }
+    const char *kerr = keys_refused(c, ss, cmd, argc, argv);
+    if (kerr) {
+        return kerr;
+    }
+    if ((cmd->flags & CMD_DENYOOM) && evict_hot(c->env->evict)->armed &&
+        !evict_admit(c->shard)) {
+        return "OOM command not allowed when used memory > 'maxmemory'.";
+    }
+    return NULL;
+}
+
+/* Run argv as a command on the caller; pushes the converted reply. true when
+ * the reply was an error (the table is on the stack). */
+static bool
+call_run(lua_State *L, struct conn *c, struct script_shard *ss, int argc, struct rv_str *argv)
+{
+    const struct cmd_spec *cmd = cmd_lookup(argv[0].p, argv[0].len);
+    if (cmd && cmd->subs && argc >= 2) {
+        cmd = cmd_lookup_sub(cmd, argv[1].p, argv[1].len);
+    } else if (cmd && cmd->subs) {
+        cmd = NULL;
+    }
+    if (cmd == NULL) {
+        push_error_table(L, "ERR Unknown Redis command called from script");
+        return true;
+    }
+    const char *why = call_refused(c, ss, cmd, argc, argv);
+    if (why) {
+        push_error_table(L, why);
+        return true;
+    }
+    size_t before = c->wbuf.len - c->wbuf.off;
+    if ((cmd->flags & CMD_WRITE) && persist_hot(c->persist)->guard && persist_refuse_write(c)) {
+        if (c->wbuf.len - c->wbuf.off == before) {
+            push_error_table(L, "READONLY You can't write against a read only replica.");
+            return true;
+        }
+    } else {
+        if (cmd->flags & CMD_WRITE) {
+            ss->wrote = true;
+        }
+        uint8_t proto = c->proto;
+        c->proto = (uint8_t)ss->resp;
+        cmd_call(c, cmd, argc, argv);
+        c->proto = proto;
+    }
+    size_t at = c->wbuf.off + before;
+    const char *p = c->wbuf.data + at;
+    const char *end = c->wbuf.data + c->wbuf.len;
+    bool err = p < end && (*p == '-' || *p == '!');
+    push_reply(L, &p, end, 0);
+    c->wbuf.len = at;
+    return err;
+}
+
+static int
+call_common(lua_State *L, bool raise)
+{
+    struct script_shard *ss = cur;
+    int argc = lua_gettop(L);
+    if (ss == NULL || ss->caller == NULL) {
+        return luaL_error(L, "redis.call() is only available inside a script");
+    }
+    if (argc == 0) {
+        const char *m = "ERR Please specify at least one argument for this redis lib call";
+        if (raise) {
+            return raise_err(L, m);
+        }
+        push_error_table(L, m);
+        return 1;
+    }
+    struct rv_str stackv[16];
+    char stackn[16][32];
+    struct rv_str *argv = argc <= 16 ? stackv : rv_malloc((size_t)argc * sizeof(*argv));
+    char(*nums)[32] = argc <= 16 ? stackn : rv_malloc((size_t)argc * 32);
+    for (int i = 0; i < argc; i++) {
+        int t = lua_type(L, i + 1);
+        if (t == LUA_TNUMBER) {
+            argv[i].len = num_text(lua_tonumber(L, i + 1), nums[i], 32);
+            argv[i].p = nums[i];
+        } else if (t == LUA_TSTRING) {
+            argv[i].p = lua_tolstring(L, i + 1, &argv[i].len);
+        } else {
+            if (argc > 16) {
+                rv_free(argv);
+                rv_free(nums);
+            }
+            const char *m = "ERR Lua redis lib command arguments must be strings or integers";
+            if (raise) {
+                return raise_err(L, m);
+            }
+            push_error_table(L, m);
+            return 1;
+        }
+    }
+    bool err = call_run(L, ss->caller, ss, argc, argv);
+    if (argc > 16) {
+        rv_free(argv);
+        rv_free(nums);
+    }
+    if (err && raise) { /* the error table: located, raised */
+        lua_getfield(L, -1, "err");
+        lua_pushvalue(L, -1);
+        lua_remove(L, -3);
+        lua_remove(L, -2);
+        return raise_err(L, lua_tostring(L, -1));
+    }
+    return 1;
+}
+
+static int
+l_call(lua_State *L)
+{
+    return call_common(L, true);
+}
+
+static int
+l_pcall(lua_State *L)
+{
+    return call_common(L, false);
+}
+
+/* ---------------------------------------------------------------- Lua to the client */
+
+static void write_value(struct conn *c, lua_State *L, int depth);
+
+/* The table at the top has field k of Lua type t: pushed (true), else nothing. */
+static bool
+field(lua_State *L, const char *k, int t)
+{
+    lua_pushstring(L, k);
+    lua_rawget(L, -2);
+    if (lua_type(L, -1) == t) {
+        return true;
+    }
+    lua_pop(L, 1);
+    return false;
+}
+
+static void
+write_error(struct conn *c, const char *s, size_t n)
+{
+    reply_errf(c, "%.*s", (int)(n > 1000 ? 1000 : n), s);
+}
+
+static void
+write_table(struct conn *c, lua_State *L, int depth)
+{
+    size_t n;
+    const char *s;
+    struct buf *b = &c->wbuf;
+    if (field(L, "err", LUA_TSTRING)) {
+        s = lua_tolstring(L, -1, &n);
+        write_error(c, s, n);
+        lua_pop(L, 1);
+        return;
+    }
+    if (field(L, "ok", LUA_TSTRING)) {
+        s = lua_tolstring(L, -1, &n);
+        char clean[1024];
+        n = n < sizeof(clean) ? n : sizeof(clean);
+        for (size_t i = 0; i < n; i++) {
+            clean[i] = s[i] == '\r' || s[i] == '\n' ? ' ' : s[i];
+        }
+        resp_w_simple(b, clean, n);
+        lua_pop(L, 1);
+        return;
+    }
+    if (field(L, "double", LUA_TNUMBER)) {
+        resp_w_double(b, c->proto, lua_tonumber(L, -1));
+        lua_pop(L, 1);
+        return;
+    }
+    if (field(L, "big_number", LUA_TSTRING)) {
+        s = lua_tolstring(L, -1, &n);
+        if (c->proto == 3) {
+            buf_appendf(b, "(%.*s\r\n", (int)n, s);
+        } else {
+            resp_w_bulk(b, s, n);
+        }
+        lua_pop(L, 1);
+        return;
+    }
+    if (field(L, "map", LUA_TTABLE)) {
+        size_t h = resp_w_defer_len(b);
+        size_t pairs = 0;
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {
+            lua_pushvalue(L, -2); /* key */
+            write_value(c, L, depth + 1);
+            write_value(c, L, depth + 1); /* value (pops it) */
+            pairs++;
+        }
+        resp_w_patch_len(b, h, c->proto == 3 ? '%' : '*', c->proto == 3 ? pairs : 2 * pairs);
+        lua_pop(L, 1);
+        return;
+    }
+    if (field(L, "set", LUA_TTABLE)) {
+        size_t h = resp_w_defer_len(b);
+        size_t cnt = 0;
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {
+            lua_pop(L, 1);
+            lua_pushvalue(L, -1);
+            write_value(c, L, depth + 1);
+            cnt++;
+        }
+        resp_w_patch_len(b, h, c->proto == 3 ? '~' : '*', cnt);
+        lua_pop(L, 1);
+        return;
+    }
+    if (field(L, "verbatim_string", LUA_TTABLE)) {
+        size_t fn;
+        const char *f = NULL;
+        lua_getfield(L, -1, "format");
+        lua_getfield(L, -2, "string");
+        f = lua_tolstring(L, -2, &fn);
+        s = lua_tolstring(L, -1, &n);
+        if (f && s && fn == 3) {
+            if (c->proto == 3) {
+                buf_appendf(b, "=%zu\r\n%.3s:", n + 4, f);
+                buf_append(b, s, n);
+                buf_append(b, "\r\n", 2);
+            } else {
+                resp_w_bulk(b, s, n);
+            }
+        } else {
+            resp_w_null(b, c->proto);
+        }
+        lua_pop(L, 3);
+        return;
+    }
+    /* an array, up to its first nil */
+    size_t h = resp_w_defer_len(b);
+    size_t cnt = 0;
+    for (int i = 1;; i++) {
+        lua_rawgeti(L, -1, i);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            break;
+        }
+        write_value(c, L, depth + 1);
+        cnt++;
+    }
+    resp_w_patch_len(b, h, '*', cnt);
+}
+
+/* Write the value at the top of the stack as Redis converts it, and pop it. */
+static void
+write_value(struct conn *c, lua_State *L, int depth)
+{
+    struct buf *b = &c->wbuf;
+    size_t n;
+    const char *s;
+    if (depth > 1000 || !lua_checkstack(L, 8)) {
+        resp_w_null(b, c->proto);
+        lua_pop(L, 1);
+        return;
+    }
+    switch (lua_type(L, -1)) {
+    case LUA_TSTRING:
+        s = lua_tolstring(L, -1, &n);
+        resp_w_bulk(b, s, n);
+        break;
+    case LUA_TNUMBER: resp_w_int(b, (int64_t)lua_tonumber(L, -1)); break;
+    case LUA_TBOOLEAN:
+        if (lua_toboolean(L, -1)) {
+            resp_w_int(b, 1);
+        } else {
+            resp_w_null(b, c->proto);
+        }
+        break;
+    case LUA_TTABLE: write_table(c, L, depth); break;
+    default: resp_w_null(b, c->proto); break;
+    }
+    lua_pop(L, 1);
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* The message handler: errors become {err=, source=, line=} as Redis 7's. */
+static int
+err_handler(lua_State *L)
+{
+    if (!lua_istable(L, 1)) {
+        const char *m = lua_tostring(L, 1);
+        lua_pushfstring(L, "ERR %s", m ? m : "unknown error");
+        push_error_table(L, lua_tostring(L, -1));
+        lua_replace(L, 1);
+        lua_settop(L, 1);
+    }
+    lua_getfield(L, 1, "source");
+    bool located = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    lua_Debug ar;
+    for (int level = 1; !located && lua_getstack(L, level, &ar); level++) {
+        lua_getinfo(L, "Sl", &ar);
+        if (strcmp(ar.what, "C") != 0) {
+            lua_pushstring(L, ar.source);
+            lua_setfield(L, 1, "source");
+            lua_pushinteger(L, ar.currentline);
+            lua_setfield(L, 1, "line");
+            break;
+        }
+    }
+    lua_settop(L, 1);
+    return 1;
+}
+
+static void
+hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    struct script_shard *ss = cur;
+    if (ss == NULL || ss->caller == NULL) {
+        return;
+    }
+    int64_t limit = ss->caller->env->cfg->node.busy_reply_threshold;
+    if (!ss->busy && limit > 0 && mono_ms() - ss->start_ms >= limit) {
+        ss->busy = true;
+        log_warn("[shard %u] a script (%s) has run %lld ms: other clients get BUSY until it "
+                 "ends or SCRIPT KILL",
+                 ss->caller->env->id, ss->sha, (long long)limit);
+    }
+    if (ss->busy && poll_fn) {
+        poll_fn(ss->caller->shard, ss->caller);
+    }
+    if (ss->kill) {
+        raise_err_from(L, "ERR Script killed by user with SCRIPT KILL...", 0);
+    }
+}
+
+/* Compile body as f_<sha> into the cache. false with the error replied. */
+static bool
+compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, const char *sha)
+{
+    lua_State *L = ss->L;
+    const char *code = body;
+    size_t len = n;
+    if (n >= 2 && body[0] == '#' && body[1] == '!') {
+        /* a shebang: "#!lua [flags=...]" (flags are the next round's); the line
+         * is blanked, so line numbers stay the source's */
+        const char *eol = memchr(body, '\n', n);
+        size_t ll = eol ? (size_t)(eol - body) : n;
+        if (ll < 5 || memcmp(body + 2, "lua", 3) != 0 || (ll > 5 && body[5] != ' ')) {
+            reply_errf(c, "ERR Could not find engine '%.*s'", (int)(ll > 2 ? ll - 2 : 0),
+                       body + 2);
+            return false;
+        }
+        code = body + ll;
+        len = n - ll;
+    }
+    if (luaL_loadbuffer(L, code, len, "@user_script") != 0) {
+        reply_errf(c, "ERR Error compiling script (new function): %s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        return false;
+    }
+    lua_getfield(L, LUA_REGISTRYINDEX, "ENV");
+    lua_setfenv(L, -2);
+    lua_getfield(L, LUA_REGISTRYINDEX, "scripts");
+    lua_pushfstring(L, "f_%s", sha);
+    lua_pushvalue(L, -3);
+    lua_rawset(L, -3);
+    lua_pop(L, 2);
+    ss->count++;
+    ss->body_bytes += n;
+    return true;
+}
+
+/* Push the cached f_<sha>, or nothing (false). */
+static bool
+cached(struct script_shard *ss, const char *sha)
+{
+    lua_State *L = ss->L;
+    lua_getfield(L, LUA_REGISTRYINDEX, "scripts");
+    lua_pushfstring(L, "f_%s", sha);
+    lua_rawget(L, -2);
+    lua_remove(L, -2);
+    if (lua_isfunction(L, -1)) {
+        return true;
+    }
+    lua_pop(L, 1);
+    return false;
+}
+
+static void
+set_array(lua_State *L, const char *name, struct rv_str *v, int n)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushlstring(L, v[i].p, v[i].len);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_getfield(L, LUA_REGISTRYINDEX, "G");
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 2);
+}
+
+static void
+reply_script_error(struct conn *c, lua_State *L, const char *sha)
+{
+    const char *msg = "ERR unknown error";
+    if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "err");
+        if (lua_isstring(L, -1)) {
+            msg = lua_tostring(L, -1);
+        }
+        lua_getfield(L, -2, "source");
+        lua_getfield(L, -3, "line");
+        const char *src = lua_tostring(L, -2);
+        if (src && lua_isnumber(L, -1)) {
+            reply_errf(c, "%s script: %s, on %s:%d.", msg, sha, src, (int)lua_tointeger(L, -1));
+        } else {
+            reply_errf(c, "%s script: %s", msg, sha);
+        }
+        lua_pop(L, 3);
+    } else {
+        const char *m = lua_tostring(L, -1);
+        reply_errf(c, "ERR %s script: %s", m ? m : "unknown error", sha);
+    }
+}
+
+/* Run the function at the top of the stack with KEYS/ARGV and reply. */
+static void
+run(struct conn *c, struct script_shard *ss, const char *sha, struct rv_str *keys, int nkeys,
+    struct rv_str *args, int nargs, bool ro)
+{
+    lua_State *L = ss->L;
+    int base = lua_gettop(L); /* the function */
+    lua_pushcfunction(L, err_handler);
+    lua_insert(L, base);
+    set_array(L, "KEYS", keys, nkeys);
+    set_array(L, "ARGV", args, nargs);
+
+    memcpy(ss->sha, sha, 41);
+    ss->caller = c;
+    ss->resp = 2;
+    ss->ro = ro;
+    ss->wrote = ss->busy = ss->kill = false;
+    ss->slot = -1;
+    ss->start_ms = mono_ms();
+    if (nkeys > 0 && (shard_multi(c->shard) || c->env->topo != NULL)) {
+        ss->slot = (int)slot_of(keys[0].p, keys[0].len);
+    }
+    uint32_t saved = c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT);
+    bool in_exec = (c->flags & CONN_IN_EXEC) != 0; /* EVAL inside MULTI: EXEC's record */
+    c->flags = (c->flags & ~saved) | CONN_IN_EXEC;
+    const struct cmd_spec *last = c->last_cmd;
+    cur = ss;
+    lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_EVERY);
+    int rc = lua_pcall(L, 0, 1, base);
+    lua_sethook(L, NULL, 0, 0);
+    cur = NULL;
+    ss->caller = NULL;
+    c->last_cmd = last;
+    c->flags |= saved;
+    if (!in_exec) {
+        c->flags &= ~CONN_IN_EXEC;
+        persist_exec_end(c); /* the script's writes: one record */
+    }
+    if (rc != 0) {
+        reply_script_error(c, L, sha);
+    } else {
+        write_value(c, L, 0);
+    }
+    lua_settop(L, base - 1);
+    lua_gc(L, LUA_GCSTEP, 1);
+}
+
+static bool
+parse_numkeys(struct conn *c, int argc, struct rv_str *argv, int64_t *nk)
+{
+    if (!cmd_arg_int(argv[2], nk)) {
+        reply_errf(c, "ERR value is not an integer or out of range");
+        return false;
+    }
+    if (*nk < 0) {
+        reply_errf(c, "ERR Number of keys can't be negative");
+        return false;
+    }
+    if (*nk > argc - 3) {
+        reply_errf(c, "ERR Number of keys can't be greater than number of args");
+        return false;
+    }
+    return true;
+}
+
+void
+script_eval(struct conn *c, int argc, struct rv_str *argv, bool by_sha, bool ro)
+{
+    int64_t nk;
+    if (!parse_numkeys(c, argc, argv, &nk)) {
+        return;
+    }
+    struct script_shard *ss = shard_scripts(c->shard);
+    if (ss == NULL) {
+        reply_errf(c, "ERR could not start the Lua engine");
+        return;
+    }
+    if (ss->caller != NULL) {
+        reply_errf(c, "BUSY Redis is busy running a script. You can only call SCRIPT KILL or "
+                      "SHUTDOWN NOSAVE.");
+        return;
+    }
+    char sha[41];
+    if (by_sha) {
+        size_t n = argv[1].len < 40 ? argv[1].len : 40;
+        for (size_t i = 0; i < n; i++) {
+            char ch = argv[1].p[i];
+            sha[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+        }
+        sha[n] = '\0';
+        if (argv[1].len != 40 || !cached(ss, sha)) {
+            reply_errf(c, "NOSCRIPT No matching script. Please use EVAL.");
+            return;
+        }
+    } else {
+        sha1hex(argv[1].p, argv[1].len, sha);
+        if (!cached(ss, sha)) {
+            if (!compile(c, ss, argv[1].p, argv[1].len, sha)) {
+                return;
+            }
+            cached(ss, sha);
+        }
+    }
+    run(c, ss, sha, argv + 3, (int)nk, argv + 3 + nk, argc - 3 - (int)nk, ro);
+}
+
+void
+script_load(struct conn *c, struct rv_str body)
+{
+    struct script_shard *ss = shard_scripts(c->shard);
+    if (ss == NULL) {
+        reply_errf(c, "ERR could not start the Lua engine");
+        return;
+    }
+    char sha[41];
+    sha1hex(body.p, body.len, sha);
+    if (cached(ss, sha)) {
+        lua_pop(ss->L, 1);
+    } else if (!compile(c, ss, body.p, body.len, sha)) {
+        return;
+    }
+    reply_bulk(c, sha, 40);
+}
+
+bool
+script_exists(struct conn *c, struct rv_str sha)
+{
+    struct script_shard *ss = c->env->scripts;
+    if (ss == NULL || sha.len != 40) {
+        return false;
+    }
+    char low[41];
+    for (size_t i = 0; i < 40; i++) {
+        char ch = sha.p[i];
+        low[i] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+    }
+    low[40] = '\0';
+    if (cached(ss, low)) {
+        lua_pop(ss->L, 1);
+        return true;
+    }
+    return false;
+}
+
+void
+script_flush(struct conn *c)
+{
+    struct script_shard *ss = c->env->scripts;
+    if (ss == NULL || ss->caller != NULL) {
+        return;
+    }
+    lua_State *L = engine_new();
+    if (L == NULL) {
+        return;
+    }
+    lua_close(ss->L);
+    ss->L = L;
+    ss->count = 0;
+    ss->body_bytes = 0;
+}
+
+void
+script_kill(struct conn *c)
+{
+    struct script_shard *ss = c->env->scripts;
+    if (ss == NULL || ss->caller == NULL) {
+        reply_errf(c, "NOTBUSY No scripts in execution right now.");
+    } else if (ss->wrote) {
+        reply_errf(c, "UNKILLABLE Sorry the script already executed write commands against the "
+                      "dataset. You can either wait the script termination or kill the server in "
+                      "a hard way using the SHUTDOWN NOSAVE command.");
+    } else {
+        ss->kill = true;
+        reply_ok(c);
+    }
+}
+
+bool
+script_busy(const struct shard *s)
+{
+    const struct script_shard *ss = shard_env(s)->scripts;
+    return ss != NULL && ss->busy && ss->caller != NULL;
+}
+
+void
+script_info_memory(struct shard *s, struct buf *b)
+{
+    struct script_shard *ss = shard_env(s)->scripts;
+    long long vm = ss ? (long long)lua_gc(ss->L, LUA_GCCOUNT, 0) * 1024 +
+                            lua_gc(ss->L, LUA_GCCOUNTB, 0)
+                      : 0;
+    long long scripts = ss ? (long long)ss->body_bytes : 0;
+    long long n = ss ? (long long)ss->count : 0;
+    buf_appendf(b,
+                "used_memory_vm_eval:%lld\r\nused_memory_lua:%lld\r\nused_memory_lua_human:%.2fK\r\n"
+                "used_memory_scripts_eval:%lld\r\nnumber_of_cached_scripts:%lld\r\n"
+                "used_memory_vm_total:%lld\r\nused_memory_scripts:%lld\r\n",
+                vm, vm, (double)vm / 1024.0, scripts, n, vm, scripts);
+}
