@@ -100,7 +100,7 @@ static void
 make_readonly(lua_State *L, lua_CFunction index)
 {
     int t = lua_gettop(L);
-    lua_newtable(L);      /* proxy */
+    lua_newtable(L);          /* proxy */
     lua_createtable(L, 0, 3); /* its metatable */
     if (index) {
         lua_pushvalue(L, t);
@@ -273,8 +273,9 @@ l_set_repl(lua_State *L)
     }
     int v = (int)lua_tointeger(L, 1);
     if (v < 0 || v > 3) {
-        return raise_err(L, "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or "
-                            "REPL_NONE.");
+        return raise_err(L,
+                         "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or "
+                         "REPL_NONE.");
     }
     return 0;
 }
@@ -345,14 +346,14 @@ engine_new(void)
     open_lib(L, luaopen_string, LUA_STRLIBNAME);
     open_lib(L, luaopen_math, LUA_MATHLIBNAME);
     open_lib(L, luaopen_bit, LUA_BITLIBNAME);
-    static const char *const gone[] = { "loadfile", "dofile", "print", "module", "require",
-                                        "package", "newproxy", NULL };
+    static const char *const gone[] = { "loadfile", "dofile",  "print",    "module",
+                                        "require",  "package", "newproxy", NULL };
     for (int i = 0; gone[i]; i++) {
         lua_pushnil(L);
         lua_setfield(L, LUA_GLOBALSINDEX, gone[i]);
     }
     static const char *const libs[] = { LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME,
-                                        LUA_BITLIBNAME, "coroutine", NULL };
+                                        LUA_BITLIBNAME, "coroutine",    NULL };
     for (int i = 0; libs[i]; i++) {
         lua_getfield(L, LUA_GLOBALSINDEX, libs[i]);
         if (lua_istable(L, -1)) {
@@ -456,12 +457,30 @@ push_reply(lua_State *L, const char **p, const char *end, int depth)
     }
     char t = *(*p)++;
     switch (t) {
-    case '+': n = read_line(p, end, &s); set_field_str(L, "ok", s, n); return;
-    case '-': n = read_line(p, end, &s); set_field_str(L, "err", s, n); return;
-    case ':': n = read_line(p, end, &s); lua_pushnumber(L, (lua_Number)strtoll(s, NULL, 10)); return;
-    case '(': n = read_line(p, end, &s); set_field_str(L, "big_number", s, n); return;
-    case '#': n = read_line(p, end, &s); lua_pushboolean(L, n > 0 && s[0] == 't'); return;
-    case '_': read_line(p, end, &s); lua_pushnil(L); return;
+    case '+':
+        n = read_line(p, end, &s);
+        set_field_str(L, "ok", s, n);
+        return;
+    case '-':
+        n = read_line(p, end, &s);
+        set_field_str(L, "err", s, n);
+        return;
+    case ':':
+        n = read_line(p, end, &s);
+        lua_pushnumber(L, (lua_Number)strtoll(s, NULL, 10));
+        return;
+    case '(':
+        n = read_line(p, end, &s);
+        set_field_str(L, "big_number", s, n);
+        return;
+    case '#':
+        n = read_line(p, end, &s);
+        lua_pushboolean(L, n > 0 && s[0] == 't');
+        return;
+    case '_':
+        read_line(p, end, &s);
+        lua_pushnil(L);
+        return;
     case ',': {
         n = read_line(p, end, &s);
         char tmp[64];
@@ -542,7 +561,10 @@ push_reply(lua_State *L, const char **p, const char *end, int depth)
         }
         return;
     }
-    default: lua_pushboolean(L, 0); *p = end; return;
+    default:
+        lua_pushboolean(L, 0);
+        *p = end;
+        return;
     }
 }
 
@@ -579,11 +601,13 @@ static bool
 script_refused(const struct cmd_spec *cmd)
 {
     static const char *const no[] = {
-        "eval", "evalsha", "eval_ro", "evalsha_ro", "script", "multi", "exec", "discard",
-        "watch", "unwatch", "subscribe", "psubscribe", "ssubscribe", "unsubscribe",
-        "punsubscribe", "sunsubscribe", "monitor", "sync", "psync", "replicaof", "slaveof",
-        "hello", "auth", "reset", "wait", "waitaof", "shutdown", "quit", "failover",
-        "client", "cluster", "readonly", "readwrite", "select", "swapdb", "debug", NULL,
+        "eval",       "evalsha",     "eval_ro",      "evalsha_ro",   "script",    "multi",
+        "exec",       "discard",     "watch",        "unwatch",      "subscribe", "psubscribe",
+        "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "monitor",   "sync",
+        "psync",      "replicaof",   "slaveof",      "hello",        "auth",      "reset",
+        "wait",       "waitaof",     "shutdown",     "quit",         "failover",  "client",
+        "cluster",    "readonly",    "readwrite",    "select",       "swapdb",    "debug",
+        NULL,
     };
     const struct cmd_spec *top = cmd->parent ? cmd->parent : cmd;
     return (cmd->flags & (CMD_NOSCRIPT | CMD_BLOCKING)) || (top->flags & CMD_NOSCRIPT) ||
@@ -643,8 +667,7 @@ call_refused(struct conn *c, struct script_shard *ss, const struct cmd_spec *cmd
     if (kerr) {
         return kerr;
     }
-    if ((cmd->flags & CMD_DENYOOM) && evict_hot(c->env->evict)->armed &&
-        !evict_admit(c->shard)) {
+    if ((cmd->flags & CMD_DENYOOM) && evict_hot(c->env->evict)->armed && !evict_admit(c->shard)) {
         return "OOM command not allowed when used memory > 'maxmemory'.";
     }
     return NULL;
@@ -984,8 +1007,7 @@ compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, con
         const char *eol = memchr(body, '\n', n);
         size_t ll = eol ? (size_t)(eol - body) : n;
         if (ll < 5 || memcmp(body + 2, "lua", 3) != 0 || (ll > 5 && body[5] != ' ')) {
-            reply_errf(c, "ERR Could not find engine '%.*s'", (int)(ll > 2 ? ll - 2 : 0),
-                       body + 2);
+            reply_errf(c, "ERR Could not find engine '%.*s'", (int)(ll > 2 ? ll - 2 : 0), body + 2);
             return false;
         }
         code = body + ll;
@@ -1255,9 +1277,10 @@ script_info_memory(struct shard *s, struct buf *b)
                       : 0;
     long long scripts = ss ? (long long)ss->body_bytes : 0;
     long long n = ss ? (long long)ss->count : 0;
-    buf_appendf(b,
-                "used_memory_vm_eval:%lld\r\nused_memory_lua:%lld\r\nused_memory_lua_human:%.2fK\r\n"
-                "used_memory_scripts_eval:%lld\r\nnumber_of_cached_scripts:%lld\r\n"
-                "used_memory_vm_total:%lld\r\nused_memory_scripts:%lld\r\n",
-                vm, vm, (double)vm / 1024.0, scripts, n, vm, scripts);
+    buf_appendf(
+        b,
+        "used_memory_vm_eval:%lld\r\nused_memory_lua:%lld\r\nused_memory_lua_human:%.2fK\r\n"
+        "used_memory_scripts_eval:%lld\r\nnumber_of_cached_scripts:%lld\r\n"
+        "used_memory_vm_total:%lld\r\nused_memory_scripts:%lld\r\n",
+        vm, vm, (double)vm / 1024.0, scripts, n, vm, scripts);
 }

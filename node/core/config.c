@@ -774,10 +774,10 @@ cfg_get(const struct cfg *c, const char *pattern, size_t plen, cfg_visit_fn *fn,
     char val[4096];
     for (size_t i = 0; i < NKEYS; i++) {
         const struct cfg_key *k = &cfg_keys[i];
-        if (glob_match(pattern, plen, k->name, strlen(k->name), true) ||
-            (k->alias && glob_match(pattern, plen, k->alias, strlen(k->alias), true))) {
+        bool by_name = glob_match(pattern, plen, k->name, strlen(k->name), true);
+        if (by_name || (k->alias && glob_match(pattern, plen, k->alias, strlen(k->alias), true))) {
             format_value(c, k, val, sizeof(val));
-            fn(arg, k->name, val);
+            fn(arg, by_name ? k->name : k->alias, val); /* (as Redis: the name asked for) */
         }
     }
 }
