@@ -18,6 +18,9 @@
 #include <luajit.h>
 #include <lualib.h>
 #include <openssl/evp.h>
+#ifdef RV_HAVE_CJSON
+int luaopen_cjson(lua_State *L); /* Debian's lua-cjson (lua-cjson.h declares only this) */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +118,28 @@ make_readonly(lua_State *L, lua_CFunction index)
     lua_setfield(L, -2, "__metatable");
     lua_setmetatable(L, -2);
     lua_replace(L, t);
+}
+
+static int raise_err(lua_State *L, const char *msg);
+
+/* rawset, refused on the read-only tables as Redis's VM does. */
+static int
+l_rawset(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checkany(L, 2);
+    luaL_checkany(L, 3);
+    if (lua_getmetatable(L, 1)) {
+        lua_getfield(L, -1, "__newindex");
+        bool ro = lua_tocfunction(L, -1) == ro_newindex;
+        lua_pop(L, 2);
+        if (ro) {
+            return raise_err(L, "ERR Attempt to modify a readonly table");
+        }
+    }
+    lua_settop(L, 3);
+    lua_rawset(L, 1);
+    return 1;
 }
 
 static void
@@ -346,14 +371,20 @@ engine_new(void)
     open_lib(L, luaopen_string, LUA_STRLIBNAME);
     open_lib(L, luaopen_math, LUA_MATHLIBNAME);
     open_lib(L, luaopen_bit, LUA_BITLIBNAME);
-    static const char *const gone[] = { "loadfile", "dofile",  "print",    "module",
-                                        "require",  "package", "newproxy", NULL };
+#ifdef RV_HAVE_CJSON
+    lua_pushcfunction(L, luaopen_cjson); /* (sets no global: returns the module) */
+    lua_call(L, 0, 1);
+    lua_setfield(L, LUA_GLOBALSINDEX, "cjson");
+#endif
+    static const char *const gone[] = { "loadfile", "dofile",   "print",   "module",  "require",
+                                        "package",  "newproxy", "getfenv", "setfenv", NULL };
     for (int i = 0; gone[i]; i++) {
         lua_pushnil(L);
         lua_setfield(L, LUA_GLOBALSINDEX, gone[i]);
     }
-    static const char *const libs[] = { LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME,
-                                        LUA_BITLIBNAME, "coroutine",    NULL };
+    static const char *const libs[] = {
+        LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME, LUA_BITLIBNAME, "coroutine", "cjson", NULL
+    };
     for (int i = 0; libs[i]; i++) {
         lua_getfield(L, LUA_GLOBALSINDEX, libs[i]);
         if (lua_istable(L, -1)) {
@@ -369,8 +400,12 @@ engine_new(void)
     lua_setfield(L, LUA_REGISTRYINDEX, "scripts");
     lua_pushvalue(L, LUA_GLOBALSINDEX);
     lua_setfield(L, LUA_REGISTRYINDEX, "G");
+    lua_pushcfunction(L, l_rawset);
+    lua_setfield(L, LUA_GLOBALSINDEX, "rawset");
     lua_pushvalue(L, LUA_GLOBALSINDEX);
     make_readonly(L, g_index);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_GLOBALSINDEX, "_G"); /* _G is the read-only view, never the real table */
     lua_setfield(L, LUA_REGISTRYINDEX, "ENV");
     return L;
 }

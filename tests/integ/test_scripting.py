@@ -141,11 +141,18 @@ def test_sandbox(server):
                               "'dofile' script: "),
             ("return require", "ERR user_script:1: Script attempted to access nonexistent global variable "
                                "'require' script: "),
+            ("return getfenv", "ERR user_script:1: Script attempted to access nonexistent global variable "
+                               "'getfenv' script: "),
+            ("_G.x = 1", "ERR user_script:1: Attempt to modify a readonly table script: "),
+            ("rawset(_G, 'x', 1)", "ERR Attempt to modify a readonly table script: "),
+            ("rawset(redis, 'call', 1)", "ERR Attempt to modify a readonly table script: "),
         ]:
             got = c.cmd("EVAL", body, "0")
             assert isinstance(got, str) and got.startswith(want), (body, got)
         # locals are fine, and nothing leaks between scripts
-        assert c.cmd("EVAL", "local t = {} t.x = 1 return t.x", "0") == 1
+        assert c.cmd("EVAL", "local t = {} t.x = 1 rawset(t, 'y', 2) return t.x + t.y", "0") == 3
+        assert c.cmd("EVAL", "return type(_G.string)", "0") == b"table"
+        assert c.cmd("EVAL", "return cjson.decode(cjson.encode({a={1, 2}}))['a'][2]", "0") == 2
 
 
 def test_commands_refused_in_scripts(r):
@@ -322,11 +329,12 @@ def test_script_kill_busy_script(start_server):
 
 def test_script_that_wrote_is_unkillable(start_server):
     srv = start_server()
-    a, b = srv.client(), srv.client()
+    a, b = srv.client(socket_timeout=120), srv.client()
     b.ping()
     b.config_set("busy-reply-threshold", 100)
-    # writes, then runs for a while (bounded), then ends by itself
-    body = "redis.call('set', KEYS[1], 'v') local i = 0 while i < tonumber(ARGV[1]) do i = i + 1 end return i"
+    # writes, then runs for a while (bounded: 1-3 s), then ends by itself
+    body = ("redis.call('set', KEYS[1], 'v') local n = tonumber(ARGV[1]) local i = 0 "
+            "while i < n do i = i + 1 end return i")
     t, out = _run_in_thread(lambda: a.eval(body, 1, "w", 60000000))
 
     def unkillable():
@@ -339,8 +347,8 @@ def test_script_that_wrote_is_unkillable(start_server):
             return str(e)
     msg = poll_until(unkillable, timeout=10, what="UNKILLABLE")
     assert msg.startswith("UNKILLABLE Sorry the script already executed write commands against the dataset.")
-    t.join(60)
-    assert not t.is_alive() and out.get("ok") == 60000000
+    t.join(120)
+    assert not t.is_alive() and out.get("ok") == 60000000, out
     assert b.get("w") == "v"
 
 
