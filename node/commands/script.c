@@ -25,6 +25,7 @@ int luaopen_cjson(lua_State *L); /* Debian's lua-cjson (lua-cjson.h declares onl
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SCRIPT_REDIS_VERSION "7.4.0" /* as INFO's redis_version (cmd_server.c) */
 #define SCRIPT_REDIS_VERSION_NUM 0x070400
@@ -37,12 +38,13 @@ struct script_shard {
     /* the running script */
     struct conn *caller;
     char sha[41];
-    int resp;   /* redis.setresp() */
-    bool ro;    /* EVAL_RO: writes refused */
-    bool wrote; /* a write ran: SCRIPT KILL may not stop it */
-    bool busy;  /* past busy-reply-threshold */
-    bool kill;  /* SCRIPT KILL asked */
-    int slot;   /* the declared keys' slot, -1 none (multi-shard and cluster nodes) */
+    int resp;      /* redis.setresp() */
+    bool ro;       /* EVAL_RO: writes refused */
+    bool wrote;    /* a write ran: SCRIPT KILL may not stop it */
+    bool busy;     /* past busy-reply-threshold */
+    bool kill;     /* SCRIPT KILL asked */
+    bool shutdown; /* SHUTDOWN NOSAVE asked */
+    int slot;      /* the declared keys' slot, -1 none (multi-shard and cluster nodes) */
     int64_t start_ms;
 };
 
@@ -1024,7 +1026,13 @@ hook(lua_State *L, lua_Debug *ar)
     if (ss->busy && poll_fn) {
         poll_fn(ss->caller->shard, ss->caller);
     }
-    if (ss->kill) {
+    if (ss->shutdown && ss->wrote) {
+        /* as Redis: no save, so the script's open record is never written */
+        log_warn("[shard %u] SHUTDOWN NOSAVE while a script that wrote runs: exiting now",
+                 ss->caller->env->id);
+        _exit(0);
+    }
+    if (ss->kill || ss->shutdown) {
         raise_err_from(L, "ERR Script killed by user with SCRIPT KILL...", 0);
     }
 }
@@ -1135,7 +1143,7 @@ run(struct conn *c, struct script_shard *ss, const char *sha, struct rv_str *key
     ss->caller = c;
     ss->resp = 2;
     ss->ro = ro;
-    ss->wrote = ss->busy = ss->kill = false;
+    ss->wrote = ss->busy = ss->kill = ss->shutdown = false;
     ss->slot = -1;
     ss->start_ms = mono_ms();
     if (nkeys > 0 && (shard_multi(c->shard) || c->env->topo != NULL)) {
@@ -1294,6 +1302,22 @@ script_kill(struct conn *c)
         ss->kill = true;
         reply_ok(c);
     }
+}
+
+bool
+script_busy_allows(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
+{
+    struct script_shard *ss = c->env->scripts;
+    if (ss == NULL || strcmp(cmd->name, "shutdown") != 0) {
+        return false;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (cmd_arg_is(argv[i], "nosave")) {
+            ss->shutdown = true;
+            return true;
+        }
+    }
+    return false;
 }
 
 bool

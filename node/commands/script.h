@@ -16,6 +16,7 @@
 struct conn;
 struct shard;
 struct buf;
+struct cmd_spec;
 
 /* EVAL / EVALSHA (sha true) with argv as the client sent it; ro: EVAL_RO. */
 void script_eval(struct conn *c, int argc, struct rv_str *argv, bool sha, bool ro);
@@ -30,6 +31,10 @@ void script_kill(struct conn *c);
 /* Whether a script is running on c's shard past busy-reply-threshold (the
  * dispatcher then answers -BUSY to everything but the few allowed commands). */
 bool script_busy(const struct shard *s);
+/* While busy: whether cmd may run anyway. SHUTDOWN NOSAVE may (as Redis): it
+ * stops the script (a script that wrote: the process exits at once, its
+ * writes never logged). */
+bool script_busy_allows(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
 /* INFO memory lines (used_memory_vm_eval, ...) for this shard. */
 void script_info_memory(struct shard *s, struct buf *b);
 /* Free the shard's state (shard exit). */

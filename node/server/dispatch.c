@@ -354,7 +354,7 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
     }
     /* A script past busy-reply-threshold: only SCRIPT KILL and the like (its hook reads us). */
     if (rv_unlikely(shard_env(s)->scripts != NULL) && script_busy(s) &&
-        !(cmd->flags & CMD_ALLOW_BUSY)) {
+        !(cmd->flags & CMD_ALLOW_BUSY) && !script_busy_allows(c, cmd, argc, argv)) {
         reply_errf(c, "BUSY Redis is busy running a script. You can only call SCRIPT KILL or "
                       "SHUTDOWN NOSAVE.");
         cmd_reject(c, st);

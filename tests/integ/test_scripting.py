@@ -352,6 +352,30 @@ def test_script_that_wrote_is_unkillable(start_server):
     assert b.get("w") == "v"
 
 
+@pytest.mark.parametrize("wrote", [False, True])
+def test_shutdown_nosave_stops_a_busy_script(start_server, wrote):
+    srv = start_server()
+    a, b = srv.client(), srv.client()
+    b.ping()
+    b.config_set("busy-reply-threshold", 100)
+    body = ("redis.call('set', KEYS[1], 'v') " if wrote else "") + "local i = 0 while true do i = i + 1 end"
+    t, out = _run_in_thread(lambda: a.eval(body, 1, "w"))
+
+    def busy():
+        try:
+            b.ping()
+            return False
+        except redis.exceptions.ResponseError as e:
+            return str(e).startswith("BUSY ")
+    poll_until(busy, timeout=10, what="BUSY")
+    assert resp_error(b.execute_command, "SHUTDOWN").startswith("BUSY ")     # only with NOSAVE
+    with pytest.raises(redis.exceptions.ConnectionError):
+        b.execute_command("SHUTDOWN", "NOSAVE")
+    assert srv.proc.wait(timeout=20) is not None
+    t.join(10)
+    assert not t.is_alive() and "err" in out
+
+
 # --------------------------------------------------------------------------------------------- the log (ruvio only)
 
 EFFECTS = """
@@ -391,6 +415,32 @@ def test_script_effects_survive_restart_as_one_record(start_server, tmp_path):
     info = c2.info("persistence")
     assert info["loading_replay_errors"] == 0
     assert info["loading_wal_records"] == 4      # SADD, then one record per script
+
+
+@pytest.mark.ruvio_only
+def test_shutdown_nosave_drops_a_busy_scripts_writes(start_server, tmp_path):
+    """The script's writes were never logged: after a restart none of them is there."""
+    args = ("--dir", str(tmp_path), "--durability", "always")
+    srv = start_server(*args)
+    a, b = srv.client(), srv.client()
+    b.set("before", "1")
+    b.config_set("busy-reply-threshold", 100)
+    body = "redis.call('set', KEYS[1], 'v') redis.call('incr', 'before') while true do end"
+    t, out = _run_in_thread(lambda: a.eval(body, 1, "w"))
+
+    def busy():
+        try:
+            b.ping()
+            return False
+        except redis.exceptions.ResponseError as e:
+            return str(e).startswith("BUSY ")
+    poll_until(busy, timeout=10, what="BUSY")
+    with pytest.raises(redis.exceptions.ConnectionError):
+        b.execute_command("SHUTDOWN", "NOSAVE")
+    assert srv.proc.wait(timeout=20) is not None
+    t.join(10)
+    c = start_server(*args).client()
+    assert c.get("before") == "1" and c.exists("w") == 0
 
 
 @pytest.mark.ruvio_only
