@@ -7,6 +7,7 @@
 #include "cluster/slot.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
+#include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
 #include "node/features/acl.h"
@@ -31,6 +32,16 @@ int luaopen_cjson(lua_State *L); /* Debian's lua-cjson (lua-cjson.h declares onl
 #define SCRIPT_REDIS_VERSION_NUM 0x070400
 #define HOOK_EVERY 100000 /* VM instructions between time checks */
 
+/* Shebang flags ("#!lua flags=a,b"), kept with the script as x_<sha>. */
+enum {
+    SF_SHEBANG = 1u << 0,
+    SF_NO_WRITES = 1u << 1,
+    SF_ALLOW_OOM = 1u << 2,
+    SF_ALLOW_STALE = 1u << 3,
+    SF_NO_CLUSTER = 1u << 4,
+    SF_CROSS_SLOT = 1u << 5,
+};
+
 struct script_shard {
     lua_State *L;
     int64_t count;     /* cached scripts */
@@ -44,6 +55,7 @@ struct script_shard {
     bool busy;     /* past busy-reply-threshold */
     bool kill;     /* SCRIPT KILL asked */
     bool shutdown; /* SHUTDOWN NOSAVE asked */
+    int flags;     /* its shebang flags (SF_*) */
     int slot;      /* the declared keys' slot, -1 none (multi-shard and cluster nodes) */
     int64_t start_ms;
 };
@@ -666,7 +678,7 @@ keys_refused(struct conn *c, struct script_shard *ss, const struct cmd_spec *cmd
         int sl = (int)slot_of(argv[keys[i]].p, argv[keys[i]].len);
         if (ss->slot < 0) {
             ss->slot = sl;
-        } else if (sl != ss->slot) {
+        } else if (sl != ss->slot && !(ss->flags & SF_CROSS_SLOT)) {
             return "ERR Script attempted to access keys that do not hash to the same slot";
         }
         if (c->env->topo == NULL && !shard_owns_slot(c->shard, (unsigned)sl)) {
@@ -700,11 +712,22 @@ call_refused(struct conn *c, struct script_shard *ss, const struct cmd_spec *cmd
             return "ERR The user executing the script can't run this command or subcommand";
         }
     }
+    if (persist_hot(c->persist)->stale && !(cmd->flags & CMD_STALE)) {
+        return "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+    }
+    if (c->env->topo != NULL && (cmd->flags & CMD_WRITE) &&
+        (c->env->now_ms >=
+             atomic_load_explicit(&c->env->node->cluster_lease_ms, memory_order_relaxed) ||
+         c->env->topo_gen <
+             atomic_load_explicit(&c->env->node->cluster_lease_topo, memory_order_acquire))) {
+        return "CLUSTERDOWN The cluster is down"; /* (the dispatcher's write lease) */
+    }
     const char *kerr = keys_refused(c, ss, cmd, argc, argv);
     if (kerr) {
         return kerr;
     }
-    if ((cmd->flags & CMD_DENYOOM) && evict_hot(c->env->evict)->armed && !evict_admit(c->shard)) {
+    if ((cmd->flags & CMD_DENYOOM) && !(ss->flags & SF_ALLOW_OOM) &&
+        evict_hot(c->env->evict)->armed && !evict_admit(c->shard)) {
         return "OOM command not allowed when used memory > 'maxmemory'.";
     }
     return NULL;
@@ -1037,6 +1060,65 @@ hook(lua_State *L, lua_Debug *ar)
     }
 }
 
+/* The shebang line p[0..n) (after "#!"): its flags, or -1 with the error replied. */
+static int
+shebang_flags(struct conn *c, const char *p, size_t n)
+{
+    if (n < 3 || memcmp(p, "lua", 3) != 0 || (n > 3 && p[3] != ' ')) {
+        reply_errf(c, "ERR Unexpected engine in script shebang: #!%.*s", (int)(n > 200 ? 200 : n),
+                   p);
+        return -1;
+    }
+    static const struct {
+        const char *name;
+        int flag;
+    } names[] = { { "no-writes", SF_NO_WRITES },
+                  { "allow-oom", SF_ALLOW_OOM },
+                  { "allow-stale", SF_ALLOW_STALE },
+                  { "no-cluster", SF_NO_CLUSTER },
+                  { "allow-cross-slot-keys", SF_CROSS_SLOT } };
+    int flags = SF_SHEBANG;
+    size_t i = 3;
+    while (i < n) {
+        while (i < n && p[i] == ' ') {
+            i++;
+        }
+        size_t w = i;
+        while (w < n && p[w] != ' ') {
+            w++;
+        }
+        if (w == i) {
+            break;
+        }
+        if (w - i < 6 || memcmp(p + i, "flags=", 6) != 0) {
+            reply_errf(c, "ERR Unknown lua shebang option: %.*s", (int)(w - i > 200 ? 200 : w - i),
+                       p + i);
+            return -1;
+        }
+        for (size_t f = i + 6; f < w;) {
+            size_t e = f;
+            while (e < w && p[e] != ',') {
+                e++;
+            }
+            bool known = e == f;
+            for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !known; k++) {
+                if (strlen(names[k].name) == e - f && memcmp(names[k].name, p + f, e - f) == 0) {
+                    flags |= names[k].flag;
+                    known = true;
+                }
+            }
+            if (!known) {
+                reply_errf(c, "ERR Unexpected flag in script shebang: %.*s",
+                           (int)(e - f > 200 ? 200 : e - f), p + f);
+                return -1;
+            }
+            f = e + 1;
+        }
+        i = w;
+    }
+    return flags;
+}
+
 /* Compile body as f_<sha> into the cache. false with the error replied. */
 static bool
 compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, const char *sha)
@@ -1044,13 +1126,13 @@ compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, con
     lua_State *L = ss->L;
     const char *code = body;
     size_t len = n;
+    int flags = 0;
     if (n >= 2 && body[0] == '#' && body[1] == '!') {
-        /* a shebang: "#!lua [flags=...]" (flags are the next round's); the line
-         * is blanked, so line numbers stay the source's */
+        /* the shebang line is left out, its newline kept: line numbers stay the source's */
         const char *eol = memchr(body, '\n', n);
         size_t ll = eol ? (size_t)(eol - body) : n;
-        if (ll < 5 || memcmp(body + 2, "lua", 3) != 0 || (ll > 5 && body[5] != ' ')) {
-            reply_errf(c, "ERR Could not find engine '%.*s'", (int)(ll > 2 ? ll - 2 : 0), body + 2);
+        flags = shebang_flags(c, body + 2, ll - 2);
+        if (flags < 0) {
             return false;
         }
         code = body + ll;
@@ -1067,10 +1149,25 @@ compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, con
     lua_pushfstring(L, "f_%s", sha);
     lua_pushvalue(L, -3);
     lua_rawset(L, -3);
+    lua_pushfstring(L, "x_%s", sha);
+    lua_pushinteger(L, flags);
+    lua_rawset(L, -3);
     lua_pop(L, 2);
     ss->count++;
     ss->body_bytes += n;
     return true;
+}
+
+static int
+cached_flags(struct script_shard *ss, const char *sha)
+{
+    lua_State *L = ss->L;
+    lua_getfield(L, LUA_REGISTRYINDEX, "scripts");
+    lua_pushfstring(L, "x_%s", sha);
+    lua_rawget(L, -2);
+    int flags = (int)lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    return flags;
 }
 
 /* Push the cached f_<sha>, or nothing (false). */
@@ -1230,7 +1327,20 @@ script_eval(struct conn *c, int argc, struct rv_str *argv, bool by_sha, bool ro)
             cached(ss, sha);
         }
     }
-    run(c, ss, sha, argv + 3, (int)nk, argv + 3 + nk, argc - 3 - (int)nk, ro);
+    int flags = cached_flags(ss, sha);
+    if (ro && (flags & SF_SHEBANG) && !(flags & SF_NO_WRITES)) {
+        lua_pop(ss->L, 1);
+        reply_errf(c, "ERR Can not execute a script with write flag using *_ro command.");
+        return;
+    }
+    if ((flags & SF_NO_CLUSTER) && (shard_multi(c->shard) || c->env->topo != NULL)) {
+        lua_pop(ss->L, 1);
+        reply_errf(c, "ERR Can not run script on cluster, 'no-cluster' flag is set.");
+        return;
+    }
+    ss->flags = flags;
+    run(c, ss, sha, argv + 3, (int)nk, argv + 3 + nk, argc - 3 - (int)nk,
+        ro || (flags & SF_NO_WRITES));
 }
 
 void

@@ -170,6 +170,23 @@ def test_commands_refused_in_scripts(r):
     assert r.execute_command("EVALSHA_RO", sha, 1, "a") == "1"
 
 
+def test_shebang_flags(server):
+    with server.raw() as c:
+        got = c.cmd("EVAL", "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 'b')", "1", "a")
+        assert got.startswith("ERR Write commands are not allowed from read-only scripts. script: ")
+        c.cmd("SET", "a", "1")
+        assert c.cmd("EVAL", "#!lua flags=no-writes,allow-oom\nreturn redis.call('get', KEYS[1])", "1", "a") == b"1"
+        assert c.cmd("EVAL_RO", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "a") == b"1"
+        assert c.cmd("EVAL_RO", "#!lua\nreturn 1", "0") == "ERR Can not execute a script with write flag using *_ro command."
+        assert c.cmd("EVAL", "#!lua\nreturn redis.call('set', KEYS[1], 'c')", "1", "a") == "OK"
+        assert c.cmd("EVAL", "#!lua flags=bogus\nreturn 1", "0") == "ERR Unexpected flag in script shebang: bogus"
+        assert c.cmd("EVAL", "#!lua name=x\nreturn 1", "0") == "ERR Unknown lua shebang option: name=x"
+        assert c.cmd("EVAL", "#!luax\nreturn 1", "0") == "ERR Unexpected engine in script shebang: #!luax"
+        assert c.cmd("EVAL", "#!lua flags=\nreturn 2", "0") == 2
+        sha = c.cmd("SCRIPT", "LOAD", "#!lua\nerror('x')").decode()      # line numbers count the shebang
+        assert c.cmd("EVALSHA", sha, "0") == "ERR user_script:2: x script: %s, on @user_script:2." % sha
+
+
 # --------------------------------------------------------------------------------------------- SCRIPT
 
 def test_script_load_exists_flush(r):
