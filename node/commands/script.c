@@ -369,16 +369,38 @@ open_redis(lua_State *L)
     lua_setfield(L, LUA_GLOBALSINDEX, "redis");
 }
 
+/* The state's memory comes from the shard's allocator: charged to the shard
+ * like its keys, so it counts toward maxmemory (and INFO's used_memory). */
+static void *
+lua_alloc(void *ud, void *p, size_t osize, size_t nsize)
+{
+    (void)ud;
+    (void)osize;
+    if (nsize == 0) {
+        rv_free(p);
+        return NULL;
+    }
+    return rv_realloc(p, nsize);
+}
+
+static int
+lua_panic(lua_State *L)
+{
+    log_warn("Lua panic: %s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+    abort();
+}
+
 /* A fresh state: base (without loadfile/dofile), table, string, math and bit,
  * each library read-only, and globals that refuse writes. The JIT is off: its
  * compiled loops do not run the count hook, which SCRIPT KILL needs. */
 static lua_State *
 engine_new(void)
 {
-    lua_State *L = luaL_newstate();
+    lua_State *L = lua_newstate(lua_alloc, NULL);
     if (L == NULL) {
         return NULL;
     }
+    lua_atpanic(L, lua_panic);
     luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
     open_lib(L, luaopen_base, "");
     open_lib(L, luaopen_table, LUA_TABLIBNAME);

@@ -222,6 +222,21 @@ def test_info_memory_counts_scripts(r):
     assert after["used_memory_vm_eval"] > 0
 
 
+@pytest.mark.ruvio_only
+def test_script_memory_is_charged_to_the_shard(r):
+    """The Lua state allocates through the shard's allocator: used_memory (and maxmemory) sees it."""
+    r.script_flush()
+    before = r.info("memory")
+    for i in range(2000):
+        r.script_load("local t = {} for i = 1, 10 do t[i] = 'x%d' .. i end return #t" % i)
+    after = r.info("memory")
+    vm = after["used_memory_vm_eval"] - before["used_memory_vm_eval"]
+    assert vm > 1000000
+    assert after["shard_used_memory"] - before["shard_used_memory"] > vm // 2
+    r.script_flush()
+    assert r.info("memory")["used_memory_vm_eval"] < before["used_memory_vm_eval"] + vm // 2
+
+
 def test_config_busy_reply_threshold(r):
     old = r.config_get("busy-reply-threshold")["busy-reply-threshold"]
     try:
