@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "cluster/slot.h"
+#include "cluster/topo.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
 #include "node/core/node.h"
@@ -30,7 +31,8 @@ int luaopen_cjson(lua_State *L); /* Debian's lua-cjson (lua-cjson.h declares onl
 
 #define SCRIPT_REDIS_VERSION "7.4.0" /* as INFO's redis_version (cmd_server.c) */
 #define SCRIPT_REDIS_VERSION_NUM 0x070400
-#define HOOK_EVERY 100000 /* VM instructions between time checks */
+#define HOOK_EVERY 100000                 /* VM instructions between time checks */
+#define LUA_MAX_ALLOC ((size_t)512 << 20) /* one allocation of a script, at most */
 
 /* Shebang flags ("#!lua flags=a,b"), kept with the script as x_<sha>. */
 enum {
@@ -56,6 +58,7 @@ struct script_shard {
     bool kill;     /* SCRIPT KILL asked */
     bool shutdown; /* SHUTDOWN NOSAVE asked */
     int flags;     /* its shebang flags (SF_*) */
+    int gc_kb;     /* the heap after the last full collection */
     int slot;      /* the declared keys' slot, -1 none (multi-shard and cluster nodes) */
     int64_t start_ms;
 };
@@ -375,10 +378,12 @@ static void *
 lua_alloc(void *ud, void *p, size_t osize, size_t nsize)
 {
     (void)ud;
-    (void)osize;
     if (nsize == 0) {
         rv_free(p);
         return NULL;
+    }
+    if (nsize > osize && nsize > LUA_MAX_ALLOC) {
+        return NULL; /* the script gets "not enough memory" (rv_realloc would abort) */
     }
     return rv_realloc(p, nsize);
 }
@@ -685,6 +690,24 @@ script_refused(const struct cmd_spec *cmd)
            in_list(top->name, no);
 }
 
+/* Whether slot sl is served here: by this shard, or in cluster mode by this
+ * node (or, for a read on a READONLY connection, by its primary). */
+static bool
+key_local(struct conn *c, const struct cmd_spec *cmd, int sl)
+{
+    const struct topo *t = c->env->topo;
+    int me = c->env->topo_me;
+    if (t == NULL) {
+        return shard_owns_slot(c->shard, (unsigned)sl);
+    }
+    const struct topo_node *owner = topo_slot_node(t, (unsigned)sl);
+    if (me < 0 || owner == NULL) {
+        return false;
+    }
+    return owner == &t->nodes[me] || ((c->flags & CONN_READONLY) && !(cmd->flags & CMD_WRITE) &&
+                                      t->nodes[me].primary == owner - t->nodes);
+}
+
 /* Multi-shard and cluster nodes: every key must hash to the shard's (and
  * the declared keys') slot. NULL when fine, else the error. */
 static const char *
@@ -703,7 +726,7 @@ keys_refused(struct conn *c, struct script_shard *ss, const struct cmd_spec *cmd
         } else if (sl != ss->slot && !(ss->flags & SF_CROSS_SLOT)) {
             return "ERR Script attempted to access keys that do not hash to the same slot";
         }
-        if (c->env->topo == NULL && !shard_owns_slot(c->shard, (unsigned)sl)) {
+        if (!key_local(c, cmd, sl)) {
             return "ERR Script attempted to access a non local key in a cluster node";
         }
     }
@@ -1290,7 +1313,15 @@ run(struct conn *c, struct script_shard *ss, const char *sha, struct rv_str *key
         write_value(c, L, 0);
     }
     lua_settop(L, base - 1);
-    lua_gc(L, LUA_GCSTEP, 1);
+    /* A step per script; a full collection when the heap doubled since the
+     * last one (a script's garbage is charged to the shard until collected). */
+    int kb = lua_gc(L, LUA_GCCOUNT, 0);
+    if (kb > 2 * ss->gc_kb + 1024) {
+        lua_gc(L, LUA_GCCOLLECT, 0);
+        ss->gc_kb = lua_gc(L, LUA_GCCOUNT, 0);
+    } else {
+        lua_gc(L, LUA_GCSTEP, 1);
+    }
 }
 
 static bool
@@ -1417,6 +1448,7 @@ script_flush(struct conn *c)
     lua_close(ss->L);
     ss->L = L;
     ss->count = 0;
+    ss->gc_kb = 0;
     ss->body_bytes = 0;
 }
 
