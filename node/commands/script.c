@@ -672,22 +672,44 @@ in_list(const char *name, const char *const *list)
     return false;
 }
 
-/* Commands a script may not run beyond those flagged noscript in the table. */
+/* Commands a script may not run: Redis 7.0's noscript list (its COMMAND
+ * flags), the rows flagged noscript here, and CLUSTER but for its reads
+ * (a topology change would wait for its commit in the middle of a script). */
 static bool
 script_refused(const struct cmd_spec *cmd)
 {
     static const char *const no[] = {
-        "eval",       "evalsha",     "eval_ro",      "evalsha_ro",   "script",    "multi",
-        "exec",       "discard",     "watch",        "unwatch",      "subscribe", "psubscribe",
-        "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "monitor",   "sync",
-        "psync",      "replicaof",   "slaveof",      "hello",        "auth",      "reset",
-        "wait",       "waitaof",     "shutdown",     "quit",         "failover",  "client",
-        "cluster",    "readonly",    "readwrite",    "select",       "swapdb",    "debug",
+        "acl",          "auth",       "bgrewriteaof", "bgsave",    "blmove",     "blpop",
+        "brpop",        "brpoplpush", "bzpopmax",     "bzpopmin",  "client",     "config",
+        "debug",        "discard",    "eval",         "eval_ro",   "evalsha",    "evalsha_ro",
+        "exec",         "failover",   "fcall",        "fcall_ro",  "function",   "hello",
+        "latency",      "module",     "monitor",      "multi",     "psubscribe", "psync",
+        "punsubscribe", "quit",       "replconf",     "replicaof", "reset",      "role",
+        "save",         "script",     "shutdown",     "slaveof",   "ssubscribe", "subscribe",
+        "sunsubscribe", "sync",       "unsubscribe",  "unwatch",   "wait",       "waitaof",
+        "watch",        "rvsync",     NULL,
+    };
+    static const char *const cluster_reads[] = {
+        "info",
+        "nodes",
+        "slots",
+        "shards",
+        "myid",
+        "myshardid",
+        "keyslot",
+        "countkeysinslot",
+        "getkeysinslot",
+        "links",
+        "replicas",
+        "slaves",
+        "count-failure-reports",
         NULL,
     };
     const struct cmd_spec *top = cmd->parent ? cmd->parent : cmd;
-    return (cmd->flags & (CMD_NOSCRIPT | CMD_BLOCKING)) || (top->flags & CMD_NOSCRIPT) ||
-           in_list(top->name, no);
+    if (strcmp(top->name, "cluster") == 0) {
+        return cmd == top || !in_list(cmd->name, cluster_reads);
+    }
+    return (cmd->flags & CMD_NOSCRIPT) || (top->flags & CMD_NOSCRIPT) || in_list(top->name, no);
 }
 
 /* Whether slot sl is served here: by this shard, or in cluster mode by this

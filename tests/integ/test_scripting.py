@@ -157,9 +157,14 @@ def test_sandbox(server):
 
 def test_commands_refused_in_scripts(r):
     for body in ["return redis.call('multi')", "return redis.call('blpop', 'l', 0)",
-                 "return redis.call('eval', 'return 1', 0)", "return redis.call('subscribe', 'ch')"]:
+                 "return redis.call('eval', 'return 1', 0)", "return redis.call('subscribe', 'ch')",
+                 "return redis.call('config', 'set', 'maxmemory', '1')", "return redis.call('watch', 'k')"]:
         msg = resp_error(r.eval, body, 0)
         assert msg.startswith("This Redis command is not allowed from script script: "), (body, msg)
+    # BLMPOP is allowed (Redis 7.0) and never blocks in a script
+    assert r.eval("return redis.call('blmpop', 0, 1, KEYS[1], 'LEFT')", 1, "bl") is None
+    r.rpush("bl", "a")
+    assert r.eval("return redis.call('blmpop', 0, 1, KEYS[1], 'LEFT')", 1, "bl") == ["bl", ["a"]]
     msg = resp_error(r.eval_ro if hasattr(r, "eval_ro") else
                      (lambda *a: r.execute_command("EVAL_RO", *a)), "return redis.call('set', KEYS[1], 'b')", 1, "a")
     assert msg.startswith("Write commands are not allowed from read-only scripts. script: ")
