@@ -806,10 +806,12 @@ static bool
 call_run(lua_State *L, struct conn *c, struct script_shard *ss, int argc, struct rv_str *argv)
 {
     const struct cmd_spec *cmd = cmd_lookup(argv[0].p, argv[0].len);
-    if (cmd && cmd->subs && argc >= 2) {
+    if (cmd && cmd->subs && argc < 2) {
+        push_error_table(L, "ERR Wrong number of args calling Redis command from script");
+        return true;
+    }
+    if (cmd && cmd->subs) {
         cmd = cmd_lookup_sub(cmd, argv[1].p, argv[1].len);
-    } else if (cmd && cmd->subs) {
-        cmd = NULL;
     }
     if (cmd == NULL) {
         push_error_table(L, "ERR Unknown Redis command called from script");
