@@ -51,15 +51,17 @@ struct script_shard {
     /* the running script */
     struct conn *caller;
     char sha[41];
-    int resp;      /* redis.setresp() */
-    bool ro;       /* EVAL_RO: writes refused */
-    bool wrote;    /* a write ran: SCRIPT KILL may not stop it */
-    bool busy;     /* past busy-reply-threshold */
-    bool kill;     /* SCRIPT KILL asked */
-    bool shutdown; /* SHUTDOWN NOSAVE asked */
-    int flags;     /* its shebang flags (SF_*) */
-    int gc_kb;     /* the heap after the last full collection */
-    int slot;      /* the declared keys' slot, -1 none (multi-shard and cluster nodes) */
+    int resp;          /* redis.setresp() */
+    bool ro;           /* EVAL_RO: writes refused */
+    bool wrote;        /* a write ran: SCRIPT KILL may not stop it */
+    bool busy;         /* past busy-reply-threshold */
+    bool kill;         /* SCRIPT KILL asked */
+    bool shutdown;     /* SHUTDOWN NOSAVE asked */
+    int flags;         /* its shebang flags (SF_*) */
+    int gc_kb;         /* the heap after the last full collection */
+    uint64_t runs;     /* scripts run */
+    uint8_t *verdicts; /* by command id: 0 not known yet, 1 may run in scripts, 2 refused */
+    int slot;          /* the declared keys' slot, -1 none (multi-shard and cluster nodes) */
     int64_t start_ms;
 };
 
@@ -473,6 +475,7 @@ script_shard_free(struct shard *s)
     struct script_shard *ss = shard_env(s)->scripts;
     if (ss) {
         lua_close(ss->L);
+        rv_free(ss->verdicts);
         rv_free(ss);
         shard_env(s)->scripts = NULL;
     }
@@ -675,8 +678,28 @@ in_list(const char *name, const char *const *list)
 /* Commands a script may not run: Redis 7.0's noscript list (its COMMAND
  * flags), the rows flagged noscript here, and CLUSTER but for its reads
  * (a topology change would wait for its commit in the middle of a script). */
+static bool script_refused_slow(const struct cmd_spec *cmd);
+
+/* script_refused_slow, remembered by command id in ss->verdicts. */
 static bool
-script_refused(const struct cmd_spec *cmd)
+script_refused(struct script_shard *ss, const struct cmd_spec *cmd)
+{
+    uint8_t *verdicts = ss->verdicts;
+    if (verdicts == NULL) {
+        verdicts = ss->verdicts = rv_calloc(cmd_id_count(), 1);
+    }
+    if (cmd->id < cmd_id_count() && verdicts[cmd->id] != 0) {
+        return verdicts[cmd->id] == 2;
+    }
+    bool no = script_refused_slow(cmd);
+    if (cmd->id < cmd_id_count()) {
+        verdicts[cmd->id] = no ? 2 : 1;
+    }
+    return no;
+}
+
+static bool
+script_refused_slow(const struct cmd_spec *cmd)
 {
     static const char *const no[] = {
         "acl",          "auth",       "bgrewriteaof", "bgsave",    "blmove",     "blpop",
@@ -763,7 +786,7 @@ call_refused(struct conn *c, struct script_shard *ss, const struct cmd_spec *cmd
     if ((cmd->arity > 0 && argc != cmd->arity) || argc < -cmd->arity) {
         return "ERR Wrong number of args calling Redis command from script";
     }
-    if (script_refused(cmd)) {
+    if (script_refused(ss, cmd)) {
         return "ERR This Redis command is not allowed from script";
     }
     if ((cmd->flags & CMD_WRITE) && ss->ro) {
@@ -1337,13 +1360,13 @@ run(struct conn *c, struct script_shard *ss, const char *sha, struct rv_str *key
         write_value(c, L, 0);
     }
     lua_settop(L, base - 1);
-    /* A step per script; a full collection when the heap doubled since the
+    /* A step every 50 scripts; a full collection when the heap doubled since the
      * last one (a script's garbage is charged to the shard until collected). */
     int kb = lua_gc(L, LUA_GCCOUNT, 0);
     if (kb > 2 * ss->gc_kb + 1024) {
         lua_gc(L, LUA_GCCOLLECT, 0);
         ss->gc_kb = lua_gc(L, LUA_GCCOUNT, 0);
-    } else {
+    } else if (++ss->runs % 50 == 0) { /* (as Redis: a step every 50 scripts) */
         lua_gc(L, LUA_GCSTEP, 1);
     }
 }
