@@ -14,6 +14,7 @@
 #include "node/features/acl.h"
 #include "node/features/evict.h"
 #include "node/persist/persist.h"
+#include "replication/repl.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -1438,9 +1439,17 @@ script_eval(struct conn *c, int argc, struct rv_str *argv, bool by_sha, bool ro)
         reply_errf(c, "ERR Can not run script on cluster, 'no-cluster' flag is set.");
         return;
     }
+    ro = ro || (flags & SF_NO_WRITES);
+    /* During a FAILOVER a script that may write waits like a write (its writes,
+     * inside the script, could not pause): parsed again once it is over. */
+    struct repl *r = persist_repl(c->shard);
+    if (!ro && !(c->flags & CONN_IN_EXEC) && persist_hot(c->persist)->guard && r != NULL &&
+        repl_failover_active(r) && !repl_is_replica(r) && persist_refuse_write(c)) {
+        lua_pop(ss->L, 1);
+        return;
+    }
     ss->flags = flags;
-    run(c, ss, sha, argv + 3, (int)nk, argv + 3 + nk, argc - 3 - (int)nk,
-        ro || (flags & SF_NO_WRITES));
+    run(c, ss, sha, argv + 3, (int)nk, argv + 3 + nk, argc - 3 - (int)nk, ro);
 }
 
 void
