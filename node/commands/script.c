@@ -1341,7 +1341,7 @@ run(struct conn *c, struct script_shard *ss, const char *sha, struct rv_str *key
     }
     uint32_t saved = c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT);
     bool in_exec = (c->flags & CONN_IN_EXEC) != 0; /* EVAL inside MULTI: EXEC's record */
-    c->flags = (c->flags & ~saved) | CONN_IN_EXEC;
+    c->flags = (c->flags & ~saved) | CONN_IN_EXEC | CONN_IN_SCRIPT;
     const struct cmd_spec *last = c->last_cmd;
     cur = ss;
     lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_EVERY);
@@ -1350,7 +1350,7 @@ run(struct conn *c, struct script_shard *ss, const char *sha, struct rv_str *key
     cur = NULL;
     ss->caller = NULL;
     c->last_cmd = last;
-    c->flags |= saved;
+    c->flags = (c->flags & ~CONN_IN_SCRIPT) | saved;
     if (!in_exec) {
         c->flags &= ~CONN_IN_EXEC;
         persist_exec_end(c); /* the script's writes: one record */

@@ -40,6 +40,7 @@ enum conn_flag {
     CONN_EXEC_ABORT = 1u << 17,  /* EXEC's guard: an error reply is EXECABORT's reason */
     CONN_TOPO_WAIT = 1u << 18,   /* waits for a topology change to commit (features/topology) */
     CONN_READONLY = 1u << 19,    /* READONLY: a cluster replica serves its primary's slots' reads */
+    CONN_IN_SCRIPT = 1u << 20,   /* running a Lua script (with CONN_IN_EXEC: one record) */
     /* a command that reads or writes keys ran since the output was last
      * noted: synchronous replication holds that output (persist.c) */
     CONN_DATA = 1u << 30,
