@@ -514,3 +514,41 @@ def test_multi_shard_keys_must_hash_to_the_shard(start_server):
     assert msg.startswith("Script attempted to access a non local key in a cluster node script: ")
     assert srv.client(port=port_a).eval("return redis.call('set', '{a}1', 'y')", 0) == "OK"
     del c
+
+
+# --------------------------------------------------------------------------------------------- the dispatcher's path
+
+def test_acl_applies_inside_scripts(server, r):
+    r.acl_setuser("scriptuser", enabled=True, nopass=True, commands=["+@all", "-set"], keys=["*"])
+    try:
+        r.acl_log_reset()
+        u = server.client(username="scriptuser", password="x")
+        assert u.eval("return redis.pcall('set', KEYS[1], 'b')['err']", 1, "a") == \
+            "ERR The user executing the script can't run this command or subcommand"
+        msg = resp_error(u.eval, "local x = redis.call('set', KEYS[1], 'b')", 1, "a")
+        assert msg.startswith("The user executing the script can't run this command or subcommand script: ")
+        assert u.eval("return redis.call('get', KEYS[1])", 1, "a") is None
+        entry = r.acl_log(count=1)[0]
+        assert entry["context"] == "lua" and entry["object"] == "set" and entry["username"] == "scriptuser"
+        u.close()
+    finally:
+        r.acl_deluser("scriptuser")
+
+
+def test_script_writes_invalidate_watch_and_wake_blocked_clients(server, r):
+    w = server.client()
+    with w.pipeline(transaction=True) as p:
+        p.watch("wk")
+        p.multi()
+        p.set("wk", "from-exec")
+        r.eval("return redis.call('set', KEYS[1], 'from-script')", 1, "wk")
+        with pytest.raises(redis.exceptions.WatchError):
+            p.execute()
+    assert r.get("wk") == "from-script"
+    t, out = _run_in_thread(lambda: w.blpop("bq", timeout=10))
+    poll_until(lambda: r.info("clients")["blocked_clients"] >= 1, timeout=10, what="a blocked client")
+    r.eval("redis.call('rpush', KEYS[1], 'x'); redis.call('rpush', KEYS[1], 'y')", 1, "bq")
+    t.join(10)
+    assert out.get("ok") == ("bq", "x") or out.get("ok") == ["bq", "x"]
+    assert r.lrange("bq", 0, -1) == ["y"]
+    w.close()
