@@ -355,10 +355,13 @@ def test_script_kill_busy_script(start_server):
             return str(e).startswith("BUSY Redis is busy running a script. You can only call SCRIPT KILL or "
                                      "SHUTDOWN NOSAVE.")
     poll_until(busy, timeout=10, what="BUSY from a second client")
+    late = srv.client()                        # a connection made while the script runs is served too
+    assert resp_error(late.ping).startswith("BUSY ")
     assert b.script_kill() is True
     t.join(10)
     assert not t.is_alive()
     assert "err" in out and str(out["err"]).startswith("Script killed by user with SCRIPT KILL...")
+    assert late.ping() is True
     assert b.ping() is True
     assert a.ping() is True
     assert resp_error(b.script_kill) == "NOTBUSY No scripts in execution right now."
