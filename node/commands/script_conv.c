@@ -55,6 +55,51 @@ set_field_str(lua_State *L, const char *k, const char *s, size_t n)
     lua_setfield(L, -2, k);
 }
 
+/* An array, push, set, map or attribute (whose reply follows it). */
+static void
+push_aggregate(lua_State *L, char t, const char **p, const char *end, int depth)
+{
+    int64_t cnt = read_len(p, end);
+    if (cnt < 0) {
+        lua_pushboolean(L, 0);
+        return;
+    }
+    if (t == '|') { /* attributes: skipped, the reply follows */
+        for (int64_t i = 0; i < 2 * cnt && *p < end; i++) {
+            script_conv_push(L, p, end, depth + 1);
+            lua_pop(L, 1);
+        }
+        script_conv_push(L, p, end, depth + 1);
+        return;
+    }
+    if (t == '%' || t == '~') {
+        lua_createtable(L, 0, 1);
+    }
+    lua_createtable(L, t == '%' || t == '~' ? 0 : (int)(cnt < 1024 ? cnt : 1024), 0);
+    for (int64_t i = 0; i < cnt && *p < end; i++) {
+        if (t == '%' || t == '~') {
+            script_conv_push(L, p, end, depth + 1);
+            if (t == '%') {
+                script_conv_push(L, p, end, depth + 1);
+            } else {
+                lua_pushboolean(L, 1);
+            }
+            if (lua_isnil(L, -2) ||
+                (lua_type(L, -2) == LUA_TNUMBER && lua_tonumber(L, -2) != lua_tonumber(L, -2))) {
+                lua_pop(L, 2); /* (a nil or NaN key cannot index a table) */
+            } else {
+                lua_rawset(L, -3);
+            }
+        } else {
+            script_conv_push(L, p, end, depth + 1);
+            lua_rawseti(L, -2, (int)(i + 1));
+        }
+    }
+    if (t == '%' || t == '~') {
+        lua_setfield(L, -2, t == '%' ? "map" : "set");
+    }
+}
+
 /* Push one reply (of our own writer: well formed) as Redis converts it. */
 void
 script_conv_push(lua_State *L, const char **p, const char *end, int depth)
@@ -135,48 +180,7 @@ script_conv_push(lua_State *L, const char **p, const char *end, int depth)
     case '>':
     case '~':
     case '%':
-    case '|': {
-        int64_t cnt = read_len(p, end);
-        if (cnt < 0) {
-            lua_pushboolean(L, 0);
-            return;
-        }
-        if (t == '|') { /* attributes: skipped, the reply follows */
-            for (int64_t i = 0; i < 2 * cnt && *p < end; i++) {
-                script_conv_push(L, p, end, depth + 1);
-                lua_pop(L, 1);
-            }
-            script_conv_push(L, p, end, depth + 1);
-            return;
-        }
-        if (t == '%' || t == '~') {
-            lua_createtable(L, 0, 1);
-        }
-        lua_createtable(L, t == '%' || t == '~' ? 0 : (int)(cnt < 1024 ? cnt : 1024), 0);
-        for (int64_t i = 0; i < cnt && *p < end; i++) {
-            if (t == '%' || t == '~') {
-                script_conv_push(L, p, end, depth + 1);
-                if (t == '%') {
-                    script_conv_push(L, p, end, depth + 1);
-                } else {
-                    lua_pushboolean(L, 1);
-                }
-                if (lua_isnil(L, -2) || (lua_type(L, -2) == LUA_TNUMBER &&
-                                         lua_tonumber(L, -2) != lua_tonumber(L, -2))) {
-                    lua_pop(L, 2); /* (a nil or NaN key cannot index a table) */
-                } else {
-                    lua_rawset(L, -3);
-                }
-            } else {
-                script_conv_push(L, p, end, depth + 1);
-                lua_rawseti(L, -2, (int)(i + 1));
-            }
-        }
-        if (t == '%' || t == '~') {
-            lua_setfield(L, -2, t == '%' ? "map" : "set");
-        }
-        return;
-    }
+    case '|': push_aggregate(L, t, p, end, depth); return;
     default:
         lua_pushboolean(L, 0);
         *p = end;
@@ -338,4 +342,3 @@ script_conv_write(struct conn *c, lua_State *L, int depth)
     }
     lua_pop(L, 1);
 }
-
