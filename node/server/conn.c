@@ -303,26 +303,28 @@ conn_busy_poll(struct shard *s, struct conn *running)
             pc[n++] = c;
         }
     }
-    if (n == 0 || poll(pfd, n, 0) <= 0) {
+    if (n == 0) {
         return;
     }
+    int ready = poll(pfd, n, 0);
     uint64_t mark = cmd_batch_mark;
     cmd_batch_mark = 0;
     for (nfds_t i = 0; i < n; i++) {
         struct conn *c = pc[i];
-        if (!(pfd[i].revents & POLLIN) || conn_fill(c) != RV_OK) {
-            continue;
+        if (ready > 0 && (pfd[i].revents & POLLIN) && conn_fill(c) == RV_OK) {
+            conn_process_batch(c);
+            if (c->wbuf.len > c->wbuf.off) {
+                shard_want_write(s, c);
+            }
         }
-        conn_process_batch(c);
-        if (c->wbuf.len > c->wbuf.off) {
-            shard_want_write(s, c);
-            if (c->nmarks == 0 && !(c->flags & CONN_WRITE_WAIT)) {
-                ssize_t w = write(c->fd, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
-                if (w > 0) {
-                    c->wbuf.off += (size_t)w;
-                    c->out_done += (uint64_t)w;
-                    c->env->stats.net_output_bytes += (uint64_t)w;
-                }
+        /* (also the replies of the loop turn the script started in: their
+         * clients wait for them before sending anything else) */
+        if (c->wbuf.len > c->wbuf.off && c->nmarks == 0 && !(c->flags & CONN_WRITE_WAIT)) {
+            ssize_t w = write(c->fd, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
+            if (w > 0) {
+                c->wbuf.off += (size_t)w;
+                c->out_done += (uint64_t)w;
+                c->env->stats.net_output_bytes += (uint64_t)w;
             }
         }
     }

@@ -385,7 +385,11 @@ def test_script_that_wrote_is_unkillable(start_server):
             if str(e).startswith("NOTBUSY"):
                 return False
             return str(e)
-    msg = poll_until(unkillable, timeout=10, what="UNKILLABLE")
+    try:
+        msg = poll_until(unkillable, timeout=10, what="UNKILLABLE")
+    except AssertionError as e:
+        raise AssertionError("%s; the script's client: %r; config %r; log %s" % (
+            e, out, b.config_get("busy-reply-threshold"), srv.stderr()[-1500:] + srv.stdout()[-1500:]))
     assert msg.startswith("UNKILLABLE Sorry the script already executed write commands against the dataset.")
     t.join(120)
     assert not t.is_alive() and out.get("ok") == 60000000, out
