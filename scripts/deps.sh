@@ -6,7 +6,7 @@
 #          `npm ci` in tests/clients (ioredis and node-redis as pinned in its package-lock.json)
 set -euo pipefail
 want=(build-essential cmake pkg-config libevent-dev libjemalloc-dev libprotobuf-c-dev protobuf-c-compiler
-      libsystemd-dev libssl-dev libraft-dev libuv1-dev python3)   # python3: scripts/layers.py checks the layer order in the build
+      libsystemd-dev libssl-dev libraft-dev libuv1-dev libluajit-5.1-dev lua-cjson-dev python3)   # python3: scripts/layers.py checks the layer order in the build
 if [ "${1:-build}" = test ]; then
   want+=(libcriterion-dev python3 python3-redis python3-pytest python3-prometheus-client redis-tools redis-server
          clang libclang-rt-14-dev clang-format iproute2 procps util-linux redis-sentinel)

@@ -7,6 +7,7 @@
 #define LOG_MODULE "server"
 #include "base/log.h"
 #include "node/commands/cmds.h"
+#include "node/commands/script.h"
 #include "node/core/conn.h"
 #include "node/features/evict.h"
 #include "node/keyspace/ks.h"
@@ -82,6 +83,11 @@ static void
 info_memory(struct conn *c, struct buf *b)
 {
     evict_info_memory(c->shard, b); /* node/features/evict.c */
+    if (b->len >= 2 && memcmp(b->data + b->len - 2, "\r\n", 2) == 0) {
+        b->len -= 2; /* (the section's closing blank line: the script lines go before it) */
+    }
+    script_info_memory(c->shard, b); /* node/commands/script.c */
+    buf_append(b, "\r\n", 2);
 }
 
 static void

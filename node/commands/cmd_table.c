@@ -64,6 +64,15 @@ static struct cmd_spec config_subs[] = {
     END,
 };
 
+static struct cmd_spec script_subs[] = {
+    ROW("load", cmd_script_load, 3, CMD_NOSCRIPT | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "O(N) with N being the length in bytes of the script body.", "Loads a server-side Lua script to the script cache.", "script"),
+    ROW("exists", cmd_script_exists, -3, CMD_NOSCRIPT, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).", "Determines whether server-side Lua scripts exist in the script cache.", "sha1 [sha1 ...]"),
+    ROW("flush", cmd_script_flush, -2, CMD_NOSCRIPT, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "O(N) with N being the number of scripts in cache", "Removes all server-side Lua scripts from the script cache.", "[ASYNC | SYNC]"),
+    ROW("kill", cmd_script_kill, 2, CMD_NOSCRIPT | CMD_ALLOW_BUSY, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "O(1)", "Terminates a server-side Lua script during execution.", ""),
+    ROW("help", cmd_script_help, 2, LO | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
 static struct cmd_spec pubsub_subs[] = {
     ROW("channels", cmd_pubsub_channels, -2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.8.0", "O(N) where N is the number of active channels", "Returns the active channels.", "[pattern]"),
     ROW("numsub", cmd_pubsub_numsub, -2, CMD_PUBSUB | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.8.0", "O(N) for the NUMSUB subcommand, where N is the number of requested channels", "Returns a count of subscribers to channels.", "[channel [channel ...]]"),
@@ -215,6 +224,11 @@ struct cmd_spec cmd_table[] = {
     ROWK("bzmpop", cmd_bzmpop, -5, W | CMD_BLOCKING, 0, 0, 0, CAT_SORTEDSET | CAT_WRITE | CAT_SLOW | CAT_BLOCKING, "sorted-set", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "timeout numkeys key [key ...] MIN | MAX [COUNT count]", zset_bzmpop_keys),
 
     /* transactions */
+    ROWK("eval", cmd_eval, -3, CMD_NOSCRIPT | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "Depends on the script that is executed.", "Executes a server-side Lua script.", "script numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    ROWK("evalsha", cmd_evalsha, -3, CMD_NOSCRIPT | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "Depends on the script that is executed.", "Executes a server-side Lua script by SHA1 digest.", "sha1 numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    ROWK("eval_ro", cmd_eval_ro, -3, CMD_NOSCRIPT | ST | RO, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "Depends on the script that is executed.", "Executes a read-only server-side Lua script.", "script numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    ROWK("evalsha_ro", cmd_evalsha_ro, -3, CMD_NOSCRIPT | ST | RO, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "Depends on the script that is executed.", "Executes a read-only server-side Lua script by SHA1 digest.", "sha1 numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    SUBS("script", -2, 0, CAT_SLOW, "scripting", "2.6.0", "A container for Lua scripts management commands.", script_subs),
     ROW("multi", cmd_multi, 1, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CAT_TRANSACTION | CAT_FAST, "transactions", "1.2.0", "O(1)", "Starts a transaction.", ""),
     ROW("exec", cmd_exec, 1, LO | ST | CMD_NOQUEUE | CMD_SKIP_SLOWLOG, 0, 0, 0, CAT_TRANSACTION | CAT_SLOW, "transactions", "1.2.0", "Depends on commands in the transaction", "Executes all commands in a transaction.", ""),
     ROW("discard", cmd_discard, 1, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CAT_TRANSACTION | CAT_FAST, "transactions", "2.0.0", "O(N), when N is the number of queued commands", "Discards a transaction.", ""),

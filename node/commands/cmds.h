@@ -68,6 +68,12 @@ CMD_HANDLER(memory_malloc_stats);
 CMD_HANDLER(replicaof); CMD_HANDLER(role); CMD_HANDLER(wait); CMD_HANDLER(waitaof);
 CMD_HANDLER(replconf); CMD_HANDLER(rvsync); CMD_HANDLER(failover);
 
+/* cmd_script.c */
+CMD_HANDLER(eval); CMD_HANDLER(evalsha); CMD_HANDLER(eval_ro); CMD_HANDLER(evalsha_ro);
+CMD_HANDLER(script_load); CMD_HANDLER(script_exists); CMD_HANDLER(script_flush);
+CMD_HANDLER(script_kill); CMD_HANDLER(script_help);
+int script_eval_keys(int argc, struct rv_str *argv, int *out, int max);
+
 /* cmd_multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
 

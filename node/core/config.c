@@ -60,6 +60,7 @@ static const struct cfg_key cfg_keys[] = {
     { "tcp-keepalive", NULL, K_INT, F(net.tcp_keepalive), "300", 0, INT_MAX, true, NULL },
     { "tcp-backlog", NULL, K_INT, F(net.tcp_backlog), "511", 0, INT_MAX, false, NULL },
     { "hz", NULL, K_INT, F(node.hz), "10", 1, 500, true, NULL },
+    { "busy-reply-threshold", "lua-time-limit", K_INT, F(node.busy_reply_threshold), "5000", 0, INT64_MAX, true, NULL },
     { "proto-max-bulk-len", NULL, K_MEM, F(net.proto_max_bulk_len), "512mb", 1024 * 1024, INT64_MAX, true, NULL },
     { "client-query-buffer-limit", NULL, K_MEM, F(net.client_query_buffer_limit), "1gb", 1024 * 1024, INT64_MAX, true, NULL },
     { "loglevel", NULL, K_ENUM, F(obs.loglevel), "notice", 0, 0, true, log_names },
@@ -773,10 +774,10 @@ cfg_get(const struct cfg *c, const char *pattern, size_t plen, cfg_visit_fn *fn,
     char val[4096];
     for (size_t i = 0; i < NKEYS; i++) {
         const struct cfg_key *k = &cfg_keys[i];
-        if (glob_match(pattern, plen, k->name, strlen(k->name), true) ||
-            (k->alias && glob_match(pattern, plen, k->alias, strlen(k->alias), true))) {
+        bool by_name = glob_match(pattern, plen, k->name, strlen(k->name), true);
+        if (by_name || (k->alias && glob_match(pattern, plen, k->alias, strlen(k->alias), true))) {
             format_value(c, k, val, sizeof(val));
-            fn(arg, k->name, val);
+            fn(arg, by_name ? k->name : k->alias, val); /* (as Redis: the name asked for) */
         }
     }
 }

@@ -58,6 +58,7 @@ struct cfg_node {
     int64_t shards;
     char *shard_cpus; /* "" or a CPU list: "0,1,2" or "0-3" */
     int64_t hz;
+    int64_t busy_reply_threshold; /* ms a script runs before others get -BUSY (lua-time-limit) */
     int64_t databases;
     int64_t shutdown_timeout; /* seconds to finish replies in flight on SIGTERM */
     int64_t active_expire_effort;

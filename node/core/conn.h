@@ -42,6 +42,7 @@ enum conn_flag {
     CONN_READONLY = 1u << 19,    /* READONLY: a cluster replica serves its primary's slots' reads */
     CONN_ASKING = 1u << 20,      /* ASKING: the next command may use a slot being imported here */
     CONN_ASKING_NEW = 1u << 21,  /* (ASKING itself ran: the flag outlives this command) */
+    CONN_IN_SCRIPT = 1u << 22,   /* running a Lua script (with CONN_IN_EXEC: one record) */
     /* a command that reads or writes keys ran since the output was last
      * noted: synchronous replication holds that output (persist.c) */
     CONN_DATA = 1u << 30,

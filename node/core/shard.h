@@ -69,6 +69,7 @@ struct shard_env {
     struct dict *watched;            /* WATCHed keys (features/multi) */
     struct pubsub *pubsub;           /* subscriptions (features/pubsub) */
     struct hash_ttl_index *hash_ttl; /* hash keys with timed fields (types/hash) */
+    struct script_shard *scripts;    /* Lua state and script cache (commands/script), or NULL */
     struct acl_snap *acl;            /* the ACL snapshot connections point into (features/acl) */
     uint64_t acl_gen;                /* ... taken at this acl_gen */
     /* cluster-enabled yes: the adopted topology snapshot (one reference held),

@@ -536,7 +536,9 @@ acl_log_add(struct conn *c, const char *reason, const char *obj, size_t objlen, 
     if (ci.len && ci.data[ci.len - 1] == '\n') {
         ci.len--;
     }
-    const char *ctx = (c->flags & (CONN_MULTI | CONN_IN_EXEC)) ? "multi" : "toplevel";
+    const char *ctx = (c->flags & CONN_IN_SCRIPT)                ? "lua"
+                      : (c->flags & (CONN_MULTI | CONN_IN_EXEC)) ? "multi"
+                                                                 : "toplevel";
     int64_t now = clock_unix_ms();
     pthread_mutex_lock(&log_mu);
     for (size_t i = 0; i < log_n; i++) {

@@ -17,6 +17,7 @@
 #include "node/features/multi.h"
 #include "node/persist/persist.h"
 #include "node/features/pubsub.h"
+#include "node/commands/script.h"
 #include "node/core/shard.h"
 
 #include <arpa/inet.h>
@@ -24,6 +25,7 @@
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -280,6 +282,53 @@ conn_io_resume(struct conn *c)
     if (c->wbuf.len > c->wbuf.off || (c->flags & (CONN_CLOSE_AFTER_REPLY | CONN_CLOSE_ASAP))) {
         shard_want_write(c->shard, c);
     }
+}
+
+/* A script has run past busy-reply-threshold (node/commands/script.h): from
+ * its hook, read what the shard's other clients sent and dispatch it (the
+ * dispatcher answers -BUSY but for SCRIPT KILL and the few commands allowed),
+ * then write the replies. Nothing is closed here (a client that went away is
+ * closed by the loop after the script); new connections wait in the backlog. */
+void
+conn_busy_poll(struct shard *s, struct conn *running)
+{
+    struct pollfd pfd[256];
+    struct conn *pc[256];
+    nfds_t n = 0;
+    for (struct conn *c = shard_conn_first(s); c != NULL && n < 256; c = c->next) {
+        if (c != running && c->fd >= 0 &&
+            !(c->flags & (CONN_REPLAY | CONN_BLOCKED | CONN_READ_PAUSED | CONN_CLOSE_ASAP |
+                          CONN_CLOSE_AFTER_REPLY | CONN_TOPO_WAIT | CONN_IN_EXEC))) {
+            pfd[n] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+            pc[n++] = c;
+        }
+    }
+    if (n == 0) {
+        return;
+    }
+    int ready = poll(pfd, n, 0);
+    uint64_t mark = cmd_batch_mark;
+    cmd_batch_mark = 0;
+    for (nfds_t i = 0; i < n; i++) {
+        struct conn *c = pc[i];
+        if (ready > 0 && (pfd[i].revents & POLLIN) && conn_fill(c) == RV_OK) {
+            conn_process_batch(c);
+            if (c->wbuf.len > c->wbuf.off) {
+                shard_want_write(s, c);
+            }
+        }
+        /* (also the replies of the loop turn the script started in: their
+         * clients wait for them before sending anything else) */
+        if (c->wbuf.len > c->wbuf.off && c->nmarks == 0 && !(c->flags & CONN_WRITE_WAIT)) {
+            ssize_t w = write(c->fd, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
+            if (w > 0) {
+                c->wbuf.off += (size_t)w;
+                c->out_done += (uint64_t)w;
+                c->env->stats.net_output_bytes += (uint64_t)w;
+            }
+        }
+    }
+    cmd_batch_mark = mark;
 }
 
 static void

@@ -11,6 +11,8 @@ struct shard;
 struct conn *conn_create(struct shard *s, int fd);
 void conn_io_close(struct conn *c);
 bool conn_io_flush(struct conn *c);
+/* Serve the shard's other clients while a script is busy (script_set_poll). */
+void conn_busy_poll(struct shard *s, struct conn *running);
 void conn_io_resume(struct conn *c);
 /* The table the server gives node/core (conn_set_io). */
 extern const struct conn_io conn_io_ops;

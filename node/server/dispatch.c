@@ -11,6 +11,7 @@
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/commands/script.h"
 #include "node/features/acl.h"
 #include "node/features/block.h"
 #include "node/features/evict.h"
@@ -521,6 +522,14 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         char full[96];
         cmd_fullname(cmd, full, sizeof(full));
         reply_err_arity(c, full);
+        cmd_reject(c, st);
+        return;
+    }
+    /* A script past busy-reply-threshold: only SCRIPT KILL and the like (its hook reads us). */
+    if (rv_unlikely(shard_env(s)->scripts != NULL) && script_busy(s) &&
+        !(cmd->flags & CMD_ALLOW_BUSY) && !script_busy_allows(c, cmd, argc, argv)) {
+        reply_errf(c, "BUSY Redis is busy running a script. You can only call SCRIPT KILL or "
+                      "SHUTDOWN NOSAVE.");
         cmd_reject(c, st);
         return;
     }

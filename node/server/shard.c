@@ -14,6 +14,7 @@
 #include "node/server/conn_io.h"
 #include "node/server/dispatch.h"
 #include "node/commands/debug.h"
+#include "node/commands/script.h"
 #include "node/keyspace/dict.h"
 #include "node/features/evict.h"
 #include "node/features/topology.h"
@@ -101,12 +102,15 @@ static const struct shard_hooks server_hooks = {
     .stats_reset = metrics_reset,
 };
 
+static void shard_busy_poll(struct shard *s, struct conn *running);
+
 static struct shard *
 shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
 {
     shard_set_hooks(&server_hooks);
     cmd_set_caller(dispatch_call);
     conn_set_io(&conn_io_ops);
+    script_set_poll(shard_busy_poll);
     long long mem0 = rv_mem_thread_net(); /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));
     s->env.evict = evict_create();
@@ -192,6 +196,19 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
             log_info("Accepted %s", c->addr);
         }
     }
+}
+
+/* A script is busy (node/commands/script.h): take the connections waiting in
+ * the listen backlog, then serve what the clients sent (conn_busy_poll). */
+static void
+shard_busy_poll(struct shard *s, struct conn *running)
+{
+    for (int i = 0; i < s->nlisten; i++) {
+        if (s->lfds[i] >= 0) {
+            on_accept(s->lfds[i], EV_READ, s);
+        }
+    }
+    conn_busy_poll(s, running);
 }
 
 static void
@@ -463,6 +480,7 @@ shard_destroy(struct shard *s)
         event_base_free(s->base);
     }
     shard_drain_inbox(s);
+    script_shard_free(s);
     pubsub_shard_destroy(s);
     block_shard_destroy(s);
     persist_close(s);
