@@ -592,37 +592,9 @@ reply_command_info(struct conn *c, const struct cmd_spec *s)
     } else if (s->first > 0) {
         /* One key spec derived from first/last/step. */
         reply_array(c, 1);
-        reply_map(c, 3);
-        reply_bulk_cstr(c, "flags");
-        if (s->flags & CMD_WRITE) {
-            reply_set(c, 2);
-            reply_simple(c, "RW");
-            reply_simple(c, "update");
-        } else {
-            reply_set(c, 2);
-            reply_simple(c, "RO");
-            reply_simple(c, "access");
-        }
-        reply_bulk_cstr(c, "begin_search");
-        reply_map(c, 2);
-        reply_bulk_cstr(c, "type");
-        reply_bulk_cstr(c, "index");
-        reply_bulk_cstr(c, "spec");
-        reply_map(c, 1);
-        reply_bulk_cstr(c, "index");
-        reply_int(c, s->first);
-        reply_bulk_cstr(c, "find_keys");
-        reply_map(c, 2);
-        reply_bulk_cstr(c, "type");
-        reply_bulk_cstr(c, "range");
-        reply_bulk_cstr(c, "spec");
-        reply_map(c, 3);
-        reply_bulk_cstr(c, "lastkey");
-        reply_int(c, s->last < 0 ? s->last : s->last - s->first);
-        reply_bulk_cstr(c, "keystep");
-        reply_int(c, s->step);
-        reply_bulk_cstr(c, "limit");
-        reply_int(c, 0);
+        bool w = s->flags & CMD_WRITE;
+        cmd_reply_range_spec(c, w ? "RW" : "RO", w ? "update" : "access", s->first,
+                             s->last < 0 ? s->last : s->last - s->first, s->step);
     } else {
         reply_array(c, 0);
     }
@@ -630,6 +602,37 @@ reply_command_info(struct conn *c, const struct cmd_spec *s)
     for (const struct cmd_spec *sub = s->subs; sub && sub->name; sub++) {
         reply_command_info(c, sub);
     }
+}
+
+void
+cmd_reply_range_spec(struct conn *c, const char *f0, const char *f1, int index, int lastkey,
+                     int step)
+{
+    reply_map(c, 3);
+    reply_bulk_cstr(c, "flags");
+    reply_set(c, 2);
+    reply_simple(c, f0);
+    reply_simple(c, f1);
+    reply_bulk_cstr(c, "begin_search");
+    reply_map(c, 2);
+    reply_bulk_cstr(c, "type");
+    reply_bulk_cstr(c, "index");
+    reply_bulk_cstr(c, "spec");
+    reply_map(c, 1);
+    reply_bulk_cstr(c, "index");
+    reply_int(c, index);
+    reply_bulk_cstr(c, "find_keys");
+    reply_map(c, 2);
+    reply_bulk_cstr(c, "type");
+    reply_bulk_cstr(c, "range");
+    reply_bulk_cstr(c, "spec");
+    reply_map(c, 3);
+    reply_bulk_cstr(c, "lastkey");
+    reply_int(c, lastkey);
+    reply_bulk_cstr(c, "keystep");
+    reply_int(c, step);
+    reply_bulk_cstr(c, "limit");
+    reply_int(c, 0);
 }
 
 void

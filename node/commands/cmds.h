@@ -43,6 +43,9 @@ CMD_HANDLER(client_setinfo);
 CMD_HANDLER(client_no_evict); CMD_HANDLER(client_unblock); CMD_HANDLER(client_reply); CMD_HANDLER(client_help);
 CMD_HANDLER(command); CMD_HANDLER(command_count); CMD_HANDLER(command_info);
 CMD_HANDLER(command_docs); CMD_HANDLER(command_list); CMD_HANDLER(command_getkeys);
+/* COMMAND INFO: one key spec (index begin_search, range find_keys) with flags f0 f1. */
+void cmd_reply_range_spec(struct conn *c, const char *f0, const char *f1, int index, int lastkey,
+                          int step);
 CMD_HANDLER(command_help);
 
 /* cmd_server.c */

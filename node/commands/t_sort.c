@@ -587,31 +587,7 @@ void
 sort_reply_key_specs(struct conn *c, bool store)
 {
     reply_array(c, store ? 3 : 2);
-    reply_map(c, 3);
-    reply_bulk_cstr(c, "flags");
-    reply_set(c, 2);
-    reply_simple(c, "RO");
-    reply_simple(c, "access");
-    reply_bulk_cstr(c, "begin_search");
-    reply_map(c, 2);
-    reply_bulk_cstr(c, "type");
-    reply_bulk_cstr(c, "index");
-    reply_bulk_cstr(c, "spec");
-    reply_map(c, 1);
-    reply_bulk_cstr(c, "index");
-    reply_int(c, 1);
-    reply_bulk_cstr(c, "find_keys");
-    reply_map(c, 2);
-    reply_bulk_cstr(c, "type");
-    reply_bulk_cstr(c, "range");
-    reply_bulk_cstr(c, "spec");
-    reply_map(c, 3);
-    reply_bulk_cstr(c, "lastkey");
-    reply_int(c, 0);
-    reply_bulk_cstr(c, "keystep");
-    reply_int(c, 1);
-    reply_bulk_cstr(c, "limit");
-    reply_int(c, 0);
+    cmd_reply_range_spec(c, "RO", "access", 1, 0, 1);
     spec_unknown(c,
                  "For the optional BY/GET keyword. It is marked 'unknown' because the key names "
                  "derive from the content of the key we sort",

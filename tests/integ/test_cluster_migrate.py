@@ -3,6 +3,7 @@ STABLE / NODE (consensus proposals in ruvio, answered once committed), CLUSTER N
 the ASK / ASKING / TRYAGAIN / MOVED routing rules while a slot is open, MIGRATE, and redis-cli --cluster reshard
 under a concurrent writer. Every test runs against redis-server clusters too (RUVIO_TARGET=redis)."""
 
+import os
 import subprocess
 import threading
 import time
@@ -13,6 +14,11 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
 from conftest import HOST, IS_REDIS, TIMEOUT, RawConn, RespError, encode_command, free_ports, launch, poll_until
+
+# redis-cli's reshard and rebalance drive the same SETSLOT/MIGRATE code the other tests here run; under the
+# sanitizers CI has no time for their hundreds of slots (the release stage runs them).
+RELEASE_ONLY = pytest.mark.skipif(os.environ.get("RUVIO_SANITIZED", "0").upper() in ("1", "ON", "TRUE"),
+                                  reason="release builds only (CI's time)")
 
 
 def client(port):
@@ -352,6 +358,7 @@ def _cli(*args, timeout=120):
     return r.returncode, r.stdout
 
 
+@RELEASE_ONLY
 def test_redis_cli_reshard_under_a_writer():
     """redis-cli --cluster reshard moves 100 slots (SETSLOT, GETKEYSINSLOT, MIGRATE, SETSLOT NODE) of a cluster
     holding keys while a cluster client writes (following MOVED and ASK); every acknowledged write is there
@@ -438,6 +445,7 @@ def fetch(cl, keys):
     return out
 
 
+@RELEASE_ONLY
 def test_redis_cli_rebalance_by_weight(cluster):
     """redis-cli --cluster rebalance with a weight moves slots (and their keys) to the heavier node."""
     cl = cluster
