@@ -145,12 +145,18 @@ def launch(args=(), expect_fail=False, env=None, argv=None, nports=None, port=No
         nports = 1
         if "--shards" in args:
             nports = int(args[args.index("--shards") + 1])
+    cluster = "--cluster-enabled" in args and args[args.index("--cluster-enabled") + 1:][:1] == ["yes"]
     last_err = ""
     for attempt in range(3):
         workdir = tempfile.mkdtemp(prefix="ruvio-integ-")
         datadir = os.path.join(workdir, "data")
         os.mkdir(datadir)
-        p = port if port is not None else (free_ports(nports) if nports > 1 else free_port())
+        if port is not None:
+            p = port
+        elif cluster:  # its bus ports (client port + 10000) must be free, and exist
+            p = free_ports(nports, also_bus=True)
+        else:
+            p = free_ports(nports) if nports > 1 else free_port()
         if argv is not None:
             cmd = [a.replace("{port}", str(p)).replace("{dir}", datadir).replace("{workdir}", workdir)
                    for a in argv]
