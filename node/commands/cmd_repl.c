@@ -372,15 +372,13 @@ cmd_failover(struct conn *c, int argc, struct rv_str *argv)
     }
     reply_ok(c);
     struct node *n = c->env->node;
-    if (c->env->topo != NULL) {
-        /* cluster mode: each shard is a node of its own (CLUSTER FAILOVER
-         * relays FAILOVER TO to the primary node's port): only this one */
-        struct fo_msg *m = rv_malloc(sizeof(*m));
-        m->q = t;
-        run_fo(c->shard, &m->m);
-        return;
-    }
+    /* cluster mode: each shard is a node of its own (CLUSTER FAILOVER relays
+     * FAILOVER TO to the primary node's port), so only this one */
+    bool only_mine = c->env->topo != NULL;
     for (unsigned i = 0; i < n->nshards; i++) {
+        if (only_mine && n->shards[i] != c->shard) {
+            continue;
+        }
         struct fo_msg *m = rv_malloc(sizeof(*m));
         m->q = t;
         m->m.run = run_fo;

@@ -595,7 +595,7 @@ close_held_past(struct persist *p, uint64_t lsn, bool demoted, const char *why)
             }
         }
     }
-    for (struct conn **pp = &p->held; *pp;) {
+    for (struct conn **pp = &p->held; !demoted && *pp;) { /* (demoted: the walk above had them) */
         struct conn *c = *pp;
         if (!conn_needs_past(c, lsn)) {
             pp = &c->hnext;

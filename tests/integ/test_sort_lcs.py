@@ -6,7 +6,7 @@ import subprocess
 import pytest
 import redis
 
-from conftest import HOST, encode_command, free_ports, poll_until
+from conftest import HOST, encode_command, poll_until
 from ruviotest import repl
 
 NOTNUM = "One or more scores can't be converted into double"
@@ -269,8 +269,7 @@ def test_multi_shard_refuses_patterns(start_server):
 @pytest.mark.ruvio_only
 @pytest.mark.own_server
 def test_cluster_mode_refuses_patterns(start_server):
-    srv = start_server("--shards", "3", "--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
-                       port=free_ports(3, also_bus=True))  # (a bus port is the client port + 10000)
+    srv = start_server("--shards", "3", "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
     out = subprocess.run(["redis-cli", "--cluster", "create"] + ["%s:%d" % (HOST, p) for p in srv.ports]
                          + ["--cluster-yes"], timeout=60, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert out.returncode == 0, out.stdout
