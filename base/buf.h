@@ -2,6 +2,8 @@
  * stable when memory moves: buf_reserve() returns a status, never a new pointer.
  * Bytes [off, len) are unread; [len, cap) is free space. */
 #pragma once
+#include "base/varint.h"
+
 #include <stddef.h>
 #include <string.h>
 
@@ -46,6 +48,14 @@ buf_putc(struct buf *b, char ch)
         buf_reserve(b, 1);
     }
     b->data[b->len++] = ch;
+}
+
+/* Append v as a varint (base/varint.h's format). */
+static inline void
+buf_put_varint(struct buf *b, uint64_t v)
+{
+    uint8_t t[VARINT_MAX];
+    buf_append(b, t, (size_t)(varint_put(t, v) - t));
 }
 
 static inline void

@@ -136,6 +136,30 @@ mig_clear_node(struct draft *d, uint16_t k)
     return changed;
 }
 
+/* Failover of node `old` to `r`: the SETSLOT states old set are r's now, and
+ * the states of other nodes that name old (the target of a MIGRATING, the
+ * source of an IMPORTING) name r, so a move under way goes on from the new
+ * primary, which has the old one's data (issue 18: the states survive a
+ * failover of either side; Redis loses them and needs --cluster fix). */
+static void
+mig_move_node(struct draft *d, uint16_t old, uint16_t r)
+{
+    for (uint32_t i = 0; i < d->pm->n; i++) {
+        struct topo_mig e = d->pm->ent[i];
+        bool hit = false;
+        uint16_t *f[4] = { &e.mig_by, &e.mig_to, &e.imp_by, &e.imp_from };
+        for (unsigned k = 0; k < 4; k++) {
+            if (*f[k] == old) {
+                *f[k] = r;
+                hit = true;
+            }
+        }
+        if (hit) {
+            mig_store(d, &e); /* (in place: both halves stay set as they were) */
+        }
+    }
+}
+
 static int
 d_find(const struct draft *d, const char *id)
 {
@@ -498,7 +522,7 @@ ap_promote(struct draft *d, const struct tp_cmd *c)
             d_slots(d)[s] = (uint16_t)r;
         }
     }
-    mig_clear_node(d, old);
+    mig_move_node(d, old, (uint16_t)r);
     return TOPO_CHANGED;
 }
 

@@ -149,13 +149,16 @@ enum repl_wait_rc repl_wait(struct repl *r, void *c, uint64_t lsn, bool aof, lon
                             long *acked);
 
 /* RVSYNC: the client's connection (fd, a dup the link owns) becomes a
- * replication link; pre holds its unsent replies (taken over). */
+ * replication link; pre holds its unsent replies (taken over), tls its TLS
+ * session (taken over, moved to fd) or NULL. */
 struct repl_client_info {
     uint64_t id;
     const char *addr, *laddr, *user;
     int64_t ctime_ms;
 };
-void repl_accept(struct repl *r, int fd, const struct repl_client_info *ci, struct buf *pre);
+struct tls;
+void repl_accept(struct repl *r, int fd, struct tls *tls, const struct repl_client_info *ci,
+                 struct buf *pre);
 
 /* FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]. */
 struct repl_failover_req {

@@ -36,7 +36,8 @@ struct repl_host_info {
 struct repl_cfg {
     const char *replicaof, *masterauth, *masteruser;
     const char *replica_announce_ip, *cluster_announce_ip, *bind;
-    int64_t port, replica_announce_port;
+    int64_t port, tls_port, replica_announce_port;
+    bool tls_replication;
     int64_t repl_backlog_size, repl_timeout, repl_frame_limit, repl_backlog_ttl;
     int64_t repl_ship_delay_us, wal_segment_bytes;
     int64_t replica_priority, min_replicas_to_write, min_replicas_max_lag;
@@ -51,6 +52,7 @@ struct repl_key {
     struct rv_str key; /* a view, valid during the callback */
     int64_t expire_ms; /* unix ms, or REPL_NO_EXPIRE */
     const void *entry; /* the host's, for rebuild */
+    unsigned db;       /* its numbered database: its records start with SELECT when not 0 */
 };
 typedef void repl_key_fn(void *arg, const struct repl_key *k);
 /* One command of a key's rebuild (its value as commands). */
@@ -77,6 +79,9 @@ struct repl_host_ops {
     void (*cfg)(void *host, struct repl_cfg *out);
     /* The shard's clock: cached, and refreshed (returns it). */
     struct event_base *(*base)(void *host); /* the shard's event loop (once it runs) */
+    /* tls-replication: a reference to the TLS client context (tls_ctx_unref
+     * it), or NULL for plain TCP. */
+    struct tls_ctx *(*tls_client)(void *host);
     int64_t (*now_ms)(void *host);
     int64_t (*refresh_clock)(void *host);
     uint64_t (*next_client_id)(void *host); /* ids of master links (CLIENT LIST) */
@@ -113,6 +118,8 @@ struct repl_host_ops {
     void *(*replay_open)(void *host);
     void (*replay_close)(void *rp);
     bool (*replay_exec)(void *rp, int argc, const struct rv_str *argv, char *err, size_t errsz);
+    /* A record starts: its commands run in database 0 until one SELECTs another. */
+    void (*replay_record)(void *rp);
     void (*apply_begin)(void *host, bool stream);
     void (*set_clock)(void *host, int64_t ms);
     void (*apply_end)(void *host, bool stream);
@@ -139,6 +146,10 @@ struct repl_host_ops {
     void (*snap_touch)(void *host, void *snap, const char *key, size_t len);
     void (*snap_end)(void *host, void *snap);
     void (*rebuild)(void *host, const void *entry, repl_cmd_fn *fn, void *arg);
+    /* Node state kept beside the keyspace (the function libraries): the
+     * commands that make the replica's the same, a full sync's first record.
+     * NULL: none. */
+    void (*state)(void *host, repl_cmd_fn *fn, void *arg);
     void (*set_cow)(void *host, bool on);
 };
 

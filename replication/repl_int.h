@@ -99,10 +99,11 @@ size_t repl_need(const struct buf *in);
  * as protobuf-c would; false for any other or unusual message (unpack it with
  * protobuf-c, which also rejects malformed ones). */
 bool repl_parse_records(const uint8_t *p, size_t n, struct repl_records *out);
-/* read() into in, all that is there: >0 bytes, 0 would block, -1 closed or error. */
-int repl_read(int fd, struct buf *in);
+/* read() into in (through the TLS session when tls is not NULL): >0 bytes,
+ * 0 would block, -1 closed or error. */
+int repl_read(int fd, struct tls *tls, struct buf *in);
 /* write() out: 0 all written or would block (*blocked set), -1 error. */
-int repl_write(int fd, struct buf *out, bool *blocked);
+int repl_write(int fd, struct tls *tls, struct buf *out, bool *blocked);
 
 /* ---- a replica connected to this (primary) shard ---- */
 #define REPL_GONE_MAX 8 /* disconnected replicas remembered (repl_retain_lsn) */
@@ -111,6 +112,7 @@ struct link {
     struct repl *r;
     struct link *next;
     int fd;
+    struct tls *tls; /* the RVSYNC connection came over TLS */
     struct event rev, wev;
     bool wev_on;
     struct buf in, out;
@@ -144,6 +146,7 @@ enum up_state {
 };
 struct upstream {
     int fd;
+    struct tls *tls; /* tls-replication: the session (its handshake runs in UP_CONNECTING) */
     struct event rev, wev;
     bool rev_on, wev_on;
     struct buf in, out;

@@ -2,6 +2,7 @@
  * u32 little-endian length, then one packed ReplMsg (proto/repl.proto). */
 #include "replication/repl_int.h"
 
+#include "base/tls.h"
 #include "base/varint.h"
 
 #include <arpa/inet.h>
@@ -115,7 +116,7 @@ repl_consume(struct buf *in, uint32_t n)
 }
 
 int
-repl_read(int fd, struct buf *in)
+repl_read(int fd, struct tls *tls, struct buf *in)
 {
     if (in->off > 0 && in->off == in->len) {
         in->off = in->len = 0;
@@ -138,6 +139,27 @@ repl_read(int fd, struct buf *in)
     if (need > 0 && need < want && room - want < 64 * 1024 && in->cap >= (1u << 20)) {
         want = need; /* near the end: finish this message only */
     }
+    if (tls != NULL) {
+        /* records until the session holds nothing decrypted: the socket's
+         * next event would not come for bytes already taken off it */
+        size_t total = 0;
+        for (;;) {
+            ssize_t n = tls_read(tls, in->data + in->len, want);
+            if (n <= 0) {
+                if (total > 0 || n == TLS_WANT_READ || n == TLS_WANT_WRITE) {
+                    return (int)(total > INT32_MAX ? INT32_MAX : total);
+                }
+                return -1;
+            }
+            in->len += (size_t)n;
+            total += (size_t)n;
+            if (tls_pending(tls) == 0) {
+                return (int)(total > INT32_MAX ? INT32_MAX : total);
+            }
+            room_for(in, 64 * 1024);
+            want = in->cap - in->len;
+        }
+    }
     ssize_t n = read(fd, in->data + in->len, want);
     if (n > 0) {
         in->len += (size_t)n;
@@ -150,11 +172,23 @@ repl_read(int fd, struct buf *in)
 }
 
 int
-repl_write(int fd, struct buf *out, bool *blocked)
+repl_write(int fd, struct tls *tls, struct buf *out, bool *blocked)
 {
     *blocked = false;
     while (out->off < out->len) {
-        ssize_t n = write(fd, out->data + out->off, out->len - out->off);
+        ssize_t n;
+        if (tls != NULL) {
+            n = tls_write(tls, out->data + out->off, out->len - out->off);
+            if (n == TLS_WANT_READ || n == TLS_WANT_WRITE) {
+                *blocked = true;
+                return 0;
+            }
+            if (n <= 0) {
+                return -1;
+            }
+        } else {
+            n = write(fd, out->data + out->off, out->len - out->off);
+        }
         if (n > 0) {
             out->off += (size_t)n;
             continue;

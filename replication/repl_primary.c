@@ -1,6 +1,8 @@
 /* replication/repl_primary.c: the primary side: replicas that connected with
  * RVSYNC, partial or full resync, shipping records, acks and heartbeats. */
 #include "replication/repl_int.h"
+
+#include "base/tls.h"
 #include "base/netaddr.h"
 
 #include "base/clock.h"
@@ -72,6 +74,7 @@ link_close(struct link *l, const char *why)
     }
     event_del(&l->rev);
     event_del(&l->wev);
+    tls_free(l->tls);
     close(l->fd);
     buf_deinit(&l->in);
     buf_deinit(&l->out);
@@ -129,7 +132,7 @@ link_flush(struct link *l)
 {
     bool blocked;
     uint64_t before = buf_unread(&l->out);
-    if (repl_write(l->fd, &l->out, &blocked) < 0) {
+    if (repl_write(l->fd, l->tls, &l->out, &blocked) < 0) {
         link_close(l, "write error");
         return false;
     }
@@ -156,11 +159,13 @@ primary_flush_link(struct link *l)
 }
 
 void
-repl_accept(struct repl *r, int fd, const struct repl_client_info *c, struct buf *pre)
+repl_accept(struct repl *r, int fd, struct tls *tls, const struct repl_client_info *c,
+            struct buf *pre)
 {
     struct link *l = rv_calloc(1, sizeof(*l));
     l->r = r;
     l->fd = fd;
+    l->tls = tls;
     l->cid = c->id;
     snprintf(l->addr, sizeof(l->addr), "%s", c->addr);
     snprintf(l->laddr, sizeof(l->laddr), "%s", c->laddr);
@@ -230,6 +235,7 @@ static void walk_start(struct repl *r);
 
 struct emit_ctx {
     struct repl *r;
+    unsigned db; /* the key's database: each of its records selects it (replay starts in 0) */
     size_t mark; /* the record's header in the chunk */
     size_t pay;  /* where the record's payload starts */
     int64_t now;
@@ -254,6 +260,12 @@ begin_rec(struct emit_ctx *x)
     b->len += WAL_REC_HDR;
     x->pay = b->len;
     wal_pay_begin(b, WAL_P_CMDS);
+    if (x->db != 0) {
+        char num[12];
+        int n = snprintf(num, sizeof(num), "%u", x->db);
+        struct rv_str sel[2] = { { "SELECT", 6 }, { num, (size_t)n } };
+        wal_pay_cmd(b, x->pay, 2, sel);
+    }
 }
 
 static void
@@ -300,7 +312,7 @@ dump_key(struct repl *r, const struct repl_key *k)
     if (dl != REPL_NO_EXPIRE && dl <= now) {
         return;
     }
-    struct emit_ctx x = { .r = r, .now = now };
+    struct emit_ctx x = { .r = r, .db = k->db, .now = now };
     begin_rec(&x);
     struct rv_str del[2] = { { "DEL", 3 }, k->key };
     wal_pay_cmd(&w->chunk, x.pay, 2, del);
@@ -466,6 +478,12 @@ walk_start(struct repl *r)
             l->st = LINK_FULL;
             repl_msg_put(&l->out, &m);
         }
+    }
+    if (r->ops->state != NULL) { /* (a record of its own, before the first chunk's keys) */
+        struct emit_ctx x = { .r = r, .now = repl_now(r) };
+        begin_rec(&x);
+        r->ops->state(r->host, emit_cmd, &x);
+        seal_rec(&x);
     }
     struct timeval tv = { 0, 0 };
     evtimer_add(w->ev, &tv);
@@ -704,7 +722,7 @@ on_link_read(evutil_socket_t fd, short what, void *arg)
     struct repl *r = l->r;
     (void)fd;
     (void)what;
-    int n = repl_read(l->fd, &l->in);
+    int n = repl_read(l->fd, l->tls, &l->in);
     if (n < 0) {
         link_close(l, "connection lost");
         return;

@@ -3,6 +3,8 @@
  * a full sync, then Records applied with the records' own clock; acks after
  * every batch and each second; reconnects with backoff (100 ms .. 5 s). */
 #include "replication/repl_int.h"
+
+#include "base/tls.h"
 #include "base/netaddr.h"
 
 #include "base/clock.h"
@@ -32,6 +34,8 @@ up_close(struct repl *r)
     if (u->fd >= 0) {
         event_del(&u->rev);
         event_del(&u->wev);
+        tls_free(u->tls);
+        u->tls = NULL;
         close(u->fd);
         u->fd = -1;
     }
@@ -76,7 +80,7 @@ up_flush(struct repl *r)
 {
     struct upstream *u = &r->up;
     bool blocked;
-    if (repl_write(u->fd, &u->out, &blocked) < 0) {
+    if (repl_write(u->fd, u->tls, &u->out, &blocked) < 0) {
         up_fail(r, "write error");
         return false;
     }
@@ -158,6 +162,18 @@ up_connect(struct repl *r)
     u->last_io_ms = repl_now(r);
 }
 
+/* The port this shard announces to its primary (REPLCONF listening-port and
+ * the Hello): replica-announce-port, else the TLS port when the links run
+ * over TLS (as Redis), else the plain one; plus the shard's index. */
+static int
+announce_port(const struct repl *r, const struct repl_cfg *cfg)
+{
+    int64_t p = cfg->replica_announce_port > 0              ? cfg->replica_announce_port
+                : cfg->tls_replication && cfg->tls_port > 0 ? cfg->tls_port
+                                                            : cfg->port;
+    return (int)p + (int)r->hi.shard;
+}
+
 static void
 up_handshake(struct repl *r)
 {
@@ -175,8 +191,7 @@ up_handshake(struct repl *r)
         u->resp_left++;
     }
     char port[16];
-    int myport = cfg->replica_announce_port > 0 ? (int)cfg->replica_announce_port : (int)cfg->port;
-    snprintf(port, sizeof(port), "%d", myport + (int)r->hi.shard);
+    snprintf(port, sizeof(port), "%d", announce_port(r, cfg));
     const char *lp[] = { "REPLCONF", "listening-port", port };
     resp_cmd(&u->out, 3, lp);
     u->resp_left++;
@@ -194,12 +209,52 @@ up_handshake(struct repl *r)
     up_flush(r);
 }
 
+/* tls-replication: the TLS handshake, between the TCP connect and the
+ * replication handshake; each step waits for what OpenSSL asks for. */
+static void
+up_tls_step(struct repl *r)
+{
+    struct upstream *u = &r->up;
+    int rc = tls_handshake(u->tls);
+    bool want_write = rc == TLS_WANT_WRITE, want_read = rc == TLS_WANT_READ;
+    if (rc == TLS_ERROR) {
+        char e[300];
+        snprintf(e, sizeof(e), "TLS handshake: %s", tls_strerror(u->tls));
+        up_fail(r, e);
+        return;
+    }
+    if (want_write != u->wev_on) {
+        if (want_write) {
+            event_add(&u->wev, NULL);
+        } else {
+            event_del(&u->wev);
+        }
+        u->wev_on = want_write;
+    }
+    if (want_read != u->rev_on) {
+        if (want_read) {
+            event_add(&u->rev, NULL);
+        } else {
+            event_del(&u->rev);
+        }
+        u->rev_on = want_read;
+    }
+    if (rc == 1) {
+        u->last_io_ms = repl_now(r);
+        up_handshake(r);
+    }
+}
+
 static void
 on_up_write(evutil_socket_t fd, short what, void *arg)
 {
     struct repl *r = arg;
     struct upstream *u = &r->up;
     (void)what;
+    if (u->st == UP_CONNECTING && u->tls != NULL) {
+        up_tls_step(r);
+        return;
+    }
     if (u->st == UP_CONNECTING) {
         int err = 0;
         socklen_t len = sizeof(err);
@@ -213,6 +268,17 @@ on_up_write(evutil_socket_t fd, short what, void *arg)
         event_del(&u->wev);
         u->wev_on = false;
         u->last_io_ms = repl_now(r);
+        struct tls_ctx *ctx = r->ops->tls_client ? r->ops->tls_client(r->host) : NULL;
+        if (ctx != NULL) {
+            u->tls = tls_new(ctx, u->fd, false);
+            tls_ctx_unref(ctx);
+            if (u->tls == NULL) {
+                up_fail(r, "TLS: cannot start a session");
+                return;
+            }
+            up_tls_step(r);
+            return;
+        }
         up_handshake(r);
         return;
     }
@@ -331,6 +397,7 @@ apply_frames(struct repl *r, const uint8_t *p, size_t n, bool stream, char *err,
             clock = rec.ts_ms;
             ops->set_clock(r->host, clock);
         }
+        ops->replay_record(rp);
         while ((k = wal_pay_next(&it, &argc, &argv, &cap)) == 1 &&
                (it.left > 0 || it.p == it.end)) {
             if (!ops->replay_exec(rp, argc, argv, e, sizeof(e))) {
@@ -518,9 +585,7 @@ on_msg(struct repl *r, const struct repl_msg *m)
         }
         h->epoch = r->epoch;
         h->applied_lsn = repl_last_lsn(r);
-        h->listening_port = (uint32_t)((cfg->replica_announce_port > 0 ? cfg->replica_announce_port
-                                                                       : cfg->port) +
-                                       r->hi.shard);
+        h->listening_port = (uint32_t)announce_port(r, cfg);
         repl_msg_put(&u->out, &o);
         if (stale) {
             /* The Hello tells the stale primary our epoch: it fences itself. */
@@ -592,7 +657,11 @@ on_up_read(evutil_socket_t fd, short what, void *arg)
     struct upstream *u = &r->up;
     (void)fd;
     (void)what;
-    int n = repl_read(u->fd, &u->in);
+    if (u->st == UP_CONNECTING && u->tls != NULL) {
+        up_tls_step(r);
+        return;
+    }
+    int n = repl_read(u->fd, u->tls, &u->in);
     if (n < 0) {
         up_fail(r, "connection lost");
         return;

@@ -212,7 +212,9 @@ cmd_cluster_countkeysinslot(struct conn *c, int argc, struct rv_str *argv)
     if (!cluster_enabled(c) || !parse_slot(c, argv[2], &w.slot)) {
         return;
     }
-    if (c->env->topo != NULL || shard_owns_slot(c->shard, w.slot)) { /* (cluster mode: any slot) */
+    if (ks_counts_slots(c->env->ks)) { /* cluster mode: kept as keys come and go */
+        w.n = (int64_t)ks_slot_keys(c->env->ks, w.slot);
+    } else if (shard_owns_slot(c->shard, w.slot)) {
         walk_slot(c, &w);
     }
     reply_int(c, w.n);
@@ -230,6 +232,9 @@ cmd_cluster_getkeysinslot(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     size_t h = reply_defer(c);
+    if (ks_counts_slots(c->env->ks) && (size_t)w.max > ks_slot_keys(c->env->ks, w.slot)) {
+        w.max = (int64_t)ks_slot_keys(c->env->ks, w.slot); /* the walk stops at the last one */
+    }
     if ((c->env->topo != NULL || shard_owns_slot(c->shard, w.slot)) && w.max > 0) {
         walk_slot(c, &w);
     }

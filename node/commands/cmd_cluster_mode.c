@@ -27,6 +27,11 @@
 static const struct topo *
 topo_or_err(struct conn *c)
 {
+    if (c->env->topo != NULL && c->env->topo_me < 0) {
+        /* not in this shard's snapshot: a host that has just joined may have
+         * published the one with this node before this shard adopted it */
+        shard_adopt_cfg(c->shard);
+    }
     if (c->env->topo == NULL) {
         reply_errf(c, "ERR This instance has cluster support disabled");
     }
@@ -1008,6 +1013,9 @@ slot_probe_visit(void *arg, struct ks_entry *e)
 static bool
 slot_has_keys(struct conn *c, unsigned slot)
 {
+    if (ks_counts_slots(c->env->ks)) {
+        return ks_slot_keys(c->env->ks, slot) > 0;
+    }
     struct slot_probe w = { slot, false };
     uint64_t cur = 0;
     do {

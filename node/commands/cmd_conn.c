@@ -4,10 +4,13 @@
 #include "base/mem.h"
 #include "node/features/block.h"
 #include "node/features/clientinfo.h"
+#include "node/features/monitor.h"
 #include "node/commands/cmds.h"
+#include "node/commands/cmd_docs.h"
 #include "node/core/conn.h"
 #include "node/features/multi.h"
 #include "node/features/pubsub.h"
+#include "node/features/tracking.h"
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
@@ -150,11 +153,12 @@ cmd_select(struct conn *c, int argc, struct rv_str *argv)
     int64_t db;
     if (!cmd_arg_int(argv[1], &db)) {
         reply_err(c, RV_ERR_NOTINT);
-    } else if (db != 0 && shard_multi(c->shard)) {
+    } else if (db != 0 && db_cluster(c)) {
         reply_errf(c, "ERR SELECT is not allowed in cluster mode");
-    } else if (db != 0) {
+    } else if (db < 0 || db >= (int64_t)c->env->ndbs) {
         reply_err(c, RV_ERR_DBINDEX);
     } else {
+        c->db = (uint32_t)db;
         reply_ok(c);
     }
 }
@@ -172,7 +176,10 @@ cmd_reset(struct conn *c, int argc, struct rv_str *argv)
     block_release(c);
     multi_release(c);
     pubsub_release(c);
+    monitor_release(c);
+    tracking_off(c);
     c->proto = 2;
+    c->db = 0;
     set_name(c, (struct rv_str){ NULL, 0 });
     c->flags &= ~(CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT | CONN_NO_EVICT |
                   CONN_NO_TOUCH | CONN_READONLY | CONN_ASKING | CONN_ASKING_NEW);
@@ -267,55 +274,67 @@ cmd_client_info(struct conn *c, int argc, struct rv_str *argv)
     buf_deinit(&out);
 }
 
+/* CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] | [ID id ...]: one filter, as
+ * Redis. Monitors count as normal clients, subscribers (CONN_PUBSUB) as pubsub;
+ * master/replica are the replication links. */
 void
 cmd_client_list(struct conn *c, int argc, struct rv_str *argv)
 {
-    struct buf out;
-    int64_t ids[64];
-    int nids = 0;
-    bool only_none = false;
+    enum { ANY, NORMAL, PUBSUB, LINKS } want = ANY;
     unsigned links = REPL_CT_REPLICA | REPL_CT_MASTER; /* replication links (flags=S / M) */
+    int64_t *ids = NULL;
+    int nids = 0;
 
-    buf_init(&out);
-    for (int i = 2; i < argc; i++) {
-        if (cmd_arg_is(argv[i], "type") && i + 1 < argc) {
-            i++;
-            links = cmd_arg_is(argv[i], "master") ? REPL_CT_MASTER
-                    : cmd_arg_is(argv[i], "replica") || cmd_arg_is(argv[i], "slave")
-                        ? REPL_CT_REPLICA
-                        : 0;
-            if (cmd_arg_is(argv[i], "master") || cmd_arg_is(argv[i], "replica") ||
-                cmd_arg_is(argv[i], "slave") || cmd_arg_is(argv[i], "pubsub")) {
-                only_none = true;
-            } else if (!cmd_arg_is(argv[i], "normal")) {
-                reply_errf(c, "ERR Unknown client type '%.*s'", (int)argv[i].len, argv[i].p);
-                return;
-            }
-        } else if (cmd_arg_is(argv[i], "id") && i + 1 < argc) {
-            for (i++; i < argc && nids < 64; i++) {
-                if (!cmd_arg_int(argv[i], &ids[nids]) || ids[nids] <= 0) {
-                    reply_errf(c, "ERR Invalid client ID");
-                    return;
-                }
-                nids++;
-            }
+    if (argc == 4 && cmd_arg_is(argv[2], "type")) {
+        if (cmd_arg_is(argv[3], "normal")) {
+            want = NORMAL;
+        } else if (cmd_arg_is(argv[3], "pubsub")) {
+            want = PUBSUB;
+        } else if (cmd_arg_is(argv[3], "master")) {
+            want = LINKS;
+            links = REPL_CT_MASTER;
+        } else if (cmd_arg_is(argv[3], "replica") || cmd_arg_is(argv[3], "slave")) {
+            want = LINKS;
+            links = REPL_CT_REPLICA;
         } else {
-            reply_err(c, RV_ERR_SYNTAX);
+            reply_errf(c, "ERR Unknown client type '%.*s'",
+                       (int)(argv[3].len > 128 ? 128 : argv[3].len), argv[3].p);
             return;
         }
-    }
-    for (struct conn *o = shard_conn_first(c->shard); o && !only_none; o = o->next) {
-        bool want = nids == 0;
-        for (int i = 0; i < nids; i++) {
-            want |= (uint64_t)ids[i] == o->id;
+        if (want != LINKS) {
+            links = 0;
         }
-        if (want) {
+    } else if (argc > 3 && cmd_arg_is(argv[2], "id")) {
+        ids = rv_malloc((size_t)(argc - 3) * sizeof(*ids));
+        for (int i = 3; i < argc; i++) {
+            if (!cmd_arg_int(argv[i], &ids[nids++])) {
+                rv_free(ids);
+                reply_errf(c, "ERR Invalid client ID");
+                return;
+            }
+        }
+    } else if (argc != 2) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    struct buf out;
+    buf_init(&out);
+    for (struct conn *o = shard_conn_first(c->shard); o && want != LINKS; o = o->next) {
+        bool ok = want == ANY || (want == PUBSUB) == ((o->flags & CONN_PUBSUB) != 0);
+        if (nids > 0) {
+            ok = false;
+            for (int i = 0; i < nids && !ok; i++) {
+                ok = (uint64_t)ids[i] == o->id;
+            }
+        }
+        if (ok) {
             clientinfo_line(c, o, &out);
         }
     }
     repl_client_list(persist_repl(c->shard), links, ids, nids, &out);
     reply_verbatim(c, out.data ? out.data : "", out.len);
     buf_deinit(&out);
+    rv_free(ids);
 }
 
 static bool
@@ -494,6 +513,10 @@ void
 cmd_client_help(struct conn *c, int argc, struct rv_str *argv)
 {
     static const char *const lines[] = {
+        "CACHING (YES|NO)",
+        "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+        "GETREDIR",
+        "    Return the client ID we are redirecting to when tracking is enabled.",
         "GETNAME",
         "    Return the name of the current connection.",
         "ID",
@@ -508,12 +531,22 @@ cmd_client_help(struct conn *c, int argc, struct rv_str *argv)
         "    Return information about client connections of this shard. Options: TYPE (NORMAL|MASTER|REPLICA|PUBSUB), ID <client-id> [...].",
         "NO-EVICT (ON|OFF)",
         "    Protect the current client connection from eviction.",
+        "NO-TOUCH (ON|OFF)",
+        "    Will not touch LRU/LFU stats when this mode is on.",
+        "PAUSE <timeout> [WRITE|ALL]",
+        "    Suspend all, or just write, clients for <timeout> milliseconds.",
         "REPLY (ON|OFF|SKIP)",
         "    Control the replies sent to the current connection.",
         "SETNAME <name>",
         "    Assign the name <name> to the current connection.",
+        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]",
+        "    Control server assisted client side caching.",
+        "TRACKINGINFO",
+        "    Report tracking status for the current connection.",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         "    Unblock the specified blocked client.",
+        "UNPAUSE",
+        "    Stop the current client pause, resuming traffic.",
         NULL,
     };
     reply_help(c, "CLIENT", lines);
@@ -534,12 +567,14 @@ static const struct {
     { CMD_BLOCKING, "blocking" },
     { CMD_LOADING, "loading" },
     { CMD_STALE, "stale" },
+    { CMD_SKIP_MONITOR, "skip_monitor" },
     { CMD_SKIP_SLOWLOG, "skip_slowlog" },
     { CMD_FAST, "fast" },
     { CMD_NOAUTH, "no_auth" },
     { CMD_NO_MULTI, "no_multi" },
     { CMD_MOVABLEKEYS, "movablekeys" },
     { CMD_ALLOW_BUSY, "allow_busy" },
+    { CMD_ASKING, "asking" },
 };
 
 
@@ -683,11 +718,11 @@ cmd_command_info(struct conn *c, int argc, struct rv_str *argv)
 static void
 reply_command_doc(struct conn *c, const struct cmd_spec *s)
 {
-    size_t ns = count_subs(s);
+    size_t ns = count_subs(s), na = docs_arg_count(s);
     char full[96];
     cmd_fullname(s, full, sizeof(full));
     reply_bulk_cstr(c, full);
-    reply_map(c, ns ? 6 : 5);
+    reply_map(c, 4 + (na > 0) + (ns > 0));
     reply_bulk_cstr(c, "summary");
     reply_bulk_cstr(c, s->summary);
     reply_bulk_cstr(c, "since");
@@ -696,8 +731,10 @@ reply_command_doc(struct conn *c, const struct cmd_spec *s)
     reply_bulk_cstr(c, s->group);
     reply_bulk_cstr(c, "complexity");
     reply_bulk_cstr(c, s->complexity);
-    reply_bulk_cstr(c, "syntax");
-    reply_bulk_cstr(c, s->args ? s->args : "");
+    if (na) {
+        reply_bulk_cstr(c, "arguments");
+        docs_reply_args(c, s);
+    }
     if (ns) {
         reply_bulk_cstr(c, "subcommands");
         reply_map(c, ns);
@@ -751,7 +788,7 @@ cmd_command_list(struct conn *c, int argc, struct rv_str *argv)
                 }
             }
             if (cat < 0) {
-                reply_errf(c, "ERR Unknown category '%.*s'", (int)argv[4].len, argv[4].p);
+                reply_array(c, 0); /* (no error, as Redis) */
                 return;
             }
         } else if (cmd_arg_is(argv[3], "module")) {
@@ -779,8 +816,10 @@ cmd_command_list(struct conn *c, int argc, struct rv_str *argv)
     reply_defer_array(c, h, n);
 }
 
-void
-cmd_command_getkeys(struct conn *c, int argc, struct rv_str *argv)
+/* The command COMMAND GETKEYS[ANDFLAGS] is asked about, and its keys' indexes
+ * into argv + 2; NULL when it replied with an error. */
+static const struct cmd_spec *
+getkeys_of(struct conn *c, int argc, struct rv_str *argv, int *keys, int *nkeys)
 {
     const struct cmd_spec *s = cmd_lookup(argv[2].p, argv[2].len);
     int sub_argc = argc - 2;
@@ -790,22 +829,71 @@ cmd_command_getkeys(struct conn *c, int argc, struct rv_str *argv)
     }
     if (s == NULL) {
         reply_errf(c, "ERR Invalid command specified");
-        return;
+        return NULL;
     }
     if ((s->arity > 0 && sub_argc != s->arity) || sub_argc < -s->arity) {
         reply_errf(c, "ERR Invalid number of arguments specified for command");
-        return;
+        return NULL;
     }
-    int keys[256];
-    int n = cmd_get_keys(s, sub_argc, sub_argv, keys, 256);
-    if (n == 0) {
+    *nkeys = cmd_get_keys(s, sub_argc, sub_argv, keys, 256);
+    if (*nkeys == 0) {
         reply_errf(c, "ERR The command has no key arguments");
+        return NULL;
+    }
+    return s;
+}
+
+void
+cmd_command_getkeys(struct conn *c, int argc, struct rv_str *argv)
+{
+    int keys[256], n;
+    if (getkeys_of(c, argc, argv, keys, &n) == NULL) {
         return;
     }
     reply_array(c, (size_t)n);
     for (int i = 0; i < n; i++) {
-        reply_bulk(c, sub_argv[keys[i]].p, sub_argv[keys[i]].len);
+        reply_bulk(c, argv[2 + keys[i]].p, argv[2 + keys[i]].len);
     }
+}
+
+/* Each key with the flags of the key spec COMMAND INFO reports for it. */
+void
+cmd_command_getkeysandflags(struct conn *c, int argc, struct rv_str *argv)
+{
+    int keys[256], n;
+    const struct cmd_spec *s = getkeys_of(c, argc, argv, keys, &n);
+    if (s == NULL) {
+        return;
+    }
+    bool sort_store = (s->fn == cmd_sort) && n > 1;
+    reply_array(c, (size_t)n);
+    for (int i = 0; i < n; i++) {
+        bool w = (s->flags & CMD_WRITE) && (!sort_store || i == n - 1);
+        reply_array(c, 2);
+        reply_bulk(c, argv[2 + keys[i]].p, argv[2 + keys[i]].len);
+        reply_set(c, 2);
+        if (sort_store) {
+            reply_simple(c, w ? "OW" : "RO");
+        } else {
+            reply_simple(c, w ? "RW" : "RO");
+        }
+        reply_simple(c, w ? "update" : "access");
+    }
+}
+
+/* LOLWUT [VERSION v]: Redis draws art for some versions; we only show the
+ * version line Redis answers for versions without art. */
+void
+cmd_lolwut(struct conn *c, int argc, struct rv_str *argv)
+{
+    int64_t v;
+    if (argc >= 3 && cmd_arg_is(argv[1], "version") && !cmd_arg_int(argv[2], &v)) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    char line[64];
+    int n = snprintf(line, sizeof(line), "Ruvio ver. %s\n", RUVIO_VERSION);
+    reply_verbatim(c, line, (size_t)n);
 }
 
 void
@@ -824,6 +912,8 @@ cmd_command_help(struct conn *c, int argc, struct rv_str *argv)
         "    Return documentation details about multiple commands.",
         "GETKEYS <full-command>",
         "    Return the keys from a full command.",
+        "GETKEYSANDFLAGS <full-command>",
+        "    Return the keys and the access flags from a full command.",
         NULL,
     };
     reply_help(c, "COMMAND", lines);

@@ -23,10 +23,13 @@
 #include "node/keyspace/ks.h"
 #include "node/core/lookup.h"
 #include "node/types/obj.h"
+#include "node/types/rdb.h"
 #include "node/persist/replay.h"
+#include "node/features/ksnotify.h"
 #include "node/core/reply.h"
 
 #include <string.h>
+#include <strings.h>
 
 #define DUMP_MAGIC 0xF5u
 #define DUMP_VERSION 1u
@@ -59,27 +62,18 @@ dump_crc64(const uint8_t *p, size_t n)
 
 /* ---------------------------------------------------------------- encoding */
 
-static void
-put_varint(struct buf *b, uint64_t v)
-{
-    while (v >= 0x80) {
-        buf_putc(b, (char)(v | 0x80));
-        v >>= 7;
-    }
-    buf_putc(b, (char)v);
-}
 
 /* Appends one record: argv without argv[1] (the key). */
 static void
 dump_record(void *arg, int argc, const struct rv_str *argv)
 {
     struct buf *b = arg;
-    put_varint(b, (uint64_t)argc - 1);
+    buf_put_varint(b, (uint64_t)argc - 1);
     for (int i = 0; i < argc; i++) {
         if (i == 1) {
             continue;
         }
-        put_varint(b, argv[i].len);
+        buf_put_varint(b, argv[i].len);
         buf_append(b, argv[i].p, argv[i].len);
     }
 }
@@ -192,7 +186,8 @@ enum dump_kind {
     DK_HASH,
     DK_COORD,
     DK_STREAM,
-    DK_STREAM_END
+    DK_STREAM_END,
+    DK_JSON
 };
 
 static enum dump_kind
@@ -231,6 +226,16 @@ record_kind(const struct rv_str *av, int argc, enum dump_kind cur, bool *ttl_pha
     }
     if (cmd_arg_is(name, "xsetid") && argc == 7 && cur == DK_STREAM) {
         return DK_STREAM_END;
+    }
+    /* then its consumer groups (payloads from before groups end at XSETID) */
+    if (cmd_arg_is(name, "xgroupload") && (argc == 5 || (argc >= 8 && (argc - 8) % 3 == 0)) &&
+        cur == DK_STREAM_END) {
+        return DK_STREAM_END;
+    }
+    /* a JSON document: one JSON.SET at the root */
+    if (cmd_arg_is(name, "json.set") && argc == 4 && av[2].len == 1 && av[2].p[0] == '$' &&
+        cur == DK_NONE) {
+        return DK_JSON;
     }
     return DK_NONE;
 }
@@ -286,17 +291,22 @@ static bool
 dump_replay(struct conn *c, struct rv_str key, struct rv_str pl)
 {
     struct replay *rp = replay_create(c->shard);
+    replay_set_db(rp, c->db);
     struct dump_rd r = { (const uint8_t *)pl.p + 1, (const uint8_t *)pl.p + pl.len - DUMP_TRAILER };
     bool ok = true;
 
     struct dump_av a = { NULL, 0 };
+    ksn_mute(true);
     while (ok && r.p < r.end) {
         char err[256];
         int argc;
         read_record(&r, &a, &argc);
         a.v[1] = key;
-        ok = replay_exec(rp, argc, a.v, err, sizeof(err));
+        /* the payload rebuilds one key in the caller's database, never another's */
+        ok = !(a.v[0].len == 6 && strncasecmp(a.v[0].p, "select", 6) == 0) &&
+             replay_exec(rp, argc, a.v, err, sizeof(err));
     }
+    ksn_mute(false);
     rv_free(a.v);
     replay_destroy(rp);
     if (!ok) {
@@ -305,73 +315,106 @@ dump_replay(struct conn *c, struct rv_str key, struct rv_str pl)
     return ok;
 }
 
-/* RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency] */
-CMD_HANDLER(restore)
+/* A payload made by Redis's DUMP (RDB versions up to 7.2's), rewritten as
+ * Ruvio's: its value decoded into the same rebuild commands, then checked and
+ * replayed like any payload. NULL when pl is not Redis's (Ruvio's, or bad:
+ * dump_verify says which), else the error to reply, or "" with *out set. */
+static const char *
+dump_from_redis(struct rv_str pl, struct buf *out)
 {
-    struct ks *ks = c->env->ks;
-    struct rv_str key = argv[1];
-    int64_t ttl, idle = -1, freq = -1, now = c->env->now_ms;
-    bool replace = false, absttl = false;
-    struct ks_entry *e;
-    const char *err;
+    struct rdb_rd r;
+    unsigned version;
+    const uint8_t *p = (const uint8_t *)pl.p;
+    if (pl.len == 0 || p[0] == DUMP_MAGIC || !rdb_payload_check(p, pl.len, &r, &version)) {
+        return NULL;
+    }
+    unsigned type = *r.p++;
+    buf_putc(out, (char)DUMP_MAGIC);
+    int rc = rdb_value_emit(&r, type, (struct rv_str){ "", 0 }, dump_record, out);
+    if (rc == -2) {
+        return "ERR Bad data format: module values are not supported";
+    }
+    if (rc != 0 || r.p != r.end) {
+        return ERR_BADFMT;
+    }
+    dump_finish(out);
+    return "";
+}
 
+/* RESTORE's options. */
+struct restore_opts {
+    int64_t ttl, idle, freq;
+    bool replace, absttl;
+};
+
+static bool
+restore_parse(struct conn *c, int argc, struct rv_str *argv, struct restore_opts *o)
+{
+    *o = (struct restore_opts){ 0, -1, -1, false, false };
     for (int j = 4; j < argc; j++) {
         bool more = j + 1 < argc;
         if (cmd_arg_is(argv[j], "replace")) {
-            replace = true;
+            o->replace = true;
         } else if (cmd_arg_is(argv[j], "absttl")) {
-            absttl = true;
-        } else if (cmd_arg_is(argv[j], "idletime") && more && freq == -1) {
-            if (!cmd_arg_int(argv[++j], &idle)) {
+            o->absttl = true;
+        } else if (cmd_arg_is(argv[j], "idletime") && more && o->freq == -1) {
+            if (!cmd_arg_int(argv[++j], &o->idle)) {
                 reply_err(c, RV_ERR_NOTINT);
-                return;
+                return false;
             }
-            if (idle < 0) {
+            if (o->idle < 0) {
                 reply_errf(c, "ERR Invalid IDLETIME value, must be >= 0");
-                return;
+                return false;
             }
-        } else if (cmd_arg_is(argv[j], "freq") && more && idle == -1) {
-            if (!cmd_arg_int(argv[++j], &freq)) {
+        } else if (cmd_arg_is(argv[j], "freq") && more && o->idle == -1) {
+            if (!cmd_arg_int(argv[++j], &o->freq)) {
                 reply_err(c, RV_ERR_NOTINT);
-                return;
+                return false;
             }
-            if (freq < 0 || freq > 255) {
+            if (o->freq < 0 || o->freq > 255) {
                 reply_errf(c, "ERR Invalid FREQ value, must be >= 0 and <= 255");
-                return;
+                return false;
             }
         } else {
             reply_err(c, RV_ERR_SYNTAX);
-            return;
+            return false;
         }
     }
-    if (!replace && lookup_write(c, key) != NULL) {
+    if (!o->replace && lookup_write(c, argv[1]) != NULL) {
         reply_errf(c, "BUSYKEY Target key name already exists.");
-        return;
+        return false;
     }
-    if (!cmd_arg_int(argv[2], &ttl)) {
+    if (!cmd_arg_int(argv[2], &o->ttl)) {
         reply_err(c, RV_ERR_NOTINT);
-        return;
+        return false;
     }
-    if (ttl < 0) {
+    if (o->ttl < 0) {
+        reply_errf(c, "ERR Invalid TTL value, must be >= 0");
+        return false;
+    }
+    return true;
+}
+
+/* RESTORE's second half: the payload checked (Ruvio's form), the options parsed. */
+static void
+restore_value(struct conn *c, struct rv_str key, struct rv_str pl, struct restore_opts *o)
+{
+    struct ks *ks = c->env->ks;
+    int64_t now = c->env->now_ms, ttl = o->ttl;
+    struct ks_entry *e;
+
+    if (ttl != 0 && !o->absttl && __builtin_add_overflow(ttl, now, &ttl)) {
         reply_errf(c, "ERR Invalid TTL value, must be >= 0");
         return;
     }
-    if ((err = dump_verify(argv[3])) != NULL) {
-        reply_errf(c, "%s", err);
-        return;
-    }
-    if (ttl != 0 && !absttl && __builtin_add_overflow(ttl, now, &ttl)) {
-        reply_errf(c, "ERR Invalid TTL value, must be >= 0");
-        return;
-    }
-    if (replace) {
+    if (o->replace) {
         ks_delete(ks, key.p, key.len);
     }
     if (ttl != 0 && ttl <= now) {
         reply_ok(c); /* already expired: not created (Redis) */
         return;
     }
-    if (!dump_replay(c, key, argv[3])) {
+    if (!dump_replay(c, key, pl)) {
         reply_errf(c, ERR_BADFMT);
         return;
     }
@@ -379,11 +422,38 @@ CMD_HANDLER(restore)
     if (e != NULL) {
         ks_set_expire(ks, e, ttl != 0 ? ttl : KS_NO_EXPIRE);
         e = ks_peek(ks, key.p, key.len);
-        if (idle >= 0 && !ks_lfu(ks)) {
-            ks_entry_set_idle(e, now, (uint64_t)idle * 1000);
-        } else if (freq >= 0 && ks_lfu(ks)) {
-            ks_entry_set_freq(e, now, (unsigned)freq);
+        if (o->idle >= 0 && !ks_lfu(ks)) {
+            ks_entry_set_idle(e, now, (uint64_t)o->idle * 1000);
+        } else if (o->freq >= 0 && ks_lfu(ks)) {
+            ks_entry_set_freq(e, now, (unsigned)o->freq);
         }
     }
+    ksn_event(c->env, KSN_NEW, "new", key); /* (Redis adds it anew, REPLACE or not) */
+    ksn_event(c->env, KSN_GENERIC, "restore", key);
     reply_ok(c);
+}
+
+/* RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]:
+ * Ruvio's payloads and Redis's (DUMP of Redis 2.x to 7.2). */
+CMD_HANDLER(restore)
+{
+    struct restore_opts o;
+    struct rv_str pl = argv[3];
+    struct buf conv;
+    const char *err;
+
+    if (!restore_parse(c, argc, argv, &o)) {
+        return;
+    }
+    buf_init(&conv);
+    if ((err = dump_from_redis(pl, &conv)) != NULL && *err == 0) {
+        pl = (struct rv_str){ conv.data, conv.len };
+        err = NULL;
+    }
+    if (err != NULL || (err = dump_verify(pl)) != NULL) {
+        reply_errf(c, "%s", err);
+    } else {
+        restore_value(c, argv[1], pl, &o);
+    }
+    buf_deinit(&conv);
 }

@@ -12,6 +12,7 @@
 #include "node/core/conn.h"
 #include "node/core/effect.h"
 #include "node/features/evict.h"
+#include "node/features/ksnotify.h"
 #include "node/keyspace/ks.h"
 #include "node/core/lookup.h"
 #include "node/types/obj.h"
@@ -39,14 +40,19 @@ str_eq(struct rv_str a, struct rv_str b)
 
 /* ------------------------------------------------------------ DEL EXISTS */
 
+/* Logged (and so invalidated for CLIENT TRACKING, as Redis) as the keys it
+ * really deleted: none, all of them, or a DEL of those. */
 static void
 del_generic(struct conn *c, int argc, struct rv_str *argv)
 {
     struct ks *ks = c->env->ks;
     int64_t now = c->env->now_ms, n = 0;
+    bool stack[64];
+    bool *gone = argc <= 64 ? stack : rv_malloc((size_t)argc * sizeof(bool));
 
     for (int i = 1; i < argc; i++) {
         struct ks_entry *e = ks_peek(ks, argv[i].p, argv[i].len);
+        gone[i] = false;
         if (e == NULL) {
             continue;
         }
@@ -54,7 +60,27 @@ del_generic(struct conn *c, int argc, struct rv_str *argv)
             ks_lookup(ks, argv[i].p, argv[i].len, now); /* expires it: not counted */
             continue;
         }
-        n += ks_delete(ks, argv[i].p, argv[i].len);
+        if (ks_delete(ks, argv[i].p, argv[i].len)) {
+            ksn_event(c->env, KSN_GENERIC, "del", argv[i]);
+            gone[i] = true;
+            n++;
+        }
+    }
+    if (n == 0) {
+        effect_none(c);
+    } else if (n < argc - 1) {
+        bool first = true;
+        for (int i = 1; i < argc; i++) {
+            if (gone[i] && first) {
+                effect_redo(c, "DEL", argv[i]);
+                first = false;
+            } else if (gone[i]) {
+                effect_arg(c, argv[i].p, argv[i].len);
+            }
+        }
+    }
+    if (gone != stack) {
+        rv_free(gone);
     }
     reply_int(c, n);
 }
@@ -175,10 +201,12 @@ expire_generic(struct conn *c, int argc, struct rv_str *argv, bool seconds, bool
     if (when <= c->env->now_ms) {
         effect_redo(c, "DEL", argv[1]);
         ks_delete(ks, argv[1].p, argv[1].len);
+        ksn_event(c->env, KSN_GENERIC, "del", argv[1]);
     } else {
         effect_redo(c, "PEXPIREAT", argv[1]);
         effect_arg_i64(c, when);
         ks_set_expire(ks, e, when);
+        ksn_event(c->env, KSN_GENERIC, "expire", argv[1]);
     }
     reply_int(c, 1);
 }
@@ -257,10 +285,12 @@ CMD_HANDLER(persist)
 
     (void)argc;
     if (e == NULL || ks_entry_expire(e) == KS_NO_EXPIRE) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }
     ks_set_expire(ks, e, KS_NO_EXPIRE);
+    ksn_event(c->env, KSN_GENERIC, "persist", argv[1]);
     reply_int(c, 1);
 }
 
@@ -475,7 +505,13 @@ rename_generic(struct conn *c, struct rv_str *argv, bool nx)
         reply_int(c, 0);
         return;
     }
+    bool replaced = ksn_on(c->env, KSN_NEW) && ks_peek(ks, argv[2].p, argv[2].len) != NULL;
     ks_rename(ks, argv[1].p, argv[1].len, argv[2].p, argv[2].len);
+    if (replaced) { /* (the keyspace reports only a name that was free) */
+        ksn_event(c->env, KSN_NEW, "new", argv[2]);
+    }
+    ksn_event(c->env, KSN_GENERIC, "rename_from", argv[1]);
+    ksn_event(c->env, KSN_GENERIC, "rename_to", argv[2]);
     if (nx) {
         reply_int(c, 1);
     } else {
@@ -495,11 +531,36 @@ CMD_HANDLER(renamenx)
     rename_generic(c, argv, true);
 }
 
+/* COPY ... DB n into another database (source looked up: it exists). */
+static void
+copy_to_db(struct conn *c, struct rv_str *argv, unsigned db, bool replace)
+{
+    unsigned was = c->env->db;
+    shard_use_db(c->env, db); /* (a lazy expiry of the destination is db's) */
+    bool exists = ks_lookup(c->env->ks, argv[2].p, argv[2].len, c->env->now_ms) != NULL;
+    shard_use_db(c->env, was);
+    if (exists && !replace) {
+        reply_int(c, 0);
+        return;
+    }
+    struct ks_entry *e = ks_peek(c->env->ks, argv[1].p, argv[1].len);
+    if (!db_copy_entry(c, e, db, argv[2])) {
+        reply_errf(c, "ERR this value cannot be copied");
+        return;
+    }
+    if (exists) {
+        ksn_event_db(c->env, db, KSN_NEW, "new", argv[2]);
+    }
+    ksn_event_db(c->env, db, KSN_GENERIC, "copy_to", argv[2]);
+    reply_int(c, 1);
+}
+
 CMD_HANDLER(copy)
 {
     struct ks *ks = c->env->ks;
     struct ks_entry *e;
     bool replace = false;
+    unsigned dstdb = c->env->db;
 
     for (int j = 3; j < argc; j++) {
         if (cmd_arg_is(argv[j], "replace")) {
@@ -510,25 +571,37 @@ CMD_HANDLER(copy)
                 reply_err(c, RV_ERR_NOTINT);
                 return;
             }
-            if (db != 0) {
+            if (db < 0 || db >= (int64_t)c->env->ndbs) {
                 reply_err(c, RV_ERR_DBINDEX);
                 return;
             }
+            if (db != 0 && db_cluster(c)) {
+                reply_errf(c, "ERR Copying to another database is not allowed in cluster mode");
+                return;
+            }
+            dstdb = (unsigned)db;
             j++;
         } else {
             reply_err(c, RV_ERR_SYNTAX);
             return;
         }
     }
-    if (str_eq(argv[1], argv[2])) {
+    if (dstdb == c->env->db && str_eq(argv[1], argv[2])) {
         reply_errf(c, "ERR source and destination objects are the same");
         return;
     }
     if (lookup_read(c, argv[1]) == NULL) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }
-    if (lookup_write(c, argv[2]) != NULL && !replace) {
+    if (dstdb != c->env->db) {
+        copy_to_db(c, argv, dstdb, replace);
+        return;
+    }
+    bool replaced = lookup_write(c, argv[2]) != NULL;
+    if (replaced && !replace) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }
@@ -541,6 +614,10 @@ CMD_HANDLER(copy)
         void *v = ops->dup(e);
         ks_set_ptr(ks, argv[2].p, argv[2].len, t, v, ops->free, dl);
     }
+    if (replaced) { /* (Redis adds it anew; the keyspace reports only a name that was free) */
+        ksn_event(c->env, KSN_NEW, "new", argv[2]);
+    }
+    ksn_event(c->env, KSN_GENERIC, "copy_to", argv[2]);
     reply_int(c, 1);
 }
 
@@ -555,25 +632,29 @@ CMD_HANDLER(dbsize)
 
 /* FLUSHDB/FLUSHALL [SYNC|ASYNC]: the flush is synchronous either way. */
 static void
-flush_generic(struct conn *c, int argc, struct rv_str *argv)
+flush_generic(struct conn *c, int argc, struct rv_str *argv, bool all)
 {
     if (argc > 2 || (argc == 2 && !cmd_arg_is(argv[1], "sync") && !cmd_arg_is(argv[1], "async"))) {
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
-    ks_flush(c->env->ks);
+    if (all) {
+        db_flush_all(c);
+    } else {
+        ks_flush(c->env->ks);
+    }
     rv_mem_purge_thread(); /* hand the freed pages back now, not over the decay time (as Redis) */
     reply_ok(c);
 }
 
 CMD_HANDLER(flushdb)
 {
-    flush_generic(c, argc, argv);
+    flush_generic(c, argc, argv, false);
 }
 
 CMD_HANDLER(flushall)
 {
-    flush_generic(c, argc, argv);
+    flush_generic(c, argc, argv, true);
 }
 
 /* --------------------------------------------------------------- OBJECT */
@@ -598,7 +679,7 @@ enc_name(const struct ks_entry *e)
 
 CMD_HANDLER(object_encoding)
 {
-    struct ks_entry *e = lookup_notouch(c, argv[2], true);
+    struct ks_entry *e = lookup_object(c, argv[2]);
 
     (void)argc;
     if (e == NULL) {
@@ -610,7 +691,7 @@ CMD_HANDLER(object_encoding)
 
 CMD_HANDLER(object_freq)
 {
-    struct ks_entry *e = lookup_notouch(c, argv[2], true);
+    struct ks_entry *e = lookup_object(c, argv[2]);
 
     (void)argc;
     if (e == NULL) {
@@ -624,7 +705,7 @@ CMD_HANDLER(object_freq)
 
 CMD_HANDLER(object_idletime)
 {
-    struct ks_entry *e = lookup_notouch(c, argv[2], true);
+    struct ks_entry *e = lookup_object(c, argv[2]);
 
     (void)argc;
     if (e == NULL) {
@@ -638,7 +719,7 @@ CMD_HANDLER(object_idletime)
 
 CMD_HANDLER(object_refcount)
 {
-    struct ks_entry *e = lookup_notouch(c, argv[2], true);
+    struct ks_entry *e = lookup_object(c, argv[2]);
 
     (void)argc;
     if (e == NULL) {

@@ -1,6 +1,7 @@
-/* node/commands/cmd_latency.c: LATENCY LATEST/HISTORY/RESET/DOCTOR/HISTOGRAM/HELP. The events are
+/* node/commands/cmd_latency.c: LATENCY LATEST/HISTORY/GRAPH/RESET/DOCTOR/HISTOGRAM/HELP. The events are
  * node/obs/latency.c; the histograms are the shard's command statistics. */
 #include "base/buf.h"
+#include "base/mem.h"
 #include "node/commands/cmds.h"
 #include "node/core/conn.h"
 #include "node/core/reply.h"
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 void
 cmd_latency_latest(struct conn *c, int argc, struct rv_str *argv)
@@ -47,6 +49,97 @@ cmd_latency_history(struct conn *c, int argc, struct rv_str *argv)
         reply_int(c, sm.time);
         reply_int(c, (int64_t)sm.ms);
     }
+}
+
+/* LATENCY GRAPH draws an event's samples as Redis does: 80 columns a band,
+ * 4 rows of 3 levels each ("_o#", '|' below a column's top), then a blank
+ * row and each sample's age written downwards ("4s", "12m", "3h", "2d"). */
+enum { GRAPH_COLS = 80, GRAPH_ROWS = 4, GRAPH_LEVELS = 3, AGE_LEN = 24 };
+
+static void
+graph_age(int64_t age, char out[AGE_LEN])
+{
+    age = age < 0 ? 0 : age;
+    if (age < 60) {
+        snprintf(out, AGE_LEN, "%llds", (long long)age);
+    } else if (age < 3600) {
+        snprintf(out, AGE_LEN, "%lldm", (long long)(age / 60));
+    } else if (age < 86400) {
+        snprintf(out, AGE_LEN, "%lldh", (long long)(age / 3600));
+    } else {
+        snprintf(out, AGE_LEN, "%lldd", (long long)(age / 86400));
+    }
+}
+
+/* One band: samples [from, from + n) with their levels (0 .. 11) and ages. */
+static void
+graph_band(struct buf *b, const int *level, char (*age)[AGE_LEN], size_t from, size_t n)
+{
+    for (int row = 0; row < GRAPH_ROWS; row++) {
+        int base = (GRAPH_ROWS - 1 - row) * GRAPH_LEVELS; /* the row's lowest level */
+        for (size_t j = from; j < from + n; j++) {
+            int k = level[j] - base;
+            buf_putc(b, k < 0 ? ' ' : k < GRAPH_LEVELS ? "_o#"[k] : '|');
+        }
+        buf_putc(b, '\n');
+    }
+    size_t longest = 0;
+    for (size_t j = from; j < from + n; j++) {
+        longest = strlen(age[j]) > longest ? strlen(age[j]) : longest;
+    }
+    for (size_t row = 0; row <= longest; row++) { /* row 0: the blank margin */
+        for (size_t j = from; j < from + n; j++) {
+            buf_putc(b, row > 0 && row <= strlen(age[j]) ? age[j][row - 1] : ' ');
+        }
+        buf_putc(b, '\n');
+    }
+}
+
+void
+cmd_latency_graph(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct latency *l = metrics_latency(c->shard);
+    int i = latency_find(l, argv[2].p, argv[2].len);
+    if (i < 0) {
+        reply_errf(c, "ERR No samples available for event '%.*s'", (int)argv[2].len, argv[2].p);
+        return;
+    }
+    struct latency_info e;
+    latency_at(l, (size_t)i, &e);
+    uint32_t n = e.nsamples;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t ms = latency_sample_at(l, (size_t)i, k).ms;
+        lo = ms < lo ? ms : lo;
+        hi = ms > hi ? ms : hi;
+    }
+    uint64_t span = hi > lo ? hi - lo : 1;
+    int top = GRAPH_ROWS * GRAPH_LEVELS - 1;
+    int *level = rv_malloc(sizeof(int) * (n ? n : 1));
+    char(*age)[AGE_LEN] = rv_malloc(AGE_LEN * (size_t)(n ? n : 1));
+    int64_t now = (int64_t)time(NULL);
+    for (uint32_t k = 0; k < n; k++) {
+        struct latency_sample sm = latency_sample_at(l, (size_t)i, k);
+        uint64_t lv = (sm.ms - lo) * (uint64_t)(top + 1) / span;
+        level[k] = lv > (uint64_t)top ? top : (int)lv;
+        graph_age(now - sm.time, age[k]);
+    }
+    struct buf b;
+    buf_init(&b);
+    buf_appendf(&b, "%s - high %llu ms, low %llu ms (all time high %llu ms)\n", e.name,
+                (unsigned long long)hi, (unsigned long long)(n ? lo : 0),
+                (unsigned long long)e.max);
+    for (int k = 0; k < GRAPH_COLS; k++) {
+        buf_putc(&b, '-');
+    }
+    buf_putc(&b, '\n');
+    for (size_t from = 0; from < n; from += GRAPH_COLS) {
+        graph_band(&b, level, age, from, n - from < GRAPH_COLS ? n - from : GRAPH_COLS);
+    }
+    reply_verbatim(c, b.data, b.len);
+    buf_deinit(&b);
+    rv_free(level);
+    rv_free(age);
 }
 
 /* LATENCY RESET [event ...]: the number of events reset. */
@@ -175,6 +268,8 @@ cmd_latency_help(struct conn *c, int argc, struct rv_str *argv)
         "HISTOGRAM [COMMAND ...]",
         "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
         "    If no commands are specified then all histograms are replied.",
+        "GRAPH <event>",
+        "    Return an ASCII latency graph for the <event> class.",
         "HISTORY <event>",
         "    Return time-latency samples for the <event> class.",
         "LATEST",

@@ -33,7 +33,7 @@ CMD_HANDLER(memory_stats)
     (void)argv;
     struct shard *s = c->shard;
     long long used = evict_node_used(s), shard = evict_shard_used(s), peak = evict_peak(s);
-    size_t keys = ks_size(c->env->ks), clients = evict_clients_mem(s);
+    size_t keys = shard_keys(c->env, NULL), clients = evict_clients_mem(s);
     size_t alloc = rv_mem_allocated(), active = rv_mem_active(), resident = rv_mem_resident();
     size_t rss = rv_mem_rss();
     long long overhead = (long long)clients;

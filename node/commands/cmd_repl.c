@@ -7,6 +7,8 @@
 #include "base/mem.h"
 #include "base/rv_err.h"
 #include "node/commands/cmds.h"
+
+#include "base/tls.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
 #include "node/core/node.h"
@@ -281,7 +283,12 @@ cmd_rvsync(struct conn *c, int argc, struct rv_str *argv)
     c->flags |= CONN_CLOSE_ASAP;
     event_del(&c->rev);
     struct repl_client_info ci = { c->id, c->addr, c->laddr, acl_user_name(c->user), c->ctime_ms };
-    repl_accept(r, fd, &ci, &pre);
+    struct tls *tls = c->tls;
+    if (tls != NULL) {
+        tls_set_fd(tls, fd); /* the link's descriptor; the client's closes untouched */
+        c->tls = NULL;
+    }
+    repl_accept(r, fd, tls, &ci, &pre);
 }
 
 /* ---------------------------------------------------------------- FAILOVER */

@@ -10,6 +10,8 @@
 #include "node/commands/script.h"
 #include "node/core/conn.h"
 #include "node/features/evict.h"
+#include "node/features/monitor.h"
+#include "node/features/tracking.h"
 #include "node/keyspace/ks.h"
 #include "node/obs/metrics.h"
 #include "node/core/node.h"
@@ -65,18 +67,19 @@ info_server(struct conn *c, struct buf *b)
 static void
 info_clients(struct conn *c, struct buf *b)
 {
-    size_t blocked = 0, pubsub = 0;
+    size_t blocked = 0, paused = 0, pubsub = 0;
     for (struct conn *o = shard_conn_first(c->shard); o; o = o->next) {
-        blocked += (o->flags & CONN_BLOCKED) != 0;
+        blocked += (o->flags & CONN_BLOCKED) != 0; /* (with those CLIENT PAUSE holds, as Redis) */
+        paused += (o->flags & CONN_CPAUSED) != 0;
         pubsub += (o->flags & CONN_PUBSUB) != 0;
     }
     buf_appendf(b,
                 "# Clients\r\nconnected_clients:%zu\r\ncluster_connections:0\r\nmaxclients:%lld\r\n"
                 "client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\n"
-                "blocked_clients:%zu\r\ntracking_clients:0\r\nclients_in_timeout_table:%zu\r\n"
-                "pubsub_clients:%zu\r\n\r\n",
+                "blocked_clients:%zu\r\ntracking_clients:%zu\r\nclients_in_timeout_table:%zu\r\n"
+                "pubsub_clients:%zu\r\nmonitor_clients:%zu\r\n\r\n",
                 shard_conn_count(c->shard), (long long)c->env->cfg->net.maxclients, blocked,
-                blocked, pubsub);
+                tracking_clients(c->shard), blocked - paused, pubsub, monitor_count(c->shard));
 }
 
 static void
@@ -100,7 +103,7 @@ static void
 info_stats(struct conn *c, struct buf *b)
 {
     struct shard_stats *st = &c->env->stats;
-    const struct ks_stats *ks = ks_stats(c->env->ks);
+    const struct ks_stats *ks = ks_stats(c->env->dbs[0]); /* (active expiry's figures: db 0's) */
     buf_appendf(b,
                 "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                 "instantaneous_ops_per_sec:%.0f\r\ntotal_net_input_bytes:%llu\r\n"
@@ -116,7 +119,7 @@ info_stats(struct conn *c, struct buf *b)
                 shard_ops_per_sec(c->shard), (unsigned long long)st->net_input_bytes,
                 (unsigned long long)st->net_output_bytes, shard_input_kbps(c->shard),
                 shard_output_kbps(c->shard), (unsigned long long)st->conns_rejected,
-                (unsigned long long)(ks->expired_keys - st->expired_keys_base),
+                (unsigned long long)(shard_expired_keys(c->env) - st->expired_keys_base),
                 (double)ks->expired_stale_perc,
                 (unsigned long long)(ks->expire_cycle_time_us / 1000),
                 (unsigned long long)st->evicted_keys, (unsigned long long)st->keyspace_hits,
@@ -128,16 +131,18 @@ info_stats(struct conn *c, struct buf *b)
     /* Reopen the section for the observability counters (kept apart so the
      * Redis fields above stay one block). */
     b->len -= 2;
+    size_t tk, ti, tp;
+    tracking_totals(c->shard, &tk, &ti, &tp);
     buf_appendf(
         b,
         "total_forks:0\r\nlatest_fork_usec:0\r\nmigrate_cached_sockets:0\r\n"
         "slave_expires_tracked_keys:0\r\nactive_defrag_hits:0\r\nactive_defrag_misses:0\r\n"
         "active_defrag_key_hits:0\r\nactive_defrag_key_misses:0\r\ntotal_active_defrag_time:0\r\n"
-        "current_active_defrag_time:0\r\ntracking_total_keys:0\r\ntracking_total_items:0\r\n"
-        "tracking_total_prefixes:0\r\nunexpected_error_replies:%llu\r\n"
+        "current_active_defrag_time:0\r\ntracking_total_keys:%zu\r\ntracking_total_items:%zu\r\n"
+        "tracking_total_prefixes:%zu\r\nunexpected_error_replies:%llu\r\n"
         "dump_payload_sanitizations:0\r\nio_threaded_reads_processed:0\r\n"
         "io_threaded_writes_processed:0\r\nlog_lines_dropped:%llu\r\nslowlog_len:%zu\r\n",
-        (unsigned long long)st->unexpected_errors, (unsigned long long)log_dropped(),
+        tk, ti, tp, (unsigned long long)st->unexpected_errors, (unsigned long long)log_dropped(),
         slowlog_len(metrics_slowlog(c->shard)));
     uint64_t denied[4];
     acl_denied_counts(denied);
@@ -214,11 +219,8 @@ info_cluster(struct conn *c, struct buf *b)
 static void
 info_keyspace(struct conn *c, struct buf *b)
 {
-    struct ks *ks = c->env->ks;
     buf_appendf(b, "# Keyspace\r\n");
-    if (ks_size(ks) > 0) {
-        buf_appendf(b, "db0:keys=%zu,expires=%zu,avg_ttl=0\r\n", ks_size(ks), ks_expires_size(ks));
-    }
+    db_info_keyspace(c, b);
     buf_appendf(b, "\r\n");
 }
 
@@ -247,7 +249,7 @@ info_shards(struct conn *c, struct buf *b)
     shard_slots(c->shard, &lo, &hi);
     buf_appendf(
         b, "# Shards\r\nshard_id:%u\r\nshards:%u\r\nshard_slots:%u-%u\r\nshard_keys:%zu\r\n\r\n",
-        c->env->id, c->env->node->nshards, lo, hi, ks_size(c->env->ks));
+        c->env->id, c->env->node->nshards, lo, hi, shard_keys(c->env, NULL));
 }
 
 typedef void info_fn(struct conn *c, struct buf *b);
@@ -381,6 +383,22 @@ cmd_config_set(struct conn *c, int argc, struct rv_str *argv)
             reply_errf(c, "%s", err);
             cfg_destroy(next);
             return;
+        }
+    }
+    /* Any tls-* key set (even to the same file: that is how certificates are
+     * rotated) rebuilds the TLS contexts, as in Redis. */
+    for (int i = 2; i < argc; i += 2) {
+        if (argv[i].len > 4 && strncasecmp(argv[i].p, "tls-", 4) == 0) {
+            if (node_tls_apply(next, err, sizeof(err)) != 0) {
+                log_warn("Failed to update TLS configuration: %s", err);
+                reply_errf(c,
+                           "ERR CONFIG SET failed (possibly related to argument '%.*s') - Unable "
+                           "to update TLS configuration. Check server logs.",
+                           (int)argv[i].len, argv[i].p);
+                cfg_destroy(next);
+                return;
+            }
+            break;
         }
     }
     log_set_level((int)next->obs.loglevel);

@@ -12,6 +12,7 @@
 #include "node/core/lookup.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/features/ksnotify.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -170,6 +171,7 @@ set_generic(struct conn *c, struct rv_str key, struct rv_str val, unsigned f, in
         found = false;
     }
     if (((f & SO_NX) && found) || ((f & SO_XX) && !found)) {
+        effect_none(c); /* (nothing changed: no record, no invalidation) */
         if (int_reply) {
             reply_int(c, 0);
         } else if (!(f & SO_GET)) {
@@ -182,6 +184,10 @@ set_generic(struct conn *c, struct rv_str key, struct rv_str val, unsigned f, in
         ks_delete(ks, key.p, key.len);
     } else {
         ks_set_str(ks, key.p, key.len, val.p, val.len, deadline, (f & SO_KEEPTTL) != 0);
+    }
+    ksn_event(c->env, KSN_STRING, "set", key);
+    if (deadline != KS_NO_EXPIRE) {
+        ksn_event(c->env, KSN_GENERIC, "expire", key);
     }
     if (int_reply) {
         reply_int(c, 1);
@@ -212,6 +218,7 @@ CMD_HANDLER(set)
 
     if (rv_likely(argc == 3)) {
         ks_set_str(c->env->ks, argv[1].p, argv[1].len, argv[2].p, argv[2].len, KS_NO_EXPIRE, false);
+        ksn_event(c->env, KSN_STRING, "set", argv[1]);
         reply_ok(c);
         return;
     }
@@ -282,6 +289,7 @@ CMD_HANDLER(mset)
     }
     for (int i = 1; i < argc; i += 2) {
         ks_set_str(ks, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, KS_NO_EXPIRE, false);
+        ksn_event(c->env, KSN_STRING, "set", argv[i]);
     }
     reply_ok(c);
 }
@@ -295,12 +303,14 @@ CMD_HANDLER(msetnx)
     }
     for (int i = 1; i < argc; i += 2) {
         if (lookup_write(c, argv[i]) != NULL) {
+            effect_none(c);
             reply_int(c, 0);
             return;
         }
     }
     for (int i = 1; i < argc; i += 2) {
         ks_set_str(ks, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, KS_NO_EXPIRE, false);
+        ksn_event(c->env, KSN_STRING, "set", argv[i]);
     }
     reply_int(c, 1);
 }
@@ -318,6 +328,7 @@ CMD_HANDLER(getdel)
 
     (void)argc;
     if (e == NULL) {
+        effect_none(c);
         reply_null(c);
         return;
     }
@@ -327,6 +338,7 @@ CMD_HANDLER(getdel)
     }
     reply_str_value(c, e); /* copied into the output before the delete */
     ks_delete(ks, argv[1].p, argv[1].len);
+    ksn_event(c->env, KSN_GENERIC, "del", argv[1]);
 }
 
 CMD_HANDLER(getex)
@@ -358,13 +370,16 @@ CMD_HANDLER(getex)
     if ((f & (SO_EXAT | SO_PXAT)) && deadline <= c->env->now_ms) {
         effect_redo(c, "DEL", argv[1]);
         ks_delete(ks, argv[1].p, argv[1].len);
+        ksn_event(c->env, KSN_GENERIC, "del", argv[1]);
     } else if (exp != 0) {
         effect_redo(c, "PEXPIREAT", argv[1]);
         effect_arg_i64(c, deadline);
         ks_set_expire(ks, e, deadline);
-    } else if (f & SO_PERSIST) {
+        ksn_event(c->env, KSN_GENERIC, "expire", argv[1]);
+    } else if ((f & SO_PERSIST) && ks_entry_expire(e) != KS_NO_EXPIRE) {
         effect_redo(c, "PERSIST", argv[1]);
         ks_set_expire(ks, e, KS_NO_EXPIRE);
+        ksn_event(c->env, KSN_GENERIC, "persist", argv[1]);
     } else {
         effect_none(c);
     }
@@ -393,6 +408,7 @@ CMD_HANDLER(append)
     (void)argc;
     if (e == NULL) {
         ks_set_str(ks, argv[1].p, argv[1].len, argv[2].p, argv[2].len, KS_NO_EXPIRE, false);
+        ksn_event(c->env, KSN_STRING, "append", argv[1]);
         reply_int(c, (int64_t)argv[2].len);
         return;
     }
@@ -406,6 +422,7 @@ CMD_HANDLER(append)
     }
     p = ks_str_resize(ks, &e, olen + argv[2].len);
     memcpy(p + olen, argv[2].p, argv[2].len);
+    ksn_event(c->env, KSN_STRING, "append", argv[1]);
     reply_int(c, (int64_t)(olen + argv[2].len));
 }
 
@@ -433,6 +450,7 @@ incr_by(struct conn *c, struct rv_str key, int64_t by)
 
     if (e == NULL) {
         ks_set_int(ks, key.p, key.len, by, KS_NO_EXPIRE, false);
+        ksn_event(c->env, KSN_STRING, "incrby", key);
         reply_int(c, by);
         return;
     }
@@ -454,6 +472,7 @@ incr_by(struct conn *c, struct rv_str key, int64_t by)
         return;
     }
     ks_str_set_int(ks, e, v); /* in place when int-encoded; keeps the TTL */
+    ksn_event(c->env, KSN_STRING, "incrby", key);
     reply_int(c, v);
 }
 
@@ -543,6 +562,7 @@ CMD_HANDLER(incrbyfloat)
     n = resp_fmt_ldouble(buf, sizeof(buf), cur);
     /* Stored as a string like Redis; an existing key keeps its TTL. */
     ks_set_str(ks, argv[1].p, argv[1].len, buf, n, KS_NO_EXPIRE, true);
+    ksn_event(c->env, KSN_STRING, "incrbyfloat", argv[1]);
     reply_bulk(c, buf, n);
     /* logged as the value it stored: replaying the addition could round differently */
     effect_redo(c, "SET", argv[1]);
@@ -648,5 +668,6 @@ CMD_HANDLER(setrange)
     }
     p = ks_str_resize(ks, &e, newlen);
     memcpy(p + off, val.p, val.len);
+    ksn_event(c->env, KSN_STRING, "setrange", argv[1]);
     reply_int(c, (int64_t)newlen);
 }

@@ -37,8 +37,15 @@ static struct cmd_spec client_subs[] = {
     ROW("setinfo", cmd_client_setinfo, 4, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "7.2.0", "O(1)", "Sets information specific to the client or connection.", "LIB-NAME libname | LIB-VER libver"),
     ROW("list", cmd_client_list, -2, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Lists open connections of the shard.", "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id ...]"),
     ROW("info", cmd_client_info, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.2.0", "O(1)", "Returns information about the connection.", ""),
-    ROW("kill", cmd_client_kill, -3, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Terminates open connections.", "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [SKIPME yes/no]"),
+    ROW("kill", cmd_client_kill, -3, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.4.0", "O(N) where N is the number of client connections", "Terminates open connections.", "ip:port | <[ID client-id] [TYPE NORMAL | MASTER | SLAVE | REPLICA | PUBSUB] [USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES | NO] [MAXAGE maxage]> ..."),
     ROW("no-evict", cmd_client_no_evict, 3, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "7.0.0", "O(1)", "Sets the client eviction mode of the connection.", "ON|OFF"),
+    ROW("pause", cmd_client_pause, -3, AD | CMD_NOSCRIPT | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "2.9.50", "O(1)", "Suspends commands processing.", "timeout [WRITE | ALL]"),
+    ROW("unpause", cmd_client_unpause, 2, AD | CMD_NOSCRIPT | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "6.2.0", "O(N) Where N is the number of paused clients", "Resumes processing commands from paused clients.", ""),
+    ROW("no-touch", cmd_client_no_touch, 3, CMD_NOSCRIPT | LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "7.2.0", "O(1)", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "ON|OFF"),
+    ROW("tracking", cmd_client_tracking, -3, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.0.0", "O(1). Some options may introduce additional complexity.", "Controls server-assisted client-side caching for the connection.", "ON|OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]"),
+    ROW("caching", cmd_client_caching, 3, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.0.0", "O(1)", "Instructs the server whether to track the keys in the next request.", "YES|NO"),
+    ROW("getredir", cmd_client_getredir, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.0.0", "O(1)", "Returns the client ID to which the connection's tracking notifications are redirected.", ""),
+    ROW("trackinginfo", cmd_client_trackinginfo, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "6.2.0", "O(1)", "Returns information about server-assisted client-side caching for the connection.", ""),
     ROW("reply", cmd_client_reply, 3, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "3.2.0", "O(1)", "Instructs the server whether to reply to commands.", "ON|OFF|SKIP"),
     ROW("unblock", cmd_client_unblock, -3, AD | LO | ST, 0, 0, 0, CONN | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "connection", "5.0.0", "O(log N) where N is the number of client connections", "Unblocks a client blocked by a blocking command from a different connection.", "client-id [TIMEOUT | ERROR]"),
     ROW("help", cmd_client_help, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "connection", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
@@ -50,6 +57,7 @@ static struct cmd_spec command_subs[] = {
     ROW("info", cmd_command_info, -2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of commands to look up", "Returns information about one, multiple or all commands.", "[command-name ...]"),
     ROW("docs", cmd_command_docs, -2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the number of commands to look up", "Returns documentary information about one, multiple or all commands.", "[command-name ...]"),
     ROW("list", cmd_command_list, -2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the total number of commands", "Returns a list of command names.", "[FILTERBY MODULE name | ACLCAT category | PATTERN pattern]"),
+    ROW("getkeysandflags", cmd_command_getkeysandflags, -4, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "7.0.0", "O(N) where N is the number of arguments to the command", "Extracts the key names and access flags for an arbitrary command.", "command [arg ...]"),
     ROW("getkeys", cmd_command_getkeys, -4, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "O(N) where N is the number of arguments to the command", "Extracts the key names from an arbitrary command.", "command [arg ...]"),
     ROW("help", cmd_command_help, 2, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
@@ -61,6 +69,19 @@ static struct cmd_spec config_subs[] = {
     ROW("resetstat", cmd_config_resetstat, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.0.0", "O(1)", "Resets the server's statistics.", ""),
     ROW("rewrite", cmd_config_rewrite, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.0", "O(1)", "Persists the effective configuration to file.", ""),
     ROW("help", cmd_config_help, 2, LO | ST, 0, 0, 0, SRV | CAT_SLOW, "server", "5.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
+    END,
+};
+
+static struct cmd_spec function_subs[] = {
+    ROW("load", cmd_function_load, -3, W | DO | CMD_NOSCRIPT, 0, 0, 0, CAT_WRITE | CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(1) (considering compilation time is redundant)", "Creates a library.", "[REPLACE] function-code"),
+    ROW("delete", cmd_function_delete, 3, W | CMD_NOSCRIPT, 0, 0, 0, CAT_WRITE | CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(1)", "Deletes a library and its functions.", "library-name"),
+    ROW("flush", cmd_function_flush, -2, W | CMD_NOSCRIPT, 0, 0, 0, CAT_WRITE | CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(N) where N is the number of functions deleted", "Deletes all libraries and functions.", "[ASYNC | SYNC]"),
+    ROW("list", cmd_function_list, -2, CMD_NOSCRIPT, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(N) where N is the number of functions", "Returns information about all libraries.", "[LIBRARYNAME library-name-pattern] [WITHCODE]"),
+    ROW("dump", cmd_function_dump, 2, CMD_NOSCRIPT, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(N) where N is the number of functions", "Dumps all libraries into a serialized binary payload.", ""),
+    ROW("restore", cmd_function_restore, -3, W | DO | CMD_NOSCRIPT, 0, 0, 0, CAT_WRITE | CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(N) where N is the number of functions on the payload", "Restores all libraries from a payload.", "serialized-value [FLUSH | APPEND | REPLACE]"),
+    ROW("stats", cmd_function_stats, 2, CMD_NOSCRIPT | CMD_ALLOW_BUSY, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(1)", "Returns information about a function during execution.", ""),
+    ROW("kill", cmd_function_kill, 2, CMD_NOSCRIPT | CMD_ALLOW_BUSY, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(1)", "Terminates a function during execution.", ""),
+    ROW("help", cmd_function_help, 2, LO | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "O(1)", "Returns helpful text about the different subcommands.", ""),
     END,
 };
 
@@ -94,6 +115,7 @@ static struct cmd_spec slowlog_subs[] = {
 static struct cmd_spec latency_subs[] = {
     ROW("latest", cmd_latency_latest, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Returns the latest latency samples for all events.", ""),
     ROW("history", cmd_latency_history, 3, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Returns timestamp-latency samples for an event.", "event"),
+    ROW("graph", cmd_latency_graph, 3, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Returns a latency graph for an event.", "event"),
     ROW("reset", cmd_latency_reset, -2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Resets the latency data for one or more events.", "[event [event ...]]"),
     ROW("doctor", cmd_latency_doctor, 2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "2.8.13", "O(1)", "Returns a human-readable latency analysis report.", ""),
     ROW("histogram", cmd_latency_histogram, -2, AD | LO | ST, 0, 0, 0, SRV | CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "7.0.0", "O(N) where N is the number of commands with latency information being retrieved.", "Returns the cumulative distribution of latencies of a subset or all commands.", "[command [command ...]]"),
@@ -117,6 +139,13 @@ static struct cmd_spec memory_subs[] = {
     ROW("doctor", cmd_memory_doctor, 2, 0, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "O(1)", "Outputs a memory problems report.", ""),
     ROW("purge", cmd_memory_purge, 2, 0, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "Depends on how much memory is allocated, could be slow", "Asks the allocator to release memory.", ""),
     ROW("malloc-stats", cmd_memory_malloc_stats, 2, 0, 0, 0, 0, CAT_SLOW, "server", "4.0.0", "Depends on how much memory is allocated, could be slow", "Returns the allocator statistics.", ""),
+    END,
+};
+
+/* JSON.DEBUG's subcommands (the JSON rows are node/commands/t_json_rows.h). */
+static struct cmd_spec json_debug_subs[] = {
+    ROW("memory", cmd_json_debug_memory, -3, RO, 2, 2, 1, CAT_READ | CAT_SLOW, "module", "1.0.0", "O(N) when path is evaluated to a single value, where N is the size of the value, O(N) when path is evaluated to multiple values, where N is the size of the key", "Reports the size in bytes of a key", "key [path]"),
+    ROW("help", cmd_json_debug_help, 2, 0, 0, 0, 0, CAT_SLOW, "module", "1.0.0", "N/A", "Shows helpful information", ""),
     END,
 };
 
@@ -184,13 +213,15 @@ static struct cmd_spec acl_subs[] = {
     END,
 };
 
+#include "node/commands/t_stream_group_subs.h"
+
 struct cmd_spec cmd_table[] = {
     /* connection */
     ROW("ping", cmd_ping, -1, FA | ST | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Returns the server's liveliness response.", "[message]"),
     ROW("echo", cmd_echo, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Returns the given string.", "message"),
     ROW("hello", cmd_hello, -1, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "6.0.0", "O(1)", "Handshakes with the server.", "[protover [AUTH username password] [SETNAME clientname]]"),
     ROW("auth", cmd_auth, -2, FA | NA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(N) where N is the number of passwords defined for the user", "Authenticates the connection.", "[username] password"),
-    ROW("select", cmd_select, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Changes the selected database (only database 0 exists).", "index"),
+    ROW("select", cmd_select, 2, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Changes the selected database.", "index"),
     ROW("quit", cmd_quit, -1, FA | NA | LO | ST | CMD_NOQUEUE | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "1.0.0", "O(1)", "Closes the connection.", ""),
     ROW("reset", cmd_reset, 1, FA | NA | LO | ST | CMD_NOQUEUE | CMD_SUBOK, 0, 0, 0, CONN | CAT_FAST, "connection", "6.2.0", "O(1)", "Resets the connection.", ""),
     ROW("asking", cmd_asking, 1, FA | LO | ST, 0, 0, 0, CONN | CAT_FAST, "cluster", "3.0.0", "O(1)", "Signals that a cluster client is following an -ASK redirect.", ""),
@@ -201,8 +232,8 @@ struct cmd_spec cmd_table[] = {
     { "command", cmd_command, -1, LO | ST, 0, 0, 0, CONN | CAT_SLOW, "server", "2.8.13", "Returns detailed information about all commands.", "O(N) where N is the total number of Redis commands", "", NULL, command_subs, 0, NULL },
 
     /* pub/sub */
-    ROW("publish", cmd_publish, 3, CMD_PUBSUB | LO | ST | FA, 0, 0, 0, CAT_PUBSUB | CAT_FAST, "pubsub", "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", "Posts a message to a channel.", "channel message"),
-    ROW("spublish", cmd_spublish, 3, CMD_PUBSUB | LO | ST | FA, 1, 1, 1, CAT_PUBSUB | CAT_FAST, "pubsub", "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.", "Post a message to a shard channel", "shardchannel message"),
+    ROW("publish", cmd_publish, 3, CMD_MAY_REPLICATE | CMD_PUBSUB | LO | ST | FA, 0, 0, 0, CAT_PUBSUB | CAT_FAST, "pubsub", "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", "Posts a message to a channel.", "channel message"),
+    ROW("spublish", cmd_spublish, 3, CMD_MAY_REPLICATE | CMD_PUBSUB | LO | ST | FA, 1, 1, 1, CAT_PUBSUB | CAT_FAST, "pubsub", "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel.", "Post a message to a shard channel", "shardchannel message"),
     ROW("subscribe", cmd_subscribe, -2, CMD_PUBSUB | CMD_SUBOK | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.0.0", "O(N) where N is the number of channels to subscribe to.", "Listens for messages published to channels.", "channel [channel ...]"),
     ROW("ssubscribe", cmd_ssubscribe, -2, CMD_PUBSUB | CMD_SUBOK | LO | ST, 1, -1, 1, CAT_PUBSUB | CAT_SLOW, "pubsub", "7.0.0", "O(N) where N is the number of shard channels to subscribe to.", "Listens for messages published to shard channels.", "shardchannel [shardchannel ...]"),
     ROW("unsubscribe", cmd_unsubscribe, -1, CMD_PUBSUB | CMD_SUBOK | LO | ST, 0, 0, 0, CAT_PUBSUB | CAT_SLOW, "pubsub", "2.0.0", "O(N) where N is the number of channels to unsubscribe.", "Stops listening to messages posted to channels.", "[channel [channel ...]]"),
@@ -224,11 +255,14 @@ struct cmd_spec cmd_table[] = {
     ROWK("bzmpop", cmd_bzmpop, -5, W | CMD_BLOCKING, 0, 0, 0, CAT_SORTEDSET | CAT_WRITE | CAT_SLOW | CAT_BLOCKING, "sorted-set", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "timeout numkeys key [key ...] MIN | MAX [COUNT count]", zset_bzmpop_keys),
 
     /* transactions */
-    ROWK("eval", cmd_eval, -3, CMD_NOSCRIPT | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "Depends on the script that is executed.", "Executes a server-side Lua script.", "script numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
-    ROWK("evalsha", cmd_evalsha, -3, CMD_NOSCRIPT | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "Depends on the script that is executed.", "Executes a server-side Lua script by SHA1 digest.", "sha1 numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
-    ROWK("eval_ro", cmd_eval_ro, -3, CMD_NOSCRIPT | ST | RO, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "Depends on the script that is executed.", "Executes a read-only server-side Lua script.", "script numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
-    ROWK("evalsha_ro", cmd_evalsha_ro, -3, CMD_NOSCRIPT | ST | RO, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "Depends on the script that is executed.", "Executes a read-only server-side Lua script by SHA1 digest.", "sha1 numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    ROWK("eval", cmd_eval, -3, CMD_SKIP_MONITOR | CMD_MAY_REPLICATE | CMD_NOSCRIPT | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "Depends on the script that is executed.", "Executes a server-side Lua script.", "script numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    ROWK("evalsha", cmd_evalsha, -3, CMD_SKIP_MONITOR | CMD_MAY_REPLICATE | CMD_NOSCRIPT | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "2.6.0", "Depends on the script that is executed.", "Executes a server-side Lua script by SHA1 digest.", "sha1 numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    ROWK("eval_ro", cmd_eval_ro, -3, CMD_SKIP_MONITOR | CMD_NOSCRIPT | ST | RO, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "Depends on the script that is executed.", "Executes a read-only server-side Lua script.", "script numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    ROWK("evalsha_ro", cmd_evalsha_ro, -3, CMD_SKIP_MONITOR | CMD_NOSCRIPT | ST | RO, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "Depends on the script that is executed.", "Executes a read-only server-side Lua script by SHA1 digest.", "sha1 numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
     SUBS("script", -2, 0, CAT_SLOW, "scripting", "2.6.0", "A container for Lua scripts management commands.", script_subs),
+    ROWK("fcall", cmd_fcall, -3, CMD_NOSCRIPT | ST, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "Depends on the function that is executed.", "Invokes a function.", "function numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    ROWK("fcall_ro", cmd_fcall_ro, -3, CMD_NOSCRIPT | ST | RO, 0, 0, 0, CAT_SLOW | CAT_SCRIPTING, "scripting", "7.0.0", "Depends on the function that is executed.", "Invokes a read-only function.", "function numkeys [key [key ...]] [arg [arg ...]]", script_eval_keys),
+    SUBS("function", -2, 0, CAT_SLOW, "scripting", "7.0.0", "A container for function commands.", function_subs),
     ROW("multi", cmd_multi, 1, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CAT_TRANSACTION | CAT_FAST, "transactions", "1.2.0", "O(1)", "Starts a transaction.", ""),
     ROW("exec", cmd_exec, 1, LO | ST | CMD_NOQUEUE | CMD_SKIP_SLOWLOG, 0, 0, 0, CAT_TRANSACTION | CAT_SLOW, "transactions", "1.2.0", "Depends on commands in the transaction", "Executes all commands in a transaction.", ""),
     ROW("discard", cmd_discard, 1, FA | LO | ST | CMD_NOQUEUE | CMD_ALLOW_BUSY, 0, 0, 0, CAT_TRANSACTION | CAT_FAST, "transactions", "2.0.0", "O(N), when N is the number of queued commands", "Discards a transaction.", ""),
@@ -277,10 +311,12 @@ struct cmd_spec cmd_table[] = {
     ROW("randomkey", cmd_randomkey, 1, RO, 0, 0, 0, K_R | CAT_SLOW, "generic", "1.0.0", "O(1)", "Returns a random key name from the database.", ""),
     ROW("rename", cmd_rename, 3, W, 1, 2, 1, K_W | CAT_SLOW, "generic", "1.0.0", "O(1)", "Renames a key and overwrites the destination.", "key newkey"),
     ROW("renamenx", cmd_renamenx, 3, W | FA, 1, 2, 1, K_W | CAT_FAST, "generic", "1.0.0", "O(1)", "Renames a key only when the target key name doesn't exist.", "key newkey"),
+    ROW("move", cmd_move, 3, W | FA, 1, 1, 1, K_W | CAT_FAST, "generic", "1.0.0", "O(1)", "Moves a key to another database.", "key db"),
     ROW("copy", cmd_copy, -3, W | DO, 1, 2, 1, K_W | CAT_SLOW, "generic", "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", "Copies the value of a key to a new key.", "source destination [DB destination-db] [REPLACE]"),
     ROW("dump", cmd_dump, 2, RO, 1, 1, 1, K_R | CAT_SLOW, "generic", "2.6.0", "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).", "Returns a serialized representation of the value stored at a key.", "key"),
     ROWK("migrate", cmd_migrate, -6, W, 3, 3, 1, K_W | CAT_SLOW | CAT_DANGEROUS, "generic", "2.6.0", "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance.", "Atomically transfers a key from one instance to another (the shard waits up to timeout ms at each step).", "host port key | \"\" destination-db timeout [COPY] [REPLACE] [AUTH password | AUTH2 username password] [KEYS key [key ...]]", migrate_keys),
     ROW("restore", cmd_restore, -4, W | DO, 1, 1, 1, K_W | CAT_SLOW | CAT_DANGEROUS, "generic", "2.6.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", "Creates a key from the serialized representation of a value.", "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"),
+    ROW("restore-asking", cmd_restore, -4, W | DO | CMD_ASKING, 1, 1, 1, K_W | CAT_SLOW | CAT_DANGEROUS, "server", "3.0.0", "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).", "RESTORE on a slot being imported, as if after ASKING (what MIGRATE sends in a cluster).", "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"),
     ROW("touch", cmd_touch, -2, RO | FA, 1, -1, 1, K_R | CAT_FAST, "generic", "3.2.1", "O(N) where N is the number of keys that will be touched.", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "key [key ...]"),
     SUBS("object", -2, 0, CAT_SLOW, "generic", "2.2.3", "A container for object introspection commands.", object_subs),
     SUBS("memory", -2, 0, CAT_SLOW, "server", "4.0.0", "A container for memory diagnostics commands.", memory_subs),
@@ -291,6 +327,7 @@ struct cmd_spec cmd_table[] = {
     ROW("bgrewriteaof", cmd_bgrewriteaof, 1, AD | CMD_NOSCRIPT, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(1)", "Compacts the WAL by starting a checkpoint in the background.", ""),
     ROW("lastsave", cmd_lastsave, 1, LO | ST | FA | CMD_RANDOM, 0, 0, 0, CAT_FAST, "server", "1.0.0", "O(1)", "Returns the Unix timestamp of the last successful checkpoint.", ""),
     ROW("dbsize", cmd_dbsize, 1, RO | FA, 0, 0, 0, K_R | CAT_FAST, "server", "1.0.0", "O(1)", "Returns the number of keys in the database.", ""),
+    ROW("swapdb", cmd_swapdb, 3, W | FA, 0, 0, 0, K_W | CAT_FAST | CAT_DANGEROUS, "server", "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases.", "Swaps two Redis databases.", "index1 index2"),
     ROW("flushdb", cmd_flushdb, -1, W, 0, 0, 0, K_W | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) where N is the number of keys in the selected database", "Remove all keys from the current database.", "[ASYNC | SYNC]"),
     ROW("flushall", cmd_flushall, -1, W, 0, 0, 0, K_W | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(N) where N is the total number of keys in all databases", "Removes all keys from all databases.", "[ASYNC | SYNC]"),
     ROW("info", cmd_info, -1, LO | ST, 0, 0, 0, CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(1)", "Returns information and statistics about the server.", "[section [section ...]]"),
@@ -304,6 +341,8 @@ struct cmd_spec cmd_table[] = {
     ROW("replconf", cmd_replconf, -1, AD | CMD_NOSCRIPT | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "3.0.0", "O(1)", "An internal command for configuring the replication stream.", "option value [option value ...]"),
     ROW("rvcluster", cmd_rvcluster, -2, AD | ST | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "cluster", "0.1.0", "O(N) where N is the number of nodes and slot ranges", "Ruvio's cluster join: a host told to CLUSTER MEET a node of this host sends its nodes and slots (RVCLUSTER JOIN host-id bus-address node...). Internal.", "JOIN host-id bus-address node [node ...]"),
     ROW("rvsync", cmd_rvsync, 1, AD | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "0.1.0", "O(1)", "Ruvio's replication handshake: turns the connection into a replication link (internal).", ""),
+    ROW("monitor", cmd_monitor, 1, AD | CMD_NOSCRIPT | LO | ST, 0, 0, 0, CAT_ADMIN | CAT_SLOW | CAT_DANGEROUS, "server", "1.0.0", "O(1)", "Listens for all requests received by the server in real time.", ""),
+    ROW("lolwut", cmd_lolwut, -1, RO | FA, 0, 0, 0, CAT_READ | CAT_FAST, "server", "5.0.0", "O(1)", "Displays computer art and the server version.", "[VERSION version]"),
     ROW("time", cmd_time, 1, LO | ST | FA, 0, 0, 0, CAT_FAST, "server", "2.6.0", "O(1)", "Returns the server time.", ""),
     SUBS("slowlog", -2, 0, CAT_SLOW, "server", "2.2.12", "A container for slow log commands.", slowlog_subs),
     SUBS("latency", -2, 0, CAT_SLOW, "server", "2.8.13", "A container for latency diagnostics commands.", latency_subs),
@@ -321,6 +360,7 @@ struct cmd_spec cmd_table[] = {
 #include "node/commands/t_geo_rows.h"
 #include "node/commands/t_coord_rows.h"
 #include "node/commands/t_stream_rows.h"
+#include "node/commands/t_json_rows.h"
 #include "node/commands/t_sort_rows.h"
 };
 

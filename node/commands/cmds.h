@@ -25,6 +25,19 @@ CMD_HANDLER(flushall); CMD_HANDLER(object_encoding); CMD_HANDLER(object_freq);
 CMD_HANDLER(object_idletime); CMD_HANDLER(object_refcount); CMD_HANDLER(object_help);
 CMD_HANDLER(memory_usage);
 
+/* cmd_db.c: numbered databases */
+CMD_HANDLER(move); CMD_HANDLER(swapdb);
+struct buf;
+struct ks_entry;
+/* A database index argument; false (replied) when not one of 0..databases-1. */
+bool db_parse_index(struct conn *c, struct rv_str arg, unsigned *db);
+/* Copy e's value and deadline to key dst of database db (replacing it); false when the type cannot. */
+bool db_copy_entry(struct conn *c, const struct ks_entry *e, unsigned db, struct rv_str dst);
+/* Cluster mode and multi-shard nodes (which route by slot) have database 0 only. */
+bool db_cluster(const struct conn *c);
+void db_flush_all(struct conn *c);                      /* FLUSHALL */
+void db_info_keyspace(struct conn *c, struct buf *b); /* INFO keyspace's lines */
+
 /* cmd_dump.c */
 CMD_HANDLER(dump); CMD_HANDLER(restore); CMD_HANDLER(migrate);
 /* DUMP's payload of e, appended to b (cmd_dump.c); MIGRATE's keys (cmd_migrate.c). */
@@ -41,6 +54,11 @@ CMD_HANDLER(client_id); CMD_HANDLER(client_setname); CMD_HANDLER(client_getname)
 CMD_HANDLER(client_list); CMD_HANDLER(client_info); CMD_HANDLER(client_kill);
 CMD_HANDLER(client_setinfo);
 CMD_HANDLER(client_no_evict); CMD_HANDLER(client_unblock); CMD_HANDLER(client_reply); CMD_HANDLER(client_help);
+CMD_HANDLER(command_getkeysandflags); CMD_HANDLER(lolwut);
+/* cmd_client.c */
+CMD_HANDLER(monitor); CMD_HANDLER(client_pause); CMD_HANDLER(client_unpause); CMD_HANDLER(client_no_touch);
+CMD_HANDLER(client_tracking); CMD_HANDLER(client_caching); CMD_HANDLER(client_getredir);
+CMD_HANDLER(client_trackinginfo);
 CMD_HANDLER(command); CMD_HANDLER(command_count); CMD_HANDLER(command_info);
 CMD_HANDLER(command_docs); CMD_HANDLER(command_list); CMD_HANDLER(command_getkeys);
 /* COMMAND INFO: one key spec (index begin_search, range find_keys) with flags f0 f1. */
@@ -61,6 +79,7 @@ CMD_HANDLER(debug_set_active_expire); CMD_HANDLER(debug_role_change_hook); CMD_H
 CMD_HANDLER(slowlog_get); CMD_HANDLER(slowlog_len); CMD_HANDLER(slowlog_reset); CMD_HANDLER(slowlog_help);
 CMD_HANDLER(latency_latest); CMD_HANDLER(latency_history); CMD_HANDLER(latency_reset);
 CMD_HANDLER(latency_doctor); CMD_HANDLER(latency_histogram); CMD_HANDLER(latency_help);
+CMD_HANDLER(latency_graph);
 CMD_HANDLER(debug);
 
 /* cmd_memory.c */
@@ -76,6 +95,12 @@ CMD_HANDLER(eval); CMD_HANDLER(evalsha); CMD_HANDLER(eval_ro); CMD_HANDLER(evals
 CMD_HANDLER(script_load); CMD_HANDLER(script_exists); CMD_HANDLER(script_flush);
 CMD_HANDLER(script_kill); CMD_HANDLER(script_help);
 int script_eval_keys(int argc, struct rv_str *argv, int *out, int max);
+
+/* cmd_function.c */
+CMD_HANDLER(function_load); CMD_HANDLER(function_delete); CMD_HANDLER(function_flush);
+CMD_HANDLER(function_list); CMD_HANDLER(function_dump); CMD_HANDLER(function_restore);
+CMD_HANDLER(function_stats); CMD_HANDLER(function_kill); CMD_HANDLER(function_help);
+CMD_HANDLER(fcall); CMD_HANDLER(fcall_ro);
 
 /* cmd_multi.c */
 CMD_HANDLER(multi); CMD_HANDLER(exec); CMD_HANDLER(discard); CMD_HANDLER(watch); CMD_HANDLER(unwatch);
@@ -120,6 +145,8 @@ CMD_HANDLER(rvcluster); CMD_HANDLER(cluster_failover);
 #include "node/commands/t_geo.h"
 #include "node/commands/t_coord.h"
 #include "node/commands/t_stream.h"
+#include "node/commands/t_stream_group.h"
+#include "node/commands/t_json.h"
 #include "node/commands/t_sort.h"
 
 /* cmd_persist.c: checkpoints */

@@ -1,6 +1,8 @@
 /* node/commands/script.c: the Lua engine behind EVAL (script.h, docs/scripting.md). */
 #include "node/commands/script.h"
 #include "node/commands/script_conv.h"
+#include "node/commands/script_int.h"
+#include "node/commands/script_lib.h"
 
 #include "base/buf.h"
 #include "base/log.h"
@@ -36,38 +38,6 @@ int luaopen_cjson(lua_State *L); /* Debian's lua-cjson (lua-cjson.h declares onl
 #define HOOK_EVERY 100000                 /* VM instructions between time checks */
 #define LUA_MAX_ALLOC ((size_t)512 << 20) /* one allocation of a script, at most */
 
-/* Shebang flags ("#!lua flags=a,b"), kept with the script as x_<sha>. */
-enum {
-    SF_SHEBANG = 1u << 0,
-    SF_NO_WRITES = 1u << 1,
-    SF_ALLOW_OOM = 1u << 2,
-    SF_ALLOW_STALE = 1u << 3,
-    SF_NO_CLUSTER = 1u << 4,
-    SF_CROSS_SLOT = 1u << 5,
-};
-
-struct script_shard {
-    lua_State *L;
-    int64_t count;     /* cached scripts */
-    size_t body_bytes; /* their source */
-    /* the running script */
-    struct conn *caller;
-    char sha[41];
-    int resp;          /* redis.setresp() */
-    bool ro;           /* EVAL_RO: writes refused */
-    bool wrote;        /* a write ran: SCRIPT KILL may not stop it */
-    bool busy;         /* past busy-reply-threshold */
-    bool kill;         /* SCRIPT KILL asked */
-    bool shutdown;     /* SHUTDOWN NOSAVE asked */
-    int flags;         /* its shebang flags (SF_*) */
-    int gc_kb;         /* the heap after the last full collection */
-    uint64_t runs;     /* scripts run */
-    uint8_t *verdicts; /* by command id: 0 not known yet, 1 may run in scripts, 2 refused */
-    size_t unsent_at;  /* SIZE_MAX, or where a reply being converted starts in the output */
-    int slot;          /* the declared keys' slot, -1 none (multi-shard and cluster nodes) */
-    int64_t start_ms;
-};
-
 static _Thread_local struct script_shard *cur; /* the shard's running script, if any */
 static script_poll_fn *poll_fn;
 
@@ -77,16 +47,16 @@ script_set_poll(script_poll_fn *fn)
     poll_fn = fn;
 }
 
-static int64_t
-mono_ms(void)
+int64_t
+script_mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void
-sha1hex(const char *p, size_t n, char out[41])
+void
+script_sha1hex(const char *p, size_t n, char out[41])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
@@ -106,8 +76,8 @@ ro_newindex(lua_State *L)
 }
 
 /* Globals: reads of a missing name and every write are errors, as Redis 7. */
-static int
-g_index(lua_State *L)
+int
+script_g_index(lua_State *L)
 {
     lua_pushvalue(L, 2);
     lua_rawget(L, lua_upvalueindex(1));
@@ -121,8 +91,8 @@ g_index(lua_State *L)
 
 /* Replace the table at the top by an empty proxy that reads through to it
  * (with `index` as __index when not 0) and refuses writes. */
-static void
-make_readonly(lua_State *L, lua_CFunction index)
+void
+script_make_readonly(lua_State *L, lua_CFunction index)
 {
     int t = lua_gettop(L);
     lua_newtable(L);          /* proxy */
@@ -183,12 +153,14 @@ push_error_table(lua_State *L, const char *msg)
     lua_setfield(L, -2, "err");
 }
 
-/* Raise {err=msg} located at the script line that called the running C
- * function (as Redis's luaError: no "user_script:N:" in the message). */
-static int
-raise_err_from(lua_State *L, const char *msg, int from)
+/* Set source and line of the error table at the top from the first Lua
+ * frame from level `from` up. LuaJIT replaces the frame of a function that
+ * tail-calls (`return redis.call(...)`) by the callee's: when no Lua frame
+ * is left, the running function is located when it spans one line (exact,
+ * the usual one-line EVAL); otherwise the table stays unlocated. */
+static void
+locate(lua_State *L, int from)
 {
-    push_error_table(L, msg);
     lua_Debug ar;
     for (int level = from; lua_getstack(L, level, &ar); level++) {
         lua_getinfo(L, "Sl", &ar);
@@ -197,10 +169,60 @@ raise_err_from(lua_State *L, const char *msg, int from)
             lua_setfield(L, -2, "source");
             lua_pushinteger(L, ar.currentline);
             lua_setfield(L, -2, "line");
-            break;
+            return;
         }
     }
+    /* the running one, looked up (errors only: nothing added to a script's run) */
+    struct script_shard *ss = cur;
+    if (ss == NULL) {
+        return;
+    }
+    lua_getfield(L, LUA_REGISTRYINDEX, ss->fcall ? "fn_f" : "scripts");
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (ss->fcall) {
+        lua_pushstring(L, ss->label);
+    } else {
+        lua_pushfstring(L, "f_%s", ss->label);
+    }
+    lua_rawget(L, -2);
+    lua_remove(L, -2);
+    if (!lua_isfunction(L, -1)) {
+        lua_pop(L, 1);
+        return;
+    }
+    lua_getinfo(L, ">S", &ar); /* (pops the function) */
+    int line = -1;
+    if (strcmp(ar.what, "main") == 0 && ar.lastlinedefined <= 1) {
+        line = 1; /* (a main chunk's lastlinedefined is its last line) */
+    } else if (strcmp(ar.what, "Lua") == 0 && ar.linedefined == ar.lastlinedefined) {
+        line = ar.linedefined;
+    }
+    if (line > 0) {
+        lua_pushstring(L, ar.source);
+        lua_setfield(L, -2, "source");
+        lua_pushinteger(L, line);
+        lua_setfield(L, -2, "line");
+    }
+}
+
+/* Raise the error table at the top, located at the script line that called
+ * the running C function (as Redis's luaError: no "user_script:N:" in the
+ * message). */
+static int
+raise_table_from(lua_State *L, int from)
+{
+    locate(L, from);
     return lua_error(L);
+}
+
+static int
+raise_err_from(lua_State *L, const char *msg, int from)
+{
+    push_error_table(L, msg);
+    return raise_table_from(L, from);
 }
 
 static int
@@ -255,7 +277,7 @@ l_sha1hex(lua_State *L)
         return luaL_error(L, "wrong number of arguments");
     }
     char hex[41];
-    sha1hex(s, n, hex);
+    script_sha1hex(s, n, hex);
     lua_pushstring(L, hex);
     return 1;
 }
@@ -373,7 +395,7 @@ open_redis(lua_State *L)
     lua_pushstring(L, SCRIPT_REDIS_VERSION);
     lua_setfield(L, -2, "REDIS_VERSION");
     set_int(L, "REDIS_VERSION_NUM", SCRIPT_REDIS_VERSION_NUM);
-    make_readonly(L, NULL);
+    script_make_readonly(L, NULL);
     lua_setfield(L, LUA_GLOBALSINDEX, "redis");
 }
 
@@ -400,11 +422,40 @@ lua_panic(lua_State *L)
     abort();
 }
 
+/* pcall as Redis 7's: an error table with a string err field (redis.call's
+ * errors) is caught as that string, which scripts test with string.find. */
+static int
+l_lua_pcall(lua_State *L)
+{
+    if (lua_gettop(L) == 0) { /* (Redis's: its placeholder result is what it calls) */
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, "attempt to call a boolean value");
+        return 2;
+    }
+    if (lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0) == 0) {
+        lua_pushboolean(L, 1);
+        lua_insert(L, 1);
+        return lua_gettop(L);
+    }
+    if (lua_istable(L, -1)) {
+        lua_pushstring(L, "err");
+        lua_rawget(L, -2);
+        if (lua_isstring(L, -1)) {
+            lua_replace(L, -2);
+        } else {
+            lua_pop(L, 1);
+        }
+    }
+    lua_pushboolean(L, 0);
+    lua_insert(L, -2);
+    return 2;
+}
+
 /* A fresh state: base (without loadfile/dofile), table, string, math and bit,
  * each library read-only, and globals that refuse writes. The JIT is off: its
  * compiled loops do not run the count hook, which SCRIPT KILL needs. */
-static lua_State *
-engine_new(void)
+lua_State *
+script_engine_new(void)
 {
     lua_State *L = lua_newstate(lua_alloc, NULL);
     if (L == NULL) {
@@ -422,19 +473,20 @@ engine_new(void)
     lua_call(L, 0, 1);
     lua_setfield(L, LUA_GLOBALSINDEX, "cjson");
 #endif
+    script_lib_open(L); /* struct, cmsgpack */
     static const char *const gone[] = { "loadfile", "dofile",   "print",   "module",  "require",
                                         "package",  "newproxy", "getfenv", "setfenv", NULL };
     for (int i = 0; gone[i]; i++) {
         lua_pushnil(L);
         lua_setfield(L, LUA_GLOBALSINDEX, gone[i]);
     }
-    static const char *const libs[] = {
-        LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME, LUA_BITLIBNAME, "coroutine", "cjson", NULL
-    };
+    static const char *const libs[] = { LUA_TABLIBNAME, LUA_STRLIBNAME, LUA_MATHLIBNAME,
+                                        LUA_BITLIBNAME, "coroutine",    "cjson",
+                                        "struct",       "cmsgpack",     NULL };
     for (int i = 0; libs[i]; i++) {
         lua_getfield(L, LUA_GLOBALSINDEX, libs[i]);
         if (lua_istable(L, -1)) {
-            make_readonly(L, NULL);
+            script_make_readonly(L, NULL);
             lua_setfield(L, LUA_GLOBALSINDEX, libs[i]);
         } else {
             lua_pop(L, 1);
@@ -448,21 +500,23 @@ engine_new(void)
     lua_setfield(L, LUA_REGISTRYINDEX, "G");
     lua_pushcfunction(L, l_rawset);
     lua_setfield(L, LUA_GLOBALSINDEX, "rawset");
+    lua_pushcfunction(L, l_lua_pcall);
+    lua_setfield(L, LUA_GLOBALSINDEX, "pcall");
     lua_pushvalue(L, LUA_GLOBALSINDEX);
-    make_readonly(L, g_index);
+    script_make_readonly(L, script_g_index);
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_GLOBALSINDEX, "_G"); /* _G is the read-only view, never the real table */
     lua_setfield(L, LUA_REGISTRYINDEX, "ENV");
     return L;
 }
 
-static struct script_shard *
-shard_scripts(struct shard *s)
+struct script_shard *
+script_shard_get(struct shard *s)
 {
     struct shard_env *env = shard_env(s);
     if (env->scripts == NULL) {
         struct script_shard *ss = rv_calloc(1, sizeof(*ss));
-        ss->L = engine_new();
+        ss->L = script_engine_new();
         if (ss->L == NULL) {
             rv_free(ss);
             return NULL;
@@ -477,6 +531,7 @@ script_shard_free(struct shard *s)
 {
     struct script_shard *ss = shard_env(s)->scripts;
     if (ss) {
+        fn_shard_free(ss);
         lua_close(ss->L);
         rv_free(ss->verdicts);
         rv_free(ss);
@@ -670,34 +725,61 @@ drop_unsent(struct conn *c, struct script_shard *ss)
     }
 }
 
+/* The error table at the top is counted already (SCRIPT_ERR_COUNTED). */
+static void
+mark_counted(lua_State *L)
+{
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, SCRIPT_ERR_COUNTED);
+}
+
+/* A call refused before it ran: counted now, in INFO errorstats (as Redis's
+ * scriptCall, even when pcall catches it), and its table pushed. */
+static bool
+call_refusal(lua_State *L, struct conn *c, const char *why)
+{
+    if (c->nerr != 0) {
+        script_count_errors(c);
+    }
+    size_t len = strcspn(why, " ");
+    snprintf(c->errcode, sizeof(c->errcode), "%.*s", (int)len, why);
+    c->nerr = 1;
+    script_count_errors(c);
+    push_error_table(L, why);
+    mark_counted(L);
+    return true;
+}
+
 /* Run argv as a command on the caller; pushes the converted reply. true when
- * the reply was an error (the table is on the stack). */
+ * the reply was an error (the table is on the stack, counted already: the
+ * dispatcher counted the command's error as it does any command's). */
 static bool
 call_run(lua_State *L, struct conn *c, struct script_shard *ss, int argc, struct rv_str *argv)
 {
     const struct cmd_spec *cmd = cmd_lookup(argv[0].p, argv[0].len);
     if (cmd && cmd->subs && argc < 2) {
-        push_error_table(L, "ERR Wrong number of args calling Redis command from script");
-        return true;
+        return call_refusal(L, c, "ERR Wrong number of args calling Redis command from script");
     }
     if (cmd && cmd->subs) {
         cmd = cmd_lookup_sub(cmd, argv[1].p, argv[1].len);
     }
     if (cmd == NULL) {
-        push_error_table(L, "ERR Unknown Redis command called from script");
-        return true;
+        return call_refusal(L, c, "ERR Unknown Redis command called from script");
     }
     const char *why = call_refused(c, ss, cmd, argc, argv);
     if (why) {
-        push_error_table(L, why);
-        return true;
+        c->env->cmdstats[cmd->id].rejected++; /* (INFO commandstats, as Redis's scriptCall) */
+        return call_refusal(L, c, why);
     }
     drop_unsent(c, ss);
     size_t before = c->wbuf.len - c->wbuf.off;
     if ((cmd->flags & CMD_WRITE) && persist_hot(c->persist)->guard && persist_refuse_write(c)) {
         if (c->wbuf.len - c->wbuf.off == before) {
-            push_error_table(L, "READONLY You can't write against a read only replica.");
-            return true;
+            c->env->cmdstats[cmd->id].rejected++;
+            return call_refusal(L, c, "READONLY You can't write against a read only replica.");
+        }
+        if (c->nerr != 0) {
+            script_count_errors(c); /* (the refusal's reply, converted below) */
         }
     } else {
         if (cmd->flags & CMD_WRITE) {
@@ -718,6 +800,9 @@ call_run(lua_State *L, struct conn *c, struct script_shard *ss, int argc, struct
     script_conv_push(L, &p, end, 0);
     c->wbuf.len = at;
     ss->unsent_at = SIZE_MAX;
+    if (err) {
+        mark_counted(L);
+    }
     return err;
 }
 
@@ -766,12 +851,8 @@ call_common(lua_State *L, bool raise)
         rv_free(argv);
         rv_free(nums);
     }
-    if (err && raise) { /* the error table: located, raised */
-        lua_getfield(L, -1, "err");
-        lua_pushvalue(L, -1);
-        lua_remove(L, -3);
-        lua_remove(L, -2);
-        return raise_err(L, lua_tostring(L, -1));
+    if (err && raise) { /* the error table (counted): located, raised */
+        return raise_table_from(L, 1);
     }
     return 1;
 }
@@ -795,25 +876,26 @@ static int
 err_handler(lua_State *L)
 {
     if (!lua_istable(L, 1)) {
+        /* (as Redis: "ERR " .. tostring(err)) */
         const char *m = lua_tostring(L, 1);
-        lua_pushfstring(L, "ERR %s", m ? m : "unknown error");
+        if (m != NULL) {
+            lua_pushfstring(L, "ERR %s", m);
+        } else if (lua_isnoneornil(L, 1) || lua_isboolean(L, 1)) {
+            lua_pushfstring(L, "ERR %s",
+                            lua_isboolean(L, 1) ? (lua_toboolean(L, 1) ? "true" : "false") : "nil");
+        } else {
+            lua_pushfstring(L, "ERR %s: %p", luaL_typename(L, 1), lua_topointer(L, 1));
+        }
         push_error_table(L, lua_tostring(L, -1));
         lua_replace(L, 1);
         lua_settop(L, 1);
     }
-    lua_getfield(L, 1, "source");
+    lua_pushstring(L, "source");
+    lua_rawget(L, 1);
     bool located = !lua_isnil(L, -1);
-    lua_pop(L, 1);
-    lua_Debug ar;
-    for (int level = 1; !located && lua_getstack(L, level, &ar); level++) {
-        lua_getinfo(L, "Sl", &ar);
-        if (strcmp(ar.what, "C") != 0) {
-            lua_pushstring(L, ar.source);
-            lua_setfield(L, 1, "source");
-            lua_pushinteger(L, ar.currentline);
-            lua_setfield(L, 1, "line");
-            break;
-        }
+    lua_settop(L, 1);
+    if (!located) {
+        locate(L, 1);
     }
     lua_settop(L, 1);
     return 1;
@@ -828,11 +910,11 @@ hook(lua_State *L, lua_Debug *ar)
         return;
     }
     int64_t limit = ss->caller->env->cfg->node.busy_reply_threshold;
-    if (!ss->busy && limit > 0 && mono_ms() - ss->start_ms >= limit) {
+    if (!ss->busy && limit > 0 && script_mono_ms() - ss->start_ms >= limit) {
         ss->busy = true;
         log_warn("[shard %u] a script (%s) has run %lld ms: other clients get BUSY until it "
                  "ends or SCRIPT KILL",
-                 ss->caller->env->id, ss->sha, (long long)limit);
+                 ss->caller->env->id, ss->label, (long long)limit);
     }
     if (ss->busy && poll_fn) {
         poll_fn(ss->caller->shard, ss->caller);
@@ -848,6 +930,25 @@ hook(lua_State *L, lua_Debug *ar)
     }
 }
 
+int
+script_flag_of(const char *p, size_t n)
+{
+    static const struct {
+        const char *name;
+        int flag;
+    } names[] = { { "no-writes", SF_NO_WRITES },
+                  { "allow-oom", SF_ALLOW_OOM },
+                  { "allow-stale", SF_ALLOW_STALE },
+                  { "no-cluster", SF_NO_CLUSTER },
+                  { "allow-cross-slot-keys", SF_CROSS_SLOT } };
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+        if (strlen(names[k].name) == n && memcmp(names[k].name, p, n) == 0) {
+            return names[k].flag;
+        }
+    }
+    return 0;
+}
+
 /* The shebang line p[0..n) (after "#!"): its flags, or -1 with the error replied. */
 static int
 shebang_flags(struct conn *c, const char *p, size_t n)
@@ -857,14 +958,6 @@ shebang_flags(struct conn *c, const char *p, size_t n)
                    p);
         return -1;
     }
-    static const struct {
-        const char *name;
-        int flag;
-    } names[] = { { "no-writes", SF_NO_WRITES },
-                  { "allow-oom", SF_ALLOW_OOM },
-                  { "allow-stale", SF_ALLOW_STALE },
-                  { "no-cluster", SF_NO_CLUSTER },
-                  { "allow-cross-slot-keys", SF_CROSS_SLOT } };
     int flags = SF_SHEBANG;
     size_t i = 3;
     while (i < n) {
@@ -888,14 +981,9 @@ shebang_flags(struct conn *c, const char *p, size_t n)
             while (e < w && p[e] != ',') {
                 e++;
             }
-            bool known = e == f;
-            for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !known; k++) {
-                if (strlen(names[k].name) == e - f && memcmp(names[k].name, p + f, e - f) == 0) {
-                    flags |= names[k].flag;
-                    known = true;
-                }
-            }
-            if (!known) {
+            int bit = script_flag_of(p + f, e - f);
+            flags |= bit;
+            if (e != f && bit == 0) {
                 reply_errf(c, "ERR Unexpected flag in script shebang: %.*s",
                            (int)(e - f > 200 ? 200 : e - f), p + f);
                 return -1;
@@ -975,62 +1063,84 @@ cached(struct script_shard *ss, const char *sha)
 }
 
 static void
-set_array(lua_State *L, const char *name, struct rv_str *v, int n)
+push_array(lua_State *L, struct rv_str *v, int n)
 {
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
         lua_pushlstring(L, v[i].p, v[i].len);
         lua_rawseti(L, -2, i + 1);
     }
+}
+
+static void
+set_array(lua_State *L, const char *name, struct rv_str *v, int n)
+{
+    push_array(L, v, n);
     lua_getfield(L, LUA_REGISTRYINDEX, "G");
     lua_pushvalue(L, -2);
     lua_setfield(L, -2, name);
     lua_pop(L, 2);
 }
 
+/* The reply to a script that raised: Redis's "<error> script: <name>, on
+ * <source>:<line>.", without the location when it has none. */
 static void
 reply_script_error(struct conn *c, lua_State *L, const char *sha)
 {
-    const char *msg = "ERR unknown error";
+    char out[1024];
+    int n;
+    bool counted = false;
     if (lua_istable(L, -1)) {
-        lua_getfield(L, -1, "err");
-        if (lua_isstring(L, -1)) {
-            msg = lua_tostring(L, -1);
+        /* (raw reads: a metamethod would run unprotected here) */
+        const char *msg = "ERR unknown error";
+        static const char *const keys[] = { "err", "source", "line", SCRIPT_ERR_COUNTED };
+        for (int i = 0; i < 4; i++) {
+            lua_pushstring(L, keys[i]);
+            lua_rawget(L, -2 - i);
         }
-        lua_getfield(L, -2, "source");
-        lua_getfield(L, -3, "line");
-        const char *src = lua_tostring(L, -2);
-        if (src && lua_isnumber(L, -1)) {
-            reply_errf(c, "%s script: %s, on %s:%d.", msg, sha, src, (int)lua_tointeger(L, -1));
+        if (lua_type(L, -4) == LUA_TSTRING || lua_type(L, -4) == LUA_TNUMBER) {
+            msg = lua_tostring(L, -4);
+        }
+        counted = lua_toboolean(L, -1);
+        const char *src = lua_tostring(L, -3);
+        if (src && lua_isnumber(L, -2)) {
+            n = snprintf(out, sizeof(out), "%s script: %s, on %s:%d.", msg, sha, src,
+                         (int)lua_tointeger(L, -2));
         } else {
-            reply_errf(c, "%s script: %s", msg, sha);
+            n = snprintf(out, sizeof(out), "%s script: %s", msg, sha);
         }
-        lua_pop(L, 3);
+        lua_pop(L, 4);
     } else {
         const char *m = lua_tostring(L, -1);
-        reply_errf(c, "ERR %s script: %s", m ? m : "unknown error", sha);
+        n = snprintf(out, sizeof(out), "ERR %s script: %s", m ? m : "unknown error", sha);
     }
+    script_conv_error(c, counted, out, n < 0 ? 0 : (size_t)n);
 }
 
 /* Run the function at the top of the stack with KEYS/ARGV and reply. */
 static void
-run(struct conn *c, struct script_shard *ss, const char *sha, struct rv_str *keys, int nkeys,
-    struct rv_str *args, int nargs, bool ro)
+run(struct conn *c, struct script_shard *ss, lua_State *L, const char *sha, struct rv_str *keys,
+    int nkeys, struct rv_str *args, int nargs, bool ro, bool fcall)
 {
-    lua_State *L = ss->L;
     int base = lua_gettop(L); /* the function */
     lua_pushcfunction(L, err_handler);
     lua_insert(L, base);
-    set_array(L, "KEYS", keys, nkeys);
-    set_array(L, "ARGV", args, nargs);
+    if (fcall) { /* a function gets them as its arguments */
+        push_array(L, keys, nkeys);
+        push_array(L, args, nargs);
+    } else {
+        set_array(L, "KEYS", keys, nkeys);
+        set_array(L, "ARGV", args, nargs);
+    }
 
-    memcpy(ss->sha, sha, 41);
+    snprintf(ss->label, sizeof(ss->label), "%s", sha);
+    ss->fcall = fcall;
     ss->caller = c;
     ss->resp = 2;
     ss->ro = ro;
     ss->wrote = ss->busy = ss->kill = ss->shutdown = false;
     ss->slot = -1;
-    ss->start_ms = mono_ms();
+    ss->start_ms = script_mono_ms();
     if (nkeys > 0 && (shard_multi(c->shard) || c->env->topo != NULL)) {
         ss->slot = (int)slot_of(keys[0].p, keys[0].len);
     }
@@ -1038,15 +1148,17 @@ run(struct conn *c, struct script_shard *ss, const char *sha, struct rv_str *key
     bool in_exec = (c->flags & CONN_IN_EXEC) != 0; /* EVAL inside MULTI: EXEC's record */
     c->flags = (c->flags & ~saved) | CONN_IN_EXEC | CONN_IN_SCRIPT;
     const struct cmd_spec *last = c->last_cmd;
+    uint32_t db = c->db; /* (as Redis 7: a SELECT in the script is the script's own) */
     cur = ss;
     lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_EVERY);
     ss->unsent_at = SIZE_MAX;
-    int rc = lua_pcall(L, 0, 1, base);
+    int rc = lua_pcall(L, fcall ? 2 : 0, 1, base);
     lua_sethook(L, NULL, 0, 0);
     drop_unsent(c, ss);
     cur = NULL;
     ss->caller = NULL;
     c->last_cmd = last;
+    c->db = db;
     c->flags = (c->flags & ~CONN_IN_SCRIPT) | saved;
     if (!in_exec) {
         c->flags &= ~CONN_IN_EXEC;
@@ -1094,7 +1206,7 @@ script_eval(struct conn *c, int argc, struct rv_str *argv, bool by_sha, bool ro)
     if (!parse_numkeys(c, argc, argv, &nk)) {
         return;
     }
-    struct script_shard *ss = shard_scripts(c->shard);
+    struct script_shard *ss = script_shard_get(c->shard);
     if (ss == NULL) {
         reply_errf(c, "ERR could not start the Lua engine");
         return;
@@ -1117,7 +1229,7 @@ script_eval(struct conn *c, int argc, struct rv_str *argv, bool by_sha, bool ro)
             return;
         }
     } else {
-        sha1hex(argv[1].p, argv[1].len, sha);
+        script_sha1hex(argv[1].p, argv[1].len, sha);
         if (!cached(ss, sha)) {
             if (!compile(c, ss, argv[1].p, argv[1].len, sha)) {
                 return;
@@ -1125,14 +1237,21 @@ script_eval(struct conn *c, int argc, struct rv_str *argv, bool by_sha, bool ro)
             cached(ss, sha);
         }
     }
-    int flags = cached_flags(ss, sha);
+    script_start(c, ss, ss->L, sha, cached_flags(ss, sha), ro, false, argv + 3, (int)nk,
+                 argv + 3 + nk, argc - 3 - (int)nk);
+}
+
+void
+script_start(struct conn *c, struct script_shard *ss, lua_State *L, const char *label, int flags,
+             bool ro, bool fcall, struct rv_str *keys, int nkeys, struct rv_str *args, int nargs)
+{
     if (ro && (flags & SF_SHEBANG) && !(flags & SF_NO_WRITES)) {
-        lua_pop(ss->L, 1);
+        lua_pop(L, 1);
         reply_errf(c, "ERR Can not execute a script with write flag using *_ro command.");
         return;
     }
     if ((flags & SF_NO_CLUSTER) && (shard_multi(c->shard) || c->env->topo != NULL)) {
-        lua_pop(ss->L, 1);
+        lua_pop(L, 1);
         reply_errf(c, "ERR Can not run script on cluster, 'no-cluster' flag is set.");
         return;
     }
@@ -1142,23 +1261,23 @@ script_eval(struct conn *c, int argc, struct rv_str *argv, bool by_sha, bool ro)
     struct repl *r = persist_repl(c->shard);
     if (!ro && !(c->flags & CONN_IN_EXEC) && persist_hot(c->persist)->guard && r != NULL &&
         repl_failover_active(r) && !repl_is_replica(r) && persist_refuse_write(c)) {
-        lua_pop(ss->L, 1);
+        lua_pop(L, 1);
         return;
     }
     ss->flags = flags;
-    run(c, ss, sha, argv + 3, (int)nk, argv + 3 + nk, argc - 3 - (int)nk, ro);
+    run(c, ss, L, label, keys, nkeys, args, nargs, ro, fcall);
 }
 
 void
 script_load(struct conn *c, struct rv_str body)
 {
-    struct script_shard *ss = shard_scripts(c->shard);
+    struct script_shard *ss = script_shard_get(c->shard);
     if (ss == NULL) {
         reply_errf(c, "ERR could not start the Lua engine");
         return;
     }
     char sha[41];
-    sha1hex(body.p, body.len, sha);
+    script_sha1hex(body.p, body.len, sha);
     if (cached(ss, sha)) {
         lua_pop(ss->L, 1);
     } else if (!compile(c, ss, body.p, body.len, sha)) {
@@ -1194,7 +1313,7 @@ script_flush(struct conn *c)
     if (ss == NULL || ss->caller != NULL) {
         return;
     }
-    lua_State *L = engine_new();
+    lua_State *L = script_engine_new();
     if (L == NULL) {
         return;
     }
@@ -1205,8 +1324,9 @@ script_flush(struct conn *c)
     ss->body_bytes = 0;
 }
 
-void
-script_kill(struct conn *c)
+/* SCRIPT KILL (eval) or FUNCTION KILL: each stops only its own kind. */
+static void
+kill_common(struct conn *c, bool eval)
 {
     struct script_shard *ss = c->env->scripts;
     if (ss == NULL || ss->caller == NULL) {
@@ -1215,10 +1335,35 @@ script_kill(struct conn *c)
         reply_errf(c, "UNKILLABLE Sorry the script already executed write commands against the "
                       "dataset. You can either wait the script termination or kill the server in "
                       "a hard way using the SHUTDOWN NOSAVE command.");
+    } else if (eval && ss->fcall) {
+        reply_errf(c, "BUSY Redis is busy running a script. You can only call FUNCTION KILL or "
+                      "SHUTDOWN NOSAVE.");
+    } else if (!eval && !ss->fcall) {
+        reply_errf(c, "BUSY Redis is busy running a script. You can only call SCRIPT KILL or "
+                      "SHUTDOWN NOSAVE.");
     } else {
         ss->kill = true;
         reply_ok(c);
     }
+}
+
+void
+script_kill(struct conn *c)
+{
+    kill_common(c, true);
+}
+
+void
+script_kill_function(struct conn *c)
+{
+    kill_common(c, false);
+}
+
+bool
+script_busy_fcall(const struct shard *s)
+{
+    const struct script_shard *ss = shard_env(s)->scripts;
+    return ss != NULL && ss->fcall;
 }
 
 bool
@@ -1258,5 +1403,6 @@ script_info_memory(struct shard *s, struct buf *b)
         "used_memory_vm_eval:%lld\r\nused_memory_lua:%lld\r\nused_memory_lua_human:%.2fK\r\n"
         "used_memory_scripts_eval:%lld\r\nnumber_of_cached_scripts:%lld\r\n"
         "used_memory_vm_total:%lld\r\nused_memory_scripts:%lld\r\n",
-        vm, vm, (double)vm / 1024.0, scripts, n, vm, scripts);
+        vm, vm, (double)vm / 1024.0, scripts, n, vm + fn_vm_bytes(ss), scripts);
+    fn_info_memory(ss, b);
 }

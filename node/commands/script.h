@@ -26,8 +26,12 @@ void script_load(struct conn *c, struct rv_str body);
 bool script_exists(struct conn *c, struct rv_str sha);
 /* SCRIPT FLUSH: drop every cached script and start a fresh Lua state. */
 void script_flush(struct conn *c);
-/* SCRIPT KILL: -NOTBUSY / -UNKILLABLE / +OK. */
+/* SCRIPT KILL: -NOTBUSY / -UNKILLABLE / +OK (-BUSY while a function runs). */
 void script_kill(struct conn *c);
+/* FUNCTION KILL: the same for a running function (node/commands/function.c). */
+void script_kill_function(struct conn *c);
+/* While busy: whether what runs is a function (-BUSY then names FUNCTION KILL). */
+bool script_busy_fcall(const struct shard *s);
 /* Whether a script is running on c's shard past busy-reply-threshold (the
  * dispatcher then answers -BUSY to everything but the few allowed commands). */
 bool script_busy(const struct shard *s);

@@ -3,8 +3,11 @@
 #include "node/commands/script_conv.h"
 
 #include "base/buf.h"
+#include "node/core/cmd.h"
 #include "node/core/conn.h"
+#include "node/core/shard.h"
 #include "node/core/reply.h"
+#include "node/obs/metrics.h"
 #include "proto/resp.h"
 
 #include <lauxlib.h>
@@ -204,10 +207,35 @@ field(lua_State *L, const char *k, int t)
     return false;
 }
 
-static void
-write_error(struct conn *c, const char *s, size_t n)
+void
+script_count_errors(struct conn *c)
 {
-    reply_errf(c, "%.*s", (int)(n > 1000 ? 1000 : n), s);
+    c->env->stats.total_error_replies += c->nerr;
+    metrics_error(c->shard, c->errcode, c->nerr);
+    c->nerr = 0;
+}
+
+void
+script_conv_error(struct conn *c, bool counted, const char *msg, size_t n)
+{
+    int len = (int)(n > 1000 ? 1000 : n);
+    if (counted) {
+        /* (as Redis's ERR_REPLY_FLAG_NO_STATS_UPDATE: failed, not counted again) */
+        uint32_t nerr = c->nerr;
+        char code[sizeof(c->errcode)];
+        memcpy(code, c->errcode, sizeof(code));
+        reply_errf(c, "%.*s", len, msg);
+        c->nerr = nerr;
+        memcpy(c->errcode, code, sizeof(code));
+        if (c->last_cmd != NULL) {
+            c->env->cmdstats[c->last_cmd->id].failed++;
+        }
+        return;
+    }
+    if (c->nerr != 0) {
+        script_count_errors(c); /* (the dispatcher counts c->nerr under one code) */
+    }
+    reply_errf(c, "%.*s", len, msg);
 }
 
 static void
@@ -218,7 +246,11 @@ write_table(struct conn *c, lua_State *L, int depth)
     struct buf *b = &c->wbuf;
     if (field(L, "err", LUA_TSTRING)) {
         s = lua_tolstring(L, -1, &n);
-        write_error(c, s, n);
+        lua_pushstring(L, SCRIPT_ERR_COUNTED);
+        lua_rawget(L, -3);
+        bool counted = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+        script_conv_error(c, counted, s, n);
         lua_pop(L, 1);
         return;
     }

@@ -4,6 +4,8 @@
  * reply in its protocol. */
 #pragma once
 #include <lua.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 struct conn;
 
@@ -11,3 +13,11 @@ struct conn;
 void script_conv_push(lua_State *L, const char **p, const char *end, int depth);
 /* Write the value at the top of L as c's reply (in c->proto) and pop it. */
 void script_conv_write(struct conn *c, lua_State *L, int depth);
+/* A script's error reply, counted as Redis 7 counts it. An error a call
+ * inside the script already counted (its table has SCRIPT_ERR_COUNTED set)
+ * counts only in the running command's failed_calls; any other is counted
+ * in INFO errorstats under its own code. */
+#define SCRIPT_ERR_COUNTED "ignore_error_stats_update"
+void script_conv_error(struct conn *c, bool counted, const char *msg, size_t n);
+/* Count c's error replies not counted yet (INFO errorstats, total_error_replies). */
+void script_count_errors(struct conn *c);

@@ -6,10 +6,12 @@
 
 #include "base/mem.h"
 #include "node/core/config.h"
+#include "node/core/effect.h"
 #include "node/keyspace/ks.h"
 #include "node/core/lookup.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/features/ksnotify.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -46,14 +48,15 @@ arg_bit_offset(struct conn *c, struct rv_str a, unsigned hash_bits, uint64_t *ou
 }
 
 /* The string at key, created or grown (zero-filled) to hold bit maxbit, as
- * writable bytes; NULL after replying WRONGTYPE. */
+ * writable bytes (*grew: it was); NULL after replying WRONGTYPE. */
 static uint8_t *
-str_for_bits(struct conn *c, struct rv_str key, uint64_t maxbit, size_t *lenp)
+str_for_bits(struct conn *c, struct rv_str key, uint64_t maxbit, size_t *lenp, bool *grew)
 {
     struct ks *ks = c->env->ks;
     struct ks_entry *e = lookup_write(c, key);
     size_t need = (size_t)(maxbit >> 3) + 1, len;
 
+    *grew = e == NULL || (ks_entry_type(e) == KS_STRING && ks_str_len(e) < need);
     if (e == NULL) {
         e = ks_set_str(ks, key.p, key.len, "", 0, KS_NO_EXPIRE, false);
     } else if (ks_entry_type(e) != KS_STRING) {
@@ -75,6 +78,7 @@ CMD_HANDLER(setbit)
     size_t len;
     uint8_t *p;
     int old;
+    bool grew;
 
     (void)argc;
     if (!arg_bit_offset(c, argv[2], 0, &off)) {
@@ -84,12 +88,17 @@ CMD_HANDLER(setbit)
         reply_errf(c, ERR_BIT_VALUE);
         return;
     }
-    p = str_for_bits(c, argv[1], off, &len);
+    p = str_for_bits(c, argv[1], off, &len, &grew);
     if (p == NULL) {
         return;
     }
     old = bitmap_bit_at(p, off);
     bitmap_set_bits(p, off, 1, (uint64_t)on);
+    if (old != on) { /* (Redis 7 notifies a change only) */
+        ksn_event(c->env, KSN_STRING, "setbit", argv[1]);
+    } else if (!grew) {
+        effect_none(c); /* (nothing to log or invalidate, as Redis) */
+    }
     reply_int(c, old);
 }
 
@@ -317,13 +326,16 @@ CMD_HANDLER(bitop)
         }
     }
     if (maxlen == 0) {
-        ks_delete(ks, argv[2].p, argv[2].len);
+        if (ks_delete(ks, argv[2].p, argv[2].len)) {
+            ksn_event(c->env, KSN_GENERIC, "del", argv[2]);
+        }
     } else {
         buf = rv_malloc(maxlen);
         bitmap_op_apply(op, buf, maxlen, srcs, n);
         e = ks_set_str(ks, argv[2].p, argv[2].len, "", 0, KS_NO_EXPIRE, false);
         memcpy(ks_str_resize(ks, &e, maxlen), buf, maxlen);
         rv_free(buf);
+        ksn_event(c->env, KSN_STRING, "set", argv[2]);
     }
     rv_free(scratch);
     rv_free(srcs);
@@ -421,8 +433,9 @@ bf_parse(struct conn *c, int argc, struct rv_str *argv, struct bf_op *ops, size_
     return true;
 }
 
-/* Runs one write op on p (len bytes, covering the field) and replies. */
-static void
+/* Runs one write op on p (len bytes, covering the field) and replies; true
+ * when the field's value changed (Redis notifies only then). */
+static bool
 bf_write(struct conn *c, const struct bf_op *o, uint8_t *p, size_t len)
 {
     int ovf;
@@ -433,20 +446,22 @@ bf_write(struct conn *c, const struct bf_op *o, uint8_t *p, size_t len)
                                    : bitmap_ovf_signed(o->val, 0, o->bits, o->ow, &nv);
         if (ovf != 0 && o->ow == BITMAP_OVF_FAIL) {
             reply_null(c);
-            return;
+            return false;
         }
         bitmap_set_bits(p, o->off, o->bits, (uint64_t)nv);
         reply_int(c, o->kind == BF_INCRBY ? nv : old);
+        return nv != old;
     } else {
         uint64_t old = bitmap_get_bits(p, len, o->off, o->bits), nv;
         ovf = o->kind == BF_INCRBY ? bitmap_ovf_unsigned(old, o->val, o->bits, o->ow, &nv)
                                    : bitmap_ovf_unsigned((uint64_t)o->val, 0, o->bits, o->ow, &nv);
         if (ovf != 0 && o->ow == BITMAP_OVF_FAIL) {
             reply_null(c);
-            return;
+            return false;
         }
         bitmap_set_bits(p, o->off, o->bits, nv);
         reply_int(c, (int64_t)(o->kind == BF_INCRBY ? nv : old));
+        return nv != old;
     }
 }
 
@@ -456,7 +471,7 @@ bitfield_run(struct conn *c, int argc, struct rv_str *argv, bool ro_cmd)
     struct bf_op *ops = rv_malloc(((size_t)argc / 3 + 1) * sizeof(*ops));
     size_t nops, len = 0;
     uint64_t maxbit;
-    bool writes, found;
+    bool writes, found, grew;
     const uint8_t *rp = (const uint8_t *)"";
     uint8_t *wp = NULL;
     char scratch[24];
@@ -477,22 +492,26 @@ bitfield_run(struct conn *c, int argc, struct rv_str *argv, bool ro_cmd)
         reply_errf(c, "ERR BITFIELD_RO only supports the GET subcommand");
         goto out;
     } else {
-        wp = str_for_bits(c, argv[1], maxbit, &len);
+        wp = str_for_bits(c, argv[1], maxbit, &len, &grew);
         if (wp == NULL) {
             goto out;
         }
         rp = wp;
     }
     reply_array(c, nops);
+    bool changed = false;
     for (size_t i = 0; i < nops; i++) {
         const struct bf_op *o = &ops[i];
         if (o->kind != BF_GET) {
-            bf_write(c, o, wp, len);
+            changed |= bf_write(c, o, wp, len);
         } else if (o->sign) {
             reply_int(c, bitmap_get_signed(rp, len, o->off, o->bits));
         } else {
             reply_int(c, (int64_t)bitmap_get_bits(rp, len, o->off, o->bits));
         }
+    }
+    if (changed) {
+        ksn_event(c->env, KSN_STRING, "setbit", argv[1]);
     }
 out:
     rv_free(ops);

@@ -10,6 +10,7 @@
 #include "node/keyspace/ks.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/features/ksnotify.h"
 #include "node/types/zset_enc.h"
 #include "proto/resp.h"
 
@@ -104,6 +105,7 @@ geo_lookup(struct conn *c, struct rv_str key, bool *wrong, struct zset *z)
     *wrong = false;
     if (e == NULL) {
         st->keyspace_misses++;
+        ksn_event(c->env, KSN_KEY_MISS, "keymiss", key);
         return NULL;
     }
     st->keyspace_hits++;
@@ -177,6 +179,9 @@ CMD_HANDLER(geoadd)
         } else {
             zset_destroy(z);
         }
+    }
+    if (added + changed > 0) {
+        ksn_event(c->env, KSN_ZSET, "zadd", argv[1]); /* (Redis's GEOADD is a ZADD) */
     }
 }
 
@@ -266,6 +271,7 @@ struct geo_req {
     int64_t count;
     struct rv_str store;
     bool has_store;
+    const char *store_event; /* its keyspace notification */
 };
 
 /* BYRADIUS r unit at argv[i]; replies on error. */
@@ -409,7 +415,9 @@ static void
 store_hits(struct conn *c, const struct geo_req *q, const struct geo_hits *h, size_t n)
 {
     if (n == 0) {
-        ks_delete(c->env->ks, q->store.p, q->store.len);
+        if (ks_delete(c->env->ks, q->store.p, q->store.len)) {
+            ksn_event(c->env, KSN_GENERIC, "del", q->store);
+        }
         reply_int(c, 0);
         return;
     }
@@ -422,6 +430,7 @@ store_hits(struct conn *c, const struct geo_req *q, const struct geo_hits *h, si
         zset_insert(out, x->m, x->mlen, sc, &lim);
     }
     zset_store(out, c->env->ks, q->store.p, q->store.len);
+    ksn_event(c->env, KSN_ZSET, q->store_event, q->store);
     reply_int(c, (int64_t)n);
 }
 
@@ -455,6 +464,7 @@ geo_search(struct conn *c, int argc, struct rv_str *argv, enum geo_kind k, int f
     memset(&q, 0, sizeof(q));
     int src = k == K_SEARCHSTORE ? 2 : 1;
     int opt;
+    q.store_event = k == K_SEARCHSTORE ? "geosearchstore" : "georadiusstore";
     if (k == K_SEARCHSTORE) {
         q.store = argv[1];
         q.has_store = true;
@@ -485,7 +495,9 @@ geo_search(struct conn *c, int argc, struct rv_str *argv, enum geo_kind k, int f
     }
     if (z == NULL) {
         if (q.has_store) {
-            ks_delete(c->env->ks, q.store.p, q.store.len);
+            if (ks_delete(c->env->ks, q.store.p, q.store.len)) {
+                ksn_event(c->env, KSN_GENERIC, "del", q.store);
+            }
             reply_int(c, 0);
         } else {
             reply_array(c, 0);

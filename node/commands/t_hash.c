@@ -7,10 +7,12 @@
 #include "base/glob.h"
 #include "base/mem.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/keyspace/dict.h"
 #include "node/keyspace/ks.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/features/ksnotify.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,19 +29,67 @@ hash_lim(struct conn *c, struct hobj_lim *lim)
                                                           : 0;
 }
 
+/* The index of database db's hashes with timed fields. */
+static struct hash_ttl_index **
+hfe_index(struct shard_env *env, unsigned db)
+{
+    if (db == 0) {
+        return &env->hash_ttl;
+    }
+    if (env->hash_ttl_dbs == NULL) {
+        env->hash_ttl_dbs = rv_calloc(env->ndbs, sizeof(*env->hash_ttl_dbs));
+    }
+    return &env->hash_ttl_dbs[db];
+}
+
 static void
 hfe_register(struct shard *s, struct rv_str key)
 {
-    hash_ttl_index_add(&shard_env(s)->hash_ttl, key);
+    hash_ttl_index_add(hfe_index(shard_env(s), shard_env(s)->db), key);
+}
+
+void
+hash_ttl_note(struct shard *s, unsigned db, struct rv_str key)
+{
+    hash_ttl_index_add(hfe_index(shard_env(s), db), key);
+}
+
+void
+hash_ttl_swap(struct shard *s, unsigned a, unsigned b)
+{
+    struct hash_ttl_index **x = hfe_index(shard_env(s), a), **y = hfe_index(shard_env(s), b);
+    struct hash_ttl_index *t = *x;
+    *x = *y;
+    *y = t;
+}
+
+void
+hash_ttl_free_all(struct shard *s)
+{
+    struct shard_env *env = shard_env(s);
+    hash_ttl_index_destroy(env->hash_ttl);
+    env->hash_ttl = NULL;
+    for (unsigned i = 0; env->hash_ttl_dbs != NULL && i < env->ndbs; i++) {
+        hash_ttl_index_destroy(env->hash_ttl_dbs[i]);
+    }
+    rv_free(env->hash_ttl_dbs);
+    env->hash_ttl_dbs = NULL;
 }
 
 void
 hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
 {
-    struct hash_ttl_index *x = shard_env(s)->hash_ttl;
-    if (x != NULL) {
-        hash_ttl_index_sweep(x, shard_env(s)->ks, now, budget_us);
+    struct shard_env *env = shard_env(s);
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        struct hash_ttl_index *x = i == 0              ? env->hash_ttl
+                                   : env->hash_ttl_dbs ? env->hash_ttl_dbs[i]
+                                                       : NULL;
+        if (x != NULL && env->dbs[i] != NULL) {
+            shard_use_db(env, i); /* (what the sweep deletes is logged as this database's) */
+            hash_ttl_index_sweep(x, env->ks, now, budget_us);
+        }
     }
+    shard_use_db(env, 0);
 }
 
 /* Read lookup with hit/miss stats. NULL when missing or of another type; in
@@ -53,6 +103,7 @@ hash_read(struct conn *c, struct rv_str key, bool *err, struct hobj *h)
     *err = false;
     if (e == NULL) {
         st->keyspace_misses++;
+        ksn_event(c->env, KSN_KEY_MISS, "keymiss", key);
         return NULL;
     }
     if (ks_entry_type(e) != KS_HASH) {
@@ -127,6 +178,7 @@ hset_generic(struct conn *c, int argc, struct rv_str *argv, const char *name, bo
     for (int i = 2; i < argc; i += 2) {
         created += hobj_set(h, argv[i].p, argv[i].len, argv[i + 1].p, argv[i + 1].len, &lim);
     }
+    ksn_event(c->env, KSN_HASH, "hset", argv[1]);
     if (ok_reply) {
         reply_ok(c);
     } else {
@@ -157,6 +209,7 @@ CMD_HANDLER(hsetnx)
         return;
     }
     if (h != NULL && hobj_get(h, argv[2].p, argv[2].len, scratch, &v)) {
+        effect_none(c); /* (nothing to log or invalidate, as Redis) */
         reply_int(c, 0);
         return;
     }
@@ -165,6 +218,7 @@ CMD_HANDLER(hsetnx)
     }
     hash_lim(c, &lim);
     hobj_set(h, argv[2].p, argv[2].len, argv[3].p, argv[3].len, &lim);
+    ksn_event(c->env, KSN_HASH, "hset", argv[1]);
     reply_int(c, 1);
 }
 
@@ -276,6 +330,7 @@ CMD_HANDLER(hdel)
 
     if ((h = hash_write(c, argv[1], false, &err, &hb)) == NULL) {
         if (!err) {
+            effect_none(c);
             reply_int(c, 0);
         }
         return;
@@ -285,6 +340,14 @@ CMD_HANDLER(hdel)
         if (hobj_len(h) == 0) {
             break;
         }
+    }
+    if (n > 0) {
+        ksn_event(c->env, KSN_HASH, "hdel", argv[1]);
+        if (hobj_len(h) == 0) {
+            ksn_event(c->env, KSN_GENERIC, "del", argv[1]);
+        }
+    } else {
+        effect_none(c);
     }
     hash_drop_if_empty(c, h, argv[1]);
     reply_int(c, n);
@@ -360,6 +423,7 @@ CMD_HANDLER(hincrby)
     cur += incr;
     hash_lim(c, &lim);
     hobj_set(h, argv[2].p, argv[2].len, out, resp_ll2str(out, cur), &lim);
+    ksn_event(c->env, KSN_HASH, "hincrby", argv[1]);
     reply_int(c, cur);
 }
 
@@ -398,6 +462,7 @@ CMD_HANDLER(hincrbyfloat)
     n = resp_fmt_ldouble(out, sizeof(out), cur);
     hash_lim(c, &lim);
     hobj_set(h, argv[2].p, argv[2].len, out, n, &lim);
+    ksn_event(c->env, KSN_HASH, "hincrbyfloat", argv[1]);
     reply_bulk(c, out, n);
 }
 

@@ -10,6 +10,11 @@ struct shard;
 /* Active reclaim of expired hash fields for the shard's keyspace, from the
  * shard cron; stops after about budget_us (0: does nothing). */
 void hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us);
+/* Numbered databases: key of database db may have timed fields (MOVE, COPY ... DB);
+ * SWAPDB swaps two databases' indexes; the shard's end frees them all. */
+void hash_ttl_note(struct shard *s, unsigned db, struct rv_str key);
+void hash_ttl_swap(struct shard *s, unsigned a, unsigned b);
+void hash_ttl_free_all(struct shard *s);
 
 struct conn;
 /* Seed of the random stream of one command (hash_rng_next draws from it). */

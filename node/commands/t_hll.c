@@ -3,9 +3,11 @@
 #include "node/commands/t_hll.h"
 
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/keyspace/ks.h"
 #include "node/core/lookup.h"
 #include "node/core/reply.h"
+#include "node/features/ksnotify.h"
 
 #include <math.h>
 #include <string.h>
@@ -68,6 +70,11 @@ CMD_HANDLER(pfadd)
         return;
     }
     if (argc == 2) {
+        if (changed) {
+            ksn_event(c->env, KSN_STRING, "pfadd", argv[1]);
+        } else {
+            effect_none(c); /* (nothing to log or invalidate, as Redis) */
+        }
         reply_int(c, changed);
         return;
     }
@@ -78,6 +85,11 @@ CMD_HANDLER(pfadd)
         uint8_t rank;
         hll_hash_split(hll_hash(argv[i].p, argv[i].len), &idx, &rank);
         changed |= hll_set(&p, &n, idx, rank, hll_ks_resize, &x);
+    }
+    if (changed) {
+        ksn_event(c->env, KSN_STRING, "pfadd", argv[1]);
+    } else {
+        effect_none(c);
     }
     reply_int(c, changed);
 }
@@ -145,5 +157,6 @@ CMD_HANDLER(pfmerge)
     }
     n = hll_from_regs(regs, out);
     ks_set_str(c->env->ks, argv[1].p, argv[1].len, (const char *)out, n, KS_NO_EXPIRE, true);
+    ksn_event(c->env, KSN_STRING, "pfadd", argv[1]);
     reply_ok(c);
 }

@@ -8,6 +8,8 @@
 #include "node/types/obj.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/core/effect.h"
+#include "node/features/ksnotify.h"
 
 #include <string.h>
 
@@ -27,6 +29,7 @@ lookup_read(struct conn *c, struct rv_str k)
         st->keyspace_hits++;
     } else {
         st->keyspace_misses++;
+        ksn_event(c->env, KSN_KEY_MISS, "keymiss", k);
     }
     return e;
 }
@@ -63,6 +66,7 @@ delete_if_empty(struct conn *c, struct rv_str k, struct list *l)
 {
     if (list_len(l) == 0) {
         ks_delete(c->env->ks, k.p, k.len);
+        ksn_event(c->env, KSN_GENERIC, "del", k);
     }
 }
 
@@ -103,6 +107,7 @@ push_generic(struct conn *c, int argc, struct rv_str *argv, enum list_end end, b
     }
     if (l == NULL) {
         if (xx) {
+            effect_none(c); /* (nothing to log or invalidate, as Redis) */
             reply_int(c, 0);
             return;
         }
@@ -111,6 +116,7 @@ push_generic(struct conn *c, int argc, struct rv_str *argv, enum list_end end, b
     for (int i = 2; i < argc; i++) {
         list_push(l, end, argv[i].p, argv[i].len, fill);
     }
+    ksn_event(c->env, KSN_LIST, end == LIST_HEAD ? "lpush" : "rpush", argv[1]);
     /* Blocking layer: a client waiting on argv[1] can be served from here. */
     reply_int(c, (int64_t)list_len(l));
 }
@@ -164,6 +170,7 @@ list_pop_reply(struct conn *c, struct rv_str key, struct list *l, enum list_end 
         }
     }
     list_drop(l, end, count);
+    ksn_event(c->env, KSN_LIST, end == LIST_HEAD ? "lpop" : "rpop", key);
     delete_if_empty(c, key, l);
 }
 
@@ -187,6 +194,7 @@ pop_generic(struct conn *c, int argc, struct rv_str *argv, enum list_end end)
         return;
     }
     if (l == NULL) {
+        effect_none(c);
         if (argc == 3) {
             reply_null_array(c);
         } else {
@@ -297,6 +305,7 @@ CMD_HANDLER(lset)
         reply_errf(c, "ERR index out of range");
         return;
     }
+    ksn_event(c->env, KSN_LIST, "lset", argv[1]);
     reply_ok(c);
 }
 
@@ -320,6 +329,7 @@ CMD_HANDLER(linsert)
         return;
     }
     if (l == NULL) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }
@@ -327,10 +337,12 @@ CMD_HANDLER(linsert)
     for (lit_seek(&it, l, 0); it.p; lit_next(&it)) {
         if (lp_match(it.p, &k)) {
             lit_insert(&it, after, argv[4].p, argv[4].len, cfg_fill(c));
+            ksn_event(c->env, KSN_LIST, "linsert", argv[1]);
             reply_int(c, (int64_t)list_len(l));
             return;
         }
     }
+    effect_none(c);
     reply_int(c, -1);
 }
 
@@ -351,6 +363,7 @@ CMD_HANDLER(lrem)
         return;
     }
     if (l == NULL) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }
@@ -367,6 +380,11 @@ CMD_HANDLER(lrem)
         } else {
             lit_prev(&it);
         }
+    }
+    if (removed > 0) {
+        ksn_event(c->env, KSN_LIST, "lrem", argv[1]);
+    } else {
+        effect_none(c);
     }
     delete_if_empty(c, argv[1], l);
     reply_int(c, removed);
@@ -405,6 +423,7 @@ CMD_HANDLER(ltrim)
         list_drop(l, LIST_TAIL, (size_t)(len - 1 - stop));
         list_drop(l, LIST_HEAD, (size_t)start);
     }
+    ksn_event(c->env, KSN_LIST, "ltrim", argv[1]);
     delete_if_empty(c, argv[1], l);
     reply_ok(c);
 }
@@ -531,6 +550,8 @@ list_move_reply(struct conn *c, struct rv_str src, struct list *sl, struct rv_st
         dl = create_list(c, dst);
     }
     list_push(dl, to, s, n, cfg_fill(c));
+    ksn_event(c->env, KSN_LIST, to == LIST_HEAD ? "lpush" : "rpush", dst);
+    ksn_event(c->env, KSN_LIST, from == LIST_HEAD ? "lpop" : "rpop", src);
     if (dl != sl) {
         delete_if_empty(c, src, sl);
     }
@@ -550,6 +571,7 @@ move_generic(struct conn *c, struct rv_str src, struct rv_str dst, enum list_end
         return;
     }
     if (sl == NULL) {
+        effect_none(c);
         reply_null(c);
         return;
     }

@@ -12,6 +12,7 @@
 #include "node/keyspace/ks.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/features/ksnotify.h"
 #include "node/commands/t_hash.h"
 
 #include <stdlib.h>
@@ -45,6 +46,7 @@ set_lookup(struct conn *c, struct rv_str key, bool read, bool *err, struct sobj 
             st->keyspace_hits++;
         } else {
             st->keyspace_misses++;
+            ksn_event(c->env, KSN_KEY_MISS, "keymiss", key);
         }
     }
     if (e == NULL) {
@@ -64,6 +66,7 @@ set_drop_if_empty(struct conn *c, struct sobj *s, struct rv_str key)
 {
     if (sobj_len(s) == 0) {
         ks_delete(c->env->ks, key.p, key.len);
+        ksn_event(c->env, KSN_GENERIC, "del", key);
     }
 }
 
@@ -85,11 +88,17 @@ CMD_HANDLER(sadd)
             n += sobj_add(s, argv[i].p, argv[i].len, &lim);
         }
         sobj_store(s, c->env->ks, argv[1].p, argv[1].len);
+        ksn_event(c->env, KSN_SET, "sadd", argv[1]);
         reply_int(c, n);
         return;
     }
     for (int i = 2; i < argc; i++) {
         n += sobj_add(s, argv[i].p, argv[i].len, &lim);
+    }
+    if (n > 0) {
+        ksn_event(c->env, KSN_SET, "sadd", argv[1]);
+    } else {
+        effect_none(c); /* (all present: nothing to log or invalidate, as Redis) */
     }
     reply_int(c, n);
 }
@@ -102,6 +111,7 @@ CMD_HANDLER(srem)
 
     if ((s = set_lookup(c, argv[1], false, &err, &sb)) == NULL) {
         if (!err) {
+            effect_none(c);
             reply_int(c, 0);
         }
         return;
@@ -111,6 +121,11 @@ CMD_HANDLER(srem)
         if (sobj_len(s) == 0) {
             break;
         }
+    }
+    if (n > 0) {
+        ksn_event(c->env, KSN_SET, "srem", argv[1]);
+    } else {
+        effect_none(c);
     }
     set_drop_if_empty(c, s, argv[1]);
     reply_int(c, n);
@@ -215,6 +230,7 @@ CMD_HANDLER(spop)
         effect_redo(c, "SREM", argv[1]);
         effect_arg(c, m.p, m.len);
         sobj_rem(s, m.p, m.len);
+        ksn_event(c->env, KSN_SET, "spop", argv[1]);
         set_drop_if_empty(c, s, argv[1]);
         return;
     }
@@ -228,8 +244,11 @@ CMD_HANDLER(spop)
         sobj_foreach(s, out_member, c);
         effect_redo(c, "DEL", argv[1]);
         ks_delete(c->env->ks, argv[1].p, argv[1].len);
+        ksn_event(c->env, KSN_SET, "spop", argv[1]);
+        ksn_event(c->env, KSN_GENERIC, "del", argv[1]);
         return;
     }
+    ksn_event(c->env, KSN_SET, "spop", argv[1]);
     effect_redo(c, "SREM", argv[1]);
     for (size_t i = 0; i < n; i++) {
         m = sobj_random(s, &rs, scratch);
@@ -370,6 +389,7 @@ CMD_HANDLER(smove)
         return;
     }
     if (src == NULL) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }
@@ -377,21 +397,25 @@ CMD_HANDLER(smove)
         return;
     }
     if (argv[1].len == argv[2].len && memcmp(argv[1].p, argv[2].p, argv[1].len) == 0) {
+        effect_none(c);
         reply_int(c, sobj_has(src, argv[3].p, argv[3].len));
         return;
     }
     if (!sobj_rem(src, argv[3].p, argv[3].len)) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }
+    ksn_event(c->env, KSN_SET, "srem", argv[1]);
     set_drop_if_empty(c, src, argv[1]);
     set_lim(c, &lim);
     if (dst == NULL) {
         dst = sobj_create(argv[3].p, argv[3].len, 1, &lim);
         sobj_add(dst, argv[3].p, argv[3].len, &lim);
         sobj_store(dst, c->env->ks, argv[2].p, argv[2].len);
-    } else {
-        sobj_add(dst, argv[3].p, argv[3].len, &lim);
+        ksn_event(c->env, KSN_SET, "sadd", argv[2]);
+    } else if (sobj_add(dst, argv[3].p, argv[3].len, &lim)) {
+        ksn_event(c->env, KSN_SET, "sadd", argv[2]);
     }
     reply_int(c, 1);
 }
@@ -508,10 +532,12 @@ algebra_cmd(struct conn *c, struct rv_str *keys, int n, struct rv_str *dstkey, e
     algebra_run(sets, n, &a);
     if (dstkey != NULL) {
         size_t card = a.res != NULL ? sobj_len(a.res) : 0;
+        static const char *const stored[] = { "sinterstore", "sunionstore", "sdiffstore" };
         if (a.res != NULL) {
             sobj_store(a.res, c->env->ks, dstkey->p, dstkey->len);
-        } else {
-            ks_delete(c->env->ks, dstkey->p, dstkey->len);
+            ksn_event(c->env, KSN_SET, stored[op], *dstkey);
+        } else if (ks_delete(c->env->ks, dstkey->p, dstkey->len)) {
+            ksn_event(c->env, KSN_GENERIC, "del", *dstkey);
         }
         reply_int(c, (int64_t)card);
     } else if (a.res == NULL) {

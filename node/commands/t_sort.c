@@ -14,6 +14,7 @@
 #include "node/core/reply.h"
 #include "node/core/shard.h"
 #include "node/features/acl.h"
+#include "node/features/ksnotify.h"
 #include "node/keyspace/ks.h"
 #include "node/types/hash.h"
 #include "node/types/list.h"
@@ -422,10 +423,13 @@ store_result(struct conn *c, const struct sort_opts *o, struct sort_ctx *x, int6
     bool existed = ks_delete(ks, o->store.p, o->store.len);
     if (n > 0) {
         ks_set_ptr(ks, o->store.p, o->store.len, KS_LIST, l, list_destroy, KS_NO_EXPIRE);
+        ksn_event(c->env, KSN_LIST, "sortstore", o->store);
     } else {
         list_destroy(l);
         if (!existed) {
             effect_none(c); /* nothing stored, nothing deleted */
+        } else {
+            ksn_event(c->env, KSN_GENERIC, "del", o->store);
         }
     }
     reply_int(c, (int64_t)n);

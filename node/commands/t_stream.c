@@ -6,6 +6,7 @@
  * trim (approximate ones included) as the exact MAXLEN trim to the length it
  * left, so a replica and a replay end with the same ids and entries. */
 #include "node/commands/t_stream.h"
+#include "node/commands/t_stream_int.h"
 
 #include "base/mem.h"
 #include "node/core/conn.h"
@@ -14,6 +15,7 @@
 #include "node/core/reply.h"
 #include "node/core/shard.h"
 #include "node/features/block.h"
+#include "node/features/ksnotify.h"
 #include "node/keyspace/ks.h"
 #include "node/types/stream.h"
 
@@ -21,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ERR_BADID "ERR Invalid stream ID specified as stream command argument"
+#define ERR_BADID XS_ERR_BADID
 #define ERR_TOP "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 #define ERR_ZERO "ERR The ID specified in XADD must be greater than 0-0"
 #define ERR_EXHAUSTED "ERR The stream has exhausted the last possible ID, unable to add more items"
@@ -50,8 +52,8 @@ parse_u64(const char *p, uint64_t *out)
 
 /* "ms-seq", "ms" (seq missing_seq), "-" and "+" unless strict; "ms-*" when
  * seq_given is not NULL (then *seq_given is false for it). */
-static bool
-sid_parse(struct rv_str a, struct sid *id, uint64_t missing_seq, bool strict, bool *seq_given)
+bool
+xs_sid_parse(struct rv_str a, struct sid *id, uint64_t missing_seq, bool strict, bool *seq_given)
 {
     char buf[128];
     if (a.len == 0 || a.len > sizeof(buf) - 1) {
@@ -87,10 +89,11 @@ sid_parse(struct rv_str a, struct sid *id, uint64_t missing_seq, bool strict, bo
     return true;
 }
 
-static bool
-sid_parse_reply(struct conn *c, struct rv_str a, struct sid *id, uint64_t missing_seq, bool strict)
+bool
+xs_sid_parse_reply(struct conn *c, struct rv_str a, struct sid *id, uint64_t missing_seq,
+                   bool strict)
 {
-    if (!sid_parse(a, id, missing_seq, strict, NULL)) {
+    if (!xs_sid_parse(a, id, missing_seq, strict, NULL)) {
         reply_errf(c, ERR_BADID);
         return false;
     }
@@ -100,8 +103,8 @@ sid_parse_reply(struct conn *c, struct rv_str a, struct sid *id, uint64_t missin
 /* --------------------------------------------------------------- lookups */
 
 /* The stream at key (read lookup); NULL when missing; *err after WRONGTYPE. */
-static struct stream *
-stream_read(struct conn *c, struct rv_str key, bool *err)
+struct stream *
+xs_read(struct conn *c, struct rv_str key, bool *err)
 {
     struct ks_entry *e = lookup_read(c, key);
     *err = false;
@@ -116,8 +119,8 @@ stream_read(struct conn *c, struct rv_str key, bool *err)
     return ks_entry_ptr(e);
 }
 
-static struct stream *
-stream_write(struct conn *c, struct rv_str key, bool create, bool *err)
+struct stream *
+xs_write(struct conn *c, struct rv_str key, bool create, bool *err)
 {
     struct ks_entry *e = lookup_write(c, key);
     *err = false;
@@ -137,39 +140,82 @@ stream_write(struct conn *c, struct rv_str key, bool create, bool *err)
     return s;
 }
 
+/* xs_read or xs_write of a stream that must exist (the no-such-key reply). */
+static struct stream *
+existing(struct conn *c, struct stream *s, bool err)
+{
+    if (s == NULL && !err) {
+        reply_err(c, RV_ERR_NOSUCHKEY);
+    }
+    return s;
+}
+
+struct stream *
+xs_read_existing(struct conn *c, struct rv_str key)
+{
+    bool err;
+    struct stream *s = xs_read(c, key, &err);
+    return existing(c, s, err);
+}
+
+struct stream *
+xs_write_existing(struct conn *c, struct rv_str key)
+{
+    bool err;
+    struct stream *s = xs_write(c, key, false, &err);
+    return existing(c, s, err);
+}
+
+
 /* --------------------------------------------------------------- replies */
 
-static void
-reply_fv(void *arg, struct rv_str f, struct rv_str v)
+void
+xs_reply_fv(void *arg, struct rv_str f, struct rv_str v)
 {
     struct conn *c = arg;
     reply_bulk(c, f.p, f.len);
     reply_bulk(c, v.p, v.len);
 }
 
-static void
-reply_id(struct conn *c, struct sid id)
+void
+xs_reply_id(struct conn *c, struct sid id)
 {
     char b[STREAM_ID_MAX];
     reply_bulk(c, b, sid_fmt(id, b));
 }
 
 /* Entries of [start, end] (count 0: all) as [[id, [f, v, ...]], ...]. */
-static void
-reply_range(struct conn *c, const struct stream *s, struct sid start, struct sid end, bool rev,
-            uint64_t count)
+size_t
+xs_reply_range(struct conn *c, const struct stream *s, struct sid start, struct sid end, bool rev,
+               uint64_t count)
 {
     struct stream_it it;
     size_t h = reply_defer(c), n = 0;
     stream_it_init(&it, s, start, end, rev);
     while ((count == 0 || n < count) && stream_it_next(&it)) {
         reply_array(c, 2);
-        reply_id(c, it.id);
+        xs_reply_id(c, it.id);
         reply_array(c, 2 * it.nf);
-        stream_it_fields(&it, reply_fv, c);
+        stream_it_fields(&it, xs_reply_fv, c);
         n++;
     }
     reply_defer_array(c, h, n);
+    return n;
+}
+
+size_t
+xs_reply_range_one(struct conn *c, const struct stream *s, struct sid id)
+{
+    struct stream_it it;
+    stream_it_init(&it, s, id, id, false);
+    if (!stream_it_next(&it)) {
+        return 0;
+    }
+    reply_array(c, 2);
+    xs_reply_id(c, it.id);
+    reply_array(c, 2 * it.nf);
+    stream_it_fields(&it, xs_reply_fv, c);
+    return 1;
 }
 
 /* ------------------------------------------------------------ trim args */
@@ -218,7 +264,7 @@ parse_add_trim(struct conn *c, int argc, struct rv_str *argv, bool xadd, struct 
                     reply_errf(c, "ERR The MAXLEN argument must be >= 0.");
                     return false;
                 }
-            } else if (!sid_parse_reply(c, argv[i + 1], &a->minid, 0, true)) {
+            } else if (!xs_sid_parse_reply(c, argv[i + 1], &a->minid, 0, true)) {
                 return false;
             }
             a->trim = maxlen ? TRIM_MAXLEN : TRIM_MINID;
@@ -237,7 +283,7 @@ parse_add_trim(struct conn *c, int argc, struct rv_str *argv, bool xadd, struct 
         } else if (xadd && cmd_arg_is(o, "nomkstream")) {
             a->nomkstream = true;
         } else if (xadd) {
-            if (!sid_parse(o, &a->id, 0, true, &a->seq_given)) {
+            if (!xs_sid_parse(o, &a->id, 0, true, &a->seq_given)) {
                 reply_errf(c, ERR_BADID);
                 return false;
             }
@@ -331,7 +377,7 @@ CMD_HANDLER(xadd)
         reply_errf(c, ERR_ZERO);
         return;
     }
-    struct stream *s = stream_write(c, argv[1], !a.nomkstream, &err);
+    struct stream *s = xs_write(c, argv[1], !a.nomkstream, &err);
     if (s == NULL) {
         if (!err) {
             effect_none(c);
@@ -350,7 +396,11 @@ CMD_HANDLER(xadd)
     size_t nf = (size_t)(argc - a.field_pos) / 2;
     stream_append(s, id, nf, argv + a.field_pos);
     uint64_t trimmed = do_trim(s, &a);
-    reply_id(c, id);
+    xs_reply_id(c, id);
+    ksn_event(c->env, KSN_STREAM, "xadd", argv[1]);
+    if (trimmed > 0) {
+        ksn_event(c->env, KSN_STREAM, "xtrim", argv[1]);
+    }
 
     char b[STREAM_ID_MAX];
     effect_redo(c, "XADD", argv[1]);
@@ -376,12 +426,12 @@ xrange_generic(struct conn *c, int argc, struct rv_str *argv, bool rev)
     bool sx = sa.len > 1 && sa.p[0] == '(', ex = ea.len > 1 && ea.p[0] == '(';
     bool err;
 
-    if (!sid_parse_reply(c, sx ? (struct rv_str){ sa.p + 1, sa.len - 1 } : sa, &start, 0, sx) ||
+    if (!xs_sid_parse_reply(c, sx ? (struct rv_str){ sa.p + 1, sa.len - 1 } : sa, &start, 0, sx) ||
         (sx && !sid_incr(&start) && (reply_errf(c, "ERR invalid start ID for the interval"), 1))) {
         return;
     }
-    if (!sid_parse_reply(c, ex ? (struct rv_str){ ea.p + 1, ea.len - 1 } : ea, &end, UINT64_MAX,
-                         ex) ||
+    if (!xs_sid_parse_reply(c, ex ? (struct rv_str){ ea.p + 1, ea.len - 1 } : ea, &end, UINT64_MAX,
+                            ex) ||
         (ex && !sid_decr(&end) && (reply_errf(c, "ERR invalid end ID for the interval"), 1))) {
         return;
     }
@@ -399,7 +449,7 @@ xrange_generic(struct conn *c, int argc, struct rv_str *argv, bool rev)
             return;
         }
     }
-    struct stream *s = stream_read(c, argv[1], &err);
+    struct stream *s = xs_read(c, argv[1], &err);
     if (err) {
         return;
     }
@@ -411,7 +461,7 @@ xrange_generic(struct conn *c, int argc, struct rv_str *argv, bool rev)
         reply_null_array(c); /* as Redis 7.0 does for COUNT 0 (and negative counts) */
         return;
     }
-    reply_range(c, s, start, end, rev, count < 0 ? 0 : (uint64_t)count);
+    xs_reply_range(c, s, start, end, rev, count < 0 ? 0 : (uint64_t)count);
 }
 
 CMD_HANDLER(xrange)
@@ -427,7 +477,7 @@ CMD_HANDLER(xrevrange)
 CMD_HANDLER(xlen)
 {
     bool err;
-    struct stream *s = stream_read(c, argv[1], &err);
+    struct stream *s = xs_read(c, argv[1], &err);
     (void)argc;
     if (!err) {
         reply_int(c, s ? (int64_t)stream_len(s) : 0);
@@ -446,11 +496,11 @@ CMD_HANDLER(xdel)
         v = rv_malloc((size_t)n * sizeof(*v));
     }
     for (int i = 0; i < n; i++) {
-        if (!sid_parse_reply(c, argv[2 + i], &v[i], 0, true)) {
+        if (!xs_sid_parse_reply(c, argv[2 + i], &v[i], 0, true)) {
             goto out;
         }
     }
-    struct stream *s = stream_write(c, argv[1], false, &err);
+    struct stream *s = xs_write(c, argv[1], false, &err);
     if (err) {
         goto out;
     }
@@ -459,6 +509,8 @@ CMD_HANDLER(xdel)
     }
     if (deleted == 0) {
         effect_none(c);
+    } else {
+        ksn_event(c->env, KSN_STREAM, "xdel", argv[1]);
     }
     reply_int(c, deleted);
 out:
@@ -480,7 +532,7 @@ CMD_HANDLER(xtrim)
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
-    struct stream *s = stream_write(c, argv[1], false, &err);
+    struct stream *s = xs_write(c, argv[1], false, &err);
     if (err) {
         return;
     }
@@ -492,13 +544,14 @@ CMD_HANDLER(xtrim)
         effect_arg(c, "MAXLEN", 6);
         effect_arg(c, "=", 1);
         effect_arg_i64(c, (int64_t)stream_len(s));
+        ksn_event(c->env, KSN_STREAM, "xtrim", argv[1]);
     }
     reply_int(c, (int64_t)n);
 }
 
 /* The last live entry's id (XSETID's "top item"). */
-static struct sid
-last_valid_id(const struct stream *s)
+struct sid
+xs_last_valid(const struct stream *s)
 {
     struct stream_it it;
     stream_it_init(&it, s, SID_MIN, SID_MAX, true);
@@ -510,9 +563,9 @@ CMD_HANDLER(xsetid)
 {
     struct sid id, maxdel = SID_MIN;
     int64_t added = -1;
-    bool has_del = false, err;
+    bool has_del = false;
 
-    if (!sid_parse_reply(c, argv[2], &id, 0, true)) {
+    if (!xs_sid_parse_reply(c, argv[2], &id, 0, true)) {
         return;
     }
     for (int i = 3; i < argc; i++) {
@@ -527,7 +580,7 @@ CMD_HANDLER(xsetid)
                 return;
             }
         } else if (cmd_arg_is(argv[i], "maxdeletedid") && more) {
-            if (!sid_parse_reply(c, argv[++i], &maxdel, 0, true)) {
+            if (!xs_sid_parse_reply(c, argv[++i], &maxdel, 0, true)) {
                 return;
             }
             if (sid_cmp(id, maxdel) < 0) {
@@ -541,16 +594,12 @@ CMD_HANDLER(xsetid)
             return;
         }
     }
-    struct stream *s = stream_write(c, argv[1], false, &err);
-    if (err) {
-        return;
-    }
+    struct stream *s = xs_write_existing(c, argv[1]);
     if (s == NULL) {
-        reply_err(c, RV_ERR_NOSUCHKEY);
         return;
     }
     if (stream_len(s) > 0) {
-        if (sid_cmp(id, last_valid_id(s)) < 0) {
+        if (sid_cmp(id, xs_last_valid(s)) < 0) {
             reply_errf(c, "ERR The ID specified in XSETID is smaller than the target stream top "
                           "item");
             return;
@@ -563,6 +612,7 @@ CMD_HANDLER(xsetid)
     }
     stream_set_meta(s, id, has_del ? maxdel : stream_max_deleted(s),
                     added != -1 ? (uint64_t)added : stream_entries_added(s));
+    ksn_event(c->env, KSN_STREAM, "xsetid", argv[1]);
     reply_ok(c);
 }
 
@@ -573,7 +623,7 @@ static bool
 has_after(const struct stream *s, struct sid id)
 {
     return s != NULL && stream_len(s) > 0 && sid_cmp(stream_last_id(s), id) > 0 &&
-           sid_cmp(last_valid_id(s), id) > 0;
+           sid_cmp(xs_last_valid(s), id) > 0;
 }
 
 struct xread_keys {
@@ -599,7 +649,12 @@ xread_run(struct conn *c, int argc, struct rv_str *argv, int sarg, int nk, int64
         if (a.len == 1 && (a.p[0] == '$' || a.p[0] == '+')) {
             continue;
         }
-        if (!sid_parse_reply(c, a, &ids[i], 0, true)) {
+        if (a.len == 1 && a.p[0] == '>') {
+            reply_errf(c, "ERR The > ID can be specified only when calling XREADGROUP using the "
+                          "GROUP <group> <consumer> option.");
+            return;
+        }
+        if (!xs_sid_parse_reply(c, a, &ids[i], 0, true)) {
             return;
         }
     }
@@ -621,7 +676,7 @@ xread_run(struct conn *c, int argc, struct rv_str *argv, int sarg, int nk, int64
             ids[i] = sv[i] ? stream_last_id(sv[i]) : SID_MIN;
         } else if (a.len == 1 && a.p[0] == '+') {
             /* Redis 7.4: the last entry */
-            ids[i] = sv[i] ? last_valid_id(sv[i]) : SID_MIN;
+            ids[i] = sv[i] ? xs_last_valid(sv[i]) : SID_MIN;
             if (sv[i] && stream_len(sv[i]) > 0 && !sid_decr(&ids[i])) {
                 ids[i] = SID_MIN;
             }
@@ -645,7 +700,7 @@ xread_run(struct conn *c, int argc, struct rv_str *argv, int sarg, int nk, int64
                 reply_array(c, 2);
             }
             reply_bulk(c, argv[sarg + i].p, argv[sarg + i].len);
-            reply_range(c, sv[i], from, SID_MAX, false, (uint64_t)count);
+            xs_reply_range(c, sv[i], from, SID_MAX, false, (uint64_t)count);
         }
         return;
     }
@@ -675,6 +730,11 @@ CMD_HANDLER(xread)
     for (int i = 1; i < argc; i++) {
         bool more = i + 1 < argc;
         if (cmd_arg_is(argv[i], "block") && more) {
+            if (c->flags & CONN_IN_SCRIPT) {
+                reply_errf(c, "ERR %.*s command is not allowed with BLOCK option from scripts",
+                           (int)argv[0].len, argv[0].p);
+                return;
+            }
             if (!cmd_arg_int(argv[++i], &block)) {
                 reply_errf(c, "ERR timeout is not an integer or out of range");
                 return;
@@ -720,12 +780,16 @@ CMD_HANDLER(xread)
 }
 
 int
-stream_xread_keys(int argc, struct rv_str *argv, int *out, int max)
+xs_streams_keys(int argc, struct rv_str *argv, int *out, int max, bool group)
 {
     int sarg = 0, n = 0;
     for (int i = 1; i < argc; i++) {
         if (cmd_arg_is(argv[i], "block") || cmd_arg_is(argv[i], "count")) {
             i++;
+        } else if (group && cmd_arg_is(argv[i], "group")) {
+            i += 2;
+        } else if (group && cmd_arg_is(argv[i], "noack")) {
+            continue;
         } else if (cmd_arg_is(argv[i], "streams")) {
             sarg = i + 1;
             break;
@@ -733,11 +797,17 @@ stream_xread_keys(int argc, struct rv_str *argv, int *out, int max)
             break;
         }
     }
-    if (sarg == 0 || (argc - sarg) % 2 != 0) {
+    if (sarg == 0 || sarg >= argc || (argc - sarg) % 2 != 0) {
         return 0;
     }
     for (int i = sarg; i < sarg + (argc - sarg) / 2 && n < max; i++) {
         out[n++] = i;
     }
     return n;
+}
+
+int
+stream_xread_keys(int argc, struct rv_str *argv, int *out, int max)
+{
+    return xs_streams_keys(argc, argv, out, max, false);
 }

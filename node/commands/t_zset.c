@@ -15,6 +15,8 @@
 #include "node/types/obj.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/core/effect.h"
+#include "node/features/ksnotify.h"
 #include "node/types/zset_enc.h"
 
 #include <ctype.h>
@@ -42,6 +44,7 @@ lookup_read(struct conn *c, struct rv_str k)
         st->keyspace_hits++;
     } else {
         st->keyspace_misses++;
+        ksn_event(c->env, KSN_KEY_MISS, "keymiss", k);
     }
     return e;
 }
@@ -81,6 +84,7 @@ del_if_empty(struct conn *c, struct rv_str key, struct zset *z)
 {
     if (zset_len(z) == 0) {
         ks_delete(c->env->ks, key.p, key.len);
+        ksn_event(c->env, KSN_GENERIC, "del", key);
     }
 }
 
@@ -162,14 +166,17 @@ mix64(uint64_t x)
 }
 
 static void
-store_zset(struct conn *c, struct rv_str dst, struct zset *z)
+store_zset(struct conn *c, struct rv_str dst, struct zset *z, const char *event)
 {
     size_t n = zset_len(z);
     if (n == 0) {
         zset_destroy(z);
-        ks_delete(c->env->ks, dst.p, dst.len);
+        if (ks_delete(c->env->ks, dst.p, dst.len)) {
+            ksn_event(c->env, KSN_GENERIC, "del", dst);
+        }
     } else {
         zset_store(z, c->env->ks, dst.p, dst.len);
+        ksn_event(c->env, KSN_ZSET, event, dst);
     }
     reply_int(c, (int64_t)n);
 }
@@ -299,6 +306,11 @@ out:
             zset_destroy(z);
         }
     }
+    if (added + updated > 0) {
+        ksn_event(c->env, KSN_ZSET, (flags & ZA_INCR) ? "zincr" : "zadd", key);
+    } else {
+        effect_none(c); /* (nothing to log or invalidate, as Redis) */
+    }
 }
 
 CMD_HANDLER(zadd)
@@ -327,6 +339,11 @@ CMD_HANDLER(zrem)
         if (zset_len(z) == 0) {
             break;
         }
+    }
+    if (n > 0) {
+        ksn_event(c->env, KSN_ZSET, "zrem", argv[1]);
+    } else {
+        effect_none(c);
     }
     if (z != NULL) {
         del_if_empty(c, argv[1], z);
@@ -608,7 +625,7 @@ zrange_generic(struct conn *c, int argc, struct rv_str *argv, int type, bool rev
         zset_it_done(&it);
     }
     if (store) {
-        store_zset(c, argv[1], dst);
+        store_zset(c, argv[1], dst, "zrangestore");
     }
 }
 
@@ -718,6 +735,7 @@ zremrange_generic(struct conn *c, struct rv_str *argv, int type)
         return;
     }
     if (z == NULL) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }
@@ -728,6 +746,7 @@ zremrange_generic(struct conn *c, struct rv_str *argv, int type)
         if (end < 0) end += n;
         if (start < 0) start = 0;
         if (start > end || start >= n) {
+            effect_none(c);
             reply_int(c, 0);
             return;
         }
@@ -741,7 +760,13 @@ zremrange_generic(struct conn *c, struct rv_str *argv, int type)
     }
     if (hi > lo) {
         zset_delete_range(z, lo, hi - 1);
+        static const char *const ev[] = { [RT_RANK] = "zremrangebyrank",
+                                          [RT_SCORE] = "zremrangebyscore",
+                                          [RT_LEX] = "zremrangebylex" };
+        ksn_event(c->env, KSN_ZSET, ev[type], argv[1]);
         del_if_empty(c, argv[1], z);
+    } else {
+        effect_none(c);
     }
     reply_int(c, (int64_t)(hi - lo));
 }
@@ -794,6 +819,9 @@ zset_pop_reply(struct conn *c, struct rv_str key, bool max, size_t count, enum z
         reply_double(c, s);
         zset_it_done(&it);
         zset_delete(z, m.p, m.len);
+    }
+    if (n > 0) {
+        ksn_event(c->env, KSN_ZSET, max ? "zpopmax" : "zpopmin", key);
     }
     del_if_empty(c, key, z);
     return n;
@@ -1063,7 +1091,7 @@ setop_generic(struct conn *c, int argc, struct rv_str *argv, int nkidx, bool sto
     }
     struct zset *out = setop_compute(c, src, ns, op, how);
     if (store) {
-        store_zset(c, argv[1], out);
+        store_zset(c, argv[1], out, name);
     } else {
         size_t n = zset_len(out);
         reply_elems_header(c, n, withscores);

@@ -32,10 +32,13 @@ enum cmd_flag {
     CMD_NO_MULTI = 1u << 12,
     CMD_SKIP_SLOWLOG = 1u << 13,
     CMD_ALLOW_BUSY = 1u << 14,
-    CMD_DANGEROUS = 1u << 15, /* ACL @dangerous */
-    CMD_RANDOM = 1u << 16,    /* nondeterministic output */
-    CMD_NOQUEUE = 1u << 17,   /* runs at once even inside MULTI (EXEC, DISCARD, WATCH, ...) */
-    CMD_SUBOK = 1u << 18,     /* allowed in RESP2 subscribed mode */
+    CMD_DANGEROUS = 1u << 15,     /* ACL @dangerous */
+    CMD_RANDOM = 1u << 16,        /* nondeterministic output */
+    CMD_NOQUEUE = 1u << 17,       /* runs at once even inside MULTI (EXEC, DISCARD, WATCH, ...) */
+    CMD_SUBOK = 1u << 18,         /* allowed in RESP2 subscribed mode */
+    CMD_SKIP_MONITOR = 1u << 19,  /* MONITOR shows it before it runs, not after (scripts) */
+    CMD_MAY_REPLICATE = 1u << 20, /* not a write, but may cause one: CLIENT PAUSE WRITE holds it */
+    CMD_ASKING = 1u << 21, /* runs on an importing slot as if after ASKING (RESTORE-ASKING) */
 };
 
 /* ACL categories, as COMMAND INFO reports them. */

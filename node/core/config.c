@@ -34,6 +34,7 @@ static const char *const fsync_names[] = { "no", "everysec", "always", NULL };
 static const char *const log_names[] = { "debug", "verbose", "notice", "warning", NULL };
 static const char *const sup_names[] = { "no", "upstart", "systemd", "auto", NULL };
 static const char *const prot_names[] = { "no", "yes", "local", NULL };
+static const char *const tls_auth_names[] = { "no", "yes", "optional", NULL };
 
 #define F(field) offsetof(struct cfg, field)
 #define GB (1024ll * 1024 * 1024)
@@ -54,6 +55,8 @@ static const struct cfg_key cfg_keys[] = {
     { "wal_sync_min_interval_us", NULL, K_INT, F(persist.wal_sync_min_interval_us), "-1", -1, 1000000, false, NULL },
     { "wal_accept_loss", NULL, K_BOOL, F(persist.wal_accept_loss), "no", 0, 1, false, NULL },
     { "dir", "data_dir", K_STR, F(persist.dir), "./data", 0, 0, false, NULL },
+    { "dbfilename", NULL, K_STR, F(persist.dbfilename), "dump.rdb", 0, 0, false, NULL },
+    { "rdb-load-at-start", NULL, K_BOOL, F(persist.rdb_load), "yes", 0, 1, false, NULL },
     { "requirepass", NULL, K_STR, F(acl.requirepass), "", 0, 0, true, NULL },
     { "maxclients", NULL, K_INT, F(net.maxclients), "10000", 1, 1000000, true, NULL },
     { "timeout", NULL, K_INT, F(net.timeout), "0", 0, INT_MAX, true, NULL },
@@ -72,7 +75,7 @@ static const struct cfg_key cfg_keys[] = {
     { "latency-tracking-info-percentiles", NULL, K_STR, F(obs.latency_tracking_info_percentiles), "50 99 99.9", 0, 0, true, NULL },
     { "metrics_address", NULL, K_STR, F(obs.metrics_address), "", 0, 0, false, NULL },
     { "log_queue_lines", NULL, K_INT, F(obs.log_queue_lines), "1024", 1, 1000000, false, NULL },
-    { "databases", NULL, K_INT, F(node.databases), "1", 1, INT_MAX, false, NULL },
+    { "databases", NULL, K_INT, F(node.databases), "16", 1, 1048576, false, NULL },
     { "cluster-enabled", NULL, K_BOOL, F(cluster.enabled), "no", 0, 1, false, NULL },
     { "cluster-config-file", NULL, K_STR, F(cluster.config_file), "nodes.conf", 0, 0, false, NULL },
     { "cluster-node-timeout", NULL, K_INT, F(cluster.node_timeout), "15000", 100, INT_MAX, true, NULL },
@@ -101,12 +104,14 @@ static const struct cfg_key cfg_keys[] = {
     { "zset-max-listpack-value", "zset-max-ziplist-value", K_INT, F(enc.zset_max_listpack_value), "64", 0, INT_MAX, true, NULL },
     { "client-output-buffer-limit", NULL, K_STR, F(net.client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
     { "maxmemory", NULL, K_MEM, F(mem.maxmemory), "0", 0, INT64_MAX, true, NULL },
+    { "notify-keyspace-events", NULL, K_STR, F(node.notify_keyspace_events), "", 0, 0, true, NULL },
     { "maxmemory-policy", NULL, K_STR, F(mem.maxmemory_policy), "noeviction", 0, 0, true, NULL },
     { "aclfile", NULL, K_STR, F(acl.aclfile), "", 0, 0, false, NULL },
     { "maxmemory-samples", NULL, K_INT, F(mem.maxmemory_samples), "5", 1, 64, true, NULL },
     { "maxmemory-eviction-tenacity", NULL, K_INT, F(mem.maxmemory_eviction_tenacity), "10", 0, 100, true, NULL },
     { "lfu-log-factor", NULL, K_INT, F(mem.lfu_log_factor), "10", 0, INT_MAX, true, NULL },
     { "lfu-decay-time", NULL, K_INT, F(mem.lfu_decay_time), "1", 0, INT_MAX, true, NULL },
+    { "tracking-table-max-keys", NULL, K_INT, F(mem.tracking_table_max_keys), "1000000", 0, INT64_MAX, true, NULL },
     { "max_shard_bytes", NULL, K_MEM, F(mem.max_shard_bytes), "0", 0, INT64_MAX, true, NULL },
     { "max_process_bytes", NULL, K_MEM, F(mem.max_process_bytes), "0", 0, INT64_MAX, true, NULL },
     { "replicaof", "slaveof", K_STR, F(repl.replicaof), "", 0, 0, false, NULL },
@@ -126,6 +131,21 @@ static const struct cfg_key cfg_keys[] = {
     { "min-replicas-max-lag", "min-slaves-max-lag", K_INT, F(repl.min_replicas_max_lag), "10", 0, INT_MAX, true, NULL },
     { "min-sync-replicas", NULL, K_INT, F(repl.min_sync_replicas), "0", 0, 64, true, NULL },
     { "min-sync-replicas-timeout", NULL, K_INT, F(repl.min_sync_replicas_timeout), "10000", 1, INT_MAX, true, NULL },
+    { "tls-port", NULL, K_INT, F(tls.port), "0", 0, 65535, false, NULL },
+    { "tls-cert-file", NULL, K_STR, F(tls.cert_file), "", 0, 0, true, NULL },
+    { "tls-key-file", NULL, K_STR, F(tls.key_file), "", 0, 0, true, NULL },
+    { "tls-key-file-pass", NULL, K_STR, F(tls.key_file_pass), "", 0, 0, true, NULL },
+    { "tls-client-cert-file", NULL, K_STR, F(tls.client_cert_file), "", 0, 0, true, NULL },
+    { "tls-client-key-file", NULL, K_STR, F(tls.client_key_file), "", 0, 0, true, NULL },
+    { "tls-ca-cert-file", NULL, K_STR, F(tls.ca_cert_file), "", 0, 0, true, NULL },
+    { "tls-ca-cert-dir", NULL, K_STR, F(tls.ca_cert_dir), "", 0, 0, true, NULL },
+    { "tls-auth-clients", NULL, K_ENUM, F(tls.auth_clients), "yes", 0, 0, true, tls_auth_names },
+    { "tls-protocols", NULL, K_STR, F(tls.protocols), "", 0, 0, true, NULL },
+    { "tls-ciphers", NULL, K_STR, F(tls.ciphers), "", 0, 0, true, NULL },
+    { "tls-ciphersuites", NULL, K_STR, F(tls.ciphersuites), "", 0, 0, true, NULL },
+    { "tls-prefer-server-ciphers", NULL, K_BOOL, F(tls.prefer_server_ciphers), "no", 0, 1, true, NULL },
+    { "tls-replication", NULL, K_BOOL, F(tls.replication), "no", 0, 1, true, NULL },
+    { "tls-cluster", NULL, K_BOOL, F(tls.cluster), "no", 0, 1, false, NULL },
 };
 /* clang-format on */
 #undef F
@@ -388,6 +408,67 @@ check_obs(const struct cfg *c, const char **key)
     return NULL;
 }
 
+/* notify-keyspace-events: Redis's letters, any order; stored as Redis 7.0's
+ * CONFIG GET shows them ("A" for all of g$lshzxetd, classes, then K, E, m). */
+static const char *
+parse_nke(struct cfg *c)
+{
+    static const char letters[] = "g$lshzxetdn";
+    enum {
+        ALL = CFG_NKE_GENERIC | CFG_NKE_STRING | CFG_NKE_LIST | CFG_NKE_SET | CFG_NKE_HASH |
+              CFG_NKE_ZSET | CFG_NKE_EXPIRED | CFG_NKE_EVICTED | CFG_NKE_STREAM | CFG_NKE_MODULE
+    };
+    static const int bits[] = { CFG_NKE_GENERIC, CFG_NKE_STRING, CFG_NKE_LIST,    CFG_NKE_SET,
+                                CFG_NKE_HASH,    CFG_NKE_ZSET,   CFG_NKE_EXPIRED, CFG_NKE_EVICTED,
+                                CFG_NKE_STREAM,  CFG_NKE_MODULE, CFG_NKE_NEW };
+    int64_t f = 0;
+    for (const char *p = c->node.notify_keyspace_events; *p; p++) {
+        const char *at = strchr(letters, *p);
+        if (*p == 'A') {
+            f |= ALL;
+        } else if (*p == 'K') {
+            f |= CFG_NKE_KEYSPACE;
+        } else if (*p == 'E') {
+            f |= CFG_NKE_KEYEVENT;
+        } else if (*p == 'm') {
+            f |= CFG_NKE_KEY_MISS;
+        } else if (at != NULL) {
+            f |= bits[at - letters];
+        } else {
+            return "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+        }
+    }
+    char out[sizeof(letters) + 4];
+    size_t n = 0;
+    if ((f & ALL) == ALL) {
+        out[n++] = 'A';
+    }
+    for (size_t i = 0; letters[i] && (f & ALL) != ALL; i++) {
+        if (f & bits[i]) {
+            out[n++] = letters[i];
+        }
+    }
+    if (f & CFG_NKE_KEYSPACE) {
+        out[n++] = 'K';
+    }
+    if (f & CFG_NKE_KEYEVENT) {
+        out[n++] = 'E';
+    }
+    if (f & CFG_NKE_KEY_MISS) {
+        out[n++] = 'm';
+    }
+    if ((f & ALL) == ALL && (f & CFG_NKE_NEW)) {
+        out[n++] = 'n'; /* (Redis 7.0 drops it here, and so loses it on a rewrite) */
+    }
+    out[n] = '\0';
+    if (strcmp(out, c->node.notify_keyspace_events) != 0) {
+        rv_free(c->node.notify_keyspace_events);
+        c->node.notify_keyspace_events = rv_strndup(out, n);
+    }
+    c->node.notify_flags = (f & (CFG_NKE_KEYSPACE | CFG_NKE_KEYEVENT)) ? f : 0;
+    return NULL;
+}
+
 /* Cross-key checks that apply to a whole snapshot. */
 static const char *
 cfg_check(struct cfg *c, const char **key)
@@ -398,6 +479,10 @@ cfg_check(struct cfg *c, const char **key)
         return why;
     }
     if ((why = check_obs(c, key)) != NULL) {
+        return why;
+    }
+    if ((why = parse_nke(c)) != NULL) {
+        *key = "notify-keyspace-events";
         return why;
     }
     int cpus[1024];
@@ -418,6 +503,25 @@ cfg_check(struct cfg *c, const char **key)
     if (c->net.port + c->node.shards - 1 > 65535) {
         *key = "shards";
         return "port + shards - 1 exceeds 65535";
+    }
+    if (c->tls.port != 0) {
+        if (c->tls.port + c->node.shards - 1 > 65535) {
+            *key = "tls-port";
+            return "tls-port + shards - 1 exceeds 65535";
+        }
+        if (c->tls.port < c->net.port + c->node.shards &&
+            c->net.port < c->tls.port + c->node.shards) {
+            *key = "tls-port";
+            return "the TLS ports overlap the ports of 'port'";
+        }
+    }
+    if (c->tls.replication && c->cluster.enabled) {
+        *key = "tls-replication";
+        return "replication over TLS in cluster mode is not supported yet (docs/operations.md)";
+    }
+    if (c->tls.cluster) {
+        *key = "tls-cluster";
+        return "TLS on the cluster bus is not supported yet (docs/operations.md)";
     }
     static const char *const policies[] = { "noeviction",      "allkeys-lru",  "allkeys-lfu",
                                             "allkeys-random",  "volatile-lru", "volatile-lfu",

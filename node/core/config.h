@@ -38,6 +38,19 @@ struct cfg_net {
     int64_t obl_check[3]; /* smallest non-zero of hard and soft, INT64_MAX when both are 0 */
 };
 
+/* TLS (docs/operations.md; Redis's names). */
+struct cfg_tls {
+    int64_t port; /* tls-port: shard i listens on port + i; 0 = no TLS listener */
+    char *cert_file, *key_file, *key_file_pass;
+    char *client_cert_file, *client_key_file;
+    char *ca_cert_file, *ca_cert_dir;
+    int64_t auth_clients; /* enum tls_auth (base/tls.h): no, yes, optional */
+    char *protocols, *ciphers, *ciphersuites;
+    bool prefer_server_ciphers;
+    bool replication; /* replicas connect to their primary over TLS */
+    bool cluster;     /* the cluster bus over TLS (refused: not built) */
+};
+
 /* Cluster mode (docs/cluster.md; Redis's names). */
 struct cfg_cluster {
     bool enabled;
@@ -67,6 +80,26 @@ struct cfg_node {
     char *on_role_change; /* executable run on role changes (node/features/hook.h), "" = none */
     int64_t on_role_change_timeout; /* seconds before the hook is killed */
     char *rename_commands;          /* `rename-command <name> <new>`: "name new" ("" = disabled) */
+    char *notify_keyspace_events;   /* Redis's class letters, normalised as CONFIG GET shows them */
+    int64_t notify_flags; /* CFG_NKE_* bits; 0 unless K or E is set (nothing to deliver) */
+};
+
+/* notify-keyspace-events classes (node/features/ksnotify.h), Redis's letters. */
+enum cfg_nke {
+    CFG_NKE_KEYSPACE = 1 << 0,  /* K */
+    CFG_NKE_KEYEVENT = 1 << 1,  /* E */
+    CFG_NKE_GENERIC = 1 << 2,   /* g */
+    CFG_NKE_STRING = 1 << 3,    /* $ */
+    CFG_NKE_LIST = 1 << 4,      /* l */
+    CFG_NKE_SET = 1 << 5,       /* s */
+    CFG_NKE_HASH = 1 << 6,      /* h */
+    CFG_NKE_ZSET = 1 << 7,      /* z */
+    CFG_NKE_EXPIRED = 1 << 8,   /* x */
+    CFG_NKE_EVICTED = 1 << 9,   /* e */
+    CFG_NKE_STREAM = 1 << 10,   /* t */
+    CFG_NKE_MODULE = 1 << 11,   /* d */
+    CFG_NKE_KEY_MISS = 1 << 12, /* m (not in A) */
+    CFG_NKE_NEW = 1 << 13,      /* n (not in A) */
 };
 
 /* Logging and observability (base/log.c, node/obs). */
@@ -89,8 +122,10 @@ struct cfg_persist {
     int64_t appendfsync;
     char *save; /* accepted for redis.conf compatibility; unused until checkpoints */
     char *dir;
-    int64_t wal_segment_bytes;        /* rotate WAL segments past this size */
-    int64_t checkpoint_wal_bytes;     /* checkpoint once the WAL grew this much (0 = never) */
+    char *dbfilename;             /* a Redis RDB file in dir, loaded at start into an empty node */
+    bool rdb_load;                /* rdb-load-at-start: off = never load dbfilename */
+    int64_t wal_segment_bytes;    /* rotate WAL segments past this size */
+    int64_t checkpoint_wal_bytes; /* checkpoint once the WAL grew this much (0 = never) */
     int64_t wal_sync_min_interval_us; /* always: 0 = adaptive sync pacing, N = fixed, -1 = off */
     bool wal_accept_loss;             /* recovery keeps the valid prefix of a corrupt file */
 };
@@ -125,6 +160,8 @@ struct cfg_mem {
     int64_t lfu_decay_time;
     int64_t max_shard_bytes;   /* budget of each shard (0 = none) */
     int64_t max_process_bytes; /* budget of all shards together (0 = none) */
+
+    int64_t tracking_table_max_keys; /* CLIENT TRACKING's keys per shard (0 = no limit) */
 };
 
 /* Replication (replication/, node/server/repl_host.c; Redis's names). */
@@ -161,6 +198,7 @@ struct cfg {
     struct cfg_mem mem;
     struct cfg_repl repl;
     struct cfg_cluster cluster;
+    struct cfg_tls tls;
 };
 
 /* Parse argv/env into a fresh snapshot. On error writes one line naming the

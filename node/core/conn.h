@@ -18,6 +18,7 @@ struct block_state;
 struct persist;
 struct acl_user;
 struct effect_redo;
+struct trk_conn;
 
 enum conn_flag {
     CONN_CLOSE_AFTER_REPLY = 1u << 0,
@@ -43,6 +44,8 @@ enum conn_flag {
     CONN_ASKING = 1u << 20,      /* ASKING: the next command may use a slot being imported here */
     CONN_ASKING_NEW = 1u << 21,  /* (ASKING itself ran: the flag outlives this command) */
     CONN_IN_SCRIPT = 1u << 22,   /* running a Lua script (with CONN_IN_EXEC: one record) */
+    CONN_MONITOR = 1u << 23,     /* MONITOR: receives every command the node runs */
+    CONN_CPAUSED = 1u << 24,     /* held by CLIENT PAUSE (with CONN_BLOCKED; features/pause) */
     /* a command that reads or writes keys ran since the output was last
      * noted: synchronous replication holds that output (persist.c) */
     CONN_DATA = 1u << 30,
@@ -50,12 +53,15 @@ enum conn_flag {
 
 /* Fields are owned by conn.c; command handlers read them through the
  * accessors below, except the client-introspection commands (cmd_client.c). */
+struct tls;
 struct conn {
     struct shard *shard;
     struct shard_env *env; /* its shard's, as handlers read it (node/core/shard.h) */
     int fd;
+    struct tls *tls; /* on a tls-port (base/tls.h), else NULL */
     uint32_t flags;
     uint8_t proto;               /* 2 or 3 */
+    uint32_t db;                 /* the selected database (SELECT) */
     bool authed;                 /* logged in (or no login needed when it connected) */
     bool acl_slow;               /* dispatcher must call acl_allow() (see acl.h) */
     const struct acl_user *user; /* in the shard's ACL snapshot; never NULL on a socket */
@@ -80,6 +86,7 @@ struct conn {
     struct multi_state *mstate; /* MULTI queue and WATCHed keys (multi.c), or NULL */
     struct pubsub_conn *ps;     /* subscriptions (pubsub.c), or NULL */
     struct block_state *bstate; /* blocking command in progress (block.c), or NULL */
+    struct trk_conn *trk;       /* CLIENT TRACKING, or a redirect target (tracking.c), or NULL */
     int64_t obl_soft_since;     /* when output first exceeded the soft limit, 0 = not */
     struct conn *prev, *next;   /* shard's list of connections */
     struct conn *pnext;         /* shard's pending-write list */

@@ -2,6 +2,7 @@
  * read lookups count keyspace hits/misses and touch the access clock; write
  * lookups do neither; both expire a key whose deadline has passed. */
 #pragma once
+#include "base/mem.h"
 #include "node/core/conn.h"
 #include "node/keyspace/ks.h"
 #include "node/core/shard.h"
@@ -26,12 +27,25 @@ lookup_count(struct conn *c, bool hit)
     }
 }
 
+/* A read lookup missed: the "keymiss" keyspace notification when its class
+ * (m) is on (node/features/ksnotify.h; one flag test otherwise). */
+static inline void
+lookup_missed(struct shard_env *env, struct rv_str k)
+{
+    if (rv_unlikely(env->cfg->node.notify_flags & CFG_NKE_KEY_MISS)) {
+        shard_key_miss(env, k.p, k.len);
+    }
+}
+
 /* Read lookup (Redis lookupKeyRead). */
 static inline struct ks_entry *
 lookup_read(struct conn *c, struct rv_str k)
 {
     struct ks_entry *e = ks_lookup(c->env->ks, k.p, k.len, c->env->now_ms);
     lookup_count(c, e != NULL);
+    if (e == NULL) {
+        lookup_missed(c->env, k);
+    }
     return e;
 }
 
@@ -42,7 +56,8 @@ lookup_write(struct conn *c, struct rv_str k)
     return ks_lookup(c->env->ks, k.p, k.len, c->env->now_ms);
 }
 
-/* Expires but leaves the access clock alone (LOOKUP_NOTOUCH: TYPE, TTL, OBJECT). */
+/* Expires but leaves the access clock alone (LOOKUP_NOTOUCH: TYPE, TTL, OBJECT);
+ * with stats, a miss is counted and notified (OBJECT: lookup_object). */
 static inline struct ks_entry *
 lookup_notouch(struct conn *c, struct rv_str k, bool stats)
 {
@@ -53,6 +68,19 @@ lookup_notouch(struct conn *c, struct rv_str k, bool stats)
     }
     if (stats) {
         lookup_count(c, e != NULL);
+        if (e == NULL) {
+            lookup_missed(c->env, k);
+        }
     }
+    return e;
+}
+
+/* As lookup_notouch with stats, without the keymiss notification (Redis's
+ * LOOKUP_NONOTIFY: OBJECT). */
+static inline struct ks_entry *
+lookup_object(struct conn *c, struct rv_str k)
+{
+    struct ks_entry *e = lookup_notouch(c, k, false);
+    lookup_count(c, e != NULL);
     return e;
 }

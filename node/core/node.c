@@ -5,8 +5,11 @@
 #include "cluster/topo.h"
 #include "node/core/shard.h"
 #include "base/mem.h"
+#include "base/tls.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 /* Retired snapshots stay allocated until exit: a shard may still read one. */
 struct cfg_retired {
@@ -67,4 +70,63 @@ int
 node_shard_port(const struct node *n, unsigned i)
 {
     return (int)atomic_load(&((struct node *)n)->cfg)->net.port + (int)i;
+}
+
+/* ---------------------------------------------------------------------- TLS */
+
+static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tls_ctx *tls_server, *tls_client;
+
+static void
+tls_opts_of(const struct cfg *c, struct tls_opts *o)
+{
+    *o = (struct tls_opts){
+        .cert_file = c->tls.cert_file,
+        .key_file = c->tls.key_file,
+        .key_file_pass = c->tls.key_file_pass,
+        .client_cert_file = c->tls.client_cert_file,
+        .client_key_file = c->tls.client_key_file,
+        .ca_cert_file = c->tls.ca_cert_file,
+        .ca_cert_dir = c->tls.ca_cert_dir,
+        .protocols = c->tls.protocols,
+        .ciphers = c->tls.ciphers,
+        .ciphersuites = c->tls.ciphersuites,
+        .auth_clients = (enum tls_auth)c->tls.auth_clients,
+        .prefer_server_ciphers = c->tls.prefer_server_ciphers,
+    };
+}
+
+int
+node_tls_apply(const struct cfg *c, char *err, size_t errsz)
+{
+    struct tls_opts o;
+    struct tls_ctx *srv = NULL, *cli = NULL;
+    tls_opts_of(c, &o);
+    if (c->tls.port != 0 && (srv = tls_ctx_new(&o, true, err, errsz)) == NULL) {
+        return -1;
+    }
+    if (c->tls.replication && (cli = tls_ctx_new(&o, false, err, errsz)) == NULL) {
+        tls_ctx_unref(srv);
+        return -1;
+    }
+    pthread_mutex_lock(&tls_lock);
+    struct tls_ctx *old_srv = tls_server, *old_cli = tls_client;
+    tls_server = srv;
+    tls_client = cli;
+    pthread_mutex_unlock(&tls_lock);
+    tls_ctx_unref(old_srv);
+    tls_ctx_unref(old_cli);
+    return 0;
+}
+
+struct tls_ctx *
+node_tls_get(bool server)
+{
+    pthread_mutex_lock(&tls_lock);
+    struct tls_ctx *t = server ? tls_server : tls_client;
+    if (t != NULL) {
+        tls_ctx_ref(t);
+    }
+    pthread_mutex_unlock(&tls_lock);
+    return t;
 }

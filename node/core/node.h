@@ -35,6 +35,12 @@ struct node {
     /* ... for shards that adopted at least this topology (one older than what
      * the quorum had committed when the lease was extended must not write) */
     atomic_uint_fast64_t cluster_lease_topo;
+    /* MONITOR connections on all shards (features/monitor): a command is
+     * formatted for them only while this is non-zero. */
+    atomic_long monitors;
+    /* CLIENT PAUSE (features/pause): end (unix ms) * 2 + 1 for ALL, 0 for WRITE;
+     * 0 when no pause. Read on every command. */
+    atomic_int_fast64_t client_pause;
     int64_t start_ms;
     char executable[4096];
     char config_file[4096];
@@ -47,6 +53,14 @@ void node_publish_cfg(struct node *n, struct cfg *c);
 void node_publish_topo(struct node *n, struct topo *t);
 /* A reference to the published topology (NULL when none); topo_put() it. */
 struct topo *node_topo_get(struct node *n);
+/* TLS (base/tls.h): the server context of the TLS ports and the client one
+ * of replication links (tls-replication), built from the tls-* keys of c. At start-up
+ * and on CONFIG SET of any of them; on an error nothing changes (the old
+ * contexts stay in use). Connections keep the context they were made with. */
+struct tls_ctx;
+int node_tls_apply(const struct cfg *c, char *err, size_t errsz);
+/* A reference (tls_ctx_unref it), or NULL when not configured. Any thread. */
+struct tls_ctx *node_tls_get(bool server);
 /* Slot owner and port of shard i. */
 unsigned node_slot_shard(const struct node *n, unsigned slot);
 int node_shard_port(const struct node *n, unsigned i);

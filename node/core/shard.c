@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "base/mem.h"
+#include "base/rand.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
 #include "cluster/topo.h"
@@ -26,6 +27,14 @@ void
 shard_set_hooks(const struct shard_hooks *h)
 {
     hooks = *h;
+}
+
+void
+shard_key_miss(struct shard_env *env, const char *key, size_t len)
+{
+    if (hooks.key_miss != NULL) {
+        hooks.key_miss(env, key, len);
+    }
 }
 
 static double tsc_per_us = 0;
@@ -148,12 +157,82 @@ shard_wake(struct shard *s)
     }
 }
 
-struct ks *
-shard_swap_ks(struct shard *s, struct ks *ks)
+struct ks **
+shard_swap_dbs(struct shard *s, struct ks **dbs)
 {
-    struct ks *o = s->env.ks;
-    s->env.ks = ks;
+    struct ks **o = s->env.dbs;
+    if (o != NULL && o[0] != NULL && ks_counts_slots(o[0])) {
+        ks_count_slots(dbs[0], true);
+    }
+    s->env.dbs = dbs;
+    s->env.ks = dbs[0];
+    s->env.db = 0;
     return o;
+}
+
+void
+shard_dbs_init(struct shard_env *env, struct ks *db0, unsigned n)
+{
+    env->ndbs = n < 1 ? 1 : n;
+    env->dbs = rv_calloc(env->ndbs, sizeof(*env->dbs));
+    env->dbs[0] = db0;
+    env->ks = db0;
+    env->db = 0;
+}
+
+void
+shard_dbs_free(struct shard_env *env)
+{
+    for (unsigned i = 0; env->dbs != NULL && i < env->ndbs; i++) {
+        ks_destroy(env->dbs[i]);
+    }
+    rv_free(env->dbs);
+    env->dbs = NULL;
+    env->ks = NULL;
+}
+
+uint64_t
+shard_expired_keys(const struct shard_env *env)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        n += env->dbs[i] != NULL ? ks_stats(env->dbs[i])->expired_keys : 0;
+    }
+    return n;
+}
+
+size_t
+shard_keys(const struct shard_env *env, size_t *expires)
+{
+    size_t n = 0, x = 0;
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        if (env->dbs[i] != NULL) {
+            n += ks_size(env->dbs[i]);
+            x += ks_expires_size(env->dbs[i]);
+        }
+    }
+    if (expires != NULL) {
+        *expires = x;
+    }
+    return n;
+}
+
+struct ks *
+shard_db(struct shard_env *env, unsigned i)
+{
+    if (env->dbs[i] == NULL) {
+        env->dbs[i] = ks_create(rand_u64(), rand_u64());
+        ks_inherit(env->dbs[i], env->dbs[0]);
+    }
+    return env->dbs[i];
+}
+
+void
+shard_use_db(struct shard_env *env, unsigned i)
+{
+    env->ks = shard_db(env, i);
+    env->db = i;
+    ks_set_clock(env->ks, env->now_ms);
 }
 struct event_base *
 shard_base(const struct shard *s)
@@ -203,7 +282,7 @@ shard_refresh_clock(struct shard *s)
 {
     int64_t now = clock_unix_ms();
     s->env.now_ms = now > s->clock_floor ? now : s->clock_floor;
-    ks_set_clock(s->env.ks, s->env.now_ms);
+    ks_set_clock(s->env.ks, s->env.now_ms); /* (another database's, when switched to) */
     return s->env.now_ms;
 }
 
@@ -214,7 +293,8 @@ shard_reset_stats(struct shard *s)
      * next config check must not reset again (and wipe what ran since). */
     s->stat_gen = atomic_load_explicit(&s->env.node->stat_gen, memory_order_relaxed);
     memset(&s->env.stats, 0, sizeof(s->env.stats));
-    s->env.stats.expired_keys_base = ks_stats(s->env.ks)->expired_keys;
+    s->env.stats.expired_keys_base = shard_expired_keys(&s->env);
+    s->env.stats.expired_keys_all = s->env.stats.expired_keys_base;
     memset(s->samples, 0, sizeof(s->samples));
     s->last_sample_ms = 0;
     memset(s->env.cmdstats, 0, cmd_id_count() * sizeof(*s->env.cmdstats));

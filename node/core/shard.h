@@ -30,7 +30,8 @@ struct shard_stats {
     uint64_t client_qbuf_limit_disconnections;
     uint64_t protocol_errors;
     uint64_t client_output_limit_disconnections;
-    uint64_t expired_keys_base; /* keyspace counter at the last CONFIG RESETSTAT */
+    uint64_t expired_keys_base; /* shard_expired_keys() at the last CONFIG RESETSTAT */
+    uint64_t expired_keys_all; /* shard_expired_keys(), as of the last timer tick (other threads) */
     uint64_t evicted_keys;
 };
 
@@ -55,7 +56,14 @@ struct cmd_stat {
 struct shard_env {
     unsigned id;
     struct node *node;
-    struct ks *ks;         /* the served keyspace */
+    struct ks *ks; /* the keyspace of the running command: dbs[db] */
+    /* Numbered databases (SELECT): dbs[0] always exists, the others are
+     * created on first use (NULL until then); ndbs is `databases` (1 in
+     * cluster mode and on multi-shard nodes). The dispatcher points ks at the
+     * connection's database around each command; everywhere else it is db 0. */
+    struct ks **dbs;
+    unsigned ndbs;
+    unsigned db;
     const struct cfg *cfg; /* the adopted config snapshot */
     int64_t now_ms;        /* cached clock, refreshed per read batch */
     struct shard_stats stats;
@@ -63,15 +71,20 @@ struct shard_env {
     struct metrics *metrics;   /* slowlog, latency events, error counts (obs) */
     /* Each module's state on this shard, created by that module (with the
      * shard, or on first use: NULL until then). */
-    struct persist *persist;         /* persistence (node/persist) */
-    struct evict *evict;             /* memory charge and budgets (features/evict) */
-    struct block_shard *blocking;    /* blocked clients (features/block) */
-    struct dict *watched;            /* WATCHed keys (features/multi) */
-    struct pubsub *pubsub;           /* subscriptions (features/pubsub) */
-    struct hash_ttl_index *hash_ttl; /* hash keys with timed fields (types/hash) */
-    struct script_shard *scripts;    /* Lua state and script cache (commands/script), or NULL */
-    struct acl_snap *acl;            /* the ACL snapshot connections point into (features/acl) */
-    uint64_t acl_gen;                /* ... taken at this acl_gen */
+    struct persist *persist;              /* persistence (node/persist) */
+    struct evict *evict;                  /* memory charge and budgets (features/evict) */
+    struct block_shard *blocking;         /* blocked clients (features/block) */
+    struct dict *watched;                 /* WATCHed keys (features/multi) */
+    struct pubsub *pubsub;                /* subscriptions (features/pubsub) */
+    struct hash_ttl_index *hash_ttl;      /* hash keys with timed fields (types/hash), db 0 */
+    struct hash_ttl_index **hash_ttl_dbs; /* ... of the other databases (NULL until used) */
+    struct script_shard *scripts;   /* Lua state and script cache (commands/script), or NULL */
+    struct acl_snap *acl;           /* the ACL snapshot connections point into (features/acl) */
+    struct monitor_shard *monitors; /* MONITOR connections (features/monitor), or NULL */
+    struct pause_shard *paused;     /* clients held by CLIENT PAUSE (features/pause), or NULL */
+    uint64_t acl_gen;               /* ... taken at this acl_gen */
+
+    struct trk_shard *tracking; /* CLIENT TRACKING (features/tracking), or NULL: nobody tracks */
     /* cluster-enabled yes: the adopted topology snapshot (one reference held),
      * and the index of this shard's node in it (-1: not in it yet). */
     struct topo *topo;
@@ -85,8 +98,20 @@ shard_env(const struct shard *s)
 }
 
 void shard_wake(struct shard *s); /* any thread: re-check shutdown/config */
-/* Replication: install another keyspace (a full sync loaded beside the old one); returns the old. */
-struct ks *shard_swap_ks(struct shard *s, struct ks *ks);
+/* Numbered databases. shard_db: database i, created (with database 0's
+ * settings) on first use. shard_use_db: point env->ks at database i. */
+struct ks *shard_db(struct shard_env *env, unsigned i);
+void shard_use_db(struct shard_env *env, unsigned i);
+/* Allocate the database table (databases; db 0 given). */
+void shard_dbs_init(struct shard_env *env, struct ks *db0, unsigned n);
+void shard_dbs_free(struct shard_env *env);
+/* Keys expired in every database (their counters; the shard's thread only). */
+uint64_t shard_expired_keys(const struct shard_env *env);
+/* Keys (and keys with a deadline) of every database. */
+size_t shard_keys(const struct shard_env *env, size_t *expires);
+/* Replication: install another set of databases (a full sync loaded beside
+ * the old one: ndbs keyspaces, db 0 non-NULL); returns the old set. */
+struct ks **shard_swap_dbs(struct shard *s, struct ks **dbs);
 struct event_base *shard_base(const struct shard *s);
 int64_t shard_refresh_clock(struct shard *s);
 /* Replay: run with a record's clock. Recovery: the clock never goes below ms. */
@@ -115,7 +140,11 @@ struct shard_hooks {
     void (*cfg_adopted)(struct shard *s); /* a new config snapshot was adopted (eviction budgets) */
     void (*stats_reset)(struct shard *s); /* CONFIG RESETSTAT (metrics) */
     void (*topo_adopted)(struct shard *s); /* a new topology (cluster mode: replication roles) */
+    /* a read lookup missed while notify-keyspace-events has m (keyspace notifications) */
+    void (*key_miss)(struct shard_env *env, const char *key, size_t len);
 };
+/* Run the key_miss hook (node/core/lookup.h calls it only while m is set). */
+void shard_key_miss(struct shard_env *env, const char *key, size_t len);
 void shard_set_hooks(const struct shard_hooks *h);
 /* Measure the time-stamp counter's rate once (the first shard created does). */
 void shard_calibrate_tsc(void);

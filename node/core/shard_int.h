@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SHARD_MAX_LISTEN 8
+#define SHARD_MAX_LISTEN 16
 #define SHARD_SAMPLES 16
 
 /* Per-second rates from one timer interval. */
@@ -26,6 +26,7 @@ struct shard {
     uint64_t stat_gen;
     int lfds[SHARD_MAX_LISTEN];
     struct event *levs[SHARD_MAX_LISTEN];
+    bool ltls[SHARD_MAX_LISTEN]; /* a tls-port listener */
     int nlisten;
     int wakefd;
     struct event *wakeev;

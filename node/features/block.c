@@ -210,6 +210,8 @@ block_wait(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *
     }
 }
 
+static void ready_add(struct block_shard *bs, struct rv_str k);
+
 void
 block_signal(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
@@ -224,18 +226,37 @@ block_signal(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_st
         if (dict_find(bs->waiting, k.p, k.len) == NULL) {
             continue;
         }
-        bool dup = false;
-        for (size_t j = 0; j < bs->nready && !dup; j++) {
-            dup = bs->ready[j].len == k.len && memcmp(bs->ready[j].p, k.p, k.len) == 0;
+        ready_add(bs, k);
+    }
+}
+
+static void
+ready_add(struct block_shard *bs, struct rv_str k)
+{
+    for (size_t j = 0; j < bs->nready; j++) {
+        if (bs->ready[j].len == k.len && memcmp(bs->ready[j].p, k.p, k.len) == 0) {
+            return;
         }
-        if (dup) {
-            continue;
-        }
-        if (bs->nready == bs->capready) {
-            bs->capready = bs->capready ? bs->capready * 2 : 4;
-            bs->ready = rv_realloc(bs->ready, bs->capready * sizeof(*bs->ready));
-        }
-        bs->ready[bs->nready++] = (struct rv_str){ rv_strndup(k.p, k.len), k.len };
+    }
+    if (bs->nready == bs->capready) {
+        bs->capready = bs->capready ? bs->capready * 2 : 4;
+        bs->ready = rv_realloc(bs->ready, bs->capready * sizeof(*bs->ready));
+    }
+    bs->ready[bs->nready++] = (struct rv_str){ rv_strndup(k.p, k.len), k.len };
+}
+
+static void
+ready_waiting(void *arg, struct dict_entry *e)
+{
+    ready_add(arg, dict_key(e));
+}
+
+void
+block_signal_all(struct shard *s)
+{
+    struct block_shard *bs = shard_env(s)->blocking;
+    if (bs != NULL && dict_size(bs->waiting) != 0) {
+        dict_foreach(bs->waiting, ready_waiting, bs);
     }
 }
 
@@ -299,8 +320,8 @@ block_serve(struct shard *s)
 bool
 block_unblock(struct conn *c, bool with_error)
 {
-    if (!(c->flags & CONN_BLOCKED)) {
-        return false;
+    if (!(c->flags & CONN_BLOCKED) || c->bstate == NULL) {
+        return false; /* (waiting otherwise: WAIT, a FAILOVER or CLIENT PAUSE hold) */
     }
     if (with_error) {
         reply_errf(c, "UNBLOCKED client unblocked via CLIENT UNBLOCK");

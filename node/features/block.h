@@ -37,6 +37,9 @@ void block_wait(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_
 
 /* After a write command: mark its keys that have waiters as ready. */
 void block_signal(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+/* Every waited-for key may have changed (SWAPDB): each waiter re-runs its
+ * command in its own database, and waits on when nothing is there. */
+void block_signal_all(struct shard *s);
 /* Serve the waiters of ready keys (called once the top-level command is done). */
 void block_serve(struct shard *s);
 bool block_pending(struct shard *s);

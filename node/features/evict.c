@@ -1,6 +1,7 @@
 /* node/features/evict.c: memory charging, budgets and eviction (see evict.h). */
 #include "node/features/evict.h"
 
+#include "node/features/ksnotify.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/mem.h"
@@ -35,6 +36,7 @@ struct ev_cand {
 
 struct evict {
     struct evict_hot hot;  /* first: evict_hot() casts */
+    unsigned next_db;      /* numbered databases: where the next pick samples (round robin) */
     const struct cfg *cfg; /* the snapshot the fields below come from */
     int policy;
     long long shard_limit; /* 0 = none */
@@ -154,8 +156,12 @@ evict_adopt_cfg(struct shard *s)
     ev->samples = (unsigned)cfg->mem.maxmemory_samples;
     ev->slice_us = slice_for(cfg->mem.maxmemory_eviction_tenacity);
     bool lfu = ev->policy == EVICT_ALLKEYS_LFU || ev->policy == EVICT_VOLATILE_LFU;
-    ks_set_lfu(shard_env(s)->ks, lfu, (unsigned)cfg->mem.lfu_log_factor,
-               (unsigned)cfg->mem.lfu_decay_time);
+    for (unsigned i = 0; i < shard_env(s)->ndbs; i++) {
+        if (shard_env(s)->dbs[i] != NULL) {
+            ks_set_lfu(shard_env(s)->dbs[i], lfu, (unsigned)cfg->mem.lfu_log_factor,
+                       (unsigned)cfg->mem.lfu_decay_time);
+        }
+    }
     ev->hot.armed = ev->shard_limit > 0 || ev->process_limit > 0;
 }
 
@@ -307,18 +313,28 @@ ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
         ev_publish(ev, used);
         return EV_FAIL;
     }
-    struct ks *ks = shard_env(s)->ks;
-    int64_t now = shard_env(s)->now_ms;
+    struct shard_env *env = shard_env(s);
+    unsigned was = env->db;
+    int64_t now = env->now_ms;
     uint64_t t0 = clock_mono_us();
     unsigned n = 0;
     enum ev_result r = EV_OK;
     while (over_budget(ev, used, others)) {
-        struct ks_entry *e = pick(ev, ks, now);
+        struct ks_entry *e = NULL;
+        /* every database is a candidate, in turn (the WAL logs its DEL as that db's) */
+        for (unsigned tries = 0; tries < env->ndbs && e == NULL; tries++) {
+            unsigned d = ev->next_db++ % env->ndbs;
+            if (env->dbs[d] != NULL && ks_size(env->dbs[d]) != 0) {
+                shard_use_db(env, d);
+                e = pick(ev, env->ks, now);
+            }
+        }
         if (e == NULL) {
             r = n ? EV_PARTIAL : EV_FAIL;
             break;
         }
-        ks_evict(ks, e);
+        ksn_event(env, KSN_EVICTED, "evicted", ks_entry_key(e));
+        ks_evict(env->ks, e);
         n++;
         used = rv_mem_thread_net() + ev->carry;
         if ((n & 15) == 0 && slice_us && clock_mono_us() - t0 >= slice_us) {
@@ -326,6 +342,7 @@ ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
             break;
         }
     }
+    shard_use_db(env, was);
     ev->evicted += n;
     shard_env(s)->stats.evicted_keys += n;
     ev_publish(ev, used);

@@ -23,6 +23,7 @@ struct mq_cmd {
 struct watched_key {
     char *key;
     size_t len;
+    unsigned db;  /* the database selected at WATCH */
     bool existed; /* present (and not expired) when WATCH ran */
 };
 
@@ -145,15 +146,39 @@ multi_release(struct conn *c)
     c->flags &= ~CONN_MULTI;
 }
 
+/* c watches key in database db (the table is by name, across databases). */
+static bool
+watches_in(const struct conn *c, const char *key, size_t len, unsigned db)
+{
+    const struct multi_state *m = c->mstate;
+    for (size_t i = 0; i < m->nw; i++) {
+        if (m->w[i].db == db && m->w[i].len == len && memcmp(m->w[i].key, key, len) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void
-flag_watchers(struct dict *tab, const char *key, size_t len)
+flag_watchers(struct dict *tab, const char *key, size_t len, unsigned db)
 {
     struct dict_entry *e = dict_find(tab, key, len);
     if (e) {
         struct watchers *ws = dict_val_ptr(e);
         for (size_t j = 0; j < ws->n; j++) {
-            ws->v[j]->mstate->dirty_cas = true;
+            if (watches_in(ws->v[j], key, len, db)) {
+                ws->v[j]->mstate->dirty_cas = true;
+            }
         }
+    }
+}
+
+void
+multi_touch_db(struct shard *s, unsigned db, struct rv_str key)
+{
+    struct dict *tab = shard_env(s)->watched;
+    if (tab != NULL && dict_size(tab) != 0) {
+        flag_watchers(tab, key.p, key.len, db);
     }
 }
 
@@ -182,14 +207,14 @@ multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str
         return;
     }
     for (int i = 0; i < n; i++) {
-        flag_watchers(tab, argv[keys[i]].p, argv[keys[i]].len);
+        flag_watchers(tab, argv[keys[i]].p, argv[keys[i]].len, shard_env(s)->db);
     }
 }
 
 static bool
-key_live(struct conn *c, const char *key, size_t len)
+key_live(struct conn *c, unsigned db, const char *key, size_t len)
 {
-    struct ks_entry *e = ks_peek(c->env->ks, key, len);
+    struct ks_entry *e = ks_peek(shard_db(c->env, db), key, len);
     if (e == NULL) {
         return false;
     }
@@ -208,7 +233,8 @@ multi_watch(struct conn *c, int n, const struct rv_str *keys)
     for (int i = 0; i < n; i++) {
         bool dup = false;
         for (size_t j = 0; j < m->nw && !dup; j++) {
-            dup = m->w[j].len == keys[i].len && memcmp(m->w[j].key, keys[i].p, keys[i].len) == 0;
+            dup = m->w[j].db == c->db && m->w[j].len == keys[i].len &&
+                  memcmp(m->w[j].key, keys[i].p, keys[i].len) == 0;
         }
         if (dup) {
             continue;
@@ -218,7 +244,7 @@ multi_watch(struct conn *c, int n, const struct rv_str *keys)
             m->w = rv_realloc(m->w, m->capw * sizeof(*m->w));
         }
         m->w[m->nw++] = (struct watched_key){ rv_strndup(keys[i].p, keys[i].len), keys[i].len,
-                                              key_live(c, keys[i].p, keys[i].len) };
+                                              c->db, key_live(c, c->db, keys[i].p, keys[i].len) };
         bool created;
         struct dict_entry *e = dict_add(*tabp, keys[i].p, keys[i].len, &created);
         struct watchers *ws = created ? rv_calloc(1, sizeof(*ws)) : dict_val_ptr(e);
@@ -255,7 +281,7 @@ watched_key_lost(struct conn *c)
 {
     struct multi_state *m = c->mstate;
     for (size_t i = 0; i < m->nw; i++) {
-        if (m->w[i].existed && !key_live(c, m->w[i].key, m->w[i].len)) {
+        if (m->w[i].existed && !key_live(c, m->w[i].db, m->w[i].key, m->w[i].len)) {
             return true;
         }
     }

@@ -38,6 +38,8 @@ void multi_release(struct conn *c);
 /* After a write command: flag the watchers of its keys; a keyless write
  * (FLUSHDB, FLUSHALL) flags every watcher of the shard. */
 void multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
+/* A write changed key in database db other than the running command's (MOVE, COPY ... DB). */
+void multi_touch_db(struct shard *s, unsigned db, struct rv_str key);
 
 /* WATCH keys[0..n-1] (already watched ones are skipped); not inside MULTI. */
 void multi_watch(struct conn *c, int n, const struct rv_str *keys);

@@ -414,7 +414,8 @@ pubsub_publish(struct shard *me, struct rv_str ch, struct rv_str msg)
     size_t got = deliver_local(me, PUBSUB_CHANNEL, ch.p, ch.len, msg.p, msg.len);
     for (unsigned i = 0; i < n->nshards; i++) {
         struct shard *to = n->shards[i];
-        if (to == me || shard_pubsub_count(to) == 0) {
+        /* (NULL: not created yet; a keyspace event of WAL recovery at start-up) */
+        if (to == NULL || to == me || shard_pubsub_count(to) == 0) {
             continue;
         }
         struct ps_msg *m = rv_malloc(sizeof(*m) + ch.len + msg.len);

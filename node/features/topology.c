@@ -891,6 +891,80 @@ blocked_elsewhere(void *arg, struct rv_str key, char *err, size_t errsz)
     return true;
 }
 
+/* Slots this shard (node me, a serving primary) owned at its previous
+ * reconcile that another node owns in t while it still holds keys of them,
+ * unless it imports them: a SETSLOT NODE that gave a slot away with keys left
+ * behind (sent to the target or to a third node). As Redis does with such
+ * "dirty" slots, the keys are deleted, each logged as DEL (the expiry hook) so
+ * the WAL and the replicas drop them too. A walk of the keyspace, only when a
+ * slot has such keys (per-slot counts). Slots lost while the node was down
+ * are left alone (their keys stay, unreachable, for `--cluster fix`). The
+ * ownership seen last is per shard thread, where reconcile runs. */
+static _Thread_local uint8_t owned_before[SLOT_COUNT / 8];
+static _Thread_local bool owned_known;
+
+/* The keys to drop, each as its length then its bytes, in one buffer. */
+struct orphan_walk {
+    const bool *dirty;
+    struct buf keys;
+    size_t n;
+};
+
+static void
+orphan_visit(void *arg, struct ks_entry *e)
+{
+    struct orphan_walk *w = arg;
+    struct rv_str k = ks_entry_key(e);
+    if (w->dirty[slot_of(k.p, k.len)]) {
+        buf_append(&w->keys, &k.len, sizeof(k.len));
+        buf_append(&w->keys, k.p, k.len);
+        w->n++;
+    }
+}
+
+static void
+drop_orphans(struct shard *s, const struct topo *t, int me)
+{
+    struct shard_env *env = shard_env(s);
+    struct ks *ks = env->dbs[0];
+    if (ks == NULL || !ks_counts_slots(ks)) {
+        return;
+    }
+    static _Thread_local bool dirty[SLOT_COUNT];
+    unsigned nslots = 0;
+    for (unsigned slot = 0; slot < SLOT_COUNT; slot++) {
+        const struct topo_mig *m;
+        dirty[slot] = (owned_before[slot / 8] >> (slot % 8) & 1) && ks_slot_keys(ks, slot) != 0 &&
+                      t->slots[slot] != TOPO_NONE && t->slots[slot] != (uint16_t)me &&
+                      !((m = topo_slot_mig(t, slot)) != NULL && m->imp_by == (uint16_t)me);
+        nslots += dirty[slot];
+    }
+    if (nslots == 0) {
+        return;
+    }
+    struct orphan_walk w = { .dirty = dirty };
+    buf_init(&w.keys);
+    uint64_t cur = 0;
+    do {
+        cur = ks_scan(ks, cur, 1024, orphan_visit, &w);
+    } while (cur != 0);
+    unsigned was = env->db;
+    shard_use_db(env, 0); /* (the DEL records are database 0's) */
+    for (size_t at = 0; at < w.keys.len;) {
+        size_t len;
+        memcpy(&len, w.keys.data + at, sizeof(len));
+        at += sizeof(len);
+        struct ks_entry *e = ks_peek(ks, w.keys.data + at, len);
+        if (e != NULL) {
+            ks_evict(ks, e);
+        }
+        at += len;
+    }
+    shard_use_db(env, was);
+    buf_deinit(&w.keys);
+    log_notice("cluster: deleted %zu keys of %u slots that another node owns now", w.n, nslots);
+}
+
 void
 topology_reconcile(struct shard *s)
 {
@@ -901,7 +975,15 @@ topology_reconcile(struct shard *s)
         shard_env(s)->blocking != NULL) {
         block_redirect(s, blocked_elsewhere, s);
     }
-    if (t == NULL || me < 0 || r == NULL || handover_pending(s, t, me, r)) {
+    if (t == NULL || me < 0) {
+        owned_known = false; /* (no node of this shard: nothing to compare with later) */
+        if (t != NULL) {
+            tpi_migcheck(s, t, me, false);
+        }
+        return;
+    }
+    if (r == NULL || handover_pending(s, t, me, r)) {
+        tpi_migcheck(s, t, me, false);
         return;
     }
     const struct topo_node *n = &t->nodes[me];
@@ -918,6 +1000,17 @@ topology_reconcile(struct shard *s)
             log_warn("cluster: the promotion could not be saved: %s", repl_state_error(r));
         }
     }
+    if (owned_known && n->role == TOPO_PRIMARY && !repl_is_replica(r)) {
+        drop_orphans(s, t, me);
+    }
+    tpi_migcheck(s, t, me, n->role == TOPO_PRIMARY && !repl_is_replica(r));
+    for (unsigned slot = 0; slot < SLOT_COUNT; slot++) {
+        uint8_t bit = (uint8_t)(1u << (slot % 8));
+        owned_before[slot / 8] = t->slots[slot] == (uint16_t)me
+                                     ? owned_before[slot / 8] | bit
+                                     : owned_before[slot / 8] & (uint8_t)~bit;
+    }
+    owned_known = true;
 }
 
 bool

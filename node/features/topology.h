@@ -85,6 +85,10 @@ uint64_t topology_host_id(void);
  * names (CLUSTER REPLICATE), or stops following when it is a primary. */
 struct shard;
 void topology_reconcile(struct shard *s);
+/* Shard thread: the keys of this MIGRATING slot are being checked against
+ * the target's after this node became a primary (topology_migcheck.c):
+ * their commands get TRYAGAIN meanwhile. */
+bool topology_slot_checking(unsigned slot);
 /* The shard replicates another node now (CLUSTER RESET of a node that the
  * topology no longer holds). */
 bool topology_shard_follows(struct shard *s);

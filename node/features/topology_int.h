@@ -1,7 +1,8 @@
 /* node/features/topology_int.h: what the three files of cluster mode's control
  * plane glue share (topology.c: identity, state machine, proposals, start and
  * stop; topology_join.c: hosts joining and proposals sent to the leader's host;
- * topology_monitor.c: the write lease and the failure detector). For
+ * topology_monitor.c: the write lease and the failure detector;
+ * topology_migcheck.c: a new primary's migrating keys). For
  * node/features/topology*.c only. */
 #pragma once
 #include "base/buf.h"
@@ -78,6 +79,9 @@ void answer_run(struct shard *s, struct shard_msg *m);
 void request_free(struct request *rq);
 void tpi_bg_done(void *arg, const struct ctl_result *res);
 int tpi_spawn(void *(*fn)(void *), void *arg);
+/* topology_migcheck.c: from reconcile; primary: this shard's node serves its
+ * slots now (see there). */
+void tpi_migcheck(struct shard *s, const struct topo *t, int me, bool primary);
 void tpi_sleep_ms(long ms);
 /* Propose b with no client waiting (outcome logged); skipped while the
  * control plane is being replaced or is not running. */

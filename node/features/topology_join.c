@@ -307,9 +307,14 @@ static int
 wait_joined(char *err, size_t errsz)
 {
     for (int waited = 0; waited < 20000; waited += 50) {
+        /* every node of this host (the join's entries commit one after
+         * another: redis-cli MEETs the other shards right after this one) */
         struct topo *t = node_topo_get(tp.node);
-        int me = t ? topo_find(t, tp.node->ids[0], ID_LEN) : -1;
-        bool in = me >= 0 && !(t->nodes[me].flags & TOPO_F_LONE) && t->nnodes > tp.node->nshards;
+        bool in = t != NULL && t->nnodes > tp.node->nshards;
+        for (unsigned i = 0; in && i < tp.node->nshards; i++) {
+            int me = topo_find(t, tp.node->ids[i], ID_LEN);
+            in = me >= 0 && !(t->nodes[me].flags & TOPO_F_LONE);
+        }
         topo_put(t);
         if (in) {
             return 0;

@@ -33,6 +33,7 @@
 #include "base/mem.h"
 #include "base/siphash.h"
 #include "base/varint.h"
+#include "cluster/slot.h"
 #include "node/keyspace/ks_int.h"
 #include "node/keyspace/ks_priv.h"
 
@@ -231,6 +232,14 @@ ks_repoint(struct ks *ks, uint64_t h, const struct ks_entry *e, const struct ks_
     }
 }
 
+static inline void
+slot_count(struct ks *ks, const char *key, size_t klen, int d)
+{
+    if (rv_unlikely(ks->slot_keys != NULL)) {
+        ks->slot_keys[slot_of(key, klen)] += (uint32_t)d;
+    }
+}
+
 /* Remove e (hash h) from both indexes; does not free it. */
 void
 ks_unlink(struct ks *ks, uint64_t h, const struct ks_entry *e)
@@ -239,6 +248,10 @@ ks_unlink(struct ks *ks, uint64_t h, const struct ks_entry *e)
         idx_remove_ptr(ks, &ks->exp, h, e);
     }
     idx_remove_ptr(ks, &ks->main, h, e);
+    if (rv_unlikely(ks->slot_keys != NULL)) {
+        struct rv_str k = ks_entry_key(e);
+        slot_count(ks, k.p, k.len, -1);
+    }
 }
 
 /* A value to store: flags (type, INT, width) and its bytes. */
@@ -327,6 +340,10 @@ ks_put_inline(struct ks *ks, const char *key, size_t klen, const struct ks_val *
         if (flags & EF_EXP) {
             idx_insert(ks, &ks->exp, h, e);
         }
+        slot_count(ks, key, klen, 1);
+        if (rv_unlikely(ks->on_new != NULL)) {
+            ks->on_new(ks->on_new_arg, ks, key, klen);
+        }
     }
     return e;
 }
@@ -381,6 +398,7 @@ ks_destroy(struct ks *ks)
         return;
     }
     ks_free_all(ks);
+    rv_free(ks->slot_keys);
     rv_free(ks);
 }
 
@@ -392,6 +410,45 @@ ks_flush(struct ks *ks)
     rh_init(&ks->exp, &ks_ops);
     ks->exp_cursor = 0;
     ks_on_resized(&ks->env);
+    if (ks->slot_keys != NULL) {
+        memset(ks->slot_keys, 0, SLOT_COUNT * sizeof(*ks->slot_keys));
+    }
+}
+
+static void
+count_one(void *arg, void *ent)
+{
+    struct ks *ks = arg;
+    struct rv_str k = ks_entry_key(ent);
+    ks->slot_keys[slot_of(k.p, k.len)]++;
+}
+
+void
+ks_count_slots(struct ks *ks, bool on)
+{
+    if (!on) {
+        rv_free(ks->slot_keys);
+        ks->slot_keys = NULL;
+        return;
+    }
+    if (ks->slot_keys != NULL) {
+        return;
+    }
+    ks->slot_keys = rv_calloc(SLOT_COUNT, sizeof(*ks->slot_keys));
+    rh_tab_each(&ks->main.cur, count_one, ks);
+    rh_tab_each(&ks->main.old, count_one, ks);
+}
+
+bool
+ks_counts_slots(const struct ks *ks)
+{
+    return ks->slot_keys != NULL;
+}
+
+size_t
+ks_slot_keys(const struct ks *ks, unsigned slot)
+{
+    return ks->slot_keys != NULL && slot < SLOT_COUNT ? ks->slot_keys[slot] : 0;
 }
 
 size_t
@@ -435,17 +492,23 @@ ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms)
     }
     e = rh_ent(*sl);
     if (rv_unlikely(e->flags & EF_EXP) && ent_deadline(e) <= now_ms) {
-        if (ks->replica) {
-            return NULL; /* the primary's DEL removes it */
+        if (ks->replica || ks->hold_expired) {
+            return NULL; /* the primary's DEL removes it, or expiry after the pause */
         }
         ks_step(ks);
         if (ks->on_expire) {
             ks->on_expire(ks->on_expire_arg, e);
         }
+        if (ks->on_expired) {
+            ks->on_expired(ks->on_expired_arg, e);
+        }
         ks_unlink(ks, h, e);
         ent_free(e);
         ks->stats.expired_keys++;
         return NULL;
+    }
+    if (rv_unlikely(ks->no_touch)) {
+        return e;
     }
     if (rv_unlikely(ks->lfu)) {
         lfu_touch(ks, e, now_ms);
@@ -469,6 +532,48 @@ void
 ks_set_replica_mode(struct ks *ks, bool on)
 {
     ks->replica = on;
+}
+
+void
+ks_inherit(struct ks *dst, const struct ks *src)
+{
+    dst->now_ms = src->now_ms;
+    dst->on_expire = src->on_expire;
+    dst->on_expire_arg = src->on_expire_arg;
+    dst->on_expired = src->on_expired;
+    dst->on_expired_arg = src->on_expired_arg;
+    dst->on_new = src->on_new;
+    dst->on_new_arg = src->on_new_arg;
+    dst->replica = src->replica;
+    dst->lfu = src->lfu;
+    dst->lfu_log_factor = src->lfu_log_factor;
+    dst->lfu_decay_min = src->lfu_decay_min;
+}
+
+void
+ks_set_hold_expired(struct ks *ks, bool on)
+{
+    ks->hold_expired = on;
+}
+
+void
+ks_set_no_touch(struct ks *ks, bool on)
+{
+    ks->no_touch = on;
+}
+
+void
+ks_set_new_hook(struct ks *ks, ks_new_hook_fn *fn, void *arg)
+{
+    ks->on_new = fn;
+    ks->on_new_arg = arg;
+}
+
+void
+ks_set_expired_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg)
+{
+    ks->on_expired = fn;
+    ks->on_expired_arg = arg;
 }
 
 void
@@ -778,6 +883,10 @@ ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t d
         if (ne->flags & EF_EXP) {
             idx_insert(ks, &ks->exp, hd, ne);
         }
+        slot_count(ks, dst, dlen, 1);
+        if (rv_unlikely(ks->on_new != NULL)) {
+            ks->on_new(ks->on_new_arg, ks, dst, dlen);
+        }
     }
     return true;
 }
@@ -785,8 +894,6 @@ ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t d
 struct ks_entry *
 ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen)
 {
-    struct ent_lay l;
-    struct ks_val v;
     struct rv_str k = ks_entry_key(e);
 
     if ((e->flags & EF_TYPE) != KS_STRING && !(e->flags & EF_INL)) {
@@ -794,6 +901,18 @@ ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen)
     }
     if (k.len == dlen && memcmp(k.p, dst, dlen) == 0) {
         return (struct ks_entry *)(uintptr_t)e;
+    }
+    return ks_copy_to(ks, e, dst, dlen);
+}
+
+struct ks_entry *
+ks_copy_to(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen)
+{
+    struct ent_lay l;
+    struct ks_val v;
+
+    if ((e->flags & EF_TYPE) != KS_STRING && !(e->flags & EF_INL)) {
+        return NULL;
     }
     ent_lay(e, &l);
     v.flags = e->flags & (EF_TYPE | EF_INT | EF_ISZ | EF_RAW);

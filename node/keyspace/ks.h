@@ -29,6 +29,7 @@ enum ks_type {
     KS_HASH = 4,
     KS_STREAM = 5,
     KS_COORD = 6, /* SEMAPHORE holders (node/types/coord.h) */
+    KS_JSON = 7,  /* JSON documents (node/types/json.h) */
 };
 
 /* What OBJECT ENCODING reports for strings. */
@@ -134,8 +135,18 @@ bool ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, siz
  * object) NULL is returned and nothing changes; the caller duplicates and
  * uses ks_set_ptr. */
 struct ks_entry *ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen);
+/* The same into another keyspace (MOVE, COPY ... DB): e stays valid and unchanged. */
+struct ks_entry *ks_copy_to(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen);
 /* Remove everything. */
 void ks_flush(struct ks *ks);
+
+/* ---- keys per cluster slot ---- */
+/* Keep (on) or stop keeping a count of keys per slot (cluster/slot.h): one
+ * CRC16 per key inserted or removed; turning it on counts the keys present. */
+void ks_count_slots(struct ks *ks, bool on);
+bool ks_counts_slots(const struct ks *ks);
+/* Keys of slot, expired ones not yet reclaimed included (needs ks_count_slots). */
+size_t ks_slot_keys(const struct ks *ks, unsigned slot);
 
 /* ---- iteration ---- */
 typedef void ks_scan_fn(void *arg, struct ks_entry *e);
@@ -165,9 +176,25 @@ void ks_reserve(struct ks *ks, size_t n);
  * about to delete (the entry is still valid; fn must not modify the keyspace). */
 typedef void ks_expire_hook_fn(void *arg, const struct ks_entry *e);
 void ks_set_expire_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg);
+/* The same, for lazy and active expiry only (not eviction), after the expire
+ * hook: keyspace notifications' "expired" event. */
+void ks_set_expired_hook(struct ks *ks, ks_expire_hook_fn *fn, void *arg);
+/* Called after a key that did not exist was added (set, copy, rename's new
+ * name); NULL (the default) costs one test per added key. */
+typedef void ks_new_hook_fn(void *arg, struct ks *ks, const char *key, size_t klen);
+void ks_set_new_hook(struct ks *ks, ks_new_hook_fn *fn, void *arg);
 /* Replica mode: lookups hide keys whose deadline passed instead of deleting
  * them, and active expiry does nothing; the primary's DELs remove them. */
 void ks_set_replica_mode(struct ks *ks, bool on);
+/* Give dst src's settings: clock, expire hook, replica mode, LFU (a numbered
+ * database created beside database 0 behaves like it). */
+void ks_inherit(struct ks *dst, const struct ks *src);
+/* While on, lookups leave the access clock (LRU second or LFU counter) as it
+ * was: a CLIENT NO-TOUCH client's command runs so. */
+void ks_set_no_touch(struct ks *ks, bool on);
+/* While on, lookups hide keys whose deadline passed instead of deleting them
+ * (as in replica mode): commands run so while CLIENT PAUSE lasts. */
+void ks_set_hold_expired(struct ks *ks, bool on);
 
 /* ---- eviction (node/features/evict.c) ---- */
 /* LFU mode (an LFU maxmemory-policy): the access clock of each entry holds a

@@ -159,6 +159,9 @@ ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us)
                 if (ks->on_expire) {
                     ks->on_expire(ks->on_expire_arg, e);
                 }
+                if (ks->on_expired) {
+                    ks->on_expired(ks->on_expired_arg, e);
+                }
                 ks_unlink(ks, ent_hash(ks, e), e);
                 ent_free(e);
                 expired++;

@@ -186,11 +186,18 @@ struct ks {
     struct ks_stats stats;
     ks_expire_hook_fn *on_expire; /* before an expired or evicted entry is freed (WAL: DEL) */
     void *on_expire_arg;
+    ks_expire_hook_fn *on_expired; /* ... an expired one only (keyspace notifications) */
+    void *on_expired_arg;
+    ks_new_hook_fn *on_new; /* a key was added (keyspace notifications' "new"), or NULL */
+    void *on_new_arg;
     bool lfu; /* access clock holds LFU (minutes << 8 | counter) */
     unsigned lfu_log_factor;
     unsigned lfu_decay_min;
-    uint64_t rnd; /* LFU's probabilistic increments */
-    bool replica; /* expired keys are hidden, never deleted (replication) */
+    uint64_t rnd;        /* LFU's probabilistic increments */
+    bool replica;        /* expired keys are hidden, never deleted (replication) */
+    bool no_touch;       /* lookups leave access clocks alone (CLIENT NO-TOUCH) */
+    bool hold_expired;   /* as replica, for lookups only (CLIENT PAUSE) */
+    uint32_t *slot_keys; /* keys per cluster slot (ks_count_slots), or NULL */
 };
 
 /* LFU (when ks->lfu): the 24 clock bits hold the minute of the last decay

@@ -61,7 +61,7 @@ static uint64_t
 expired_since_reset(struct shard *s)
 {
     uint64_t base = ld(&shard_env(s)->stats.expired_keys_base);
-    uint64_t all = ld(&ks_stats(shard_env(s)->ks)->expired_keys);
+    uint64_t all = ld(&shard_env(s)->stats.expired_keys_all); /* (published by the shard's timer) */
     return all > base ? all - base : 0;
 }
 
@@ -192,13 +192,13 @@ void
 metrics_cron(struct shard *s)
 {
     struct metrics *m = shard_env(s)->metrics;
-    struct ks *ks = shard_env(s)->ks;
+    size_t expires, keys = shard_keys(shard_env(s), &expires);
     size_t blocked = 0;
     for (struct conn *c = shard_conn_first(s); c; c = c->next) {
         blocked += (c->flags & CONN_BLOCKED) != 0;
     }
-    atomic_store_explicit(&m->keys, ks_size(ks), memory_order_relaxed);
-    atomic_store_explicit(&m->expires, ks_expires_size(ks), memory_order_relaxed);
+    atomic_store_explicit(&m->keys, keys, memory_order_relaxed);
+    atomic_store_explicit(&m->expires, expires, memory_order_relaxed);
     atomic_store_explicit(&m->clients, shard_conn_count(s), memory_order_relaxed);
     atomic_store_explicit(&m->blocked, blocked, memory_order_relaxed);
     atomic_store_explicit(&m->slowlog_len, slowlog_len(m->slowlog), memory_order_relaxed);
@@ -212,10 +212,19 @@ metrics_info_errorstats(struct shard *s, struct buf *b)
     struct metrics *m = shard_env(s)->metrics;
     buf_appendf(b, "# Errorstats\r\n");
     uint32_t ne = atomic_load_explicit(&m->nerrors, memory_order_acquire);
+    /* in the order of their codes, as Redis's (a radix tree) */
+    uint32_t order[METRICS_MAX_ERRORS];
     for (uint32_t i = 0; i < ne; i++) {
-        if (m->errors[i].count) {
-            buf_appendf(b, "errorstat_%s:count=%llu\r\n", m->errors[i].code,
-                        (unsigned long long)m->errors[i].count);
+        uint32_t j = i;
+        for (; j > 0 && strcmp(m->errors[order[j - 1]].code, m->errors[i].code) > 0; j--) {
+            order[j] = order[j - 1];
+        }
+        order[j] = i;
+    }
+    for (uint32_t k = 0; k < ne; k++) {
+        const struct error_stat *e = &m->errors[order[k]];
+        if (e->count) {
+            buf_appendf(b, "errorstat_%s:count=%llu\r\n", e->code, (unsigned long long)e->count);
         }
     }
     buf_appendf(b, "\r\n");

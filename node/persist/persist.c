@@ -94,6 +94,13 @@ rec_buf(struct persist *p)
 }
 
 static void on_expire(void *arg, const struct ks_entry *e);
+static persist_gone_fn *gone_fn;
+
+void
+persist_set_gone_fn(persist_gone_fn *fn)
+{
+    gone_fn = fn;
+}
 
 void
 persist_hook_ks(struct shard *s, struct ks *ks)
@@ -137,6 +144,7 @@ rec_open(struct persist *p)
     p->pay_start = rec_buf(p)->len;
     wal_pay_begin(rec_buf(p), WAL_P_CMDS);
     p->rec_open = true;
+    p->rec_db = 0;
 }
 
 static void
@@ -183,6 +191,21 @@ static void
 rec_cmd(struct persist *p, int argc, const struct rv_str *argv)
 {
     wal_pay_cmd(rec_buf(p), p->pay_start, argc, argv);
+}
+
+/* The next command is the running one's database's: replay starts each
+ * record in database 0, so a log that only uses database 0 has no SELECT. */
+static inline void
+rec_db(struct persist *p)
+{
+    unsigned db = shard_env(p->s)->db;
+    if (rv_unlikely(db != p->rec_db)) {
+        char num[12];
+        int n = snprintf(num, sizeof(num), "%u", db);
+        struct rv_str v[2] = { { "SELECT", 6 }, { num, (size_t)n } };
+        rec_cmd(p, 2, v);
+        p->rec_db = db;
+    }
 }
 
 static void
@@ -310,7 +333,7 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
         rw = RW_NONE;
     }
     if (p->w == NULL && !txn && !p->rec_open && p->repl && repl_backlog_on(p->repl) &&
-        (rw == RW_NONE || (rw == RW_SET && argc == 3))) {
+        shard_env(p->s)->db == 0 && (rw == RW_NONE || (rw == RW_SET && argc == 3))) {
         /* memory mode, a command logged as its own arguments: straight into the backlog */
         repl_log_cmd(p->repl, p->next_lsn++, shard_env(p->s)->now_ms, argc, argv);
         p->changes++;
@@ -318,6 +341,7 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
         return;
     }
     rec_open(p);
+    rec_db(p);
     log_args(p, rw, argc, argv);
     if (!txn) {
         rec_close(p);
@@ -340,11 +364,15 @@ static void
 on_expire(void *arg, const struct ks_entry *e)
 {
     struct persist *p = arg;
+    if (gone_fn != NULL && !p->loading) {
+        gone_fn(p->s, ks_entry_key(e));
+    }
     if (p->loading || !p->hot.log || p->replica) {
         return;
     }
     bool was_open = p->rec_open;
     rec_open(p);
+    rec_db(p);
     struct rv_str v[2] = { S("DEL"), ks_entry_key(e) };
     rec_cmd(p, 2, v);
     if (!was_open) {
@@ -769,6 +797,7 @@ apply_rec(struct replayer *x, const struct wal_rec *rec)
         return -1;
     }
     shard_set_clock(x->p->s, rec->ts_ms);
+    replay_set_db(x->rp, 0); /* every record starts in database 0 */
     while ((rc = wal_pay_next(&it, &argc, &x->argv, &x->cap)) == 1) {
         x->cmds++;
         if (!replay_exec(x->rp, argc, x->argv, err, sizeof(err))) {
@@ -1120,7 +1149,11 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
                    (double)p->load_us / 1e6, x.errors);
     }
     p->next_lsn = last + 1;
-    ks_set_expire_hook(shard_env(s)->ks, on_expire, p);
+    for (unsigned i = 0; i < shard_env(s)->ndbs; i++) { /* (those recovery created too) */
+        if (shard_env(s)->dbs[i] != NULL) {
+            ks_set_expire_hook(shard_env(s)->dbs[i], on_expire, p);
+        }
+    }
     if (p->mode != WAL_MEMORY) {
         if (persist_open_wal(p, err, errsz) == NULL) {
             return -1;
@@ -1259,6 +1292,7 @@ persist_info(struct shard *s, struct buf *b)
                  "rdb_changes_since_last_save:%" PRIu64 "\r\nrdb_bgsave_in_progress:%d\r\n"
                  "rdb_last_save_time:%" PRId64 "\r\nrdb_last_bgsave_status:%s\r\n"
                  "rdb_last_bgsave_time_sec:%" PRId64 "\r\nrdb_saves:%" PRIu64 "\r\n"
+                 "rdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:%" PRIu64 "\r\n"
                  "aof_enabled:%d\r\naof_rewrite_in_progress:%d\r\naof_last_write_status:%s\r\n"
                  "aof_last_bgrewrite_status:%s\r\n"
                  "wal_last_lsn:%" PRIu64 "\r\nwal_written_lsn:%" PRIu64
@@ -1274,8 +1308,8 @@ persist_info(struct shard *s, struct buf *b)
                  "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
                  "loading_time_ms:%" PRIu64 "\r\nsync_repl_closed_clients:%" PRIu64 "\r\n\r\n",
                  p->loading, modes[p->mode], p->changes, snap_active(p), p->lastsave_ms / 1000,
-                 p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves, p->w != NULL,
-                 snap_active(p), p->w && wal_write_error(p->w) ? "err" : "ok",
+                 p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves, p->keys_loaded,
+                 p->w != NULL, snap_active(p), p->w && wal_write_error(p->w) ? "err" : "ok",
                  p->last_ckpt_ok ? "ok" : "err", last, p->w ? wal_written_lsn(p->w) : last,
                  p->w ? wal_durable_lsn(p->w) : last, p->w ? wal_bytes(p->w) : 0,
                  p->w ? wal_segments(p->w) : (size_t)0,

@@ -35,10 +35,25 @@ int persist_save_now(struct shard *s, char *err, size_t errsz);
 /* Write and sync what is staged; stop background work. */
 void persist_close(struct shard *s);
 
+/* Node state the layers above keep beside the keyspace (FUNCTION's
+ * libraries): fn emits the commands that rebuild a shard's, written as each
+ * checkpoint's first record (nothing when it emits none). Set once, before
+ * any shard starts. */
+typedef void persist_state_fn(struct shard *s, obj_emit_fn *fn, void *arg);
+void persist_set_state_fn(persist_state_fn *fn);
+/* Told of every key that expiry or eviction deletes on a shard, while serving
+ * (not while loading), before it goes (client tracking). Set once, before any
+ * shard starts. */
+typedef void persist_gone_fn(struct shard *s, struct rv_str key);
+void persist_set_gone_fn(persist_gone_fn *fn);
+
 /* ---- hooks on the command path ---- */
 /* Before a write command runs: copy-on-write for a checkpoint in progress. */
 void persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc,
                           struct rv_str *argv);
+/* Before a write changes key in database db, other than the running
+ * command's (MOVE, COPY ... DB): copy-on-write for a checkpoint. */
+void persist_touch_db(struct conn *c, unsigned db, struct rv_str key);
 /* After a write command that changed something ran: log what its handler
  * reported (c->effect, node/core/effect.h), or its arguments. */
 void persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv);

@@ -35,6 +35,7 @@ struct persist {
     uint64_t next_lsn;       /* after recovery */
     /* the record being built (one command, or one EXEC) */
     bool rec_open;
+    unsigned rec_db; /* database of the open record's last command (records start in 0) */
     size_t rec_mark, pay_start;
     uint64_t changes;      /* records since the last checkpoint */
     uint64_t sync_asked;   /* always: highest LSN a sync was requested for */

@@ -16,6 +16,9 @@ struct replay {
     /* The last command name looked up and its spec: a replication stream
      * repeats a few commands, and the exact bytes compare faster than a lookup. */
     const struct cmd_spec *last;
+    /* A SELECT of the record failed (a database this node does not have):
+     * its further commands are skipped, never run in another database. */
+    bool lost_db;
     size_t last_len;
     char last_name[32];
 };
@@ -49,6 +52,13 @@ replay_destroy(struct replay *r)
     rv_free(r);
 }
 
+void
+replay_set_db(struct replay *r, unsigned db)
+{
+    r->c.db = db;
+    r->lost_db = false;
+}
+
 bool
 replay_exec(struct replay *r, int argc, const struct rv_str *argv, char *err, size_t errsz)
 {
@@ -76,12 +86,19 @@ replay_exec(struct replay *r, int argc, const struct rv_str *argv, char *err, si
         snprintf(err, errsz, "ERR wrong number of arguments for '%s' command", cmd->name);
         return false;
     }
+    if (rv_unlikely(r->lost_db)) {
+        snprintf(err, errsz, "ERR skipped: the record's database does not exist here");
+        return false;
+    }
     c->wbuf.off = c->wbuf.len = 0;
     /* Handlers take a mutable argv array (they may replace entries, as the
      * dispatcher does); the bytes it points to are never written, so argv
      * may view a replica's receive buffer directly. */
     cmd_call(c, cmd, argc, (struct rv_str *)argv);
     bool ok = !c->failed;
+    if (rv_unlikely(!ok) && strcmp(cmd->name, "select") == 0) {
+        r->lost_db = true;
+    }
     if (!ok && c->wbuf.len > 0) { /* the reply is the error's text */
         size_t n = c->wbuf.len - 1;
         const char *e = memchr(c->wbuf.data + 1, '\r', n);

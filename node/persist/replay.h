@@ -17,4 +17,7 @@ void replay_destroy(struct replay *r); /* NULL is a no-op */
 /* Execute argv as if a client sent it. Returns true when it did not reply
  * with an error; otherwise the error line (without "-" and CRLF) is copied
  * to err. Unknown commands and wrong arity are errors too. */
+/* The database the next commands run in (records start in 0; RESTORE runs
+ * in its caller's). */
+void replay_set_db(struct replay *r, unsigned db);
 bool replay_exec(struct replay *r, int argc, const struct rv_str *argv, char *err, size_t errsz);

@@ -31,6 +31,7 @@
 #include "node/core/node.h"
 #include "node/persist/persist.h"
 #include "node/persist/replay.h"
+#include "node/persist/snap.h"
 #include "node/core/shard.h"
 #include "wal/wal.h"
 
@@ -303,6 +304,39 @@ move_key(void *arg, struct ks_entry *e)
     m->keys++;
 }
 
+/* Every database of an old shard into the new shards' same database; a
+ * database the new layout lacks (several shards: database 0 only, as Redis
+ * Cluster) refuses the start before anything changed. */
+static int
+move_dbs(struct move_ctx *m, struct shard *old, unsigned k, char *err, size_t errsz)
+{
+    const struct shard_env *from = shard_env(old);
+    unsigned have = shard_env(m->n->shards[0])->ndbs;
+    for (unsigned d = 0; d < from->ndbs; d++) {
+        if (from->dbs[d] != NULL && ks_size(from->dbs[d]) > 0 && d >= have) {
+            snprintf(err, errsz,
+                     "shard %u holds keys in database %u, which a node of %u shard(s) with "
+                     "databases %u lacks (several shards have database 0 only, as Redis "
+                     "Cluster): start it with its former layout and MOVE them first",
+                     k, d, m->n->nshards, have);
+            return -1;
+        }
+    }
+    for (unsigned d = 0; d < from->ndbs; d++) {
+        if (from->dbs[d] == NULL || ks_size(from->dbs[d]) == 0) {
+            continue;
+        }
+        for (unsigned i = 0; i < m->n->nshards; i++) {
+            replay_set_db(m->rp[i], d);
+        }
+        uint64_t cur = 0;
+        do {
+            cur = ks_scan(from->dbs[d], cur, 256, move_key, m);
+        } while (cur != 0);
+    }
+    return 0;
+}
+
 int
 reshard_run(struct node *n, const char *dir, unsigned old_n, const struct reshard_source *src,
             char *err, size_t errsz)
@@ -317,6 +351,7 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, const struct reshar
         shard_set_clock(n->shards[i], m.now);
     }
     int rc = 0;
+    bool state_done = false;
     for (unsigned k = 0; k < old_n && rc == 0; k++) {
         char sdir[4300];
         snprintf(sdir, sizeof(sdir), "%s/shard-%u", rdir, k);
@@ -328,11 +363,13 @@ reshard_run(struct node *n, const char *dir, unsigned old_n, const struct reshar
             rc = -1;
             break;
         }
-        struct ks *ks = shard_env(old)->ks;
-        uint64_t cur = 0;
-        do {
-            cur = ks_scan(ks, cur, 256, move_key, &m);
-        } while (cur != 0);
+        if (!state_done) { /* (node state, the same on every old shard: from the first) */
+            for (m.target = 0; m.target < n->nshards; m.target++) {
+                snap_emit_state(old, emit_into, &m);
+            }
+            state_done = true;
+        }
+        rc = move_dbs(&m, old, k, err, errsz);
         src->close(old);
         wal_failpoint("reshard-redistribute");
     }

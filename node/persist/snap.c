@@ -44,7 +44,10 @@ struct snap {
     struct wal_ckpt *k;
     uint64_t lsn;
     int64_t created;
-    struct ks_snap *it; /* the walk of the keyspace as of L */
+    /* The walks of the databases as of L, one per database that existed
+     * then (a database created later was empty at L): its[cur] is walking. */
+    struct snap_db *its;
+    unsigned nits, cur;
     bool scan_done;
     bool failed;
     char why[256];
@@ -66,13 +69,32 @@ struct snap_done_msg {
     long long freed; /* bytes of the shard's charge the finishing thread freed */
 };
 
+struct snap_db {
+    struct ks_snap *it;
+    struct persist *p;
+    unsigned db;
+};
+
 struct dump_ctx {
+    unsigned db; /* a record of another database than 0 starts with SELECT */
     struct buf *b;
     size_t start; /* the record's payload */
     size_t mark;  /* the record's header */
     struct snap *sn;
     bool split_failed;
 };
+
+/* Replay starts every record in database 0. */
+static void
+pay_select(struct buf *b, size_t start, unsigned db)
+{
+    if (db != 0) {
+        char num[12];
+        int n = snprintf(num, sizeof(num), "%u", db);
+        struct rv_str v[2] = { { "SELECT", 6 }, { num, (size_t)n } };
+        wal_pay_cmd(b, start, 2, v);
+    }
+}
 
 static void
 dump_cmd(void *arg, int argc, const struct rv_str *argv)
@@ -91,6 +113,7 @@ dump_cmd(void *arg, int argc, const struct rv_str *argv)
         d->mark = wal_ckpt_rec_begin(d->sn->k);
         d->start = d->b->len;
         wal_pay_begin(d->b, WAL_P_CMDS);
+        pay_select(d->b, d->start, d->db);
     }
     wal_pay_cmd(d->b, d->start, argc, argv);
 }
@@ -121,7 +144,7 @@ snap_emit_entry(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
 
 /* Write one key's record; skip keys already expired. */
 static void
-dump_entry(struct persist *p, const struct ks_entry *e)
+dump_entry(struct persist *p, unsigned db, const struct ks_entry *e)
 {
     struct snap *sn = p->snap;
     int64_t dl = ks_entry_expire(e);
@@ -141,8 +164,9 @@ dump_entry(struct persist *p, const struct ks_entry *e)
         }
     }
     size_t mark = wal_ckpt_rec_begin(sn->k);
-    struct dump_ctx d = { wal_ckpt_buf(sn->k), wal_ckpt_buf(sn->k)->len, mark, sn, false };
+    struct dump_ctx d = { db, wal_ckpt_buf(sn->k), wal_ckpt_buf(sn->k)->len, mark, sn, false };
     wal_pay_begin(d.b, WAL_P_CMDS);
+    pay_select(d.b, d.start, db);
     snap_emit_entry(e, dump_cmd, &d);
     if (d.split_failed || wal_ckpt_rec_end(sn->k, d.mark) != 0) {
         /* one command of the key's is over what a record can hold */
@@ -158,10 +182,81 @@ dump_entry(struct persist *p, const struct ks_entry *e)
     sn->nrecs++;
 }
 
+/* The node state's record (persist_set_state_fn), begun at its first command. */
+static persist_state_fn *state_fn;
+
+void
+persist_set_state_fn(persist_state_fn *fn)
+{
+    state_fn = fn;
+}
+
+void
+snap_emit_state(struct shard *s, obj_emit_fn *fn, void *arg)
+{
+    if (state_fn != NULL) {
+        state_fn(s, fn, arg);
+    }
+}
+
+struct state_ctx {
+    struct dump_ctx d;
+    bool open;
+};
+
+static void
+state_cmd(void *arg, int argc, const struct rv_str *argv)
+{
+    struct state_ctx *x = arg;
+    if (!x->open) {
+        x->d.mark = wal_ckpt_rec_begin(x->d.sn->k);
+        x->d.b = wal_ckpt_buf(x->d.sn->k);
+        x->d.start = x->d.b->len;
+        wal_pay_begin(x->d.b, WAL_P_CMDS);
+        x->open = true;
+    }
+    dump_cmd(&x->d, argc, argv);
+}
+
+static void
+dump_state(struct persist *p, struct snap *sn)
+{
+    if (state_fn == NULL) {
+        return;
+    }
+    struct state_ctx x = { .d = { .sn = sn } };
+    state_fn(p->s, state_cmd, &x);
+    if (!x.open) {
+        return;
+    }
+    if (x.d.split_failed || wal_ckpt_rec_end(sn->k, x.d.mark) != 0) {
+        sn->failed = true;
+        snprintf(sn->why, sizeof(sn->why),
+                 "the function libraries need a record over the "
+                 "%llu-byte limit",
+                 (unsigned long long)WAL_MAX_REC);
+        return;
+    }
+    sn->nrecs++;
+}
+
 static void
 emit_cb(void *arg, const struct ks_entry *e)
 {
-    dump_entry(arg, e);
+    struct snap_db *w = arg;
+    dump_entry(w->p, w->db, e);
+}
+
+/* The walk of the running command's database, or NULL (created after L). */
+static struct ks_snap *
+snap_it_of(struct snap *sn, unsigned db)
+{
+    for (unsigned i = 0; i < sn->nits; i++) {
+        if (sn->its[i].db == db) {
+            return sn->its[i].it;
+        }
+    }
+    return NULL;
 }
 
 void
@@ -171,7 +266,11 @@ snap_touch(struct persist *p, const char *key, size_t len)
     if (sn == NULL || sn->scan_done || sn->failed) {
         return;
     }
-    ks_snap_touch(sn->it, shard_env(p->s)->ks, key, len);
+    struct shard_env *env = shard_env(p->s);
+    struct ks_snap *it = snap_it_of(sn, env->db);
+    if (it != NULL) {
+        ks_snap_touch(it, env->ks, key, len);
+    }
 }
 
 static void *
@@ -221,7 +320,10 @@ snap_free(struct snap *sn)
         event_free(sn->ev);
     }
     wal_ckpt_abort(sn->k);
-    ks_snap_end(sn->it);
+    for (unsigned i = 0; i < sn->nits; i++) {
+        ks_snap_end(sn->its[i].it);
+    }
+    rv_free(sn->its);
     rv_free(sn);
 }
 
@@ -300,7 +402,8 @@ snap_step(struct persist *p, uint64_t budget_us)
     struct snap *sn = p->snap;
     uint64_t t0 = clock_mono_us();
     do {
-        if (ks_snap_next(sn->it, shard_env(p->s)->ks, 64)) {
+        struct snap_db *w = &sn->its[sn->cur];
+        if (ks_snap_next(w->it, shard_env(p->s)->dbs[w->db], 64) && ++sn->cur == sn->nits) {
             sn->scan_done = true;
             snap_cow_refresh(p);
         }
@@ -371,7 +474,10 @@ snap_start(struct persist *p, char *err, size_t errsz)
                                   .nshards = (unsigned)cfg->node.shards,
                                   .lsn = lsn,
                                   .created_ms = shard_env(p->s)->now_ms };
-    size_t nk = ks_size(shard_env(p->s)->ks);
+    size_t nk = 0;
+    for (unsigned i = 0; i < shard_env(p->s)->ndbs; i++) {
+        nk += shard_env(p->s)->dbs[i] ? ks_size(shard_env(p->s)->dbs[i]) : 0;
+    }
     info.keys_hint = nk > UINT32_MAX ? UINT32_MAX : (uint32_t)nk;
     char why[512];
     struct wal_ckpt *k = wal_ckpt_create(p->dir, &info, why, sizeof(why));
@@ -384,7 +490,17 @@ snap_start(struct persist *p, char *err, size_t errsz)
     sn->k = k;
     sn->lsn = lsn;
     sn->created = info.created_ms;
-    sn->it = ks_snap_begin(emit_cb, p);
+    struct shard_env *env = shard_env(p->s);
+    sn->its = rv_calloc(env->ndbs, sizeof(*sn->its));
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        if (env->dbs[i] != NULL) {
+            struct snap_db *w = &sn->its[sn->nits++];
+            w->p = p;
+            w->db = i;
+            w->it = ks_snap_begin(emit_cb, w);
+        }
+    }
+    dump_state(p, sn);
     sn->changes_at_start = p->changes;
     sn->t0_ms = clock_unix_ms();
     p->snap = sn;
@@ -591,6 +707,29 @@ persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc, struc
     }
     if (keys != stackkeys) {
         rv_free(keys);
+    }
+}
+
+void
+persist_touch_db(struct conn *c, unsigned db, struct rv_str key)
+{
+    struct persist *p = persist_of(c->shard);
+    if (p == NULL || p->loading || p->side_load) {
+        return;
+    }
+    struct snap *sn = p->snap;
+    if (sn != NULL && !sn->scan_done && !sn->failed) {
+        struct ks_snap *it = snap_it_of(sn, db);
+        if (it != NULL) {
+            ks_snap_touch(it, shard_env(p->s)->dbs[db], key.p, key.len);
+        }
+    }
+    if (p->repl_cow) {
+        struct shard_env *env = shard_env(p->s);
+        unsigned was = env->db;
+        shard_use_db(env, db); /* (the walk touches the running command's database) */
+        repl_touch(p->repl, key.p, key.len);
+        shard_use_db(env, was);
     }
 }
 

@@ -2,6 +2,8 @@
  * (node/commands/cmd_persist.c). The checkpoint machinery itself is described in snap.c.
  * Errors come back as the text of Redis's error reply. */
 #pragma once
+#include "node/types/obj.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,3 +18,5 @@ int snap_save(struct shard *s, char *err, size_t errsz);
 int snap_bgsave(struct shard *s, char *err, size_t errsz);
 /* When the last checkpoint was written (unix ms). */
 int64_t snap_lastsave_ms(struct shard *s);
+/* The node state's rebuild commands of shard s (persist_set_state_fn), if any. */
+void snap_emit_state(struct shard *s, obj_emit_fn *fn, void *arg);

@@ -9,15 +9,20 @@
 #include "node/features/acl.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/tls.h"
 #include "node/features/block.h"
 #include "node/core/cmd.h"
 #include "node/core/effect.h"
 #include "node/server/dispatch.h"
 #include "node/keyspace/ks.h"
+#include "node/features/monitor.h"
 #include "node/features/multi.h"
+#include "node/features/pause.h"
 #include "node/persist/persist.h"
 #include "node/features/pubsub.h"
+#include "node/features/tracking.h"
 #include "node/commands/script.h"
+#include "node/core/node.h"
 #include "node/core/shard.h"
 
 #include <arpa/inet.h>
@@ -125,6 +130,36 @@ conn_create(struct shard *s, int fd)
     return c;
 }
 
+int
+conn_start_tls(struct conn *c)
+{
+    struct tls_ctx *ctx = node_tls_get(true);
+    c->tls = ctx != NULL ? tls_new(ctx, c->fd, true) : NULL;
+    tls_ctx_unref(ctx); /* (the session holds what it needs of it) */
+    if (c->tls == NULL) {
+        log_warn("[shard %u] TLS: cannot start a session for %s", c->env->id, c->addr);
+        conn_io_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* The socket's write, or the TLS session's: bytes written, or -1 with errno
+ * EAGAIN (try again when writable) or EIO. */
+static ssize_t
+sock_write(struct conn *c, const char *p, size_t n)
+{
+    if (c->tls == NULL) {
+        return write(c->fd, p, n);
+    }
+    ssize_t w = tls_write(c->tls, p, n);
+    if (w > 0) {
+        return w;
+    }
+    errno = w == TLS_WANT_WRITE || w == TLS_WANT_READ ? EAGAIN : EIO;
+    return -1;
+}
+
 void
 conn_io_close(struct conn *c)
 {
@@ -135,9 +170,13 @@ conn_io_close(struct conn *c)
     block_release(c);
     multi_release(c);
     pubsub_release(c);
+    monitor_release(c);
+    pause_release(c);
+    tracking_release(c);
     shard_conn_unlink(c->shard, c);
     event_del(&c->rev);
     event_del(&c->wev);
+    tls_free(c->tls);
     close(c->fd);
     resp_parser_deinit(&c->parser);
     buf_deinit(&c->rbuf);
@@ -161,6 +200,40 @@ conn_proto_error(struct conn *c, const char *msg)
     conn_close_after_reply(c);
 }
 
+/* TLS: records until the session has no decrypted bytes left (they would
+ * wait for the socket's next event otherwise). A handshake that must write
+ * first arms EV_WRITE, whose callback reads again. */
+static int
+conn_fill_tls(struct conn *c, size_t room)
+{
+    for (;;) {
+        buf_reserve(&c->rbuf, room);
+        ssize_t n = tls_read(c->tls, c->rbuf.data + c->rbuf.len, c->rbuf.cap - c->rbuf.len);
+        if (n > 0) {
+            c->rbuf.len += (size_t)n;
+            c->env->stats.net_input_bytes += (uint64_t)n;
+            if (tls_pending(c->tls) == 0) {
+                return RV_OK;
+            }
+            continue;
+        }
+        if (n == TLS_WANT_READ) {
+            return RV_OK;
+        }
+        if (n == TLS_WANT_WRITE) {
+            if (!(c->flags & CONN_WRITE_WAIT)) {
+                c->flags |= CONN_WRITE_WAIT;
+                event_add(&c->wev, NULL);
+            }
+            return RV_OK;
+        }
+        if (n == TLS_ERROR) {
+            log_info("[shard %u] TLS: closing %s: %s", c->env->id, c->addr, tls_strerror(c->tls));
+        }
+        return RV_EIO;
+    }
+}
+
 /* One read into rbuf. RV_OK (maybe no data), RV_EIO when the peer is gone. */
 static int
 conn_fill(struct conn *c)
@@ -169,6 +242,9 @@ conn_fill(struct conn *c)
     size_t room = want > CONN_READ_LEN ? want : CONN_READ_LEN;
     if (c->rbuf.off == c->rbuf.len) {
         c->rbuf.off = c->rbuf.len = 0;
+    }
+    if (c->tls != NULL) {
+        return conn_fill_tls(c, room);
     }
     buf_reserve(&c->rbuf, room);
     ssize_t n = read(c->fd, c->rbuf.data + c->rbuf.len, c->rbuf.cap - c->rbuf.len);
@@ -320,7 +396,7 @@ conn_busy_poll(struct shard *s, struct conn *running)
         /* (also the replies of the loop turn the script started in: their
          * clients wait for them before sending anything else) */
         if (c->wbuf.len > c->wbuf.off && c->nmarks == 0 && !(c->flags & CONN_WRITE_WAIT)) {
-            ssize_t w = write(c->fd, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
+            ssize_t w = sock_write(c, c->wbuf.data + c->wbuf.off, c->wbuf.len - c->wbuf.off);
             if (w > 0) {
                 c->wbuf.off += (size_t)w;
                 c->out_done += (uint64_t)w;
@@ -373,7 +449,7 @@ conn_io_flush(struct conn *c)
         limit = c->wbuf.off + persist_flush_limit(c); /* the rest waits for the WAL */
     }
     while (c->wbuf.off < limit) {
-        ssize_t n = write(c->fd, c->wbuf.data + c->wbuf.off, limit - c->wbuf.off);
+        ssize_t n = sock_write(c, c->wbuf.data + c->wbuf.off, limit - c->wbuf.off);
         if (n > 0) {
             c->wbuf.off += (size_t)n;
             c->out_done += (uint64_t)n;
@@ -424,9 +500,15 @@ conn_io_flush(struct conn *c)
 static void
 conn_on_writable(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd;
-    (void)what;
-    conn_io_flush(arg);
+    struct conn *c = arg;
+    if (c->tls != NULL && !tls_handshake_done(c->tls)) {
+        /* the handshake waited to write: go on with it (a read) */
+        c->flags &= ~CONN_WRITE_WAIT;
+        event_del(&c->wev);
+        conn_on_readable(fd, what, c);
+        return;
+    }
+    conn_io_flush(c);
 }
 
 const struct conn_io conn_io_ops = {

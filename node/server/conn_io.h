@@ -9,6 +9,9 @@
 struct shard;
 /* Take ownership of an accepted socket. */
 struct conn *conn_create(struct shard *s, int fd);
+/* Accepted on a tls-port: the session starts (its handshake runs in the
+ * first reads). -1: no TLS context or no session; the connection is closed. */
+int conn_start_tls(struct conn *c);
 void conn_io_close(struct conn *c);
 bool conn_io_flush(struct conn *c);
 /* Serve the shard's other clients while a script is busy (script_set_poll). */

@@ -15,7 +15,11 @@
 #include "node/features/acl.h"
 #include "node/features/block.h"
 #include "node/features/evict.h"
+#include "node/features/monitor.h"
 #include "node/features/multi.h"
+#include "node/features/pause.h"
+#include "node/features/topology.h"
+#include "node/features/tracking.h"
 #include "node/keyspace/ks.h"
 #include "node/obs/metrics.h"
 #include "node/persist/persist.h"
@@ -175,29 +179,42 @@ route_open(struct conn *c, const struct keyset *k, unsigned slot, bool mine, boo
     int me = c->env->topo_me;
     bool migrating = mine && m != NULL && m->mig_by == me && m->mig_to != TOPO_NONE;
     bool importing = !mine && m != NULL && m->imp_by == me;
+    /* Another node still imports this slot from this owner, which is not
+     * MIGRATING (any more): redis-cli --cluster fix sends SETSLOT STABLE to
+     * the owner first when the target holds keys of the slot, then moves
+     * them back. Keys missing here are still sent to the importer, so that
+     * a write to a key already moved there does not make a second copy
+     * here; a MIGRATE moving keys back (ASKING) runs here. */
+    bool exported = mine && !migrating && m != NULL && m->imp_by != TOPO_NONE &&
+                    m->imp_from == me && m->imp_by != me;
     *moved = false;
-    if (!migrating && !importing) {
+    if (!migrating && !importing && !exported) {
         *moved = !mine;
         return mine;
     }
-    if (!k->queued && strcmp(k->cmd->name, "migrate") == 0) {
-        return true; /* MIGRATE works locally while the slot is open, as in Redis */
+    if (exported && ((c->flags & CONN_ASKING) || (k->flags & CMD_ASKING))) {
+        return true;
+    }
+    if (migrating && topology_slot_checking(slot)) {
+        reply_errf(c, "TRYAGAIN The slot's keys are being checked against the migration target's "
+                      "after a failover");
+        return false;
     }
     struct presence p = { c, 0, 0 };
     each_keyset(k, count_missing, &p);
-    if (migrating) {
+    if (migrating || exported) {
         if (p.missing == 0) {
             return true;
         }
         if (p.missing < p.keys) {
             reply_errf(c, "TRYAGAIN Multiple keys request during rehashing of slot");
         } else {
-            const struct topo_node *to = &t->nodes[m->mig_to];
+            const struct topo_node *to = &t->nodes[migrating ? m->mig_to : m->imp_by];
             reply_errf(c, "ASK %u %s:%u", slot, to->ip, to->port);
         }
         return false;
     }
-    if (!(c->flags & CONN_ASKING)) {
+    if (!(c->flags & CONN_ASKING) && !(k->flags & CMD_ASKING)) {
         *moved = true;
         return false;
     }
@@ -220,6 +237,14 @@ route_topo(struct conn *c, const struct keyset *k, unsigned slot)
     int me = c->env->topo_me;
     bool mine = owner != NULL && owner - t->nodes == me;
     if (rv_likely(mine && t->nmigs == 0)) {
+        return true;
+    }
+    if (!k->queued && strcmp(k->cmd->name, "migrate") == 0) {
+        /* MIGRATE runs here whatever the slot's state: while it is open, as
+         * in Redis, and also for keys held here of a slot another node
+         * serves (left by a move that a failover or redis-cli --cluster fix
+         * cut short: fix gives the slot to one owner and moves the others'
+         * keys to it), where Redis answers MOVED. */
         return true;
     }
     if (t->nmigs != 0) { /* some slot is migrating: this one? */
@@ -415,6 +440,12 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
 {
     struct shard *s = c->shard;
     struct cmd_stat *st = &shard_env(s)->cmdstats[cmd->id];
+    /* The command runs in c's database; a nested call (EXEC, a script,
+     * RESTORE's replay) returns to its caller's afterwards. */
+    unsigned outer_db = shard_env(s)->db;
+    if (rv_unlikely(c->db != outer_db)) {
+        shard_use_db(shard_env(s), c->db);
+    }
     /* Unread output before the handler: appending may compact the buffer
      * (after a partial write), so positions are taken relative to off. */
     size_t before = c->wbuf.len - c->wbuf.off;
@@ -432,6 +463,22 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
                    rv_unlikely(persist_refuse_size(c, argc, argv));
     if (rv_unlikely(ph->cow) && (cmd->flags & CMD_WRITE) && !refused) {
         persist_before_write(c, cmd, argc, argv); /* checkpoint copy-on-write */
+    }
+    /* MONITOR shows a command once it ran, a script before (its own commands follow) */
+    bool show = rv_unlikely(monitor_on(c->env)) && !(cmd->flags & CMD_ADMIN) &&
+                !(c->flags & (CONN_REPLAY | CONN_BLOCK_RETRY));
+    if (rv_unlikely(show) && (cmd->flags & CMD_SKIP_MONITOR)) {
+        monitor_feed(c, cmd, argc, argv);
+    }
+    /* CLIENT PAUSE: a key past its deadline reads as missing but stays (as Redis) */
+    struct ks *hold = rv_unlikely(pause_set(c->env)) && pause_active(c->env) ? c->env->ks : NULL;
+    if (rv_unlikely(hold != NULL)) {
+        ks_set_hold_expired(hold, true);
+    }
+    /* CLIENT NO-TOUCH: its reads leave access clocks alone; TOUCH still touches */
+    struct ks *no_touch = rv_unlikely(c->flags & CONN_NO_TOUCH) ? c->env->ks : NULL;
+    if (rv_unlikely(no_touch != NULL)) {
+        ks_set_no_touch(no_touch, strcmp(cmd->name, "touch") != 0); /* (also inside EXEC) */
     }
     if (rv_unlikely(refused)) {
         /* nothing to run */
@@ -456,15 +503,26 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
             metrics_slow(c, cmd, argc, argv, cycles);
         }
     }
+    if (rv_unlikely(no_touch != NULL)) {
+        ks_set_no_touch(no_touch, false);
+    }
+    if (rv_unlikely(hold != NULL)) {
+        ks_set_hold_expired(hold, false);
+    }
     shard_env(s)->stats.commands++;
+    if (rv_unlikely(show) && !(cmd->flags & CMD_SKIP_MONITOR)) {
+        monitor_feed(c, cmd, argc, argv);
+    }
     size_t mark = c->wbuf.off + before; /* where this command's reply starts */
     c->failed = c->nerr != 0;
+    bool wrote = false;
     if (rv_unlikely(c->failed)) {
         /* (a command's own; those of the commands EXEC ran were counted by their calls) */
         st->failed++;
         dispatch_count_errors_slow(c);
     } else if ((cmd->flags & CMD_WRITE) && (c->effect == EFFECT_ARGS || c->effect == EFFECT_REDO)) {
         /* (not when it changed nothing, or went on waiting: no record, no key touched) */
+        wrote = true;
         if (rv_unlikely(shard_env(s)->watched != NULL)) {
             multi_touch(s, cmd, argc, argv);
         }
@@ -475,9 +533,16 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
             persist_log(c, cmd, argc, argv);
         }
     }
+    /* CLIENT TRACKING: remember a read's keys, invalidate a write's */
+    if (rv_unlikely(shard_env(s)->tracking != NULL) && !c->failed) {
+        tracking_after_call(c, cmd, argc, argv, wrote);
+    }
     if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {
         c->wbuf.len = mark;
         c->flags &= ~CONN_REPLY_SKIP;
+    }
+    if (rv_unlikely(shard_env(s)->db != outer_db)) {
+        shard_use_db(shard_env(s), outer_db);
     }
 }
 
@@ -512,7 +577,7 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
             up[i] = '\0';
             reply_errf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
                        (int)(argv[1].len > 128 ? 128 : argv[1].len), argv[1].p, up);
-            cmd_reject(c, &shard_env(s)->cmdstats[cmd->id]);
+            cmd_reject(c, NULL); /* (no command's call: Redis counts no container's rejects) */
             return;
         }
         cmd = sub;
@@ -528,8 +593,10 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
     /* A script past busy-reply-threshold: only SCRIPT KILL and the like (its hook reads us). */
     if (rv_unlikely(shard_env(s)->scripts != NULL) && script_busy(s) &&
         !(cmd->flags & CMD_ALLOW_BUSY) && !script_busy_allows(c, cmd, argc, argv)) {
-        reply_errf(c, "BUSY Redis is busy running a script. You can only call SCRIPT KILL or "
-                      "SHUTDOWN NOSAVE.");
+        reply_errf(c,
+                   "BUSY Redis is busy running a script. You can only call %s KILL or "
+                   "SHUTDOWN NOSAVE.",
+                   script_busy_fcall(s) ? "FUNCTION" : "SCRIPT");
         cmd_reject(c, st);
         return;
     }
@@ -592,6 +659,10 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
+    /* CLIENT PAUSE: held, to be parsed again when the pause ends */
+    if (rv_unlikely(pause_set(shard_env(s))) && pause_hold(c, cmd)) {
+        return;
+    }
     if (rv_unlikely(c->flags & CONN_MULTI) && !(cmd->flags & CMD_NOQUEUE)) {
         if (cmd->flags & CMD_NO_MULTI) {
             reply_errf(c, "ERR Command not allowed inside a transaction");
@@ -607,7 +678,13 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
 void
 dispatch(struct conn *c, int argc, struct rv_str *argv)
 {
+    struct conn *outer = tracking_running; /* (a script's busy poll runs other clients' requests) */
+    tracking_running = c;
     dispatch_one(c, argc, argv);
+    tracking_running = outer;
+    if (rv_unlikely(c->trk != NULL)) {
+        tracking_after_top(c); /* (invalidations held during EXEC; CLIENT CACHING's scope) */
+    }
     /* ASKING is one-shot (its own command and a transaction's excepted) */
     if (rv_unlikely(c->flags & CONN_ASKING)) {
         if (c->flags & CONN_ASKING_NEW) {

@@ -15,6 +15,7 @@
 #include "node/obs/metrics.h"
 #include "node/core/node.h"
 #include "node/server/notify.h"
+#include "node/persist/rdbload.h"
 #include "node/persist/reshard.h"
 #include "node/core/shard.h"
 #include "node/server/shard_thread.h"
@@ -206,6 +207,10 @@ main(int argc, char **argv)
     if (setup_process(cfg, &set, err, sizeof(err)) != 0) {
         return 1;
     }
+    if (node_tls_apply(cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: TLS: %s\n", err);
+        return 1;
+    }
     int cpus[1024];
     int ncpus = cfg->node.shard_cpus[0] ? cfg_cpu_list(cfg->node.shard_cpus, cpus, 1024) : 0;
     if (setup_node(&node, cfg, argv[0], err, sizeof(err)) != 0) {
@@ -215,7 +220,16 @@ main(int argc, char **argv)
         fprintf(stderr, "ruvio: cluster: %s\n", err);
         return 1;
     }
+    struct rdbload *rdb; /* (checked before the shards create their files) */
+    if (rdbload_prepare(cfg, &rdb, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
     int loaded = load_shards(&node, cfg, err, sizeof(err));
+    if (loaded == 0 && rdb != NULL && rdbload_run(&node, rdb, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ruvio: %s\n", err);
+        return 1;
+    }
     if (loaded == 2) {
         /* As a kill would: no clean-stop marker (the next start counts this one as
          * unclean), nothing unsaved (loading wrote nothing new), no exit handlers
@@ -243,6 +257,10 @@ main(int argc, char **argv)
                node.nshards, (long long)cfg->net.port,
                (long long)(cfg->net.port + node.nshards - 1), (int)getpid());
     log_notice("Ready to accept connections tcp");
+    if (cfg->tls.port != 0) {
+        log_notice("Ready to accept connections tls (ports %lld-%lld)", (long long)cfg->tls.port,
+                   (long long)(cfg->tls.port + node.nshards - 1));
+    }
     /* Recovery is over and every listener is bound and served by its thread. */
     notify_send("READY=1\nSTATUS=Ready to accept connections on ports %lld-%lld\nMAINPID=%d",
                 (long long)cfg->net.port, (long long)(cfg->net.port + node.nshards - 1),

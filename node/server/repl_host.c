@@ -5,6 +5,7 @@
 
 #include "base/mem.h"
 #include "base/rand.h"
+#include "node/commands/function.h"
 #include "node/core/cmd.h"
 #include "node/server/dispatch.h"
 #include "node/core/config.h"
@@ -17,6 +18,7 @@
 #include "node/persist/persist.h"
 #include "node/persist/replay.h"
 #include "node/features/hook.h"
+#include "node/features/ksnotify.h"
 #include "node/features/topology.h"
 #include "replication/repl.h"
 #include "replication/repl_host.h"
@@ -58,6 +60,8 @@ h_cfg(void *host, struct repl_cfg *out)
     out->cluster_announce_ip = c->cluster.announce_ip;
     out->bind = c->net.bind;
     out->port = c->net.port;
+    out->tls_port = c->tls.port;
+    out->tls_replication = c->tls.replication;
     out->replica_announce_port = c->repl.replica_announce_port;
     out->repl_backlog_size = c->repl.repl_backlog_size;
     out->repl_timeout = c->repl.repl_timeout;
@@ -74,6 +78,12 @@ h_cfg(void *host, struct repl_cfg *out)
     out->obl_secs = c->net.obl_secs[CFG_OBL_REPLICA];
     out->replica_read_only = c->repl.replica_read_only;
     out->replica_serve_stale_data = c->repl.replica_serve_stale_data;
+}
+
+static struct tls_ctx *
+h_tls_client(void *host)
+{
+    return shard_env(host)->cfg->tls.replication ? node_tls_get(false) : NULL;
 }
 
 static struct event_base *
@@ -136,11 +146,23 @@ h_log_on(void *host)
     persist_repl_log_on(host);
 }
 
+/* Every database follows the role (numbered databases beside db 0). */
+static void
+replica_mode_all(void *host, bool on)
+{
+    struct shard_env *env = shard_env(host);
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        if (env->dbs[i] != NULL) {
+            ks_set_replica_mode(env->dbs[i], on);
+        }
+    }
+}
+
 static void
 h_set_role(void *host, bool replica)
 {
     persist_repl_set_replica(host, replica);
-    ks_set_replica_mode(shard_env(host)->ks, replica);
+    replica_mode_all(host, replica);
     if (shard_env(host)->topo != NULL) { /* (cluster mode: a FAILOVER hand-over) */
         if (replica) {
             topology_replica_now(host);
@@ -259,9 +281,15 @@ h_replay_exec(void *rp, int argc, const struct rv_str *argv, char *err, size_t e
 }
 
 static void
+h_replay_record(void *rp)
+{
+    replay_set_db(rp, 0);
+}
+
+static void
 h_apply_begin(void *host, bool stream)
 {
-    ks_set_replica_mode(shard_env(host)->ks, false); /* records run with their own clock */
+    replica_mode_all(host, false); /* records run with their own clock */
     if (stream) {
         cmd_batch_runs_begin();
     }
@@ -279,47 +307,66 @@ h_apply_end(void *host, bool stream)
     if (stream) {
         cmd_batch_runs_end();
     }
-    ks_set_replica_mode(shard_env(host)->ks, true);
+    replica_mode_all(host, true);
     shard_refresh_clock(host);
 }
 
+/* A full sync loads a whole set of databases beside the served one (the
+ * others are created as its records SELECT them, like db 0's settings). */
 static void *
 h_load_new(void *host, size_t keys_hint)
 {
+    struct ks **dbs = rv_calloc(shard_env(host)->ndbs, sizeof(*dbs));
     struct ks *ks = ks_create(rand_u64(), rand_u64());
     ks_reserve(ks, keys_hint);
     ks_set_replica_mode(ks, true);
     persist_hook_ks(host, ks);
-    return ks;
+    ksn_hook_ks(host, ks);
+    dbs[0] = ks;
+    return dbs;
+}
+
+static void
+dbs_free(void *host, struct ks **dbs)
+{
+    for (unsigned i = 0; i < shard_env(host)->ndbs; i++) {
+        ks_destroy(dbs[i]);
+    }
+    rv_free(dbs);
 }
 
 static void
 h_load_drop(void *host, void *ld)
 {
-    ks_destroy(ld);
+    dbs_free(host, ld);
 }
 
 static void *
 h_load_enter(void *host, void *ld)
 {
     persist_side_load(host, true); /* a checkpoint walking the served keyspace must not see these */
-    return shard_swap_ks(host, ld);
+    return shard_swap_dbs(host, ld);
 }
 
 static void
 h_load_leave(void *host, void *served)
 {
     persist_side_load(host, false);
-    shard_swap_ks(host, served);
+    shard_swap_dbs(host, served);
 }
 
 static void
 h_load_install(void *host, void *ld)
 {
-    ks_reserve(ld, 0);
-    struct ks *old = shard_swap_ks(host, ld);
-    ks_set_clock(shard_env(host)->ks, shard_env(host)->now_ms);
-    ks_destroy(old);
+    ks_reserve(((struct ks **)ld)[0], 0);
+    struct ks **old = shard_swap_dbs(host, ld);
+    struct shard_env *env = shard_env(host);
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        if (env->dbs[i] != NULL) {
+            ks_set_clock(env->dbs[i], env->now_ms);
+        }
+    }
+    dbs_free(host, old);
 }
 
 static int
@@ -337,32 +384,52 @@ h_rebase(void *host, uint64_t lsn, char *err, size_t errsz)
 static size_t
 h_keys(void *host)
 {
-    return ks_size(shard_env(host)->ks);
+    struct shard_env *env = shard_env(host);
+    size_t n = 0;
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        n += env->dbs[i] != NULL ? ks_size(env->dbs[i]) : 0;
+    }
+    return n;
 }
 
-/* A full sync's walk: the keyspace's snapshot iterator, its keys handed to
- * replication as repl_keys. */
+/* A full sync's walk: a snapshot iterator per database that exists when it
+ * starts (one created later was empty then), walked in turn, their keys
+ * handed to replication as repl_keys. */
+struct walk_db {
+    struct walk *w;
+    struct ks_snap *sn;
+    unsigned db;
+};
+
 struct walk {
     repl_key_fn *fn;
     void *arg;
-    struct ks_snap *sn;
+    struct walk_db *dbs;
+    unsigned n, cur;
 };
 
 static void
 walk_emit(void *arg, const struct ks_entry *e)
 {
-    struct walk *w = arg;
-    struct repl_key k = { ks_entry_key(e), ks_entry_expire(e), e };
-    w->fn(w->arg, &k);
+    struct walk_db *wd = arg;
+    struct repl_key k = { ks_entry_key(e), ks_entry_expire(e), e, wd->db };
+    wd->w->fn(wd->w->arg, &k);
 }
 
 static void *
 h_snap_begin(void *host, repl_key_fn *fn, void *arg)
 {
+    struct shard_env *env = shard_env(host);
     struct walk *w = rv_calloc(1, sizeof(*w));
     w->fn = fn;
     w->arg = arg;
-    w->sn = ks_snap_begin(walk_emit, w);
+    w->dbs = rv_calloc(env->ndbs, sizeof(*w->dbs));
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        if (env->dbs[i] != NULL) {
+            struct walk_db *wd = &w->dbs[w->n++];
+            *wd = (struct walk_db){ w, ks_snap_begin(walk_emit, wd), i };
+        }
+    }
     return w;
 }
 
@@ -370,21 +437,36 @@ static bool
 h_snap_next(void *host, void *snap, unsigned count)
 {
     struct walk *w = snap;
-    return ks_snap_next(w->sn, shard_env(host)->ks, count);
+    if (w->cur < w->n) {
+        struct walk_db *wd = &w->dbs[w->cur];
+        if (ks_snap_next(wd->sn, shard_env(host)->dbs[wd->db], count)) {
+            w->cur++;
+        }
+    }
+    return w->cur == w->n;
 }
 
+/* Before a write changes key in the running command's database. */
 static void
 h_snap_touch(void *host, void *snap, const char *key, size_t len)
 {
     struct walk *w = snap;
-    ks_snap_touch(w->sn, shard_env(host)->ks, key, len);
+    struct shard_env *env = shard_env(host);
+    for (unsigned i = 0; i < w->n; i++) {
+        if (w->dbs[i].db == env->db) {
+            ks_snap_touch(w->dbs[i].sn, env->ks, key, len);
+        }
+    }
 }
 
 static void
 h_snap_end(void *host, void *snap)
 {
     struct walk *w = snap;
-    ks_snap_end(w->sn);
+    for (unsigned i = 0; i < w->n; i++) {
+        ks_snap_end(w->dbs[i].sn);
+    }
+    rv_free(w->dbs);
     rv_free(w);
 }
 
@@ -395,12 +477,19 @@ h_rebuild(void *host, const void *entry, repl_cmd_fn *fn, void *arg)
 }
 
 static void
+h_state(void *host, repl_cmd_fn *fn, void *arg)
+{
+    fn_emit_sync(host, fn, arg);
+}
+
+static void
 h_set_cow(void *host, bool on)
 {
     persist_repl_set_cow(host, on);
 }
 
 static const struct repl_host_ops ops = {
+    .tls_client = h_tls_client,
     .info = h_info,
     .cfg_id = h_cfg_id,
     .cfg = h_cfg,
@@ -427,6 +516,7 @@ static const struct repl_host_ops ops = {
     .replay_open = h_replay_open,
     .replay_close = h_replay_close,
     .replay_exec = h_replay_exec,
+    .replay_record = h_replay_record,
     .apply_begin = h_apply_begin,
     .set_clock = h_set_clock,
     .apply_end = h_apply_end,
@@ -444,6 +534,7 @@ static const struct repl_host_ops ops = {
     .snap_end = h_snap_end,
     .rebuild = h_rebuild,
     .set_cow = h_set_cow,
+    .state = h_state,
 };
 
 void

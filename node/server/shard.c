@@ -14,9 +14,12 @@
 #include "node/server/conn_io.h"
 #include "node/server/dispatch.h"
 #include "node/commands/debug.h"
+#include "node/commands/function.h"
 #include "node/commands/script.h"
 #include "node/keyspace/dict.h"
 #include "node/features/evict.h"
+#include "node/features/monitor.h"
+#include "node/features/pause.h"
 #include "node/features/topology.h"
 #include "node/keyspace/ks.h"
 #include "node/obs/metrics.h"
@@ -27,7 +30,9 @@
 #include "node/persist/persist.h"
 #include "node/server/repl_host.h"
 #include "replication/repl.h"
+#include "node/features/ksnotify.h"
 #include "node/features/pubsub.h"
+#include "node/features/tracking.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -78,8 +83,59 @@ listen_one(struct shard *s, const char *addr, int port, char *err, size_t errsz)
     return 0;
 }
 
+/* Every bind address on port (and on tls_port when it is not 0). */
+static int
+listen_all(struct shard *s, int port, int tls_port, char *err, size_t errsz)
+{
+    char binds[1024];
+    snprintf(binds, sizeof(binds), "%s", s->env.cfg->net.bind);
+    char *save = NULL;
+    for (char *a = strtok_r(binds, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
+        for (int tls = 0; tls <= (tls_port != 0); tls++) {
+            if (s->nlisten == SHARD_MAX_LISTEN) {
+                snprintf(err, errsz, "shard %u: too many bind addresses ('bind')", s->env.id);
+                return -1;
+            }
+            s->ltls[s->nlisten] = tls;
+            if (listen_one(s, a, tls ? tls_port : port, err, errsz) != 0) {
+                return -1;
+            }
+        }
+    }
+    if (s->nlisten == 0) {
+        snprintf(err, errsz, "shard %u: no bind address ('bind')", s->env.id);
+        return -1;
+    }
+    return 0;
+}
+
 static struct shard *shard_create_impl(struct node *n, unsigned id, const char *dir, char *err,
                                        size_t errsz);
+
+/* Numbered databases: `databases`, except in cluster mode and on a
+ * multi-shard node (which routes by slot as a cluster does): only db 0. */
+static unsigned
+shard_ndbs(const struct shard *s)
+{
+    const struct cfg *cfg = s->env.cfg;
+    if (cfg->cluster.enabled || s->env.node->nshards > 1) {
+        return 1;
+    }
+    return (unsigned)cfg->node.databases;
+}
+
+/* One incremental rehash step on every database; true while more remains. */
+static bool
+rehash_dbs(struct shard *s)
+{
+    bool more = false;
+    for (unsigned i = 0; i < s->env.ndbs; i++) {
+        if (s->env.dbs[i] != NULL && ks_rehash_step(s->env.dbs[i], 1000)) {
+            more = true;
+        }
+    }
+    return more;
+}
 
 struct shard *
 shard_create(struct node *n, unsigned id, char *err, size_t errsz)
@@ -93,13 +149,21 @@ shard_create_offline(struct node *n, unsigned id, const char *dir, char *err, si
     return shard_create_impl(n, id, dir, err, errsz);
 }
 
-/* The shard's state (node/core) calls up into persistence, eviction and
- * metrics through these. */
+static void
+adopt_cfg(struct shard *s)
+{
+    evict_adopt_cfg(s);
+    ksn_adopt_cfg(s);
+}
+
+/* The shard's state (node/core) calls up into persistence, eviction,
+ * keyspace notifications and metrics through these. */
 static const struct shard_hooks server_hooks = {
     .output = persist_note_output,
-    .cfg_adopted = evict_adopt_cfg,
+    .cfg_adopted = adopt_cfg,
     .topo_adopted = topology_reconcile,
     .stats_reset = metrics_reset,
+    .key_miss = ksn_key_miss,
 };
 
 static void shard_busy_poll(struct shard *s, struct conn *running);
@@ -111,6 +175,8 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     cmd_set_caller(dispatch_call);
     conn_set_io(&conn_io_ops);
     script_set_poll(shard_busy_poll);
+    persist_set_state_fn(fn_emit_state);
+    persist_set_gone_fn(tracking_key_gone);
     long long mem0 = rv_mem_thread_net(); /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));
     s->env.evict = evict_create();
@@ -128,7 +194,10 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     shard_calibrate_tsc();
 
     if (dir != NULL) {
-        s->env.ks = ks_create(rand_u64(), rand_u64());
+        /* (a source of resharding loads every database, so it can refuse them) */
+        shard_dbs_init(&s->env, ks_create(rand_u64(), rand_u64()),
+                       (unsigned)s->env.cfg->node.databases);
+        ksn_hook_ks(s, s->env.dbs[0]);
         s->env.now_ms = clock_unix_ms();
         if (persist_open_dir(s, dir, true, err, errsz) != 0) {
             goto fail;
@@ -137,24 +206,14 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
         evict_adopt_cfg(s);
         return s;
     }
-    char binds[1024];
-    snprintf(binds, sizeof(binds), "%s", s->env.cfg->net.bind);
-    int port = (int)s->env.cfg->net.port + (int)id;
-    char *save = NULL;
-    for (char *a = strtok_r(binds, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
-        if (s->nlisten == SHARD_MAX_LISTEN) {
-            snprintf(err, errsz, "shard %u: too many bind addresses ('bind')", id);
-            goto fail;
-        }
-        if (listen_one(s, a, port, err, errsz) != 0) {
-            goto fail;
-        }
-    }
-    if (s->nlisten == 0) {
-        snprintf(err, errsz, "shard %u: no bind address ('bind')", id);
+    int64_t tls_port = s->env.cfg->tls.port;
+    if (listen_all(s, (int)s->env.cfg->net.port + (int)id, tls_port ? (int)(tls_port + id) : 0, err,
+                   errsz) != 0) {
         goto fail;
     }
-    s->env.ks = ks_create(rand_u64(), rand_u64());
+    shard_dbs_init(&s->env, ks_create(rand_u64(), rand_u64()), shard_ndbs(s));
+    ks_count_slots(s->env.dbs[0], s->env.cfg->cluster.enabled); /* (COUNTKEYSINSLOT, orphans) */
+    ksn_hook_ks(s, s->env.dbs[0]); /* (the other databases inherit it) */
     s->env.now_ms = clock_unix_ms();
     repl_host_install(); /* before persistence attaches replication */
     if (persist_open(s, err, errsz) != 0) {
@@ -173,6 +232,10 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     struct shard *s = arg;
     (void)what;
+    bool tls = false;
+    for (int i = 0; i < s->nlisten; i++) {
+        tls |= s->lfds[i] == lfd && s->ltls[i];
+    }
     for (int i = 0; i < 32; i++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -192,8 +255,11 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
         }
         s->env.stats.conns_received++;
         struct conn *c = conn_create(s, fd);
+        if (c != NULL && tls && conn_start_tls(c) != 0) {
+            continue; /* (closed) */
+        }
         if (c) {
-            log_info("Accepted %s", c->addr);
+            log_info("Accepted %s%s", c->addr, tls ? " (TLS)" : "");
         }
     }
 }
@@ -294,8 +360,20 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     shard_sample_rates(s, now);
     metrics_cron(s);
     persist_cron(s);
-    ks_active_expire(s->env.ks, now, budget);
-    if (!repl_is_replica(persist_repl(s))) { /* replicas wait for the primary's records */
+    pause_tick(s);
+    /* As Redis, nothing expires or is evicted actively while clients are paused
+     * (a pause keeps the data set still, e.g. for a failover). */
+    bool paused = pause_active(&s->env);
+    for (unsigned i = 0; i < s->env.ndbs && !paused; i++) {
+        if (s->env.dbs[i] != NULL) {
+            shard_use_db(&s->env, i); /* (its expiries are logged as that database's) */
+            ks_active_expire(s->env.ks, now, budget);
+        }
+    }
+    shard_use_db(&s->env, 0);
+    s->env.stats.expired_keys_all = shard_expired_keys(&s->env);
+    if (!paused &&
+        !repl_is_replica(persist_repl(s))) { /* replicas wait for the primary's records */
         hash_active_expire(s, now, budget / 4);
         /* and, as Redis's replica-ignore-maxmemory yes, evict nothing themselves */
         if (evict_cron(s) && !evtimer_pending(s->evictev, NULL)) {
@@ -303,7 +381,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
             evtimer_add(s->evictev, &one_ms);
         }
     }
-    if (ks_rehash_step(s->env.ks, 1000) && !evtimer_pending(s->rehashev, NULL)) {
+    if (rehash_dbs(s) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
     }
@@ -330,7 +408,7 @@ on_rehash(evutil_socket_t fd, short what, void *arg)
     struct shard *s = arg;
     (void)fd;
     (void)what;
-    if (ks_rehash_step(s->env.ks, 1000)) {
+    if (rehash_dbs(s)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
     }
@@ -342,7 +420,7 @@ on_evict(evutil_socket_t fd, short what, void *arg)
     struct shard *s = arg;
     (void)fd;
     (void)what;
-    if (evict_cron(s)) {
+    if (!pause_active(&s->env) && evict_cron(s)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->evictev, &one_ms);
     }
@@ -483,10 +561,13 @@ shard_destroy(struct shard *s)
     script_shard_free(s);
     pubsub_shard_destroy(s);
     block_shard_destroy(s);
+    monitor_shard_destroy(s);
+    tracking_shard_destroy(s);
+    pause_shard_destroy(s);
     persist_close(s);
-    hash_ttl_index_destroy(s->env.hash_ttl);
+    hash_ttl_free_all(s);
     topo_put(s->env.topo);
-    ks_destroy(s->env.ks);
+    shard_dbs_free(&s->env);
     evict_destroy(s->env.evict);
     dict_destroy(s->env.watched, NULL);
     acl_shard_release(s->env.acl);

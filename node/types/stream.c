@@ -4,6 +4,7 @@
 
 #include "base/mem.h"
 #include "node/keyspace/ks.h"
+#include "node/types/stream_group.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,8 +27,8 @@ struct stream {
     uint64_t length;
     struct sid last_id, max_deleted;
     uint64_t entries_added;
-    size_t bytes; /* nodes' allocations */
-    void *groups; /* consumer groups: the next round; NULL for now */
+    size_t bytes;          /* nodes' allocations */
+    struct sg_set *groups; /* consumer groups (stream_group.h); NULL when none */
 };
 
 /* ------------------------------------------------------------------ ids */
@@ -261,6 +262,7 @@ stream_free(void *p)
         rv_free(node_at(s, i));
     }
     rv_free(s->v);
+    sg_set_free(s->groups);
     rv_free(s);
 }
 
@@ -280,7 +282,7 @@ stream_dup(const struct stream *s)
         t->v[i] = c;
         t->bytes += rv_usable_size(c);
     }
-    t->groups = NULL;
+    t->groups = sg_set_dup(s->groups);
     return t;
 }
 
@@ -327,7 +329,27 @@ stream_set_meta(struct stream *s, struct sid last, struct sid max_deleted, uint6
 size_t
 stream_mem(const struct stream *s)
 {
-    return rv_usable_size(s) + (s->v ? rv_usable_size(s->v) : 0) + s->bytes;
+    return rv_usable_size(s) + (s->v ? rv_usable_size(s->v) : 0) + s->bytes + sg_set_mem(s->groups);
+}
+
+struct sg_set **
+stream_groups(struct stream *s)
+{
+    return &s->groups;
+}
+
+const struct sg_set *
+stream_groups_const(const struct stream *s)
+{
+    return s->groups;
+}
+
+bool
+stream_has(const struct stream *s, struct sid id)
+{
+    struct stream_it it;
+    stream_it_init(&it, s, id, id, false);
+    return stream_it_next(&it);
 }
 
 size_t
@@ -756,6 +778,7 @@ stream_emit_op(const struct ks_entry *e, obj_emit_fn *fn, void *arg)
         { del, sid_fmt(s->max_deleted, del) },
     };
     fn(arg, 7, av);
+    sg_set_emit(s->groups, key, fn, arg);
 }
 
 const struct obj_ops obj_stream_ops = {

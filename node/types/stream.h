@@ -12,7 +12,7 @@
  * by id (binary search: O(log n) seek; appends and head trims are O(1)).
  *
  * The stream also keeps Redis's metadata: last id, max deleted id, entries
- * added. Consumer groups (the next round) will hang off `groups`. */
+ * added, and its consumer groups (node/types/stream_group.h). */
 #pragma once
 #include "node/types/obj.h"
 
@@ -59,6 +59,12 @@ void stream_set_meta(struct stream *s, struct sid last, struct sid max_deleted,
                      uint64_t entries_added);
 size_t stream_mem(const struct stream *s); /* bytes allocated */
 size_t stream_nodes(const struct stream *s);
+/* The consumer groups (stream_group.h): NULL until the first is created. */
+struct sg_set;
+struct sg_set **stream_groups(struct stream *s);
+const struct sg_set *stream_groups_const(const struct stream *s);
+/* true when the entry id is in the stream (not deleted). */
+bool stream_has(const struct stream *s, struct sid id);
 
 /* Appends id (which the caller checked is above the last id) with nf
  * field/value pairs fv[0..2nf). */

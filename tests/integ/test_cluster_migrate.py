@@ -197,6 +197,11 @@ def test_ask_asking_tryagain_moved(cluster):
         assert dst.cmd("GET", tag + "new") == RespError(moved)    # one-shot
         assert dst.cmd("ASKING") == "OK"
         assert dst.cmd("GET", tag + "new") == b"n"
+        # RESTORE-ASKING (a cluster node's MIGRATE) runs on the importing target without ASKING
+        payload = src.cmd("DUMP", tag + "k1")
+        assert dst.cmd("RESTORE", tag + "r1", 0, payload) == RespError(moved)
+        assert dst.cmd("RESTORE-ASKING", tag + "r1", 0, payload) == "OK"
+        assert dst.cmd("ASKING") == "OK" and dst.cmd("GET", tag + "r1") == b"v1b"
         assert dst.cmd("ASKING") == "OK"
         assert dst.cmd("MGET", tag + "new", tag + "other") == RespError(tryagain)
         assert dst.cmd("ASKING") == "OK"
@@ -352,9 +357,9 @@ def test_migrate_deletion_is_logged(tmp_path):
 
 # ---------------------------------------------------------------------------------------------------- reshard
 
-def _cli(*args, timeout=120):
+def _cli(*args, timeout=120, input=None):
     r = subprocess.run(["redis-cli", *args], timeout=timeout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True)
+                       text=True, input=input, stdin=None if input is not None else subprocess.DEVNULL)
     return r.returncode, r.stdout
 
 
@@ -480,3 +485,91 @@ def test_blocked_client_is_redirected_when_its_slot_moves(cluster):
         assert setslot(cl, 0, slot, "NODE", cl.ids[1]) in ("OK", True)
         assert blocked.read_reply() == RespError("MOVED %d %s" % (slot, addr(cl, 1)))
         assert blocked.cmd("PING") == "PONG"
+
+
+@RELEASE_ONLY
+def test_redis_cli_fix_closes_a_half_moved_slot(cluster):
+    """A reshard stopped half way (the source MIGRATING, the target IMPORTING, some keys already moved):
+    redis-cli --cluster check reports the open slot, --cluster fix finishes the move (the rest of the keys
+    go to the target, which is given the slot), and check is clean afterwards with every key in place."""
+    cl = cluster
+    tag, slot = tag_of(cl, 0)
+    ca = client(cl.ports[0])
+    data = {"%sk%d" % (tag, i): str(i) for i in range(40)}
+    for k, v in data.items():
+        assert ca.set(k, v)
+    assert setslot(cl, 1, slot, "IMPORTING", cl.ids[0]) in ("OK", True)
+    assert setslot(cl, 0, slot, "MIGRATING", cl.ids[1]) in ("OK", True)
+    moved = sorted(data)[:15]
+    assert ca.execute_command("MIGRATE", HOST, cl.ports[1], "", 0, 5000, "KEYS", *moved) in ("OK", True)
+    code, out = _cli("--cluster", "check", addr(cl, 2))
+    assert "[WARNING]" in out and "open slot" in out.lower() and str(slot) in out, out
+    code, out = _cli("--cluster", "fix", addr(cl, 2), "--cluster-yes", timeout=120)
+    assert code == 0, out
+    code, out = _cli("--cluster", "check", addr(cl, 2))
+    assert code == 0 and "[WARNING]" not in out and "[ERR]" not in out, out
+    assert "[OK] All 16384 slots covered." in out, out
+    owner = cl.owner(slot)
+    assert owner == cl.owner(slot, cl.ports[1]) == cl.owner(slot, cl.ports[2]) in (0, 1)
+    assert "[" not in cl.myline(0) and "[" not in cl.myline(1)
+    assert fetch(cl, data) == data
+    assert client(cl.ports[1 - owner]).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+    assert client(cl.ports[owner]).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == len(data)
+
+
+@RELEASE_ONLY
+def test_redis_cli_fix_assigns_an_uncovered_slot(cluster):
+    """A slot that no node serves (CLUSTER DELSLOTS on its owner): check reports it, fix gives it to a node
+    (redis-cli's "Fixing slots coverage"), and the cluster serves the slot again."""
+    cl = cluster
+    tag, slot = tag_of(cl, 2)
+    assert client(cl.ports[2]).execute_command("CLUSTER", "DELSLOTS", slot) in ("OK", True)
+    for p in cl.ports[:2]:       # Redis: each node forgets it itself; ruvio: one commit did it everywhere
+        try:
+            client(p).execute_command("CLUSTER", "DELSLOTS", slot)
+        except redis.ResponseError as e:
+            assert str(e) == "Slot %d is already unassigned" % slot, e
+    poll_until(lambda: all(cl.owner(slot, p) is None for p in cl.ports), timeout=20, interval=0.1,
+               what="slot %d unassigned everywhere" % slot)
+    code, out = _cli("--cluster", "check", addr(cl, 0))
+    assert "[ERR] Not all 16384 slots are covered by nodes." in out, out
+    code, out = _cli("--cluster", "fix", addr(cl, 0), "--cluster-yes", timeout=120, input="yes\n")
+    assert code == 0 and "Fixing slots coverage" in out, out
+    poll_until(lambda: all(cl.owner(slot, p) is not None for p in cl.ports), timeout=20, interval=0.1,
+               what="slot %d assigned everywhere" % slot)
+    owner = cl.owner(slot)
+    assert cl.slot_map() == cl.slot_map(cl.ports[1]) == cl.slot_map(cl.ports[2])
+    rc = RedisCluster(startup_nodes=[ClusterNode(HOST, cl.ports[0])], decode_responses=True, socket_timeout=TIMEOUT)
+    assert rc.set(tag + "x", "1") and rc.get(tag + "x") == "1"
+    assert client(cl.ports[owner]).get(tag + "x") == "1"
+    rc.close()
+    code, out = _cli("--cluster", "check", addr(cl, 1))
+    assert code == 0 and "[OK] All 16384 slots covered." in out and "[ERR]" not in out, out
+
+
+def test_slot_given_away_with_keys_left_drops_them(cluster):
+    """SETSLOT NODE sent to the target (not the source, which refuses while it holds keys) gives a slot away
+    with keys still on the source: as in Redis, the source deletes them once it learns it lost the slot
+    (they are unreachable there: MOVED), and COUNTKEYSINSLOT / DBSIZE stop counting them."""
+    cl = cluster
+    tag, slot = tag_of(cl, 0)
+    other_tag = next(t for t in ("{o%d}" % k for k in range(100000))
+                     if key_slot(t.encode()) != slot and cl.owner(key_slot(t.encode())) == 0)
+    ca = client(cl.ports[0])
+    for i in range(25):
+        assert ca.set("%sk%d" % (tag, i), i)
+    assert ca.set(other_tag + "stay", "1")
+    keep = ca.dbsize()
+    assert ca.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 25
+    assert setslot(cl, 1, slot, "IMPORTING", cl.ids[0]) in ("OK", True)
+    assert setslot(cl, 0, slot, "MIGRATING", cl.ids[1]) in ("OK", True)
+    assert setslot(cl, 1, slot, "NODE", cl.ids[1]) in ("OK", True)
+    poll_until(lambda: cl.owner(slot, cl.ports[0]) == 1, timeout=20, interval=0.1,
+               what="the source learning that slot %d moved" % slot)
+    poll_until(lambda: ca.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0, timeout=20, interval=0.1,
+               what="the source dropping the keys of slot %d" % slot)
+    assert ca.dbsize() == keep - 25
+    assert ca.get(other_tag + "stay") == "1"
+    assert client(cl.ports[1]).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+    with pytest.raises(redis.ResponseError, match="MOVED %d" % slot):
+        ca.get("%sk0" % tag)

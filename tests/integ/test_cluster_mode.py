@@ -6,6 +6,7 @@ change is committed, with Redis's error texts; the topology and the identities s
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -14,6 +15,7 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
 from conftest import HOST, TIMEOUT, free_ports, launch, poll_until
+from ruviotest import procs
 
 pytestmark = pytest.mark.ruvio_only
 N = 3
@@ -354,9 +356,10 @@ def test_replicas_reads_and_manual_failover(tmp_path):
 def _cluster3(tmp_path, timeout_ms=2000):
     """Three processes: each one's first node a primary (redis-cli --cluster create), its second node a replica of
     the next process's primary, so every primary has its replica on another host."""
-    ports = [free_ports(2, also_bus=True) for _ in range(3)]
+    # (launch picks each process's ports, bus ports included, and starts it again on ports another test took)
     srvs = [launch(["--shards", 2, "--cluster-enabled", "yes", "--cluster-node-timeout", timeout_ms, "--dir",
-                    str(tmp_path / ("h%d" % i)), "--durability", "everysec"], port=p) for i, p in enumerate(ports)]
+                    str(tmp_path / ("h%d" % i)), "--durability", "everysec"]) for i in range(3)]
+    ports = [s.port for s in srvs]
     r = subprocess.run(["redis-cli", "--cluster", "create", *["%s:%d" % (HOST, p) for p in ports], "--cluster-yes"],
                        timeout=90, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert r.returncode == 0 and "[OK] All 16384 slots covered." in r.stdout, r.stdout
@@ -415,7 +418,7 @@ def test_automatic_failover_after_kill9_and_the_write_lease(tmp_path):
         assert ports[holder] == ports[1] != lp
         hport = next(ports[holder] + k for k in range(2)
                      if client(ports[holder] + k).execute_command("CLUSTER", "MYID") == rep)
-        srvs[holder].proc.send_signal(signal.SIGSTOP)
+        procs.pause(srvs[holder].proc.pid)
         try:
             poll_until(lambda: _roles(lp)[rep][1] == "slave", timeout=10, what="the paused primary replaced")
         finally:
@@ -687,3 +690,203 @@ def _links(port):
     for l in client(port).execute_command("CLUSTER", "LINKS"):
         out.append(l if isinstance(l, dict) else dict(zip(l[::2], l[1::2])))
     return out
+
+
+def _open_move(ports, prefix):
+    """A move of the first slot of the first process's primary to the second's, Redis's way: 20 keys of it set
+    (and replicated), the target IMPORTING, the source MIGRATING. Returns (node ids, slot, keys)."""
+    ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+    src, dst = ports[0], ports[1]
+    slot = int(_roles(src)[ids[0]][3][0].split("-")[0])
+    tag = next("{%s%d}" % (prefix, i) for i in range(200000) if key_slot(b"{%s%d}" % (prefix.encode(), i)) == slot)
+    keys = ["%sk%d" % (tag, i) for i in range(20)]
+    for i, k in enumerate(keys):
+        assert client(src).set(k, i)
+    assert client(src).execute_command("WAIT", 1, 10000) == 1
+    assert client(dst).execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[0]) in ("OK", True)
+    assert client(src).execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[1]) in ("OK", True)
+    return ids, slot, keys
+
+
+def test_keys_left_on_a_node_that_does_not_serve_their_slot_can_be_migrated_out(tmp_path):
+    """A node holding keys of a slot that another node serves, with no state open for it (what a move cut short
+    by a failover and redis-cli --cluster fix can leave: fix sets IMPORTING on every node with keys, and the
+    topology keeps one importer per slot): MIGRATE moves them to the owner, as fix's "Moving all the slot keys to
+    its owner" needs. Redis answers MOVED unless the slot is open on the node."""
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        src, dst = ports[0], ports[1]
+        ids, slot, keys = _open_move(ports, "o")
+        assert client(src).execute_command("MIGRATE", HOST, dst, "", 0, 5000, "KEYS", *keys[:5]) in ("OK", True)
+        assert client(src).execute_command("CLUSTER", "SETSLOT", slot, "STABLE") in ("OK", True)
+        assert client(dst).execute_command("CLUSTER", "SETSLOT", slot, "STABLE") in ("OK", True)
+        assert client(dst).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 5
+        with pytest.raises(redis.ResponseError, match="^MOVED %d " % slot):
+            client(dst).get(keys[0])
+        assert client(dst).execute_command("MIGRATE", HOST, src, "", 0, 5000, "KEYS", *keys[:5]) in ("OK", True)
+        assert client(dst).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        assert client(src).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 20
+        assert [client(src).get(k) for k in keys] == [str(i) for i in range(20)]
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def test_a_new_primary_drops_the_keys_a_migration_target_holds(tmp_path):
+    """What a source that dies between a MIGRATE's RESTORE on the target and its own DEL leaves: its replica
+    still holds keys the target has too. Once promoted, the replica asks the target which keys of the slots it
+    migrates are there, and drops its copies (logged, so its own replica drops them as well) before it serves
+    the slot; meanwhile their commands get TRYAGAIN. No key is then served by two nodes, and the copy written on
+    the target keeps its value through the rest of the move."""
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        src, dst = ports[0], ports[1]
+        rport = ports[2] + 1                                 # the source's replica (on the third process)
+        ids, slot, keys = _open_move(ports, "d")
+        # the target's half of a MIGRATE of keys 0..7 (the source's DEL never made): RESTORE after ASKING, as
+        # MIGRATE sends it; then a client writes one of them on the target (the source would ASK it there)
+        raw = redis.Redis(host=HOST, port=src, socket_timeout=TIMEOUT)
+        pipe = redis.Redis(host=HOST, port=dst, socket_timeout=TIMEOUT).pipeline(transaction=False)
+        for k in keys[:8]:
+            pipe.execute_command("ASKING")
+            pipe.execute_command("RESTORE", k, 0, raw.dump(k))
+        pipe.execute_command("ASKING")
+        pipe.set(keys[0], "written on the target")
+        assert all(x in (True, b"OK", "OK") for x in pipe.execute())
+        raw.close()
+        assert client(rport).execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        rid = client(rport).execute_command("CLUSTER", "MYID")
+        poll_until(lambda: _roles(dst)[rid][1] == "master" and client(rport).execute_command("ROLE")[0] == "master",
+                   timeout=15, what="the source's replica promoted")
+
+        def served_here(k):
+            try:
+                client(rport).get(k)
+                return True
+            except redis.ResponseError as e:
+                if str(e).startswith("TRYAGAIN"):
+                    return None
+                assert str(e) == "ASK %d %s:%d" % (slot, HOST, dst), str(e)
+                return False
+        poll_until(lambda: served_here(keys[0]) is False, timeout=20, what="the new primary to drop its copy")
+        assert [served_here(k) for k in keys] == [False] * 8 + [True] * 12
+        assert client(rport).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 12
+        # the deletions were logged: the old primary, now the new one's replica, drops them too
+        poll_until(lambda: client(src).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 12, timeout=20,
+                   what="the old primary to follow the deletions")
+        # the move ends with each key once, the one written on the target with its new value
+        assert client(rport).execute_command("MIGRATE", HOST, dst, "", 0, 5000, "KEYS", *keys[8:]) in ("OK", True)
+        assert client(dst).execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[1]) in ("OK", True)
+        assert client(rport).execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[1]) in ("OK", True)
+        assert client(dst).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 20
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[2])], decode_responses=True, socket_timeout=TIMEOUT)
+        assert [rc.get(k) for k in keys] == ["written on the target"] + [str(i) for i in range(1, 20)]
+        rc.close()
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def test_fix_after_a_failover_of_the_target_under_writes(tmp_path):
+    """A move half done when the target fails over, then `redis-cli --cluster fix` while a cluster client keeps
+    appending to the slot's lists. fix sees keys on the (new) target, picks the source as the owner by key count,
+    sends it SETSLOT STABLE and moves the target's keys back. A source that is STABLE while the target still
+    imports from it keeps sending missing keys there (-ASK), so a write to a key already moved is not made a
+    second copy on the source (which made fix fail with "keys in both nodes having different values" and lost
+    the writes of one copy). After fix: one owner, every acknowledged append exactly once, in order."""
+    ports, srvs = _cluster3(tmp_path)
+    stop = threading.Event()
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        src, dst = ports[0], ports[1]
+        tport = ports[0] + 1                                 # the target's replica (on the first process)
+        slot = int(_roles(src)[ids[0]][3][0].split("-")[0])
+        tag = next("{f%d}" % i for i in range(200000) if key_slot(b"{f%d}" % i) == slot)
+        keys = ["%sl%d" % (tag, i) for i in range(60)]
+        for i, k in enumerate(keys):
+            assert client(src).rpush(k, "init")
+        acked = {k: [] for k in keys}
+        unknown = set()
+
+        def writer():
+            rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[2])], decode_responses=True,
+                              socket_timeout=TIMEOUT)
+            n = 0
+            while not stop.is_set():
+                k, v = keys[n % len(keys)], "w%d" % n
+                try:
+                    rc.rpush(k, v)
+                    acked[k].append(v)
+                except Exception:                       # noqa: BLE001 (redis-py's cluster errors are not all RedisError)
+                    unknown.add(v)
+                n += 1
+            rc.close()
+        th = threading.Thread(target=writer)
+        th.start()
+        assert client(dst).execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[0]) in ("OK", True)
+        assert client(src).execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[1]) in ("OK", True)
+        half = client(src).execute_command("CLUSTER", "GETKEYSINSLOT", slot, 20)
+        assert client(src).execute_command("MIGRATE", HOST, dst, "", 0, 5000, "KEYS", *half) in ("OK", True)
+        assert client(tport).execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        tid = client(tport).execute_command("CLUSTER", "MYID")
+        every = [q for p in ports for q in (p, p + 1)]
+        poll_until(lambda: all(_roles(q)[tid][1] == "master" and _roles(q)[ids[1]][1] == "slave" for q in every),
+                   timeout=20, what="every node to know the target's replica promoted")
+        r = subprocess.run(["redis-cli", "--cluster", "fix", "%s:%d" % (HOST, ports[2]), "--cluster-yes"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=90)
+        time.sleep(0.5)                                      # writes after the fix too
+        stop.set()
+        th.join(timeout=30)
+        assert r.returncode == 0, r.stdout[-3000:]
+        assert sum(len(v) for v in acked.values()) > 100    # the writer wrote through the whole fix
+        assert client(src).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 60
+        assert client(tport).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        for k in keys:
+            got = client(src).lrange(k, 0, -1)
+            assert got[0] == "init" and len(set(got)) == len(got), (k, got)
+            assert [v for v in got[1:] if v not in unknown] == acked[k], (k, got, acked[k])
+    finally:
+        stop.set()
+        for s in srvs:
+            s.stop()
+
+
+def test_slot_states_survive_a_failover_of_the_source(tmp_path):
+    """A move Redis's way under way (source MIGRATING, target IMPORTING, some keys moved) when the source fails
+    over: the states live in the topology log, so the new primary (which has the source's data) is MIGRATING
+    now and the target IMPORTING from it; the move is finished from the new primary with nothing lost (Redis
+    drops the states with the failover and needs redis-cli --cluster fix)."""
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        src, dst = ports[0], ports[1]
+        rport = ports[2] + 1                                 # the source's replica (on the third process)
+        ids, slot, keys = _open_move(ports, "m")
+        assert client(src).execute_command("MIGRATE", HOST, dst, "", 0, 5000, "KEYS", *keys[:8]) in ("OK", True)
+        assert client(src).execute_command("WAIT", 1, 10000) == 1
+        assert client(rport).execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        rid = client(rport).execute_command("CLUSTER", "MYID")
+        poll_until(lambda: _roles(dst)[rid][1] == "master" and client(rport).execute_command("ROLE")[0] == "master",
+                   timeout=15, what="the source's replica promoted")
+
+        def myline(port):
+            return next(l for l in client(port).execute_command("CLUSTER", "NODES").strip().split("\n")
+                        if "myself" in l.split()[2])
+        assert myline(rport).endswith(" [%d->-%s]" % (slot, ids[1])), myline(rport)
+        assert myline(dst).endswith(" [%d-<-%s]" % (slot, rid)), myline(dst)
+        # the routing rules hold on the new source: present keys run there, moved ones are ASKed for
+        assert client(rport).get(keys[10]) == "10"
+        with pytest.raises(redis.ResponseError, match="^ASK %d %s:%d$" % (slot, HOST, dst)):
+            client(rport).get(keys[0])
+        # finish the move from the new primary
+        assert client(rport).execute_command("MIGRATE", HOST, dst, "", 0, 5000, "KEYS", *keys[8:]) in ("OK", True)
+        assert client(dst).execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[1]) in ("OK", True)
+        assert client(rport).execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[1]) in ("OK", True)
+        assert "[" not in myline(rport) and "[" not in myline(dst)
+        assert client(dst).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 20
+        assert client(rport).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[2])], decode_responses=True, socket_timeout=TIMEOUT)
+        assert [rc.get(k) for k in keys] == [str(i) for i in range(20)]
+        rc.close()
+    finally:
+        for s in srvs:
+            s.stop()

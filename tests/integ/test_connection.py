@@ -233,10 +233,9 @@ def test_select_arity(raw):
     assert raw.cmd("SELECT") == "ERR wrong number of arguments for 'select' command"
 
 
-@pytest.mark.ruvio_only
-def test_select_1_out_of_range_ruvio(raw):
-    # ruvio has a single database (db 0)
-    assert raw.cmd("SELECT", "1") == "ERR DB index is out of range"
+def test_select_1(raw):
+    # 16 databases by default, as Redis (tests/integ/test_databases.py)
+    assert raw.cmd("SELECT", "1") == "OK"
 
 
 def test_select_1_redis_py_message(r):

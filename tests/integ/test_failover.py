@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from conftest import HOST, RUVIO_BIN, free_ports, poll_until, resp_error
-from ruviotest import repl
+from ruviotest import repl, procs
 
 pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
 
@@ -319,7 +319,7 @@ def test_forced_failover_to_a_stopped_target_completes_or_rolls_back(start_serve
     closed with them; here it always rolled back). Whatever the target gets, the pair ends with exactly one
     primary that the other follows (before: both replicas of each other, for good)."""
     primary, replica, p, r = linked_pair(start_server)
-    replica.proc.send_signal(signal.SIGSTOP)
+    procs.pause(replica.proc.pid)
     try:
         pipe = p.pipeline(transaction=False)
         for i in range(2000):

@@ -239,6 +239,18 @@ def test_errorstats(raw):
     assert "errorstat_WRONGTYPE" not in info(raw, "errorstats")["errorstats"]
 
 
+def test_unknown_subcommand_is_an_error_not_a_rejected_call(raw):
+    """An unknown subcommand is an error reply but no command's call: INFO commandstats gets no line for the
+    container (node-redis's RESP3 handshake sends CLIENT MAINT_NOTIFICATIONS, which neither server knows)."""
+    raw.cmd("CONFIG", "RESETSTAT")
+    got = raw.cmd("CLIENT", "MAINT_NOTIFICATIONS", "ON", "moving-endpoint-type", "internal-ip")
+    assert isinstance(got, RespError) and str(got).startswith("ERR unknown subcommand 'MAINT_NOTIFICATIONS'.")
+    assert kv(info(raw, "errorstats")["errorstats"]["errorstat_ERR"])["count"] == "1"
+    assert int(info(raw, "stats")["stats"]["total_error_replies"]) == 1
+    cs = info(raw, "commandstats")["commandstats"]
+    assert not [k for k in cs if k.startswith("cmdstat_client")], cs
+
+
 def test_latencystats(start_server):
     srv = start_server()
     with srv.raw() as c:

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from conftest import HOST, poll_until
-from ruviotest import repl
+from ruviotest import repl, procs
 from ruviotest.wait import wait_durable
 
 pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
@@ -36,7 +36,7 @@ def test_divergent_full_sync_in_always_keeps_answering(start_server):
     wait_link_up(cc)
     wait_offset(ca, cb)
     wait_offset(ca, cc)
-    os.kill(a.proc.pid, signal.SIGSTOP)
+    procs.pause(a.proc.pid)
     try:
         assert cb.replicaof("no", "one") == "OK"
         assert cc.replicaof(HOST, b.port) == "OK"

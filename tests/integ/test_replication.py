@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from conftest import HOST, free_port, poll_until, resp_error
-from ruviotest import repl
+from ruviotest import repl, procs
 from ruviotest.wait import wait_durable
 
 pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
@@ -280,7 +280,7 @@ def test_expired_keys_hidden_until_primary_deletes(start_server):
     p.set("gone", "v", px=400)
     p.set("stay", "v")
     wait_offset(primary, replica)
-    os.kill(primary.proc.pid, signal.SIGSTOP)     # no DEL can come while it is stopped
+    procs.pause(primary.proc.pid)     # no DEL can come while it is stopped
     try:
         time.sleep(0.6)
         assert r.get("gone") is None              # hidden: its deadline passed
@@ -652,7 +652,7 @@ def test_failover_errors_and_abort(start_server, proxies):
         "FAILOVER target HOST and PORT is not a replica."
     assert resp_error(r.execute_command, "FAILOVER") == "FAILOVER is not valid when server is a replica."
     # a target that cannot catch up: the timeout aborts, paused writes then run
-    os.kill(replica.proc.pid, signal.SIGSTOP)
+    procs.pause(replica.proc.pid)
     try:
         p.set("x", "1")
         assert p.execute_command("FAILOVER", "TIMEOUT", 300) == "OK"
@@ -939,7 +939,7 @@ def test_replica_over_its_output_buffer_limit_is_dropped_and_resyncs(start_serve
     r.replicaof(HOST, primary.port)
     wait_link_up(replica)
     wait_offset(primary, replica)
-    os.kill(replica.proc.pid, signal.SIGSTOP)
+    procs.pause(replica.proc.pid)
     try:
         deadline = time.monotonic() + 60
         big = "x" * 4000

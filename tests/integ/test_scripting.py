@@ -175,6 +175,33 @@ def test_commands_refused_in_scripts(r):
     assert r.execute_command("EVALSHA_RO", sha, 1, "a") == "1"
 
 
+def test_refused_calls_count_as_rejected_in_commandstats(r):
+    """A call a script makes that is refused before it runs (arity, a write in a read-only script) counts in
+    the called command's rejected_calls, even when the script catches it with pcall; one that ran and failed
+    counts in failed_calls (node-redis and BullMQ scripts surfaced the difference in INFO commandstats)."""
+    def stat(name, field):
+        return int(r.info("commandstats").get("cmdstat_" + name, {}).get(field, 0))
+
+    fields = ("calls", "rejected_calls", "failed_calls")
+    before = {(n, f): stat(n, f) for n in ("get", "set", "incr") for f in fields}
+
+    def delta(n, f):
+        return stat(n, f) - before[(n, f)]
+    assert r.eval("redis.pcall('get') return 1", 0) == 1                         # swallowed: still rejected
+    assert resp_error(r.eval, "return redis.pcall('get', 'a', 'b')", 0).startswith(
+        "Wrong number of args calling Redis command from script")
+    assert resp_error(r.eval, "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 'v')", 1, "rk").startswith(
+        "Write commands are not allowed from read-only scripts.")
+    assert resp_error(r.eval, "return redis.pcall('nosuchcommand')", 0).startswith(
+        "Unknown Redis command called from script")
+    r.set("rs", "text")
+    assert resp_error(r.eval, "return redis.pcall('incr', KEYS[1])", 1, "rs") == \
+        "value is not an integer or out of range"
+    assert (delta("get", "rejected_calls"), delta("get", "calls")) == (2, 0)
+    assert (delta("set", "rejected_calls"), delta("set", "calls")) == (1, 1)    # (the call: redis-py's SET)
+    assert (delta("incr", "rejected_calls"), delta("incr", "failed_calls"), delta("incr", "calls")) == (0, 1, 1)
+
+
 def test_shebang_flags(server):
     with server.raw() as c:
         got = c.cmd("EVAL", "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 'b')", "1", "a")

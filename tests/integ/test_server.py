@@ -14,7 +14,7 @@ import socket
 
 import pytest
 
-from conftest import HOST, IS_REDIS, REDIS_BIN, RUVIO_BIN, free_port, poll_until
+from conftest import HOST, IS_REDIS, REDIS_BIN, RUVIO_BIN, free_port, free_ports, poll_until
 
 EXIT_TIMEOUT = 5
 
@@ -263,7 +263,7 @@ def test_sigterm_at_any_moment_of_start_up_is_a_clean_exit(tmp_path):
     while the node is loading or just starting is never fatal (-15) and loses nothing (docs/operations.md)."""
     import subprocess
 
-    port = free_port()
+    port = free_ports(2)     # (both shards' ports: a busy port + 1 would keep the second from starting)
     log = tmp_path / "ruvio.log"
     argv = [RUVIO_BIN, "--port", str(port), "--bind", HOST, "--dir", str(tmp_path / "data"), "--shards", "2",
             "--durability", "always", "--logfile", str(log)]
@@ -291,7 +291,11 @@ def _sigterm_during_start_up(start, log, port):
     import redis as redis_py
 
     p = start()
-    poll_until(lambda: all(_ping(port + i) for i in (0, 1)), timeout=10, what="both shards answer")
+    try:
+        poll_until(lambda: all(_ping(port + i) for i in (0, 1)), timeout=30, what="both shards answer")
+    except AssertionError as e:
+        raise AssertionError("%s; exit status %s; log:\n%s" % (e, p.poll(), log.read_text()[-3000:]
+                                                               if log.exists() else "(none)")) from None
     keys = 0
     for i in (0, 1):
         r = redis_py.Redis(host=HOST, port=port + i, socket_timeout=10)

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from conftest import HOST, poll_until, resp_error
-from ruviotest import repl
+from ruviotest import repl, procs
 
 pytestmark = [pytest.mark.ruvio_only, pytest.mark.own_server]
 
@@ -56,7 +56,7 @@ def test_write_reply_waits_for_the_replica(start_server, durability):
     assert r.get("k0") == "v0"  # acknowledged: the replica applied it before the reply
     w = primary.client(socket_timeout=20)
     g = primary.client(socket_timeout=20)
-    replica.proc.send_signal(signal.SIGSTOP)
+    procs.pause(replica.proc.pid)
     try:
         wr = Call(lambda: w.set("k1", "v1"))
         wr.join(1.0)
@@ -109,7 +109,7 @@ def test_unacked_write_times_out_closed(start_server, durability):
     sync_on(p)
     assert p.set("k0", "v0") is True
     w = primary.client(socket_timeout=20)
-    replica.proc.send_signal(signal.SIGSTOP)
+    procs.pause(replica.proc.pid)
     try:
         wr = Call(lambda: w.set("k1", "v1"))
         wr.join(15)
@@ -132,7 +132,7 @@ def test_config_set_zero_releases_held_writes(start_server):
     assert p.config_set("min-sync-replicas", 1)
     sync_on(p)
     w = primary.client(socket_timeout=20)
-    replica.proc.send_signal(signal.SIGSTOP)
+    procs.pause(replica.proc.pid)
     try:
         wr = Call(lambda: w.set("k1", "v1"))
         wr.join(0.5)
@@ -153,7 +153,7 @@ def test_demoted_primary_closes_its_waiting_writers(start_server):
     assert p.config_set("min-sync-replicas", 1)
     sync_on(p)
     w = primary.client(socket_timeout=20)
-    replica.proc.send_signal(signal.SIGSTOP)
+    procs.pause(replica.proc.pid)
     try:
         wr = Call(lambda: w.set("k1", "v1"))
         wr.join(0.5)
@@ -177,7 +177,7 @@ def test_demotion_in_the_same_batch_as_a_write_does_not_release_it(start_server,
     other = start_server()
     assert p.config_set("min-sync-replicas", 1)
     sync_on(p)
-    replica.proc.send_signal(signal.SIGSTOP)
+    procs.pause(replica.proc.pid)
     try:
         s = socket.create_connection((HOST, primary.port), timeout=3)
         s.sendall(b"SET k1 v1\r\nREPLICAOF %s %d\r\n" % (HOST.encode(), other.port))

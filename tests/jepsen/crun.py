@@ -19,14 +19,22 @@ import rcluster as rc
 from ruviotest.resp import parse_info_flat as parse_info
 from ruviotest.wait import wait_for
 
-ALL_FAULTS = ("kill", "stop", "partition", "partition-leader", "leader-kill", "leader-kill-failover", "failover",
-              "failover-force")
+BASE_FAULTS = ("kill", "stop", "partition", "partition-leader", "leader-kill", "leader-kill-failover", "failover",
+               "failover-force")
+ALL_FAULTS = BASE_FAULTS + ("migrate",)
 PROFILES = {
     "all": ALL_FAULTS,
-    # CI: what the binary must survive on every run (every fault; graceful failovers twice as likely).
-    "ci": ALL_FAULTS + ("failover",),
+    # CI: what the binary must survive on every run (every fault but `migrate`, which found a divergence
+    # not fixed yet: README.md; graceful failovers twice as likely).
+    "ci": BASE_FAULTS + ("failover",),
 }
 LISTS_PER_CLIENT = 8
+# Slots the `migrate` fault moves between primaries: a quarter of the writes go to keys of these (hash tags),
+# so every move carries keys and races writes. Their ops have no shard group (check (g) is per fixed group).
+MIGRATING_TAGS = ["{m%d}" % i for i in range(6)]
+MIGRATING_SLOTS = [key_slot(t.encode()) for t in MIGRATING_TAGS]
+# what happens half way through a move: nothing, or a fault to one side (then redis-cli --cluster fix ends it)
+MIGRATE_MID = (None, "kill-source", "kill-target", "failover-source", "failover-target")
 
 
 def draw_schedule(seed, duration, faults):
@@ -36,6 +44,8 @@ def draw_schedule(seed, duration, faults):
         p = {"pick": rng.randrange(3), "hold": rng.uniform(0.5, 5.0)}
         if kind.startswith("leader-kill"):
             p["after_ms"] = rng.choice((0, 5, 20, 50))
+        if kind == "migrate":
+            p.update(slot=rng.randrange(len(MIGRATING_SLOTS)), to=rng.randrange(2), mid=rng.choice(MIGRATE_MID))
         return p
     return drive.schedule(seed, duration, faults, params)
 
@@ -45,6 +55,7 @@ class Run(drive.Run):
         super().__init__(opts)
         self.slots = {}            # slot -> (ip, port), the clients' shared routing table
         self.slots_lock = threading.Lock()
+        self.migrating = False     # the schedule moves slots (writes go to MIGRATING_TAGS too)
 
     def refresh_slots(self):
         """Load the routing table from CLUSTER SLOTS of the first node that answers (as cluster clients do)."""
@@ -105,13 +116,14 @@ class Client(threading.Thread):
         r = self.run_
         self.seq += 1
         val = "%d:%d:%d" % (r.opts.seed, self.cid, self.seq)
+        tag = self.rng.choice(MIGRATING_TAGS) if r.migrating and self.rng.random() < 0.25 else ""
         if self.rng.random() < 0.3:
-            kind, key = "push", "l:%d:%d" % (self.cid, self.rng.randrange(LISTS_PER_CLIENT))
+            kind, key = "push", "%sl:%d:%d" % (tag, self.cid, self.rng.randrange(LISTS_PER_CLIENT))
         else:
-            kind, key = "set", "k:%d:%d" % (self.cid, self.seq)
+            kind, key = "set", "%sk:%d:%d" % (tag, self.cid, self.seq)
         slot = key_slot(key.encode())
-        return cchecker.Op(c=self.cid, kind=kind, key=key, val=val, slot=slot, group=r.cluster.group_of(slot),
-                           t0=r.now())
+        group = -1 if tag else r.cluster.group_of(slot)
+        return cchecker.Op(c=self.cid, kind=kind, key=key, val=val, slot=slot, group=group, t0=r.now())
 
     def run(self):
         r = self.run_
@@ -334,6 +346,9 @@ class Nemesis:
     def f_leader_kill_failover(self, p):
         self.f_leader_kill(dict(p, change="failover"))
 
+    def f_migrate(self, p):
+        Migrate(self).go(p)
+
     def f_failover_force(self, p):
         self.f_failover(dict(p, force=True))
 
@@ -352,6 +367,121 @@ class Nemesis:
             " ".join(args), h, port, prim, reply), node=h.name)
 
 
+class Migrate:
+    """The `migrate` fault: one slot of MIGRATING_SLOTS moved to another primary Redis's way, as redis-cli's
+    reshard does it (SETSLOT IMPORTING on the target, MIGRATING on the source, GETKEYSINSLOT + MIGRATE in
+    batches, SETSLOT NODE on the target then the source) while the clients write to it; with `mid`, one side
+    is killed or failed over half way, and `redis-cli --cluster fix` (the operator's tool) ends the move."""
+
+    def __init__(self, nem):
+        self.nem = nem
+        self.run = nem.run
+        self.c = nem.c
+
+    def primaries(self):
+        for h, port in self.c.nodes():
+            if h.reachable():
+                try:
+                    v = self.c.view(h.ip, port, timeout=2)
+                except (redis.exceptions.RedisError, OSError):
+                    continue
+                return [dict(n, id=k) for k, n in v.items()
+                        if "master" in n["flags"] and "fail" not in ",".join(n["flags"])]
+        return []
+
+    def go(self, p):
+        slot = MIGRATING_SLOTS[p["slot"]]
+        prim = self.primaries()
+        src = next((n for n in prim if slot in rc.slot_set(n["slots"])), None)
+        others = [n for n in prim if n["id"] != (src or {}).get("id") and n["slots"]]
+        if src is None or not others:
+            self.run.event("skip", "migrate: no owner of slot %d or no other primary" % slot)
+            return
+        dst = others[p["to"] % len(others)]
+        s, d = (src["ip"], src["port"]), (dst["ip"], dst["port"])
+        self.run.event("migrate", "move slot %d from %s to %s%s" % (
+            slot, src["addr"], dst["addr"], ", %s half way" % p["mid"] if p.get("mid") else ""))
+        try:
+            rc.cmd(*d, "CLUSTER", "SETSLOT", slot, "IMPORTING", src["id"], timeout=10)
+            rc.cmd(*s, "CLUSTER", "SETSLOT", slot, "MIGRATING", dst["id"], timeout=10)
+            moved, mid_done = 0, not p.get("mid")
+            while True:
+                keys = rc.cmd(*s, "CLUSTER", "GETKEYSINSLOT", slot, 20, timeout=10)
+                if not keys:
+                    break
+                rc.cmd(*s, "MIGRATE", dst["ip"], dst["port"], "", 0, 5000, "KEYS", *keys, timeout=15)
+                moved += len(keys)
+                if not mid_done and moved >= 20:
+                    mid_done = True
+                    self.mid(p, src, dst)
+                    self.fix("after %s" % p["mid"])
+                    return
+            if not mid_done:
+                self.mid(p, src, dst)
+                self.fix("after %s" % p["mid"])
+                return
+            rc.cmd(*d, "CLUSTER", "SETSLOT", slot, "NODE", dst["id"], timeout=10)
+            rc.cmd(*s, "CLUSTER", "SETSLOT", slot, "NODE", dst["id"], timeout=10)
+            self.run.event("migrated", "slot %d now on %s (%d keys moved)" % (slot, dst["addr"], moved))
+        except (redis.exceptions.RedisError, OSError) as e:
+            self.run.event("migrate-failed", "moving slot %d: %s" % (slot, str(e)[:300]))
+            self.fix("after a failed step")
+
+    def mid(self, p, src, dst):
+        side = src if p["mid"].endswith("source") else dst
+        h = self.c.host_of(side["ip"])
+        if p["mid"].startswith("kill"):
+            self.run.event("kill", "kill -9 %s (%s of the move) for %.1fs" % (h, p["mid"][5:], p["hold"]),
+                           node=h.name)
+            h.kill9()
+            time.sleep(p["hold"])
+            self.nem.restart(h, "after kill -9 mid-move")
+            return
+        reps = [r for r in self.nem.replicas() if r[2] == side["addr"]]
+        if not reps:
+            self.run.event("skip", "no replica of %s to fail over" % side["addr"])
+            return
+        rh, rport, _ = reps[0]
+        try:
+            reply = rc.cmd(rh.ip, rport, "CLUSTER", "FAILOVER", timeout=15)
+        except (redis.exceptions.RedisError, OSError) as e:
+            reply = "error: %s" % e
+        self.run.event("topology", "CLUSTER FAILOVER on %s:%d (replica of the move's %s %s): %s" % (
+            rh, rport, p["mid"][9:], side["addr"], reply), node=rh.name)
+
+    def fix(self, why):
+        """redis-cli --cluster fix from a host that answers, once the cluster settled (bounded)."""
+        self.nem.settle()
+        for h in self.c.hosts:
+            if not h.reachable() or not h.alive():
+                continue
+            try:
+                r = h.h.run(["timeout", "120", "redis-cli", "--cluster", "fix", "%s:%d" % (h.ip, rc.PORTS[0]),
+                             "--cluster-yes"], timeout=130, input="yes\n")
+            except Exception as e:     # noqa: BLE001 (recorded; the final checks judge the outcome)
+                self.run.event("fix", "redis-cli --cluster fix %s: %s" % (why, e))
+                return
+            self.run.event("fix", "redis-cli --cluster fix %s: exit %d%s" % (
+                why, r.returncode, "" if r.returncode == 0 else ": " + (r.stdout or "")[-400:]))
+            return
+
+
+def close_open_slots(run):
+    """Healing: a move a fault left open is closed with redis-cli --cluster fix (at most twice)."""
+    for _ in range(2):
+        open_ = False
+        for h, port in run.cluster.nodes():
+            try:
+                for line in rc.cmd(h.ip, port, "CLUSTER", "NODES", timeout=5).splitlines():
+                    if "myself" in line and "[" in line:
+                        open_ = True
+            except (redis.exceptions.RedisError, OSError):
+                continue
+        if not open_:
+            return
+        Migrate(Nemesis(run)).fix("(heal: a slot still open)")
+
+
 def heal(run):
     c = run.cluster
     nem = Nemesis(run)
@@ -366,6 +496,8 @@ def heal(run):
         if not h.alive():
             nem.restart(h, "(heal)")
     run.event("healed", "all processes up, links up: %s" % nem.describe())
+    if run.migrating:
+        close_open_slots(run)
 
     def converged():
         v = c.settled(need_replicas=True)
@@ -485,6 +617,7 @@ def run_once(opts):
     os.makedirs(opts.out, exist_ok=True)
     schedule = draw_schedule(opts.seed, opts.duration, faults)
     run = Run(opts)
+    run.migrating = any(kind == "migrate" for _, kind, _ in schedule)
     print("jepsen (cluster): seed %d, %ds, faults %s, %d scheduled, ack %s, out %s" % (
         opts.seed, opts.duration, ",".join(faults), len(schedule), opts.ack, opts.out), flush=True)
     run.cluster = c = rc.RCluster(opts, os.path.join(opts.out, "work"))

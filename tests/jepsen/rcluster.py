@@ -247,7 +247,8 @@ class RCluster:
                 v = self.view(h.ip, p, timeout=1)
                 if any("fail" in n["flags"] or "fail?" in n["flags"] for n in v.values()):
                     return None
-                views.append({k: (n["addr"], n["flags"], n["primary"], n["epoch"], n["slots"])
+                views.append({k: (n["addr"], n["flags"], n["primary"], n["epoch"],
+                                  [r for r in n["slots"] if not r.startswith("[")])    # (a node's own open slots)
                               for k, n in v.items()})
                 i = parse_kv(cmd(h.ip, p, "CLUSTER", "INFO", timeout=1))
                 if i.get("cluster_state") != "ok":

@@ -500,13 +500,44 @@ def test_sentinel_failover(net, example_nodes, sentinels):
     print("sentinel failover: new primary %s after %.1f s; old primary converted %.1f s after its restart"
           % (promoted, elapsed, converted_s))
 
-    # planned switch-over: SENTINEL FAILOVER picks another node and repoints the rest
-    assert sents[0][2].execute_command("SENTINEL", "FAILOVER", "ruvio-main") in ("OK", True)
-
+    # planned switch-over: SENTINEL FAILOVER picks another node and repoints the rest. Sentinel itself may
+    # abort a failover it started (e.g. "-failover-abort-no-good-slave" when a replica's INFO is a little stale
+    # on a loaded machine): then the operator asks again, and so does the test, at most three times.
     def moved():
-        a = new_primary_addr()
-        return a if a and a != addr else None
-    addr2 = wait_for(moved, timeout=40, interval=0.5, what="SENTINEL FAILOVER electing another primary")
+        try:
+            a = sents[0][2].execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "ruvio-main")
+        except redis.exceptions.RedisError:
+            return None
+        return a[0] if a and a[0] != addr else None
+    addr2 = None
+    for attempt in range(3):
+        try:
+            r = sents[0][2].execute_command("SENTINEL", "FAILOVER", "ruvio-main")
+            assert r in ("OK", True), r
+        except redis.exceptions.ResponseError as e:     # INPROG: the previous attempt is still running
+            assert "INPROG" in str(e) or "NOGOODSLAVE" in str(e), e
+        try:
+            addr2 = wait_for(moved, timeout=30, interval=0.5, what="SENTINEL FAILOVER electing another primary")
+            break
+        except AssertionError:
+            print("SENTINEL FAILOVER attempt %d: no new primary after 30 s" % (attempt + 1))
+
+    def show_logs():
+        for n in nodes:
+            print("==== %s: ROLE %r" % (n, nodes[n].client().execute_command("ROLE")))
+            print(nodes[n].log()[-3000:])
+        for h, proc, _ in sents:
+            print("==== %s" % proc.log_path)
+            print(open(proc.log_path, errors="replace").read()[-6000:])
+    if addr2 is None:
+        show_logs()
+        raise AssertionError("SENTINEL FAILOVER: no new primary after three attempts (logs above)")
+    try:
+        wait_for(lambda: new_primary_addr() == addr2, timeout=30, interval=0.5,
+                 what="the other sentinels learning the new primary %s" % addr2)
+    except AssertionError:
+        show_logs()
+        raise
     name2 = next(n for n in nodes if nodes[n].ip == addr2)
     wait_for(lambda: nodes[name2].client().execute_command("ROLE")[0] == "master", timeout=20,
              what="ROLE master on %s" % name2)

@@ -1,5 +1,7 @@
 """Server processes: wait until a new one answers, stop one politely and then not, read the end of its log."""
 
+import glob
+import os
 import signal
 import subprocess
 import time
@@ -60,3 +62,25 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def _all_stopped(pid):
+    states = []
+    for f in glob.glob("/proc/%d/task/*/stat" % pid):
+        try:
+            with open(f) as fh:
+                states.append(fh.read().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            pass  # a thread that just exited
+    return bool(states) and all(s in ("T", "t") for s in states)
+
+
+def pause(pid, timeout=5.0):
+    """SIGSTOP pid and wait until every thread of it is stopped: kill() returns while a thread running on
+    another CPU may still go on for a moment (under load, long enough to answer or ack one more request)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while not _all_stopped(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError("process %d did not stop within %.1fs of SIGSTOP" % (pid, timeout))
+        time.sleep(0.001)

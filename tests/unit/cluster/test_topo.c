@@ -342,8 +342,21 @@ Test(topo, promote_moves_slots_and_epochs)
     char want[TOPO_ERR_MAX];
     snprintf(want, sizeof(want), "ERR Unknown node %s", ID[9]);
     REFUSED(topo_enc_promote(&B, ID[9]), want);
+    /* moves under way, both ways between 0 and 1 */
+    OK(topo_enc_setslot(&B, TOPO_CMD_SLOT_MIGRATING, 7, ID[0], ID[1]));
+    OK(topo_enc_setslot(&B, TOPO_CMD_SLOT_IMPORTING, 7, ID[1], ID[0]));
+    OK(topo_enc_setslot(&B, TOPO_CMD_SLOT_MIGRATING, 6000, ID[1], ID[0]));
+    OK(topo_enc_setslot(&B, TOPO_CMD_SLOT_IMPORTING, 6000, ID[0], ID[1]));
 
     OK(topo_enc_promote(&B, ID[2]));
+    /* the states survive: node 0's are node 2's now, and node 1's name node 2 */
+    const struct topo_mig *m = topo_slot_mig(T, 7);
+    cr_assert(m && m->mig_by == idx(2) && m->mig_to == idx(1), "the source's MIGRATING moved");
+    cr_assert(m->imp_by == idx(1) && m->imp_from == idx(2),
+              "the target's IMPORTING names the new source");
+    m = topo_slot_mig(T, 6000);
+    cr_assert(m && m->mig_by == idx(1) && m->mig_to == idx(2));
+    cr_assert(m->imp_by == idx(2) && m->imp_from == idx(1));
     cr_assert_eq(T->current_epoch, 3);
     cr_assert_eq(node(2)->role, TOPO_PRIMARY);
     cr_assert_eq(node(2)->primary, TOPO_NONE);

@@ -1,5 +1,6 @@
 /* The command table is the single source of truth: check its rows. */
 #include "node/core/cmd.h"
+#include "node/commands/cmd_docs.h"
 #include "node/commands/cmds.h"
 
 #include <criterion/criterion.h>
@@ -39,6 +40,9 @@ check_row(const struct cmd_spec *s)
     }
     cr_assert(!((s->flags & CMD_WRITE) && (s->flags & CMD_READONLY)), "%s: write and readonly",
               s->name);
+    /* COMMAND DOCS builds its arguments tree from the syntax string */
+    cr_assert(docs_syntax_ok(s), "%s: syntax string does not parse: \"%s\"", s->name,
+              s->args ? s->args : "");
 }
 
 Test(cmd_table, rows_are_well_formed)
@@ -94,8 +98,8 @@ Test(cmd_table, every_command_is_documented)
     /* docs/commands.md, plus docs/commands-<group>.md pages where a group has its own. */
     static char doc[4 << 20];
     size_t len = 0;
-    static const char *const pages[] = { "",        "-list", "-hash", "-set",   "-zset",
-                                         "-bitmap", "-hll",  "-geo",  "-coord", "-stream" };
+    static const char *const pages[] = { "",     "-list", "-hash",  "-set",    "-zset", "-bitmap",
+                                         "-hll", "-geo",  "-coord", "-stream", "-json" };
     for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
         char path[512];
         snprintf(path, sizeof(path), "%s/docs/commands%s.md", RV_SOURCE_DIR, pages[i]);

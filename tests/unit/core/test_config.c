@@ -221,3 +221,35 @@ Test(config, rewrite_round_trip)
     cfg_destroy(again);
     unlink(path);
 }
+
+Test(config, notify_keyspace_events)
+{
+    const char *argv[] = { "ruvio" };
+    struct cfg *c = load(1, argv);
+    cr_assert_str_eq(c->node.notify_keyspace_events, "");
+    cr_assert_eq(c->node.notify_flags, 0);
+    cr_assert_eq(cfg_set(c, "notify-keyspace-events", 22, "Ex", 2, err, sizeof(err)), 0, "%s", err);
+    cr_assert_str_eq(c->node.notify_keyspace_events, "xE");
+    cr_assert_eq(c->node.notify_flags, CFG_NKE_KEYEVENT | CFG_NKE_EXPIRED);
+    /* classes without K or E deliver nothing: the flags stay 0 (the hot path's one test) */
+    cr_assert_eq(cfg_set(c, "notify-keyspace-events", 22, "A", 1, err, sizeof(err)), 0, "%s", err);
+    cr_assert_str_eq(c->node.notify_keyspace_events, "A");
+    cr_assert_eq(c->node.notify_flags, 0);
+    /* n beside A is kept, and survives the re-check another CONFIG SET runs */
+    cr_assert_eq(cfg_set(c, "notify-keyspace-events", 22, "KEAnm", 5, err, sizeof(err)), 0, "%s",
+                 err);
+    cr_assert_str_eq(c->node.notify_keyspace_events, "AKEmn");
+    cr_assert_eq(cfg_set(c, "hz", 2, "20", 2, err, sizeof(err)), 0, "%s", err);
+    cr_assert_str_eq(c->node.notify_keyspace_events, "AKEmn");
+    cr_assert(c->node.notify_flags & CFG_NKE_NEW);
+    cr_assert(c->node.notify_flags & CFG_NKE_KEY_MISS);
+    cr_assert(c->node.notify_flags & CFG_NKE_MODULE);
+    struct cfg *d = cfg_dup(c);
+    cr_assert_eq(d->node.notify_flags, c->node.notify_flags);
+    cfg_destroy(d);
+    cr_assert_eq(cfg_set(c, "notify-keyspace-events", 22, "KEq", 3, err, sizeof(err)), -1);
+    cr_assert_str_eq(err, "ERR CONFIG SET failed (possibly related to argument "
+                          "'notify-keyspace-events') - Invalid event class character. Use "
+                          "'Ag$lshzxeKEtmdn'.");
+    cfg_destroy(c);
+}

@@ -3,6 +3,7 @@
 
 #include "base/clock.h"
 #include "base/mem.h"
+#include "cluster/slot.h"
 #include "node/keyspace/ks_int.h"
 
 #include <criterion/criterion.h>
@@ -1030,5 +1031,112 @@ Test(ks, overwrite_in_place_same_and_other_layout)
             cr_assert_eq(ks_int_check(ks), 0);
         }
     }
+    ks_destroy(ks);
+}
+
+/* Numbered databases: MOVE and COPY ... DB copy an entry into another
+ * keyspace (same name allowed), and a database created later takes db 0's
+ * settings. */
+Test(ks, copy_to_another_keyspace_and_inherit)
+{
+    struct ks *a = ks_create(S0, S1), *b = ks_create(S1, S0);
+    ks_set_lfu(a, true, 10, 1);
+    ks_set_clock(a, NOW);
+    ks_inherit(b, a);
+    cr_assert(ks_lfu(b));
+    ks_set_str(a, "k", 1, "value", 5, NOW + 1000, false);
+    ks_set_int(a, "n", 1, 12345, KS_NO_EXPIRE, false);
+    struct ks_entry *c = ks_copy_to(b, ks_peek(a, "k", 1), "k", 1);
+    expect_str(c, "value", 5);
+    cr_assert_eq(ks_entry_expire(c), NOW + 1000);
+    cr_assert_eq(ks_expires_size(b), 1);
+    c = ks_copy_to(b, ks_peek(a, "n", 1), "n2", 2);
+    cr_assert(ks_str_is_int(c));
+    cr_assert_eq(ks_str_int(c), 12345);
+    /* the source is unchanged; a pointer value is the caller's to duplicate */
+    expect_str(ks_peek(a, "k", 1), "value", 5);
+    ks_set_ptr(a, "p", 1, KS_SET, malloc(8), free, KS_NO_EXPIRE);
+    cr_assert_null(ks_copy_to(b, ks_peek(a, "p", 1), "p", 1));
+    cr_assert_eq(ks_size(a), 3);
+    cr_assert_eq(ks_size(b), 2);
+    cr_assert_eq(ks_int_check(a), 0);
+    cr_assert_eq(ks_int_check(b), 0);
+    ks_destroy(a);
+    ks_destroy(b);
+}
+
+/* ks_count_slots: the count per cluster slot follows every way a key comes and goes. */
+Test(ks, slot_counts)
+{
+    struct ks *ks = ks_create(1, 2);
+    ks_set_str(ks, "{a}1", 4, "v", 1, KS_NO_EXPIRE, false);
+    ks_count_slots(ks, true); /* counts what is there */
+    unsigned sa = slot_of("a", 1), sb = slot_of("b", 1);
+    cr_assert_eq(ks_slot_keys(ks, sa), 1);
+    ks_set_str(ks, "{a}2", 4, "v", 1, KS_NO_EXPIRE, false);
+    ks_set_str(ks, "{a}2", 4, "w", 1, KS_NO_EXPIRE, false); /* an overwrite is not a new key */
+    ks_set_int(ks, "{b}1", 4, 7, KS_NO_EXPIRE, false);
+    cr_assert_eq(ks_slot_keys(ks, sa), 2);
+    cr_assert_eq(ks_slot_keys(ks, sb), 1);
+    cr_assert(ks_rename(ks, "{a}1", 4, "{b}2", 4));
+    cr_assert_eq(ks_slot_keys(ks, sa), 1);
+    cr_assert_eq(ks_slot_keys(ks, sb), 2);
+    cr_assert(ks_rename(ks, "{b}2", 4, "{b}1", 4)); /* over an existing key */
+    cr_assert_eq(ks_slot_keys(ks, sb), 1);
+    cr_assert_not_null(ks_copy(ks, ks_peek(ks, "{b}1", 4), "{a}9", 4));
+    cr_assert_eq(ks_slot_keys(ks, sa), 2);
+    cr_assert(ks_delete(ks, "{a}9", 4));
+    cr_assert_eq(ks_slot_keys(ks, sa), 1);
+    int64_t now = clock_unix_ms();
+    ks_set_str(ks, "{b}x", 4, "v", 1, now - 10, false); /* already expired: reclaimed on lookup */
+    cr_assert_eq(ks_slot_keys(ks, sb), 2);
+    cr_assert_null(ks_lookup(ks, "{b}x", 4, now));
+    cr_assert_eq(ks_slot_keys(ks, sb), 1);
+    ks_evict(ks, ks_peek(ks, "{b}1", 4));
+    cr_assert_eq(ks_slot_keys(ks, sb), 0);
+    ks_flush(ks);
+    cr_assert_eq(ks_slot_keys(ks, sa), 0);
+    cr_assert(ks_counts_slots(ks));
+    ks_count_slots(ks, false);
+    cr_assert_not(ks_counts_slots(ks));
+    ks_destroy(ks);
+}
+
+static void
+count_new(void *arg, struct ks *ks, const char *key, size_t klen)
+{
+    (void)ks;
+    (void)key;
+    (void)klen;
+    (*(int *)arg)++;
+}
+
+/* Keyspace notifications' hooks: "expired" for lazy and active expiry only
+ * (not eviction), "new" for a key added (set, copy, rename to a new name),
+ * not for an overwrite. */
+Test(ks, expired_and_new_hooks)
+{
+    struct ks *ks = ks_create(S0, S1);
+    int expired = 0, added = 0;
+    ks_set_clock(ks, NOW);
+    ks_set_expired_hook(ks, count_hook, &expired);
+    ks_set_new_hook(ks, count_new, &added);
+    ks_set_str(ks, "a", 1, "v", 1, KS_NO_EXPIRE, false);
+    ks_set_str(ks, "a", 1, "w", 1, KS_NO_EXPIRE, false);
+    cr_assert_eq(added, 1);
+    ks_rename(ks, "a", 1, "b", 1);
+    cr_assert_eq(added, 2);
+    ks_set_str(ks, "c", 1, "v", 1, NOW + 10, false);
+    cr_assert_eq(added, 3);
+    cr_assert_null(ks_lookup(ks, "c", 1, NOW + 20)); /* lazy */
+    cr_assert_eq(expired, 1);
+    ks_set_str(ks, "d", 1, "v", 1, NOW + 10, false);
+    ks_active_expire(ks, NOW + 20, 1000000);
+    cr_assert_eq(expired, 2);
+    ks_evict(ks, ks_peek(ks, "b", 1));
+    cr_assert_eq(expired, 2);
+    ks_set_new_hook(ks, NULL, NULL);
+    ks_set_str(ks, "e", 1, "v", 1, KS_NO_EXPIRE, false);
+    cr_assert_eq(added, 4); /* d was the 4th; e, added with no hook, is not counted */
     ks_destroy(ks);
 }

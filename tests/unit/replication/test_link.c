@@ -271,7 +271,7 @@ Test(link, read_moves_partial_messages_rarely)
         for (;;) {
             const char *d = in.data;
             size_t off = in.off, unread = in.len - in.off;
-            int n = repl_read(sv[1], &in);
+            int n = repl_read(sv[1], NULL, &in);
             cr_assert(n >= 0);
             if (unread > 0 && (in.data != d || in.off != off)) {
                 moved += unread; /* compacted or reallocated */

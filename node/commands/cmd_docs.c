@@ -1,0 +1,454 @@
+/* node/commands/cmd_docs.c: COMMAND DOCS' argument trees, parsed from the
+ * syntax strings of cmd_table.c (the grammar is in cmd_docs.h). */
+#include "node/commands/cmd_docs.h"
+
+#include "base/buf.h"
+#include "base/mem.h"
+#include "node/core/cmd.h"
+#include "node/core/reply.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+enum dkind { D_ARG, D_PURE, D_ONEOF, D_BLOCK };
+enum { F_OPT = 1, F_MULT = 2, F_MULT_TOK = 4, F_ALT = 8 /* a oneof made by '|' */ };
+enum { MAX_UNITS = 64, MAX_DEPTH = 12 };
+
+struct dnode {
+    uint8_t kind, flags;
+    const char *name, *tok; /* into the syntax string; tok NULL when none */
+    size_t nlen, tlen;
+    size_t start, end; /* source span, for "x [x ...]" */
+    int child, next;   /* -1 when none */
+};
+
+struct dparse {
+    const char *s;
+    size_t len, pos;
+    struct dnode *n;
+    int nn, cap, depth;
+};
+
+enum lex { L_END, L_OPEN, L_CLOSE, L_GOPEN, L_GCLOSE, L_BAR, L_DOTS, L_WORD };
+
+/* The next lexeme at p->pos (spaces skipped); a word's extent in *w, *wl. */
+static enum lex
+peek(struct dparse *p, const char **w, size_t *wl)
+{
+    while (p->pos < p->len && p->s[p->pos] == ' ') {
+        p->pos++;
+    }
+    if (p->pos >= p->len) {
+        return L_END;
+    }
+    const char *q = p->s + p->pos;
+    switch (*q) {
+    case '[': return L_OPEN;
+    case ']': return L_CLOSE;
+    case '<': return L_GOPEN;
+    case '>': return L_GCLOSE;
+    case '|': return L_BAR;
+    default: break;
+    }
+    size_t n = 0;
+    while (p->pos + n < p->len && !strchr(" []<>|", q[n])) {
+        n++;
+    }
+    *w = q;
+    *wl = n;
+    return n == 3 && memcmp(q, "...", 3) == 0 ? L_DOTS : L_WORD;
+}
+
+/* A token is written in capitals ("EX") or is a symbol ("*", "~", "\"\""). */
+static bool
+is_token(const char *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (islower((unsigned char)w[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool
+is_symbol(const char *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (isalnum((unsigned char)w[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int
+node_new(struct dparse *p, enum dkind k, size_t start, size_t end)
+{
+    if (p->nn == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 32;
+        p->n = rv_realloc(p->n, sizeof(*p->n) * (size_t)p->cap);
+    }
+    struct dnode *d = &p->n[p->nn];
+    memset(d, 0, sizeof(*d));
+    d->kind = (uint8_t)k;
+    d->start = start;
+    d->end = end;
+    d->child = d->next = -1;
+    return p->nn++;
+}
+
+/* Link units[0..n-1] as the children of a new node of kind k. */
+static int
+node_parent(struct dparse *p, enum dkind k, const int *units, int n)
+{
+    int id = node_new(p, k, p->n[units[0]].start, p->n[units[n - 1]].end);
+    p->n[id].child = units[0];
+    for (int i = 0; i < n; i++) {
+        p->n[units[i]].next = i + 1 < n ? units[i + 1] : -1;
+    }
+    return id;
+}
+
+static int parse_seq(struct dparse *p, int *units);
+
+/* A token and the argument words after it: in a group, "LIMIT offset count"
+ * is one block; at the top level a token takes one word; a symbol none. */
+static int
+parse_token(struct dparse *p, const char *w, size_t wl)
+{
+    size_t start = p->pos;
+    p->pos += wl;
+    int args[MAX_UNITS], na = 0;
+    const char *a;
+    size_t al;
+    while (!is_symbol(w, wl) && na < MAX_UNITS && peek(p, &a, &al) == L_WORD && !is_token(a, al) &&
+           (na == 0 || p->depth > 0)) {
+        args[na] = node_new(p, D_ARG, p->pos, p->pos + al);
+        p->n[args[na]].name = a;
+        p->n[args[na]].nlen = al;
+        na++;
+        p->pos += al;
+    }
+    int id;
+    if (na == 0) {
+        id = node_new(p, D_PURE, start, start + wl);
+        p->n[id].name = w;
+        p->n[id].nlen = wl;
+    } else if (na == 1) {
+        id = args[0];
+        p->n[id].start = start;
+    } else {
+        id = node_parent(p, D_BLOCK, args, na);
+        p->n[id].start = start;
+    }
+    p->n[id].tok = w;
+    p->n[id].tlen = wl;
+    return id;
+}
+
+static bool
+span_eq(const struct dparse *p, size_t a0, size_t a1, size_t b0, size_t b1)
+{
+    return a1 - a0 == b1 - b0 && memcmp(p->s + a0, p->s + b0, a1 - a0) == 0;
+}
+
+/* "x y [x y ...]": the group repeats the units before it; mark them (or a
+ * block of them) multiple. True when it did. */
+static bool
+fold_repeat(struct dparse *p, int *units, int *n, const int *in, int nin)
+{
+    if (nin == 0 || !(p->n[in[nin - 1]].flags & F_MULT) || *n < 1) {
+        return false;
+    }
+    size_t i0 = p->n[in[0]].start, i1 = p->n[in[nin - 1]].end;
+    struct dnode *last = &p->n[units[*n - 1]];
+    if (nin <= *n && span_eq(p, p->n[units[*n - nin]].start, last->end, i0, i1)) {
+        if (nin == 1) {
+            last->flags |= F_MULT | (last->tok ? F_MULT_TOK : 0);
+        } else {
+            int b = node_parent(p, D_BLOCK, units + *n - nin, nin);
+            p->n[b].flags |= F_MULT;
+            *n -= nin - 1;
+            units[*n - 1] = b;
+        }
+        return true;
+    }
+    /* "STREAMS key [key ...]": the token's argument repeats */
+    if (nin == 1 && last->kind == D_ARG && last->tok &&
+        span_eq(p, (size_t)(last->name - p->s), last->end, i0, i1)) {
+        last->flags |= F_MULT;
+        return true;
+    }
+    return false;
+}
+
+/* After '[' or '<': the group's units become one unit. */
+static int
+parse_group(struct dparse *p, int *units, int *n, bool optional)
+{
+    size_t start = p->pos++;
+    int in[MAX_UNITS];
+    p->depth++;
+    int nin = p->depth > MAX_DEPTH ? 0 : parse_seq(p, in);
+    p->depth--;
+    const char *w;
+    size_t wl;
+    enum lex l = peek(p, &w, &wl);
+    if (l == L_CLOSE || l == L_GCLOSE) {
+        p->pos++;
+    }
+    if (optional && fold_repeat(p, units, n, in, nin)) {
+        return -1;
+    }
+    if (nin == 0) {
+        return -1;
+    }
+    int id;
+    if (nin == 1) {
+        id = in[0];
+    } else if (nin == 2 && p->n[in[0]].kind == D_PURE && p->n[in[1]].kind >= D_ONEOF &&
+               !p->n[in[1]].tok) {
+        /* "[TYPE NORMAL | MASTER]": the token leads the alternatives */
+        id = in[1];
+        p->n[id].tok = p->n[in[0]].tok;
+        p->n[id].tlen = p->n[in[0]].tlen;
+    } else {
+        id = node_parent(p, D_BLOCK, in, nin);
+    }
+    p->n[id].flags |= optional ? F_OPT : 0;
+    p->n[id].flags &= (uint8_t)~F_ALT;
+    p->n[id].start = start;
+    p->n[id].end = p->pos;
+    return id;
+}
+
+/* One unit at p->pos, or -1 (nothing to add). */
+static int
+parse_unit(struct dparse *p, enum lex l, const char *w, size_t wl, int *units, int *n)
+{
+    if (l == L_OPEN || l == L_GOPEN) {
+        return parse_group(p, units, n, l == L_OPEN);
+    }
+    if (is_token(w, wl)) {
+        return parse_token(p, w, wl);
+    }
+    int id = node_new(p, D_ARG, p->pos, p->pos + wl);
+    p->n[id].name = w;
+    p->n[id].nlen = wl;
+    p->pos += wl;
+    return id;
+}
+
+/* Units up to ']', '>' or the end; '|' joins the units either side into a oneof. */
+static int
+parse_seq(struct dparse *p, int *units)
+{
+    int n = 0;
+    bool alt = false;
+    for (;;) {
+        const char *w = NULL;
+        size_t wl = 0;
+        enum lex l = peek(p, &w, &wl);
+        if (l == L_END || l == L_CLOSE || l == L_GCLOSE || n == MAX_UNITS) {
+            break;
+        }
+        if (l == L_BAR) {
+            p->pos++;
+            alt = n > 0;
+            continue;
+        }
+        if (l == L_DOTS) {
+            p->pos += 3;
+            if (n > 0) {
+                p->n[units[n - 1]].flags |= F_MULT;
+            }
+            continue;
+        }
+        int id = parse_unit(p, l, w, wl, units, &n);
+        if (id < 0) {
+            continue;
+        }
+        if (alt) {
+            int prev = units[n - 1];
+            if (!(p->n[prev].flags & F_ALT)) {
+                prev = node_parent(p, D_ONEOF, &units[n - 1], 1);
+                p->n[prev].flags |= F_ALT;
+                units[n - 1] = prev;
+            }
+            int c = p->n[prev].child;
+            while (p->n[c].next >= 0) {
+                c = p->n[c].next;
+            }
+            p->n[c].next = id;
+            p->n[id].next = -1;
+            p->n[prev].end = p->n[id].end;
+            alt = false;
+        } else {
+            units[n++] = id;
+        }
+    }
+    return n;
+}
+
+static size_t
+parse_all(struct dparse *p, const struct cmd_spec *s, int *units)
+{
+    memset(p, 0, sizeof(*p));
+    p->s = s->args ? s->args : "";
+    p->len = strlen(p->s);
+    size_t n = (size_t)parse_seq(p, units);
+    for (size_t i = 0; i < n; i++) {
+        p->n[units[i]].next = i + 1 < n ? units[i + 1] : -1;
+    }
+    return n;
+}
+
+size_t
+docs_arg_count(const struct cmd_spec *s)
+{
+    struct dparse p;
+    int units[MAX_UNITS];
+    size_t n = parse_all(&p, s, units);
+    rv_free(p.n);
+    return n;
+}
+
+bool
+docs_syntax_ok(const struct cmd_spec *s)
+{
+    struct dparse p;
+    int units[MAX_UNITS];
+    size_t n = parse_all(&p, s, units);
+    const char *w;
+    size_t wl;
+    bool ok = peek(&p, &w, &wl) == L_END && (n > 0) == (p.len > 0);
+    rv_free(p.n);
+    return ok;
+}
+
+static const char *
+arg_type(const struct dnode *d, const struct cmd_spec *s)
+{
+    static const char *const keys[] = { "key", "destination", "source", "newkey", "destkey", NULL };
+    static const char *const ints[] = {
+        "count",      "offset", "start", "stop",           "end",  "seconds",     "milliseconds",
+        "numkeys",    "index",  "db",    "destination-db", "port", "numreplicas", "numlocal",
+        "client-id",  "bit",    "len",   "limit",          "ttl",  "integer",     "maxage",
+        "end-offset", NULL
+    };
+    static const char *const dbls[] = { "score",  "longitude", "latitude", "radius", "width",
+                                        "height", "increment", "min",      "max",    NULL };
+    static const char *const *const sets[] = { keys, ints, dbls };
+    static const char *const names[] = { "key", "integer", "double" };
+    if (d->kind == D_PURE) {
+        return "pure-token";
+    }
+    if (d->kind == D_ONEOF || d->kind == D_BLOCK) {
+        return d->kind == D_ONEOF ? "oneof" : "block";
+    }
+    for (size_t k = 0; k < 3; k++) {
+        for (const char *const *q = sets[k]; *q; q++) {
+            if (strlen(*q) == d->nlen && memcmp(*q, d->name, d->nlen) == 0) {
+                return names[k];
+            }
+        }
+    }
+    if (d->nlen == 7 && memcmp(d->name, "timeout", 7) == 0) {
+        return s->flags & CMD_BLOCKING ? "double" : "integer"; /* BLPOP's seconds are fractional */
+    }
+    if (d->nlen >= 9 && memcmp(d->name, "unix-time", 9) == 0) {
+        return "unix-time";
+    }
+    return d->nlen == 7 && memcmp(d->name, "pattern", 7) == 0 ? "pattern" : "string";
+}
+
+/* A node's name: its word, a token's in lower case, a group's the names of
+ * its members joined by '_' (as Redis names "nx_xx"). */
+static void
+node_name(const struct dparse *p, int id, struct buf *b)
+{
+    const struct dnode *d = &p->n[id];
+    if (d->kind == D_ARG) {
+        buf_append(b, d->name, d->nlen);
+    } else if (d->kind == D_PURE || (d->kind == D_BLOCK && d->tok)) {
+        for (size_t i = 0; i < d->tlen; i++) {
+            buf_putc(b, (char)tolower((unsigned char)d->tok[i]));
+        }
+    } else {
+        for (int c = d->child; c >= 0 && b->len < 200; c = p->n[c].next) {
+            if (c != d->child) {
+                buf_putc(b, '_');
+            }
+            node_name(p, c, b);
+        }
+    }
+}
+
+static void
+reply_nodes(struct conn *c, const struct dparse *p, int first, const struct cmd_spec *s)
+{
+    size_t n = 0;
+    for (int i = first; i >= 0; i = p->n[i].next) {
+        n++;
+    }
+    reply_array(c, n);
+    for (int i = first; i >= 0; i = p->n[i].next) {
+        const struct dnode *d = &p->n[i];
+        const char *type = arg_type(d, s);
+        bool key = s->first > 0 && strcmp(type, "key") == 0;
+        uint8_t fl = d->flags & (F_OPT | F_MULT | F_MULT_TOK);
+        bool kids = d->kind == D_ONEOF || d->kind == D_BLOCK;
+        reply_map(c, 2 + (size_t)key + (d->tok != NULL) + (fl != 0) + (size_t)kids);
+        struct buf b;
+        buf_init(&b);
+        node_name(p, i, &b);
+        reply_bulk_cstr(c, "name");
+        reply_bulk(c, b.data, b.len);
+        buf_deinit(&b);
+        reply_bulk_cstr(c, "type");
+        reply_bulk_cstr(c, type);
+        if (key) {
+            reply_bulk_cstr(c, "key_spec_index");
+            reply_int(c, 0);
+        }
+        if (d->tok) {
+            reply_bulk_cstr(c, "token");
+            reply_bulk(c, d->tok, d->tlen);
+        }
+        if (fl) {
+            reply_bulk_cstr(c, "flags");
+            reply_set(c, (size_t)((fl & F_OPT) != 0) + ((fl & F_MULT) != 0) +
+                             ((fl & F_MULT_TOK) != 0));
+            if (fl & F_OPT) {
+                reply_simple(c, "optional");
+            }
+            if (fl & F_MULT) {
+                reply_simple(c, "multiple");
+            }
+            if (fl & F_MULT_TOK) {
+                reply_simple(c, "multiple_token");
+            }
+        }
+        if (kids) {
+            reply_bulk_cstr(c, "arguments");
+            reply_nodes(c, p, d->child, s);
+        }
+    }
+}
+
+void
+docs_reply_args(struct conn *c, const struct cmd_spec *s)
+{
+    struct dparse p;
+    int units[MAX_UNITS];
+    size_t n = parse_all(&p, s, units);
+    if (n == 0) {
+        reply_array(c, 0);
+    } else {
+        reply_nodes(c, &p, units[0], s);
+    }
+    rv_free(p.n);
+}

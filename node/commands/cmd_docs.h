@@ -1,0 +1,21 @@
+/* node/commands/cmd_docs.h: COMMAND DOCS' "arguments" tree, built from a row's
+ * syntax string (cmd_table.c: "key value [NX | XX] [EX seconds | PX milliseconds]").
+ * The grammar is the one docs/commands.md shows: UPPER words are tokens,
+ * lower words arguments, [..] optional, <..> a group, '|' alternatives of the
+ * units either side, "..." repeats the unit before it, and "x [x ...]" is x
+ * repeated. Each argument's type comes from its name (key, count, score, ...). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+struct conn;
+struct cmd_spec;
+
+/* The number of top-level arguments of s (0: no "arguments" field). */
+size_t docs_arg_count(const struct cmd_spec *s);
+/* True when s's whole syntax string parses (brackets balanced, nothing left
+ * over): the unit test checks every row. */
+bool docs_syntax_ok(const struct cmd_spec *s);
+/* Reply s's arguments as COMMAND DOCS does: an array of maps (name, type,
+ * key_spec_index, token, flags, arguments). */
+void docs_reply_args(struct conn *c, const struct cmd_spec *s);

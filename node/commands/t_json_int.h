@@ -1,0 +1,53 @@
+/* node/commands/t_json_int.h: helpers shared by t_json.c and t_json_ops.c
+ * only (not for other modules). Each helper that can fail replies the error
+ * itself and returns NULL (or false). */
+#pragma once
+#include "node/core/conn.h"
+#include "node/types/json.h"
+#include "node/types/json_path.h"
+
+#include <stdbool.h>
+
+#define TJSON_ERR_NOKEY "ERR could not perform this operation on a key that doesn't exist"
+#define TJSON_ERR_ROOT "ERR new objects must be created at the root"
+#define TJSON_ERR_DEPTH "ERR nesting depth exceeds the limit of 128"
+
+/* The default path of commands whose path is optional: "." (RESP2), "$" (RESP3). */
+struct rv_str tjson_root(const struct conn *c);
+
+/* Small documents are packed inline in their entry (node/types/json_pack.h):
+ * commands work on a decoded tree that writes store again. */
+/* The JSON entry at key; NULL when missing or (after a WRONGTYPE reply) *err. */
+struct ks_entry *tjson_entry(struct conn *c, struct rv_str key, bool write, bool *err);
+/* The document at key to read: a packed one is decoded into *tmp, which the
+ * caller frees (json_destroy) after its last use of the document. */
+struct json *tjson_doc_ro(struct conn *c, struct rv_str key, struct json **tmp, bool *err);
+/* The same for an entry already looked up (KS_JSON). */
+struct json *tjson_doc_of(struct conn *c, struct ks_entry *e, struct json **tmp, bool *err);
+/* The document at key to change without turning a packed one into the
+ * tree: it is decoded into *tmp (NULL for a tree) and *expire gets the
+ * key's deadline; tjson_doc_w_done then stores *tmp again if changed (packed
+ * while it fits) or frees it. The tree's nodes are valid until then. */
+struct json *tjson_doc_w(struct conn *c, struct rv_str key, struct json **tmp, int64_t *expire,
+                         bool *err);
+void tjson_doc_w_done(struct conn *c, struct rv_str key, struct json *tmp, int64_t expire,
+                      bool changed);
+/* Stores v as key's whole document (consumed): packed when small. */
+void tjson_store(struct conn *c, struct rv_str key, struct json *v, int64_t expire_ms);
+struct jpath *tjson_path(struct conn *c, struct rv_str p);
+struct json *tjson_value(struct conn *c, struct rv_str v);
+/* jpath_eval, replying JPATH_ERR_WORK (false) when it went past its bound. */
+bool tjson_eval(struct conn *c, const struct jpath *jp, struct json *doc, struct jmatches *m);
+int tjson_depth(const struct json *j); /* nesting levels: 0 for a scalar */
+void tjson_reply(struct conn *c, const struct json *j, const struct json_fmt *f);
+void tjson_reply_missing(struct conn *c, struct rv_str path);
+void tjson_reply_wrong(struct conn *c, const char *expect, const struct json *found);
+/* A read of path in key's document (TYPE, RESP, OBJKEYS): the path parsed
+ * into *jp and its matches into *m. false when already replied: a bad path,
+ * a key of another type, or no key (a null; with nokey_err and a `$` path,
+ * TJSON_ERR_NOKEY as RedisJSON's OBJKEYS). The caller frees both, and
+ * *tmp (a packed document's decoded tree, else NULL) after them. */
+bool tjson_read(struct conn *c, struct rv_str key, struct rv_str path, struct jpath **jp,
+                struct jmatches *m, struct json **tmp, bool nokey_err);
+/* qsort order for matches: deepest first, then by node (duplicates adjacent). */
+int tjson_cmp_depth(const void *a, const void *b);
