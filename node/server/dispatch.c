@@ -169,7 +169,8 @@ count_missing(void *arg, const struct rv_str *key)
  * source (MIGRATING) runs a command whose keys are all here, answers ASK
  * when none is (the target has them or will create them), TRYAGAIN when
  * only some are; the target (IMPORTING) runs a command after ASKING, unless
- * a multi-key one misses some keys (TRYAGAIN). true: run it here; false:
+ * a multi-key one misses some keys (TRYAGAIN), or the source is not
+ * MIGRATING any more and a key is missing (TRYAGAIN). true: run it here; false:
  * replied (*moved when the caller is to answer MOVED or READONLY's way). */
 static bool
 route_open(struct conn *c, const struct keyset *k, unsigned slot, bool mine, bool *moved)
@@ -220,6 +221,17 @@ route_open(struct conn *c, const struct keyset *k, unsigned slot, bool mine, boo
     }
     if (p.keys > 1 && p.missing > 0) {
         reply_errf(c, "TRYAGAIN Multiple keys request during rehashing of slot");
+        return false;
+    }
+    if (p.missing > 0 && !(m->mig_to != TOPO_NONE && m->mig_by == m->imp_from) &&
+        (k->queued || strncmp(k->cmd->name, "restore", 7) != 0)) {
+        /* The owner is not MIGRATING (the exported case above): keys go
+         * back to it, so a key missing here may have just been moved there
+         * after the owner sent this client here. Creating it would make a
+         * second copy; the client retries and the owner serves it. A
+         * MIGRATE's RESTORE is let in: this view of the owner's state may
+         * lag the owner's own. */
+        reply_errf(c, "TRYAGAIN The slot's keys are moving back to its owner");
         return false;
     }
     return true;

@@ -1,15 +1,57 @@
 """Loopback ports and the cheapest liveness probe."""
 
+import fcntl
+import os
+import random
 import socket
+import tempfile
 
 HOST = "127.0.0.1"
 
 
-def free_port(host=HOST):
-    """A port the kernel just had free on host (another process may still take it: callers retry on EADDRINUSE)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+# Ports handed to servers come from below the kernel's ephemeral range (ip_local_port_range), so no outgoing
+# connection of any process takes one between a server's stop and its restart on the same port (a kill -9
+# test restarts on its ports; one such restart found 55034 taken). Each port is reserved by an flock on a file
+# in _LOCKDIR, held until this process exits: the other pytest workers and ctest's other tests, which pick
+# from the same range, skip it. A cluster node's bus port (port + 10000) is reserved the same way.
+_LOCKDIR = os.path.join(tempfile.gettempdir(), "ruvio-test-ports")
+_LOW = 12000
+_held = {}  # port -> the open lock file this process holds
+_rnd = random.SystemRandom()  # not the random module's: a test may seed that, and every process would pick alike
+
+
+def _span():
+    """[lo, hi): the client ports to pick from, such that port + 10000 is below the ephemeral range too."""
+    eph = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            eph = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return _LOW, max(eph - 10000, _LOW + 4000)
+
+
+def _reserve(port):
+    if port in _held:
+        return False
+    try:
+        os.makedirs(_LOCKDIR, mode=0o1777, exist_ok=True)
+        fd = os.open(os.path.join(_LOCKDIR, str(port)), os.O_CREAT | os.O_RDWR, 0o666)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _held[port] = fd
+    return True
+
+
+def _release(port):
+    fd = _held.pop(port, None)
+    if fd is not None:
+        os.close(fd)  # closing the only descriptor drops the flock
 
 
 def port_free(port, host=HOST):
@@ -21,25 +63,31 @@ def port_free(port, host=HOST):
     return True
 
 
-# Every port free_ports handed out in this process (clients' and buses'): a test that takes several runs before
-# starting any server must not get one whose bus is another's client port (nothing is bound yet to say so).
-_given = set()
-
-
 def free_ports(n, also_bus=False, host=HOST):
-    """Base of n consecutive free ports (and, with also_bus, base+10000.. free too, for a redis cluster bus),
-    none of them handed out before by this process."""
-    for _ in range(200):
-        base = free_port(host)
-        if base + n + (10000 if also_bus else 0) >= 65535:
-            continue
+    """Base of n consecutive ports free now and reserved for this process until it exits (and, with also_bus,
+    base+10000.. too, for a cluster bus): no other test process picks them, and no outgoing connection gets
+    one as its local port."""
+    lo, hi = _span()
+    for _ in range(1000):
+        base = _rnd.randrange(lo, hi - n)
         ports = list(range(base, base + n))
         if also_bus:
-            ports += [p + 10000 for p in range(base, base + n)]
-        if not _given.intersection(ports) and all(port_free(p, host) for p in ports):
-            _given.update(ports)
+            ports += [p + 10000 for p in ports]
+        taken = []
+        for p in ports:
+            if not _reserve(p):
+                break
+            taken.append(p)
+        if len(taken) == len(ports) and all(port_free(p, host) for p in ports):
             return base
-    raise RuntimeError("no run of %d free ports" % n)
+        for p in taken:
+            _release(p)
+    raise RuntimeError("no run of %d free ports in [%d, %d)" % (n, lo, hi))
+
+
+def free_port(host=HOST):
+    """A port free now and reserved for this process (see free_ports)."""
+    return free_ports(1, host=host)
 
 
 def ping_once(host, port, timeout=1.0):
