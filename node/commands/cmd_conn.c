@@ -718,11 +718,11 @@ cmd_command_info(struct conn *c, int argc, struct rv_str *argv)
 static void
 reply_command_doc(struct conn *c, const struct cmd_spec *s)
 {
-    size_t ns = count_subs(s), na = docs_arg_count(s);
+    size_t ns = count_subs(s), na = docs_arg_count(s), nm = docs_meta_count(s);
     char full[96];
     cmd_fullname(s, full, sizeof(full));
     reply_bulk_cstr(c, full);
-    reply_map(c, 4 + (na > 0) + (ns > 0));
+    reply_map(c, 4 + nm + (na > 0) + (ns > 0));
     reply_bulk_cstr(c, "summary");
     reply_bulk_cstr(c, s->summary);
     reply_bulk_cstr(c, "since");
@@ -731,6 +731,7 @@ reply_command_doc(struct conn *c, const struct cmd_spec *s)
     reply_bulk_cstr(c, s->group);
     reply_bulk_cstr(c, "complexity");
     reply_bulk_cstr(c, s->complexity);
+    docs_reply_meta(c, s);
     if (na) {
         reply_bulk_cstr(c, "arguments");
         docs_reply_args(c, s);

@@ -1,5 +1,7 @@
 /* node/commands/cmd_docs.c: COMMAND DOCS' argument trees, parsed from the
- * syntax strings of cmd_table.c (the grammar is in cmd_docs.h). */
+ * syntax strings of cmd_table.c (the grammar is in cmd_docs.h), and the
+ * fields Redis gives some commands besides: doc_flags, deprecated_since,
+ * replaced_by and history (a table below, by full command name). */
 #include "node/commands/cmd_docs.h"
 
 #include "base/buf.h"
@@ -10,6 +12,7 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum dkind { D_ARG, D_PURE, D_ONEOF, D_BLOCK };
@@ -451,4 +454,269 @@ docs_reply_args(struct conn *c, const struct cmd_spec *s)
         reply_nodes(c, &p, units[0], s);
     }
     rv_free(p.n);
+}
+
+/* ------------------------------------------------------------ doc metadata */
+
+enum { DOC_DEPRECATED = 1, DOC_SYSCMD = 2 };
+
+struct docs_hist {
+    const char *version, *text;
+};
+
+struct docs_meta {
+    const char *name; /* cmd_fullname's form; the table is sorted by it (strcmp) */
+    unsigned flags;   /* DOC_* */
+    const char *deprecated_since, *replaced_by;
+    const struct docs_hist *hist; /* ends with a NULL version; NULL: none */
+};
+
+#define H(...) ((const struct docs_hist[]){ __VA_ARGS__, { NULL, NULL } })
+
+/* What Redis 7.0's COMMAND DOCS gives for the commands Ruvio has, in its
+ * words (transcribed from redis-server 7.0.15; tests/integ/test_command_docs.py
+ * compares a sample with it). */
+static const struct docs_meta docs_meta[] = {
+    { "acl|getuser", 0, NULL, NULL,
+      H({ "6.2.0", "Added Pub/Sub channel patterns." },
+        { "7.0.0",
+          "Added selectors and changed the format of key and channel patterns from a list to their rule representation." }) },
+    { "acl|setuser", 0, NULL, NULL,
+      H({ "6.2.0", "Added Pub/Sub channel patterns." },
+        { "7.0.0", "Added selectors and key based permissions." }) },
+    { "auth", 0, NULL, NULL, H({ "6.0.0", "Added ACL style (username and password)." }) },
+    { "bgsave", 0, NULL, NULL, H({ "3.2.2", "Added the `SCHEDULE` option." }) },
+    { "bitcount", 0, NULL, NULL, H({ "7.0.0", "Added the `BYTE|BIT` option." }) },
+    { "bitpos", 0, NULL, NULL, H({ "7.0.0", "Added the `BYTE|BIT` option." }) },
+    { "blpop", 0, NULL, NULL,
+      H({ "6.0.0", "`timeout` is interpreted as a double instead of an integer." }) },
+    { "brpop", 0, NULL, NULL,
+      H({ "6.0.0", "`timeout` is interpreted as a double instead of an integer." }) },
+    { "brpoplpush", DOC_DEPRECATED, "6.2.0", "`BLMOVE` with the `RIGHT` and `LEFT` arguments",
+      H({ "6.0.0", "`timeout` is interpreted as a double instead of an integer." }) },
+    { "bzpopmax", 0, NULL, NULL,
+      H({ "6.0.0", "`timeout` is interpreted as a double instead of an integer." }) },
+    { "bzpopmin", 0, NULL, NULL,
+      H({ "6.0.0", "`timeout` is interpreted as a double instead of an integer." }) },
+    { "client|kill", 0, NULL, NULL,
+      H({ "2.8.12", "Added new filter format." }, { "2.8.12", "`ID` option." },
+        { "3.2.0", "Added `master` type in for `TYPE` option." },
+        { "5.0.0",
+          "Replaced `slave` `TYPE` with `replica`. `slave` still supported for backward compatibility." },
+        { "6.2.0", "`LADDR` option." }) },
+    { "client|list", 0, NULL, NULL,
+      H({ "2.8.12", "Added unique client `id` field." },
+        { "5.0.0", "Added optional `TYPE` filter." }, { "6.0.0", "Added `user` field." },
+        { "6.2.0",
+          "Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter." },
+        { "7.0.0", "Added `resp`, `multi-mem`, `rbs` and `rbp` fields." },
+        { "7.0.3", "Added `ssub` field." }) },
+    { "client|pause", 0, NULL, NULL,
+      H({ "6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option." }) },
+    { "cluster|meet", 0, NULL, NULL,
+      H({ "4.0.0", "Added the optional `cluster_bus_port` argument." }) },
+    { "cluster|slaves", DOC_DEPRECATED, "5.0.0", "`CLUSTER REPLICAS`", NULL },
+    { "cluster|slots", DOC_DEPRECATED, "7.0.0", "`CLUSTER SHARDS`",
+      H({ "4.0.0", "Added node IDs." },
+        { "7.0.0", "Added additional networking metadata field." }) },
+    { "command|info", 0, NULL, NULL,
+      H({ "7.0.0", "Allowed to be called with no argument to get info on all commands." }) },
+    { "config|get", 0, NULL, NULL,
+      H({ "7.0.0", "Added the ability to pass multiple pattern parameters in one call" }) },
+    { "config|set", 0, NULL, NULL,
+      H({ "7.0.0", "Added the ability to set multiple parameters in one call." }) },
+    { "debug", DOC_SYSCMD, NULL, NULL, NULL },
+    { "exists", 0, NULL, NULL, H({ "3.0.3", "Accepts multiple `key` arguments." }) },
+    { "expire", 0, NULL, NULL, H({ "7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`." }) },
+    { "expireat", 0, NULL, NULL, H({ "7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`." }) },
+    { "flushall", 0, NULL, NULL,
+      H({ "4.0.0", "Added the `ASYNC` flushing mode modifier." },
+        { "6.2.0", "Added the `SYNC` flushing mode modifier." }) },
+    { "flushdb", 0, NULL, NULL,
+      H({ "4.0.0", "Added the `ASYNC` flushing mode modifier." },
+        { "6.2.0", "Added the `SYNC` flushing mode modifier." }) },
+    { "geoadd", 0, NULL, NULL, H({ "6.2.0", "Added the `CH`, `NX` and `XX` options." }) },
+    { "georadius", DOC_DEPRECATED, "6.2.0",
+      "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument",
+      H({ "6.2.0", "Added the `ANY` option for `COUNT`." },
+        { "7.0.0", "Added support for uppercase unit names." }) },
+    { "georadius_ro", DOC_DEPRECATED, "6.2.0", "`GEOSEARCH` with the `BYRADIUS` argument",
+      H({ "6.2.0", "Added the `ANY` option for `COUNT`." }) },
+    { "georadiusbymember", DOC_DEPRECATED, "6.2.0",
+      "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments",
+      H({ "7.0.0", "Added support for uppercase unit names." }) },
+    { "georadiusbymember_ro", DOC_DEPRECATED, "6.2.0",
+      "`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments", NULL },
+    { "geosearch", 0, NULL, NULL, H({ "7.0.0", "Added support for uppercase unit names." }) },
+    { "geosearchstore", 0, NULL, NULL, H({ "7.0.0", "Added support for uppercase unit names." }) },
+    { "getset", DOC_DEPRECATED, "6.2.0", "`SET` with the `!GET` argument", NULL },
+    { "hdel", 0, NULL, NULL, H({ "2.4.0", "Accepts multiple `field` arguments." }) },
+    { "hello", 0, NULL, NULL,
+      H({ "6.2.0",
+          "`protover` made optional; when called without arguments the command reports the current connection's context." }) },
+    { "hmset", DOC_DEPRECATED, "4.0.0", "`HSET` with multiple field-value pairs", NULL },
+    { "hset", 0, NULL, NULL, H({ "4.0.0", "Accepts multiple `field` and `value` arguments." }) },
+    { "info", 0, NULL, NULL,
+      H({ "7.0.0", "Added support for taking multiple section arguments." }) },
+    { "lpop", 0, NULL, NULL, H({ "6.2.0", "Added the `count` argument." }) },
+    { "lpush", 0, NULL, NULL, H({ "2.4.0", "Accepts multiple `element` arguments." }) },
+    { "lpushx", 0, NULL, NULL, H({ "4.0.0", "Accepts multiple `element` arguments." }) },
+    { "migrate", 0, NULL, NULL,
+      H({ "3.0.0", "Added the `COPY` and `REPLACE` options." },
+        { "3.0.6", "Added the `KEYS` option." }, { "4.0.7", "Added the `AUTH` option." },
+        { "6.0.0", "Added the `AUTH2` option." }) },
+    { "pexpire", 0, NULL, NULL, H({ "7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`." }) },
+    { "pexpireat", 0, NULL, NULL, H({ "7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`." }) },
+    { "pttl", 0, NULL, NULL, H({ "2.8.0", "Added the -2 reply." }) },
+    { "renamenx", 0, NULL, NULL,
+      H({ "3.2.0",
+          "The command no longer returns an error when source and destination names are the same." }) },
+    { "replconf", DOC_SYSCMD, NULL, NULL, NULL },
+    { "restore", 0, NULL, NULL,
+      H({ "3.0.0", "Added the `REPLACE` modifier." }, { "5.0.0", "Added the `ABSTTL` modifier." },
+        { "5.0.0", "Added the `IDLETIME` and `FREQ` options." }) },
+    { "restore-asking", DOC_SYSCMD, NULL, NULL,
+      H({ "3.0.0", "Added the `REPLACE` modifier." }, { "5.0.0", "Added the `ABSTTL` modifier." },
+        { "5.0.0", "Added the `IDLETIME` and `FREQ` options." }) },
+    { "rpop", 0, NULL, NULL, H({ "6.2.0", "Added the `count` argument." }) },
+    { "rpoplpush", DOC_DEPRECATED, "6.2.0", "`LMOVE` with the `RIGHT` and `LEFT` arguments", NULL },
+    { "rpush", 0, NULL, NULL, H({ "2.4.0", "Accepts multiple `element` arguments." }) },
+    { "rpushx", 0, NULL, NULL, H({ "4.0.0", "Accepts multiple `element` arguments." }) },
+    { "sadd", 0, NULL, NULL, H({ "2.4.0", "Accepts multiple `member` arguments." }) },
+    { "scan", 0, NULL, NULL, H({ "6.0.0", "Added the `TYPE` subcommand." }) },
+    { "script|flush", 0, NULL, NULL,
+      H({ "6.2.0", "Added the `ASYNC` and `SYNC` flushing mode modifiers." }) },
+    { "set", 0, NULL, NULL,
+      H({ "2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options." },
+        { "6.0.0", "Added the `KEEPTTL` option." },
+        { "6.2.0", "Added the `GET`, `EXAT` and `PXAT` option." },
+        { "7.0.0", "Allowed the `NX` and `GET` options to be used together." }) },
+    { "shutdown", 0, NULL, NULL,
+      H({ "7.0.0", "Added the `NOW`, `FORCE` and `ABORT` modifiers." }) },
+    { "slaveof", DOC_DEPRECATED, "5.0.0", "`REPLICAOF`", NULL },
+    { "slowlog|get", 0, NULL, NULL,
+      H({ "4.0.0", "Added client IP address, port and name to the reply." }) },
+    { "spop", 0, NULL, NULL, H({ "3.2.0", "Added the `count` argument." }) },
+    { "srandmember", 0, NULL, NULL, H({ "2.6.0", "Added the optional `count` argument." }) },
+    { "srem", 0, NULL, NULL, H({ "2.4.0", "Accepts multiple `member` arguments." }) },
+    { "substr", DOC_DEPRECATED, "2.0.0", "`GETRANGE`", NULL },
+    { "ttl", 0, NULL, NULL, H({ "2.8.0", "Added the -2 reply." }) },
+    { "xadd", 0, NULL, NULL,
+      H({ "6.2.0",
+          "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option." },
+        { "7.0.0", "Added support for the `<ms>-*` explicit ID form." }) },
+    { "xautoclaim", 0, NULL, NULL,
+      H({ "7.0.0",
+          "Added an element to the reply array, containing deleted entries the command cleared from the PEL" }) },
+    { "xgroup|create", 0, NULL, NULL, H({ "7.0.0", "Added the `entries_read` named argument." }) },
+    { "xgroup|setid", 0, NULL, NULL,
+      H({ "7.0.0", "Added the optional `entries_read` argument." }) },
+    { "xinfo|groups", 0, NULL, NULL, H({ "7.0.0", "Added the `entries-read` and `lag` fields" }) },
+    { "xinfo|stream", 0, NULL, NULL,
+      H({ "6.0.0", "Added the `FULL` modifier." },
+        { "7.0.0",
+          "Added the `max-deleted-entry-id`, `entries-added`, `recorded-first-entry-id`, `entries-read` and `lag` fields" }) },
+    { "xpending", 0, NULL, NULL,
+      H({ "6.2.0", "Added the `IDLE` option and exclusive range intervals." }) },
+    { "xrange", 0, NULL, NULL, H({ "6.2.0", "Added exclusive ranges." }) },
+    { "xrevrange", 0, NULL, NULL, H({ "6.2.0", "Added exclusive ranges." }) },
+    { "xsetid", 0, NULL, NULL,
+      H({ "7.0.0", "Added the `entries_added` and `max_deleted_entry_id` arguments." }) },
+    { "xtrim", 0, NULL, NULL,
+      H({ "6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option." }) },
+    { "zadd", 0, NULL, NULL,
+      H({ "2.4.0", "Accepts multiple elements." },
+        { "3.0.2", "Added the `XX`, `NX`, `CH` and `INCR` options." },
+        { "6.2.0", "Added the `GT` and `LT` options." }) },
+    { "zrange", 0, NULL, NULL,
+      H({ "6.2.0", "Added the `REV`, `BYSCORE`, `BYLEX` and `LIMIT` options." }) },
+    { "zrangebylex", DOC_DEPRECATED, "6.2.0", "`ZRANGE` with the `BYLEX` argument", NULL },
+    { "zrangebyscore", DOC_DEPRECATED, "6.2.0", "`ZRANGE` with the `BYSCORE` argument",
+      H({ "2.0.0", "Added the `WITHSCORES` modifier." }) },
+    { "zrem", 0, NULL, NULL, H({ "2.4.0", "Accepts multiple elements." }) },
+    { "zrevrange", DOC_DEPRECATED, "6.2.0", "`ZRANGE` with the `REV` argument", NULL },
+    { "zrevrangebylex", DOC_DEPRECATED, "6.2.0", "`ZRANGE` with the `REV` and `BYLEX` arguments",
+      NULL },
+    { "zrevrangebyscore", DOC_DEPRECATED, "6.2.0",
+      "`ZRANGE` with the `REV` and `BYSCORE` arguments",
+      H({ "2.1.6", "`min` and `max` can be exclusive." }) },
+};
+
+#undef H
+
+static int
+meta_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct docs_meta *)elem)->name);
+}
+
+static const struct docs_meta *
+meta_of(const struct cmd_spec *s)
+{
+    char full[96];
+    cmd_fullname(s, full, sizeof(full));
+    return bsearch(full, docs_meta, sizeof(docs_meta) / sizeof(docs_meta[0]), sizeof(docs_meta[0]),
+                   meta_cmp);
+}
+
+bool
+docs_meta_sorted(void)
+{
+    for (size_t i = 1; i < sizeof(docs_meta) / sizeof(docs_meta[0]); i++) {
+        if (strcmp(docs_meta[i - 1].name, docs_meta[i].name) >= 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+size_t
+docs_meta_count(const struct cmd_spec *s)
+{
+    const struct docs_meta *m = meta_of(s);
+    if (m == NULL) {
+        return 0;
+    }
+    return (size_t)(m->flags != 0) + (m->deprecated_since != NULL) + (m->replaced_by != NULL) +
+           (m->hist != NULL);
+}
+
+void
+docs_reply_meta(struct conn *c, const struct cmd_spec *s)
+{
+    const struct docs_meta *m = meta_of(s);
+    if (m == NULL) {
+        return;
+    }
+    if (m->flags != 0) {
+        reply_bulk_cstr(c, "doc_flags");
+        reply_set(c, (size_t)((m->flags & DOC_DEPRECATED) != 0) + ((m->flags & DOC_SYSCMD) != 0));
+        if (m->flags & DOC_DEPRECATED) {
+            reply_simple(c, "deprecated");
+        }
+        if (m->flags & DOC_SYSCMD) {
+            reply_simple(c, "syscmd");
+        }
+    }
+    if (m->deprecated_since != NULL) {
+        reply_bulk_cstr(c, "deprecated_since");
+        reply_bulk_cstr(c, m->deprecated_since);
+    }
+    if (m->replaced_by != NULL) {
+        reply_bulk_cstr(c, "replaced_by");
+        reply_bulk_cstr(c, m->replaced_by);
+    }
+    if (m->hist != NULL) {
+        size_t n = 0;
+        while (m->hist[n].version != NULL) {
+            n++;
+        }
+        reply_bulk_cstr(c, "history");
+        reply_set(c, n);
+        for (size_t i = 0; i < n; i++) {
+            reply_array(c, 2);
+            reply_bulk_cstr(c, m->hist[i].version);
+            reply_bulk_cstr(c, m->hist[i].text);
+        }
+    }
 }

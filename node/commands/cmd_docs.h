@@ -19,3 +19,10 @@ bool docs_syntax_ok(const struct cmd_spec *s);
 /* Reply s's arguments as COMMAND DOCS does: an array of maps (name, type,
  * key_spec_index, token, flags, arguments). */
 void docs_reply_args(struct conn *c, const struct cmd_spec *s);
+/* The number of Redis's extra doc fields s has (doc_flags, deprecated_since,
+ * replaced_by, history), and their replies, as Redis orders them: after
+ * complexity, before arguments. */
+size_t docs_meta_count(const struct cmd_spec *s);
+void docs_reply_meta(struct conn *c, const struct cmd_spec *s);
+/* True when the metadata table is sorted (bsearch): the unit test checks it. */
+bool docs_meta_sorted(void);

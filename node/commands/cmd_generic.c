@@ -494,6 +494,7 @@ rename_generic(struct conn *c, struct rv_str *argv, bool nx)
         return;
     }
     if (str_eq(argv[1], argv[2])) {
+        effect_none(c); /* (Redis: no event, no invalidation) */
         if (nx) {
             reply_int(c, 0);
         } else {
@@ -502,6 +503,7 @@ rename_generic(struct conn *c, struct rv_str *argv, bool nx)
         return;
     }
     if (nx && lookup_write(c, argv[2]) != NULL) {
+        effect_none(c);
         reply_int(c, 0);
         return;
     }

@@ -640,6 +640,7 @@ CMD_HANDLER(setrange)
     e = lookup_write(c, argv[1]);
     if (e == NULL) {
         if (val.len == 0) {
+            effect_none(c);
             reply_int(c, 0);
             return;
         }
@@ -655,6 +656,7 @@ CMD_HANDLER(setrange)
         }
         olen = ks_str_len(e);
         if (val.len == 0) {
+            effect_none(c); /* (Redis: nothing written, no event) */
             reply_int(c, (int64_t)olen);
             return;
         }

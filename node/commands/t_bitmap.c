@@ -328,6 +328,8 @@ CMD_HANDLER(bitop)
     if (maxlen == 0) {
         if (ks_delete(ks, argv[2].p, argv[2].len)) {
             ksn_event(c->env, KSN_GENERIC, "del", argv[2]);
+        } else {
+            effect_none(c); /* nothing stored, nothing deleted */
         }
     } else {
         buf = rv_malloc(maxlen);

@@ -7,6 +7,7 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/keyspace/ks.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
@@ -182,6 +183,8 @@ CMD_HANDLER(geoadd)
     }
     if (added + changed > 0) {
         ksn_event(c->env, KSN_ZSET, "zadd", argv[1]); /* (Redis's GEOADD is a ZADD) */
+    } else {
+        effect_none(c); /* no event, no log, no invalidation: as ZADD that changed nothing */
     }
 }
 
@@ -417,6 +420,8 @@ store_hits(struct conn *c, const struct geo_req *q, const struct geo_hits *h, si
     if (n == 0) {
         if (ks_delete(c->env->ks, q->store.p, q->store.len)) {
             ksn_event(c->env, KSN_GENERIC, "del", q->store);
+        } else {
+            effect_none(c); /* nothing stored, nothing deleted */
         }
         reply_int(c, 0);
         return;
@@ -497,6 +502,8 @@ geo_search(struct conn *c, int argc, struct rv_str *argv, enum geo_kind k, int f
         if (q.has_store) {
             if (ks_delete(c->env->ks, q.store.p, q.store.len)) {
                 ksn_event(c->env, KSN_GENERIC, "del", q.store);
+            } else {
+                effect_none(c);
             }
             reply_int(c, 0);
         } else {

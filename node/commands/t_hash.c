@@ -13,6 +13,7 @@
 #include "node/core/reply.h"
 #include "node/core/shard.h"
 #include "node/features/ksnotify.h"
+#include "node/features/tracking.h"
 
 #include <math.h>
 #include <string.h>
@@ -76,6 +77,25 @@ hash_ttl_free_all(struct shard *s)
     env->hash_ttl_dbs = NULL;
 }
 
+/* Fields of key expired (lazily or in the sweep): Redis 7.4's "hexpired",
+ * then "del" when the hash went with them; a cached copy is invalidated. */
+static void
+fields_expired(struct shard *s, struct rv_str key, bool gone)
+{
+    struct shard_env *env = shard_env(s);
+    ksn_event(env, KSN_HASH, "hexpired", key);
+    if (gone) {
+        ksn_event(env, KSN_GENERIC, "del", key);
+    }
+    tracking_key_gone(s, key);
+}
+
+static void
+on_swept(void *arg, struct rv_str key, bool gone)
+{
+    fields_expired(arg, key, gone);
+}
+
 void
 hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
 {
@@ -86,7 +106,7 @@ hash_active_expire(struct shard *s, int64_t now, uint64_t budget_us)
                                                        : NULL;
         if (x != NULL && env->dbs[i] != NULL) {
             shard_use_db(env, i); /* (what the sweep deletes is logged as this database's) */
-            hash_ttl_index_sweep(x, env->ks, now, budget_us);
+            hash_ttl_index_sweep(x, env->ks, now, budget_us, on_swept, s);
         }
     }
     shard_use_db(env, 0);
@@ -113,7 +133,12 @@ hash_read(struct conn *c, struct rv_str key, bool *err, struct hobj *h)
         return NULL;
     }
     hobj_bind(h, c->env->ks, e);
-    if (hash_reap_key(c->env->ks, key, h, c->env->now_ms)) {
+    size_t reaped;
+    bool gone = hash_reap_key(c->env->ks, key, h, c->env->now_ms, &reaped);
+    if (reaped > 0) {
+        fields_expired(c->shard, key, gone);
+    }
+    if (gone) {
         st->keyspace_misses++;
         return NULL;
     }
@@ -138,7 +163,12 @@ hash_write(struct conn *c, struct rv_str key, bool create, bool *err, struct hob
             return NULL;
         }
         hobj_bind(h, ks, e);
-        if (!hash_reap_key(ks, key, h, c->env->now_ms)) {
+        size_t reaped;
+        bool gone = hash_reap_key(ks, key, h, c->env->now_ms, &reaped);
+        if (reaped > 0) {
+            fields_expired(c->shard, key, gone);
+        }
+        if (!gone) {
             return h;
         }
     }
@@ -812,6 +842,7 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
     }
     if ((h = hash_write(c, argv[1], false, &err, &hb)) == NULL) {
         if (!err) {
+            effect_none(c);
             reply_array(c, (size_t)n);
             for (int64_t i = 0; i < n; i++) {
                 reply_int(c, -2);
@@ -822,6 +853,7 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
     if (h->enc == HENC_PK) {
         hobj_convert(h); /* timed fields live in the hashtable encoding only */
     }
+    int64_t deleted = 0, updated = 0;
     reply_array(c, (size_t)n);
     for (int i = first; i < argc; i++) {
         int64_t cur;
@@ -842,13 +874,25 @@ hexpire_generic(struct conn *c, int argc, struct rv_str *argv, const char *name,
             reply_int(c, 0);
         } else if (when <= now) {
             hobj_del(h, argv[i].p, argv[i].len);
+            deleted++;
             reply_int(c, 2);
         } else {
             if (hobj_ttl(h) == NULL) {
                 hfe_register(c->shard, argv[1]);
             }
             hobj_set_deadline(h, argv[i].p, argv[i].len, when);
+            updated++;
             reply_int(c, 1);
+        }
+    }
+    /* Redis 7.4: one event, "hdel" when a past time deleted fields, else
+     * "hexpire"; "del" when the hash went; nothing when no field changed. */
+    if (deleted + updated == 0) {
+        effect_none(c);
+    } else {
+        ksn_event(c->env, KSN_HASH, deleted > 0 ? "hdel" : "hexpire", argv[1]);
+        if (hobj_len(h) == 0) {
+            ksn_event(c->env, KSN_GENERIC, "del", argv[1]);
         }
     }
     hash_drop_if_empty(c, h, argv[1]);
@@ -889,6 +933,7 @@ httl_generic(struct conn *c, int argc, struct rv_str *argv, enum hfe_what what)
     if (h == NULL && err) {
         return;
     }
+    int64_t persisted = 0;
     reply_array(c, (size_t)n);
     for (int i = first; i < argc; i++) {
         char scratch[HPK_SCRATCH];
@@ -909,8 +954,16 @@ httl_generic(struct conn *c, int argc, struct rv_str *argv, enum hfe_what what)
         case HFE_AT_MS: reply_int(c, d); break;
         default:
             hobj_ttl_clear(h, argv[i].p, argv[i].len);
+            persisted++;
             reply_int(c, 1);
             break;
+        }
+    }
+    if (what == HFE_PERSIST) {
+        if (persisted > 0) {
+            ksn_event(c->env, KSN_HASH, "hpersist", argv[1]);
+        } else {
+            effect_none(c);
         }
     }
 }

@@ -538,6 +538,8 @@ algebra_cmd(struct conn *c, struct rv_str *keys, int n, struct rv_str *dstkey, e
             ksn_event(c->env, KSN_SET, stored[op], *dstkey);
         } else if (ks_delete(c->env->ks, dstkey->p, dstkey->len)) {
             ksn_event(c->env, KSN_GENERIC, "del", *dstkey);
+        } else {
+            effect_none(c); /* nothing stored, nothing deleted */
         }
         reply_int(c, (int64_t)card);
     } else if (a.res == NULL) {

@@ -19,6 +19,7 @@
 #include "node/core/shard.h"
 #include "node/features/block.h"
 #include "node/features/ksnotify.h"
+#include "node/features/tracking.h"
 #include "node/keyspace/ks.h"
 #include "node/types/stream.h"
 #include "node/types/stream_group.h"
@@ -218,7 +219,8 @@ CMD_HANDLER(xgroup_create)
     } else if (!xs_sid_parse_reply(c, argv[4], &id, 0, true)) {
         return;
     }
-    if (s == NULL) {
+    bool created = s == NULL;
+    if (created) {
         s = xs_write(c, argv[2], true, &err);
     }
     if (sg_create(stream_groups(s), argv[3], id, er) == NULL) {
@@ -226,6 +228,9 @@ CMD_HANDLER(xgroup_create)
         return;
     }
     ksn_event(c->env, KSN_STREAM, "xgroup-create", argv[2]);
+    if (created && c->env->tracking != NULL) {
+        tracking_key_written(c, argv[2]); /* (group changes are not signalled; a new key is) */
+    }
     reply_ok(c);
 }
 

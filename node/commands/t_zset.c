@@ -173,6 +173,8 @@ store_zset(struct conn *c, struct rv_str dst, struct zset *z, const char *event)
         zset_destroy(z);
         if (ks_delete(c->env->ks, dst.p, dst.len)) {
             ksn_event(c->env, KSN_GENERIC, "del", dst);
+        } else {
+            effect_none(c); /* nothing stored, nothing deleted */
         }
     } else {
         zset_store(z, c->env->ks, dst.p, dst.len);

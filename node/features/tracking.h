@@ -73,6 +73,9 @@ void tracking_after_call(struct conn *c, const struct cmd_spec *cmd, int argc, s
  * write the invalidations held back while it ran EXEC or a script, and end
  * CLIENT CACHING's one-command scope. */
 void tracking_after_top(struct conn *c);
+/* c's command created key where the command's other writes are not signalled
+ * (XGROUP CREATE ... MKSTREAM): invalidate it as a write of c. */
+void tracking_key_written(struct conn *c, struct rv_str key);
 /* A key expired or was evicted on shard s. */
 void tracking_key_gone(struct shard *s, struct rv_str key);
 /* The connection is closing. */

@@ -96,7 +96,7 @@ int
 latency_find(const struct latency *l, const char *name, size_t n)
 {
     for (int i = 0; l && i < l->n; i++) {
-        if (strlen(l->ev[i]->name) == n && strncasecmp(l->ev[i]->name, name, n) == 0) {
+        if (strlen(l->ev[i]->name) == n && memcmp(l->ev[i]->name, name, n) == 0) {
             return i;
         }
     }

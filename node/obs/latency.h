@@ -27,9 +27,11 @@ struct latency_sample {
 };
 size_t latency_count(const struct latency *l); /* 0 for NULL */
 void latency_at(const struct latency *l, size_t i, struct latency_info *out);
-/* The number of the event called name (case-insensitive), -1 if none. */
+/* The number of the event called exactly name, -1 if none (HISTORY and GRAPH:
+ * Redis looks them up in a dict that compares bytes). */
 int latency_find(const struct latency *l, const char *name, size_t n);
 /* Sample k of event i, oldest first (k < its nsamples). */
 struct latency_sample latency_sample_at(const struct latency *l, size_t i, uint32_t k);
-/* Drop the events named in names[0..n-1], every event when n is 0; returns how many. */
+/* Drop the events named in names[0..n-1], compared case-insensitively as
+ * Redis's RESET does, every event when n is 0; returns how many. */
 size_t latency_reset(struct latency *l, int n, const struct rv_str *names);

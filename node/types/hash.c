@@ -430,9 +430,10 @@ hash_ttl_index_add(struct hash_ttl_index **xp, struct rv_str key)
 }
 
 bool
-hash_reap_key(struct ks *ks, struct rv_str key, struct hobj *h, int64_t now)
+hash_reap_key(struct ks *ks, struct rv_str key, struct hobj *h, int64_t now, size_t *reaped)
 {
-    if (hobj_ttl(h) == NULL || hobj_reap(h, now) == 0) {
+    *reaped = hobj_ttl(h) == NULL ? 0 : hobj_reap(h, now);
+    if (*reaped == 0) {
         return false;
     }
     if (hobj_len(h) == 0) {
@@ -457,7 +458,8 @@ hfe_collect(void *arg, struct dict_entry *e)
 }
 
 void
-hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now, uint64_t budget_us)
+hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now, uint64_t budget_us,
+                     hash_reaped_fn *fn, void *arg)
 {
     uint64_t start = clock_mono_us();
     size_t rounds = 0;
@@ -482,8 +484,13 @@ hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now, uint6
             bool keep = false;
             if (e != NULL && ks_entry_type(e) == KS_HASH) {
                 struct hobj h;
+                size_t reaped;
                 hobj_bind(&h, ks, e);
-                keep = !hash_reap_key(ks, key, &h, now) && hobj_ttl(&h) != NULL;
+                bool gone = hash_reap_key(ks, key, &h, now, &reaped);
+                keep = !gone && hobj_ttl(&h) != NULL;
+                if (reaped > 0 && fn != NULL) {
+                    fn(arg, key, gone);
+                }
             }
             if (!keep) {
                 dict_delete(x->keys, names[i], lens[i], NULL);

@@ -87,9 +87,9 @@ bool hobj_ttl_clear(struct hobj *h, const char *f, size_t fl);
 /* Every field/value pair, in storage order; fn must not modify h. */
 typedef void hvisit_fn(void *arg, struct rv_str f, struct rv_str v);
 void hobj_foreach(struct hobj *h, hvisit_fn *fn, void *arg);
-/* Lazy reclaim on access: reaps h's due fields and deletes key from ks when
- * none is left; true when the key was deleted. */
-bool hash_reap_key(struct ks *ks, struct rv_str key, struct hobj *h, int64_t now);
+/* Lazy reclaim on access: reaps h's due fields (how many in *reaped) and
+ * deletes key from ks when none is left; true when the key was deleted. */
+bool hash_reap_key(struct ks *ks, struct rv_str key, struct hobj *h, int64_t now, size_t *reaped);
 
 extern const struct obj_ops obj_hash_ops;
 
@@ -100,9 +100,14 @@ struct hash_ttl_index;
 void hash_ttl_index_destroy(struct hash_ttl_index *x); /* NULL is a no-op */
 /* Adds key to *xp, creating the index on first use. */
 void hash_ttl_index_add(struct hash_ttl_index **xp, struct rv_str key);
+/* Told of each key whose due fields a sweep reaped (gone: the key was deleted,
+ * none being left); key is valid during the call only. */
+typedef void hash_reaped_fn(void *arg, struct rv_str key, bool gone);
 /* Reaps due fields of the indexed keys of ks, resuming where the last sweep
- * stopped; stops after about budget_us (0 or x NULL: does nothing). */
-void hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now, uint64_t budget_us);
+ * stopped; stops after about budget_us (0 or x NULL: does nothing). fn (may
+ * be NULL) hears of each key it reaped fields of. */
+void hash_ttl_index_sweep(struct hash_ttl_index *x, struct ks *ks, int64_t now, uint64_t budget_us,
+                          hash_reaped_fn *fn, void *arg);
 
 /* Random draws for one command (splitmix64), shared with the set type. */
 uint64_t hash_rng_next(uint64_t *x);

@@ -561,6 +561,25 @@ def test_latency_monitor(start_server):
         assert e[3] == [b"DEBUG", b"SLEEP", b"0.12"] and e[2] >= 100000
 
 
+def test_latency_event_names_are_case_sensitive(start_server):
+    """LATENCY HISTORY and GRAPH find an event by its exact name, as Redis (its events dict compares bytes):
+    "COMMAND" is no event there; RESET matches names ignoring case, as Redis's does."""
+    srv = start_server("--enable-debug-command", "yes")
+    with srv.raw() as c:
+        assert c.cmd("CONFIG", "SET", "latency-monitor-threshold", "10") == "OK"
+        assert c.cmd("DEBUG", "SLEEP", "0.05") == "OK"   # at least 50 ms: over the threshold whatever the load
+        assert [e[0] for e in c.cmd("LATENCY", "LATEST")] == [b"command"]
+        assert c.cmd("LATENCY", "HISTORY", "COMMAND") == []
+        assert c.cmd("LATENCY", "HISTORY", "Command") == []
+        assert len(c.cmd("LATENCY", "HISTORY", "command")) == 1
+        err = c.cmd("LATENCY", "GRAPH", "COMMAND")
+        assert isinstance(err, RespError) and str(err) == "ERR No samples available for event 'COMMAND'"
+        assert c.cmd("LATENCY", "GRAPH", "command").startswith(b"command - high")
+        assert c.cmd("LATENCY", "RESET", "COMMAND") == 1    # RESET compares names ignoring case (strcasecmp)
+        assert c.cmd("LATENCY", "LATEST") == []
+        assert c.cmd("LATENCY", "RESET", "command") == 0
+
+
 @pytest.mark.ruvio_only
 def test_latency_aof_write_event(start_server):
     srv = start_server("--durability", "everysec")

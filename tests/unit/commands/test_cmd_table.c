@@ -167,3 +167,9 @@ Test(cmd_table, arg_parsers_follow_redis)
     cr_assert(!cmd_arg_double((struct rv_str){ "1x", 2 }, &d));
     cr_assert(!cmd_arg_double((struct rv_str){ "", 0 }, &d));
 }
+
+Test(cmd_table, docs_metadata_table_is_sorted)
+{
+    cr_assert(docs_meta_sorted(),
+              "node/commands/cmd_docs.c: docs_meta[] must be sorted by name (bsearch)");
+}

@@ -1,0 +1,129 @@
+"""COMMAND DOCS' group, since, doc_flags, deprecated_since, replaced_by and history, as Redis 7.0 gives them, for
+a sample of commands; shared with redis-server (RUVIO_TARGET=redis), so the expectations are Redis's own words.
+Summaries, complexities and argument trees are Ruvio's (docs/commands.md) and are not compared here.
+
+Also COMMAND LIST: the commands of Redis 7.0's list that Ruvio does not have are the ones docs/commands.md
+explains (checked against the reference server when there is one to ask)."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import HOST, IS_REDIS, REPO, RawConn, free_port, ping_once, wait_for
+
+# Fields in the order Redis 7.0 replies them (summary and complexity left out).
+SAMPLE = {
+    "get": [("since", "1.0.0"), ("group", "string")],
+    "zadd": [("since", "1.2.0"), ("group", "sorted-set"), ("history", [
+        ["2.4.0", "Accepts multiple elements."],
+        ["3.0.2", "Added the `XX`, `NX`, `CH` and `INCR` options."],
+        ["6.2.0", "Added the `GT` and `LT` options."]])],
+    "bzpopmin": [("since", "5.0.0"), ("group", "sorted-set"), ("history", [
+        ["6.0.0", "`timeout` is interpreted as a double instead of an integer."]])],
+    "hset": [("since", "2.0.0"), ("group", "hash"), ("history", [
+        ["4.0.0", "Accepts multiple `field` and `value` arguments."]])],
+    "getset": [("since", "1.0.0"), ("group", "string"), ("doc_flags", ["deprecated"]),
+               ("deprecated_since", "6.2.0"), ("replaced_by", "`SET` with the `!GET` argument")],
+    "georadius": [("since", "3.2.0"), ("group", "geo"), ("doc_flags", ["deprecated"]),
+                  ("deprecated_since", "6.2.0"),
+                  ("replaced_by", "`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument"),
+                  ("history", [["6.2.0", "Added the `ANY` option for `COUNT`."],
+                               ["7.0.0", "Added support for uppercase unit names."]])],
+    "xsetid": [("since", "5.0.0"), ("group", "stream"), ("history", [
+        ["7.0.0", "Added the `entries_added` and `max_deleted_entry_id` arguments."]])],
+    "cluster|slaves": [("since", "3.0.0"), ("group", "cluster"), ("doc_flags", ["deprecated"]),
+                       ("deprecated_since", "5.0.0"), ("replaced_by", "`CLUSTER REPLICAS`")],
+    "cluster|replicas": [("since", "5.0.0"), ("group", "cluster")],
+    "restore-asking": [("since", "3.0.0"), ("group", "server"), ("doc_flags", ["syscmd"]), ("history", [
+        ["3.0.0", "Added the `REPLACE` modifier."], ["5.0.0", "Added the `ABSTTL` modifier."],
+        ["5.0.0", "Added the `IDLETIME` and `FREQ` options."]])],
+    "latency|history": [("since", "2.8.13"), ("group", "server")],
+}
+
+
+def decode(x):
+    if isinstance(x, bytes):
+        return x.decode()
+    if isinstance(x, list):
+        return [decode(i) for i in x]
+    return x
+
+
+def pairs(flat):
+    return [(decode(flat[i]), flat[i + 1]) for i in range(0, len(flat), 2)]
+
+
+def test_command_docs_metadata_as_redis(raw):
+    reply = raw.cmd("COMMAND", "DOCS", *SAMPLE)
+    docs = dict(pairs(reply))
+    assert sorted(docs) == sorted(SAMPLE)
+    for name, want in SAMPLE.items():
+        got = [(k, decode(v)) for k, v in pairs(docs[name])
+               if k not in ("summary", "complexity", "arguments", "subcommands")]
+        assert got == want, name
+
+
+def test_command_docs_resp3_types(raw):
+    c = raw.new()
+    c.cmd("HELLO", "3")
+    # RESP3: doc_flags and history are sets; a history entry is an array of two bulk strings
+    body = c.cmd_raw("COMMAND", "DOCS", "getset", "hset")
+    assert b"$9\r\ndoc_flags\r\n~1\r\n+deprecated\r\n" in body
+    assert (b"$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n4.0.0\r\n$47\r\n"
+            b"Accepts multiple `field` and `value` arguments.\r\n") in body
+
+
+def test_cluster_slaves_answers_as_cluster_replicas(raw):
+    info = {decode(e[0]): e for e in raw.cmd("COMMAND", "INFO", "cluster|slaves", "cluster|replicas")}
+    assert info["cluster|slaves"][1] == info["cluster|replicas"][1] == 3
+    assert raw.cmd("CLUSTER", "SLAVES", "x") == raw.cmd("CLUSTER", "REPLICAS", "x")
+
+
+MISSING_ROW = re.compile(r"^\| `([A-Z][A-Z| _-]*)` \| ")
+
+
+def documented_missing():
+    """The commands named by docs/commands.md's table of Redis commands Ruvio does not have, as COMMAND LIST
+    names them ("script|debug")."""
+    text = (REPO / "docs" / "commands.md").read_text()
+    section = text.split("## Redis commands Ruvio does not have", 1)[1].split("\n## ", 1)[0]
+    names = set()
+    for line in section.splitlines():
+        m = MISSING_ROW.match(line)
+        if m:
+            names.add(m.group(1).lower().replace(" ", "|"))
+    return names
+
+
+def test_documented_missing_commands(raw):
+    """Against Ruvio: none of them is there; against Redis: every one of them is (so the list names real
+    commands)."""
+    listed = {decode(n) for n in raw.cmd("COMMAND", "LIST")}
+    missing = documented_missing()
+    assert len(missing) >= 5
+    if IS_REDIS:
+        assert missing <= listed, sorted(missing - listed)
+    else:
+        assert not (missing & listed), sorted(missing & listed)
+
+
+@pytest.mark.ruvio_only
+def test_every_redis_command_is_there_or_explained(raw, tmp_path):
+    """Redis 7.0's COMMAND LIST, asked of a throwaway redis-server: each name Ruvio lacks is in the table."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("no redis-server to ask")
+    port = free_port()
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: ping_once(HOST, port), timeout=10, what="redis-server up")
+        with RawConn(HOST, port) as ref:
+            theirs = {decode(n) for n in ref.cmd("COMMAND", "LIST")}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    ours = {decode(n) for n in raw.cmd("COMMAND", "LIST")}
+    assert theirs - ours == documented_missing()
