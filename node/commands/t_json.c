@@ -167,7 +167,7 @@ tjson_read(struct conn *c, struct rv_str key, struct rv_str path, struct jpath *
 struct jpath *
 tjson_path(struct conn *c, struct rv_str p)
 {
-    char err[300];
+    char err[JPATH_ERR_SHOW + 200];
     struct jpath *jp = jpath_parse(p.p, p.len, err, sizeof(err));
     if (jp == NULL) {
         reply_errf(c, "%s", err);
