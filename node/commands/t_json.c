@@ -509,7 +509,7 @@ struct mset_item {
     struct json *v;
     int first;         /* the first triple naming the same key */
     bool multi;        /* (first triple) the key is named again */
-    bool touched;      /* (first triple) a triple changed work */
+    int touched;       /* (first triple) how many of its triples changed work */
     struct json *work; /* (first triple of a multi key) */
 };
 
@@ -542,7 +542,7 @@ mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i)
         json_destroy(f->work);
         f->work = it->v;
         it->v = NULL;
-        f->touched = true;
+        f->touched++;
         return true;
     }
     if (f->work == NULL) { /* the first triple of this key, below the root */
@@ -557,7 +557,7 @@ mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i)
     }
     int rc = set_at(c, f->work, it->jp, it->v, false, false);
     it->v = NULL;
-    f->touched |= rc == 1;
+    f->touched += rc == 1;
     return rc >= 0;
 }
 
@@ -592,9 +592,9 @@ CMD_HANDLER(json_mset)
         struct ks_entry *e = tjson_entry(c, key, true, &err);
         int64_t dl = e ? ks_entry_expire(e) : KS_NO_EXPIRE;
         struct json *doc, *tmp;
-        bool changed = true;
+        int changed = 1; /* events: one per triple that changed the key, as RedisJSON */
         if (t[i].multi) {
-            if (t[i].touched) {
+            if (t[i].touched > 0) {
                 tjson_store(c, key, t[i].work, dl);
                 t[i].work = NULL;
             }
@@ -610,7 +610,7 @@ CMD_HANDLER(json_mset)
             t[i].v = NULL;
             tjson_doc_w_done(c, key, tmp, dl, changed);
         }
-        if (changed) {
+        for (int k = 0; k < changed; k++) {
             ksn_event(c->env, KSN_MODULE, "json.mset", key);
         }
     }

@@ -120,3 +120,10 @@ def test_json_writes_invalidate_tracked_keys(raw, write):
     w.cmd(*write)
     msg = c.read_reply()
     assert isinstance(msg, Push) and list(msg) == [b"invalidate", [b"t"]], msg
+
+
+def test_mset_publishes_once_per_triple_that_changed_its_key(r, sub):
+    J(r, "JSON.SET", "a", "$", '{"x":1}')
+    sub.collect(r)
+    J(r, "JSON.MSET", "a", "$.x", "2", "a", "$.nope.q", "1", "a", "$.y", "3", "b", "$", "1")
+    assert space(sub.collect(r)) == [("a", "json.mset"), ("a", "json.mset"), ("b", "json.mset")]
