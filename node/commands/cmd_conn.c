@@ -694,7 +694,10 @@ lookup_full(struct rv_str name)
         return cmd_lookup(name.p, name.len);
     }
     const struct cmd_spec *p = cmd_lookup(name.p, (size_t)(bar - name.p));
-    return p ? cmd_lookup_sub(p, bar + 1, name.len - (size_t)(bar - name.p) - 1) : NULL;
+    const struct cmd_spec *sub = p ? cmd_lookup_sub(p, bar + 1,
+                                                    name.len - (size_t)(bar - name.p) - 1)
+                                   : NULL;
+    return sub != p ? sub : NULL; /* (a container's own handler is no subcommand) */
 }
 
 void

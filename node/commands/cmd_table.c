@@ -21,6 +21,9 @@
     { nm, fn, ar, (fl) | CMD_MOVABLEKEYS, f, l, s, ct, grp, since, sum, cx, args, gk, NULL, 0, NULL }
 #define SUBS(nm, ar, fl, ct, grp, since, sum, subs) \
     { nm, NULL, ar, fl, 0, 0, 0, ct, grp, since, sum, "Depends on subcommand.", NULL, NULL, subs, 0, NULL }
+/* A container whose handler answers the subcommands it does not list. */
+#define SUBSF(nm, fn, ar, fl, ct, grp, since, sum, subs) \
+    { nm, fn, ar, fl, 0, 0, 0, ct, grp, since, sum, "Depends on subcommand.", NULL, NULL, subs, 0, NULL }
 #define END { NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }
 
 #define K_R (CAT_KEYSPACE | CAT_READ)
@@ -145,7 +148,7 @@ static struct cmd_spec memory_subs[] = {
 /* JSON.DEBUG's subcommands (the JSON rows are node/commands/t_json_rows.h). */
 static struct cmd_spec json_debug_subs[] = {
     ROW("memory", cmd_json_debug_memory, -3, RO, 2, 2, 1, CAT_READ | CAT_SLOW, "module", "1.0.0", "O(N) when path is evaluated to a single value, where N is the size of the value, O(N) when path is evaluated to multiple values, where N is the size of the key", "Reports the size in bytes of a key", "key [path]"),
-    ROW("help", cmd_json_debug_help, 2, 0, 0, 0, 0, CAT_SLOW, "module", "1.0.0", "N/A", "Shows helpful information", ""),
+    ROW("help", cmd_json_debug_help, -2, 0, 0, 0, 0, CAT_SLOW, "module", "1.0.0", "N/A", "Shows helpful information", ""),
     END,
 };
 

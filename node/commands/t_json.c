@@ -167,7 +167,7 @@ tjson_read(struct conn *c, struct rv_str key, struct rv_str path, struct jpath *
 struct jpath *
 tjson_path(struct conn *c, struct rv_str p)
 {
-    char err[300];
+    char err[JPATH_ERR_SHOW + 200];
     struct jpath *jp = jpath_parse(p.p, p.len, err, sizeof(err));
     if (jp == NULL) {
         reply_errf(c, "%s", err);
@@ -465,6 +465,102 @@ CMD_HANDLER(json_set)
     }
 }
 
+/* set_at's errors on doc as it is, changing nothing: the path's work bound
+ * and the nesting limit at its matches (false: replied). */
+static bool
+set_check(struct conn *c, struct json *doc, const struct jpath *jp, const struct json *v)
+{
+    struct jmatches m = { 0 };
+    bool ok = tjson_eval(c, jp, doc, &m);
+    int vd = tjson_depth(v);
+    for (size_t i = 0; ok && i < m.n; i++) {
+        if (m.v[i].depth + vd > JSON_MAX_DEPTH) {
+            reply_errf(c, TJSON_ERR_DEPTH);
+            ok = false;
+        }
+    }
+    jmatches_free(&m);
+    return ok;
+}
+
+struct mset_key {
+    struct rv_str key;
+    int i;
+};
+
+static int
+cmp_mset_key(const void *a, const void *b)
+{
+    const struct mset_key *x = a, *y = b;
+    size_t n = x->key.len < y->key.len ? x->key.len : y->key.len;
+    int d = memcmp(x->key.p, y->key.p, n);
+    if (d == 0 && x->key.len != y->key.len) {
+        d = x->key.len < y->key.len ? -1 : 1;
+    }
+    return d != 0 ? d : x->i - y->i;
+}
+
+/* One triple of JSON.MSET. A key named by one triple is checked on its
+ * document (set_check) and changed in place afterwards; a key named by
+ * several is built on a copy (`work`, held by its first triple) that every
+ * triple of that key changes in order, and stored whole once all passed. */
+struct mset_item {
+    struct jpath *jp;
+    struct json *v;
+    int first;         /* the first triple naming the same key */
+    bool multi;        /* (first triple) the key is named again */
+    int touched;       /* (first triple) how many of its triples changed work */
+    struct json *work; /* (first triple of a multi key) */
+};
+
+/* Checks (and for a multi key applies to its copy) triple i; false: replied. */
+static bool
+mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i)
+{
+    struct rv_str key = argv[1 + 3 * i];
+    struct mset_item *it = &t[i], *f = &t[it->first];
+    bool err, root = jpath_is_root(it->jp);
+    struct ks_entry *e = tjson_entry(c, key, true, &err);
+    struct json *tmp = NULL, *doc;
+    if (err) {
+        return false;
+    }
+    if (!f->multi) {
+        if (root) {
+            return true;
+        }
+        if (e == NULL) {
+            reply_errf(c, TJSON_ERR_ROOT);
+            return false;
+        }
+        bool ok = (doc = tjson_doc_of(c, e, &tmp, &err)) != NULL &&
+                  set_check(c, doc, it->jp, it->v);
+        json_destroy(tmp);
+        return ok;
+    }
+    if (root) { /* the document so far is replaced */
+        json_destroy(f->work);
+        f->work = it->v;
+        it->v = NULL;
+        f->touched++;
+        return true;
+    }
+    if (f->work == NULL) { /* the first triple of this key, below the root */
+        if (e == NULL) {
+            reply_errf(c, TJSON_ERR_ROOT);
+            return false;
+        }
+        if ((doc = tjson_doc_of(c, e, &tmp, &err)) == NULL) {
+            return false;
+        }
+        f->work = tmp != NULL ? tmp : json_dup(doc);
+    }
+    int rc = set_at(c, f->work, it->jp, it->v, false, false);
+    it->v = NULL;
+    f->touched += rc == 1;
+    return rc >= 0;
+}
+
 CMD_HANDLER(json_mset)
 {
     if ((argc - 1) % 3 != 0) {
@@ -472,54 +568,58 @@ CMD_HANDLER(json_mset)
         return;
     }
     int n = (argc - 1) / 3;
-    struct jpath **jp = rv_calloc((size_t)n, sizeof(*jp));
-    struct json **v = rv_calloc((size_t)n, sizeof(*v));
+    struct mset_item *t = rv_calloc((size_t)n, sizeof(*t));
+    struct mset_key *ks = rv_malloc((size_t)n * sizeof(*ks));
     bool ok = true, err;
-    /* validate everything first: MSET applies all or nothing */
+    for (int i = 0; i < n; i++) {
+        ks[i] = (struct mset_key){ argv[1 + 3 * i], i };
+    }
+    qsort(ks, (size_t)n, sizeof(*ks), cmp_mset_key);
+    for (int i = 0; i < n; i++) {
+        bool same = i > 0 && cmp_mset_key(&(struct mset_key){ ks[i].key, 0 },
+                                          &(struct mset_key){ ks[i - 1].key, 0 }) == 0;
+        t[ks[i].i].first = same ? t[ks[i - 1].i].first : ks[i].i;
+        t[t[ks[i].i].first].multi |= same;
+    }
+    rv_free(ks);
+    /* check everything first, changing nothing: MSET applies all or nothing */
     for (int i = 0; i < n && ok; i++) {
-        struct rv_str key = argv[1 + 3 * i];
-        ok = (jp[i] = tjson_path(c, argv[2 + 3 * i])) != NULL &&
-             (v[i] = tjson_value(c, argv[3 + 3 * i])) != NULL;
-        if (ok) {
-            struct ks_entry *e = tjson_entry(c, key, true, &err);
-            ok = !err;
-            if (ok && e == NULL && !jpath_is_root(jp[i])) {
-                bool earlier = false; /* created by an earlier triple at the root */
-                for (int k = 0; k < i; k++) {
-                    struct rv_str o = argv[1 + 3 * k];
-                    earlier |= o.len == key.len && memcmp(o.p, key.p, key.len) == 0 &&
-                               jpath_is_root(jp[k]);
-                }
-                if (!earlier) {
-                    reply_errf(c, TJSON_ERR_ROOT);
-                    ok = false;
-                }
-            }
-        }
+        ok = (t[i].jp = tjson_path(c, argv[2 + 3 * i])) != NULL &&
+             (t[i].v = tjson_value(c, argv[3 + 3 * i])) != NULL && mset_check(c, argv, t, i);
     }
     for (int i = 0; i < n && ok; i++) {
         struct rv_str key = argv[1 + 3 * i];
         struct ks_entry *e = tjson_entry(c, key, true, &err);
+        int64_t dl = e ? ks_entry_expire(e) : KS_NO_EXPIRE;
         struct json *doc, *tmp;
-        int64_t dl;
-        if (e == NULL || jpath_is_root(jp[i])) {
-            tjson_store(c, key, v[i], e ? ks_entry_expire(e) : KS_NO_EXPIRE);
-        } else if ((doc = tjson_doc_w(c, key, &tmp, &dl, &err)) == NULL) {
-            ok = false; /* a corrupt packed document: reported */
-            json_destroy(v[i]);
-        } else {
-            int rc = set_at(c, doc, jp[i], v[i], false, false);
-            tjson_doc_w_done(c, key, tmp, dl, rc == 1);
-            ok = rc >= 0; /* depth: reported; earlier triples stay (logged as args) */
+        int changed = 1; /* events: one per triple that changed the key, as RedisJSON */
+        if (t[i].multi) {
+            if (t[i].touched > 0) {
+                tjson_store(c, key, t[i].work, dl);
+                t[i].work = NULL;
+            }
+            changed = t[i].touched;
+        } else if (t[t[i].first].multi) {
+            continue; /* stored with its key's first triple */
+        } else if (e == NULL || jpath_is_root(t[i].jp)) {
+            tjson_store(c, key, t[i].v, dl);
+            t[i].v = NULL;
+        } else if ((doc = tjson_doc_w(c, key, &tmp, &dl, &err)) != NULL) {
+            /* checked: set_at cannot fail here */
+            changed = set_at(c, doc, t[i].jp, t[i].v, false, false) == 1;
+            t[i].v = NULL;
+            tjson_doc_w_done(c, key, tmp, dl, changed);
         }
-        v[i] = NULL;
+        for (int k = 0; k < changed; k++) {
+            ksn_event(c->env, KSN_MODULE, "json.mset", key);
+        }
     }
     for (int i = 0; i < n; i++) {
-        jpath_destroy(jp[i]);
-        json_destroy(v[i]);
+        jpath_destroy(t[i].jp);
+        json_destroy(t[i].v);
+        json_destroy(t[i].work);
     }
-    rv_free(jp);
-    rv_free(v);
+    rv_free(t);
     if (ok) {
         reply_ok(c);
     }
@@ -955,6 +1055,7 @@ CMD_HANDLER(json_merge)
             struct json *nv = json_new_null();
             merge_patch(nv, patch);
             tjson_store(c, argv[1], nv, KS_NO_EXPIRE);
+            ksn_event(c->env, KSN_MODULE, "json.merge", argv[1]);
             reply_ok(c);
         }
         goto done;
@@ -989,6 +1090,9 @@ CMD_HANDLER(json_merge)
     }
     jmatches_free(&m);
     tjson_doc_w_done(c, argv[1], tmp, dl, changed);
+    if (changed) {
+        ksn_event(c->env, KSN_MODULE, "json.merge", argv[1]);
+    }
 done:
     json_destroy(patch);
     jpath_destroy(jp);
@@ -1128,4 +1232,10 @@ CMD_HANDLER(json_debug_help)
     reply_array(c, 2);
     reply_bulk_cstr(c, "MEMORY <key> [path] - reports memory usage");
     reply_bulk_cstr(c, "HELP                - this message");
+}
+
+CMD_HANDLER(json_debug)
+{
+    (void)argc, (void)argv;
+    reply_errf(c, "ERR unknown subcommand - try `JSON.DEBUG HELP`");
 }

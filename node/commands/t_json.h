@@ -16,6 +16,7 @@ CMD_HANDLER(json_merge);
 CMD_HANDLER(json_resp);
 CMD_HANDLER(json_debug_memory);
 CMD_HANDLER(json_debug_help);
+CMD_HANDLER(json_debug); /* a subcommand JSON.DEBUG does not have */
 CMD_HANDLER(json_strlen);
 CMD_HANDLER(json_strappend);
 CMD_HANDLER(json_numincrby);

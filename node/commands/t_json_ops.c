@@ -15,6 +15,7 @@
 #include "node/core/conn.h"
 #include "node/core/effect.h"
 #include "node/core/reply.h"
+#include "node/features/ksnotify.h"
 #include "node/keyspace/ks.h"
 #include "node/types/json.h"
 #include "node/types/json_path.h"
@@ -53,6 +54,9 @@ struct jspec {
      * does not exist or not an object" (NK_NOT_OBJ, OBJLEN); NK_PATH: "ERR Path 'p'
      * does not exist" for either syntax (ARRINDEX) */
     enum { NK_NIL, NK_ERR, NK_NOT_OBJ, NK_PATH } nokey;
+    /* a write's keyspace event (RedisJSON's name, class `d`), published
+     * when it changed something */
+    const char *event;
 };
 
 /* "ERR Path 'p' does not exist or <what>", p as given or in RedisJSON's `$`
@@ -189,6 +193,8 @@ per_match(struct conn *c, struct rv_str key, struct rv_str path, const struct js
     }
     if (sp->write && !changed) {
         effect_none(c);
+    } else if (sp->write) {
+        ksn_event(c->env, KSN_MODULE, sp->event, key);
     }
 }
 
@@ -237,7 +243,7 @@ op_strlen(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_strlen)
 {
-    static const struct jspec sp = { "string", false, false, NULL, false, NK_ERR };
+    static const struct jspec sp = { "string", false, false, NULL, false, NK_ERR, NULL };
     per_match(c, argv[1], argc > 2 ? argv[2] : tjson_root(c), &sp, op_strlen, NULL);
 }
 
@@ -257,7 +263,8 @@ op_strappend(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_strappend)
 {
-    static const struct jspec sp = { "string", true, false, "not a string", false, NK_NIL };
+    static const struct jspec sp = { "string", true,   false,           "not a string",
+                                     false,    NK_NIL, "json.strappend" };
     if (argc > 4) {
         reply_err_arity(c, "json.strappend");
         return;
@@ -315,8 +322,13 @@ op_num(struct json *v, void *arg, struct jres *r, bool *changed)
 static void
 numop(struct conn *c, int argc, struct rv_str *argv, bool mult)
 {
-    static const struct jspec sp = { "number", true,  true, "does not contains a number",
-                                     false,    NK_NIL };
+    static const struct jspec incr = {
+        "number", true, true, "does not contains a number", false, NK_NIL, "json.numincrby"
+    };
+    static const struct jspec mul = {
+        "number", true, true, "does not contains a number", false, NK_NIL, "json.nummultby"
+    };
+    const struct jspec *sp = mult ? &mul : &incr;
     (void)argc;
     struct json *by = tjson_value(c, argv[3]);
     if (by == NULL) {
@@ -354,7 +366,7 @@ numop(struct conn *c, int argc, struct rv_str *argv, bool mult)
         struct numarg na = { by, mult, false };
         json_destroy(tmp); /* per_match decodes a packed document again */
         tmp = NULL;
-        per_match(c, argv[1], argv[2], &sp, op_num, &na);
+        per_match(c, argv[1], argv[2], sp, op_num, &na);
     }
     json_destroy(tmp);
     json_destroy(by);
@@ -384,7 +396,7 @@ op_toggle(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_toggle)
 {
-    static const struct jspec sp = { "boolean", true, false, NULL, false, NK_NIL };
+    static const struct jspec sp = { "boolean", true, false, NULL, false, NK_NIL, "json.toggle" };
     bool err;
     struct jpath *jp = tjson_path(c, argv[2]);
     if (jp == NULL) {
@@ -418,6 +430,7 @@ CMD_HANDLER(json_toggle)
         }
     }
     if (last != NULL) {
+        ksn_event(c->env, KSN_MODULE, "json.toggle", argv[1]);
         reply_bulk_cstr(c, json_bool(last) ? "true" : "false");
     } else {
         effect_none(c);
@@ -483,6 +496,8 @@ CMD_HANDLER(json_clear)
     tjson_doc_w_done(c, argv[1], tmp, dl, n > 0);
     if (n == 0) {
         effect_none(c);
+    } else {
+        ksn_event(c->env, KSN_MODULE, "json.clear", argv[1]);
     }
     reply_int(c, n);
 }
@@ -509,7 +524,7 @@ op_len(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrlen)
 {
-    static const struct jspec sp = { "array", false, false, "not an array", true, NK_ERR };
+    static const struct jspec sp = { "array", false, false, "not an array", true, NK_ERR, NULL };
     if (argc > 3) {
         reply_err_arity(c, "json.arrlen");
         return;
@@ -611,7 +626,8 @@ op_arrappend_end(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrappend)
 {
-    static const struct jspec sp = { "array", true, false, "not an array", true, NK_NIL };
+    static const struct jspec sp = { "array", true,   false,           "not an array",
+                                     true,    NK_NIL, "json.arrappend" };
     struct arrvals av = { 0 };
     if (parse_values(c, argc, argv, 3, &av) && arr_depth_ok(c, argv[1], argv[2], &av)) {
         per_match(c, argv[1], argv[2], &sp, op_arrappend_end, &av);
@@ -621,7 +637,8 @@ CMD_HANDLER(json_arrappend)
 
 CMD_HANDLER(json_arrinsert)
 {
-    static const struct jspec sp = { "array", true, false, "not an array", false, NK_NIL };
+    static const struct jspec sp = { "array", true,   false,           "not an array",
+                                     false,   NK_NIL, "json.arrinsert" };
     struct arrvals av = { 0 };
     if (!cmd_arg_int(argv[3], &av.index)) {
         reply_err(c, RV_ERR_NOTINT);
@@ -689,7 +706,7 @@ op_arrindex(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrindex)
 {
-    static const struct jspec sp = { "array", false, false, NULL, false, NK_PATH };
+    static const struct jspec sp = { "array", false, false, NULL, false, NK_PATH, NULL };
     struct arrindex ai = { NULL, 0, 0 };
     if (argc > 6) {
         reply_err_arity(c, "json.arrindex");
@@ -736,7 +753,8 @@ op_arrpop(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrpop)
 {
-    static const struct jspec sp = { "array", true, false, "not an array", false, NK_NIL };
+    static const struct jspec sp = { "array", true,   false,        "not an array",
+                                     false,   NK_NIL, "json.arrpop" };
     int64_t idx = -1;
     if (argc > 4) {
         reply_err_arity(c, "json.arrpop");
@@ -774,7 +792,8 @@ op_arrtrim(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrtrim)
 {
-    static const struct jspec sp = { "array", true, false, "not an array", false, NK_NIL };
+    static const struct jspec sp = { "array", true,   false,         "not an array",
+                                     false,   NK_NIL, "json.arrtrim" };
     int64_t se[2];
     if (!cmd_arg_int(argv[3], &se[0]) || !cmd_arg_int(argv[4], &se[1])) {
         reply_err(c, RV_ERR_NOTINT);
@@ -787,7 +806,7 @@ CMD_HANDLER(json_arrtrim)
 
 CMD_HANDLER(json_objlen)
 {
-    static const struct jspec sp = { "object", false, false, NULL, false, NK_NOT_OBJ };
+    static const struct jspec sp = { "object", false, false, NULL, false, NK_NOT_OBJ, NULL };
     if (argc > 3) {
         reply_err_arity(c, "json.objlen");
         return;

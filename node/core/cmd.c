@@ -180,7 +180,9 @@ cmd_lookup_sub(const struct cmd_spec *parent, const char *name, size_t len)
             return sub;
         }
     }
-    return NULL;
+    /* a container with a handler of its own answers unknown subcommands
+     * itself (JSON.DEBUG, with RedisJSON's error text) */
+    return parent->fn != NULL ? parent : NULL;
 }
 
 size_t

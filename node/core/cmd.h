@@ -95,6 +95,8 @@ const struct cmd_spec *cmd_lookup(const char *name, size_t len);
 /* rename-command (start-up only, before shards run): clients then reach the
  * command as `to` only ("" = nowhere); cmd_lookup() keeps the real names. */
 int cmd_rename_command(const char *from, const char *to, char *err, size_t errsz);
+/* parent's subcommand name; NULL if unknown, or parent itself when the
+ * container has a handler (fn) for the subcommands it does not list. */
 const struct cmd_spec *cmd_lookup_sub(const struct cmd_spec *parent, const char *name, size_t len);
 /* All commands (top level), and the number of ids (top + sub) for stats arrays. */
 size_t cmd_count(void);

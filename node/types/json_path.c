@@ -60,10 +60,35 @@ struct fexpr {
     bool re_ok;
 };
 
+/* What a syntax error names as expected: the tokens RedisJSON's pest
+ * grammar reports at that point (jpath_parse). */
+enum jp_expect {
+    JPE_NONE,    /* no list ("parsing error"): inside filters */
+    JPE_NAME,    /* after `.` or `..` */
+    JPE_BRACKET, /* after `[` */
+    JPE_NUMBER,  /* after `,` in an index list */
+    JPE_END,     /* after a step: the end or another step */
+    JPE_ROOT,    /* right after `$` */
+};
+
 struct pp {
     const char *p, *end;
     bool bad;
+    const char *err_at; /* the first (innermost) failure recorded */
+    enum jp_expect err_what;
 };
+
+/* Records where parsing failed and what was expected there (the innermost
+ * record wins); returns false for the caller to return. */
+static bool
+fail_at(struct pp *s, const char *at, enum jp_expect what)
+{
+    if (s->err_at == NULL) {
+        s->err_at = at;
+        s->err_what = what;
+    }
+    return false;
+}
 
 /* ------------------------------------------------------------- freeing */
 
@@ -216,8 +241,24 @@ parse_int(struct pp *s, int64_t *v)
 
 static struct fexpr *parse_or(struct pp *s, int depth);
 
+static bool parse_bracket_in(struct pp *s, struct step *st, int depth);
+
+/* After `[`. A failure inside is reported as RedisJSON does: at the `[`
+ * with the bracket's forms (pest reports where the alternatives started),
+ * or at a missing index after `,`; inside a filter, where it stopped. */
 static bool
 parse_bracket(struct pp *s, struct step *st, int depth)
+{
+    const char *open = s->p;
+    if (parse_bracket_in(s, st, depth)) {
+        return true;
+    }
+    return fail_at(s, st->kind == ST_FILTER ? s->p : open,
+                   st->kind == ST_FILTER ? JPE_NONE : JPE_BRACKET);
+}
+
+static bool
+parse_bracket_in(struct pp *s, struct step *st, int depth)
 {
     ws(s);
     if (eat(s, '*')) {
@@ -259,7 +300,9 @@ parse_bracket(struct pp *s, struct step *st, int depth)
                     break;
                 }
                 if (!got) {
-                    return false;
+                    return st->nitems > 0 && !st->items[st->nitems - 1].is_key
+                               ? fail_at(s, s->p, JPE_NUMBER)
+                               : false;
                 }
             }
             st->items = rv_realloc(st->items, (size_t)(st->nitems + 1) * sizeof(*st->items));
@@ -286,6 +329,7 @@ parse_steps(struct pp *s, struct jpath *jp, int depth)
                 descend = true;
             }
             struct step *st = push_step(jp);
+            const char *name = s->p;
             st->descend = descend;
             if (eat(s, '*')) {
                 st->kind = ST_WILD;
@@ -295,10 +339,10 @@ parse_steps(struct pp *s, struct jpath *jp, int depth)
                 }
             } else if (peek(s, '\'') || peek(s, '"')) {
                 if (!parse_quoted(s, &st->key, &st->klen)) {
-                    return false;
+                    return fail_at(s, name, JPE_NAME);
                 }
             } else if (!parse_name(s, &st->key, &st->klen)) {
-                return false;
+                return fail_at(s, name, JPE_NAME);
             }
         } else if (eat(s, '[')) {
             if (!parse_bracket(s, push_step(jp), depth)) {
@@ -478,6 +522,33 @@ parse_or(struct pp *s, int depth)
     return l;
 }
 
+/* RedisJSON's text for a syntax error at offset at of the path in its `$`
+ * form (a legacy path as RedisJSON reads it): the path cut at the offset and
+ * the tokens its grammar expected there, without an ERR prefix. */
+static void
+syntax_error(const char *p, size_t n, size_t at, enum jp_expect what, char *err, size_t errlen)
+{
+    static const char *const expect[] = {
+        [JPE_NONE] = "parsing error",
+        [JPE_NAME] = "expected one of the following: <string>, '*'",
+        [JPE_BRACKET] = "expected one of the following: '<string>[,<string>,...]', '<number>', "
+                        "['start:end:steps'], '*'",
+        [JPE_NUMBER] = "expected one of the following: '<number>'",
+        [JPE_END] = "expected one of the following: EOI, '..'",
+        [JPE_ROOT] = "expected one of the following: EOI, root",
+    };
+    int show = n > JPATH_ERR_SHOW ? JPATH_ERR_SHOW : (int)n;
+    at = at > n ? n : at;
+    if (at == n) {
+        snprintf(err, errlen, "Error occurred on position %zu, \"%.*s <<<<----\", %s.", at, show, p,
+                 expect[what]);
+    } else {
+        int pre = (int)at < show ? (int)at : show;
+        snprintf(err, errlen, "Error occurred on position %zu, \"%.*s ---->>>> %.*s\", %s.", at,
+                 pre, p, show - pre, p + at, expect[what]);
+    }
+}
+
 struct jpath *
 jpath_parse(const char *p, size_t n, char *err, size_t errlen)
 {
@@ -502,15 +573,19 @@ jpath_parse(const char *p, size_t n, char *err, size_t errlen)
     } else {
         buf_append(&b, p, n);
     }
-    struct pp s = { b.data + 1, b.data + b.len, false };
-    bool ok = parse_steps(&s, jp, 0) && s.p == s.end;
-    if (b.data != stack) {
-        buf_deinit(&b);
+    struct pp s = { b.data + 1, b.data + b.len, false, NULL, JPE_NONE };
+    bool ok = parse_steps(&s, jp, 0);
+    if (ok && s.p != s.end) {
+        ok = fail_at(&s, s.p, jp->n == 0 ? JPE_ROOT : JPE_END);
     }
     if (!ok) {
-        snprintf(err, errlen, "ERR Invalid JSONPath '%.*s'", (int)(n > 200 ? 200 : n), p);
+        syntax_error(b.data, b.len, s.err_at ? (size_t)(s.err_at - b.data) : (size_t)(s.p - b.data),
+                     s.err_what, err, errlen);
         jpath_destroy(jp);
-        return NULL;
+        jp = NULL;
+    }
+    if (b.data != stack) {
+        buf_deinit(&b);
     }
     return jp;
 }

@@ -30,8 +30,12 @@ struct jmatches {
     size_t n, cap;
 };
 
-/* Compiles p; NULL with err set ("ERR ..." text for the client) on a syntax
- * error. The caller owns the path (jpath_destroy). */
+/* Compiles p; NULL with err set on a syntax error: RedisJSON 2.x's text for
+ * the client, without ERR (`Error occurred on position 4, "$.a[ ---->>>> $]",
+ * expected one of the following: ...`: the offset in the path's `$` form,
+ * the path cut there, what its grammar expected; at most JPATH_ERR_SHOW
+ * bytes of the path are shown). The caller owns the path (jpath_destroy). */
+#define JPATH_ERR_SHOW 200
 struct jpath *jpath_parse(const char *p, size_t n, char *err, size_t errlen);
 void jpath_destroy(struct jpath *jp); /* NULL is a no-op */
 bool jpath_legacy(const struct jpath *jp);

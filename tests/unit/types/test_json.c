@@ -5,6 +5,7 @@
 #include "node/types/json_path.h"
 
 #include "base/buf.h"
+#include "json_test_util.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -23,15 +24,6 @@ to_text(const struct json *j)
     out[b.len] = '\0';
     buf_deinit(&b);
     return out;
-}
-
-static struct json *
-parse_ok(const char *s)
-{
-    char err[200];
-    struct json *j = json_parse(s, strlen(s), err, sizeof(err));
-    cr_assert_not_null(j, "%s: %s", s, err);
-    return j;
 }
 
 Test(json, round_trips_compactly)
@@ -227,7 +219,7 @@ Test(json_path, syntax_errors_and_kinds)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct jpath *jp = jpath_parse(bad[i], strlen(bad[i]), err, sizeof(err));
         cr_assert_null(jp, "%s parsed", bad[i]);
-        cr_assert(strstr(err, "ERR Invalid JSONPath") == err, "%s", err);
+        cr_assert(strstr(err, "Error occurred on position ") == err, "%s", err);
     }
     struct jpath *jp = jpath_parse(".a", 2, err, sizeof(err));
     cr_assert(jpath_legacy(jp));
@@ -237,6 +229,44 @@ Test(json_path, syntax_errors_and_kinds)
     cr_assert_not(jpath_legacy(jp));
     cr_assert(jpath_is_root(jp));
     jpath_destroy(jp);
+}
+
+/* RedisJSON's texts: the offset in the `$` form, the path cut there and
+ * the tokens its grammar expects (its json_path compile()). */
+Test(json_path, syntax_errors_as_redisjson)
+{
+    static const struct {
+        const char *in, *err;
+    } b[] = {
+        { "$.a[$]", "Error occurred on position 4, \"$.a[ ---->>>> $]\", expected one of the "
+                    "following: '<string>[,<string>,...]', '<number>', ['start:end:steps'], '*'." },
+        { "$..", "Error occurred on position 3, \"$.. <<<<----\", expected one of the following: "
+                 "<string>, '*'." },
+        { "a.", "Error occurred on position 4, \"$.a. <<<<----\", expected one of the following: "
+                "<string>, '*'." },
+        { "$[0,]", "Error occurred on position 4, \"$[0, ---->>>> ]\", expected one of the "
+                   "following: '<number>'." },
+        { "$.a]", "Error occurred on position 3, \"$.a ---->>>> ]\", expected one of the "
+                  "following: EOI, '..'." },
+        { "$]", "Error occurred on position 1, \"$ ---->>>> ]\", expected one of the following: "
+                "EOI, root." },
+        /* inside a filter: where our parser stopped, no token list (ours) */
+        { "$[?(@.a ==)]", "Error occurred on position 10, \"$[?(@.a == ---->>>> )]\", parsing "
+                          "error." },
+    };
+    char err[JPATH_ERR_SHOW + 200];
+    for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+        cr_assert_null(jpath_parse(b[i].in, strlen(b[i].in), err, sizeof(err)), "%s", b[i].in);
+        cr_assert_str_eq(err, b[i].err, "%s", b[i].in);
+    }
+    /* a long path is shown cut to JPATH_ERR_SHOW bytes, the offset still exact */
+    char lp[600];
+    memset(lp, 'x', sizeof(lp));
+    memcpy(lp, "$.", 2);
+    lp[500] = ']';
+    cr_assert_null(jpath_parse(lp, sizeof(lp), err, sizeof(err)));
+    cr_assert(strncmp(err, "Error occurred on position 500, \"$.xx", 37) == 0, "%s", err);
+    cr_assert_lt(strlen(err), JPATH_ERR_SHOW + 120);
 }
 
 Test(json_path, parents_of_a_new_member)

@@ -4,19 +4,11 @@
 #include "node/types/json_pack.h"
 
 #include "base/buf.h"
+#include "json_test_util.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
-
-static struct json *
-parse_ok(const char *s)
-{
-    char err[200];
-    struct json *j = json_parse(s, strlen(s), err, sizeof(err));
-    cr_assert_not_null(j, "%s: %s", s, err);
-    return j;
-}
 
 static void
 text_of(const struct json *j, struct buf *b)
