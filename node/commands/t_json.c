@@ -413,18 +413,27 @@ CMD_HANDLER(json_set)
     if (!parse_nx_xx(c, argc, argv, 4, &o)) {
         return;
     }
-    struct jpath *jp = tjson_path(c, argv[2]);
-    if (jp == NULL) {
+    /* RedisJSON 2.x's order: the key's type, the value, then (a missing key)
+     * the root check before the path is compiled, (an existing one) the path */
+    struct ks_entry *e = tjson_entry(c, argv[1], true, &err);
+    if (err) {
         return;
     }
     struct json *v = tjson_value(c, argv[3]);
     if (v == NULL) {
-        jpath_destroy(jp);
         return;
     }
+    char perr[JPATH_ERR_SHOW + 200];
+    struct jpath *jp = jpath_parse(argv[2].p, argv[2].len, perr, sizeof(perr));
     int rc = 0;
-    struct ks_entry *e = tjson_entry(c, argv[1], true, &err);
-    if (err) {
+    if (e == NULL && o.xx) {
+        json_destroy(v);
+    } else if (e == NULL && (jp == NULL || !jpath_is_root(jp))) {
+        reply_errf(c, TJSON_ERR_ROOT);
+        json_destroy(v);
+        rc = -1;
+    } else if (jp == NULL) {
+        reply_errf(c, "%s", perr);
         json_destroy(v);
         rc = -1;
     } else if (jpath_is_root(jp)) {
@@ -435,10 +444,6 @@ CMD_HANDLER(json_set)
             tjson_store(c, argv[1], v, e ? ks_entry_expire(e) : KS_NO_EXPIRE);
             rc = 1;
         }
-    } else if (e == NULL) {
-        reply_errf(c, TJSON_ERR_ROOT);
-        json_destroy(v);
-        rc = -1;
     } else if (ks_entry_inl(e)) {
         /* a small document stays packed: decode, set, store again (O(its
          * bytes), at most JPK_MAX_BYTES; a tree if it grew past them) */

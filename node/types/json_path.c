@@ -317,10 +317,21 @@ parse_bracket_in(struct pp *s, struct step *st, int depth)
     return eat(s, ']');
 }
 
-/* Steps after `$` or `@` until something that is not a step. */
+/* Steps after `$` or `@` until something that is not a step. As RedisJSON's
+ * grammar reads them: the first step may omit its dot (`$a`, `$*`), a dot may
+ * precede a bracket (`$.[0]`, `$.a.[0]`), and a quoted name is only written in
+ * brackets (`.'a'` is an error). */
 static bool
 parse_steps(struct pp *s, struct jpath *jp, int depth)
 {
+    if (s->p < s->end && *s->p != '.' && *s->p != '[') {
+        struct step *st = push_step(jp);
+        if (eat(s, '*')) {
+            st->kind = ST_WILD;
+        } else if (!parse_name(s, &st->key, &st->klen)) {
+            jp->n--; /* not a step: the caller decides what follows */
+        }
+    }
     while (s->p < s->end) {
         bool descend = false;
         if (peek(s, '.')) {
@@ -333,13 +344,9 @@ parse_steps(struct pp *s, struct jpath *jp, int depth)
             st->descend = descend;
             if (eat(s, '*')) {
                 st->kind = ST_WILD;
-            } else if (descend && eat(s, '[')) {
+            } else if (eat(s, '[')) {
                 if (!parse_bracket(s, st, depth)) {
                     return false;
-                }
-            } else if (peek(s, '\'') || peek(s, '"')) {
-                if (!parse_quoted(s, &st->key, &st->klen)) {
-                    return fail_at(s, name, JPE_NAME);
                 }
             } else if (!parse_name(s, &st->key, &st->klen)) {
                 return fail_at(s, name, JPE_NAME);
@@ -565,7 +572,7 @@ jpath_parse(const char *p, size_t n, char *err, size_t errlen)
         /* RedisJSON reads a legacy path as JSONPath after `$` */
         buf_putc(&b, '$');
         if (!(n == 1 && p[0] == '.')) {
-            if (n > 0 && p[0] != '.' && p[0] != '[') {
+            if (n > 0 && p[0] != '.') { /* `[0]` is `$.[0]` */
                 buf_putc(&b, '.');
             }
             buf_append(&b, p, n);

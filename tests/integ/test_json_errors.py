@@ -34,6 +34,14 @@ def J(c, *args):
     # legacy paths are read as JSONPath after `$` and named so (RedisJSON's Path::new)
     (".a.", 'Error occurred on position 4, "$.a. <<<<----", ' + NAME),
     ("a[", 'Error occurred on position 4, "$.a[ <<<<----", ' + BRACKET),
+    # json_path's grammar: a legacy `[` is `$.[`; a quoted name only inside brackets
+    ("[", 'Error occurred on position 3, "$.[ <<<<----", ' + BRACKET),
+    ("[]", 'Error occurred on position 3, "$.[ ---->>>> ]", ' + BRACKET),
+    ("$.'a'", 'Error occurred on position 2, "$. ---->>>> \'a\'", ' + NAME),
+    (".'a'", 'Error occurred on position 2, "$. ---->>>> \'a\'", ' + NAME),
+    ('$.."a"', 'Error occurred on position 3, "$.. ---->>>> \"a\"", ' + NAME),
+    ("$'a'", "Error occurred on position 1, \"$ ---->>>> 'a'\", expected one of the following: "
+             "EOI, root."),
 ])
 def test_malformed_path_errors(r, path, err):
     J(r, "JSON.SET", "d", "$", '{"a":[1,2]}')
@@ -41,6 +49,38 @@ def test_malformed_path_errors(r, path, err):
     assert resp_error(J, r, "JSON.SET", "d", path, "1") == err
     assert resp_error(J, r, "JSON.DEL", "d", path) == err
     assert J(r, "JSON.GET", "d") == '{"a":[1,2]}'
+
+
+def test_dotless_first_step_and_dotted_brackets(r):
+    # json_path's grammar: `$` ~ root, whose first element may be a bare name or `*`; `.[`
+    J(r, "JSON.SET", "d", "$", '{"a":{"b":[1,2]},"c":[{"x":1},{"x":2}]}')
+    assert J(r, "JSON.GET", "d", "$a") == '[{"b":[1,2]}]'
+    assert J(r, "JSON.GET", "d", "$a.b.[1]") == "[2]"
+    assert J(r, "JSON.GET", "d", "$*") == J(r, "JSON.GET", "d", "$.*")
+    assert J(r, "JSON.GET", "d", "$c[?(@x == 2)]") == '[{"x":2}]'
+    assert "does not exist" in resp_error(J, r, "JSON.GET", "d", "[0]")   # parsed; no match
+    assert J(r, "JSON.SET", "d", "$a.n", "5") == "OK"
+    assert J(r, "JSON.GET", "d", "a.n") == "5"
+    J(r, "JSON.SET", "l", "$", "[10,20]")
+    assert J(r, "JSON.GET", "l", "[1]") == "20"             # legacy `[1]` is `$.[1]`
+
+
+def test_set_on_missing_key_checks_root_before_path(r):
+    # RedisJSON 2.x's json_set: the key's type, the value, then on a missing key the root
+    # error (XX: nil) without compiling the path
+    r.set("s", "str")
+    root = "new objects must be created at the root"
+    assert resp_error(J, r, "JSON.SET", "nokey", "$.", "1") == root
+    assert resp_error(J, r, "JSON.SET", "nokey", "$[?(", "1") == root
+    assert resp_error(J, r, "JSON.SET", "nokey", "$.a", "1") == root
+    assert J(r, "JSON.SET", "nokey", "$.", "1", "XX") is None
+    assert "EOF while parsing" in resp_error(J, r, "JSON.SET", "nokey", "$.", "{")
+    assert "WRONGTYPE" in resp_error(J, r, "JSON.SET", "s", "$.", "{")
+    assert r.exists("nokey") == 0
+    # an existing key: the path is compiled and its error replied
+    J(r, "JSON.SET", "d", "$", "{}")
+    assert resp_error(J, r, "JSON.SET", "d", "$.", "1").startswith("Error occurred on position 2")
+    assert J(r, "JSON.GET", "d") == "{}"
 
 
 def test_path_error_has_no_err_prefix(r):

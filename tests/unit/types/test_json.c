@@ -212,9 +212,9 @@ Test(json_path, evaluates)
 
 Test(json_path, syntax_errors_and_kinds)
 {
-    static const char *const bad[] = { "$.",  "$[",           "$[1",      "$['a",
-                                       "$..", "$[?(@.a ==)]", "$[?(@.a]", "$[1:2:3:4]",
-                                       "$x",  ".a[",          "$[?(1)]" };
+    static const char *const bad[] = { "$.",   "$[",           "$[1",      "$['a",
+                                       "$..",  "$[?(@.a ==)]", "$[?(@.a]", "$[1:2:3:4]",
+                                       "$'x'", ".a[",          "$[?(1)]" };
     char err[300];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct jpath *jp = jpath_parse(bad[i], strlen(bad[i]), err, sizeof(err));
@@ -267,6 +267,53 @@ Test(json_path, syntax_errors_as_redisjson)
     cr_assert_null(jpath_parse(lp, sizeof(lp), err, sizeof(err)));
     cr_assert(strncmp(err, "Error occurred on position 500, \"$.xx", 37) == 0, "%s", err);
     cr_assert_lt(strlen(err), JPATH_ERR_SHOW + 120);
+}
+
+/* RedisJSON's grammar: the first step may omit its dot, a dot may precede a
+ * bracket, a quoted name is only written in brackets; a legacy `[0]` is
+ * `$.[0]`. */
+Test(json_path, dotless_first_step_and_dotted_brackets)
+{
+    const char *doc = "{\"a\":{\"b\":[1,2]},\"c\":[{\"x\":1},{\"x\":2}]}";
+    static const char *const cases[][2] = {
+        { "$a", "[{\"b\":[1,2]}]" },
+        { "$a.b[1]", "[2]" },
+        { "$a.b.[0]", "[1]" },
+        { "$.a.b.[1]", "[2]" },
+        { "$c[?(@x == 2)]", "[{\"x\":2}]" },
+        { "$c[?($a.b[0] == @x)]", "[{\"x\":1}]" },
+        { "$.[\"a\"].b", "[[1,2]]" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = eval_text(doc, cases[i][0]);
+        cr_assert_str_eq(got, cases[i][1], "path %s", cases[i][0]);
+    }
+    char star[64];
+    snprintf(star, sizeof(star), "%s", eval_text(doc, "$.*"));
+    cr_assert_str_eq(eval_text(doc, "$*"), star);
+    char err[JPATH_ERR_SHOW + 200];
+    static const struct {
+        const char *in, *err;
+    } b[] = {
+        { "$.'a'", "Error occurred on position 2, \"$. ---->>>> 'a'\", expected one of the "
+                   "following: <string>, '*'." },
+        { "$..\"a\"", "Error occurred on position 3, \"$.. ---->>>> \"a\"\", expected one of the "
+                      "following: <string>, '*'." },
+        { "$'a'", "Error occurred on position 1, \"$ ---->>>> 'a'\", expected one of the "
+                  "following: EOI, root." },
+        { "[", "Error occurred on position 3, \"$.[ <<<<----\", expected one of the following: "
+               "'<string>[,<string>,...]', '<number>', ['start:end:steps'], '*'." },
+        { "$.[]", "Error occurred on position 3, \"$.[ ---->>>> ]\", expected one of the "
+                  "following: '<string>[,<string>,...]', '<number>', ['start:end:steps'], '*'." },
+    };
+    for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+        cr_assert_null(jpath_parse(b[i].in, strlen(b[i].in), err, sizeof(err)), "%s", b[i].in);
+        cr_assert_str_eq(err, b[i].err, "%s", b[i].in);
+    }
+    struct jpath *jp = jpath_parse("[1]", 3, err, sizeof(err));
+    cr_assert_not_null(jp, "%s", err);
+    cr_assert(jpath_legacy(jp));
+    jpath_destroy(jp);
 }
 
 Test(json_path, parents_of_a_new_member)
