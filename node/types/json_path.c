@@ -264,14 +264,11 @@ parse_bracket_in(struct pp *s, struct step *st, int depth)
     if (eat(s, '*')) {
         st->kind = ST_WILD;
     } else if (eat(s, '?')) {
-        ws(s);
-        if (!eat(s, '(')) {
-            return false;
-        }
+        /* `?` and a filter expression, as RedisJSON's grammar has it: the
+         * usual `?(...)` is a parenthesized one, `?@.a > 1` is also valid */
         st->kind = ST_FILTER;
         st->filter = parse_or(s, depth + 1);
-        ws(s);
-        if (st->filter == NULL || !eat(s, ')')) {
+        if (st->filter == NULL) {
             return false;
         }
     } else {
@@ -387,7 +384,7 @@ parse_operand(struct pp *s, struct operand *o, int depth)
     }
     /* a number, true, false or null: parsed as JSON up to a delimiter */
     const char *b = s->p;
-    while (s->p < s->end && strchr(")&|=<>!, \t", *s->p) == NULL) {
+    while (s->p < s->end && strchr(")]&|=<>!, \t", *s->p) == NULL) {
         s->p++;
     }
     char err[128];

@@ -58,6 +58,8 @@ def test_dotless_first_step_and_dotted_brackets(r):
     assert J(r, "JSON.GET", "d", "$a.b.[1]") == "[2]"
     assert J(r, "JSON.GET", "d", "$*") == J(r, "JSON.GET", "d", "$.*")
     assert J(r, "JSON.GET", "d", "$c[?(@x == 2)]") == '[{"x":2}]'
+    assert J(r, "JSON.GET", "d", "$.c[?@.x>1]") == '[{"x":2}]'       # `?` ~ filter, no parentheses
+    assert resp_error(J, r, "JSON.GET", "d", "$.c[?@.x>]").startswith("Error occurred on position 9")
     assert "does not exist" in resp_error(J, r, "JSON.GET", "d", "[0]")   # parsed; no match
     assert J(r, "JSON.SET", "d", "$a.n", "5") == "OK"
     assert J(r, "JSON.GET", "d", "a.n") == "5"

@@ -283,6 +283,9 @@ Test(json_path, dotless_first_step_and_dotted_brackets)
         { "$c[?(@x == 2)]", "[{\"x\":2}]" },
         { "$c[?($a.b[0] == @x)]", "[{\"x\":1}]" },
         { "$.[\"a\"].b", "[[1,2]]" },
+        /* `?` then a filter expression, parentheses optional */
+        { "$c[?@.x > 1]", "[{\"x\":2}]" },
+        { "$c[?(@.x == 1) || @.x == 2]", "[{\"x\":1},{\"x\":2}]" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *got = eval_text(doc, cases[i][0]);
