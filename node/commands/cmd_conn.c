@@ -721,7 +721,8 @@ cmd_command_info(struct conn *c, int argc, struct rv_str *argv)
 static void
 reply_command_doc(struct conn *c, const struct cmd_spec *s)
 {
-    size_t ns = count_subs(s), na = docs_arg_count(s), nm = docs_meta_count(s);
+    size_t ns = docs_hides(s, true) ? 0 : count_subs(s);
+    size_t na = docs_hides(s, false) ? 0 : docs_arg_count(s), nm = docs_meta_count(s);
     char full[96];
     cmd_fullname(s, full, sizeof(full));
     reply_bulk_cstr(c, full);

@@ -109,7 +109,7 @@ CMD_HANDLER(move)
 
 /* SWAPDB index1 index2: clients see the other database's data at once;
  * blocked clients re-run their command (a key they wait for may be there
- * now), and WATCHers of both are flagged by the dispatcher (a keyless write). */
+ * now); as Redis, the watchers of a key present in either are flagged. */
 CMD_HANDLER(swapdb)
 {
     (void)argc;
@@ -133,6 +133,8 @@ CMD_HANDLER(swapdb)
     if (a != b) {
         struct shard_env *env = c->env;
         unsigned was = env->db;
+        multi_touch_flush(c->shard, (unsigned)a, (int)b);
+        multi_touch_flush(c->shard, (unsigned)b, (int)a);
         struct ks *x = shard_db(env, (unsigned)a), *y = shard_db(env, (unsigned)b);
         env->dbs[a] = y;
         env->dbs[b] = x;

@@ -458,7 +458,10 @@ docs_reply_args(struct conn *c, const struct cmd_spec *s)
 
 /* ------------------------------------------------------------ doc metadata */
 
-enum { DOC_DEPRECATED = 1, DOC_SYSCMD = 2 };
+/* DOC_NO_ARGS, DOC_NO_SUBS: Redis 7.0's docs give no arguments (its JSON
+ * files list none) or no subcommands (DEBUG's are not documented) */
+enum { DOC_DEPRECATED = 1, DOC_SYSCMD = 2, DOC_NO_ARGS = 4, DOC_NO_SUBS = 8 };
+#define DOC_FLAGS (DOC_DEPRECATED | DOC_SYSCMD) /* the ones doc_flags lists */
 
 struct docs_hist {
     const char *version, *text;
@@ -519,13 +522,15 @@ static const struct docs_meta docs_meta[] = {
     { "cluster|slots", DOC_DEPRECATED, "7.0.0", "`CLUSTER SHARDS`",
       H({ "4.0.0", "Added node IDs." },
         { "7.0.0", "Added additional networking metadata field." }) },
+    { "command|getkeys", DOC_NO_ARGS, NULL, NULL, NULL },
+    { "command|getkeysandflags", DOC_NO_ARGS, NULL, NULL, NULL },
     { "command|info", 0, NULL, NULL,
       H({ "7.0.0", "Allowed to be called with no argument to get info on all commands." }) },
     { "config|get", 0, NULL, NULL,
       H({ "7.0.0", "Added the ability to pass multiple pattern parameters in one call" }) },
     { "config|set", 0, NULL, NULL,
       H({ "7.0.0", "Added the ability to set multiple parameters in one call." }) },
-    { "debug", DOC_SYSCMD, NULL, NULL, NULL },
+    { "debug", DOC_SYSCMD | DOC_NO_SUBS, NULL, NULL, NULL },
     { "exists", 0, NULL, NULL, H({ "3.0.3", "Accepts multiple `key` arguments." }) },
     { "expire", 0, NULL, NULL, H({ "7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`." }) },
     { "expireat", 0, NULL, NULL, H({ "7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`." }) },
@@ -571,7 +576,7 @@ static const struct docs_meta docs_meta[] = {
     { "renamenx", 0, NULL, NULL,
       H({ "3.2.0",
           "The command no longer returns an error when source and destination names are the same." }) },
-    { "replconf", DOC_SYSCMD, NULL, NULL, NULL },
+    { "replconf", DOC_SYSCMD | DOC_NO_ARGS, NULL, NULL, NULL },
     { "restore", 0, NULL, NULL,
       H({ "3.0.0", "Added the `REPLACE` modifier." }, { "5.0.0", "Added the `ABSTTL` modifier." },
         { "5.0.0", "Added the `IDLETIME` and `FREQ` options." }) },
@@ -670,6 +675,13 @@ docs_meta_sorted(void)
     return true;
 }
 
+bool
+docs_hides(const struct cmd_spec *s, bool subs)
+{
+    const struct docs_meta *m = meta_of(s);
+    return m != NULL && (m->flags & (subs ? DOC_NO_SUBS : DOC_NO_ARGS)) != 0;
+}
+
 size_t
 docs_meta_count(const struct cmd_spec *s)
 {
@@ -677,8 +689,8 @@ docs_meta_count(const struct cmd_spec *s)
     if (m == NULL) {
         return 0;
     }
-    return (size_t)(m->flags != 0) + (m->deprecated_since != NULL) + (m->replaced_by != NULL) +
-           (m->hist != NULL);
+    return (size_t)((m->flags & DOC_FLAGS) != 0) + (m->deprecated_since != NULL) +
+           (m->replaced_by != NULL) + (m->hist != NULL);
 }
 
 void
@@ -688,7 +700,7 @@ docs_reply_meta(struct conn *c, const struct cmd_spec *s)
     if (m == NULL) {
         return;
     }
-    if (m->flags != 0) {
+    if (m->flags & DOC_FLAGS) {
         reply_bulk_cstr(c, "doc_flags");
         reply_set(c, (size_t)((m->flags & DOC_DEPRECATED) != 0) + ((m->flags & DOC_SYSCMD) != 0));
         if (m->flags & DOC_DEPRECATED) {

@@ -24,5 +24,9 @@ void docs_reply_args(struct conn *c, const struct cmd_spec *s);
  * complexity, before arguments. */
 size_t docs_meta_count(const struct cmd_spec *s);
 void docs_reply_meta(struct conn *c, const struct cmd_spec *s);
+/* True when Redis 7.0's COMMAND DOCS gives s no "subcommands" field (subs)
+ * or no "arguments" field (!subs) though Ruvio has them: DEBUG's
+ * subcommands, COMMAND GETKEYS's, GETKEYSANDFLAGS's and REPLCONF's arguments. */
+bool docs_hides(const struct cmd_spec *s, bool subs);
 /* True when the metadata table is sorted (bsearch): the unit test checks it. */
 bool docs_meta_sorted(void);

@@ -4,6 +4,7 @@
  * Semantics follow Redis 7.0. Entries returned by the keyspace are views valid
  * only until the next modifying call: multi-key handlers look every key up
  * afresh and never keep an entry across a write. */
+#include "node/features/multi.h"
 #include "node/commands/cmds.h"
 
 #include "base/clock.h"
@@ -641,8 +642,12 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv, bool all)
         return;
     }
     if (all) {
+        for (unsigned i = 0; i < c->env->ndbs; i++) {
+            multi_touch_flush(c->shard, i, -1);
+        }
         db_flush_all(c);
     } else {
+        multi_touch_flush(c->shard, c->env->db, -1);
         ks_flush(c->env->ks);
     }
     rv_mem_purge_thread(); /* hand the freed pages back now, not over the decay time (as Redis) */

@@ -8,6 +8,7 @@
  * (persist.c, the replica's apply), so the commands are logged as their
  * arguments; XREADGROUP drops BLOCK (it served, or changed nothing). Calls
  * that changed nothing are not logged. */
+#include "node/features/multi.h"
 #include "node/commands/t_stream_group.h"
 
 #include "base/mem.h"
@@ -228,8 +229,11 @@ CMD_HANDLER(xgroup_create)
         return;
     }
     ksn_event(c->env, KSN_STREAM, "xgroup-create", argv[2]);
-    if (created && c->env->tracking != NULL) {
-        tracking_key_written(c, argv[2]); /* (group changes are not signalled; a new key is) */
+    if (created) { /* (group changes are not signalled; a new key is) */
+        multi_touch_db(c->shard, c->db, argv[2]);
+        if (c->env->tracking != NULL) {
+            tracking_key_written(c, argv[2]);
+        }
     }
     reply_ok(c);
 }

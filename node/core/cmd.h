@@ -107,6 +107,10 @@ const struct cmd_spec *cmd_by_id(uint32_t id);
 void cmd_fullname(const struct cmd_spec *s, char *out, size_t outsz);
 /* Key indexes of argv for s; returns how many (<= max). */
 int cmd_get_keys(const struct cmd_spec *s, int argc, struct rv_str *argv, int *out, int max);
+/* Narrow a write's keys[0..n-1] (cmd_get_keys's) to those it modified, as
+ * Redis signals them (a store: its destination only); returns the new count.
+ * CLIENT TRACKING invalidates and WATCH is touched by exactly these. */
+int cmd_written_keys(const struct cmd_spec *s, int *keys, int n);
 
 /* Client-visible lookup: honours rename-command (cmd_renamed is set once at start-up). */
 extern bool cmd_renamed;

@@ -203,11 +203,70 @@ multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str
         return;
     }
     if (n == 0) {
-        dict_foreach(tab, flag_all, NULL);
+        /* FLUSHDB, FLUSHALL and SWAPDB flagged the keys they changed
+         * (multi_touch_flush); FUNCTION, SCRIPT & co. change no key, as in
+         * Redis; DEBUG (RELOAD, ...) may have changed any */
+        if (strcmp(cmd->name, "debug") == 0) {
+            dict_foreach(tab, flag_all, NULL);
+        }
         return;
     }
+    n = cmd_written_keys(cmd, keys, n); /* (the keys tracking invalidates too) */
     for (int i = 0; i < n; i++) {
         flag_watchers(tab, argv[keys[i]].p, argv[keys[i]].len, shard_env(s)->db);
+    }
+}
+
+/* key in database db, expired or not; NULL where db was never used */
+static struct ks_entry *
+db_peek(struct shard_env *env, unsigned db, struct rv_str key)
+{
+    return env->dbs[db] != NULL ? ks_peek(env->dbs[db], key.p, key.len) : NULL;
+}
+
+struct flush_ctx {
+    struct shard_env *env;
+    unsigned db;
+    int with;
+};
+
+static void
+flag_flushed(void *arg, struct dict_entry *e)
+{
+    struct flush_ctx *x = arg;
+    struct watchers *ws = dict_val_ptr(e);
+    struct rv_str k = dict_key(e);
+    const char *key = k.p;
+    size_t len = k.len;
+    int64_t now = x->env->now_ms;
+    struct ks_entry *gone = db_peek(x->env, x->db, k);
+    struct ks_entry *in = x->with >= 0 ? db_peek(x->env, (unsigned)x->with, k) : NULL;
+    bool live_in = in != NULL && (ks_entry_expire(in) == KS_NO_EXPIRE || ks_entry_expire(in) > now);
+    bool live_gone = gone != NULL &&
+                     (ks_entry_expire(gone) == KS_NO_EXPIRE || ks_entry_expire(gone) > now);
+    for (size_t j = 0; j < ws->n; j++) {
+        struct multi_state *m = ws->v[j]->mstate;
+        for (size_t i = 0; i < m->nw; i++) {
+            struct watched_key *w = &m->w[i];
+            if (w->db != x->db || w->len != len || memcmp(w->key, key, len) != 0) {
+                continue;
+            }
+            /* an expired key going (or staying expired) is no change; one
+             * that was live at WATCH and expired since already fails EXEC */
+            if (live_in || live_gone || (gone != NULL && w->existed)) {
+                m->dirty_cas = true;
+            }
+        }
+    }
+}
+
+void
+multi_touch_flush(struct shard *s, unsigned db, int with)
+{
+    struct shard_env *env = shard_env(s);
+    if (env->watched != NULL && dict_size(env->watched) != 0) {
+        struct flush_ctx x = { env, db, with };
+        dict_foreach(env->watched, flag_flushed, &x);
     }
 }
 

@@ -2,8 +2,9 @@
  *
  * Queued commands are copied out of the read buffer into the connection's
  * transaction state. WATCH registers keys in the shard's watch table; the
- * dispatcher calls multi_touch() after every write command, which flags the
- * watching connections so their EXEC fails. A key that existed when watched
+ * dispatcher calls multi_touch() after every write command that changed
+ * something, which flags the connections watching the keys it modified (the
+ * same keys CLIENT TRACKING invalidates) so their EXEC fails. A key that existed when watched
  * and has expired or vanished by EXEC time also fails it, so expiry and
  * eviction invalidate a WATCH as in Redis. Nothing here costs anything on
  * the request path while no connection of the shard watches a key.
@@ -35,11 +36,18 @@ bool multi_queued_cmd(const struct conn *c, size_t i, const struct cmd_spec **cm
                       struct rv_str **argv);
 /* Drop the transaction and every watch of c (DISCARD, RESET, close). */
 void multi_release(struct conn *c);
-/* After a write command: flag the watchers of its keys; a keyless write
- * (FLUSHDB, FLUSHALL) flags every watcher of the shard. */
+/* After a write command: flag the watchers of the keys it modified, as Redis
+ * signals them (cmd_written_keys: a store's destination, not its sources);
+ * a keyless write none but DEBUG, which flags every watcher of the shard.
+ * Writes that changed nothing are not passed here. */
 void multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv);
 /* A write changed key in database db other than the running command's (MOVE, COPY ... DB). */
 void multi_touch_db(struct shard *s, unsigned db, struct rv_str key);
+
+/* Before database db is emptied (FLUSHDB, FLUSHALL; with = -1) or gets
+ * database with's keys (SWAPDB): as Redis 7.0, flag the watchers of db's keys
+ * that exist in it now or in with, not those of keys missing in both. */
+void multi_touch_flush(struct shard *s, unsigned db, int with);
 
 /* WATCH keys[0..n-1] (already watched ones are skipped); not inside MULTI. */
 void multi_watch(struct conn *c, int n, const struct rv_str *keys);

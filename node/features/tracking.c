@@ -646,67 +646,6 @@ trim(struct shard *s)
     }
 }
 
-/* Which keys of a write Redis signals as modified (signalModifiedKey), in
- * cmd_get_keys order: by default all of them; a command that stores into a
- * destination only that one (its sources were only read), and the commands
- * that change a stream's consumer groups none (Redis 7.0 signals no key for
- * them: a cached stream's entries did not change). */
-enum wk_rule { WK_ALL, WK_FIRST, WK_SECOND, WK_BUT_FIRST, WK_NONE };
-
-static const struct {
-    const char *name; /* cmd_fullname's form */
-    enum wk_rule rule;
-} written_rules[] = {
-    { "sinterstore", WK_FIRST },
-    { "sunionstore", WK_FIRST },
-    { "sdiffstore", WK_FIRST },
-    { "zunionstore", WK_FIRST },
-    { "zinterstore", WK_FIRST },
-    { "zdiffstore", WK_FIRST },
-    { "zrangestore", WK_FIRST },
-    { "geosearchstore", WK_FIRST },
-    { "bitop", WK_FIRST },
-    { "pfmerge", WK_FIRST },
-    { "copy", WK_SECOND },
-    { "sort", WK_BUT_FIRST },
-    { "georadius", WK_BUT_FIRST },
-    { "georadiusbymember", WK_BUT_FIRST },
-    { "xsetid", WK_NONE },
-    { "xack", WK_NONE },
-    { "xclaim", WK_NONE },
-    { "xautoclaim", WK_NONE },
-    { "xreadgroup", WK_NONE },
-    { "xgroup|create", WK_NONE },
-    { "xgroup|createconsumer", WK_NONE },
-    { "xgroup|delconsumer", WK_NONE },
-    { "xgroup|destroy", WK_NONE },
-    { "xgroup|setid", WK_NONE },
-};
-
-/* Narrow keys[0..n-1] to the keys cmd modified; returns the new count. */
-static int
-written_keys(const struct cmd_spec *cmd, int *keys, int n)
-{
-    char full[64];
-    if (n == 0) {
-        return 0;
-    }
-    cmd_fullname(cmd, full, sizeof(full));
-    for (size_t i = 0; i < sizeof(written_rules) / sizeof(written_rules[0]); i++) {
-        if (strcmp(written_rules[i].name, full) != 0) {
-            continue;
-        }
-        switch (written_rules[i].rule) {
-        case WK_FIRST: return 1;
-        case WK_SECOND: keys[0] = keys[n > 1 ? 1 : 0]; return n > 1 ? 1 : 0;
-        case WK_BUT_FIRST: memmove(keys, keys + 1, (size_t)(n - 1) * sizeof(*keys)); return n - 1;
-        case WK_NONE: return 0;
-        default: return n;
-        }
-    }
-    return n;
-}
-
 void
 tracking_after_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
                     bool wrote)
@@ -739,7 +678,7 @@ tracking_after_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct
     int *keys = argc <= 64 ? stack : rv_malloc((size_t)argc * sizeof(int));
     int n = cmd_get_keys(cmd, argc, argv, keys, argc);
     if (wrote) {
-        n = written_keys(cmd, keys, n);
+        n = cmd_written_keys(cmd, keys, n);
     }
     struct trk_shard *t = c->env->tracking;
     if (wrote && n == 0 &&

@@ -65,6 +65,24 @@ def test_command_docs_metadata_as_redis(raw):
         assert got == want, name
 
 
+def test_command_docs_fields_present_as_redis(raw):
+    """Which of arguments and subcommands each command's docs have: Redis 7.0 gives none for COMMAND GETKEYS,
+    GETKEYSANDFLAGS and REPLCONF's arguments, nor DEBUG's subcommands."""
+    want = {
+        "command|getkeys": [], "command|getkeysandflags": [], "replconf": [], "debug": [],
+        "get": ["arguments"], "command": ["subcommands"], "command|info": ["arguments"],
+        "xgroup": ["subcommands"], "config|set": ["arguments"],
+    }
+    docs = dict(pairs(raw.cmd("COMMAND", "DOCS", *want)))
+    assert sorted(docs) == sorted(want)
+    for name, fields in want.items():
+        got = [k for k, _ in pairs(docs[name]) if k in ("arguments", "subcommands")]
+        assert got == fields, name
+    sub = dict(pairs(dict(pairs(raw.cmd("COMMAND", "DOCS", "command")))["command"]))["subcommands"]
+    body = dict(pairs(dict(pairs(sub))["command|getkeys"]))
+    assert "arguments" not in body and body["since"] == b"2.8.13"
+
+
 def test_command_docs_resp3_types(raw):
     c = raw.new()
     c.cmd("HELLO", "3")

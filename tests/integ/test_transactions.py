@@ -5,7 +5,7 @@ import time
 import pytest
 import redis
 
-from conftest import poll_until
+from conftest import RespError, poll_until
 
 
 def test_multi_exec_runs_queued_commands(raw):
@@ -138,12 +138,120 @@ def test_unwatch_and_exec_clear_watches(raw):
 
 
 def test_watched_key_expiring_aborts_exec(raw):
-    raw.cmd("SET", "w", "1", "PX", "50")
-    raw.cmd("WATCH", "w")
-    poll_until(lambda: raw.new().cmd("EXISTS", "w") == 0, what="key to expire")
+    # the key must still be live when WATCH runs: PTTL after WATCH says so, else retry with a longer TTL
+    for ttl in (100, 400, 1600, 6400):
+        raw.cmd("SET", "w", "1", "PX", str(ttl))
+        raw.cmd("WATCH", "w")
+        if raw.cmd("PTTL", "w") > 0:
+            break
+        raw.cmd("UNWATCH")
+    else:
+        pytest.fail("the key expired before WATCH every time")
+    poll_until(lambda: raw.new().cmd("EXISTS", "w") == 0, timeout=10, what="key to expire")
     raw.cmd("MULTI")
     raw.cmd("SET", "w", "2")
     assert raw.cmd("EXEC") is None
+
+
+# (setup, watched key, the other client's write, whether EXEC then aborts): WATCH is touched by exactly the keys a
+# write modified (Redis's signalModifiedKey, the keys CLIENT TRACKING invalidates), checked against redis-server
+SIGNALLED = [
+    ([("SADD", "s1", "a"), ("SADD", "s2", "a")], "s1", ("SINTERSTORE", "d", "s1", "s2"), False),
+    ([("SADD", "s1", "a"), ("SADD", "s2", "a")], "d", ("SINTERSTORE", "d", "s1", "s2"), True),
+    ([("SADD", "s1", "a"), ("SADD", "s2", "b")], "d", ("SINTERSTORE", "d", "s1", "s2"), False),
+    ([("ZADD", "z", "1", "a")], "z", ("ZUNIONSTORE", "d", "1", "z"), False),
+    ([("SET", "k", "v")], "k", ("COPY", "k", "c"), False),
+    ([("SET", "k", "v")], "c", ("COPY", "k", "c"), True),
+    ([("SET", "k", "v"), ("SET", "c", "x")], "c", ("COPY", "k", "c"), False),
+    ([("PFADD", "h1", "a")], "h1", ("PFMERGE", "h2", "h1"), False),
+    ([("PFADD", "h1", "a")], "h2", ("PFMERGE", "h2", "h1"), True),
+    ([("SET", "s", "ab")], "s", ("BITOP", "OR", "b", "s"), False),
+    ([("RPUSH", "l", "1")], "l", ("SORT", "l", "STORE", "d"), False),
+    ([("GEOADD", "g", "1", "1", "m")], "g", ("GEORADIUS", "g", "1", "1", "10", "km", "STORE", "r"), False),
+    ([("GEOADD", "g", "1", "1", "m")], "g", ("GEOADD", "g", "1", "1", "m"), False),
+    ([("SET", "k", "v")], "k", ("SET", "k", "v"), True),
+    ([("HSET", "h", "f", "v")], "h", ("HSET", "h", "f", "v"), True),
+    ([("SET", "k", "1")], "k", ("INCRBY", "k", "0"), True),
+    ([("SET", "k", "1")], "k", ("APPEND", "k", ""), True),
+    ([("SADD", "s", "a")], "s", ("SADD", "s", "a"), False),
+    ([("SET", "k", "v")], "k", ("SET", "k", "x", "NX"), False),
+    ([], "k", ("MSET", "k", "1", "j", "2"), True),
+    ([("SET", "j", "1")], "k", ("MSETNX", "k", "1", "j", "2"), False),
+    ([], "k", ("FUNCTION", "LOAD", "REPLACE",
+               "#!lua name=watchlib\nredis.register_function('f', function() return 1 end)"), False),
+    ([], "k", ("EXPIRE", "k", "100"), False),
+    ([], "k", ("DEL", "k"), False),
+    ([], "k", ("UNLINK", "k"), False),
+    ([], "k", ("GETDEL", "k"), False),
+    ([("SET", "k", "v")], "k", ("RENAME", "k", "k"), False),
+    ([("SET", "k", "v")], "k", ("SETRANGE", "k", "0", ""), False),
+    ([("SET", "k", "1")], "k", ("PERSIST", "k"), False),
+    ([("SET", "k", "1")], "k", ("TOUCH", "k"), False),
+    ([("SET", "k", "1")], "k", ("MOVE", "k", "1"), True),
+    ([], "l", ("LMOVE", "l", "m", "LEFT", "LEFT"), False),
+    ([("RPUSH", "l", "a")], "l", ("LREM", "l", "0", "zz"), False),
+    ([("XADD", "x", "1-1", "f", "1")], "x", ("XGROUP", "CREATE", "x", "g", "0"), False),
+    ([("XADD", "x", "1-1", "f", "1")], "x", ("XSETID", "x", "5-1"), False),
+    ([], "x", ("XGROUP", "CREATE", "x", "g", "0", "MKSTREAM"), True),
+    ([("XADD", "x", "1-1", "f", "1"), ("XGROUP", "CREATE", "x", "g", "0")], "x",
+     ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">"), False),
+    ([("XADD", "x", "1-1", "f", "1"), ("XGROUP", "CREATE", "x", "g", "0"),
+      ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">")], "x", ("XACK", "x", "g", "1-1"), False),
+]
+
+
+@pytest.mark.parametrize("setup,key,write,aborts", SIGNALLED,
+                         ids=lambda v: " ".join(v)[:40] if isinstance(v, tuple) else None)
+def test_watch_is_touched_by_the_keys_a_write_modified(raw, setup, key, write, aborts):
+    other = raw.new()
+    for c in setup:
+        other.cmd(*c)
+    assert raw.cmd("WATCH", key) == "OK"
+    reply = other.cmd(*write)
+    assert not isinstance(reply, RespError), reply
+    raw.cmd("MULTI")
+    raw.cmd("PING")
+    assert (raw.cmd("EXEC") is None) == aborts
+
+
+def exec_after(raw, key, *cmds, db=0):
+    """EXEC's reply (None: aborted) after WATCH key in db and another client's cmds (run in database 0 first)."""
+    other = raw.new()
+    raw.cmd("SELECT", str(db))
+    assert raw.cmd("WATCH", key) == "OK"
+    for c in cmds:
+        assert not isinstance(other.cmd(*c), RespError), c
+    raw.cmd("MULTI")
+    raw.cmd("PING")
+    return raw.cmd("EXEC")
+
+
+def test_flush_touches_only_watched_keys_that_exist(raw):
+    """As Redis 7.0: FLUSHDB and FLUSHALL flag the watchers of the keys they delete, not of missing keys, and
+    FLUSHDB of another database leaves a watch alone."""
+    other = raw.new()
+    other.cmd("SET", "o", "1")
+    assert exec_after(raw, "k", ("FLUSHDB",)) == ["PONG"]
+    for flush in (("FLUSHDB",), ("FLUSHALL",), ("FLUSHDB", "ASYNC")):
+        other.cmd("SET", "k", "1")
+        assert exec_after(raw, "k", flush) is None, flush
+        other.cmd("SET", "o", "1")
+        assert exec_after(raw, "k", flush) is not None, flush
+    other.cmd("SET", "k", "1")
+    assert exec_after(raw, "k", ("SELECT", "1"), ("FLUSHDB",), ("SELECT", "0")) is not None
+    assert exec_after(raw, "k", ("SELECT", "1"), ("SET", "k", "1"), ("SELECT", "0"), ("FLUSHALL",), db=1) is None
+
+
+def test_swapdb_touches_watched_keys_present_in_either_database(raw):
+    other = raw.new()
+    other.cmd("SET", "o", "1")
+    assert exec_after(raw, "k", ("SWAPDB", "0", "1")) is not None
+    other.cmd("FLUSHALL")
+    other.cmd("SET", "k", "1")
+    assert exec_after(raw, "k", ("SWAPDB", "0", "1")) is None  # k goes away
+    assert exec_after(raw, "k", ("SWAPDB", "0", "1")) is None  # k comes back
+    assert exec_after(raw, "k", ("SWAPDB", "1", "1")) is not None
+    assert exec_after(raw, "k", ("SWAPDB", "0", "1"), db=1) is None  # k arrives in database 1
 
 
 def test_discard_unwatches(raw):
