@@ -254,8 +254,7 @@ CMD_HANDLER(debug_digest_value)
         uint8_t d[20] = { 0 };
         char hex[41];
         struct ks_entry *e = ks_peek(c->env->ks, argv[i].p, argv[i].len);
-        if (e != NULL &&
-            (ks_entry_expire(e) == KS_NO_EXPIRE || ks_entry_expire(e) > c->env->now_ms)) {
+        if (ks_entry_live(e, c->env->now_ms)) {
             debug_digest_value(e, d);
         }
         sha1_hex(d, hex);

@@ -241,9 +241,8 @@ flag_flushed(void *arg, struct dict_entry *e)
     int64_t now = x->env->now_ms;
     struct ks_entry *gone = db_peek(x->env, x->db, k);
     struct ks_entry *in = x->with >= 0 ? db_peek(x->env, (unsigned)x->with, k) : NULL;
-    bool live_in = in != NULL && (ks_entry_expire(in) == KS_NO_EXPIRE || ks_entry_expire(in) > now);
-    bool live_gone = gone != NULL &&
-                     (ks_entry_expire(gone) == KS_NO_EXPIRE || ks_entry_expire(gone) > now);
+    bool live_in = ks_entry_live(in, now);
+    bool live_gone = ks_entry_live(gone, now);
     for (size_t j = 0; j < ws->n; j++) {
         struct multi_state *m = ws->v[j]->mstate;
         for (size_t i = 0; i < m->nw; i++) {
@@ -273,12 +272,7 @@ multi_touch_flush(struct shard *s, unsigned db, int with)
 static bool
 key_live(struct conn *c, unsigned db, const char *key, size_t len)
 {
-    struct ks_entry *e = ks_peek(shard_db(c->env, db), key, len);
-    if (e == NULL) {
-        return false;
-    }
-    int64_t dl = ks_entry_expire(e);
-    return dl == KS_NO_EXPIRE || dl > c->env->now_ms;
+    return ks_entry_live(ks_peek(shard_db(c->env, db), key, len), c->env->now_ms);
 }
 
 void

@@ -67,6 +67,9 @@ struct ks_entry *ks_peek(struct ks *ks, const char *key, size_t klen);
 enum ks_type ks_entry_type(const struct ks_entry *e);
 struct rv_str ks_entry_key(const struct ks_entry *e); /* view into the entry */
 int64_t ks_entry_expire(const struct ks_entry *e);    /* unix ms, or KS_NO_EXPIRE */
+/* e is not NULL and its deadline (if any) is after now_ms (what ks_peek
+ * returns may have expired without being reclaimed yet) */
+bool ks_entry_live(const struct ks_entry *e, int64_t now_ms);
 uint64_t ks_entry_idle_ms(const struct ks_entry *e, int64_t now_ms);
 size_t ks_entry_mem(const struct ks_entry *e); /* bytes charged: allocation incl. value */
 /* Sets the access clock so that ks_entry_idle_ms(e, now_ms) is about idle_ms

@@ -36,6 +36,16 @@ ks_entry_expire(const struct ks_entry *e)
     return ent_deadline(e);
 }
 
+bool
+ks_entry_live(const struct ks_entry *e, int64_t now_ms)
+{
+    if (e == NULL) {
+        return false;
+    }
+    int64_t dl = ent_deadline(e);
+    return dl == KS_NO_EXPIRE || dl > now_ms;
+}
+
 uint64_t
 ks_entry_idle_ms(const struct ks_entry *e, int64_t now_ms)
 {

@@ -159,9 +159,8 @@ count_missing(void *arg, const struct rv_str *key)
 {
     struct presence *p = arg;
     struct ks_entry *e = ks_peek(p->c->env->ks, key->p, key->len);
-    int64_t exp = e ? ks_entry_expire(e) : 0;
     p->keys++;
-    p->missing += e == NULL || (exp != KS_NO_EXPIRE && exp <= p->c->env->now_ms);
+    p->missing += !ks_entry_live(e, p->c->env->now_ms);
     return true;
 }
 
