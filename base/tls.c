@@ -102,6 +102,9 @@ ctx_setup(SSL_CTX *ssl, const struct tls_opts *o, bool server, char *err, size_t
      * moves as it grows), and no buffers kept by idle sessions */
     SSL_CTX_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_RELEASE_BUFFERS);
+    /* one read() per burst of records instead of two per record (its 5-byte
+     * header, then its body); readers drain what was read ahead (tls_pending) */
+    SSL_CTX_set_read_ahead(ssl, 1);
     const char *cert = o->cert_file, *key = o->key_file;
     if (!server && set(o->client_cert_file)) {
         cert = o->client_cert_file, key = o->client_key_file;
@@ -277,10 +280,10 @@ tls_set_fd(struct tls *t, int fd)
     SSL_set_fd(t->ssl, fd);
 }
 
-size_t
+bool
 tls_pending(const struct tls *t)
 {
-    return (size_t)SSL_pending(t->ssl);
+    return SSL_pending(t->ssl) > 0 || SSL_has_pending(t->ssl);
 }
 
 bool

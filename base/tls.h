@@ -46,8 +46,10 @@ void tls_free(struct tls *t); /* sends a close_notify if it can, without waiting
  * write that returns TLS_WANT_* must be retried with the same bytes. */
 ssize_t tls_read(struct tls *t, void *p, size_t n);
 ssize_t tls_write(struct tls *t, const void *p, size_t n);
-/* Decrypted bytes held inside the session, not yet returned by tls_read. */
-size_t tls_pending(const struct tls *t);
+/* Whether the session holds bytes not yet returned by tls_read: decrypted
+ * ones, or records read ahead from the socket and not yet decrypted (the
+ * socket will not signal them again). Readers call tls_read until false. */
+bool tls_pending(const struct tls *t);
 bool tls_handshake_done(const struct tls *t);
 /* Drives the handshake: 1 when done, else TLS_WANT_READ/WRITE or TLS_ERROR. */
 int tls_handshake(struct tls *t);

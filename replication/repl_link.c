@@ -153,7 +153,7 @@ repl_read(int fd, struct tls *tls, struct buf *in)
             }
             in->len += (size_t)n;
             total += (size_t)n;
-            if (tls_pending(tls) == 0) {
+            if (!tls_pending(tls)) {
                 return (int)(total > INT32_MAX ? INT32_MAX : total);
             }
             room_for(in, 64 * 1024);

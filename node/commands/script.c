@@ -995,6 +995,20 @@ shebang_flags(struct conn *c, const char *p, size_t n)
     return flags;
 }
 
+/* "f_<sha>" (the function) or "x_<sha>" (its flags): the keys of the
+ * registry's "scripts" table, built without lua_pushfstring's formatter since
+ * every EVALSHA looks up both. */
+static void
+push_cache_key(lua_State *L, char kind, const char *sha)
+{
+    char k[2 + 40];
+    size_t n = strnlen(sha, 40);
+    k[0] = kind;
+    k[1] = '_';
+    memcpy(k + 2, sha, n);
+    lua_pushlstring(L, k, 2 + n);
+}
+
 /* Compile body as f_<sha> into the cache. false with the error replied. */
 static bool
 compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, const char *sha)
@@ -1022,10 +1036,10 @@ compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, con
     lua_getfield(L, LUA_REGISTRYINDEX, "ENV");
     lua_setfenv(L, -2);
     lua_getfield(L, LUA_REGISTRYINDEX, "scripts");
-    lua_pushfstring(L, "f_%s", sha);
+    push_cache_key(L, 'f', sha);
     lua_pushvalue(L, -3);
     lua_rawset(L, -3);
-    lua_pushfstring(L, "x_%s", sha);
+    push_cache_key(L, 'x', sha);
     lua_pushinteger(L, flags);
     lua_rawset(L, -3);
     lua_pop(L, 2);
@@ -1039,7 +1053,7 @@ cached_flags(struct script_shard *ss, const char *sha)
 {
     lua_State *L = ss->L;
     lua_getfield(L, LUA_REGISTRYINDEX, "scripts");
-    lua_pushfstring(L, "x_%s", sha);
+    push_cache_key(L, 'x', sha);
     lua_rawget(L, -2);
     int flags = (int)lua_tointeger(L, -1);
     lua_pop(L, 2);
@@ -1052,7 +1066,7 @@ cached(struct script_shard *ss, const char *sha)
 {
     lua_State *L = ss->L;
     lua_getfield(L, LUA_REGISTRYINDEX, "scripts");
-    lua_pushfstring(L, "f_%s", sha);
+    push_cache_key(L, 'f', sha);
     lua_rawget(L, -2);
     lua_remove(L, -2);
     if (lua_isfunction(L, -1)) {
@@ -1117,13 +1131,30 @@ reply_script_error(struct conn *c, lua_State *L, const char *sha)
     script_conv_error(c, counted, out, n < 0 ? 0 : (size_t)n);
 }
 
+/* err_handler as a function value, made once per state and kept in the
+ * registry: lua_pushcfunction allocates a new closure at every call. */
+static void
+push_err_handler(lua_State *L)
+{
+    static const char key = 0;
+    lua_pushlightuserdata(L, (void *)&key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    if (!lua_isfunction(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushcfunction(L, err_handler);
+        lua_pushlightuserdata(L, (void *)&key);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, LUA_REGISTRYINDEX);
+    }
+}
+
 /* Run the function at the top of the stack with KEYS/ARGV and reply. */
 static void
 run(struct conn *c, struct script_shard *ss, lua_State *L, const char *sha, struct rv_str *keys,
     int nkeys, struct rv_str *args, int nargs, bool ro, bool fcall)
 {
     int base = lua_gettop(L); /* the function */
-    lua_pushcfunction(L, err_handler);
+    push_err_handler(L);
     lua_insert(L, base);
     if (fcall) { /* a function gets them as its arguments */
         push_array(L, keys, nkeys);
@@ -1133,7 +1164,9 @@ run(struct conn *c, struct script_shard *ss, lua_State *L, const char *sha, stru
         set_array(L, "ARGV", args, nargs);
     }
 
-    snprintf(ss->label, sizeof(ss->label), "%s", sha);
+    size_t ln = strnlen(sha, sizeof(ss->label) - 1);
+    memcpy(ss->label, sha, ln);
+    ss->label[ln] = '\0';
     ss->fcall = fcall;
     ss->caller = c;
     ss->resp = 2;

@@ -6,9 +6,8 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "node/core/conn.h"
+#include "proto/resp.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 
 struct effect_redo {
     struct buf bytes; /* the arguments, back to back */
@@ -59,8 +58,7 @@ void
 effect_arg_i64(struct conn *c, int64_t v)
 {
     char num[24];
-    int n = snprintf(num, sizeof(num), "%" PRId64, v);
-    effect_arg(c, num, (size_t)n);
+    effect_arg(c, num, resp_ll2str(num, v));
 }
 
 const struct rv_str *

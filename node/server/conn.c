@@ -212,7 +212,7 @@ conn_fill_tls(struct conn *c, size_t room)
         if (n > 0) {
             c->rbuf.len += (size_t)n;
             c->env->stats.net_input_bytes += (uint64_t)n;
-            if (tls_pending(c->tls) == 0) {
+            if (!tls_pending(c->tls)) {
                 return RV_OK;
             }
             continue;

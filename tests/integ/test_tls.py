@@ -109,6 +109,38 @@ def test_commands_over_tls(tls_server, certs):
     assert _handshake(tls_server, certs) == ("localhost", b"+PONG\r\n")
 
 
+def test_records_read_ahead_are_all_answered(tls_server, certs):
+    """Fifty PING records reach the server in one TCP write: it reads them together (OpenSSL's read-ahead) and must
+    answer all of them although the socket has nothing more to signal."""
+    ctx = ssl.create_default_context(cafile=os.path.join(certs, "ca.pem"))
+    ctx.check_hostname = False
+    ctx.load_cert_chain(os.path.join(certs, "client.pem"), os.path.join(certs, "client.key"))
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(inc, out)
+    with socket.create_connection((HOST, tls_server.tls_port), timeout=TIMEOUT) as raw:
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                raw.sendall(out.read())
+                data = raw.recv(65536)
+                assert data, "closed during the handshake"
+                inc.write(data)
+        for _ in range(50):
+            tls.write(b"PING\r\n")  # one record each
+        raw.sendall(out.read())       # the handshake's end and the fifty records, in one write
+        got = b""
+        while got.count(b"+PONG\r\n") < 50:
+            try:
+                got += tls.read(65536)
+            except ssl.SSLWantReadError:
+                data = raw.recv(65536)  # (socket timeout: a stalled server fails the test)
+                assert data, "closed after %r" % got
+                inc.write(data)
+        assert got == b"+PONG\r\n" * 50
+
+
 def test_redis_cli_tls(tls_server, certs):
     p = lambda n: os.path.join(certs, n)  # noqa: E731
     out = subprocess.run(["redis-cli", "-h", HOST, "-p", str(tls_server.tls_port), "--tls", "--cacert", p("ca.pem"),
