@@ -9,7 +9,12 @@ pipelined --pipeline loops deep, until every entry was read and acknowledged. Ev
 read in order, XACK counts, an empty PEL at the end). The figure is the server's CPU time (schedstat) per
 entry for each phase; the ratio is redis / ruvio (above 1: Ruvio uses less CPU).
 
+Memory (--memory-entries N, 0 to skip): each server, fresh, gets N entries `XADD ms * f v` (pipelined, every
+reply checked, XLEN checked); the figure is INFO's used_memory after minus before, per entry, and the ratio
+ruvio / redis (below 1: Ruvio uses less memory).
+
     /usr/bin/python3 tests/bench/streams.py --ruvio-bin build/ruvio [--entries 200000] [--rounds 3]
+        [--memory-entries 1000000]
 """
 
 import argparse
@@ -66,6 +71,32 @@ def consume_phase(c, n, count, depth):
     return calls
 
 
+def used_memory(c):
+    info = c.call("INFO", "memory")
+    for line in info.decode().splitlines():
+        if line.startswith("used_memory:"):
+            return int(line.split(":")[1])
+    raise BenchError("no used_memory in INFO")
+
+
+def run_memory(name, template, ruvio_bin, n, batch=1000):
+    with Server(name, template, ruvio_bin) as srv:
+        c = Conn(srv.port, timeout=60)
+        try:
+            before = used_memory(c)
+            for base in range(0, n, batch):
+                for r in pipelined(c, [("XADD", "ms", "*", "f", "v")] * min(batch, n - base)):
+                    if not isinstance(r, bytes):
+                        raise BenchError("XADD replied %r" % (r,))
+            if c.call("XLEN", "ms") != n:
+                raise BenchError("XLEN is not %d" % n)
+            after = used_memory(c)
+            usage = c.call("MEMORY", "USAGE", "ms")
+        finally:
+            c.close()
+    return {"entries": n, "bytes_per_entry": (after - before) / n, "memory_usage": usage}
+
+
 def run_one(name, template, ruvio_bin, args):
     with Server(name, template, ruvio_bin) as srv:
         c = Conn(srv.port, timeout=30)
@@ -97,8 +128,17 @@ def main(argv=None):
     ap.add_argument("--count", type=int, default=10, help="XREADGROUP COUNT")
     ap.add_argument("--pipeline", type=int, default=16, help="XREADGROUP calls in flight")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--memory-entries", type=int, default=1000000)
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
+    mem = {}
+    if args.memory_entries > 0:
+        for name, tmpl in (("ruvio", args.ruvio_cmd), ("redis", args.redis_cmd)):
+            mem[name] = run_memory(name, tmpl, os.path.abspath(args.ruvio_bin), args.memory_entries)
+            bench.log("memory %s: %s" % (name, json.dumps(mem[name])))
+        mem["ratio"] = mem["ruvio"]["bytes_per_entry"] / mem["redis"]["bytes_per_entry"]
+        print("%-22s ruvio %8.2f B   redis %8.2f B   ruvio/redis %.2f" % (
+            "memory_per_entry", mem["ruvio"]["bytes_per_entry"], mem["redis"]["bytes_per_entry"], mem["ratio"]))
     res = {"ruvio": [], "redis": []}
     for r in range(args.rounds):
         order = [("ruvio", args.ruvio_cmd), ("redis", args.redis_cmd)]
@@ -107,7 +147,7 @@ def main(argv=None):
         for name, tmpl in order:
             res[name].append(run_one(name, tmpl, os.path.abspath(args.ruvio_bin), args))
             bench.log("round %d %s: %s" % (r + 1, name, json.dumps(res[name][-1])))
-    out = {"args": vars(args), "rounds": res, "median": {}}
+    out = {"args": vars(args), "memory": mem, "rounds": res, "median": {}}
     for name in res:
         out["median"][name] = {k: statistics.median(x[k] for x in res[name])
                                for k in ("xadd_ns_per_entry", "readack_ns_per_entry")}
