@@ -218,6 +218,10 @@ SIGNALLED = [
     ([("ZADD", "z2", "1", "m")], "z1", ("BZMPOP", "0", "2", "z1", "z2", "MIN"), False),
     ([("ZADD", "z2", "1", "m")], "z2", ("BZMPOP", "0", "2", "z1", "z2", "MIN"), True),
     ([], "z1", ("ZMPOP", "2", "z1", "z2", "MIN"), False),
+    ([("SET", "a", "1")], "b", ("EVAL", "redis.call('del', KEYS[1], KEYS[2])", "2", "a", "b"), False),
+    ([("SET", "a", "1")], "a", ("EVAL", "redis.call('del', KEYS[1], KEYS[2])", "2", "a", "b"), True),
+    ([("RPUSH", "l2", "x")], "l1", ("EVAL", "return redis.call('lmpop', 2, KEYS[1], KEYS[2], 'left')", "2", "l1", "l2"),
+     False),
     # expiry: only a deadline that changed (or deleted the key) touches
     ([("SET", "k", "v")], "k", ("EXPIRE", "k", "100", "NX"), True),
     ([("SET", "k", "v"), ("EXPIRE", "k", "100")], "k", ("EXPIRE", "k", "200", "NX"), False),
@@ -305,6 +309,17 @@ def exec_after(raw, key, *cmds, db=0):
     raw.cmd("MULTI")
     raw.cmd("PING")
     return raw.cmd("EXEC")
+
+
+def test_multi_key_writes_inside_exec_touch_what_they_modified(raw):
+    """As Redis 7.0: inside another client's transaction too, DEL touches the keys it deleted and a multi-key pop
+    the key it popped from."""
+    other = raw.new()
+    other.cmd("SET", "a", "1")
+    other.cmd("RPUSH", "l2", "x")
+    assert exec_after(raw, "b", ("MULTI",), ("DEL", "a", "b"), ("BLPOP", "l1", "l2", "0"), ("EXEC",)) == ["PONG"]
+    other.cmd("SET", "a", "1")
+    assert exec_after(raw, "a", ("MULTI",), ("DEL", "a", "b"), ("EXEC",)) is None
 
 
 def test_flush_touches_only_watched_keys_that_exist(raw):
