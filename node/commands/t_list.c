@@ -646,9 +646,13 @@ CMD_HANDLER(lmpop)
             return;
         }
         if (l != NULL) {
+            /* logged, watched and invalidated as the pop it was: its key only (as Redis) */
+            effect_redo(c, end == LIST_TAIL ? "RPOP" : "LPOP", argv[i]);
+            effect_arg_i64(c, count);
             list_pop_reply(c, argv[i], l, end, (size_t)count, LIST_REPLY_KEY_ARRAY);
             return;
         }
     }
+    effect_none(c);
     reply_null_array(c);
 }

@@ -416,6 +416,10 @@ CMD_HANDLER(smove)
         ksn_event(c->env, KSN_SET, "sadd", argv[2]);
     } else if (sobj_add(dst, argv[3].p, argv[3].len, &lim)) {
         ksn_event(c->env, KSN_SET, "sadd", argv[2]);
+    } else {
+        /* dst already held it: only src changed (Redis signals dst only when added) */
+        effect_redo(c, "SREM", argv[1]);
+        effect_arg(c, argv[3].p, argv[3].len);
     }
     reply_int(c, 1);
 }

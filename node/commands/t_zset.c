@@ -882,12 +882,16 @@ CMD_HANDLER(zmpop)
             return;
         }
         if (z != NULL) {
+            /* logged, watched and invalidated as the pop it was: its key only (as Redis) */
+            effect_redo(c, max ? "ZPOPMAX" : "ZPOPMIN", argv[k]);
+            effect_arg_i64(c, count);
             reply_array(c, 2);
             reply_bulk(c, argv[k].p, argv[k].len);
             zset_pop_reply(c, argv[k], max, (size_t)count, ZSET_POP_PAIRS);
             return;
         }
     }
+    effect_none(c);
     reply_null_array(c);
 }
 

@@ -5,6 +5,7 @@
 
 #include "base/mem.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/core/reply.h"
 
 #include <ctype.h>
@@ -436,4 +437,21 @@ cmd_written_keys(const struct cmd_spec *cmd, int *keys, int n)
         }
     }
     return n;
+}
+
+const struct cmd_spec *
+cmd_effective(struct conn *c, const struct cmd_spec *cmd, int *argc, struct rv_str **argv)
+{
+    if (c->effect != EFFECT_REDO) {
+        return cmd;
+    }
+    int rargc;
+    struct rv_str *rargv = (struct rv_str *)effect_argv(c, &rargc);
+    const struct cmd_spec *redo = rargc > 0 ? cmd_lookup(rargv[0].p, rargv[0].len) : NULL;
+    if (redo == NULL) {
+        return cmd;
+    }
+    *argc = rargc;
+    *argv = rargv;
+    return redo;
 }

@@ -111,6 +111,14 @@ int cmd_get_keys(const struct cmd_spec *s, int argc, struct rv_str *argv, int *o
  * Redis signals them (a store: its destination only); returns the new count.
  * CLIENT TRACKING invalidates and WATCH is touched by exactly these. */
 int cmd_written_keys(const struct cmd_spec *s, int *keys, int n);
+/* The command whose keys say what a write that just ran on c modified: the
+ * command that redoes it when its handler built one (effect.h: DEL of some
+ * missing keys names those it deleted, a served multi-key pop the key it
+ * popped from), else cmd itself; *argc and *argv then become the redo's
+ * (views valid until c's next command). WATCH and CLIENT TRACKING both read
+ * the keys of this command, through cmd_written_keys. */
+const struct cmd_spec *cmd_effective(struct conn *c, const struct cmd_spec *cmd, int *argc,
+                                     struct rv_str **argv);
 
 /* Client-visible lookup: honours rename-command (cmd_renamed is set once at start-up). */
 extern bool cmd_renamed;

@@ -1,6 +1,7 @@
 /* node/core/effect.c: the redo command a handler builds (effect.h). Its bytes
  * are copied into one buffer per connection, kept between commands: only
- * SPOP, INCRBYFLOAT, EXPIRE and the served blocking pops build one. */
+ * the writes whose arguments do not say what they did build one (SPOP,
+ * INCRBYFLOAT, EXPIRE, DEL of some missing keys, the served multi-key pops). */
 #include "node/core/effect.h"
 
 #include "base/buf.h"

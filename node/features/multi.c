@@ -196,12 +196,12 @@ void
 multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
     struct dict *tab = shard_env(s)->watched;
-    int keys[256];
-    int n = cmd_get_keys(cmd, argc, argv, keys, 256);
-
     if (tab == NULL || dict_size(tab) == 0) {
         return;
     }
+    int stack[64];
+    int *keys = argc <= 64 ? stack : rv_malloc((size_t)argc * sizeof(int));
+    int n = cmd_get_keys(cmd, argc, argv, keys, argc);
     if (n == 0) {
         /* FLUSHDB, FLUSHALL and SWAPDB flagged the keys they changed
          * (multi_touch_flush); FUNCTION, SCRIPT & co. change no key, as in
@@ -209,11 +209,13 @@ multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str
         if (strcmp(cmd->name, "debug") == 0) {
             dict_foreach(tab, flag_all, NULL);
         }
-        return;
     }
     n = cmd_written_keys(cmd, keys, n); /* (the keys tracking invalidates too) */
     for (int i = 0; i < n; i++) {
         flag_watchers(tab, argv[keys[i]].p, argv[keys[i]].len, shard_env(s)->db);
+    }
+    if (keys != stack) {
+        rv_free(keys);
     }
 }
 

@@ -37,7 +37,9 @@ bool multi_queued_cmd(const struct conn *c, size_t i, const struct cmd_spec **cm
 /* Drop the transaction and every watch of c (DISCARD, RESET, close). */
 void multi_release(struct conn *c);
 /* After a write command: flag the watchers of the keys it modified, as Redis
- * signals them (cmd_written_keys: a store's destination, not its sources);
+ * signals them; cmd is cmd_effective's (DEL: the keys it deleted; a multi-key
+ * pop: the key it popped from) and cmd_written_keys narrows it (a store: its
+ * destination, not its sources);
  * a keyless write none but DEBUG, which flags every watcher of the shard.
  * Writes that changed nothing are not passed here. */
 void multi_touch(struct shard *s, const struct cmd_spec *cmd, int argc, struct rv_str *argv);

@@ -6,7 +6,6 @@
 #include "base/rand.h"
 #include "node/core/cmd.h"
 #include "node/core/conn.h"
-#include "node/core/effect.h"
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
@@ -662,17 +661,6 @@ tracking_after_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct
     if (read && (strcmp(cmd->name, "eval_ro") == 0 || strcmp(cmd->name, "evalsha_ro") == 0 ||
                  strcmp(cmd->name, "fcall_ro") == 0)) {
         return; /* a script's own commands are tracked, not its declared keys (as Redis) */
-    }
-    if (wrote && c->effect == EFFECT_REDO) {
-        /* the keys it really changed (DEL of some missing keys: those it deleted) */
-        int rargc;
-        struct rv_str *rargv = (struct rv_str *)effect_argv(c, &rargc);
-        const struct cmd_spec *redo = rargc > 0 ? cmd_lookup(rargv[0].p, rargv[0].len) : NULL;
-        if (redo != NULL) {
-            cmd = redo;
-            argc = rargc;
-            argv = rargv;
-        }
     }
     int stack[64];
     int *keys = argc <= 64 ? stack : rv_malloc((size_t)argc * sizeof(int));

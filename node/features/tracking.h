@@ -66,7 +66,8 @@ extern _Thread_local struct conn *tracking_running;
 
 /* Dispatcher, after a command c ran without error, while env->tracking is
  * set: remember the keys of a read, invalidate those of a write (wrote: it
- * changed something); a keyless FLUSHDB/FLUSHALL invalidates everything. */
+ * changed something; cmd is then cmd_effective's, the command whose keys say
+ * what it modified); a keyless FLUSHDB/FLUSHALL invalidates everything. */
 void tracking_after_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv,
                          bool wrote);
 /* Dispatcher, after each top-level command of a connection with c->trk:

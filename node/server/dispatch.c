@@ -535,7 +535,10 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
         /* (not when it changed nothing, or went on waiting: no record, no key touched) */
         wrote = true;
         if (rv_unlikely(shard_env(s)->watched != NULL)) {
-            multi_touch(s, cmd, argc, argv);
+            int margc = argc;
+            struct rv_str *margv = argv;
+            const struct cmd_spec *mod = cmd_effective(c, cmd, &margc, &margv);
+            multi_touch(s, mod, margc, margv);
         }
         if (rv_unlikely(shard_env(s)->blocking != NULL)) {
             block_signal(s, cmd, argc, argv);
@@ -546,7 +549,10 @@ dispatch_call(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_st
     }
     /* CLIENT TRACKING: remember a read's keys, invalidate a write's */
     if (rv_unlikely(shard_env(s)->tracking != NULL) && !c->failed) {
-        tracking_after_call(c, cmd, argc, argv, wrote);
+        int targc = argc;
+        struct rv_str *targv = argv;
+        const struct cmd_spec *tcmd = wrote ? cmd_effective(c, cmd, &targc, &targv) : cmd;
+        tracking_after_call(c, tcmd, targc, targv, wrote);
     }
     if (rv_unlikely(c->flags & (CONN_REPLY_OFF | CONN_REPLY_SKIP | CONN_REPLY_SKIP_NEXT))) {
         c->wbuf.len = mark;

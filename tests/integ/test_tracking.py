@@ -449,6 +449,12 @@ NOOP_WRITES = [
     ([], ["LRANGE", "nk", "0", "-1"], ["LPUSHX", "nk", "a"]),
     ([], ["LRANGE", "nk", "0", "-1"], ["LPOP", "nk"]),
     ([], ["LRANGE", "nk", "0", "-1"], ["RPOPLPUSH", "nk3", "nk"]),
+    ([["RPUSH", "nk3", "a"]], ["LRANGE", "nk", "0", "-1"], ["LMPOP", "2", "nk", "nk3", "LEFT"]),  # only the popped key
+    ([], ["LRANGE", "nk", "0", "-1"], ["LMPOP", "2", "nk", "nk3", "LEFT"]),
+    ([["ZADD", "nk3", "1", "a"]], ["ZRANGE", "nk", "0", "-1"], ["ZMPOP", "2", "nk", "nk3", "MIN"]),
+    ([["RPUSH", "nk3", "a"]], ["LRANGE", "nk", "0", "-1"], ["BLMPOP", "0", "2", "nk", "nk3", "LEFT"]),
+    ([["ZADD", "nk3", "1", "a"]], ["ZRANGE", "nk", "0", "-1"], ["BZPOPMIN", "nk", "nk3", "0"]),
+    ([["SADD", "nk", "a"], ["SADD", "nk3", "a"]], ["SMEMBERS", "nk"], ["SMOVE", "nk3", "nk", "a"]),  # already there
 ]
 
 
@@ -475,6 +481,9 @@ CHANGING_WRITES = [
     ([["SET", "ck", "v"], ["SET", "ck3", "w"]], ["GET", "ck"], ["DEL", "ck3", "ck"]),
     ([["SADD", "ck", "a"]], ["SMEMBERS", "ck"], ["SADD", "ck", "a", "b"]),
     ([["RPUSH", "ck", "a"]], ["LRANGE", "ck", "0", "-1"], ["LSET", "ck", "0", "a"]),
+    ([["RPUSH", "ck", "a"]], ["LRANGE", "ck", "0", "-1"], ["LMPOP", "2", "ck3", "ck", "LEFT"]),
+    ([["ZADD", "ck", "1", "a"]], ["ZRANGE", "ck", "0", "-1"], ["ZMPOP", "2", "ck3", "ck", "MAX"]),
+    ([["SADD", "ck3", "a"], ["SADD", "ck", "a"]], ["SMEMBERS", "ck"], ["SMOVE", "ck", "ck3", "a"]),
 ]
 
 

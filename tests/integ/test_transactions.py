@@ -5,7 +5,7 @@ import time
 import pytest
 import redis
 
-from conftest import RespError, poll_until
+from conftest import RespError, encode_command, poll_until
 
 
 def test_multi_exec_runs_queued_commands(raw):
@@ -197,6 +197,54 @@ SIGNALLED = [
      ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">"), False),
     ([("XADD", "x", "1-1", "f", "1"), ("XGROUP", "CREATE", "x", "g", "0"),
       ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "x", ">")], "x", ("XACK", "x", "g", "1-1"), False),
+    # multi-key deletes touch the keys they deleted; multi-key pops the key they popped from, nothing when empty
+    ([("SET", "a", "1")], "a", ("DEL", "a", "b"), True),
+    ([("SET", "a", "1")], "b", ("DEL", "a", "b"), False),
+    ([("SET", "a", "1")], "a", ("UNLINK", "b", "a"), True),
+    ([("SET", "a", "1")], "b", ("UNLINK", "b", "a"), False),
+    ([("RPUSH", "l2", "x")], "l1", ("BLPOP", "l1", "l2", "0"), False),
+    ([("RPUSH", "l2", "x")], "l2", ("BLPOP", "l1", "l2", "0"), True),
+    ([("RPUSH", "l2", "x")], "l1", ("BRPOP", "l1", "l2", "0"), False),
+    ([("RPUSH", "l2", "x")], "l1", ("LMPOP", "2", "l1", "l2", "LEFT"), False),
+    ([("RPUSH", "l2", "x", "y")], "l2", ("LMPOP", "2", "l1", "l2", "RIGHT", "COUNT", "5"), True),
+    ([("RPUSH", "l2", "x")], "l1", ("BLMPOP", "0", "2", "l1", "l2", "LEFT"), False),
+    ([("RPUSH", "l2", "x")], "l2", ("BLMPOP", "0", "2", "l1", "l2", "LEFT"), True),
+    ([], "l1", ("LMPOP", "2", "l1", "l2", "LEFT"), False),
+    ([("ZADD", "z2", "1", "m")], "z1", ("BZPOPMIN", "z1", "z2", "0"), False),
+    ([("ZADD", "z2", "1", "m")], "z2", ("BZPOPMIN", "z1", "z2", "0"), True),
+    ([("ZADD", "z2", "1", "m")], "z1", ("BZPOPMAX", "z1", "z2", "0"), False),
+    ([("ZADD", "z2", "1", "m")], "z1", ("ZMPOP", "2", "z1", "z2", "MIN"), False),
+    ([("ZADD", "z2", "1", "m", "2", "n")], "z2", ("ZMPOP", "2", "z1", "z2", "MAX", "COUNT", "5"), True),
+    ([("ZADD", "z2", "1", "m")], "z1", ("BZMPOP", "0", "2", "z1", "z2", "MIN"), False),
+    ([("ZADD", "z2", "1", "m")], "z2", ("BZMPOP", "0", "2", "z1", "z2", "MIN"), True),
+    ([], "z1", ("ZMPOP", "2", "z1", "z2", "MIN"), False),
+    ([("SET", "a", "1")], "b", ("EVAL", "redis.call('del', KEYS[1], KEYS[2])", "2", "a", "b"), False),
+    ([("SET", "a", "1")], "a", ("EVAL", "redis.call('del', KEYS[1], KEYS[2])", "2", "a", "b"), True),
+    ([("RPUSH", "l2", "x")], "l1", ("EVAL", "return redis.call('lmpop', 2, KEYS[1], KEYS[2], 'left')", "2", "l1", "l2"),
+     False),
+    # expiry: only a deadline that changed (or deleted the key) touches
+    ([("SET", "k", "v")], "k", ("EXPIRE", "k", "100", "NX"), True),
+    ([("SET", "k", "v"), ("EXPIRE", "k", "100")], "k", ("EXPIRE", "k", "200", "NX"), False),
+    ([("SET", "k", "v")], "k", ("EXPIRE", "k", "-1"), True),
+    ([("SET", "k", "v")], "k", ("PEXPIREAT", "k", "1"), True),
+    ([("SET", "k", "v"), ("EXPIRE", "k", "100")], "k", ("PERSIST", "k"), True),
+    ([("SET", "k", "v")], "k", ("GETEX", "k", "PERSIST"), False),
+    ([("SET", "k", "v")], "k", ("GETEX", "k", "EX", "100"), True),
+    # renames and moves: source and destination when something moved
+    ([("SET", "k", "v")], "k", ("RENAME", "k", "n"), True),
+    ([("SET", "k", "v")], "n", ("RENAME", "k", "n"), True),
+    ([("SET", "k", "v")], "n", ("RENAMENX", "k", "n"), True),
+    ([("SET", "k", "v"), ("SET", "n", "v")], "k", ("RENAMENX", "k", "n"), False),
+    ([("SET", "k", "v"), ("SET", "n", "v")], "n", ("RENAMENX", "k", "n"), False),
+    ([("SADD", "s", "a")], "s", ("SMOVE", "s", "d", "a"), True),
+    ([("SADD", "s", "a")], "d", ("SMOVE", "s", "d", "a"), True),
+    ([("SADD", "s", "a")], "d", ("SMOVE", "s", "d", "b"), False),
+    ([("SADD", "s", "a"), ("SADD", "d", "a")], "d", ("SMOVE", "s", "d", "a"), False),
+    ([("SADD", "s", "a"), ("SADD", "d", "a")], "s", ("SMOVE", "s", "d", "a"), True),
+    ([("RPUSH", "l", "a")], "l", ("LMOVE", "l", "m", "LEFT", "LEFT"), True),
+    ([("RPUSH", "l", "a")], "m", ("LMOVE", "l", "m", "LEFT", "LEFT"), True),
+    ([("RPUSH", "l", "a")], "m", ("BLMOVE", "l", "m", "LEFT", "LEFT", "0"), True),
+    ([("RPUSH", "l", "a")], "m", ("RPOPLPUSH", "l", "m"), True),
 ]
 
 
@@ -214,6 +262,43 @@ def test_watch_is_touched_by_the_keys_a_write_modified(raw, setup, key, write, a
     assert (raw.cmd("EXEC") is None) == aborts
 
 
+def blocked_clients(conn):
+    info = conn.cmd("INFO", "clients")
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    return int(text.split("blocked_clients:")[1].split()[0])
+
+
+# (the blocked pop, the write that serves it, the watched key, whether EXEC then aborts): a client blocked on several
+# keys and served later touches the key it popped from (and a move's destination), not the others it waited on
+SERVED = [
+    (("BLPOP", "l1", "l2", "10"), ("RPUSH", "l2", "x"), "l1", False),
+    (("BLPOP", "l1", "l2", "10"), ("RPUSH", "l2", "x"), "l2", True),
+    (("BRPOP", "l1", "l2", "10"), ("RPUSH", "l2", "x", "y"), "l1", False),
+    (("BLMPOP", "10", "2", "l1", "l2", "LEFT"), ("RPUSH", "l2", "x"), "l1", False),
+    (("BLMPOP", "10", "2", "l1", "l2", "LEFT"), ("RPUSH", "l2", "x"), "l2", True),
+    (("BLMOVE", "l2", "d", "LEFT", "LEFT", "10"), ("RPUSH", "l2", "x"), "d", True),
+    (("BLMOVE", "l2", "d", "LEFT", "LEFT", "10"), ("RPUSH", "l2", "x"), "l1", False),
+    (("BZPOPMIN", "z1", "z2", "10"), ("ZADD", "z2", "1", "m"), "z1", False),
+    (("BZPOPMAX", "z1", "z2", "10"), ("ZADD", "z2", "1", "m"), "z2", True),
+    (("BZMPOP", "10", "2", "z1", "z2", "MIN"), ("ZADD", "z2", "1", "m"), "z1", False),
+    (("BZMPOP", "10", "2", "z1", "z2", "MIN"), ("ZADD", "z2", "1", "m"), "z2", True),
+]
+
+
+@pytest.mark.parametrize("pop,push,key,aborts", SERVED,
+                         ids=lambda v: " ".join(v)[:40] if isinstance(v, tuple) else None)
+def test_watch_and_a_blocked_pop_served_later(raw, pop, push, key, aborts):
+    waiter, pusher = raw.new(), raw.new()
+    assert raw.cmd("WATCH", key) == "OK"
+    waiter.send(encode_command(*pop))
+    poll_until(lambda: blocked_clients(raw) == 1, what="the pop blocked")
+    assert not isinstance(pusher.cmd(*push), RespError)
+    assert waiter.read_reply() is not None
+    raw.cmd("MULTI")
+    raw.cmd("PING")
+    assert (raw.cmd("EXEC") is None) == aborts
+
+
 def exec_after(raw, key, *cmds, db=0):
     """EXEC's reply (None: aborted) after WATCH key in db and another client's cmds (run in database 0 first)."""
     other = raw.new()
@@ -224,6 +309,17 @@ def exec_after(raw, key, *cmds, db=0):
     raw.cmd("MULTI")
     raw.cmd("PING")
     return raw.cmd("EXEC")
+
+
+def test_multi_key_writes_inside_exec_touch_what_they_modified(raw):
+    """As Redis 7.0: inside another client's transaction too, DEL touches the keys it deleted and a multi-key pop
+    the key it popped from."""
+    other = raw.new()
+    other.cmd("SET", "a", "1")
+    other.cmd("RPUSH", "l2", "x")
+    assert exec_after(raw, "b", ("MULTI",), ("DEL", "a", "b"), ("BLPOP", "l1", "l2", "0"), ("EXEC",)) == ["PONG"]
+    other.cmd("SET", "a", "1")
+    assert exec_after(raw, "a", ("MULTI",), ("DEL", "a", "b"), ("EXEC",)) is None
 
 
 def test_flush_touches_only_watched_keys_that_exist(raw):
