@@ -3,6 +3,7 @@
 #include "node/commands/script_conv.h"
 #include "node/commands/script_int.h"
 #include "node/commands/script_lib.h"
+#include "node/commands/script_src.h"
 
 #include "base/buf.h"
 #include "base/log.h"
@@ -1028,7 +1029,7 @@ compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, con
         code = body + ll;
         len = n - ll;
     }
-    if (luaL_loadbuffer(L, code, len, "@user_script") != 0) {
+    if (script_src_load(L, code, len, "@user_script", SCRIPT_SRC_CHUNK) != 0) {
         reply_errf(c, "ERR Error compiling script (new function): %s", lua_tostring(L, -1));
         lua_pop(L, 1);
         return false;
