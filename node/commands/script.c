@@ -156,9 +156,11 @@ push_error_table(lua_State *L, const char *msg)
 
 /* Set source and line of the error table at the top from the first Lua
  * frame from level `from` up. LuaJIT replaces the frame of a function that
- * tail-calls (`return redis.call(...)`) by the callee's: when no Lua frame
- * is left, the running function is located when it spans one line (exact,
- * the usual one-line EVAL); otherwise the table stays unlocated. */
+ * tail-calls (`return redis.call(...)`) by the callee's; script_src keeps
+ * the frames of a script's chunk and of register_function's literals, so
+ * what is left is a function FCALL calls that was registered by name: when
+ * no Lua frame is left, the running function is located when it spans one
+ * line (exact, as Redis); otherwise the table stays unlocated. */
 static void
 locate(lua_State *L, int from)
 {
