@@ -172,6 +172,61 @@ Test(script_src, unexpected_text_left_alone)
     unchanged("until x return f()");
 }
 
+/* Every prefix of these (unterminated strings, brackets, comments and blocks
+ * included), copied to a buffer of its exact size so that a read past its end
+ * shows under ASan: the text is read within bounds and only `(`/`)` pairs are
+ * added. */
+Test(script_src, cut_text_is_read_within_bounds)
+{
+    static const char *texts[] = {
+        "local s = 'a\\'b' return f(s) --[==[ x ]==] return g[[y]]",
+        "if a then return f\"x\" elseif b then return t{1, [2] = 3} else return (g()) end",
+        "redis.register_function{function_name='f', callback=function(k, a) return h(k) end}",
+        "--[[ c ]] repeat return obj:m(1.5e+3, 0x1p-2, .5) until x -- t",
+        "return [=[ ]] ]=]",
+    };
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        size_t n = strlen(texts[i]);
+        for (size_t k = 0; k <= n; k++) {
+            char *cut = rv_malloc(k ? k : 1);
+            memcpy(cut, texts[i], k);
+            for (int scope = SCRIPT_SRC_CHUNK; scope <= SCRIPT_SRC_CALLBACKS; scope++) {
+                char *out;
+                size_t outlen;
+                size_t e = script_src_untail(cut, k, (enum script_src_scope)scope, &out, &outlen);
+                if (e > 0) {
+                    cr_assert_eq(outlen, k + 2 * e);
+                    rv_free(out);
+                } else {
+                    cr_assert_null(out);
+                }
+            }
+            rv_free(cut);
+        }
+    }
+}
+
+Test(script_src, deep_nesting_is_left_alone)
+{
+    size_t depth = 300;
+    char *src = rv_malloc(depth * 3 + 16 + depth * 4 + 1);
+    size_t w = 0;
+    for (size_t i = 0; i < depth; i++) {
+        memcpy(src + w, "do ", 3);
+        w += 3;
+    }
+    memcpy(src + w, "return f() ", 11);
+    w += 11;
+    for (size_t i = 0; i < depth; i++) {
+        memcpy(src + w, "end ", 4);
+        w += 4;
+    }
+    src[w] = '\0';
+    unchanged(src);
+    rv_free(src);
+    unchanged("do do return f() end end end return g()"); /* an `end` too many */
+}
+
 /* The rewrite compiles and gives the same first result; an error raised by a
  * C function called in the last line is placed on that line. */
 static lua_State *
