@@ -186,6 +186,7 @@ TAIL_CASES = [
     ("local a = 1\nrepeat\n  return redis.call('incr', KEYS[1]);\nuntil true", "value is not an integer or out of range",
      3),
     ("local a = 1\nreturn redis.call('incr', KEYS[1]) -- return it\n", "value is not an integer or out of range", 2),
+    ("#!lua\nlocal a = 1\nreturn redis.call('incr', KEYS[1])", "value is not an integer or out of range", 3),
 ]
 
 
