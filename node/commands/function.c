@@ -9,6 +9,7 @@
  * proxy environment whose reads follow `loading`. */
 #include "node/commands/function.h"
 #include "node/commands/script_int.h"
+#include "node/commands/script_src.h"
 
 #include "base/buf.h"
 #include "base/glob.h"
@@ -483,7 +484,8 @@ run_code(struct fn_shard *fs, struct fn_lib *lib, char *err, size_t errsz)
     lua_State *L = fs->L;
     const char *eol = memchr(lib->code, '\n', lib->len); /* (parse_meta found it) */
     size_t skip = (size_t)(eol - lib->code);             /* its newline kept: lines count */
-    if (luaL_loadbuffer(L, lib->code + skip, lib->len - skip, "@user_function") != 0) {
+    if (script_src_load(L, lib->code + skip, lib->len - skip, "@user_function",
+                        SCRIPT_SRC_CALLBACKS) != 0) {
         snprintf(err, errsz, "ERR Error compiling function: %s", lua_tostring(L, -1));
         lua_pop(L, 1);
         return -1;

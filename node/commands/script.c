@@ -3,6 +3,7 @@
 #include "node/commands/script_conv.h"
 #include "node/commands/script_int.h"
 #include "node/commands/script_lib.h"
+#include "node/commands/script_src.h"
 
 #include "base/buf.h"
 #include "base/log.h"
@@ -155,9 +156,11 @@ push_error_table(lua_State *L, const char *msg)
 
 /* Set source and line of the error table at the top from the first Lua
  * frame from level `from` up. LuaJIT replaces the frame of a function that
- * tail-calls (`return redis.call(...)`) by the callee's: when no Lua frame
- * is left, the running function is located when it spans one line (exact,
- * the usual one-line EVAL); otherwise the table stays unlocated. */
+ * tail-calls (`return redis.call(...)`) by the callee's; script_src keeps
+ * the frames of a script's chunk and of register_function's literals, so
+ * what is left is a function FCALL calls that was registered by name: when
+ * no Lua frame is left, the running function is located when it spans one
+ * line (exact, as Redis); otherwise the table stays unlocated. */
 static void
 locate(lua_State *L, int from)
 {
@@ -1028,7 +1031,7 @@ compile(struct conn *c, struct script_shard *ss, const char *body, size_t n, con
         code = body + ll;
         len = n - ll;
     }
-    if (luaL_loadbuffer(L, code, len, "@user_script") != 0) {
+    if (script_src_load(L, code, len, "@user_script", SCRIPT_SRC_CHUNK) != 0) {
         reply_errf(c, "ERR Error compiling script (new function): %s", lua_tostring(L, -1));
         lua_pop(L, 1);
         return false;
