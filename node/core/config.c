@@ -515,14 +515,6 @@ cfg_check(struct cfg *c, const char **key)
             return "the TLS ports overlap the ports of 'port'";
         }
     }
-    if (c->tls.replication && c->cluster.enabled) {
-        *key = "tls-replication";
-        return "replication over TLS in cluster mode is not supported yet (docs/operations.md)";
-    }
-    if (c->tls.cluster) {
-        *key = "tls-cluster";
-        return "TLS on the cluster bus is not supported yet (docs/operations.md)";
-    }
     static const char *const policies[] = { "noeviction",      "allkeys-lru",  "allkeys-lfu",
                                             "allkeys-random",  "volatile-lru", "volatile-lfu",
                                             "volatile-random", "volatile-ttl", NULL };

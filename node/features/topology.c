@@ -702,6 +702,14 @@ add_own_nodes(struct node *n, const struct cfg *cfg, const char *ip, unsigned bu
     return rc;
 }
 
+/* tls-cluster: raft's connections take the bus contexts current when they open. */
+static struct tls_ctx *
+bus_tls_ctx(void *arg, bool server)
+{
+    (void)arg;
+    return node_tls_bus_get(server);
+}
+
 int
 topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
 {
@@ -755,6 +763,7 @@ topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
          * answered once this host applied it: the heartbeat bounds that wait
          * (100 ms made each forwarded SETSLOT of a reshard take ~190 ms). */
         .heartbeat_timeout_ms = 25,
+        .tls_ctx = cfg->tls.cluster ? bus_tls_ctx : NULL,
     };
     tp.opts = o;
     if (ctl_start(&tp.ctl, &o, err, errsz) != RV_OK) {
