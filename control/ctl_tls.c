@@ -60,8 +60,8 @@ struct link {
     bool lpoll_on;
     unsigned open; /* handles not yet closed */
     struct tls *tls;
-    bool want_r, want_w; /* what the last TLS call waits for on nfd */
-    size_t wpend;        /* a tls_write to retry with these bytes (0: none) */
+    bool want_r, want_w;         /* what the last TLS call waits for on nfd */
+    size_t wpend;                /* a tls_write to retry with these bytes (0: none) */
     struct raft_uv_connect *req; /* outgoing, until answered */
     raft_uv_connect_cb cb;
     raft_id peer_id;
@@ -576,8 +576,8 @@ x_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 }
 
 static int
-x_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id,
-          const char *address, raft_uv_connect_cb cb)
+x_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, raft_id id, const char *address,
+          raft_uv_connect_cb cb)
 {
     struct xport *x = t->impl;
     struct sockaddr_in sa;

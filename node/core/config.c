@@ -515,6 +515,11 @@ cfg_check(struct cfg *c, const char **key)
             return "the TLS ports overlap the ports of 'port'";
         }
     }
+    if (c->tls.cluster && c->cluster.enabled && (c->tls.port == 0 || !c->tls.replication)) {
+        /* The nodes announce their TLS ports, which replicas reach over TLS only. */
+        *key = "tls-cluster";
+        return "tls-cluster yes needs tls-port and tls-replication yes in cluster mode";
+    }
     static const char *const policies[] = { "noeviction",      "allkeys-lru",  "allkeys-lfu",
                                             "allkeys-random",  "volatile-lru", "volatile-lfu",
                                             "volatile-random", "volatile-ttl", NULL };

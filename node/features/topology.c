@@ -631,7 +631,10 @@ host_ip(const struct cfg *cfg, char *out, size_t n)
 static void
 own_spec(const struct node *n, const struct cfg *cfg, unsigned i, struct topo_node_spec *sp)
 {
-    int64_t port = cfg->cluster.announce_port ? cfg->cluster.announce_port : cfg->net.port;
+    /* tls-cluster: the node's port is its TLS one, as Redis announces it. */
+    int64_t port = cfg->cluster.announce_port ? cfg->cluster.announce_port
+                   : cfg->tls.cluster         ? cfg->tls.port
+                                              : cfg->net.port;
     unsigned bus = (unsigned)(cfg->cluster.port ? cfg->cluster.port : cfg->net.port + 10000);
     *sp = (struct topo_node_spec){
         .id = n->ids[i],
