@@ -13,6 +13,7 @@ import subprocess
 import pytest
 import redis
 from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
 
 from conftest import HOST, TIMEOUT, free_ports, launch, poll_until
 from test_tls import _ca, _cert
@@ -82,8 +83,8 @@ def _state(certs, port):
 
 def test_bus_over_tls_create_replicas_writes_failover(certs, tmp_path):
     """redis-cli --cluster create --tls on the TLS ports; the nodes announce them (CLUSTER NODES, SHARDS'
-    tls-port), the replicas replicate over TLS, RedisCluster(ssl=True) and redis-cli -c --tls write, a failover
-    is committed through the TLS bus."""
+    tls-port), the replicas replicate over TLS, RedisCluster(ssl=True) and redis-cli -c --tls write, a reshard
+    moves keys (MIGRATE over TLS), a failover is committed through the TLS bus."""
     srvs = [_host(certs, tmp_path, "h%d" % i) for i in range(3)]
     tports = [s.tls_port for s in srvs]
     try:
@@ -107,6 +108,18 @@ def test_bus_over_tls_create_replicas_writes_failover(certs, tmp_path):
             rc.set("k%d" % i, i)
         r = _cli(certs, "-c", "-p", tports[1], "set", "cli-key", "v")
         assert r.returncode == 0 and r.stdout.strip() == "OK", r.stdout
+        # a reshard: redis-cli's MIGRATEs between nodes run over TLS too
+        low = [k for k in ("m%d" % i for i in range(3000)) if key_slot(k.encode()) < 20][:10]
+        for k in low:
+            rc.set(k, k)
+        src = next(nid for nid, v in roles.items() if v[1] == "master" and v[3][0].startswith("0-"))
+        dst = next(nid for nid, v in roles.items() if v[1] == "master" and nid != src)
+        r = _cli(certs, "--cluster", "reshard", "%s:%d" % (HOST, tports[0]), "--cluster-from", src,
+                 "--cluster-to", dst, "--cluster-slots", 20, "--cluster-yes")
+        assert r.returncode == 0 and "[ERR]" not in r.stdout, r.stdout[-3000:]
+        assert sum(_c(certs, roles[dst][0]).execute_command("CLUSTER", "COUNTKEYSINSLOT", sl)
+                   for sl in range(20)) == len(low)
+        assert all(rc.get(k) == k for k in low) and all(rc.get("k%d" % i) == str(i) for i in range(100))
         # a failover: its PROMOTE is committed through the log, over the TLS bus
         rport, rpid = next((v[0], v[2]) for v in reps.values())
         rid = _c(certs, rport).execute_command("CLUSTER", "MYID")
