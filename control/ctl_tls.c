@@ -42,7 +42,7 @@
 #define LINK_BUF 65536
 #define HELLO_MAGIC "RVBUS001"
 #define HELLO_HDR (8 + 8 + 4) /* magic, id (LE), address length (LE) */
-#define FAIL_LOG_MS 10000     /* outgoing failures: one log line per peer state change */
+#define FAIL_LOG_MS 10000     /* outgoing TLS failures: at most one log line per 10 s */
 
 enum link_state { L_CONNECTING, L_HANDSHAKE, L_HELLO, L_RELAY };
 
@@ -206,7 +206,9 @@ on_net(uv_poll_t *h, int status, int events)
         socklen_t len = sizeof(err);
         getsockopt(l->nfd, SOL_SOCKET, SO_ERROR, &err, &len);
         if (err != 0) {
-            link_kill(l, RAFT_NOCONNECTION, strerror(err));
+            log_debug("cluster bus: connect to %s: %s", l->peer, strerror(err));
+            link_kill(l, RAFT_NOCONNECTION,
+                      NULL); /* (a peer down: raft retries, as raft_uv_tcp quietly) */
             return;
         }
         struct tls_ctx *ctx = l->x->ctx_fn(l->x->ctx_arg, false);

@@ -203,3 +203,19 @@ def test_bus_refuses_plaintext_unknown_ca_and_no_certificate(certs, tmp_path):
         poll_until(lambda: hellos() == 2, timeout=15, what="the intruder's handshake taken after the reload")
     finally:
         a.stop()
+
+
+@pytest.mark.parametrize("missing", ["tls-port", "tls-replication"])
+def test_tls_cluster_needs_the_tls_port_and_tls_replication(certs, tmp_path, missing):
+    """The nodes announce their TLS ports, which replicas reach over TLS only: in cluster mode tls-cluster yes
+    without a tls-port or without tls-replication yes stops the start with the reason."""
+    p = lambda n: os.path.join(certs, n)  # noqa: E731
+    args = ["--cluster-enabled", "yes", "--tls-cert-file", p("node.pem"), "--tls-key-file", p("node.key"),
+            "--tls-ca-cert-file", p("ca.pem"), "--tls-cluster", "yes"]
+    if missing != "tls-port":
+        args += ["--tls-port", free_ports(1)]
+    if missing != "tls-replication":
+        args += ["--tls-replication", "yes"]
+    srv = launch(args, expect_fail=True)
+    assert srv.returncode not in (None, 0)
+    assert "tls-cluster yes needs tls-port and tls-replication yes in cluster mode" in srv.stderr() + srv.stdout()
