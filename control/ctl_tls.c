@@ -194,21 +194,29 @@ on_net(uv_poll_t *h, int status, int events)
     if (l->dead) {
         return;
     }
-    if (status < 0) {
-        link_kill(l, RAFT_NOCONNECTION, uv_strerror(status));
+    /* libuv reports POLLERR as UV_EBADF: the socket's own error says more */
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (status < 0 || l->st == L_CONNECTING) {
+        getsockopt(l->nfd, SOL_SOCKET, SO_ERROR, &err, &len);
+    }
+    if (status < 0 && l->st != L_CONNECTING) {
+        /* (a working link reset: the peer went away, quietly as raft_uv_tcp) */
+        const char *why = err != 0 ? strerror(err) : uv_strerror(status);
+        link_kill(l, RAFT_NOCONNECTION, l->st == L_RELAY ? NULL : why);
         return;
     }
     if (l->st == L_CONNECTING) {
-        if (!(events & UV_WRITABLE)) {
+        if (status < 0 && err == 0) {
+            err = ECONNREFUSED;
+        }
+        if (err == 0 && !(events & UV_WRITABLE)) {
             return;
         }
-        int err = 0;
-        socklen_t len = sizeof(err);
-        getsockopt(l->nfd, SOL_SOCKET, SO_ERROR, &err, &len);
         if (err != 0) {
+            /* a peer down: raft retries, quietly as raft_uv_tcp */
             log_debug("cluster bus: connect to %s: %s", l->peer, strerror(err));
-            link_kill(l, RAFT_NOCONNECTION,
-                      NULL); /* (a peer down: raft retries, as raft_uv_tcp quietly) */
+            link_kill(l, RAFT_NOCONNECTION, NULL);
             return;
         }
         struct tls_ctx *ctx = l->x->ctx_fn(l->x->ctx_arg, false);
