@@ -13,6 +13,7 @@
 #define LOG_MODULE "control"
 #include "control/ctl.h"
 #include "control/ctl_int.h"
+#include "control/ctl_tls.h"
 
 #include "base/fs.h"
 #include "base/log.h"
@@ -72,6 +73,7 @@ struct ctl {
     uv_timer_t timer;
     uv_check_t check;
     struct raft_uv_transport transport;
+    bool tls; /* the transport is ctl_tls.c's, not raft_uv_tcp */
     struct raft_io io;
     struct raft raft;
     struct ctl_fsm_adapter fsm;
@@ -102,6 +104,16 @@ seterr(char *err, size_t errsz, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errsz, fmt, ap);
     va_end(ap);
+}
+
+static void
+transport_release(struct ctl *c)
+{
+    if (c->tls) {
+        ctl_tls_transport_release(&c->transport);
+    } else {
+        raft_uv_tcp_close(&c->transport);
+    }
 }
 
 /* ---- in-flight ops (control thread) ---- */
@@ -414,7 +426,7 @@ on_raft_closed(struct raft *r)
     struct ctl *c = r->data;
     c->closed = true;
     raft_uv_close(&c->io);
-    raft_uv_tcp_close(&c->transport);
+    transport_release(c);
     while (c->flight.fl_next != &c->flight) {
         struct ctl_op *op = c->flight.fl_next;
         flight_del(op);
@@ -494,7 +506,7 @@ on_raft_closed_at_start(struct raft *r)
     struct ctl *c = r->data;
     c->closed = true;
     raft_uv_close(&c->io);
-    raft_uv_tcp_close(&c->transport);
+    transport_release(c);
 }
 
 /* Undo a failed ctl_start on the caller's thread: raft (when initialised) is
@@ -632,11 +644,18 @@ raft_open(struct ctl *c, const struct ctl_opts *o, char *err, size_t errsz)
         seterr(err, errsz, "uv_loop_init: %s", uv_strerror(rv));
         return RV_EIO;
     }
-    if ((rv = raft_uv_tcp_init(&c->transport, &c->loop)) != 0) {
+    c->tls = o->tls_ctx != NULL;
+    if (c->tls) {
+        rv = ctl_tls_transport_init(&c->transport, &c->loop, o->bind_address, o->tls_ctx,
+                                    o->tls_arg);
+    } else {
+        rv = raft_uv_tcp_init(&c->transport, &c->loop);
+    }
+    if (rv != 0) {
         seterr(err, errsz, "raft transport: %s", raft_strerror(rv));
         goto fail_loop;
     }
-    if (o->bind_address != NULL &&
+    if (!c->tls && o->bind_address != NULL &&
         (rv = raft_uv_tcp_set_bind_address(&c->transport, o->bind_address)) != 0) {
         seterr(err, errsz, "bind address %s: %s", o->bind_address, raft_strerror(rv));
         goto fail_transport;
@@ -654,7 +673,7 @@ raft_open(struct ctl *c, const struct ctl_opts *o, char *err, size_t errsz)
     return RV_OK;
 
 fail_transport:
-    raft_uv_tcp_close(&c->transport);
+    transport_release(c);
 fail_loop:
     uv_loop_close(&c->loop);
     return RV_EIO;

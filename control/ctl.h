@@ -41,6 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct tls_ctx;
+
 struct ctl; /* opaque: control/ctl.c */
 
 /* Roles in the Raft configuration. A learner (raft's "standby") receives the
@@ -120,6 +122,12 @@ struct ctl_opts {
      * snapshot to the shards. May be NULL. */
     void (*on_applied)(void *arg);
     void *hook_arg;
+    /* tls-cluster: when set, raft's connections run over mutual TLS
+     * (control/ctl_tls.h) with the contexts it returns (a new reference, or
+     * NULL; asked on the control thread for each new connection); NULL:
+     * raft_uv's plain TCP transport. */
+    struct tls_ctx *(*tls_ctx)(void *arg, bool server);
+    void *tls_arg;
     /* 0 takes the default (in brackets). */
     unsigned election_timeout_ms;  /* [1000] raft randomises it to 1x..2x */
     unsigned heartbeat_timeout_ms; /* [100] */

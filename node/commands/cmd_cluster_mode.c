@@ -146,7 +146,8 @@ shards_node(struct conn *c, const struct topo_node *n)
     reply_map(c, n->hostname[0] ? 8 : 7);
     reply_bulk_cstr(c, "id");
     reply_bulk_cstr(c, n->id);
-    reply_bulk_cstr(c, "port");
+    /* tls-cluster: the nodes announce their TLS ports (Redis 7.0 names it so) */
+    reply_bulk_cstr(c, c->env->cfg->tls.cluster ? "tls-port" : "port");
     reply_int(c, n->port);
     reply_bulk_cstr(c, "ip");
     reply_bulk_cstr(c, n->ip);

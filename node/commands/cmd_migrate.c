@@ -14,9 +14,11 @@
 
 #include "base/buf.h"
 #include "base/mem.h"
+#include "base/tls.h"
 #include "node/core/conn.h"
 #include "node/core/effect.h"
 #include "node/core/lookup.h"
+#include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/keyspace/ks.h"
 #include "proto/resp.h"
@@ -122,17 +124,69 @@ dial(const char *host, const char *port, int64_t timeout)
     return fd >= 0 ? fd : refused ? -2 : -1;
 }
 
+/* The connection to the target: under tls-cluster a TLS session with the
+ * cluster's client context (the nodes announce their TLS ports, and Redis's
+ * MIGRATE uses TLS then too). */
+struct mig_link {
+    int fd;
+    struct tls *tls;
+};
+
+/* Wait for what a TLS call asked for (rc: TLS_WANT_READ or TLS_WANT_WRITE). */
 static bool
-send_all(int fd, const char *p, size_t n, int64_t timeout)
+tls_wait(const struct mig_link *l, ssize_t rc, int64_t timeout)
+{
+    return wait_fd(l->fd, rc == TLS_WANT_READ ? POLLIN : POLLOUT, mono_ms() + timeout);
+}
+
+/* tls-cluster: the handshake, bounded by timeout; false when it failed. */
+static bool
+mig_tls_start(struct mig_link *l, int64_t timeout)
+{
+    struct tls_ctx *ctx = node_tls_bus_get(false);
+    l->tls = ctx != NULL ? tls_new(ctx, l->fd, false) : NULL;
+    tls_ctx_unref(ctx);
+    int64_t deadline = mono_ms() + timeout;
+    while (l->tls != NULL) {
+        int rc = tls_handshake(l->tls);
+        if (rc == 1) {
+            return true;
+        }
+        if (rc == TLS_ERROR || !wait_fd(l->fd, rc == TLS_WANT_READ ? POLLIN : POLLOUT, deadline)) {
+            return false;
+        }
+    }
+    return false;
+}
+
+static void
+mig_close(struct mig_link *l)
+{
+    tls_free(l->tls);
+    close(l->fd);
+}
+
+static bool
+send_all(struct mig_link *l, const char *p, size_t n, int64_t timeout)
 {
     while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (l->tls != NULL) {
+            ssize_t w = tls_write(l->tls, p, n); /* a retry sends the same bytes */
+            if (w > 0) {
+                p += w;
+                n -= (size_t)w;
+            } else if (w == 0 || w == TLS_ERROR || !tls_wait(l, w, timeout)) {
+                return false;
+            }
+            continue;
+        }
+        ssize_t w = send(l->fd, p, n, MSG_NOSIGNAL);
         if (w > 0) {
             p += w;
             n -= (size_t)w;
         } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
             return false;
-        } else if (w < 0 && errno == EAGAIN && !wait_fd(fd, POLLOUT, mono_ms() + timeout)) {
+        } else if (w < 0 && errno == EAGAIN && !wait_fd(l->fd, POLLOUT, mono_ms() + timeout)) {
             return false;
         }
     }
@@ -140,9 +194,9 @@ send_all(int fd, const char *p, size_t n, int64_t timeout)
 }
 
 /* The next reply line (without CRLF, truncated to MIGRATE_LINE_MAX - 1) from
- * fd through in; false on error, close or timeout. */
+ * the target through in; false on error, close or timeout. */
 static bool
-read_line(int fd, struct buf *in, char *line, int64_t timeout)
+read_line(struct mig_link *l, struct buf *in, char *line, int64_t timeout)
 {
     for (;;) {
         char *nl = buf_unread(in) ? memchr(in->data + in->off, '\n', buf_unread(in)) : NULL;
@@ -156,12 +210,21 @@ read_line(int fd, struct buf *in, char *line, int64_t timeout)
             return true;
         }
         char chunk[4096];
-        ssize_t r = recv(fd, chunk, sizeof(chunk), 0);
+        if (l->tls != NULL) {
+            ssize_t r = tls_read(l->tls, chunk, sizeof(chunk));
+            if (r > 0) {
+                buf_append(in, chunk, (size_t)r);
+            } else if (r == 0 || r == TLS_ERROR || !tls_wait(l, r, timeout)) {
+                return false;
+            }
+            continue;
+        }
+        ssize_t r = recv(l->fd, chunk, sizeof(chunk), 0);
         if (r > 0) {
             buf_append(in, chunk, (size_t)r);
         } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
             return false;
-        } else if (errno == EAGAIN && !wait_fd(fd, POLLIN, mono_ms() + timeout)) {
+        } else if (errno == EAGAIN && !wait_fd(l->fd, POLLIN, mono_ms() + timeout)) {
             return false;
         }
     }
@@ -268,8 +331,8 @@ build_request(struct conn *c, const struct migrate_opts *o, struct rv_str *keys,
 /* Send req, then read the replies: per key, whether the target took it;
  * the first error line in err (""), and *io what failed ("" when nothing). */
 static void
-exchange(int fd, const struct migrate_opts *o, const struct buf *req, int n, bool asking,
-         bool *took, char *err, const char **io)
+exchange(struct mig_link *l, const struct migrate_opts *o, const struct buf *req, int n,
+         bool asking, bool *took, char *err, const char **io)
 {
     char line[MIGRATE_LINE_MAX];
     bool auth_failed = false;
@@ -277,12 +340,12 @@ exchange(int fd, const struct migrate_opts *o, const struct buf *req, int n, boo
     buf_init(&in);
     *io = "";
     err[0] = '\0';
-    if (!send_all(fd, req->data, req->len, o->timeout)) {
+    if (!send_all(l, req->data, req->len, o->timeout)) {
         *io = "writing";
         goto out;
     }
     if (o->pass != NULL) {
-        if (!read_line(fd, &in, line, o->timeout)) {
+        if (!read_line(l, &in, line, o->timeout)) {
             *io = "reading";
             goto out;
         }
@@ -292,11 +355,11 @@ exchange(int fd, const struct migrate_opts *o, const struct buf *req, int n, boo
         }
     }
     for (int i = 0; i < n; i++) {
-        if (asking && !read_line(fd, &in, line, o->timeout)) { /* ASKING's +OK */
+        if (asking && !read_line(l, &in, line, o->timeout)) { /* ASKING's +OK */
             *io = "reading";
             goto out;
         }
-        if (!read_line(fd, &in, line, o->timeout)) {
+        if (!read_line(l, &in, line, o->timeout)) {
             *io = "reading";
             goto out;
         }
@@ -338,7 +401,12 @@ CMD_HANDLER(migrate)
     struct buf req;
     buf_init(&req);
     build_request(c, &o, keys, ents, n, &req);
-    int fd = dial(host, port, o.timeout);
+    struct mig_link link = { dial(host, port, o.timeout), NULL };
+    int fd = link.fd;
+    if (fd >= 0 && c->env->cfg->tls.cluster && !mig_tls_start(&link, o.timeout)) {
+        mig_close(&link);
+        fd = -1;
+    }
     if (fd < 0) {
         buf_deinit(&req);
         if (fd == -2) {
@@ -350,8 +418,8 @@ CMD_HANDLER(migrate)
     }
     char err[MIGRATE_LINE_MAX];
     const char *io;
-    exchange(fd, &o, &req, n, c->env->topo != NULL, took, err, &io);
-    close(fd);
+    exchange(&link, &o, &req, n, c->env->topo != NULL, took, err, &io);
+    mig_close(&link);
     buf_deinit(&req);
     int deleted = 0;
     for (int i = 0; i < n && !o.copy; i++) {

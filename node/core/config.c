@@ -515,13 +515,10 @@ cfg_check(struct cfg *c, const char **key)
             return "the TLS ports overlap the ports of 'port'";
         }
     }
-    if (c->tls.replication && c->cluster.enabled) {
-        *key = "tls-replication";
-        return "replication over TLS in cluster mode is not supported yet (docs/operations.md)";
-    }
-    if (c->tls.cluster) {
+    if (c->tls.cluster && c->cluster.enabled && (c->tls.port == 0 || !c->tls.replication)) {
+        /* The nodes announce their TLS ports, which replicas reach over TLS only. */
         *key = "tls-cluster";
-        return "TLS on the cluster bus is not supported yet (docs/operations.md)";
+        return "tls-cluster yes needs tls-port and tls-replication yes in cluster mode";
     }
     static const char *const policies[] = { "noeviction",      "allkeys-lru",  "allkeys-lfu",
                                             "allkeys-random",  "volatile-lru", "volatile-lfu",

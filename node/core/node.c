@@ -76,6 +76,7 @@ node_shard_port(const struct node *n, unsigned i)
 
 static pthread_mutex_t tls_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tls_ctx *tls_server, *tls_client;
+static struct tls_ctx *tls_bus_server, *tls_bus_client; /* tls-cluster */
 
 static void
 tls_opts_of(const struct cfg *c, struct tls_opts *o)
@@ -109,14 +110,42 @@ node_tls_apply(const struct cfg *c, char *err, size_t errsz)
         tls_ctx_unref(srv);
         return -1;
     }
+    /* The bus is mutual TLS whatever tls-auth-clients says. */
+    struct tls_ctx *bus_srv = NULL, *bus_cli = NULL;
+    if (c->tls.cluster) {
+        struct tls_opts bo = o;
+        bo.auth_clients = TLS_AUTH_YES;
+        if ((bus_srv = tls_ctx_new(&bo, true, err, errsz)) == NULL ||
+            (bus_cli = tls_ctx_new(&bo, false, err, errsz)) == NULL) {
+            tls_ctx_unref(bus_srv);
+            tls_ctx_unref(srv);
+            tls_ctx_unref(cli);
+            return -1;
+        }
+    }
     pthread_mutex_lock(&tls_lock);
-    struct tls_ctx *old_srv = tls_server, *old_cli = tls_client;
+    struct tls_ctx *old[4] = { tls_server, tls_client, tls_bus_server, tls_bus_client };
     tls_server = srv;
     tls_client = cli;
+    tls_bus_server = bus_srv;
+    tls_bus_client = bus_cli;
     pthread_mutex_unlock(&tls_lock);
-    tls_ctx_unref(old_srv);
-    tls_ctx_unref(old_cli);
+    for (int i = 0; i < 4; i++) {
+        tls_ctx_unref(old[i]);
+    }
     return 0;
+}
+
+struct tls_ctx *
+node_tls_bus_get(bool server)
+{
+    pthread_mutex_lock(&tls_lock);
+    struct tls_ctx *t = server ? tls_bus_server : tls_bus_client;
+    if (t != NULL) {
+        tls_ctx_ref(t);
+    }
+    pthread_mutex_unlock(&tls_lock);
+    return t;
 }
 
 struct tls_ctx *

@@ -61,6 +61,9 @@ struct tls_ctx;
 int node_tls_apply(const struct cfg *c, char *err, size_t errsz);
 /* A reference (tls_ctx_unref it), or NULL when not configured. Any thread. */
 struct tls_ctx *node_tls_get(bool server);
+/* tls-cluster: the cluster bus's contexts (both sides present and verify a
+ * certificate), as node_tls_get. */
+struct tls_ctx *node_tls_bus_get(bool server);
 /* Slot owner and port of shard i. */
 unsigned node_slot_shard(const struct node *n, unsigned slot);
 int node_shard_port(const struct node *n, unsigned i);

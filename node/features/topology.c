@@ -631,7 +631,10 @@ host_ip(const struct cfg *cfg, char *out, size_t n)
 static void
 own_spec(const struct node *n, const struct cfg *cfg, unsigned i, struct topo_node_spec *sp)
 {
-    int64_t port = cfg->cluster.announce_port ? cfg->cluster.announce_port : cfg->net.port;
+    /* tls-cluster: the node's port is its TLS one, as Redis announces it. */
+    int64_t port = cfg->cluster.announce_port ? cfg->cluster.announce_port
+                   : cfg->tls.cluster         ? cfg->tls.port
+                                              : cfg->net.port;
     unsigned bus = (unsigned)(cfg->cluster.port ? cfg->cluster.port : cfg->net.port + 10000);
     *sp = (struct topo_node_spec){
         .id = n->ids[i],
@@ -702,6 +705,14 @@ add_own_nodes(struct node *n, const struct cfg *cfg, const char *ip, unsigned bu
     return rc;
 }
 
+/* tls-cluster: raft's connections take the bus contexts current when they open. */
+static struct tls_ctx *
+bus_tls_ctx(void *arg, bool server)
+{
+    (void)arg;
+    return node_tls_bus_get(server);
+}
+
 int
 topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
 {
@@ -755,6 +766,7 @@ topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
          * answered once this host applied it: the heartbeat bounds that wait
          * (100 ms made each forwarded SETSLOT of a reshard take ~190 ms). */
         .heartbeat_timeout_ms = 25,
+        .tls_ctx = cfg->tls.cluster ? bus_tls_ctx : NULL,
     };
     tp.opts = o;
     if (ctl_start(&tp.ctl, &o, err, errsz) != RV_OK) {

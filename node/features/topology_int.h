@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define ID_LEN TOPO_ID_LEN
 
@@ -101,10 +102,25 @@ int resp_call(const char *ip, int port, const struct buf *req, char *out, size_t
 int resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t n,
                  int timeout_ms, bool all);
 
+/* A blocking connection to another node's client port: plain, or under
+ * tls-cluster over TLS with the bus's client context (the node announces its
+ * TLS port then, and its certificate is checked against tls-ca-cert-file).
+ * Every step is bounded by the timeout given to tpi_connect. */
+struct tls;
+struct tpi_conn {
+    int fd;
+    struct tls *tls;
+};
+/* 0, or -1 with the reason in out (the connection is then closed). */
+int tpi_connect(struct tpi_conn *c, const char *ip, int port, int timeout_ms, char *out, size_t n);
+bool tpi_send(struct tpi_conn *c, const void *p, size_t n); /* all of it, or false */
+ssize_t tpi_recv(struct tpi_conn *c, void *p, size_t n);    /* bytes, 0 at EOF, -1 */
+void tpi_close(struct tpi_conn *c);                         /* fd < 0: a no-op */
+
 /* AUTH on a new connection to another node with masteruser/masterauth when
  * masterauth is set (Redis's names for what a replica sends its primary; the
  * hosts of a cluster share them). 0, or -1 with the error in out. */
-int tpi_auth(int fd, char *out, size_t n);
+int tpi_auth(struct tpi_conn *c, char *out, size_t n);
 
 /* topology_monitor.c */
 int monitor_start(int64_t timeout, char *err, size_t errsz);

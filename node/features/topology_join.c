@@ -12,6 +12,7 @@
 #include "base/mem.h"
 #include "base/rand.h"
 #include "base/rv_err.h"
+#include "base/tls.h"
 #include "cluster/topo.h"
 #include "control/ctl.h"
 #include "node/core/config.h"
@@ -174,7 +175,74 @@ meet_answer(struct meet_job *j, const char *err)
 /* One blocking request to ip:port; the first line of the reply in out (all:
  * everything until the peer closes, for a command followed by QUIT). */
 int
-tpi_auth(int fd, char *out, size_t n)
+tpi_connect(struct tpi_conn *c, const char *ip, int port, int timeout_ms, char *out, size_t n)
+{
+    c->fd = -1;
+    c->tls = NULL;
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+        snprintf(out, n, "ERR Invalid node address specified: %s:%d", ip, port);
+        return -1;
+    }
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+    if (c->fd < 0 || setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+        setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
+        connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        snprintf(out, n, "ERR cannot reach %s:%d: %s", ip, port, strerror(errno));
+        tpi_close(c);
+        return -1;
+    }
+    const struct cfg *cfg = atomic_load(&tp.node->cfg);
+    if (cfg->tls.cluster) {
+        struct tls_ctx *ctx = node_tls_bus_get(false);
+        c->tls = ctx != NULL ? tls_new(ctx, c->fd, false) : NULL;
+        tls_ctx_unref(ctx);
+        int rc = c->tls != NULL ? tls_handshake(c->tls) : TLS_ERROR;
+        if (rc != 1) {
+            snprintf(out, n, "ERR TLS handshake with %s:%d: %s", ip, port,
+                     c->tls == NULL    ? "no TLS context"
+                     : rc == TLS_ERROR ? tls_strerror(c->tls)
+                                       : "timed out");
+            tpi_close(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+bool
+tpi_send(struct tpi_conn *c, const void *p, size_t n)
+{
+    if (c->tls != NULL) {
+        return tls_write(c->tls, p, n) == (ssize_t)n; /* (blocking: all or an error) */
+    }
+    return send(c->fd, p, n, MSG_NOSIGNAL) == (ssize_t)n;
+}
+
+ssize_t
+tpi_recv(struct tpi_conn *c, void *p, size_t n)
+{
+    if (c->tls != NULL) {
+        ssize_t r = tls_read(c->tls, p, n);
+        return r >= 0 ? r : -1; /* (TLS_WANT_*: the timeout passed) */
+    }
+    return recv(c->fd, p, n, 0);
+}
+
+void
+tpi_close(struct tpi_conn *c)
+{
+    tls_free(c->tls);
+    c->tls = NULL;
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+int
+tpi_auth(struct tpi_conn *c, char *out, size_t n)
 {
     const struct cfg *cfg = atomic_load(&tp.node->cfg);
     if (cfg == NULL || cfg->repl.masterauth[0] == '\0') {
@@ -189,13 +257,13 @@ tpi_auth(int fd, char *out, size_t n)
         resp_w_bulk_cstr(&b, cfg->repl.masteruser);
     }
     resp_w_bulk_cstr(&b, cfg->repl.masterauth);
-    bool sent = send(fd, b.data, b.len, MSG_NOSIGNAL) == (ssize_t)b.len;
+    bool sent = tpi_send(c, b.data, b.len);
     buf_deinit(&b);
     char line[256];
     size_t got = 0;
     while (sent &&
            got + 1 < sizeof(line)) { /* one line, byte by byte: not a byte of what follows */
-        ssize_t r = recv(fd, line + got, 1, 0);
+        ssize_t r = tpi_recv(c, line + got, 1);
         if (r <= 0) {
             break;
         }
@@ -216,34 +284,22 @@ int
 resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t n, int timeout_ms,
              bool all)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
-        snprintf(out, n, "ERR Invalid node address specified: %s:%d", ip, port);
+    struct tpi_conn c;
+    if (tpi_connect(&c, ip, port, timeout_ms, out, n) != 0) {
         return -1;
     }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+    if (tpi_auth(&c, out, n) != 0) {
+        tpi_close(&c);
+        return -1;
+    }
+    if (!tpi_send(&c, req->data, req->len)) {
         snprintf(out, n, "ERR cannot reach %s:%d: %s", ip, port, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    if (tpi_auth(fd, out, n) != 0) {
-        close(fd);
-        return -1;
-    }
-    if (send(fd, req->data, req->len, MSG_NOSIGNAL) != (ssize_t)req->len) {
-        snprintf(out, n, "ERR cannot reach %s:%d: %s", ip, port, strerror(errno));
-        close(fd);
+        tpi_close(&c);
         return -1;
     }
     size_t got = 0;
     while (got + 1 < n) {
-        ssize_t r = recv(fd, out + got, n - 1 - got, 0);
+        ssize_t r = tpi_recv(&c, out + got, n - 1 - got);
         if (r <= 0) {
             break;
         }
@@ -253,7 +309,7 @@ resp_call_ex(const char *ip, int port, const struct buf *req, char *out, size_t 
             break;
         }
     }
-    close(fd);
+    tpi_close(&c);
     out[got] = '\0';
     if (!all) {
         out[strcspn(out, "\r\n")] = '\0';

@@ -39,7 +39,8 @@
 struct probe {
     char id[ID_LEN + 1];
     int64_t last_ok_ms;
-    int fd; /* a connection kept open (a new one per ping would leave thousands in TIME_WAIT) */
+    struct tpi_conn
+        c; /* a connection kept open (a new one per ping would leave thousands in TIME_WAIT) */
     char ip[TOPO_IP_MAX + 1];
     unsigned port;
     int64_t created_ms; /* unix ms the connection was opened (CLUSTER LINKS) */
@@ -93,17 +94,15 @@ probe_of(const char *id, int64_t now)
     struct probe *p = &mon.p[mon.n++];
     memcpy(p->id, id, ID_LEN + 1);
     p->last_ok_ms = now; /* (first seen: as if it just answered) */
-    p->fd = -1;
+    p->c.fd = -1;
+    p->c.tls = NULL;
     return p;
 }
 
 static void
 probe_close(struct probe *p)
 {
-    if (p->fd >= 0) {
-        close(p->fd);
-        p->fd = -1;
-    }
+    tpi_close(&p->c);
 }
 
 /* One inline command on the probe's connection (opened, or opened again, as
@@ -113,24 +112,22 @@ static bool
 probe_call(struct probe *p, const struct topo_node *x, const char *cmd, char *out, size_t n,
            int timeout_ms)
 {
-    if (p->fd >= 0 && (strcmp(p->ip, x->ip) != 0 || p->port != x->port)) {
+    if (p->c.fd >= 0 && (strcmp(p->ip, x->ip) != 0 || p->port != x->port)) {
         probe_close(p); /* (the node moved) */
     }
-    if (p->fd < 0) {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(x->port) };
-        if (inet_pton(AF_INET, x->ip, &sa.sin_addr) != 1) {
-            return false;
-        }
-        p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-        setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        setsockopt(p->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (p->c.fd < 0) {
         char why[160];
-        if (p->fd < 0 || connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-            probe_close(p);
+        if (tpi_connect(&p->c, x->ip, x->port, timeout_ms, why, sizeof(why)) != 0) {
+            if (strstr(why, "TLS handshake") != NULL) {
+                static int64_t tls_warned;
+                if (mono_ms() - tls_warned > 10000) {
+                    tls_warned = mono_ms();
+                    log_warn("cluster: %s:%u: %s", x->ip, x->port, why);
+                }
+            }
             return false;
         }
-        if (tpi_auth(p->fd, why, sizeof(why)) != 0) {
+        if (tpi_auth(&p->c, why, sizeof(why)) != 0) {
             static int64_t warned;
             if (mono_ms() - warned > 10000) { /* (once in 10 s, not every tick) */
                 warned = mono_ms();
@@ -145,13 +142,13 @@ probe_call(struct probe *p, const struct topo_node *x, const char *cmd, char *ou
     }
     char req[128];
     int len = snprintf(req, sizeof(req), "%s\r\n", cmd);
-    if (send(p->fd, req, (size_t)len, MSG_NOSIGNAL) != len) {
+    if (!tpi_send(&p->c, req, (size_t)len)) {
         probe_close(p);
         return false;
     }
     size_t got = 0;
     while (got + 1 < n) {
-        ssize_t r = recv(p->fd, out + got, n - 1 - got, 0);
+        ssize_t r = tpi_recv(&p->c, out + got, n - 1 - got);
         if (r <= 0) {
             probe_close(p);
             return false;
@@ -506,7 +503,7 @@ publish_links(void)
     pthread_mutex_lock(&links.mu);
     links.n = 0;
     for (size_t i = 0; i < mon.n; i++) {
-        if (mon.p[i].fd < 0) {
+        if (mon.p[i].c.fd < 0) {
             continue;
         }
         if (links.n == links.cap) {
@@ -544,7 +541,7 @@ monitor_tick(int64_t timeout)
     }
     struct topo *cur = node_topo_get(tp.node);
     for (size_t i = 0; i < mon.n; i++) { /* (connections to nodes forgotten since) */
-        if (mon.p[i].fd >= 0 && (cur == NULL || topo_find(cur, mon.p[i].id, ID_LEN) < 0)) {
+        if (mon.p[i].c.fd >= 0 && (cur == NULL || topo_find(cur, mon.p[i].id, ID_LEN) < 0)) {
             probe_close(&mon.p[i]);
         }
     }
