@@ -389,15 +389,28 @@ struct set_opts {
     bool nx, xx;
 };
 
+/* JSON.SET's options as RedisJSON 2.x's json_set reads them, before the key
+ * is looked at: one of NX or XX (a second one, even the same, is a syntax
+ * error) and FORMAT <fmt>, of which Ruvio takes JSON only (RedisJSON's name
+ * is case-sensitive; it also decodes BSON, which Ruvio refuses as unknown). */
 static bool
 parse_nx_xx(struct conn *c, int argc, struct rv_str *argv, int from, struct set_opts *o)
 {
     o->nx = o->xx = false;
     for (int i = from; i < argc; i++) {
-        if (cmd_arg_is(argv[i], "nx") && !o->xx) {
+        if (cmd_arg_is(argv[i], "nx") && !o->nx && !o->xx) {
             o->nx = true;
-        } else if (cmd_arg_is(argv[i], "xx") && !o->nx) {
+        } else if (cmd_arg_is(argv[i], "xx") && !o->nx && !o->xx) {
             o->xx = true;
+        } else if (cmd_arg_is(argv[i], "format")) {
+            if (++i == argc) {
+                reply_err_arity(c, "json.set");
+                return false;
+            }
+            if (!(argv[i].len == 4 && memcmp(argv[i].p, "JSON", 4) == 0)) {
+                reply_errf(c, "ERR wrong format %.*s", (int)argv[i].len, argv[i].p);
+                return false;
+            }
         } else {
             reply_err(c, RV_ERR_SYNTAX);
             return false;
