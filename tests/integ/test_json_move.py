@@ -12,7 +12,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from conftest import HOST, TIMEOUT, launch
+from conftest import HOST, launch
 from test_cluster_migrate import Cluster, _cli, client
 
 pytestmark = pytest.mark.ruvio_only
