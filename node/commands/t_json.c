@@ -389,15 +389,28 @@ struct set_opts {
     bool nx, xx;
 };
 
+/* JSON.SET's options as RedisJSON 2.x's json_set reads them, before the key
+ * is looked at: one of NX or XX (a second one, even the same, is a syntax
+ * error) and FORMAT <fmt>, of which Ruvio takes JSON only (RedisJSON's name
+ * is case-sensitive; it also decodes BSON, which Ruvio refuses as unknown). */
 static bool
 parse_nx_xx(struct conn *c, int argc, struct rv_str *argv, int from, struct set_opts *o)
 {
     o->nx = o->xx = false;
     for (int i = from; i < argc; i++) {
-        if (cmd_arg_is(argv[i], "nx") && !o->xx) {
+        if (cmd_arg_is(argv[i], "nx") && !o->nx && !o->xx) {
             o->nx = true;
-        } else if (cmd_arg_is(argv[i], "xx") && !o->nx) {
+        } else if (cmd_arg_is(argv[i], "xx") && !o->nx && !o->xx) {
             o->xx = true;
+        } else if (cmd_arg_is(argv[i], "format")) {
+            if (++i == argc) {
+                reply_err_arity(c, "json.set");
+                return false;
+            }
+            if (!(argv[i].len == 4 && memcmp(argv[i].p, "JSON", 4) == 0)) {
+                reply_errf(c, "ERR wrong format %.*s", (int)argv[i].len, argv[i].p);
+                return false;
+            }
         } else {
             reply_err(c, RV_ERR_SYNTAX);
             return false;
@@ -515,6 +528,7 @@ struct mset_item {
     int first;         /* the first triple naming the same key */
     bool multi;        /* (first triple) the key is named again */
     int touched;       /* (first triple) how many of its triples changed work */
+    bool changed;      /* (a multi key's triple) it changed work */
     struct json *work; /* (first triple of a multi key) */
 };
 
@@ -548,6 +562,7 @@ mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i)
         f->work = it->v;
         it->v = NULL;
         f->touched++;
+        it->changed = true;
         return true;
     }
     if (f->work == NULL) { /* the first triple of this key, below the root */
@@ -563,6 +578,7 @@ mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i)
     int rc = set_at(c, f->work, it->jp, it->v, false, false);
     it->v = NULL;
     f->touched += rc == 1;
+    it->changed = rc == 1;
     return rc >= 0;
 }
 
@@ -597,15 +613,17 @@ CMD_HANDLER(json_mset)
         struct ks_entry *e = tjson_entry(c, key, true, &err);
         int64_t dl = e ? ks_entry_expire(e) : KS_NO_EXPIRE;
         struct json *doc, *tmp;
-        int changed = 1; /* events: one per triple that changed the key, as RedisJSON */
+        /* events: one per triple that changed its key, in the triples'
+         * order, as RedisJSON's json_mset publishes them */
+        int changed = 1;
         if (t[i].multi) {
             if (t[i].touched > 0) {
                 tjson_store(c, key, t[i].work, dl);
                 t[i].work = NULL;
             }
-            changed = t[i].touched;
+            changed = t[i].changed;
         } else if (t[t[i].first].multi) {
-            continue; /* stored with its key's first triple */
+            changed = t[i].changed; /* stored with its key's first triple */
         } else if (e == NULL || jpath_is_root(t[i].jp)) {
             tjson_store(c, key, t[i].v, dl);
             t[i].v = NULL;
@@ -615,7 +633,7 @@ CMD_HANDLER(json_mset)
             t[i].v = NULL;
             tjson_doc_w_done(c, key, tmp, dl, changed);
         }
-        for (int k = 0; k < changed; k++) {
+        if (changed) {
             ksn_event(c->env, KSN_MODULE, "json.mset", key);
         }
     }

@@ -566,10 +566,11 @@ jpath_parse(const char *p, size_t n, char *err, size_t errlen)
     }
     jp->legacy = n == 0 || p[0] != '$';
     if (jp->legacy) {
-        /* RedisJSON reads a legacy path as JSONPath after `$` */
+        /* RedisJSON reads a legacy path as JSONPath after `$` (so "" is
+         * `$.`, a syntax error, as RedisJSON's Path::new makes it) */
         buf_putc(&b, '$');
         if (!(n == 1 && p[0] == '.')) {
-            if (n > 0 && p[0] != '.') { /* `[0]` is `$.[0]` */
+            if (n == 0 || p[0] != '.') { /* `[0]` is `$.[0]` */
                 buf_putc(&b, '.');
             }
             buf_append(&b, p, n);

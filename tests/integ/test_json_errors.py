@@ -85,6 +85,45 @@ def test_set_on_missing_key_checks_root_before_path(r):
     assert J(r, "JSON.GET", "d") == "{}"
 
 
+def test_empty_path_is_read_as_dollar_dot(r):
+    """RedisJSON 2.x's Path::new (src/redisjson.rs) turns a path not starting with `$` into JSONPath by
+    prefixing `$.` (`.` alone is `$`), so "" becomes `$.`, a syntax error, not the root: JSON.SET on an
+    existing key replies the path error (json_set compiles it), on a missing key the root error (it compares
+    the path with `$` first). Ruvio reads "" that way in every command."""
+    J(r, "JSON.SET", "d", "$", '{"a":[1,2]}')
+    err = 'Error occurred on position 2, "$. <<<<----", ' + NAME
+    for cmd in (("JSON.GET", "d", ""), ("JSON.SET", "d", "", "1"), ("JSON.TYPE", "d", ""),
+                ("JSON.DEL", "d", ""), ("JSON.ARRLEN", "d", ""), ("JSON.GET", "d", "", "a")):
+        assert resp_error(J, r, *cmd) == err, cmd
+    assert resp_error(J, r, "JSON.SET", "nokey", "", "1") == "new objects must be created at the root"
+    assert J(r, "JSON.SET", "nokey", "", "1", "XX") is None
+    assert r.exists("nokey") == 0 and J(r, "JSON.GET", "d") == '{"a":[1,2]}'
+    assert J(r, "JSON.GET", "d", ".") == '{"a":[1,2]}' and J(r, "JSON.TYPE", "d") == "object"
+
+
+def test_set_options_as_redisjson_parses_them(r):
+    """RedisJSON 2.x's json_set (src/commands.rs) reads its options before opening the key: NX or XX only
+    while neither was given (so `NX NX` is a syntax error too), FORMAT <fmt> (Format::from_str is
+    case-sensitive: "JSON"; another name replies `ERR wrong format <name>`; FORMAT without its argument
+    is the arity error), anything else `ERR syntax error`, even on a key of another type."""
+    r.set("s", "str")
+    J(r, "JSON.SET", "d", "$", '{"a":1}')
+    for opts in (("NX", "NX"), ("XX", "XX"), ("XX", "NX"), ("nx", "xx"), ("foo",), ("NX", "foo"), ("1",)):
+        assert resp_error(J, r, "JSON.SET", "d", "$.a", "2", *opts) == "syntax error", opts
+        assert resp_error(J, r, "JSON.SET", "s", "$", "2", *opts) == "syntax error", opts
+    assert resp_error(J, r, "JSON.SET", "d", "$.a", "2", "FORMAT", "json") == "wrong format json"
+    assert resp_error(J, r, "JSON.SET", "d", "$.a", "2", "FORMAT", "XMLX") == "wrong format XMLX"
+    assert resp_error(J, r, "JSON.SET", "d", "$.a", "2", "FORMAT") == \
+        "wrong number of arguments for 'json.set' command"
+    assert J(r, "JSON.GET", "d") == '{"a":1}'
+    assert J(r, "JSON.SET", "d", "$.a", "2", "format", "JSON") == "OK"
+    assert J(r, "JSON.SET", "d", "$.a", "3", "FORMAT", "JSON", "XX") == "OK"
+    assert J(r, "JSON.SET", "d", "$.b", "4", "NX", "FORMAT", "JSON", "FORMAT", "JSON") == "OK"
+    assert J(r, "JSON.SET", "d", "$.b", "5", "nx") is None
+    assert J(r, "JSON.GET", "d") == '{"a":3,"b":4}'
+    assert "WRONGTYPE" in resp_error(J, r, "JSON.SET", "s", "$", "2", "XX", "FORMAT", "JSON")
+
+
 def test_path_error_has_no_err_prefix(r):
     J(r, "JSON.SET", "d", "$", "{}")
     with pytest.raises(Exception) as e:

@@ -127,3 +127,17 @@ def test_mset_publishes_once_per_triple_that_changed_its_key(r, sub):
     sub.collect(r)
     J(r, "JSON.MSET", "a", "$.x", "2", "a", "$.nope.q", "1", "a", "$.y", "3", "b", "$", "1")
     assert space(sub.collect(r)) == [("a", "json.mset"), ("a", "json.mset"), ("b", "json.mset")]
+
+
+def test_mset_events_follow_the_triples_order(r, sub):
+    """RedisJSON 2.x's json_mset (src/commands.rs) applies the triples in their order and publishes
+    `json.mset` for a triple's key when that triple changed it: a key named twice gets its events at its
+    triples' places, not together."""
+    J(r, "JSON.SET", "a", "$", '{"x":1}')
+    sub.collect(r)
+    J(r, "JSON.MSET", "a", "$.x", "2", "b", "$", "1", "a", "$.nope.q", "1", "c", "$", "2", "a", "$.y", "3")
+    assert space(sub.collect(r)) == [("a", "json.mset"), ("b", "json.mset"), ("c", "json.mset"),
+                                     ("a", "json.mset")]
+    J(r, "JSON.MSET", "b", "$", "3", "a", "$", "4", "b", "$", "5")
+    assert space(sub.collect(r)) == [("b", "json.mset"), ("a", "json.mset"), ("b", "json.mset")]
+    assert J(r, "JSON.GET", "b") == "5" and J(r, "JSON.GET", "a") == "4"

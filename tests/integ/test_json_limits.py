@@ -8,11 +8,12 @@ errors "ERR Path '<path>' does not exist or not an array" and the like; serde_js
 without an ERR prefix)."""
 import json
 import signal
+import socket
 import time
 
 import pytest
 
-from conftest import resp_error
+from conftest import encode_command, resp_error
 
 pytestmark = pytest.mark.ruvio_only
 
@@ -200,3 +201,36 @@ def test_reads_of_a_missing_key_match_redisjson(raw):
     ]
     for args, want in cases:
         assert raw.cmd_raw(*args) == want, args
+
+
+# ---------------------------------------------------------------------------- large match replies vs limits
+
+def test_large_match_reply_is_cut_by_the_output_buffer_limit(start_server):
+    """`$..*` writes every match whole, so its reply can be many times the document (here 156 KB of document,
+    561 KB of reply). The reply is built whole, as Redis builds any reply and RedisJSON serialises its reply
+    into one string, and then counts against client-output-buffer-limit like any other: past the normal
+    class's hard limit the client is closed without getting any of it and the buffer is freed, while
+    other clients and smaller replies go on."""
+    srv = start_server("--client-output-buffer-limit", "normal 256kb 0 0")
+    r = srv.client()
+    doc = {"l%d" % i: {"a": [{"b": "x" * 50, "c": [1, 2, 3]} for _ in range(20)]} for i in range(100)}
+    J(r, "JSON.SET", "d", "$", json.dumps(doc))
+    before = int(r.info("stats")["client_output_buffer_limit_disconnections"])
+    mem_before = int(r.info("memory")["used_memory"])
+    assert len(J(r, "JSON.GET", "d", "$.l7")) < 8192                  # under the limit: replied
+    s = socket.create_connection((srv.host, srv.port), timeout=30)
+    try:
+        s.sendall(encode_command("JSON.GET", "d", "$..*"))
+        got = 0
+        while True:                                                   # EOF, bounded by the socket timeout
+            b = s.recv(1 << 20)
+            if not b:
+                break
+            got += len(b)
+    finally:
+        s.close()
+    assert got < 256 * 1024
+    assert int(r.info("stats")["client_output_buffer_limit_disconnections"]) == before + 1
+    assert int(r.info("memory")["used_memory"]) < mem_before + 256 * 1024
+    r.config_set("client-output-buffer-limit", "normal 0 0 0")
+    assert len(J(r, "JSON.GET", "d", "$..*")) > 500_000             # the same reply, unlimited
