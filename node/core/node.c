@@ -136,11 +136,13 @@ node_tls_apply(const struct cfg *c, char *err, size_t errsz)
     return 0;
 }
 
-struct tls_ctx *
-node_tls_bus_get(bool server)
+/* A reference to the context in *slot (NULL: none), taken under the lock
+ * that a rebuild swaps them under. */
+static struct tls_ctx *
+tls_take(struct tls_ctx *const *slot)
 {
     pthread_mutex_lock(&tls_lock);
-    struct tls_ctx *t = server ? tls_bus_server : tls_bus_client;
+    struct tls_ctx *t = *slot;
     if (t != NULL) {
         tls_ctx_ref(t);
     }
@@ -149,13 +151,13 @@ node_tls_bus_get(bool server)
 }
 
 struct tls_ctx *
+node_tls_bus_get(bool server)
+{
+    return tls_take(server ? &tls_bus_server : &tls_bus_client);
+}
+
+struct tls_ctx *
 node_tls_get(bool server)
 {
-    pthread_mutex_lock(&tls_lock);
-    struct tls_ctx *t = server ? tls_server : tls_client;
-    if (t != NULL) {
-        tls_ctx_ref(t);
-    }
-    pthread_mutex_unlock(&tls_lock);
-    return t;
+    return tls_take(server ? &tls_server : &tls_client);
 }
