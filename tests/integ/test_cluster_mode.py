@@ -890,3 +890,95 @@ def test_slot_states_survive_a_failover_of_the_source(tmp_path):
     finally:
         for s in srvs:
             s.stop()
+
+
+def test_fix_after_a_failover_of_the_source_under_writes(tmp_path):
+    """A move half done when the source fails over (CLUSTER FAILOVER on its replica), a cluster client appending to
+    the slot's lists all along, then `redis-cli --cluster fix` (issue 18, the Jepsen harness's `migrate` fault with
+    `failover-source`). Between the replica's take-over and the commit of its PROMOTE (which hands it the source's
+    MIGRATING state) and after it, a key already moved must not be created again on the new primary: a direct
+    write there answers MOVED (to the old primary, while the promotion is not committed), TRYAGAIN (the check
+    against the target) or ASK, never OK. fix then ends the move on one owner (redis-cli 7.0 picks the new
+    primary by key count, makes it STABLE and moves the target's keys back) with every acknowledged append once,
+    in order."""
+    ports, srvs = _cluster3(tmp_path)
+    stop = threading.Event()
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        src, dst = ports[0], ports[1]
+        rport = ports[2] + 1                                 # the source's replica (on the third process)
+        slot = int(_roles(src)[ids[0]][3][0].split("-")[0])
+        tag = next("{s%d}" % i for i in range(200000) if key_slot(b"{s%d}" % i) == slot)
+        keys = ["%sl%d" % (tag, i) for i in range(60)]
+        for k in keys:
+            assert client(src).rpush(k, "init")
+        assert client(src).execute_command("WAIT", 1, 10000) == 1
+        acked = {k: [] for k in keys}
+        unknown = set()
+
+        def writer():
+            rc = RedisCluster(startup_nodes=[ClusterNode(HOST, ports[2])], decode_responses=True,
+                              socket_timeout=TIMEOUT)
+            n = 0
+            while not stop.is_set():
+                k, v = keys[n % len(keys)], "w%d" % n
+                try:
+                    rc.rpush(k, v)
+                    acked[k].append(v)
+                except Exception:                       # noqa: BLE001 (redis-py's cluster errors are not all RedisError)
+                    unknown.add(v)
+                n += 1
+            rc.close()
+        th = threading.Thread(target=writer)
+        th.start()
+        assert client(dst).execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[0]) in ("OK", True)
+        assert client(src).execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[1]) in ("OK", True)
+        half = client(src).execute_command("CLUSTER", "GETKEYSINSLOT", slot, 20)
+        assert client(src).execute_command("MIGRATE", HOST, dst, "", 0, 5000, "KEYS", *half) in ("OK", True)
+        moved = half[0]
+        rid = client(rport).execute_command("CLUSTER", "MYID")
+        probe = client(rport)
+        answers = []
+
+        def probe_moved_key():
+            """One RPUSH of a moved key straight to the new primary; True once it answers ASK as the source."""
+            try:
+                probe.rpush(moved, "probe")
+                answers.append("OK")
+            except redis.ResponseError as e:
+                answers.append(str(e).split(" ")[0])
+            return answers[-1] == "ASK" and _roles(rport)[rid][1] == "master"
+        assert probe_moved_key() is False and answers == ["MOVED"]
+        fo = threading.Thread(target=lambda: client(rport).execute_command("CLUSTER", "FAILOVER"))
+        fo.start()
+        poll_until(probe_moved_key, timeout=20, what="the new primary to answer ASK for a moved key")
+        fo.join(timeout=30)
+        assert "OK" not in answers, answers
+        assert set(answers) <= {"MOVED", "TRYAGAIN", "ASK"}, answers
+        every = [q for p in ports for q in (p, p + 1)]
+        poll_until(lambda: all(_roles(q)[rid][1] == "master" and _roles(q)[ids[0]][1] == "slave" for q in every),
+                   timeout=20, what="every node to know the source's replica promoted")
+        r = subprocess.run(["redis-cli", "--cluster", "fix", "%s:%d" % (HOST, ports[2]), "--cluster-yes"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=90)
+        stop.set()
+        th.join(timeout=30)
+        assert r.returncode == 0, r.stdout[-3000:]
+        assert sum(len(v) for v in acked.values()) > 100    # the writer wrote through the whole fix
+        # fix picks the owner by key count (this redis-cli: the new primary, made STABLE, the target's keys moved
+        # back to it; or the target, the rest moved there): the keys are all on the slot's owner, once
+        def serves(ranges):
+            return any(int(r.split("-")[0]) <= slot <= int(r.split("-")[-1]) for r in ranges if r[0] != "[")
+        owner = next(q for q, role, _, sl in _roles(rport).values() if role == "master" and serves(sl))
+        assert owner in (rport, dst), (owner, r.stdout[-3000:])
+        assert client(owner).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 60, r.stdout[-3000:]
+        for q in (rport, dst):
+            if q != owner:
+                assert client(q).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0, r.stdout[-3000:]
+        for k in keys:
+            got = client(owner).lrange(k, 0, -1)
+            assert got[0] == "init" and len(set(got)) == len(got), (k, got)
+            assert [v for v in got[1:] if v not in unknown] == acked[k], (k, got, acked[k])
+    finally:
+        stop.set()
+        for s in srvs:
+            s.stop()
