@@ -180,7 +180,6 @@ struct slot_walk {
     unsigned slot;
     int64_t max;
     int64_t n;
-    struct conn *c; /* non-NULL: reply each key */
 };
 
 static void
@@ -189,11 +188,15 @@ slot_visit(void *arg, struct ks_entry *e)
     struct slot_walk *w = arg;
     struct rv_str k = ks_entry_key(e);
     if (w->n < w->max && slot_of(k.p, k.len) == w->slot) {
-        if (w->c) {
-            reply_bulk(w->c, k.p, k.len);
-        }
         w->n++;
     }
+}
+
+static void
+reply_key(void *arg, struct ks_entry *e)
+{
+    struct rv_str k = ks_entry_key(e);
+    reply_bulk(arg, k.p, k.len);
 }
 
 static void
@@ -208,7 +211,7 @@ walk_slot(struct conn *c, struct slot_walk *w)
 void
 cmd_cluster_countkeysinslot(struct conn *c, int argc, struct rv_str *argv)
 {
-    struct slot_walk w = { 0, INT64_MAX, 0, NULL };
+    struct slot_walk w = { 0, INT64_MAX, 0 };
     if (!cluster_enabled(c) || !parse_slot(c, argv[2], &w.slot)) {
         return;
     }
@@ -223,7 +226,7 @@ cmd_cluster_countkeysinslot(struct conn *c, int argc, struct rv_str *argv)
 void
 cmd_cluster_getkeysinslot(struct conn *c, int argc, struct rv_str *argv)
 {
-    struct slot_walk w = { 0, 0, 0, c };
+    struct slot_walk w = { 0, 0, 0 };
     if (!cluster_enabled(c) || !parse_slot(c, argv[2], &w.slot)) {
         return;
     }
@@ -236,7 +239,7 @@ cmd_cluster_getkeysinslot(struct conn *c, int argc, struct rv_str *argv)
         w.max = (int64_t)ks_slot_keys(c->env->ks, w.slot); /* the walk stops at the last one */
     }
     if ((c->env->topo != NULL || shard_owns_slot(c->shard, w.slot)) && w.max > 0) {
-        walk_slot(c, &w);
+        w.n = (int64_t)ks_slot_walk(c->env->ks, w.slot, (size_t)w.max, reply_key, c);
     }
     reply_defer_array(c, h, (size_t)w.n);
 }

@@ -399,6 +399,7 @@ ks_destroy(struct ks *ks)
     }
     ks_free_all(ks);
     rv_free(ks->slot_keys);
+    rv_free(ks->slot_from);
     rv_free(ks);
 }
 

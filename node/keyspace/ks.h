@@ -158,6 +158,12 @@ typedef void ks_scan_fn(void *arg, struct ks_entry *e);
  * at least once, also across resizes (the cursor is a position in hash order).
  * fn must not modify the keyspace. Expired entries are visited too. */
 uint64_t ks_scan(struct ks *ks, uint64_t cursor, size_t count, ks_scan_fn *fn, void *arg);
+/* Visit up to max keys of slot (expired ones included), in hash order from
+ * where the previous walk of the slot found its first key, wrapping around;
+ * returns how many were visited. GETKEYSINSLOT: a reshard deletes the keys it
+ * was given before asking again, so starting at 0 each time would rescan the
+ * slot's emptied prefix, quadratic in the slot's keys. fn must not modify ks. */
+size_t ks_slot_walk(struct ks *ks, unsigned slot, size_t max, ks_scan_fn *fn, void *arg);
 /* A random entry (NULL when empty); may be expired. */
 struct ks_entry *ks_random(struct ks *ks, uint64_t rnd);
 

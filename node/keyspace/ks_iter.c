@@ -4,6 +4,7 @@
 
 #include "base/clock.h"
 #include "base/mem.h"
+#include "cluster/slot.h"
 #include "node/keyspace/ks_int.h"
 #include "node/keyspace/ks_priv.h"
 
@@ -30,6 +31,70 @@ ks_scan(struct ks *ks, uint64_t cursor, size_t count, ks_scan_fn *fn, void *arg)
 {
     struct visit_ctx v = { fn, arg };
     return rh_scan(&ks->main, cursor, count, &ks_ops, &ks->env, visit, &v);
+}
+
+struct slot_walk {
+    struct ks *ks;
+    unsigned slot;
+    size_t max, n;
+    uint64_t below; /* the wrapped pass: only hashes under this (0: any) */
+    ks_scan_fn *fn;
+    void *arg;
+};
+
+static void
+slot_visit(void *arg, void *ent)
+{
+    struct slot_walk *w = arg;
+    struct rv_str k = ks_entry_key(ent);
+    if (w->n < w->max && slot_of(k.p, k.len) == w->slot &&
+        (w->below == 0 || ks_ops.hash(&w->ks->env, ent) < w->below)) {
+        w->fn(w->arg, ent);
+        w->n++;
+    }
+}
+
+size_t
+ks_slot_walk(struct ks *ks, unsigned slot, size_t max, ks_scan_fn *fn, void *arg)
+{
+    struct slot_walk w = { ks, slot, max, 0, 0, fn, arg };
+    uint64_t from = 0, cur, next;
+
+    if (slot >= SLOT_COUNT || max == 0) {
+        return 0;
+    }
+    if (ks->slot_from == NULL) {
+        ks->slot_from = rv_calloc(SLOT_COUNT, sizeof(*ks->slot_from));
+    }
+    from = ks->slot_from[slot];
+    /* The batch a key was first found in starts the next walk; a batch
+     * reaches past its nominal end in hash order only inside [cur, next). */
+    for (cur = from; w.n < w.max; cur = next) {
+        size_t before = w.n;
+        next = rh_scan(&ks->main, cur, 1024, &ks_ops, &ks->env, slot_visit, &w);
+        if (before == 0 && w.n > 0) {
+            ks->slot_from[slot] = cur;
+        }
+        if (next == 0) {
+            break;
+        }
+    }
+    if (from == 0 || w.n >= w.max) {
+        return w.n;
+    }
+    /* Wrap around: [0, from), which the first pass did not cover. */
+    w.below = from;
+    for (cur = 0; w.n < w.max; cur = next) {
+        size_t before = w.n;
+        next = rh_scan(&ks->main, cur, 1024, &ks_ops, &ks->env, slot_visit, &w);
+        if (before == 0 && w.n > 0 && ks->slot_from[slot] == from) {
+            ks->slot_from[slot] = cur; /* nothing after from: the slot's first key is here */
+        }
+        if (next == 0 || next >= from) {
+            break;
+        }
+    }
+    return w.n;
 }
 
 /* A random full slot, looked for linearly from a random position (ks_random

@@ -198,6 +198,7 @@ struct ks {
     bool no_touch;       /* lookups leave access clocks alone (CLIENT NO-TOUCH) */
     bool hold_expired;   /* as replica, for lookups only (CLIENT PAUSE) */
     uint32_t *slot_keys; /* keys per cluster slot (ks_count_slots), or NULL */
+    uint64_t *slot_from; /* where ks_slot_walk starts per slot, or NULL until used */
 };
 
 /* LFU (when ks->lfu): the 24 clock bits hold the minute of the last decay

@@ -126,13 +126,13 @@ class StartFailed(Exception):
 
 
 def _server_argv(port, datadir, args):
-    if IS_REDIS:
-        return [REDIS_BIN, "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
-                "--dir", datadir] + list(args)
-    if not os.path.exists(RUVIO_BIN):
-        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % RUVIO_BIN)
     # Redis's own test suite runs with DEBUG enabled too; tests of the default pass their own value.
     dbg = [] if "--enable-debug-command" in args else ["--enable-debug-command", "yes"]
+    if IS_REDIS:
+        return [REDIS_BIN, "--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
+                "--dir", datadir] + dbg + list(args)
+    if not os.path.exists(RUVIO_BIN):
+        pytest.fail("ruvio binary not found at %s (set RUVIO_BIN or build it)" % RUVIO_BIN)
     return [RUVIO_BIN, "--port", str(port), "--bind", HOST, "--dir", datadir] + dbg + list(args)
 
 
