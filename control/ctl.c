@@ -84,6 +84,9 @@ struct ctl {
     bool closing;         /* raft_close called */
     bool closed;          /* raft's close callback ran */
     struct ctl_op flight; /* sentinel of the in-flight list */
+    struct raft_barrier barrier;
+    bool barrier_busy;  /* barrier is raft's until on_barrier */
+    bool barrier_again; /* an entry committed since barrier was sent */
 
     pthread_mutex_t mu; /* the submit queue */
     struct ctl_op *q_head, *q_tail;
@@ -191,11 +194,48 @@ op_fail(struct ctl_op *op, int rv, const char *detail)
 
 /* ---- raft callbacks and request submission (control thread) ---- */
 
+static void announce_commit(struct ctl *c);
+
+static void
+on_barrier(struct raft_barrier *req, int status)
+{
+    struct ctl *c = req->data;
+    c->barrier_busy = false;
+    if (status == 0 && c->barrier_again) {
+        announce_commit(c);
+    }
+}
+
+/* Followers learn that an entry committed from the leader's next message,
+ * which without new entries is the next heartbeat (100 ms): a change proposed
+ * through another host was answered there only that much later (redis-cli's
+ * SETSLOTs go to every node in turn). A barrier is an entry that raft sends at
+ * once, carrying the commit index; its own commit needs no haste. */
+static void
+announce_commit(struct ctl *c)
+{
+    if (c->closing || raft_state(&c->raft) != RAFT_LEADER) {
+        return;
+    }
+    if (c->barrier_busy) {
+        c->barrier_again = true;
+        return;
+    }
+    c->barrier_again = false;
+    c->barrier.data = c;
+    if (raft_barrier(&c->raft, &c->barrier, on_barrier) == 0) {
+        c->barrier_busy = true;
+    }
+}
+
 static void
 on_apply(struct raft_apply *req, int status, void *result)
 {
     struct ctl_op *op = req->data;
     flight_del(op);
+    if (status == 0) {
+        announce_commit(op->c);
+    }
     if (status == 0 && result != NULL) {
         const struct ctl_outcome *o = result;
         op_answer(op, CTL_OK, o->code, o->msg, req->index);

@@ -1025,6 +1025,20 @@ slot_has_keys(struct conn *c, unsigned slot)
     return w.found;
 }
 
+/* Whether this node's topology already is what the change asks for. redis-cli
+ * sends the same SETSLOT NODE to the target, the source and every other
+ * primary in turn; once the first has committed, the others need no commit of
+ * their own (a view that lags can only miss a later change, and answering as
+ * if the command came before it is what a commit would have done). */
+static bool
+setslot_unchanged(const struct topo *t, const struct buf *b)
+{
+    struct topo *next = NULL;
+    enum topo_res r = topo_apply(t, b->data + b->off, buf_unread(b), &next, NULL, 0);
+    topo_put(next);
+    return r == TOPO_UNCHANGED;
+}
+
 /* CLUSTER SETSLOT slot MIGRATING|IMPORTING|NODE id / STABLE: a proposal,
  * answered once committed. The topology checks ownership and the target
  * (topo_apply, Redis's texts); the key check is this node's: NODE giving
@@ -1088,8 +1102,13 @@ CMD_HANDLER(cluster_setslot)
     }
     struct buf b;
     buf_init(&b);
-    propose_built(c, &b, topo_enc_setslot(&b, type, slot, my_id(c), id[0] ? id : NULL),
-                  TOPOLOGY_REPLY_OK);
+    int rc = topo_enc_setslot(&b, type, slot, my_id(c), id[0] ? id : NULL);
+    if (rc == 0 && setslot_unchanged(t, &b)) {
+        reply_ok(c);
+        buf_deinit(&b);
+        return;
+    }
+    propose_built(c, &b, rc, TOPOLOGY_REPLY_OK);
 }
 
 /* ASKING: the next command may touch a slot this node is importing. */

@@ -763,8 +763,9 @@ topology_start(struct node *n, const struct cfg *cfg, char *err, size_t errsz)
         .election_timeout_ms = timeout / 4 > 200 ? timeout / 4 : 200,
         /* A follower learns that an entry committed only from the leader's
          * next AppendEntries, and a change forwarded to the leader's host is
-         * answered once this host applied it: the heartbeat bounds that wait
-         * (100 ms made each forwarded SETSLOT of a reshard take ~190 ms). */
+         * answered once this host applied it: the leader sends a barrier after
+         * each commit (control/ctl.c), and the heartbeat bounds the wait when
+         * that is lost (100 ms made each forwarded SETSLOT take ~190 ms). */
         .heartbeat_timeout_ms = 25,
         .tls_ctx = cfg->tls.cluster ? bus_tls_ctx : NULL,
     };
