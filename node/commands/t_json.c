@@ -134,27 +134,43 @@ tjson_store(struct conn *c, struct rv_str key, struct json *v, int64_t expire_ms
     }
 }
 
+/* A null, in a one-element array under RESP3 with TJSON_RD_RESP3_WRAP. */
+static void
+reply_nil_in(struct conn *c, unsigned flags)
+{
+    if ((flags & TJSON_RD_RESP3_WRAP) && c->proto == 3) {
+        reply_array(c, 1);
+    }
+    reply_null(c);
+}
+
 bool
 tjson_read(struct conn *c, struct rv_str key, struct rv_str path, struct jpath **jp,
-           struct jmatches *m, struct json **tmp, bool nokey_err)
+           struct jmatches *m, struct json **tmp, unsigned flags)
 {
     bool err;
-    *tmp = NULL;
-    if ((*jp = tjson_path(c, path)) == NULL) {
-        return false;
-    }
+    *jp = NULL;
+    /* RedisJSON 2.x opens the key before it compiles the path: a missing
+     * key's reply does not depend on the path, even a malformed one */
     struct json *doc = tjson_doc_ro(c, key, tmp, &err);
     if (doc == NULL) {
-        if (!err && nokey_err && !jpath_legacy(*jp)) {
+        if (!err && (flags & TJSON_RD_NOKEY_ERR) && !tjson_legacy_text(path)) {
             reply_errf(c, TJSON_ERR_NOKEY);
         } else if (!err) {
-            reply_null(c);
+            reply_nil_in(c, flags);
         }
-        jpath_destroy(*jp);
         return false;
     }
+    if ((flags & TJSON_RD_BADPATH_NIL) && tjson_legacy_text(path)) {
+        char e[JPATH_ERR_SHOW + 200];
+        if ((*jp = jpath_parse(path.p, path.len, e, sizeof(e))) == NULL) {
+            reply_nil_in(c, flags);
+        }
+    } else {
+        *jp = tjson_path(c, path);
+    }
     *m = (struct jmatches){ 0 };
-    if (!tjson_eval(c, *jp, doc, m)) {
+    if (*jp == NULL || !tjson_eval(c, *jp, doc, m)) {
         jmatches_free(m);
         jpath_destroy(*jp);
         json_destroy(*tmp);
@@ -849,12 +865,8 @@ CMD_HANDLER(json_get)
     if (np == 0) {
         paths[np++] = tjson_root(c);
     }
-    for (int i = 0; i < np; i++) {
-        if ((jp[i] = tjson_path(c, paths[i])) == NULL) {
-            goto done;
-        }
-        any_new |= !jpath_legacy(jp[i]);
-    }
+    /* RedisJSON 2.x opens the key before it reads the paths: a missing key
+     * is nil whatever they are, even malformed */
     err = false;
     if (!looked) {
         e = tjson_entry(c, argv[1], false, &err);
@@ -866,6 +878,12 @@ CMD_HANDLER(json_get)
         if (!err) {
             reply_null(c);
         }
+        goto done;
+    }
+    for (int i = 0; i < np; i++) {
+        any_new |= !tjson_legacy_text(paths[i]);
+    }
+    if (np == 1 && (jp[0] = tjson_path(c, paths[0])) == NULL) {
         goto done;
     }
     const struct json_fmt *fp = f.ilen || f.nlen || f.slen ? &f : NULL;
@@ -882,11 +900,17 @@ CMD_HANDLER(json_get)
         reply_bulk(c, b.data, b.len);
         goto done;
     }
-    /* several paths: an object keyed by path (as RedisJSON, built as a tree) */
+    /* several paths: an object keyed by path (as RedisJSON, built as a
+     * tree); a path that does not compile is left out, as RedisJSON's
+     * to_json_multi skips it (the others still decide legacy or `$`) */
     struct json *obj = json_new_obj();
     for (int i = 0; i < np; i++) {
         struct jmatches m = { 0 };
         struct json *v;
+        char perr[JPATH_ERR_SHOW + 200];
+        if ((jp[i] = jpath_parse(paths[i].p, paths[i].len, perr, sizeof(perr))) == NULL) {
+            continue;
+        }
         if (!tjson_eval(c, jp[i], doc, &m)) {
             jmatches_free(&m);
             json_destroy(obj);
@@ -924,10 +948,11 @@ done:
 
 CMD_HANDLER(json_mget)
 {
-    struct jpath *jp = tjson_path(c, argv[argc - 1]);
-    if (jp == NULL) {
-        return;
-    }
+    /* compiled at the first JSON key: RedisJSON 2.x replies nil for every
+     * key whose path fails (a missing key, another type, a malformed path,
+     * a legacy path matching nothing), never an error for the command */
+    struct jpath *jp = NULL;
+    bool bad = false;
     struct spath sp;
     bool simple = simple_path(argv[argc - 1], &sp);
     reply_array(c, (size_t)argc - 2);
@@ -942,6 +967,16 @@ CMD_HANDLER(json_mget)
         if ((simple && reply_simple_path(c, e, &sp)) ||
             (doc = tjson_doc_of(c, e, &tmp, &err)) == NULL) {
             continue; /* replied: the value, or a corrupt document's error */
+        }
+        if (jp == NULL && !bad) {
+            char perr[JPATH_ERR_SHOW + 200];
+            jp = jpath_parse(argv[argc - 1].p, argv[argc - 1].len, perr, sizeof(perr));
+            bad = jp == NULL;
+        }
+        if (bad) {
+            reply_null(c);
+            json_destroy(tmp);
+            continue;
         }
         struct jmatches m = { 0 };
         if (!tjson_eval(c, jp, doc, &m)) {
@@ -968,19 +1003,21 @@ CMD_HANDLER(json_mget)
 CMD_HANDLER(json_del)
 {
     bool err;
-    struct jpath *jp = tjson_path(c, argc > 2 ? argv[2] : tjson_root(c));
-    if (jp == NULL) {
-        return;
-    }
     if (argc > 3) {
-        jpath_destroy(jp);
         reply_err_arity(c, "json.del");
         return;
     }
     struct json *tmp;
     int64_t dl;
     struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
+    struct jpath *jp = NULL;
     size_t n = 0;
+    /* the key before the path (RedisJSON 2.x): a missing key deletes
+     * nothing, whatever the path */
+    if (doc != NULL && (jp = tjson_path(c, argc > 2 ? argv[2] : tjson_root(c))) == NULL) {
+        json_destroy(tmp);
+        return;
+    }
     if (doc != NULL) {
         if (jpath_is_root(jp)) {
             json_destroy(tmp);
@@ -1060,19 +1097,22 @@ merge_patch(struct json *target, const struct json *patch)
 CMD_HANDLER(json_merge)
 {
     bool err;
-    struct jpath *jp = tjson_path(c, argv[2]);
-    if (jp == NULL) {
-        return;
-    }
-    struct json *patch = tjson_value(c, argv[3]), *tmp = NULL;
+    struct jpath *jp = NULL;
+    struct json *patch = NULL, *tmp = NULL;
     int64_t dl = 0;
     bool changed = false;
-    struct json *doc = patch ? tjson_doc_w(c, argv[1], &tmp, &dl, &err) : NULL;
-    if (patch == NULL || err) {
+    /* RedisJSON 2.x's order: the key's type, the value, then on a missing
+     * key the root check (the path is not compiled), on an existing one the
+     * path */
+    struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
+    if (err || (patch = tjson_value(c, argv[3])) == NULL) {
+        goto done;
+    }
+    if (doc != NULL && (jp = tjson_path(c, argv[2])) == NULL) {
         goto done;
     }
     if (doc == NULL) {
-        if (!jpath_is_root(jp)) {
+        if (!tjson_root_text(argv[2])) {
             reply_errf(c, TJSON_ERR_ROOT);
         } else {
             struct json *nv = json_new_null();
@@ -1113,10 +1153,12 @@ CMD_HANDLER(json_merge)
     }
     jmatches_free(&m);
     tjson_doc_w_done(c, argv[1], tmp, dl, changed);
+    tmp = NULL;
     if (changed) {
         ksn_event(c->env, KSN_MODULE, "json.merge", argv[1]);
     }
 done:
+    json_destroy(tmp);
     json_destroy(patch);
     jpath_destroy(jp);
 }
@@ -1176,7 +1218,7 @@ CMD_HANDLER(json_resp)
     struct jpath *jp;
     struct jmatches m;
     struct json *tmp;
-    if (!tjson_read(c, argv[1], path, &jp, &m, &tmp, false)) {
+    if (!tjson_read(c, argv[1], path, &jp, &m, &tmp, 0)) {
         return;
     }
     if (!jpath_legacy(jp)) {
@@ -1218,19 +1260,20 @@ CMD_HANDLER(json_debug_memory)
         reply_err_arity(c, "json.debug|memory");
         return;
     }
-    struct jpath *jp = tjson_path(c, path);
-    if (jp == NULL) {
-        return;
-    }
     struct json *tmp;
     struct json *doc = tjson_doc_ro(c, argv[2], &tmp, &err);
     if (doc == NULL) {
-        if (!err && jpath_legacy(jp)) {
+        /* before the path is compiled, as RedisJSON 2.x */
+        if (!err && tjson_legacy_text(path)) {
             reply_int(c, 0);
         } else if (!err) {
             reply_array(c, 0);
         }
-        jpath_destroy(jp);
+        return;
+    }
+    struct jpath *jp = tjson_path(c, path);
+    if (jp == NULL) {
+        json_destroy(tmp);
         return;
     }
     struct jmatches m = { 0 };
