@@ -67,6 +67,7 @@ def test_missing_key_replies_before_the_path_is_read(r, path):
         assert resp_error(J, r, *cmd) == NOKEY, cmd
     assert resp_error(J, r, "JSON.MERGE", "nokey", path, "{}") == ROOT
     assert resp_error(J, r, "JSON.SET", "nokey", path, "{}") == ROOT
+    assert resp_error(J, r, "JSON.MSET", "nokey", path, "{}") == ROOT
     assert r.exists("nokey", "nokey2") == 0
 
 
@@ -91,7 +92,7 @@ def test_existing_key_malformed_path(r):
                     ("JSON.DEBUG", "MEMORY", "d", path), ("JSON.ARRINDEX", "d", path, "1"),
                     ("JSON.TOGGLE", "d", path), ("JSON.NUMINCRBY", "d", path, "1"),
                     ("JSON.ARRAPPEND", "d", path, "1"), ("JSON.MERGE", "d", path, "{}"),
-                    ("JSON.SET", "d", path, "1")):
+                    ("JSON.SET", "d", path, "1"), ("JSON.MSET", "d", path, "1")):
             assert resp_error(J, r, *cmd).startswith("Error occurred on position"), (cmd, path)
         # legacy TYPE, OBJKEYS and OBJLEN read a failing path as no match; `$` ones reply the error
         for cmd in ("JSON.TYPE", "JSON.OBJKEYS", "JSON.OBJLEN"):
