@@ -110,6 +110,20 @@ reply_res(struct conn *c, const struct jres *r, bool numbers)
     }
 }
 
+/* For writes whose value RedisJSON 2.x parses only at a match (STRAPPEND,
+ * NUMINCRBY, NUMMULTBY): the key is opened first, so a key of another type
+ * or a missing key fails before the value is read. false: replied. */
+static bool
+key_exists(struct conn *c, struct rv_str key)
+{
+    bool err;
+    struct ks_entry *e = tjson_entry(c, key, true, &err);
+    if (!err && e == NULL) {
+        reply_errf(c, TJSON_ERR_NOKEY);
+    }
+    return e != NULL;
+}
+
 /* Runs op on every match of path in the document at key and replies. */
 static void
 per_match(struct conn *c, struct rv_str key, struct rv_str path, const struct jspec *sp, jop_fn *op,
@@ -282,6 +296,9 @@ CMD_HANDLER(json_strappend)
         reply_err_arity(c, "json.strappend");
         return;
     }
+    if (!key_exists(c, argv[1])) {
+        return;
+    }
     struct json *s = tjson_value(c, argv[argc - 1]);
     if (s == NULL) {
         return;
@@ -343,6 +360,9 @@ numop(struct conn *c, int argc, struct rv_str *argv, bool mult)
     };
     const struct jspec *sp = mult ? &mul : &incr;
     (void)argc;
+    if (!key_exists(c, argv[1])) {
+        return;
+    }
     struct json *by = tjson_value(c, argv[3]);
     if (by == NULL) {
         return;

@@ -80,6 +80,18 @@ def test_key_of_another_type_fails_before_the_path(r):
     assert J(r, "JSON.MGET", "s", "$.a[") == [None]
 
 
+def test_value_parsed_at_a_match_comes_after_the_key(r):
+    """RedisJSON 2.x's STRAPPEND, NUMINCRBY and NUMMULTBY hand the value on to the change of each match
+    (str_append, incr_by/mult_by parse it there), after json_*_impl/_legacy opened the key: a missing key
+    or a key of another type fails before a malformed value is read."""
+    r.set("s", "str")
+    for cmd in (("JSON.STRAPPEND", "nokey", "$", "{"), ("JSON.STRAPPEND", "nokey", "{"),
+                ("JSON.NUMINCRBY", "nokey", "$.a", "x"), ("JSON.NUMMULTBY", "nokey", ".a", "[")):
+        assert resp_error(J, r, *cmd) == NOKEY, cmd
+        assert resp_error(J, r, cmd[0], "s", *cmd[2:]).startswith("WRONGTYPE"), cmd
+    assert r.exists("nokey") == 0
+
+
 def test_existing_key_malformed_path(r):
     doc = '{"a":[1,2],"o":{"x":1},"s":"t"}'
     J(r, "JSON.SET", "d", "$", doc)
