@@ -854,7 +854,8 @@ get_opts(struct conn *c, int argc, struct rv_str *argv, struct json_fmt *f, stru
         }
         if (s != NULL) {
             if (i + 1 >= argc) {
-                reply_err(c, RV_ERR_SYNTAX);
+                /* RedisJSON's json_get: next_str() on no argument is WrongArity */
+                reply_err_arity(c, "json.get");
                 return -1;
             }
             *s = argv[i + 1].p;

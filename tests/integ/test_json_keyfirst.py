@@ -147,3 +147,13 @@ def test_resp3_type_wraps_nil_too(raw):
     assert raw.cmd_raw("JSON.TYPE", "d", "$.a") == b"*1\r\n*1\r\n+array\r\n"
     assert raw.cmd_raw("JSON.TYPE", "d", "$.nope") == b"*1\r\n*0\r\n"
     assert raw.cmd_raw("JSON.TYPE", "d", "$.a[").startswith(b"-Error occurred on position 4")
+
+
+def test_get_format_option_without_its_argument_is_the_arity_error(r):
+    """RedisJSON 2.x's json_get reads INDENT/NEWLINE/SPACE's argument with next_str()?, whose error on a
+    missing argument is RedisError::WrongArity; the options are read before the key is opened."""
+    J(r, "JSON.SET", "d", "$", "{}")
+    for opt in ("INDENT", "newline", "Space"):
+        for key in ("d", "nokey"):
+            assert resp_error(J, r, "JSON.GET", key, "$", opt) == \
+                "wrong number of arguments for 'json.get' command", (opt, key)
