@@ -1349,7 +1349,10 @@ reply_resp(struct conn *c, const struct json *j)
             reply_int(c, json_int(j));
         }
         return;
-    case JSON_DOUBLE: reply_bulk(c, num, json_fmt_double(json_double(j), num)); return;
+    /* RedisJSON replies RedisValue::Float, which redis-module-rs sends with
+     * RedisModule_ReplyWithDouble: Redis's double reply (RESP2 a bulk string
+     * of "%.17g", RESP3 a double), not the document's text of the number */
+    case JSON_DOUBLE: reply_double(c, json_double(j)); return;
     case JSON_STR: {
         size_t n;
         const char *s = json_str(j, &n);

@@ -157,3 +157,21 @@ def test_get_format_option_without_its_argument_is_the_arity_error(r):
         for key in ("d", "nokey"):
             assert resp_error(J, r, "JSON.GET", key, "$", opt) == \
                 "wrong number of arguments for 'json.get' command", (opt, key)
+
+
+def test_resp_replies_doubles_as_redis_does(raw):
+    """RedisJSON 2.x's JSON.RESP (KeyValue::resp_serialize_inner) replies a double as RedisValue::Float,
+    which redis-module-rs's Context::reply sends with RedisModule_ReplyWithDouble: Redis's own double reply,
+    a bulk string of "%.17g" under RESP2 (Redis 7.0's addReplyDouble: 2.0 is "2", 0.1 is
+    "0.10000000000000001") and a RESP3 double, where JSON.GET writes the number's JSON text ("2.0", "0.1").
+    Integers stay integers, booleans simple strings, null nil (its tests/pytest/test_multi.py
+    testRespCommand: -19.5 as '-19.5')."""
+    assert raw.cmd("JSON.SET", "d", "$", '{"a":[2.0,0.1,-19.5,3,true,null]}') == "OK"
+    want2 = (b"*7\r\n+[\r\n$1\r\n2\r\n$19\r\n0.10000000000000001\r\n$5\r\n-19.5\r\n:3\r\n+true\r\n"
+             b"$-1\r\n")
+    assert raw.cmd_raw("JSON.RESP", "d", ".a") == want2
+    assert raw.cmd_raw("JSON.RESP", "d", "$.a[0]") == b"*1\r\n$1\r\n2\r\n"
+    assert raw.cmd("JSON.GET", "d", "$.a[0:2]") == b"[2.0,0.1]"
+    raw.cmd("HELLO", "3")
+    assert raw.cmd_raw("JSON.RESP", "d", ".a") == \
+        b"*7\r\n+[\r\n,2\r\n,0.10000000000000001\r\n,-19.5\r\n:3\r\n+true\r\n_\r\n"
