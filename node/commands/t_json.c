@@ -134,27 +134,43 @@ tjson_store(struct conn *c, struct rv_str key, struct json *v, int64_t expire_ms
     }
 }
 
+/* A null, in a one-element array under RESP3 with TJSON_RD_RESP3_WRAP. */
+static void
+reply_nil_in(struct conn *c, unsigned flags)
+{
+    if ((flags & TJSON_RD_RESP3_WRAP) && c->proto == 3) {
+        reply_array(c, 1);
+    }
+    reply_null(c);
+}
+
 bool
 tjson_read(struct conn *c, struct rv_str key, struct rv_str path, struct jpath **jp,
-           struct jmatches *m, struct json **tmp, bool nokey_err)
+           struct jmatches *m, struct json **tmp, unsigned flags)
 {
     bool err;
-    *tmp = NULL;
-    if ((*jp = tjson_path(c, path)) == NULL) {
-        return false;
-    }
+    *jp = NULL;
+    /* RedisJSON 2.x opens the key before it compiles the path: a missing
+     * key's reply does not depend on the path, even a malformed one */
     struct json *doc = tjson_doc_ro(c, key, tmp, &err);
     if (doc == NULL) {
-        if (!err && nokey_err && !jpath_legacy(*jp)) {
+        if (!err && (flags & TJSON_RD_NOKEY_ERR) && !tjson_legacy_text(path)) {
             reply_errf(c, TJSON_ERR_NOKEY);
         } else if (!err) {
-            reply_null(c);
+            reply_nil_in(c, flags);
         }
-        jpath_destroy(*jp);
         return false;
     }
+    if ((flags & TJSON_RD_BADPATH_NIL) && tjson_legacy_text(path)) {
+        char e[JPATH_ERR_SHOW + 200];
+        if ((*jp = jpath_parse(path.p, path.len, e, sizeof(e))) == NULL) {
+            reply_nil_in(c, flags);
+        }
+    } else {
+        *jp = tjson_path(c, path);
+    }
     *m = (struct jmatches){ 0 };
-    if (!tjson_eval(c, *jp, doc, m)) {
+    if (*jp == NULL || !tjson_eval(c, *jp, doc, m)) {
         jmatches_free(m);
         jpath_destroy(*jp);
         json_destroy(*tmp);
@@ -518,68 +534,229 @@ cmp_mset_key(const void *a, const void *b)
     return d != 0 ? d : x->i - y->i;
 }
 
+/* One step of a concrete path: a member name, or an array index. */
+struct jstep {
+    const char *k; /* into the document as it was (mset_item.orig) */
+    size_t kl, idx;
+    bool is_idx;
+};
+
+/* A place a triple of a key named again changes, found on the document as
+ * it was before the command: the node to set, or (add) the object to add
+ * the triple's member to; `steps` its concrete path, resolved again in the
+ * document as the earlier triples left it. */
+struct mset_tgt {
+    struct json *node;
+    int item;
+    size_t nsteps;
+    struct jstep *steps;
+};
+
 /* One triple of JSON.MSET. A key named by one triple is checked on its
- * document (set_check) and changed in place afterwards; a key named by
- * several is built on a copy (`work`, held by its first triple) that every
- * triple of that key changes in order, and stored whole once all passed. */
+ * document (set_check) and changed in place afterwards. A key named by
+ * several is changed as RedisJSON 2.x's json_mset changes it: every triple's
+ * targets are found on the document as it was before the command (a new key
+ * takes root triples only), then the triples apply in order, on a copy, by
+ * concrete path: a set where the path still leads somewhere, an add where
+ * the parent is still an object without that member. */
 struct mset_item {
     struct jpath *jp;
     struct json *v;
-    int first;         /* the first triple naming the same key */
-    bool multi;        /* (first triple) the key is named again */
-    int touched;       /* (first triple) how many of its triples changed work */
-    bool changed;      /* (a multi key's triple) it changed work */
-    struct json *work; /* (first triple of a multi key) */
+    int first;     /* the first triple naming the same key */
+    bool multi;    /* (first triple) the key is named again */
+    bool add;      /* (multi) targets are parents to add member k to */
+    const char *k; /* (add) into jp */
+    size_t kl;
+    bool changed;      /* (multi) the triple changed its key */
+    struct json *orig; /* (first triple of a multi key) the document before */
+    struct json *otmp; /* (first, packed) orig decoded: freed at the end */
 };
 
-/* Checks (and for a multi key applies to its copy) triple i; false: replied. */
-static bool
-mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i)
+struct mset_loc {
+    const struct json *node;
+    size_t tgt;
+};
+
+static int
+cmp_loc(const void *a, const void *b)
 {
-    struct rv_str key = argv[1 + 3 * i];
+    const struct mset_loc *x = a, *y = b;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Fills the steps of the targets at locs (sorted by node) in one walk of
+ * the document: O(its nodes), whatever the number of triples. */
+static void
+locate(const struct json *n, struct jstep *stack, size_t depth, const struct mset_loc *locs,
+       size_t nl, struct mset_tgt *tg, size_t *found)
+{
+    size_t lo = 0, hi = nl;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (locs[mid].node < n) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    for (; lo < nl && locs[lo].node == n; lo++, (*found)++) {
+        struct mset_tgt *t = &tg[locs[lo].tgt];
+        t->nsteps = depth;
+        t->steps = rv_malloc((depth ? depth : 1) * sizeof(*t->steps));
+        memcpy(t->steps, stack, depth * sizeof(*stack));
+    }
+    enum json_type ty = json_type(n);
+    for (size_t i = 0; *found < nl && (ty == JSON_ARR || ty == JSON_OBJ) && i < json_len(n); i++) {
+        struct jstep *s = &stack[depth];
+        s->is_idx = ty == JSON_ARR;
+        s->idx = i;
+        s->k = s->is_idx ? NULL : json_obj_key(n, i, &s->kl);
+        locate(s->is_idx ? json_arr_at(n, i) : json_obj_val(n, i), stack, depth + 1, locs, nl, tg,
+               found);
+    }
+}
+
+/* The node at steps in w, or NULL. As RedisJSON's path update: a step is
+ * looked up by name in an object (an index as its decimal text) and by
+ * index in an array (a name only when it is a plain decimal). */
+static struct json *
+resolve(struct json *w, const struct jstep *s, size_t n)
+{
+    for (size_t i = 0; w != NULL && i < n; i++) {
+        char num[24];
+        if (json_type(w) == JSON_OBJ) {
+            size_t kl = s[i].kl;
+            const char *k = s[i].k;
+            if (s[i].is_idx) {
+                kl = (size_t)snprintf(num, sizeof(num), "%zu", s[i].idx);
+                k = num;
+            }
+            w = json_obj_get(w, k, kl);
+        } else if (json_type(w) == JSON_ARR) {
+            size_t idx = s[i].idx;
+            bool ok = s[i].is_idx || (s[i].kl > 0 && s[i].kl < 20);
+            for (size_t j = 0; !s[i].is_idx && ok && j < s[i].kl; j++) {
+                ok = s[i].k[j] >= '0' && s[i].k[j] <= '9';
+                idx = (j == 0 ? 0 : idx * 10) + (size_t)(s[i].k[j] - '0');
+            }
+            w = ok && idx < json_len(w) ? json_arr_at(w, idx) : NULL;
+        } else {
+            w = NULL;
+        }
+    }
+    return w;
+}
+
+/* Checks triple i (its key's type, its path, its value, then on the key's
+ * document its work bound and the nesting limit) in RedisJSON 2.x's order;
+ * a multi key's targets go to tg. false: replied. */
+static bool
+mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i, struct mset_tgt **tg,
+           size_t *ntg, size_t *cap)
+{
+    struct rv_str key = argv[1 + 3 * i], path = argv[2 + 3 * i];
     struct mset_item *it = &t[i], *f = &t[it->first];
-    bool err, root = jpath_is_root(it->jp);
+    bool err, root = tjson_root_text(path);
     struct ks_entry *e = tjson_entry(c, key, true, &err);
-    struct json *tmp = NULL, *doc;
+    struct json *tmp = NULL, *doc = NULL;
     if (err) {
         return false;
     }
+    /* the key as it was: a triple below the root needs it to exist before
+     * the command, even when an earlier triple creates it */
+    if (!root && e == NULL) {
+        reply_errf(c, TJSON_ERR_ROOT);
+        return false;
+    }
+    if (!root && (it->jp = tjson_path(c, path)) == NULL) {
+        return false;
+    }
+    if ((it->v = tjson_value(c, argv[3 + 3 * i])) == NULL || root) {
+        return it->v != NULL;
+    }
     if (!f->multi) {
-        if (root) {
-            return true;
-        }
-        if (e == NULL) {
-            reply_errf(c, TJSON_ERR_ROOT);
-            return false;
-        }
         bool ok = (doc = tjson_doc_of(c, e, &tmp, &err)) != NULL &&
                   set_check(c, doc, it->jp, it->v);
         json_destroy(tmp);
         return ok;
     }
-    if (root) { /* the document so far is replaced */
-        json_destroy(f->work);
-        f->work = it->v;
-        it->v = NULL;
-        f->touched++;
-        it->changed = true;
-        return true;
+    if (f->orig == NULL && (f->orig = tjson_doc_of(c, e, &f->otmp, &err)) == NULL) {
+        return false;
     }
-    if (f->work == NULL) { /* the first triple of this key, below the root */
-        if (e == NULL) {
-            reply_errf(c, TJSON_ERR_ROOT);
-            return false;
-        }
-        if ((doc = tjson_doc_of(c, e, &tmp, &err)) == NULL) {
-            return false;
-        }
-        f->work = tmp != NULL ? tmp : json_dup(doc);
+    if (!set_check(c, f->orig, it->jp, it->v)) {
+        return false;
     }
-    int rc = set_at(c, f->work, it->jp, it->v, false, false);
-    it->v = NULL;
-    f->touched += rc == 1;
-    it->changed = rc == 1;
-    return rc >= 0;
+    struct jmatches m = { 0 };
+    (void)jpath_eval(it->jp, f->orig, &m); /* within its bound: set_check passed */
+    if (m.n == 0) {
+        jmatches_reset(&m);
+        it->add = jpath_eval_parents(it->jp, f->orig, &m, &it->k, &it->kl);
+    }
+    int vd = tjson_depth(it->v);
+    for (size_t j = 0; j < m.n; j++) {
+        if (it->add &&
+            (json_type(m.v[j].v) != JSON_OBJ || m.v[j].depth + 1 + vd > JSON_MAX_DEPTH)) {
+            continue; /* as set_at: only an object takes the member, within the limit */
+        }
+        if (*ntg == *cap) {
+            *cap = *cap ? 2 * *cap : 8;
+            *tg = rv_realloc(*tg, *cap * sizeof(**tg));
+        }
+        (*tg)[(*ntg)++] = (struct mset_tgt){ m.v[j].v, i, 0, NULL };
+    }
+    jmatches_free(&m);
+    return true;
+}
+
+/* Applies the triples of the multi key whose first triple is f, in order,
+ * to a copy of its document; returns the result (NULL: nothing changed). */
+static struct json *
+mset_apply(struct mset_item *t, int n, int f, struct mset_tgt *tg, size_t ntg)
+{
+    struct mset_loc *locs = rv_malloc((ntg ? ntg : 1) * sizeof(*locs));
+    size_t nl = 0, found = 0;
+    for (size_t j = 0; j < ntg; j++) {
+        if (t[tg[j].item].first == f) {
+            locs[nl++] = (struct mset_loc){ tg[j].node, j };
+        }
+    }
+    if (nl > 0) {
+        struct jstep stack[JSON_MAX_DEPTH + 1];
+        qsort(locs, nl, sizeof(*locs), cmp_loc);
+        locate(t[f].orig, stack, 0, locs, nl, tg, &found);
+    }
+    rv_free(locs);
+    struct json *w = t[f].orig ? json_dup(t[f].orig) : NULL;
+    bool any = false;
+    size_t j = 0;
+    for (int i = f; i < n; i++) {
+        if (t[i].first != f) {
+            continue;
+        }
+        if (t[i].jp == NULL) { /* the root: the document so far is replaced */
+            json_destroy(w);
+            w = t[i].v;
+            t[i].v = NULL;
+            t[i].changed = true;
+        }
+        for (; j < ntg && tg[j].item <= i; j++) {
+            struct json *at = tg[j].item == i ? resolve(w, tg[j].steps, tg[j].nsteps) : NULL;
+            if (at != NULL && !t[i].add) {
+                json_assign_take(at, json_dup(t[i].v));
+                t[i].changed = true;
+            } else if (at != NULL && json_type(at) == JSON_OBJ &&
+                       json_obj_find(at, t[i].k, t[i].kl) < 0) {
+                json_obj_set_take(at, t[i].k, t[i].kl, json_dup(t[i].v));
+                t[i].changed = true;
+            }
+        }
+        any |= t[i].changed;
+    }
+    if (!any) {
+        json_destroy(w);
+        w = NULL;
+    }
+    return w;
 }
 
 CMD_HANDLER(json_mset)
@@ -591,6 +768,8 @@ CMD_HANDLER(json_mset)
     int n = (argc - 1) / 3;
     struct mset_item *t = rv_calloc((size_t)n, sizeof(*t));
     struct mset_key *ks = rv_malloc((size_t)n * sizeof(*ks));
+    struct mset_tgt *tg = NULL;
+    size_t ntg = 0, cap = 0;
     bool ok = true, err;
     for (int i = 0; i < n; i++) {
         ks[i] = (struct mset_key){ argv[1 + 3 * i], i };
@@ -605,8 +784,7 @@ CMD_HANDLER(json_mset)
     rv_free(ks);
     /* check everything first, changing nothing: MSET applies all or nothing */
     for (int i = 0; i < n && ok; i++) {
-        ok = (t[i].jp = tjson_path(c, argv[2 + 3 * i])) != NULL &&
-             (t[i].v = tjson_value(c, argv[3 + 3 * i])) != NULL && mset_check(c, argv, t, i);
+        ok = mset_check(c, argv, t, i, &tg, &ntg, &cap);
     }
     for (int i = 0; i < n && ok; i++) {
         struct rv_str key = argv[1 + 3 * i];
@@ -615,16 +793,17 @@ CMD_HANDLER(json_mset)
         struct json *doc, *tmp;
         /* events: one per triple that changed its key, in the triples'
          * order, as RedisJSON's json_mset publishes them */
-        int changed = 1;
+        bool changed = true;
         if (t[i].multi) {
-            if (t[i].touched > 0) {
-                tjson_store(c, key, t[i].work, dl);
-                t[i].work = NULL;
+            struct json *w = mset_apply(t, n, i, tg, ntg);
+            if (w != NULL) {
+                tjson_store(c, key, w, dl); /* frees orig (a tree): last use */
+                t[i].orig = NULL;
             }
             changed = t[i].changed;
         } else if (t[t[i].first].multi) {
             changed = t[i].changed; /* stored with its key's first triple */
-        } else if (e == NULL || jpath_is_root(t[i].jp)) {
+        } else if (e == NULL || t[i].jp == NULL) {
             tjson_store(c, key, t[i].v, dl);
             t[i].v = NULL;
         } else if ((doc = tjson_doc_w(c, key, &tmp, &dl, &err)) != NULL) {
@@ -640,8 +819,12 @@ CMD_HANDLER(json_mset)
     for (int i = 0; i < n; i++) {
         jpath_destroy(t[i].jp);
         json_destroy(t[i].v);
-        json_destroy(t[i].work);
+        json_destroy(t[i].otmp);
     }
+    for (size_t j = 0; j < ntg; j++) {
+        rv_free(tg[j].steps);
+    }
+    rv_free(tg);
     rv_free(t);
     if (ok) {
         reply_ok(c);
@@ -671,7 +854,8 @@ get_opts(struct conn *c, int argc, struct rv_str *argv, struct json_fmt *f, stru
         }
         if (s != NULL) {
             if (i + 1 >= argc) {
-                reply_err(c, RV_ERR_SYNTAX);
+                /* RedisJSON's json_get: next_str() on no argument is WrongArity */
+                reply_err_arity(c, "json.get");
                 return -1;
             }
             *s = argv[i + 1].p;
@@ -849,12 +1033,8 @@ CMD_HANDLER(json_get)
     if (np == 0) {
         paths[np++] = tjson_root(c);
     }
-    for (int i = 0; i < np; i++) {
-        if ((jp[i] = tjson_path(c, paths[i])) == NULL) {
-            goto done;
-        }
-        any_new |= !jpath_legacy(jp[i]);
-    }
+    /* RedisJSON 2.x opens the key before it reads the paths: a missing key
+     * is nil whatever they are, even malformed */
     err = false;
     if (!looked) {
         e = tjson_entry(c, argv[1], false, &err);
@@ -866,6 +1046,12 @@ CMD_HANDLER(json_get)
         if (!err) {
             reply_null(c);
         }
+        goto done;
+    }
+    for (int i = 0; i < np; i++) {
+        any_new |= !tjson_legacy_text(paths[i]);
+    }
+    if (np == 1 && (jp[0] = tjson_path(c, paths[0])) == NULL) {
         goto done;
     }
     const struct json_fmt *fp = f.ilen || f.nlen || f.slen ? &f : NULL;
@@ -882,11 +1068,17 @@ CMD_HANDLER(json_get)
         reply_bulk(c, b.data, b.len);
         goto done;
     }
-    /* several paths: an object keyed by path (as RedisJSON, built as a tree) */
+    /* several paths: an object keyed by path (as RedisJSON, built as a
+     * tree); a path that does not compile is left out, as RedisJSON's
+     * to_json_multi skips it (the others still decide legacy or `$`) */
     struct json *obj = json_new_obj();
     for (int i = 0; i < np; i++) {
         struct jmatches m = { 0 };
         struct json *v;
+        char perr[JPATH_ERR_SHOW + 200];
+        if ((jp[i] = jpath_parse(paths[i].p, paths[i].len, perr, sizeof(perr))) == NULL) {
+            continue;
+        }
         if (!tjson_eval(c, jp[i], doc, &m)) {
             jmatches_free(&m);
             json_destroy(obj);
@@ -924,10 +1116,11 @@ done:
 
 CMD_HANDLER(json_mget)
 {
-    struct jpath *jp = tjson_path(c, argv[argc - 1]);
-    if (jp == NULL) {
-        return;
-    }
+    /* compiled at the first JSON key: RedisJSON 2.x replies nil for every
+     * key whose path fails (a missing key, another type, a malformed path,
+     * a legacy path matching nothing), never an error for the command */
+    struct jpath *jp = NULL;
+    bool bad = false;
     struct spath sp;
     bool simple = simple_path(argv[argc - 1], &sp);
     reply_array(c, (size_t)argc - 2);
@@ -942,6 +1135,16 @@ CMD_HANDLER(json_mget)
         if ((simple && reply_simple_path(c, e, &sp)) ||
             (doc = tjson_doc_of(c, e, &tmp, &err)) == NULL) {
             continue; /* replied: the value, or a corrupt document's error */
+        }
+        if (jp == NULL && !bad) {
+            char perr[JPATH_ERR_SHOW + 200];
+            jp = jpath_parse(argv[argc - 1].p, argv[argc - 1].len, perr, sizeof(perr));
+            bad = jp == NULL;
+        }
+        if (bad) {
+            reply_null(c);
+            json_destroy(tmp);
+            continue;
         }
         struct jmatches m = { 0 };
         if (!tjson_eval(c, jp, doc, &m)) {
@@ -968,19 +1171,21 @@ CMD_HANDLER(json_mget)
 CMD_HANDLER(json_del)
 {
     bool err;
-    struct jpath *jp = tjson_path(c, argc > 2 ? argv[2] : tjson_root(c));
-    if (jp == NULL) {
-        return;
-    }
     if (argc > 3) {
-        jpath_destroy(jp);
         reply_err_arity(c, "json.del");
         return;
     }
     struct json *tmp;
     int64_t dl;
     struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
+    struct jpath *jp = NULL;
     size_t n = 0;
+    /* the key before the path (RedisJSON 2.x): a missing key deletes
+     * nothing, whatever the path */
+    if (doc != NULL && (jp = tjson_path(c, argc > 2 ? argv[2] : tjson_root(c))) == NULL) {
+        json_destroy(tmp);
+        return;
+    }
     if (doc != NULL) {
         if (jpath_is_root(jp)) {
             json_destroy(tmp);
@@ -1060,19 +1265,22 @@ merge_patch(struct json *target, const struct json *patch)
 CMD_HANDLER(json_merge)
 {
     bool err;
-    struct jpath *jp = tjson_path(c, argv[2]);
-    if (jp == NULL) {
-        return;
-    }
-    struct json *patch = tjson_value(c, argv[3]), *tmp = NULL;
+    struct jpath *jp = NULL;
+    struct json *patch = NULL, *tmp = NULL;
     int64_t dl = 0;
     bool changed = false;
-    struct json *doc = patch ? tjson_doc_w(c, argv[1], &tmp, &dl, &err) : NULL;
-    if (patch == NULL || err) {
+    /* RedisJSON 2.x's order: the key's type, the value, then on a missing
+     * key the root check (the path is not compiled), on an existing one the
+     * path */
+    struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
+    if (err || (patch = tjson_value(c, argv[3])) == NULL) {
+        goto done;
+    }
+    if (doc != NULL && (jp = tjson_path(c, argv[2])) == NULL) {
         goto done;
     }
     if (doc == NULL) {
-        if (!jpath_is_root(jp)) {
+        if (!tjson_root_text(argv[2])) {
             reply_errf(c, TJSON_ERR_ROOT);
         } else {
             struct json *nv = json_new_null();
@@ -1113,10 +1321,12 @@ CMD_HANDLER(json_merge)
     }
     jmatches_free(&m);
     tjson_doc_w_done(c, argv[1], tmp, dl, changed);
+    tmp = NULL;
     if (changed) {
         ksn_event(c->env, KSN_MODULE, "json.merge", argv[1]);
     }
 done:
+    json_destroy(tmp);
     json_destroy(patch);
     jpath_destroy(jp);
 }
@@ -1139,7 +1349,10 @@ reply_resp(struct conn *c, const struct json *j)
             reply_int(c, json_int(j));
         }
         return;
-    case JSON_DOUBLE: reply_bulk(c, num, json_fmt_double(json_double(j), num)); return;
+    /* RedisJSON replies RedisValue::Float, which redis-module-rs sends with
+     * RedisModule_ReplyWithDouble: Redis's double reply (RESP2 a bulk string
+     * of "%.17g", RESP3 a double), not the document's text of the number */
+    case JSON_DOUBLE: reply_double(c, json_double(j)); return;
     case JSON_STR: {
         size_t n;
         const char *s = json_str(j, &n);
@@ -1176,7 +1389,7 @@ CMD_HANDLER(json_resp)
     struct jpath *jp;
     struct jmatches m;
     struct json *tmp;
-    if (!tjson_read(c, argv[1], path, &jp, &m, &tmp, false)) {
+    if (!tjson_read(c, argv[1], path, &jp, &m, &tmp, 0)) {
         return;
     }
     if (!jpath_legacy(jp)) {
@@ -1218,19 +1431,20 @@ CMD_HANDLER(json_debug_memory)
         reply_err_arity(c, "json.debug|memory");
         return;
     }
-    struct jpath *jp = tjson_path(c, path);
-    if (jp == NULL) {
-        return;
-    }
     struct json *tmp;
     struct json *doc = tjson_doc_ro(c, argv[2], &tmp, &err);
     if (doc == NULL) {
-        if (!err && jpath_legacy(jp)) {
+        /* before the path is compiled, as RedisJSON 2.x */
+        if (!err && tjson_legacy_text(path)) {
             reply_int(c, 0);
         } else if (!err) {
             reply_array(c, 0);
         }
-        jpath_destroy(jp);
+        return;
+    }
+    struct jpath *jp = tjson_path(c, path);
+    if (jp == NULL) {
+        json_destroy(tmp);
         return;
     }
     struct jmatches m = { 0 };

@@ -43,11 +43,30 @@ void tjson_reply(struct conn *c, const struct json *j, const struct json_fmt *f)
 void tjson_reply_missing(struct conn *c, struct rv_str path);
 void tjson_reply_wrong(struct conn *c, const char *expect, const struct json *found);
 /* A read of path in key's document (TYPE, RESP, OBJKEYS): the path parsed
- * into *jp and its matches into *m. false when already replied: a bad path,
- * a key of another type, or no key (a null; with nokey_err and a `$` path,
- * TJSON_ERR_NOKEY as RedisJSON's OBJKEYS). The caller frees both, and
- * *tmp (a packed document's decoded tree, else NULL) after them. */
+ * into *jp and its matches into *m. false when already replied: a key of
+ * another type, no key (a null; with TJSON_RD_NOKEY_ERR and a `$` path,
+ * TJSON_ERR_NOKEY as RedisJSON's OBJKEYS), or a bad path (its syntax error;
+ * a null instead for a legacy path with TJSON_RD_BADPATH_NIL, as RedisJSON's
+ * legacy TYPE and OBJKEYS; in a one-element array under RESP3 with
+ * TJSON_RD_RESP3_WRAP, as RedisJSON's TYPE wraps its reply). The key is looked at before the path is
+ * compiled, as RedisJSON 2.x does. The caller frees both, and *tmp (a
+ * packed document's decoded tree, else NULL) after them. */
+#define TJSON_RD_NOKEY_ERR 1u
+#define TJSON_RD_BADPATH_NIL 2u
+#define TJSON_RD_RESP3_WRAP 4u
 bool tjson_read(struct conn *c, struct rv_str key, struct rv_str path, struct jpath **jp,
-                struct jmatches *m, struct json **tmp, bool nokey_err);
+                struct jmatches *m, struct json **tmp, unsigned flags);
+/* RedisJSON's Path::is_legacy, from the text alone: not starting with `$`. */
+static inline bool
+tjson_legacy_text(struct rv_str p)
+{
+    return p.len == 0 || p.p[0] != '$';
+}
+/* The root path as RedisJSON compares it before compiling: `$` or `.`. */
+static inline bool
+tjson_root_text(struct rv_str p)
+{
+    return p.len == 1 && (p.p[0] == '$' || p.p[0] == '.');
+}
 /* qsort order for matches: deepest first, then by node (duplicates adjacent). */
 int tjson_cmp_depth(const void *a, const void *b);

@@ -57,6 +57,9 @@ struct jspec {
     /* a write's keyspace event (RedisJSON's name, class `d`), published
      * when it changed something */
     const char *event;
+    /* a legacy path that does not compile replies nil, not its syntax
+     * error (RedisJSON's legacy OBJLEN reads any failure as no match) */
+    bool badpath_nil;
 };
 
 /* "ERR Path 'p' does not exist or <what>", p as given or in RedisJSON's `$`
@@ -107,21 +110,46 @@ reply_res(struct conn *c, const struct jres *r, bool numbers)
     }
 }
 
+/* For writes whose value RedisJSON 2.x parses only at a match (STRAPPEND,
+ * NUMINCRBY, NUMMULTBY): the key is opened first, so a key of another type
+ * or a missing key fails before the value is read. false: replied. */
+static bool
+key_exists(struct conn *c, struct rv_str key)
+{
+    bool err;
+    struct ks_entry *e = tjson_entry(c, key, true, &err);
+    if (!err && e == NULL) {
+        reply_errf(c, TJSON_ERR_NOKEY);
+    }
+    return e != NULL;
+}
+
 /* Runs op on every match of path in the document at key and replies. */
 static void
 per_match(struct conn *c, struct rv_str key, struct rv_str path, const struct jspec *sp, jop_fn *op,
           void *arg)
 {
     bool err, changed = false;
-    struct jpath *jp = tjson_path(c, path);
-    if (jp == NULL) {
-        return;
-    }
     struct json *tmp = NULL;
     int64_t dl = 0;
+    /* the key before the path, as RedisJSON 2.x: a missing key's reply does
+     * not depend on the path, even a malformed one */
     struct json *doc = sp->write ? tjson_doc_w(c, key, &tmp, &dl, &err)
                                  : tjson_doc_ro(c, key, &tmp, &err);
-    bool legacy = jpath_legacy(jp);
+    bool legacy = tjson_legacy_text(path);
+    struct jpath *jp = NULL;
+    if (doc != NULL && legacy && sp->badpath_nil) {
+        char e[JPATH_ERR_SHOW + 200];
+        if ((jp = jpath_parse(path.p, path.len, e, sizeof(e))) == NULL) {
+            reply_null(c);
+        }
+    } else if (doc != NULL) {
+        jp = tjson_path(c, path);
+    }
+    if (doc != NULL && jp == NULL) {
+        json_destroy(tmp);
+        return;
+    }
     if (doc == NULL) {
         if (err) {
             /* replied */
@@ -205,13 +233,15 @@ CMD_HANDLER(json_type)
     struct jpath *jp;
     struct jmatches m;
     struct json *tmp;
-    if (!tjson_read(c, argv[1], argc > 2 ? argv[2] : tjson_root(c), &jp, &m, &tmp, false)) {
+    if (!tjson_read(c, argv[1], argc > 2 ? argv[2] : tjson_root(c), &jp, &m, &tmp,
+                    TJSON_RD_BADPATH_NIL | TJSON_RD_RESP3_WRAP)) {
         return;
     }
+    /* RESP3: RedisJSON wraps the reply, whatever it is, in one array */
+    if (c->proto == 3) {
+        reply_array(c, 1);
+    }
     if (!jpath_legacy(jp)) {
-        if (c->proto == 3) {
-            reply_array(c, 1);
-        }
         reply_array(c, m.n);
         for (size_t i = 0; i < m.n; i++) {
             reply_simple(c, json_type_name(m.v[i].v));
@@ -219,9 +249,6 @@ CMD_HANDLER(json_type)
     } else if (m.n == 0) {
         reply_null(c);
     } else {
-        if (c->proto == 3) {
-            reply_array(c, 1);
-        }
         reply_simple(c, json_type_name(m.v[0].v));
     }
     jmatches_free(&m);
@@ -243,7 +270,7 @@ op_strlen(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_strlen)
 {
-    static const struct jspec sp = { "string", false, false, NULL, false, NK_ERR, NULL };
+    static const struct jspec sp = { "string", false, false, NULL, false, NK_ERR, NULL, false };
     per_match(c, argv[1], argc > 2 ? argv[2] : tjson_root(c), &sp, op_strlen, NULL);
 }
 
@@ -263,10 +290,13 @@ op_strappend(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_strappend)
 {
-    static const struct jspec sp = { "string", true,   false,           "not a string",
-                                     false,    NK_NIL, "json.strappend" };
+    static const struct jspec sp = { "string",         true, false, "not a string", false, NK_NIL,
+                                     "json.strappend", false };
     if (argc > 4) {
         reply_err_arity(c, "json.strappend");
+        return;
+    }
+    if (!key_exists(c, argv[1])) {
         return;
     }
     struct json *s = tjson_value(c, argv[argc - 1]);
@@ -323,13 +353,16 @@ static void
 numop(struct conn *c, int argc, struct rv_str *argv, bool mult)
 {
     static const struct jspec incr = {
-        "number", true, true, "does not contains a number", false, NK_NIL, "json.numincrby"
+        "number", true, true, "does not contains a number", false, NK_NIL, "json.numincrby", false
     };
     static const struct jspec mul = {
-        "number", true, true, "does not contains a number", false, NK_NIL, "json.nummultby"
+        "number", true, true, "does not contains a number", false, NK_NIL, "json.nummultby", false
     };
     const struct jspec *sp = mult ? &mul : &incr;
     (void)argc;
+    if (!key_exists(c, argv[1])) {
+        return;
+    }
     struct json *by = tjson_value(c, argv[3]);
     if (by == NULL) {
         return;
@@ -396,15 +429,10 @@ op_toggle(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_toggle)
 {
-    static const struct jspec sp = { "boolean", true, false, NULL, false, NK_NIL, "json.toggle" };
+    static const struct jspec sp = { "boolean", true,   false,         NULL,
+                                     false,     NK_NIL, "json.toggle", false };
     bool err;
-    struct jpath *jp = tjson_path(c, argv[2]);
-    if (jp == NULL) {
-        return;
-    }
-    bool legacy = jpath_legacy(jp);
-    jpath_destroy(jp);
-    if (!legacy) {
+    if (!tjson_legacy_text(argv[2])) {
         per_match(c, argv[1], argv[2], &sp, op_toggle, NULL);
         return;
     }
@@ -419,7 +447,11 @@ CMD_HANDLER(json_toggle)
         reply_errf(c, TJSON_ERR_NOKEY);
         return;
     }
-    jp = tjson_path(c, argv[2]);
+    struct jpath *jp = tjson_path(c, argv[2]);
+    if (jp == NULL) {
+        json_destroy(tmp);
+        return;
+    }
     struct jmatches m = { 0 };
     bool over = !tjson_eval(c, jp, doc, &m);
     struct json *last = NULL;
@@ -446,12 +478,7 @@ CMD_HANDLER(json_toggle)
 CMD_HANDLER(json_clear)
 {
     bool err;
-    struct jpath *jp = tjson_path(c, argc > 2 ? argv[2] : tjson_root(c));
-    if (jp == NULL) {
-        return;
-    }
     if (argc > 3) {
-        jpath_destroy(jp);
         reply_err_arity(c, "json.clear");
         return;
     }
@@ -462,7 +489,12 @@ CMD_HANDLER(json_clear)
         if (!err) {
             reply_errf(c, TJSON_ERR_NOKEY);
         }
-        jpath_destroy(jp);
+        return;
+    }
+    /* compiled once the key is found, as RedisJSON 2.x does */
+    struct jpath *jp = tjson_path(c, argc > 2 ? argv[2] : tjson_root(c));
+    if (jp == NULL) {
+        json_destroy(tmp);
         return;
     }
     struct jmatches m = { 0 };
@@ -524,7 +556,8 @@ op_len(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrlen)
 {
-    static const struct jspec sp = { "array", false, false, "not an array", true, NK_ERR, NULL };
+    static const struct jspec sp = { "array", false,  false, "not an array",
+                                     true,    NK_ERR, NULL,  false };
     if (argc > 3) {
         reply_err_arity(c, "json.arrlen");
         return;
@@ -626,8 +659,8 @@ op_arrappend_end(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrappend)
 {
-    static const struct jspec sp = { "array", true,   false,           "not an array",
-                                     true,    NK_NIL, "json.arrappend" };
+    static const struct jspec sp = { "array",          true, false, "not an array", true, NK_NIL,
+                                     "json.arrappend", false };
     struct arrvals av = { 0 };
     if (parse_values(c, argc, argv, 3, &av) && arr_depth_ok(c, argv[1], argv[2], &av)) {
         per_match(c, argv[1], argv[2], &sp, op_arrappend_end, &av);
@@ -637,8 +670,8 @@ CMD_HANDLER(json_arrappend)
 
 CMD_HANDLER(json_arrinsert)
 {
-    static const struct jspec sp = { "array", true,   false,           "not an array",
-                                     false,   NK_NIL, "json.arrinsert" };
+    static const struct jspec sp = { "array",          true, false, "not an array", false, NK_NIL,
+                                     "json.arrinsert", false };
     struct arrvals av = { 0 };
     if (!cmd_arg_int(argv[3], &av.index)) {
         reply_err(c, RV_ERR_NOTINT);
@@ -706,7 +739,7 @@ op_arrindex(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrindex)
 {
-    static const struct jspec sp = { "array", false, false, NULL, false, NK_PATH, NULL };
+    static const struct jspec sp = { "array", false, false, NULL, false, NK_PATH, NULL, false };
     struct arrindex ai = { NULL, 0, 0 };
     if (argc > 6) {
         reply_err_arity(c, "json.arrindex");
@@ -753,8 +786,8 @@ op_arrpop(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrpop)
 {
-    static const struct jspec sp = { "array", true,   false,        "not an array",
-                                     false,   NK_NIL, "json.arrpop" };
+    static const struct jspec sp = { "array", true,   false,         "not an array",
+                                     false,   NK_NIL, "json.arrpop", false };
     int64_t idx = -1;
     if (argc > 4) {
         reply_err_arity(c, "json.arrpop");
@@ -792,8 +825,8 @@ op_arrtrim(struct json *v, void *arg, struct jres *r, bool *changed)
 
 CMD_HANDLER(json_arrtrim)
 {
-    static const struct jspec sp = { "array", true,   false,         "not an array",
-                                     false,   NK_NIL, "json.arrtrim" };
+    static const struct jspec sp = { "array", true,   false,          "not an array",
+                                     false,   NK_NIL, "json.arrtrim", false };
     int64_t se[2];
     if (!cmd_arg_int(argv[3], &se[0]) || !cmd_arg_int(argv[4], &se[1])) {
         reply_err(c, RV_ERR_NOTINT);
@@ -806,7 +839,7 @@ CMD_HANDLER(json_arrtrim)
 
 CMD_HANDLER(json_objlen)
 {
-    static const struct jspec sp = { "object", false, false, NULL, false, NK_NOT_OBJ, NULL };
+    static const struct jspec sp = { "object", false, false, NULL, false, NK_NOT_OBJ, NULL, true };
     if (argc > 3) {
         reply_err_arity(c, "json.objlen");
         return;
@@ -836,7 +869,7 @@ CMD_HANDLER(json_objkeys)
     struct jpath *jp;
     struct jmatches m;
     struct json *tmp;
-    if (!tjson_read(c, argv[1], path, &jp, &m, &tmp, true)) {
+    if (!tjson_read(c, argv[1], path, &jp, &m, &tmp, TJSON_RD_NOKEY_ERR | TJSON_RD_BADPATH_NIL)) {
         return;
     }
     if (!jpath_legacy(jp)) {

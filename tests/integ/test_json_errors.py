@@ -89,12 +89,15 @@ def test_empty_path_is_read_as_dollar_dot(r):
     """RedisJSON 2.x's Path::new (src/redisjson.rs) turns a path not starting with `$` into JSONPath by
     prefixing `$.` (`.` alone is `$`), so "" becomes `$.`, a syntax error, not the root: JSON.SET on an
     existing key replies the path error (json_set compiles it), on a missing key the root error (it compares
-    the path with `$` first). Ruvio reads "" that way in every command."""
+    the path with `$` first). Ruvio reads "" that way in every command (where a malformed path is an error:
+    legacy JSON.TYPE replies nil and a multi-path JSON.GET leaves it out, test_json_keyfirst.py)."""
     J(r, "JSON.SET", "d", "$", '{"a":[1,2]}')
     err = 'Error occurred on position 2, "$. <<<<----", ' + NAME
-    for cmd in (("JSON.GET", "d", ""), ("JSON.SET", "d", "", "1"), ("JSON.TYPE", "d", ""),
-                ("JSON.DEL", "d", ""), ("JSON.ARRLEN", "d", ""), ("JSON.GET", "d", "", "a")):
+    for cmd in (("JSON.GET", "d", ""), ("JSON.SET", "d", "", "1"), ("JSON.DEL", "d", ""),
+                ("JSON.ARRLEN", "d", "")):
         assert resp_error(J, r, *cmd) == err, cmd
+    assert J(r, "JSON.TYPE", "d", "") is None
+    assert J(r, "JSON.GET", "d", "", "a") == '{"a":[1,2]}'
     assert resp_error(J, r, "JSON.SET", "nokey", "", "1") == "new objects must be created at the root"
     assert J(r, "JSON.SET", "nokey", "", "1", "XX") is None
     assert r.exists("nokey") == 0 and J(r, "JSON.GET", "d") == '{"a":[1,2]}'
@@ -142,7 +145,8 @@ def test_debug_unknown_subcommand_and_help(r):
 
 @pytest.mark.parametrize("bad,err", [
     (("b", "$", "{"), "EOF while parsing an object at line 1 column 1"),
-    (("b", "$.", "1"), "Error occurred on position 2"),
+    (("e", "$.", "1"), "Error occurred on position 2"),
+    (("b", "$.", "1"), "new objects must be created at the root"),   # a new key: no path compiled
     (("s", "$", "1"), "WRONGTYPE"),
     (("nokey", "$.x", "1"), "new objects must be created at the root"),
     (("a", "$.x", "[" * 128 + "]" * 128), "nesting depth exceeds the limit of 128"),   # a's copy
@@ -160,20 +164,50 @@ def test_mset_is_all_or_nothing(r, bad, err):
 
 
 def test_mset_same_key_several_times(r):
+    """RedisJSON 2.x's json_mset (src/commands.rs, 2.6 and 2.8) finds every triple's targets on the key as it
+    was before the command (KeyValue::find_paths, each triple in turn, before any is applied; a key that did
+    not exist takes root triples only: "new objects must be created at the root"), then applies the triples
+    in order by concrete path (apply_updates: set_value replaces what the path still leads to, dict_add adds
+    a member only to an object that does not have it yet), so a later triple does not see what an earlier
+    one added, but does see a value an earlier one replaced."""
     J(r, "JSON.SET", "a", "$", '{"x":1}')
-    # later triples see what earlier ones did to the same key
-    assert J(r, "JSON.MSET", "n", "$", '{"p":{}}', "n", "$.p.q", "1", "a", "$.x", "2", "a", "$.y", "[]",
-             "a", "$.y", '"z"') == "OK"
-    assert J(r, "JSON.GET", "n") == '{"p":{"q":1}}'
-    assert J(r, "JSON.GET", "a") == '{"x":2,"y":"z"}'
-    # a key created at the root by an earlier triple, then refused below: nothing at all
-    assert "nesting depth" in resp_error(J, r, "JSON.MSET", "m", "$", '{"d":0}', "a", "$.x", "3",
+    # both triples add `y` to the document as it was: the first one wins (dict_add skips a present member)
+    assert J(r, "JSON.MSET", "a", "$.x", "2", "a", "$.y", "[]", "a", "$.y", '"z"') == "OK"
+    assert J(r, "JSON.GET", "a") == '{"x":2,"y":[]}'
+    # `$.o.p` had no parent before the command: the object the first triple adds is not there for it
+    assert J(r, "JSON.MSET", "a", "$.o", "{}", "a", "$.o.p", "1") == "OK"
+    assert J(r, "JSON.GET", "a") == '{"x":2,"y":[],"o":{}}'
+    # a set replaces what an earlier triple put at the same place
+    assert J(r, "JSON.MSET", "a", "$.x", "3", "a", "$.x", "4") == "OK"
+    assert J(r, "JSON.GET", "a", "$.x") == "[4]"
+    # a path found before is followed again in the replaced value: `$.y[0]` now leads to the new array's first
+    J(r, "JSON.SET", "a", "$.y", "[5]")
+    assert J(r, "JSON.MSET", "a", "$.y", "[7,8]", "a", "$.y[0]", "9") == "OK"
+    assert J(r, "JSON.GET", "a", "$.y") == "[[9,8]]"
+    # ... and a path that no longer leads anywhere changes nothing
+    assert J(r, "JSON.MSET", "a", "$.y", "{}", "a", "$.y[1]", "0") == "OK"
+    assert J(r, "JSON.GET", "a") == '{"x":4,"y":{},"o":{}}'
+    # a new key: a triple below the root fails even after a root triple for it, and nothing is applied
+    assert resp_error(J, r, "JSON.MSET", "a", "$.x", "5", "n", "$", '{"p":{}}', "n", "$.p.q", "1") == \
+        "new objects must be created at the root"
+    assert r.exists("n") == 0 and J(r, "JSON.GET", "a") == '{"x":4,"y":{},"o":{}}'
+    assert J(r, "JSON.MSET", "n", "$", "1", "n", "$", '{"p":{}}') == "OK"     # root triples apply in order
+    assert J(r, "JSON.GET", "n") == '{"p":{}}'
+    # a refusal after a root triple of an existing key: nothing at all
+    J(r, "JSON.SET", "m", "$", '{"d":0}')
+    assert "nesting depth" in resp_error(J, r, "JSON.MSET", "m", "$", '{"d":1}', "a", "$.x", "6",
                                          "m", "$.d", "[" * 128 + "]" * 128)
-    assert r.exists("m") == 0
-    assert J(r, "JSON.GET", "a") == '{"x":2,"y":"z"}'
-    # the root replaced in the middle: the later triple applies to the new document
+    assert J(r, "JSON.GET", "m") == '{"d":0}' and J(r, "JSON.GET", "a") == '{"x":4,"y":{},"o":{}}'
+    # the root replaced in the middle: a later triple adds to the new document (its parent, the root,
+    # was found before)
     assert J(r, "JSON.MSET", "a", "$.x", "9", "a", "$", '{"w":0}', "a", "$.v", "1") == "OK"
     assert J(r, "JSON.GET", "a") == '{"w":0,"v":1}'
+    # the order of the checks in a triple: the key's type, the path, then the value
+    r.set("s", "str")
+    assert resp_error(J, r, "JSON.MSET", "a", "$.", "{", "s", "$", "1").startswith("Error occurred")
+    assert resp_error(J, r, "JSON.MSET", "a", "$.w", "{", "a", "$.", "1").startswith("EOF while parsing")
+    assert resp_error(J, r, "JSON.MSET", "s", "$.", "{").startswith("WRONGTYPE")
+    assert resp_error(J, r, "JSON.MSET", "nokey", "$.", "{") == "new objects must be created at the root"
 
 
 def test_mset_keeps_ttl_and_large_documents(r):

@@ -127,6 +127,10 @@ def test_mset_publishes_once_per_triple_that_changed_its_key(r, sub):
     sub.collect(r)
     J(r, "JSON.MSET", "a", "$.x", "2", "a", "$.nope.q", "1", "a", "$.y", "3", "b", "$", "1")
     assert space(sub.collect(r)) == [("a", "json.mset"), ("a", "json.mset"), ("b", "json.mset")]
+    # both add `z` to the document as it was: the second finds it there and changes nothing (dict_add)
+    J(r, "JSON.MSET", "a", "$.z", "1", "a", "$.z", "2")
+    assert space(sub.collect(r)) == [("a", "json.mset")]
+    assert J(r, "JSON.GET", "a", "$.z") == "[1]"
 
 
 def test_mset_events_follow_the_triples_order(r, sub):
