@@ -142,6 +142,9 @@ def test_commands_while_loading(loading):
         assert c.cmd("CLIENT", "GETNAME") == b"loader"
         assert c.cmd("CONFIG", "GET", "key-load-delay") == [b"key-load-delay", str(SLOW_US).encode()]
         assert c.cmd("SELECT", "0") == "OK"
+        assert parse_info_flat(c.cmd("INFO", "replication").decode())["role"] == "master"
+        everything = parse_info_flat(c.cmd("INFO", "everything").decode())
+        assert everything["loading"] == "1" and "used_memory" in everything
         # a transaction: the refused command aborts it, as any rejected command does
         assert c.cmd("MULTI") == "OK"
         assert c.cmd("GET", "foo") == RespError(LOADING)
@@ -259,5 +262,25 @@ def test_key_load_delay_is_a_config_key(start_server):
         assert c.config_get("key-load-delay") == {"key-load-delay": "0"}
         assert c.config_set("key-load-delay", -10)
         assert c.config_get("key-load-delay") == {"key-load-delay": "-10"}
+    finally:
+        c.close()
+
+
+@pytest.mark.ruvio_only
+def test_a_replica_of_a_loading_primary_syncs_once_it_is_loaded(loading, start_server):
+    """The replica's handshake gets -LOADING (logged, retried); nothing syncs from a half-loaded primary."""
+    srv = loading()
+    replica = start_server("--replicaof", HOST, srv.port)
+    c = replica.client()
+    try:
+        poll_until(lambda: "handshake refused: LOADING" in replica.stdout() + replica.stderr(), timeout=TIMEOUT,
+                   what="the replica to be refused")
+        assert c.info("replication")["master_link_status"] == "down"
+        assert c.dbsize() == 0
+        srv.finish_loading()
+        poll_until(lambda: c.info("replication")["master_link_status"] == "up", timeout=30,
+                   what="the link to come up")
+        assert c.dbsize() == NKEYS + 1
+        assert c.get("foo") == "bar"
     finally:
         c.close()
