@@ -70,8 +70,8 @@ def answered(port):
 class Slow:
     """A server started on a data directory, loading it slowly; not waited for (it answers -LOADING)."""
 
-    def __init__(self, datadir, workdir, args, nports=1):
-        self.port = free_ports(nports) if nports > 1 else free_port()
+    def __init__(self, datadir, workdir, args, nports=1, cluster=False):
+        self.port = free_ports(nports, also_bus=True) if cluster else free_ports(nports) if nports > 1 else free_port()
         self.ports = list(range(self.port, self.port + nports))
         argv = _server_argv(self.port, datadir, [str(a) for a in args])
         self.proc, _, self.err = _spawn(argv, workdir, tag="slow%d" % self.port)
@@ -284,3 +284,35 @@ def test_a_replica_of_a_loading_primary_syncs_once_it_is_loaded(loading, start_s
         assert c.get("foo") == "bar"
     finally:
         c.close()
+
+
+@pytest.mark.ruvio_only
+def test_cluster_mode_while_loading(start_server, tmp_path):
+    """Cluster mode: a shard adopts the topology once the node is loaded, so the CLUSTER subcommands that read it
+    answer -LOADING meanwhile (never the view of a node without cluster support)."""
+    conf = str(tmp_path / "nodes.conf")
+    cluster = ("--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--cluster-config-file", conf)
+    first = start_server("--durability", "everysec", *cluster)
+    c = first.client()
+    assert c.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383) == "OK"
+    poll_until(lambda: c.cluster("info")["cluster_state"] == "ok", timeout=TIMEOUT, what="cluster_state:ok")
+    poll_until(lambda: c.set("{t}foo", "bar"), timeout=TIMEOUT, what="a write taken")
+    c.close()
+    fill(first, tag="{t}")
+    first.stop()
+    assert first.proc.returncode == 0
+    srv = Slow(first.datadir, str(tmp_path), ("--durability", "everysec", "--key-load-delay", str(SLOW_US)) + cluster,
+               cluster=True)
+    try:
+        with RawConn(HOST, srv.port) as r:
+            for sub in ("INFO", "SLOTS", "NODES", "MYID"):
+                assert r.cmd("CLUSTER", sub) == RespError(LOADING), sub
+            assert r.cmd("GET", "{t}foo") == RespError(LOADING)
+        srv.finish_loading()
+        c = srv.client()
+        poll_until(lambda: c.cluster("info")["cluster_state"] == "ok", timeout=TIMEOUT, what="cluster_state:ok")
+        assert c.get("{t}foo") == "bar"
+        assert c.dbsize() == NKEYS + 1
+        c.close()
+    finally:
+        srv.stop()
