@@ -8,6 +8,8 @@ how fast anything runs. Against redis-server the same data is an RDB file (`--rd
 `loading-process-events-interval-bytes 1024`, so that Redis serves its clients between every key); against Ruvio it
 is the WAL of a `durability everysec` node."""
 
+import os
+import shutil
 import signal
 
 import pytest
@@ -15,8 +17,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from conftest import (HOST, IS_REDIS, TIMEOUT, RawConn, RespError, _server_argv, _spawn, free_port, free_ports,
-                      poll_until)
+from conftest import (HOST, IS_REDIS, REDIS_BIN, TIMEOUT, RawConn, RespError, _server_argv, _spawn, free_port,
+                      free_ports, launch, poll_until)
 from ruviotest.resp import parse_info_flat
 
 pytestmark = pytest.mark.own_server
@@ -312,6 +314,39 @@ def test_cluster_mode_while_loading(start_server, tmp_path):
         c = srv.client()
         poll_until(lambda: c.cluster("info")["cluster_state"] == "ok", timeout=TIMEOUT, what="cluster_state:ok")
         assert c.get("{t}foo") == "bar"
+        assert c.dbsize() == NKEYS + 1
+        c.close()
+    finally:
+        srv.stop()
+
+
+@pytest.mark.ruvio_only
+@pytest.mark.skipif(not os.path.exists(REDIS_BIN), reason="needs Debian's redis-server")
+def test_loading_a_redis_rdb_file(tmp_path):
+    """An RDB import at start-up (dir/dbfilename) is loading too: -LOADING, and the file's size as the total."""
+    redis_srv = launch(argv=[REDIS_BIN, "--port", "{port}", "--bind", HOST, "--save", "", "--appendonly", "no",
+                             "--dir", "{dir}"])
+    try:
+        fill(redis_srv)
+        redis_srv.client().save()
+        rdb = os.path.join(redis_srv.datadir, "dump.rdb")
+        datadir = tmp_path / "data"
+        datadir.mkdir()
+        shutil.copy(rdb, str(datadir / "dump.rdb"))
+    finally:
+        redis_srv.stop()
+        shutil.rmtree(redis_srv.workdir, ignore_errors=True)
+    srv = Slow(str(datadir), str(tmp_path), ("--key-load-delay", str(SLOW_US)))
+    try:
+        with RawConn(HOST, srv.port) as c:
+            assert c.cmd("GET", "foo") == RespError(LOADING)
+        inf = srv.info()
+        assert inf["loading"] == 1
+        assert inf["loading_total_bytes"] == os.path.getsize(str(datadir / "dump.rdb"))
+        assert 0 < inf["loading_loaded_bytes"] < inf["loading_total_bytes"]
+        srv.finish_loading()
+        c = srv.client()
+        assert c.get("foo") == "bar"
         assert c.dbsize() == NKEYS + 1
         c.close()
     finally:
