@@ -8,6 +8,7 @@
 #include "node/core/conn.h"
 #include "node/keyspace/ks.h"
 #include "node/core/node.h"
+#include "node/core/persist_hot.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
 
@@ -17,6 +18,11 @@
 static bool
 cluster_enabled(struct conn *c)
 {
+    if (c->env->topo == NULL && c->env->cfg->cluster.enabled && persist_hot(c->persist)->loading) {
+        /* a shard adopts the topology once the node is loaded (durability.md) */
+        reply_errf(c, "LOADING Redis is loading the dataset in memory");
+        return false;
+    }
     if (!shard_multi(c->shard) && c->env->topo == NULL) {
         reply_err(c, RV_ERR_CLUSTER_DISABLED);
         return false;

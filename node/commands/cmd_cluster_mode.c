@@ -9,6 +9,7 @@
 #include "node/commands/cmds.h"
 #include "node/core/conn.h"
 #include "node/core/node.h"
+#include "node/core/persist_hot.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
 #include "node/features/topology.h"
@@ -31,6 +32,11 @@ topo_or_err(struct conn *c)
         /* not in this shard's snapshot: a host that has just joined may have
          * published the one with this node before this shard adopted it */
         shard_adopt_cfg(c->shard);
+    }
+    if (c->env->topo == NULL && c->env->cfg->cluster.enabled && persist_hot(c->persist)->loading) {
+        /* a shard adopts the topology once the node is loaded (durability.md) */
+        reply_errf(c, "LOADING Redis is loading the dataset in memory");
+        return NULL;
     }
     if (c->env->topo == NULL) {
         reply_errf(c, "ERR This instance has cluster support disabled");

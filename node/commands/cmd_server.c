@@ -158,7 +158,23 @@ info_stats(struct conn *c, struct buf *b)
 static void
 info_replication(struct conn *c, struct buf *b)
 {
-    repl_info(persist_repl(c->shard), b);
+    struct repl *r = persist_repl(c->shard);
+    if (r == NULL && persist_hot(c->persist)->loading) {
+        /* Replication attaches once the shard is loaded: its role meanwhile,
+         * from the configuration, as Redis shows a loading replica's. */
+        char host[256] = "";
+        int port = 0;
+        if (sscanf(c->env->cfg->repl.replicaof, "%255s %d", host, &port) == 2) {
+            buf_appendf(b,
+                        "# Replication\r\nrole:slave\r\nmaster_host:%s\r\nmaster_port:%d\r\n"
+                        "master_link_status:down\r\n\r\n",
+                        host, port);
+        } else {
+            buf_appendf(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
+        }
+        return;
+    }
+    repl_info(r, b);
 }
 
 static double

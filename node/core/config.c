@@ -54,6 +54,7 @@ static const struct cfg_key cfg_keys[] = {
     { "checkpoint_wal_bytes", NULL, K_MEM, F(persist.checkpoint_wal_bytes), "256mb", 0, INT64_MAX, true, NULL },
     { "wal_sync_min_interval_us", NULL, K_INT, F(persist.wal_sync_min_interval_us), "-1", -1, 1000000, false, NULL },
     { "wal_accept_loss", NULL, K_BOOL, F(persist.wal_accept_loss), "no", 0, 1, false, NULL },
+    { "key-load-delay", NULL, K_INT, F(persist.key_load_delay), "0", INT_MIN, INT_MAX, true, NULL },
     { "dir", "data_dir", K_STR, F(persist.dir), "./data", 0, 0, false, NULL },
     { "dbfilename", NULL, K_STR, F(persist.dbfilename), "dump.rdb", 0, 0, false, NULL },
     { "rdb-load-at-start", NULL, K_BOOL, F(persist.rdb_load), "yes", 0, 1, false, NULL },

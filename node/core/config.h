@@ -128,6 +128,7 @@ struct cfg_persist {
     int64_t checkpoint_wal_bytes; /* checkpoint once the WAL grew this much (0 = never) */
     int64_t wal_sync_min_interval_us; /* always: 0 = adaptive sync pacing, N = fixed, -1 = off */
     bool wal_accept_loss;             /* recovery keeps the valid prefix of a corrupt file */
+    int64_t key_load_delay; /* tests: µs slept per record loaded at start (<0: 1 µs every -N) */
 };
 
 /* Users (node/features/acl). */

@@ -10,6 +10,7 @@
 
 struct shard;
 struct topo;
+struct node_load;
 
 struct node {
     unsigned nshards;
@@ -41,6 +42,15 @@ struct node {
     /* CLIENT PAUSE (features/pause): end (unix ms) * 2 + 1 for ALL, 0 for WRITE;
      * 0 when no pause. Read on every command. */
     atomic_int_fast64_t client_pause;
+    /* Start-up loading (node/persist/loading.h): true from before the first
+     * shard recovers until every shard, an RDB import and a redistribution
+     * are done; the listeners answer meanwhile, -LOADING to commands without
+     * the loading flag. Written by main's thread only; the progress of INFO's
+     * loading_* fields beside it. */
+    atomic_bool loading;
+    atomic_int_fast64_t loading_start_ms;
+    atomic_uint_fast64_t loading_total_bytes, loading_loaded_bytes;
+    struct node_load *load; /* main's pacing of the serving between records */
     int64_t start_ms;
     char executable[4096];
     char config_file[4096];

@@ -73,7 +73,10 @@ shard_adopt_cfg(struct shard *s)
         hooks.cfg_adopted(s);
     }
     v = atomic_load_explicit(&s->env.node->topo_version, memory_order_acquire);
-    if (__builtin_expect(v != s->topo_version, 0)) {
+    /* (not while the node loads: the control plane must not act on a
+     * half-loaded shard; shard_main adopts it first thing) */
+    if (__builtin_expect(v != s->topo_version, 0) &&
+        !atomic_load_explicit(&s->env.node->loading, memory_order_relaxed)) {
         /* a reference of our own, and where this shard's node is in it */
         struct node *n = s->env.node;
         s->topo_version = v;

@@ -15,6 +15,7 @@
 #include "node/keyspace/ks.h"
 #include "node/obs/metrics.h"
 #include "node/types/obj.h"
+#include "node/persist/loading.h"
 #include "node/persist/replay.h"
 #include "node/core/reply.h"
 #include "node/core/node.h"
@@ -836,6 +837,7 @@ load_ckpt(struct replayer *x, const struct wal_file *f, bool accept, uint64_t *l
             break;
         }
         x->p->keys_loaded++;
+        loading_tick(shard_env(x->p->s)->node, WAL_REC_HDR + rec.len);
     }
     if (!end) {
         const char *why = rd == WAL_RD_OK || rd == WAL_RD_END ? "no end record" : r.why;
@@ -946,6 +948,7 @@ replay_segments(struct replayer *x, struct wal_file *segs, size_t n, uint64_t af
         }
         *last = rec.lsn;
         x->p->records_replayed++;
+        loading_tick(shard_env(x->p->s)->node, WAL_REC_HDR + rec.len);
     }
     wal_walk_close(&k);
     if (k.zero_tail) {
@@ -1057,12 +1060,31 @@ persist_log_maybe_short(struct shard *s)
 }
 
 
+static int persist_recover(struct persist *p, bool readonly, char *err, size_t errsz);
+static int persist_alloc(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz);
+
 int
-persist_open(struct shard *s, char *err, size_t errsz)
+persist_create(struct shard *s, char *err, size_t errsz)
 {
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/shard-%u", shard_env(s)->cfg->persist.dir, shard_env(s)->id);
-    return persist_open_dir(s, dir, false, err, errsz);
+    if (persist_alloc(s, dir, false, err, errsz) != 0) {
+        return -1;
+    }
+    persist_of(s)->hot.loading = true;
+    return 0;
+}
+
+int
+persist_load(struct shard *s, char *err, size_t errsz)
+{
+    return persist_recover(persist_of(s), false, err, errsz);
+}
+
+void
+persist_serve(struct shard *s)
+{
+    persist_of(s)->hot.loading = false;
 }
 
 void
@@ -1083,6 +1105,15 @@ persist_save_now(struct shard *s, char *err, size_t errsz)
 int
 persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz)
 {
+    if (persist_alloc(s, dir, readonly, err, errsz) != 0) {
+        return -1;
+    }
+    return persist_recover(persist_of(s), readonly, err, errsz);
+}
+
+static int
+persist_alloc(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz)
+{
     const struct cfg *cfg = shard_env(s)->cfg;
     rw_init();
     struct persist *p = rv_calloc(1, sizeof(*p));
@@ -1095,7 +1126,16 @@ persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, siz
         snprintf(err, errsz, "cannot create data directory %s: %s", p->dir, strerror(errno));
         return -1;
     }
+    return 0;
+}
 
+/* Recovery: the newest checkpoint, then the WAL after it; the WAL opens for
+ * appending (not readonly) and replication attaches. */
+static int
+persist_recover(struct persist *p, bool readonly, char *err, size_t errsz)
+{
+    struct shard *s = p->s;
+    const struct cfg *cfg = shard_env(s)->cfg;
     if (persist_rebase_recover(p, err, errsz) != 0) {
         return -1;
     }
@@ -1306,17 +1346,19 @@ persist_info(struct shard *s, struct buf *b)
                  "checkpoint_in_progress:%d\r\ncheckpoint_keys_written:%" PRIu64 "\r\n"
                  "loading_keys:%" PRIu64 "\r\nloading_wal_records:%" PRIu64 "\r\n"
                  "loading_torn_tails:%" PRIu64 "\r\nloading_replay_errors:%" PRIu64 "\r\n"
-                 "loading_time_ms:%" PRIu64 "\r\nsync_repl_closed_clients:%" PRIu64 "\r\n\r\n",
-                 p->loading, modes[p->mode], p->changes, snap_active(p), p->lastsave_ms / 1000,
-                 p->last_ckpt_ok ? "ok" : "err", p->last_ckpt_ms / 1000, p->saves, p->keys_loaded,
-                 p->w != NULL, snap_active(p), p->w && wal_write_error(p->w) ? "err" : "ok",
-                 p->last_ckpt_ok ? "ok" : "err", last, p->w ? wal_written_lsn(p->w) : last,
-                 p->w ? wal_durable_lsn(p->w) : last, p->w ? wal_bytes(p->w) : 0,
-                 p->w ? wal_segments(p->w) : (size_t)0,
+                 "loading_time_ms:%" PRIu64 "\r\nsync_repl_closed_clients:%" PRIu64 "\r\n",
+                 p->loading || atomic_load(&shard_env(s)->node->loading), modes[p->mode],
+                 p->changes, snap_active(p), p->lastsave_ms / 1000, p->last_ckpt_ok ? "ok" : "err",
+                 p->last_ckpt_ms / 1000, p->saves, p->keys_loaded, p->w != NULL, snap_active(p),
+                 p->w && wal_write_error(p->w) ? "err" : "ok", p->last_ckpt_ok ? "ok" : "err", last,
+                 p->w ? wal_written_lsn(p->w) : last, p->w ? wal_durable_lsn(p->w) : last,
+                 p->w ? wal_bytes(p->w) : 0, p->w ? wal_segments(p->w) : (size_t)0,
                  p->w && wal_write_error(p->w) ? strerror(wal_write_error(p->w)) : "none",
                  p->w && wal_sync_error(p->w) ? strerror(wal_sync_error(p->w)) : "none", p->nheld,
                  ws.syncs, ws.slow_syncs, ws.paced_syncs, ws.max_sync_us, ws.prezeroed_segments,
                  p->ckpt_lsn, snap_active(p), snap_keys(p), p->keys_loaded, p->records_replayed,
                  p->torn_tails, p->replay_errors, p->load_us / 1000, p->sync_closed);
     buf_append(b, line, (size_t)n);
+    loading_info(shard_env(s)->node, b);
+    buf_append(b, "\r\n", 2);
 }

@@ -24,10 +24,17 @@ struct cmd_spec;
 struct buf;
 struct persist;
 
+/* The shard's persistence state on data_dir/shard-<i>, before its data is
+ * loaded: its connections get -LOADING (persist_hot.loading) until
+ * persist_serve(). 0, or -1 with err. */
+int persist_create(struct shard *s, char *err, size_t errsz);
 /* Recover the shard's data directory (newest checkpoint, then the WAL after
- * it) and open the WAL for appending. Runs before the shard serves. On error
- * writes a message naming the file and offset and returns -1. */
-int persist_open(struct shard *s, char *err, size_t errsz);
+ * it), open the WAL for appending and attach replication. Runs on main's
+ * thread before the shard's own starts (loading.h). On error writes a message
+ * naming the file and offset and returns -1. */
+int persist_load(struct shard *s, char *err, size_t errsz);
+/* The node finished loading: the shard's commands run from now on. */
+void persist_serve(struct shard *s);
 /* The same on another directory; readonly opens no WAL (resharding's source). */
 int persist_open_dir(struct shard *s, const char *dir, bool readonly, char *err, size_t errsz);
 /* Write a checkpoint now (resharding); 0 or -1 with err. */

@@ -10,6 +10,7 @@
  * <dir>/rdb-loading exists from the check until the last checkpoint: a start
  * that finds it discards what the interrupted load left and loads again. */
 #include "node/persist/rdbload.h"
+#include "node/persist/loading.h"
 
 #include "base/clock.h"
 #include "base/fs.h"
@@ -162,6 +163,7 @@ struct load {
     uint64_t keys, expired, failed, functions, bad_db;
     uint64_t per_db[DB_LOGGED + 1]; /* keys loaded; [DB_LOGGED]: the databases above */
     unsigned target;                /* the shard of the key being loaded */
+    const uint8_t *read;            /* loading: how far the file was read (progress) */
 };
 
 static void
@@ -197,6 +199,10 @@ on_key(void *arg, uint64_t db, struct rv_str key, unsigned type, struct rdb_rd *
     }
     l->keys++;
     l->per_db[db < DB_LOGGED ? db : DB_LOGGED]++;
+    if (r->p > l->read) {
+        loading_tick(l->n, (uint64_t)(r->p - l->read));
+        l->read = r->p;
+    }
     return rc;
 }
 
@@ -344,6 +350,7 @@ rdbload_run(struct node *n, struct rdbload *x, char *err, size_t errsz)
     unsigned version;
     char why[256];
     l->n = n;
+    l->read = x->p;
     l->rp = rv_calloc(n->nshards, sizeof(*l->rp));
     for (unsigned i = 0; i < n->nshards; i++) {
         l->rp[i] = replay_create(n->shards[i]);
@@ -374,4 +381,10 @@ rdbload_run(struct node *n, struct rdbload *x, char *err, size_t errsz)
     }
     unmap(x);
     return rc == 0 ? 0 : -1;
+}
+
+uint64_t
+rdbload_bytes(const struct rdbload *x)
+{
+    return x != NULL ? (uint64_t)x->len : 0;
 }

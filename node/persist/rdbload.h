@@ -2,6 +2,7 @@
  * Redis names them) into a node that starts without data of its own, so a
  * Redis data set moves to Ruvio by copying its dump.rdb (docs/operations.md). */
 #pragma once
+#include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -28,3 +29,5 @@ int rdbload_prepare(const struct cfg *cfg, struct rdbload **out, char *err, size
  * checkpoint of every shard, so the next start recovers from those (and
  * does not load the file again). Logs the keys loaded per database; frees x. */
 int rdbload_run(struct node *n, struct rdbload *x, char *err, size_t errsz);
+/* The size of the file to load (0 for NULL): loading progress. */
+uint64_t rdbload_bytes(const struct rdbload *x);

@@ -622,6 +622,12 @@ dispatch_one(struct conn *c, int argc, struct rv_str *argv)
         cmd_reject(c, st);
         return;
     }
+    /* Loading the data at start-up: only what carries the loading flag runs. */
+    if (rv_unlikely(persist_hot(c->persist)->loading) && !(cmd->flags & CMD_LOADING)) {
+        reply_errf(c, "LOADING Redis is loading the dataset in memory");
+        cmd_reject(c, st);
+        return;
+    }
     if ((shard_multi(s) || shard_env(s)->topo != NULL) && (cmd->first > 0 || cmd->getkeys) &&
         !cmd_route(c, cmd, argc, argv)) {
         cmd_reject(c, st);

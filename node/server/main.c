@@ -15,6 +15,8 @@
 #include "node/obs/metrics.h"
 #include "node/core/node.h"
 #include "node/server/notify.h"
+#include "node/persist/loading.h"
+#include "node/persist/persist.h"
 #include "node/persist/rdbload.h"
 #include "node/persist/reshard.h"
 #include "node/core/shard.h"
@@ -118,11 +120,29 @@ stop_requested(void)
     return true;
 }
 
-/* Create every shard (recovering its data), redistributing a data directory
- * written with another shard count first; 0, 1 after printing why not, or 2
- * when SIGTERM/SIGINT came while loading. */
+/* Between the records loaded (loading.h): every shard serves its clients
+ * (-LOADING for most commands); SIGTERM/SIGINT (SHUTDOWN too) end the load
+ * as a kill would (main's loaded == 2). */
+static void
+serve_while_loading(struct node *node)
+{
+    if (stop_requested()) {
+        log_shutdown();
+        _exit(0);
+    }
+    for (unsigned i = 0; i < node->nshards; i++) {
+        if (node->shards[i] != NULL) {
+            shard_serve_loading(node->shards[i]);
+        }
+    }
+}
+
+/* Create every shard (listening), then recover their data while serving,
+ * redistributing a data directory written with another shard count first;
+ * 0, 1 after printing why not, or 2 when SIGTERM/SIGINT came while loading.
+ * rdb_bytes: what an RDB import will read after it (the progress total). */
 static int
-load_shards(struct node *node, const struct cfg *cfg, char *err, size_t errsz)
+load_shards(struct node *node, const struct cfg *cfg, uint64_t rdb_bytes, char *err, size_t errsz)
 {
     unsigned old_n = 0;
     int resh = reshard_prepare(cfg->persist.dir, node->nshards, &old_n, err, errsz);
@@ -133,10 +153,19 @@ load_shards(struct node *node, const struct cfg *cfg, char *err, size_t errsz)
     if (resh == 1) {
         notify_send("STATUS=Redistributing the data directory of %u shard(s)", old_n);
     }
+    uint64_t total = rdb_bytes;
     for (unsigned i = 0; i < node->nshards; i++) {
-        notify_send("STATUS=Loading shard %u/%u", i + 1, node->nshards);
         node->shards[i] = shard_create(node, i, err, errsz);
         if (node->shards[i] == NULL) {
+            fprintf(stderr, "ruvio: %s\n", err);
+            return 1;
+        }
+        total += loading_dir_bytes(persist_dir(node->shards[i]));
+    }
+    loading_begin(node, total, serve_while_loading);
+    for (unsigned i = 0; i < node->nshards; i++) {
+        notify_send("STATUS=Loading shard %u/%u", i + 1, node->nshards);
+        if (shard_load(node->shards[i], err, errsz) != 0) {
             fprintf(stderr, "ruvio: %s\n", err);
             return 1;
         }
@@ -225,7 +254,7 @@ main(int argc, char **argv)
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
-    int loaded = load_shards(&node, cfg, err, sizeof(err));
+    int loaded = load_shards(&node, cfg, rdbload_bytes(rdb), err, sizeof(err));
     if (loaded == 0 && rdb != NULL && rdbload_run(&node, rdb, err, sizeof(err)) != 0) {
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
@@ -240,6 +269,7 @@ main(int argc, char **argv)
     if (loaded != 0) {
         return 1;
     }
+    loading_end(&node);
     metrics_apply_cfg(cfg);
     if (cfg->obs.metrics_address[0] &&
         metrics_http_start(&node, cfg->obs.metrics_address, err, sizeof(err)) != 0) {

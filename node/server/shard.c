@@ -167,6 +167,7 @@ static const struct shard_hooks server_hooks = {
 };
 
 static void shard_busy_poll(struct shard *s, struct conn *running);
+static int loop_create(struct shard *s);
 
 static struct shard *
 shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
@@ -216,7 +217,11 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     ksn_hook_ks(s, s->env.dbs[0]); /* (the other databases inherit it) */
     s->env.now_ms = clock_unix_ms();
     repl_host_install(); /* before persistence attaches replication */
-    if (persist_open(s, err, errsz) != 0) {
+    if (persist_create(s, err, errsz) != 0) {
+        goto fail;
+    }
+    if (loop_create(s) != 0) {
+        snprintf(err, errsz, "shard %u: cannot create its event loop", id);
         goto fail;
     }
     evict_add_carry(s->env.evict, rv_mem_thread_net() - mem0);
@@ -225,6 +230,18 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
 fail:
     shard_destroy(s);
     return NULL;
+}
+
+int
+shard_load(struct shard *s, char *err, size_t errsz)
+{
+    long long mem0 = rv_mem_thread_net();
+    if (persist_load(s, err, errsz) != 0) {
+        return -1;
+    }
+    evict_add_carry(s->env.evict, rv_mem_thread_net() - mem0);
+    evict_adopt_cfg(s);
+    return 0;
 }
 
 static void
@@ -481,8 +498,10 @@ shard_main(void *arg)
     return NULL;
 }
 
-int
-shard_start(struct shard *s, int cpu)
+/* The loop, its listeners armed: while the node loads, main serves it
+ * (shard_serve_loading); the wake-ups and the timers are armed by shard_start. */
+static int
+loop_create(struct shard *s)
 {
     struct event_config *ec = event_config_new();
     event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
@@ -491,17 +510,38 @@ shard_start(struct shard *s, int cpu)
     if (s->base == NULL) {
         return RV_EIO;
     }
-    s->cpu = cpu;
     for (int i = 0; i < s->nlisten; i++) {
         s->levs[i] = event_new(s->base, s->lfds[i], EV_READ | EV_PERSIST, on_accept, s);
         event_add(s->levs[i], NULL);
     }
     s->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->wakeev = event_new(s->base, s->wakefd, EV_READ | EV_PERSIST, on_wake, s);
-    event_add(s->wakeev, NULL);
     s->cronev = evtimer_new(s->base, on_cron, s);
     s->rehashev = evtimer_new(s->base, on_rehash, s);
     s->evictev = evtimer_new(s->base, on_evict, s);
+    return RV_OK;
+}
+
+void
+shard_serve_loading(struct shard *s)
+{
+    /* What the connections allocate here is the shard's, not main's (whose
+     * thread count the shard being loaded is charged). */
+    long long mem0 = rv_mem_thread_net();
+    event_base_loop(s->base, EVLOOP_NONBLOCK);
+    shard_before_poll(s);
+    long long used = rv_mem_thread_net() - mem0;
+    rv_mem_thread_adjust(-used);
+    evict_add_carry(s->env.evict, used);
+}
+
+int
+shard_start(struct shard *s, int cpu)
+{
+    s->cpu = cpu;
+    persist_serve(s);
+    /* (messages posted while loading wait in the inbox: the eventfd kept their wake-up) */
+    event_add(s->wakeev, NULL);
     struct timeval tv = { 0, 1000000 / (int)s->env.cfg->node.hz };
     event_add(s->cronev, &tv);
     if (pthread_create(&s->thread, NULL, shard_main, s) != 0) {

@@ -3,21 +3,33 @@
 import glob
 import os
 import signal
+import socket
 import subprocess
 import time
 
-from .net import ping_once
+
+def answers(host, port, timeout=1.0):
+    """True once the server answers an inline PING with a RESP line other than -LOADING (PONG, or NOAUTH under
+    requirepass): listening while it loads its data is not ready yet."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(b"PING\r\n")
+            line = s.recv(64)
+            return line[:1] in (b"+", b"-") and not line.startswith(b"-LOADING")
+    except OSError:
+        return False
 
 
 def wait_ready(proc, host, ports, timeout=10.0, interval=0.02):
-    """True once every port in `ports` answers a PING (in order); False when proc exits first or `timeout`
-    seconds pass."""
+    """True once every port in `ports` answers a PING other than -LOADING (in order); False when proc exits
+    first or `timeout` seconds pass."""
     deadline = time.monotonic() + timeout
     pending = list(ports)
     while pending:
         if proc.poll() is not None:
             return False
-        if ping_once(host, pending[0]):
+        if answers(host, pending[0]):
             pending.pop(0)
             continue
         if time.monotonic() > deadline:
