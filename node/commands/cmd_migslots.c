@@ -76,9 +76,8 @@ enum sm_state {
 };
 
 static const char *const sm_state_name[] = {
-    [SM_CONNECTING] = "connecting", [SM_SNAPSHOT] = "snapshot",
-    [SM_STREAMING] = "streaming",   [SM_COMMITTING] = "committing",
-    [SM_SUCCESS] = "success",       [SM_FAILED] = "failed",
+    [SM_CONNECTING] = "connecting", [SM_SNAPSHOT] = "snapshot", [SM_STREAMING] = "streaming",
+    [SM_COMMITTING] = "committing", [SM_SUCCESS] = "success",   [SM_FAILED] = "failed",
     [SM_CANCELLED] = "cancelled",
 };
 
@@ -95,13 +94,13 @@ struct sm_job {
     char message[256];
     bool cancel, paused, linked, proposing;
     struct mig_link link;
-    struct buf in;      /* bytes read from the target, not yet consumed */
-    uint64_t cursor;    /* ks_scan's */
-    struct buf dirty;   /* remembered keys, each as its length then its bytes */
+    struct buf in;    /* bytes read from the target, not yet consumed */
+    uint64_t cursor;  /* ks_scan's */
+    struct buf dirty; /* remembered keys, each as its length then its bytes */
     size_t ndirty;
     unsigned rounds;
-    uint64_t tag;       /* of the proposal in flight */
-    int64_t retry_at;   /* monotonic ms: the next proposal, after an unknown outcome */
+    uint64_t tag;     /* of the proposal in flight */
+    int64_t retry_at; /* monotonic ms: the next proposal, after an unknown outcome */
 };
 
 struct slotmig {
@@ -567,6 +566,12 @@ slotmig_check(struct conn *c, unsigned slot, bool may_write)
     return SLOTMIG_RECORD;
 }
 
+bool
+slotmig_running(const struct shard_env *env)
+{
+    return env->slotmig != NULL && env->slotmig->active != NULL;
+}
+
 void
 slotmig_dirty(struct conn *c, struct rv_str key)
 {
@@ -874,8 +879,8 @@ CMD_HANDLER(rvmigslots)
             effect_none(c);
             return;
         }
-        struct rv_str av[6] = { { "RESTORE", 7 }, argv[2], argv[3], argv[4], { "REPLACE", 7 },
-                                { "ABSTTL", 6 } };
+        struct rv_str av[6] = { { "RESTORE", 7 }, argv[2],          argv[3],
+                                argv[4],          { "REPLACE", 7 }, { "ABSTTL", 6 } };
         cmd_restore(c, 6, av);
         effect_redo(c, "RESTORE", argv[2]);
         for (int i = 3; i < 6; i++) {

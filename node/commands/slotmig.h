@@ -19,6 +19,9 @@ enum slotmig_route {
 enum slotmig_route slotmig_check(struct conn *c, unsigned slot, bool may_write);
 /* A key such a write may change: sent to the target again (copied). */
 void slotmig_dirty(struct conn *c, struct rv_str key);
+/* A job runs on this shard (FLUSHALL and FLUSHDB are refused meanwhile). */
+struct shard_env;
+bool slotmig_running(const struct shard_env *env);
 /* DEBUG SLOTMIG-HOLD: this shard's jobs keep streaming (a PING every 2 ms
  * when there is nothing to send) but never pause writes nor commit, so that
  * tests can cancel or break a move half way. */
