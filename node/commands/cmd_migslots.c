@@ -402,6 +402,22 @@ sm_adopted(struct shard_env *env, const struct sm_job *j)
     return k >= 0;
 }
 
+/* This shard's node still owns some moving slot (its pause still matters). */
+static bool
+sm_owns_any(struct shard_env *env, const struct sm_job *j)
+{
+    const struct topo *t = env->topo;
+    int me = env->topo_me;
+    for (size_t i = 0; t != NULL && me >= 0 && i < j->nranges; i++) {
+        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
+            if (t->slots[slot] == (uint16_t)me) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static void
 sm_committed(struct shard *s, struct shard_msg *msg)
 {
@@ -440,6 +456,10 @@ sm_step(struct slotmig *m)
     if (j->state == SM_COMMITTING) {
         if (!j->proposing && sm_adopted(env, j)) {
             sm_set(j, SM_SUCCESS, "");
+            sm_finish(m);
+        } else if (!j->proposing && !sm_owns_any(env, j)) {
+            /* (a failover or another change took them: the pause no longer matters) */
+            sm_set(j, SM_FAILED, "the slots left this node while the change was being committed");
             sm_finish(m);
         } else if (!j->proposing && (int64_t)(clock_mono_us() / 1000) >= j->retry_at) {
             sm_propose(m);
