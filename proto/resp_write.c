@@ -187,7 +187,7 @@ resp_w_bulk_int(struct buf *b, int64_t v)
     char d[24];
     size_t n = resp_i2s(d, v);
 
-    resp_room(b, n + 6);
+    resp_room(b, n + 7); /* '$', up to 2 length digits, CRLF, the digits, CRLF */
     char *p = b->data + b->len;
     p[0] = '$';
     if (n < 10) {

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/sha1.h"
 #include "node/commands/cmds.h"
+#include "node/commands/slotmig.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
 #include "node/features/hook.h"
@@ -286,6 +287,18 @@ CMD_HANDLER(debug_set_active_expire)
         return;
     }
     atomic_store(&active_expire_off, on == 0);
+    reply_ok(c);
+}
+
+CMD_HANDLER(debug_slotmig_hold)
+{
+    int64_t on;
+    DEBUG_GUARD(c);
+    if (!cmd_arg_int(argv[2], &on)) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    slotmig_hold(c, on != 0);
     reply_ok(c);
 }
 

@@ -6,6 +6,7 @@
  * afresh and never keep an entry across a write. */
 #include "node/features/multi.h"
 #include "node/commands/cmds.h"
+#include "node/commands/slotmig.h"
 
 #include "base/clock.h"
 #include "base/glob.h"
@@ -639,6 +640,13 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv, bool all)
 {
     if (argc > 2 || (argc == 2 && !cmd_arg_is(argv[1], "sync") && !cmd_arg_is(argv[1], "async"))) {
         reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    if (rv_unlikely(c->env->slotmig != NULL) && slotmig_running(c->env)) {
+        /* (the target would keep, and the move bring back, keys flushed here) */
+        effect_none(c);
+        reply_errf(c,
+                   "ERR A slot migration is in progress on this node (CLUSTER GETSLOTMIGRATIONS)");
         return;
     }
     if (all) {

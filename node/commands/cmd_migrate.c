@@ -11,6 +11,7 @@
  * unless COPY, and the deletions are logged as DEL (effect.h), so the WAL and
  * the replicas drop them too. Ruvio has one database: destination-db must be 0. */
 #include "node/commands/cmds.h"
+#include "node/commands/mig_link.h"
 
 #include "base/buf.h"
 #include "base/mem.h"
@@ -34,7 +35,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MIGRATE_LINE_MAX 1024 /* a target's reply line kept for the error text */
 
 /* The keys: argv[3], or those after KEYS when argv[3] is "" (Redis's rule;
  * AUTH and AUTH2 arguments are skipped, a password may read "keys"). */
@@ -95,8 +95,8 @@ wait_fd(int fd, short events, int64_t deadline)
 /* A connected non-blocking socket to host:port, or -1 on a timeout or an
  * unknown host, or -2 when the connection was refused (Redis then reports
  * the failure as one of writing, its first use of the socket). */
-static int
-dial(const char *host, const char *port, int64_t timeout)
+int
+mig_dial(const char *host, const char *port, int64_t timeout)
 {
     bool refused = false;
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
@@ -124,13 +124,6 @@ dial(const char *host, const char *port, int64_t timeout)
     return fd >= 0 ? fd : refused ? -2 : -1;
 }
 
-/* The connection to the target: under tls-cluster a TLS session with the
- * cluster's client context (the nodes announce their TLS ports, and Redis's
- * MIGRATE uses TLS then too). */
-struct mig_link {
-    int fd;
-    struct tls *tls;
-};
 
 /* Wait for what a TLS call asked for (rc: TLS_WANT_READ or TLS_WANT_WRITE). */
 static bool
@@ -140,7 +133,7 @@ tls_wait(const struct mig_link *l, ssize_t rc, int64_t timeout)
 }
 
 /* tls-cluster: the handshake, bounded by timeout; false when it failed. */
-static bool
+bool
 mig_tls_start(struct mig_link *l, int64_t timeout)
 {
     struct tls_ctx *ctx = node_tls_bus_get(false);
@@ -159,15 +152,15 @@ mig_tls_start(struct mig_link *l, int64_t timeout)
     return false;
 }
 
-static void
+void
 mig_close(struct mig_link *l)
 {
     tls_free(l->tls);
     close(l->fd);
 }
 
-static bool
-send_all(struct mig_link *l, const char *p, size_t n, int64_t timeout)
+bool
+mig_send_all(struct mig_link *l, const char *p, size_t n, int64_t timeout)
 {
     while (n > 0) {
         if (l->tls != NULL) {
@@ -195,8 +188,8 @@ send_all(struct mig_link *l, const char *p, size_t n, int64_t timeout)
 
 /* The next reply line (without CRLF, truncated to MIGRATE_LINE_MAX - 1) from
  * the target through in; false on error, close or timeout. */
-static bool
-read_line(struct mig_link *l, struct buf *in, char *line, int64_t timeout)
+bool
+mig_read_line(struct mig_link *l, struct buf *in, char *line, int64_t timeout)
 {
     for (;;) {
         char *nl = buf_unread(in) ? memchr(in->data + in->off, '\n', buf_unread(in)) : NULL;
@@ -340,12 +333,12 @@ exchange(struct mig_link *l, const struct migrate_opts *o, const struct buf *req
     buf_init(&in);
     *io = "";
     err[0] = '\0';
-    if (!send_all(l, req->data, req->len, o->timeout)) {
+    if (!mig_send_all(l, req->data, req->len, o->timeout)) {
         *io = "writing";
         goto out;
     }
     if (o->pass != NULL) {
-        if (!read_line(l, &in, line, o->timeout)) {
+        if (!mig_read_line(l, &in, line, o->timeout)) {
             *io = "reading";
             goto out;
         }
@@ -355,11 +348,11 @@ exchange(struct mig_link *l, const struct migrate_opts *o, const struct buf *req
         }
     }
     for (int i = 0; i < n; i++) {
-        if (asking && !read_line(l, &in, line, o->timeout)) { /* ASKING's +OK */
+        if (asking && !mig_read_line(l, &in, line, o->timeout)) { /* ASKING's +OK */
             *io = "reading";
             goto out;
         }
-        if (!read_line(l, &in, line, o->timeout)) {
+        if (!mig_read_line(l, &in, line, o->timeout)) {
             *io = "reading";
             goto out;
         }
@@ -401,7 +394,7 @@ CMD_HANDLER(migrate)
     struct buf req;
     buf_init(&req);
     build_request(c, &o, keys, ents, n, &req);
-    struct mig_link link = { dial(host, port, o.timeout), NULL };
+    struct mig_link link = { mig_dial(host, port, o.timeout), NULL };
     int fd = link.fd;
     if (fd >= 0 && c->env->cfg->tls.cluster && !mig_tls_start(&link, o.timeout)) {
         mig_close(&link);

@@ -50,6 +50,8 @@ int migrate_keys(int argc, struct rv_str *argv, int *out, int max);
 CMD_HANDLER(ping); CMD_HANDLER(echo); CMD_HANDLER(hello); CMD_HANDLER(auth); CMD_HANDLER(select);
 CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwrite); CMD_HANDLER(asking);
 CMD_HANDLER(cluster_setslot);
+CMD_HANDLER(cluster_migrateslots); CMD_HANDLER(cluster_getslotmigrations);
+CMD_HANDLER(cluster_cancelslotmigrations); CMD_HANDLER(rvmigslots); CMD_HANDLER(debug_slotmig_hold);
 CMD_HANDLER(client_id); CMD_HANDLER(client_setname); CMD_HANDLER(client_getname);
 CMD_HANDLER(client_list); CMD_HANDLER(client_info); CMD_HANDLER(client_kill);
 CMD_HANDLER(client_setinfo);

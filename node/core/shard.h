@@ -89,7 +89,8 @@ struct shard_env {
      * and the index of this shard's node in it (-1: not in it yet). */
     struct topo *topo;
     int topo_me;
-    uint64_t topo_gen; /* node->topo_version of the adopted snapshot */
+    struct slotmig *slotmig; /* CLUSTER MIGRATESLOTS (commands/slotmig.h), or NULL */
+    uint64_t topo_gen;       /* node->topo_version of the adopted snapshot */
 };
 static inline struct shard_env *
 shard_env(const struct shard *s)

@@ -392,7 +392,7 @@ static struct answer *
 answer_new(struct request *rq)
 {
     struct answer *a = rv_calloc(1, sizeof(*a));
-    a->m.run = answer_run;
+    a->m.run = rq->run != NULL ? rq->run : answer_run;
     a->conn_id = rq->conn_id;
     a->how = rq->how;
     if (rq->how == TOPOLOGY_REPLY_RESET) {
@@ -549,6 +549,49 @@ topology_admit(struct conn *c, const struct buf *const *entries, size_t n, uint6
                const char *bus_addr)
 {
     start_request(c, entries, n, TOPOLOGY_REPLY_OK, NULL, false, host_id, bus_addr);
+}
+
+void
+topology_propose_job(struct shard *s, const struct buf *const *entries, size_t n,
+                     void (*run)(struct shard *s, struct shard_msg *m), uint64_t tag)
+{
+    struct request *rq = rv_calloc(1, sizeof(*rq));
+    rq->shard = s;
+    rq->conn_id = tag;
+    rq->how = TOPOLOGY_REPLY_OK;
+    rq->run = run;
+    buf_init(&rq->next);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len = (uint32_t)entries[i]->len;
+        buf_append(&rq->next, &len, 4);
+        buf_append(&rq->next, entries[i]->data, len);
+    }
+    int rc = RV_OK;
+    bool sent = false;
+    if (pthread_rwlock_tryrdlock(&tp.lock) == 0) {
+        sent = tp.ctl != NULL && propose_next(rq, &rc);
+        pthread_rwlock_unlock(&tp.lock);
+    }
+    if (!sent) {
+        struct answer *a = answer_new(rq);
+        a->failed = true;
+        snprintf(a->text, sizeof(a->text),
+                 "CLUSTERDOWN the topology log does not take proposals now");
+        request_free(rq);
+        shard_post(s, &a->m);
+    }
+}
+
+bool
+topology_job_answer(struct shard_msg *m, uint64_t *tag, char *text, size_t n)
+{
+    struct answer *a = (struct answer *)m;
+    bool ok = a->raw ? a->text[0] == '+' : !a->failed;
+    *tag = a->conn_id;
+    snprintf(text, n, "%s",
+             a->raw && (a->text[0] == '+' || a->text[0] == '-') ? a->text + 1 : a->text);
+    rv_free(a);
+    return ok;
 }
 
 bool

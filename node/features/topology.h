@@ -75,6 +75,17 @@ void topology_own_spec(unsigned shard, struct topo_node_spec *out);
  * then +OK. */
 void topology_propose_reset(struct conn *c, const struct buf *const *entries, size_t n,
                             const char *new_id);
+/* A shard's own job (no client waits) proposes entries in order, as
+ * topology_propose_seq does, forwarded to the leader's host when this host
+ * does not lead. The outcome is posted to s as a message whose run is `run`;
+ * run reads it with topology_job_answer, which frees it. */
+struct shard;
+struct shard_msg;
+void topology_propose_job(struct shard *s, const struct buf *const *entries, size_t n,
+                          void (*run)(struct shard *s, struct shard_msg *m), uint64_t tag);
+/* The outcome of a job's proposal: true when every entry committed (and this
+ * host applied them); else text says why. Frees m; *tag is the job's. */
+bool topology_job_answer(struct shard_msg *m, uint64_t *tag, char *text, size_t n);
 /* This host leads the topology log. */
 bool topology_leads(void);
 /* The client address of a node on the leader's host, in topology t. */

@@ -73,6 +73,9 @@ struct request {
     /* topology_admit: the host to add to the log's servers once they committed */
     uint64_t admit_id;
     char admit_addr[CTL_ADDR_MAX];
+    /* topology_propose_job: the answer runs this on the shard instead of
+     * answer_run (no client waits) */
+    void (*run)(struct shard *s, struct shard_msg *m);
 };
 
 /* topology.c */

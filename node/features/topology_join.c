@@ -486,6 +486,7 @@ struct fwd_job {
     char ip[TOPO_IP_MAX + 1];
     int port;
     struct buf req;
+    void (*run)(struct shard *s, struct shard_msg *m); /* (request.run) */
 };
 
 static void *
@@ -493,7 +494,7 @@ fwd_worker(void *arg)
 {
     struct fwd_job *j = arg;
     struct answer *a = rv_calloc(1, sizeof(*a));
-    a->m.run = answer_run;
+    a->m.run = j->run != NULL ? j->run : answer_run;
     a->conn_id = j->conn_id;
     a->raw = true;
     a->how = j->how;
@@ -551,6 +552,7 @@ forward(struct request *rq, uint64_t leader_id)
     j->shard = rq->shard;
     j->conn_id = rq->conn_id;
     j->how = rq->how;
+    j->run = rq->run;
     if (rq->how == TOPOLOGY_REPLY_RESET) {
         memcpy(j->node_id, rq->node_id, sizeof(j->node_id));
     }

@@ -26,6 +26,7 @@
 #include "node/commands/t_hash.h"
 #define LOG_MODULE "shard"
 #include "base/log.h"
+#include "node/commands/slotmig.h"
 #include "node/core/node.h"
 #include "node/persist/persist.h"
 #include "node/server/repl_host.h"
@@ -582,6 +583,7 @@ shard_destroy(struct shard *s)
     if (s->wakeev) {
         event_free(s->wakeev);
     }
+    slotmig_shard_destroy(s);
     if (s->cronev) {
         event_free(s->cronev);
     }

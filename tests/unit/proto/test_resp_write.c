@@ -291,6 +291,32 @@ Test(resp_write, defer_survives_compaction)
     buf_deinit(&b);
 }
 
+/* A bulk integer of 10 digits or more needs 7 bytes besides its digits: one
+ * was missing when the buffer's room was exactly digits + 6 (a 13-digit unix
+ * ms time written one byte past the buffer, found by ASan). */
+Test(resp_write, bulk_int_fills_the_room_exactly)
+{
+    for (size_t digits = 1; digits <= 19; digits++) {
+        int64_t v = 1;
+        for (size_t i = 1; i < digits; i++) {
+            v *= 10;
+        }
+        for (size_t slack = 0; slack < 3; slack++) {
+            struct buf b;
+            buf_init(&b);
+            buf_reserve(&b, 1);
+            size_t fill = b.cap - (digits + 6 + slack);
+            for (size_t i = 0; i < fill; i++) {
+                buf_putc(&b, 'x');
+            }
+            resp_w_bulk_int(&b, v);
+            cr_assert_leq(b.len, b.cap, "%zu digits, %zu slack: len %zu > cap %zu", digits, slack,
+                          b.len, b.cap);
+            buf_deinit(&b);
+        }
+    }
+}
+
 Test(resp_write, append_after_existing)
 {
     struct buf b;

@@ -1,0 +1,927 @@
+/* node/commands/cmd_migslots.c: atomic slot migration (Valkey 9's syntax;
+ * docs/cluster.md, "Atomic slot migration").
+ *
+ *   CLUSTER MIGRATESLOTS SLOTSRANGE start end [start end ...] NODE <id>
+ *   CLUSTER GETSLOTMIGRATIONS
+ *   CLUSTER CANCELSLOTMIGRATIONS
+ *   RVMIGSLOTS RESTORE key abs-expire-ms payload | DEL key | DROP start end ...
+ *     (internal: what the source sends the target)
+ *
+ * The source shard drives one job at a time, from a timer on its own loop:
+ *   1. connect to the target (AUTH with masteruser/masterauth when set);
+ *   2. walk the keyspace with ks_scan's cursor and send every live key of the
+ *      moving slots as RVMIGSLOTS RESTORE (DUMP's payload, absolute expiry);
+ *   3. meanwhile every command that may write a key of those slots is let
+ *      through and its keys are remembered (slotmig_dirty, from dispatch's
+ *      routing); each round re-sends the remembered keys (or DEL for those
+ *      gone) until few are left;
+ *   4. then writes to the moving slots only get -TRYAGAIN (reads go on), the
+ *      last remembered keys are sent, and once the target acknowledged every
+ *      record (the replies come in order: the last one is the fence) the
+ *      ownership change is proposed to the topology log (one SETSLOT NODE per
+ *      slot, then BUMPEPOCH of the target);
+ *   5. once committed and adopted by this shard, the slots answer MOVED and
+ *      the old keys are deleted by topology_reconcile's dirty-slot rule.
+ * An error, a timeout or CANCELSLOTMIGRATIONS before step 4's proposal: the
+ * target is told to drop the keys it holds of those slots (RVMIGSLOTS DROP),
+ * and the source goes on owning and serving them. Once the proposal is sent
+ * the job cannot be cancelled: writes stay refused until its outcome is known
+ * (a proposal whose outcome is unknown is sent again: SETSLOT NODE is
+ * idempotent).
+ *
+ * The target applies each record as RESTORE/DEL through its dispatcher, so
+ * its WAL and its replicas get them. It refuses records for slots it owns.
+ * Each step of the job waits for the target, as MIGRATE does: at most
+ * SM_IO_MS per batch, while the shard does nothing else. */
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/rand.h"
+#include "cluster/slot.h"
+#include "cluster/topo.h"
+#include "node/commands/cmds.h"
+#include "node/commands/mig_link.h"
+#include "node/commands/slotmig.h"
+#include "node/core/config.h"
+#include "node/core/conn.h"
+#include "node/core/effect.h"
+#include "node/core/node.h"
+#include "node/core/reply.h"
+#include "node/core/shard.h"
+#include "node/features/topology.h"
+#include "node/keyspace/ks.h"
+#include "proto/resp.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SM_IO_MS 5000             /* each network step of a batch */
+#define SM_BATCH_KEYS 256         /* keys per batch */
+#define SM_BATCH_BYTES (1u << 20) /* request bytes per batch */
+#define SM_PAUSE_BELOW 64         /* remembered keys left: pause writes and finish */
+#define SM_MAX_ROUNDS 50          /* rounds of remembered keys before pausing anyway */
+#define SM_LOG 16                 /* finished jobs kept for GETSLOTMIGRATIONS */
+
+enum sm_state {
+    SM_CONNECTING,
+    SM_SNAPSHOT,
+    SM_STREAMING,
+    SM_COMMITTING,
+    SM_SUCCESS,
+    SM_FAILED,
+    SM_CANCELLED,
+};
+
+static const char *const sm_state_name[] = {
+    [SM_CONNECTING] = "connecting", [SM_SNAPSHOT] = "snapshot", [SM_STREAMING] = "streaming",
+    [SM_COMMITTING] = "committing", [SM_SUCCESS] = "success",   [SM_FAILED] = "failed",
+    [SM_CANCELLED] = "cancelled",
+};
+
+struct sm_job {
+    char name[TOPO_ID_LEN + 1];
+    char source[TOPO_ID_LEN + 1], target[TOPO_ID_LEN + 1];
+    char ip[TOPO_IP_MAX + 1];
+    int port;
+    struct topo_range *ranges;
+    size_t nranges;
+    uint8_t moving[SLOT_COUNT / 8];
+    int64_t created, updated, acked; /* unix seconds */
+    enum sm_state state;
+    char message[256];
+    bool cancel, paused, linked, proposing;
+    struct mig_link link;
+    struct buf in;    /* bytes read from the target, not yet consumed */
+    uint64_t cursor;  /* ks_scan's */
+    struct buf dirty; /* remembered keys, each as its length then its bytes */
+    size_t ndirty;
+    unsigned rounds;
+    uint64_t tag;     /* of the proposal in flight */
+    int64_t retry_at; /* monotonic ms: the next proposal, after an unknown outcome */
+};
+
+struct slotmig {
+    struct shard *s;
+    struct event *tick;
+    struct sm_job *active;
+    struct sm_job *log[SM_LOG]; /* finished jobs, oldest first */
+    size_t nlog;
+    uint64_t next_tag;
+    bool hold; /* DEBUG SLOTMIG-HOLD: jobs stream but never pause nor commit */
+};
+
+static bool
+sm_moving(const struct sm_job *j, unsigned slot)
+{
+    return (j->moving[slot / 8] >> (slot % 8)) & 1;
+}
+
+static void
+sm_job_free(struct sm_job *j)
+{
+    if (j == NULL) {
+        return;
+    }
+    if (j->linked) {
+        mig_close(&j->link);
+    }
+    buf_deinit(&j->in);
+    buf_deinit(&j->dirty);
+    rv_free(j->ranges);
+    rv_free(j);
+}
+
+static void
+sm_set(struct sm_job *j, enum sm_state st, const char *msg)
+{
+    j->state = st;
+    j->updated = clock_unix_ms() / 1000;
+    snprintf(j->message, sizeof(j->message), "%s", msg);
+}
+
+static void
+sm_arm(struct slotmig *m, long usec)
+{
+    struct timeval tv = { 0, usec };
+    evtimer_add(m->tick, &tv);
+}
+
+/* The job is over: kept in the log, its pause lifted. */
+static void
+sm_finish(struct slotmig *m)
+{
+    struct sm_job *j = m->active;
+    m->active = NULL;
+    if (j->linked) {
+        mig_close(&j->link);
+        j->linked = false;
+    }
+    buf_deinit(&j->dirty);
+    buf_init(&j->dirty);
+    j->ndirty = 0;
+    if (m->nlog == SM_LOG) {
+        sm_job_free(m->log[0]);
+        memmove(m->log, m->log + 1, (SM_LOG - 1) * sizeof(m->log[0]));
+        m->nlog--;
+    }
+    m->log[m->nlog++] = j;
+    log_notice("cluster: slot migration %.8s to %.8s: %s%s%s", j->name, j->target,
+               sm_state_name[j->state], j->message[0] ? ": " : "", j->message);
+}
+
+/* ---- the link to the target ---- */
+
+static bool
+sm_connect(struct shard_env *env, struct sm_job *j, int64_t timeout, char *err, size_t errsz)
+{
+    char port[16];
+    snprintf(port, sizeof(port), "%d", j->port);
+    int fd = mig_dial(j->ip, port, timeout);
+    if (fd < 0) {
+        snprintf(err, errsz, "cannot connect to the target %s:%d", j->ip, j->port);
+        return false;
+    }
+    j->link = (struct mig_link){ fd, NULL };
+    if (env->cfg->tls.cluster && !mig_tls_start(&j->link, timeout)) {
+        mig_close(&j->link);
+        snprintf(err, errsz, "TLS handshake with the target failed");
+        return false;
+    }
+    j->linked = true;
+    buf_reset(&j->in);
+    const char *pass = env->cfg->repl.masterauth, *user = env->cfg->repl.masteruser;
+    if (pass != NULL && pass[0]) {
+        struct buf req;
+        buf_init(&req);
+        bool named = user != NULL && user[0];
+        resp_w_array(&req, named ? 3 : 2);
+        resp_w_bulk_cstr(&req, "AUTH");
+        if (named) {
+            resp_w_bulk_cstr(&req, user);
+        }
+        resp_w_bulk_cstr(&req, pass);
+        char line[MIGRATE_LINE_MAX];
+        bool ok = mig_send_all(&j->link, req.data, req.len, timeout) &&
+                  mig_read_line(&j->link, &j->in, line, timeout) && line[0] == '+';
+        buf_deinit(&req);
+        if (!ok) {
+            mig_close(&j->link);
+            j->linked = false;
+            snprintf(err, errsz, "AUTH with the target failed");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Send req (n records), read their n replies; false with the reason in err. */
+static bool
+sm_exchange(struct sm_job *j, const struct buf *req, size_t n, char *err, size_t errsz)
+{
+    char line[MIGRATE_LINE_MAX];
+    if (!mig_send_all(&j->link, req->data, req->len, SM_IO_MS)) {
+        snprintf(err, errsz, "error or timeout writing to the target");
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!mig_read_line(&j->link, &j->in, line, SM_IO_MS)) {
+            snprintf(err, errsz, "error or timeout reading from the target");
+            return false;
+        }
+        if (line[0] == '-') {
+            snprintf(err, errsz, "the target replied: %.200s", line + 1);
+            return false;
+        }
+    }
+    j->acked = clock_unix_ms() / 1000;
+    return true;
+}
+
+/* One key as a record: RESTORE when live, DEL when gone. */
+static void
+sm_record(struct shard_env *env, struct buf *req, const char *key, size_t klen)
+{
+    struct ks_entry *e = ks_peek(env->dbs[0], key, klen);
+    if (!ks_entry_live(e, env->now_ms)) {
+        resp_w_array(req, 3);
+        resp_w_bulk_cstr(req, "RVMIGSLOTS");
+        resp_w_bulk_cstr(req, "DEL");
+        resp_w_bulk(req, key, klen);
+        return;
+    }
+    int64_t exp = ks_entry_expire(e);
+    struct buf payload;
+    buf_init(&payload);
+    dump_payload(e, &payload);
+    resp_w_array(req, 5);
+    resp_w_bulk_cstr(req, "RVMIGSLOTS");
+    resp_w_bulk_cstr(req, "RESTORE");
+    resp_w_bulk(req, key, klen);
+    resp_w_bulk_int(req, exp == KS_NO_EXPIRE ? 0 : exp);
+    resp_w_bulk(req, payload.data, payload.len);
+    buf_deinit(&payload);
+}
+
+/* ---- the walk ---- */
+
+struct sm_walk {
+    struct sm_job *j;
+    struct buf keys; /* each as its length then its bytes */
+    size_t n;
+};
+
+static void
+sm_walk_visit(void *arg, struct ks_entry *e)
+{
+    struct sm_walk *w = arg;
+    struct rv_str k = ks_entry_key(e);
+    if (sm_moving(w->j, slot_of(k.p, k.len))) {
+        buf_append(&w->keys, &k.len, sizeof(k.len));
+        buf_append(&w->keys, k.p, k.len);
+        w->n++;
+    }
+}
+
+/* Records for the keys of list (each as its length then its bytes), sent in
+ * batches; false with the reason in err. */
+static bool
+sm_send_keys(struct shard_env *env, struct sm_job *j, const struct buf *list, char *err,
+             size_t errsz)
+{
+    struct buf req;
+    buf_init(&req);
+    size_t n = 0;
+    bool ok = true;
+    for (size_t at = 0; at < list->len && ok;) {
+        size_t len;
+        memcpy(&len, list->data + at, sizeof(len));
+        sm_record(env, &req, list->data + at + sizeof(len), len);
+        at += sizeof(len) + len;
+        n++;
+        if (n == SM_BATCH_KEYS || req.len >= SM_BATCH_BYTES || at >= list->len) {
+            ok = sm_exchange(j, &req, n, err, errsz);
+            buf_reset(&req);
+            n = 0;
+        }
+    }
+    buf_deinit(&req);
+    return ok;
+}
+
+/* ---- rollback and commit ---- */
+
+/* Tell the target to drop what it holds of the moving slots (bounded; a
+ * target that cannot be reached keeps them, docs/cluster.md). */
+static void
+sm_drop_on_target(struct shard_env *env, struct sm_job *j)
+{
+    char err[256];
+    if (j->linked) {
+        mig_close(&j->link);
+        j->linked = false;
+    }
+    if (!sm_connect(env, j, 1000, err, sizeof(err))) {
+        log_warn("cluster: slot migration %.8s: cannot tell the target to drop its copies: %s",
+                 j->name, err);
+        return;
+    }
+    struct buf req;
+    buf_init(&req);
+    resp_w_array(&req, 2 + 2 * j->nranges);
+    resp_w_bulk_cstr(&req, "RVMIGSLOTS");
+    resp_w_bulk_cstr(&req, "DROP");
+    for (size_t i = 0; i < j->nranges; i++) {
+        resp_w_bulk_int(&req, j->ranges[i].lo);
+        resp_w_bulk_int(&req, j->ranges[i].hi);
+    }
+    if (!sm_exchange(j, &req, 1, err, sizeof(err))) {
+        log_warn("cluster: slot migration %.8s: the target did not drop its copies: %s", j->name,
+                 err);
+    }
+    buf_deinit(&req);
+}
+
+static void
+sm_abort(struct slotmig *m, enum sm_state st, const char *why)
+{
+    struct sm_job *j = m->active;
+    sm_drop_on_target(shard_env(m->s), j);
+    sm_set(j, st, why);
+    sm_finish(m);
+}
+
+static void sm_committed(struct shard *s, struct shard_msg *msg);
+
+static void
+sm_propose(struct slotmig *m)
+{
+    struct sm_job *j = m->active;
+    size_t n = 0;
+    for (size_t i = 0; i < j->nranges; i++) {
+        n += (size_t)(j->ranges[i].hi - j->ranges[i].lo) + 1;
+    }
+    struct buf *bufs = rv_calloc(n + 1, sizeof(*bufs));
+    const struct buf **ents = rv_calloc(n + 1, sizeof(*ents));
+    size_t k = 0;
+    for (size_t i = 0; i < j->nranges; i++) {
+        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++, k++) {
+            buf_init(&bufs[k]);
+            topo_enc_setslot(&bufs[k], TOPO_CMD_SLOT_NODE, slot, j->source, j->target);
+            ents[k] = &bufs[k];
+        }
+    }
+    buf_init(&bufs[k]);
+    topo_enc_bump_epoch(&bufs[k], j->target);
+    ents[k] = &bufs[k];
+    j->tag = ++m->next_tag;
+    j->proposing = true;
+    topology_propose_job(m->s, ents, n + 1, sm_committed, j->tag);
+    for (size_t i = 0; i <= n; i++) {
+        buf_deinit(&bufs[i]);
+    }
+    rv_free(bufs);
+    rv_free(ents);
+}
+
+/* This shard's adopted topology gives every moving slot to the target. */
+static bool
+sm_adopted(struct shard_env *env, const struct sm_job *j)
+{
+    const struct topo *t = env->topo;
+    int k = t != NULL ? topo_find(t, j->target, TOPO_ID_LEN) : -1;
+    for (size_t i = 0; k >= 0 && i < j->nranges; i++) {
+        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
+            if (t->slots[slot] != (uint16_t)k) {
+                return false;
+            }
+        }
+    }
+    return k >= 0;
+}
+
+/* This shard's node still owns some moving slot (its pause still matters). */
+static bool
+sm_owns_any(struct shard_env *env, const struct sm_job *j)
+{
+    const struct topo *t = env->topo;
+    int me = env->topo_me;
+    for (size_t i = 0; t != NULL && me >= 0 && i < j->nranges; i++) {
+        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
+            if (t->slots[slot] == (uint16_t)me) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void
+sm_committed(struct shard *s, struct shard_msg *msg)
+{
+    char text[512];
+    uint64_t tag;
+    bool ok = topology_job_answer(msg, &tag, text, sizeof(text));
+    struct slotmig *m = shard_env(s)->slotmig;
+    struct sm_job *j = m != NULL ? m->active : NULL;
+    if (j == NULL || j->tag != tag || j->state != SM_COMMITTING) {
+        return;
+    }
+    j->proposing = false;
+    if (ok) {
+        shard_adopt_cfg(s);
+        sm_set(j, SM_COMMITTING, "committed; waiting for this node to adopt it");
+    } else {
+        /* Committed or not is unknown (or some entries were): writes stay
+         * refused and the same idempotent change is proposed again. */
+        log_warn("cluster: slot migration %.8s: the ownership change failed (%s); proposing it "
+                 "again",
+                 j->name, text);
+        snprintf(j->message, sizeof(j->message), "proposing again after: %.200s", text);
+        j->retry_at = (int64_t)(clock_mono_us() / 1000) + 1000;
+    }
+    sm_arm(m, 1000);
+}
+
+/* ---- the job's steps, one per timer run ---- */
+
+static void
+sm_step(struct slotmig *m)
+{
+    struct shard_env *env = shard_env(m->s);
+    struct sm_job *j = m->active;
+    char err[256] = "";
+    if (j->state == SM_COMMITTING) {
+        if (!j->proposing && sm_adopted(env, j)) {
+            sm_set(j, SM_SUCCESS, "");
+            sm_finish(m);
+        } else if (!j->proposing && !sm_owns_any(env, j)) {
+            /* (a failover or another change took them: the pause no longer matters) */
+            sm_set(j, SM_FAILED, "the slots left this node while the change was being committed");
+            sm_finish(m);
+        } else if (!j->proposing && (int64_t)(clock_mono_us() / 1000) >= j->retry_at) {
+            sm_propose(m);
+        }
+        return;
+    }
+    if (j->cancel) {
+        sm_abort(m, SM_CANCELLED, "cancelled by CLUSTER CANCELSLOTMIGRATIONS");
+        return;
+    }
+    int me = env->topo_me;
+    const struct topo *t = env->topo;
+    for (size_t i = 0; i < j->nranges; i++) {
+        if (t == NULL || me < 0 || t->slots[j->ranges[i].lo] != (uint16_t)me ||
+            t->slots[j->ranges[i].hi] != (uint16_t)me) {
+            sm_abort(m, SM_FAILED, "this node no longer owns the slots");
+            return;
+        }
+    }
+    bool ok = true;
+    switch (j->state) {
+    case SM_CONNECTING:
+        ok = sm_connect(env, j, SM_IO_MS, err, sizeof(err));
+        if (ok) {
+            sm_set(j, SM_SNAPSHOT, "");
+        }
+        break;
+    case SM_SNAPSHOT: {
+        struct sm_walk w = { .j = j };
+        buf_init(&w.keys);
+        do {
+            j->cursor = ks_scan(env->dbs[0], j->cursor, 1024, sm_walk_visit, &w);
+        } while (j->cursor != 0 && w.n < SM_BATCH_KEYS * 4);
+        ok = sm_send_keys(env, j, &w.keys, err, sizeof(err));
+        buf_deinit(&w.keys);
+        if (ok && j->cursor == 0) {
+            sm_set(j, SM_STREAMING, "");
+        }
+        break;
+    }
+    default: { /* SM_STREAMING */
+        if (!m->hold && (j->ndirty < SM_PAUSE_BELOW || j->rounds >= SM_MAX_ROUNDS)) {
+            j->paused = true; /* from here on writes to the slots get TRYAGAIN */
+        }
+        struct buf list = j->dirty;
+        buf_init(&j->dirty);
+        j->ndirty = 0;
+        j->rounds++;
+        if (list.len == 0 && !j->paused) { /* (held) a heartbeat: a dead target is noticed */
+            struct buf ping;
+            buf_init(&ping);
+            resp_w_array(&ping, 1);
+            resp_w_bulk_cstr(&ping, "PING");
+            ok = sm_exchange(j, &ping, 1, err, sizeof(err));
+            buf_deinit(&ping);
+        }
+        ok = ok && sm_send_keys(env, j, &list, err, sizeof(err));
+        buf_deinit(&list);
+        if (ok && j->paused) {
+            /* every record was acknowledged, in order: the target holds all */
+            sm_set(j, SM_COMMITTING, "");
+            j->retry_at = 0;
+            sm_propose(m);
+            sm_arm(m, 1000);
+            return;
+        }
+        break;
+    }
+    }
+    if (!ok) {
+        j->paused = false;
+        sm_abort(m, SM_FAILED, err);
+    }
+}
+
+static void
+sm_on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct slotmig *m = arg;
+    (void)fd;
+    (void)what;
+    if (m->active == NULL) {
+        return;
+    }
+    sm_step(m);
+    if (m->active != NULL && m->active->state == SM_STREAMING && m->hold) {
+        sm_arm(m, 2000);
+    } else if (m->active != NULL && m->active->state != SM_COMMITTING) {
+        sm_arm(m, 0);
+    } else if (m->active != NULL && !evtimer_pending(m->tick, NULL)) {
+        sm_arm(m, 10000);
+    }
+}
+
+void
+slotmig_shard_destroy(struct shard *s)
+{
+    struct slotmig *m = shard_env(s)->slotmig;
+    if (m == NULL) {
+        return;
+    }
+    event_free(m->tick);
+    sm_job_free(m->active);
+    for (size_t i = 0; i < m->nlog; i++) {
+        sm_job_free(m->log[i]);
+    }
+    rv_free(m);
+    shard_env(s)->slotmig = NULL;
+}
+
+/* ---- dispatch's side ---- */
+
+enum slotmig_route
+slotmig_check(struct conn *c, unsigned slot, bool may_write)
+{
+    struct sm_job *j = c->env->slotmig->active;
+    if (j == NULL || !may_write || !sm_moving(j, slot)) {
+        return SLOTMIG_NONE;
+    }
+    if (j->paused) {
+        reply_errf(c, "TRYAGAIN Slot %u is being migrated to another node", slot);
+        return SLOTMIG_REFUSED;
+    }
+    return SLOTMIG_RECORD;
+}
+
+bool
+slotmig_running(const struct shard_env *env)
+{
+    return env->slotmig != NULL && env->slotmig->active != NULL;
+}
+
+void
+slotmig_dirty(struct conn *c, struct rv_str key)
+{
+    struct sm_job *j = c->env->slotmig->active;
+    if (j != NULL && sm_moving(j, slot_of(key.p, key.len))) {
+        buf_append(&j->dirty, &key.len, sizeof(key.len));
+        buf_append(&j->dirty, key.p, key.len);
+        j->ndirty++;
+    }
+}
+
+/* ---- the commands ---- */
+
+static struct slotmig *
+sm_get(struct conn *c)
+{
+    struct slotmig *m = c->env->slotmig;
+    if (m == NULL) {
+        m = rv_calloc(1, sizeof(*m));
+        m->s = c->shard;
+        m->tick = evtimer_new(shard_base(c->shard), sm_on_tick, m);
+        c->env->slotmig = m;
+    }
+    return m;
+}
+
+void
+slotmig_hold(struct conn *c, bool on)
+{
+    struct slotmig *m = sm_get(c);
+    m->hold = on;
+    if (m->active != NULL) {
+        sm_arm(m, 0);
+    }
+}
+
+static const struct topo *
+sm_topo(struct conn *c)
+{
+    if (c->env->topo == NULL) {
+        reply_errf(c, "ERR This instance has cluster support disabled");
+    }
+    return c->env->topo;
+}
+
+/* SLOTSRANGE start end [start end ...] NODE id: argv[2 ..); false after an
+ * error reply. */
+static bool
+sm_parse(struct conn *c, const struct topo *t, int argc, struct rv_str *argv, struct sm_job *j)
+{
+    int me = c->env->topo_me;
+    if (argc < 7 || !cmd_arg_is(argv[2], "slotsrange")) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return false;
+    }
+    int i = 3;
+    j->ranges = rv_calloc((size_t)argc, sizeof(*j->ranges));
+    for (; i + 1 < argc && !cmd_arg_is(argv[i], "node"); i += 2) {
+        int64_t lo, hi;
+        if (!cmd_arg_int(argv[i], &lo) || !cmd_arg_int(argv[i + 1], &hi) || lo < 0 ||
+            hi >= SLOT_COUNT || lo > hi) {
+            reply_errf(c, "ERR Invalid or out of range slot");
+            return false;
+        }
+        for (int64_t s = lo; s <= hi; s++) {
+            if (sm_moving(j, (unsigned)s)) {
+                reply_errf(c, "ERR Slot %" PRId64 " specified multiple times", s);
+                return false;
+            }
+            if (me < 0 || t->slots[s] != (uint16_t)me) {
+                reply_errf(c, "ERR I'm not the owner of hash slot %" PRId64, s);
+                return false;
+            }
+            if (topo_slot_mig(t, (unsigned)s) != NULL) {
+                reply_errf(c, "ERR Slot %" PRId64 " has a CLUSTER SETSLOT migration open", s);
+                return false;
+            }
+            j->moving[s / 8] |= (uint8_t)(1u << (s % 8));
+        }
+        j->ranges[j->nranges++] = (struct topo_range){ (uint16_t)lo, (uint16_t)hi };
+    }
+    if (j->nranges == 0 || i + 2 != argc || !cmd_arg_is(argv[i], "node")) {
+        reply_errf(c, i + 2 < argc && cmd_arg_is(argv[i], "node")
+                          ? "ERR Only one SLOTSRANGE ... NODE block per command is supported"
+                          : "ERR syntax error");
+        return false;
+    }
+    int k = argv[i + 1].len == TOPO_ID_LEN ? topo_find(t, argv[i + 1].p, argv[i + 1].len) : -1;
+    if (k < 0) {
+        reply_errf(c, "ERR Unknown node %.*s", (int)(argv[i + 1].len > 64 ? 64 : argv[i + 1].len),
+                   argv[i + 1].p);
+        return false;
+    }
+    if (k == me) {
+        reply_errf(c, "ERR Target node is this node");
+        return false;
+    }
+    if (t->nodes[k].role != TOPO_PRIMARY) {
+        reply_errf(c, "ERR Target node is not a master");
+        return false;
+    }
+    memcpy(j->target, t->nodes[k].id, TOPO_ID_LEN);
+    memcpy(j->source, t->nodes[me].id, TOPO_ID_LEN);
+    snprintf(j->ip, sizeof(j->ip), "%s", t->nodes[k].ip);
+    j->port = t->nodes[k].port;
+    return true;
+}
+
+CMD_HANDLER(cluster_migrateslots)
+{
+    const struct topo *t = sm_topo(c);
+    if (t == NULL) {
+        return;
+    }
+    int me = c->env->topo_me;
+    if (me < 0 || t->nodes[me].role != TOPO_PRIMARY) {
+        reply_errf(c, "ERR Please use MIGRATESLOTS only with masters.");
+        return;
+    }
+    struct slotmig *m = c->env->slotmig;
+    if (m != NULL && m->active != NULL) {
+        reply_errf(c, "ERR A slot migration is already in progress on this node");
+        return;
+    }
+    m = sm_get(c);
+    struct sm_job *j = rv_calloc(1, sizeof(*j));
+    buf_init(&j->in);
+    buf_init(&j->dirty);
+    if (!sm_parse(c, t, argc, argv, j)) {
+        sm_job_free(j);
+        return;
+    }
+    rand_hex(j->name, TOPO_ID_LEN);
+    j->name[TOPO_ID_LEN] = '\0';
+    j->created = j->updated = j->acked = clock_unix_ms() / 1000;
+    sm_set(j, SM_CONNECTING, "");
+    m->active = j;
+    sm_arm(m, 0);
+    effect_none(c);
+    reply_ok(c);
+}
+
+static void
+sm_reply_job(struct conn *c, const struct sm_job *j)
+{
+    struct buf r;
+    buf_init(&r);
+    for (size_t i = 0; i < j->nranges; i++) {
+        char one[32];
+        int n = snprintf(one, sizeof(one), "%s%u-%u", i ? " " : "", j->ranges[i].lo,
+                         j->ranges[i].hi);
+        buf_append(&r, one, (size_t)n);
+    }
+    reply_map(c, 11);
+    reply_bulk_cstr(c, "name");
+    reply_bulk_cstr(c, j->name);
+    reply_bulk_cstr(c, "operation");
+    reply_bulk_cstr(c, "EXPORT");
+    reply_bulk_cstr(c, "slot_ranges");
+    reply_bulk(c, r.data, r.len);
+    reply_bulk_cstr(c, "target_node");
+    reply_bulk_cstr(c, j->target);
+    reply_bulk_cstr(c, "source_node");
+    reply_bulk_cstr(c, j->source);
+    reply_bulk_cstr(c, "create_time");
+    reply_int(c, j->created);
+    reply_bulk_cstr(c, "last_update_time");
+    reply_int(c, j->updated);
+    reply_bulk_cstr(c, "last_ack_time");
+    reply_int(c, j->acked);
+    reply_bulk_cstr(c, "state");
+    reply_bulk_cstr(c, sm_state_name[j->state]);
+    reply_bulk_cstr(c, "message");
+    reply_bulk_cstr(c, j->message);
+    reply_bulk_cstr(c, "cow_size");
+    reply_int(c, 0);
+    buf_deinit(&r);
+}
+
+CMD_HANDLER(cluster_getslotmigrations)
+{
+    (void)argc;
+    (void)argv;
+    if (sm_topo(c) == NULL) {
+        return;
+    }
+    struct slotmig *m = c->env->slotmig;
+    size_t n = m == NULL ? 0 : m->nlog + (m->active != NULL);
+    reply_array(c, n);
+    for (size_t i = 0; m != NULL && i < m->nlog; i++) {
+        sm_reply_job(c, m->log[i]);
+    }
+    if (m != NULL && m->active != NULL) {
+        sm_reply_job(c, m->active);
+    }
+}
+
+CMD_HANDLER(cluster_cancelslotmigrations)
+{
+    (void)argc;
+    (void)argv;
+    if (sm_topo(c) == NULL) {
+        return;
+    }
+    struct slotmig *m = c->env->slotmig;
+    if (m != NULL && m->active != NULL && m->active->state != SM_COMMITTING) {
+        m->active->cancel = true;
+        sm_arm(m, 0);
+    }
+    reply_ok(c);
+}
+
+/* ---- the target's side ---- */
+
+/* The key's slot is not served by this node (false after an error reply). */
+static bool
+sm_not_mine(struct conn *c, struct rv_str key)
+{
+    const struct topo *t = c->env->topo;
+    unsigned slot = slot_of(key.p, key.len);
+    if (t == NULL || c->env->topo_me < 0) {
+        reply_errf(c, "ERR This instance has cluster support disabled");
+        return false;
+    }
+    if (t->slots[slot] == (uint16_t)c->env->topo_me) {
+        reply_errf(c, "ERR Slot %u is served by this node", slot);
+        return false;
+    }
+    return true;
+}
+
+struct sm_drop {
+    const uint8_t *slots;
+    struct buf keys;
+    size_t n;
+};
+
+static void
+sm_drop_visit(void *arg, struct ks_entry *e)
+{
+    struct sm_drop *d = arg;
+    struct rv_str k = ks_entry_key(e);
+    unsigned slot = slot_of(k.p, k.len);
+    if ((d->slots[slot / 8] >> (slot % 8)) & 1) {
+        buf_append(&d->keys, &k.len, sizeof(k.len));
+        buf_append(&d->keys, k.p, k.len);
+        d->n++;
+    }
+}
+
+static void
+sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
+{
+    static _Thread_local uint8_t slots[SLOT_COUNT / 8];
+    memset(slots, 0, sizeof(slots));
+    const struct topo *t = c->env->topo;
+    if (t == NULL || c->env->topo_me < 0 || argc < 4 || argc % 2 != 0) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    for (int i = 2; i + 1 < argc; i += 2) {
+        int64_t lo, hi;
+        if (!cmd_arg_int(argv[i], &lo) || !cmd_arg_int(argv[i + 1], &hi) || lo < 0 ||
+            hi >= SLOT_COUNT || lo > hi) {
+            reply_errf(c, "ERR Invalid or out of range slot");
+            return;
+        }
+        for (int64_t s = lo; s <= hi; s++) {
+            if (t->slots[s] != (uint16_t)c->env->topo_me) {
+                slots[s / 8] |= (uint8_t)(1u << (s % 8));
+            }
+        }
+    }
+    struct sm_drop d = { .slots = slots };
+    buf_init(&d.keys);
+    uint64_t cur = 0;
+    do {
+        cur = ks_scan(c->env->ks, cur, 1024, sm_drop_visit, &d);
+    } while (cur != 0);
+    size_t deleted = 0;
+    for (size_t at = 0; at < d.keys.len;) {
+        size_t len;
+        memcpy(&len, d.keys.data + at, sizeof(len));
+        struct rv_str k = { d.keys.data + at + sizeof(len), len };
+        if (ks_delete(c->env->ks, k.p, k.len)) {
+            if (deleted++ == 0) {
+                effect_redo(c, "DEL", k);
+            } else {
+                effect_arg(c, k.p, k.len);
+            }
+        }
+        at += sizeof(len) + len;
+    }
+    if (deleted == 0) {
+        effect_none(c);
+    }
+    buf_deinit(&d.keys);
+    reply_int(c, (int64_t)deleted);
+}
+
+CMD_HANDLER(rvmigslots)
+{
+    if (cmd_arg_is(argv[1], "restore") && argc == 5) {
+        if (!sm_not_mine(c, argv[2])) {
+            effect_none(c);
+            return;
+        }
+        struct rv_str av[6] = { { "RESTORE", 7 }, argv[2],          argv[3],
+                                argv[4],          { "REPLACE", 7 }, { "ABSTTL", 6 } };
+        cmd_restore(c, 6, av);
+        effect_redo(c, "RESTORE", argv[2]);
+        for (int i = 3; i < 6; i++) {
+            effect_arg(c, av[i].p, av[i].len);
+        }
+    } else if (cmd_arg_is(argv[1], "del") && argc == 3) {
+        if (!sm_not_mine(c, argv[2])) {
+            effect_none(c);
+            return;
+        }
+        bool gone = ks_delete(c->env->ks, argv[2].p, argv[2].len);
+        if (gone) {
+            effect_redo(c, "DEL", argv[2]);
+        } else {
+            effect_none(c);
+        }
+        reply_int(c, gone);
+    } else if (cmd_arg_is(argv[1], "drop")) {
+        sm_target_drop(c, argc, argv);
+    } else {
+        effect_none(c);
+        reply_err(c, RV_ERR_SYNTAX);
+    }
+}

@@ -1,0 +1,30 @@
+/* node/commands/slotmig.h: atomic slot migration's hooks for the rest of the
+ * node (cmd_migslots.c; docs/cluster.md, "Atomic slot migration"). A shard's
+ * state (shard_env.slotmig) exists once CLUSTER MIGRATESLOTS ran on it. */
+#pragma once
+#include "proto/resp.h"
+
+#include <stdbool.h>
+
+struct conn;
+struct shard;
+
+enum slotmig_route {
+    SLOTMIG_NONE,    /* not a write to a moving slot: route as usual */
+    SLOTMIG_RECORD,  /* a write to a moving slot: run it, its keys go to slotmig_dirty */
+    SLOTMIG_REFUSED, /* the slot's writes are paused: -TRYAGAIN was replied */
+};
+/* Dispatch, for a command on a slot this node owns, while c->env->slotmig
+ * is set; may_write: the command is not read-only. */
+enum slotmig_route slotmig_check(struct conn *c, unsigned slot, bool may_write);
+/* A key such a write may change: sent to the target again (copied). */
+void slotmig_dirty(struct conn *c, struct rv_str key);
+/* A job runs on this shard (FLUSHALL and FLUSHDB are refused meanwhile). */
+struct shard_env;
+bool slotmig_running(const struct shard_env *env);
+/* DEBUG SLOTMIG-HOLD: this shard's jobs keep streaming (a PING every 2 ms
+ * when there is nothing to send) but never pause writes nor commit, so that
+ * tests can cancel or break a move half way. */
+void slotmig_hold(struct conn *c, bool on);
+/* The shard stops: the job and its log go (before its event base). */
+void slotmig_shard_destroy(struct shard *s);

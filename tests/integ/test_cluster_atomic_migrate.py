@@ -1,0 +1,305 @@
+"""Atomic slot migration (issue 18, docs/cluster.md "Atomic slot migration"): CLUSTER MIGRATESLOTS,
+GETSLOTMIGRATIONS and CANCELSLOTMIGRATIONS (Valkey 9's syntax) between three ruvio hosts, while a client keeps
+writing to the moving slots and records every acknowledged write. Ruvio-only: redis-server 7.0 has no such
+command. DEBUG SLOTMIG-HOLD keeps a job streaming (never pausing nor committing), so that cancelling it or
+killing its target half way does not depend on timing."""
+
+import threading
+import time
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from conftest import HOST, TIMEOUT, poll_until
+from test_cluster_migrate import Cluster, client
+
+pytestmark = pytest.mark.ruvio_only
+
+NSLOTS = 4
+KEYS_PER_TYPE = 500  # strings, hashes, lists, zsets: 2,000 keys, plus the writer's
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster(hosts=True)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def moving_range(cl, src):
+    """NSLOTS consecutive slots node src owns."""
+    m = cl.slot_map()
+    lo = m.index(src)
+    assert m[lo:lo + NSLOTS] == [src] * NSLOTS
+    return lo, lo + NSLOTS - 1
+
+
+def tags_for(lo, hi):
+    """A hash tag per slot of lo..hi."""
+    found = {}
+    for k in range(1000000):
+        tag = "{m%d}" % k
+        s = key_slot(tag.encode())
+        if lo <= s <= hi and s not in found:
+            found[s] = tag
+            if len(found) == hi - lo + 1:
+                return [found[s] for s in sorted(found)]
+    raise AssertionError("no tags")
+
+
+def populate(c, tags):
+    """Keys of every type, half of them with a TTL; returns what each must read back as."""
+    want = {}
+    p = c.pipeline(transaction=False)
+    for i in range(KEYS_PER_TYPE):
+        t = tags[i % len(tags)]
+        p.set("%ss%d" % (t, i), "v%d" % i)
+        p.hset("%sh%d" % (t, i), mapping={"a": i, "b": "x" * (i % 50)})
+        p.rpush("%sl%d" % (t, i), *["e%d" % j for j in range(i % 7 + 1)])
+        p.zadd("%sz%d" % (t, i), {"m%d" % j: j for j in range(i % 5 + 1)})
+        if i % 2:
+            for kind in "shlz":
+                p.expire("%s%s%d" % (t, kind, i), 100000)
+        want["%ss%d" % (t, i)] = ("string", "v%d" % i)
+        want["%sh%d" % (t, i)] = ("hash", {"a": str(i), "b": "x" * (i % 50)})
+        want["%sl%d" % (t, i)] = ("list", ["e%d" % j for j in range(i % 7 + 1)])
+        want["%sz%d" % (t, i)] = ("zset", [("m%d" % j, float(j)) for j in range(i % 5 + 1)])
+    p.execute()
+    return want
+
+
+def read_back(c, key, kind):
+    if kind == "string":
+        return c.get(key)
+    if kind == "hash":
+        return c.hgetall(key)
+    if kind == "list":
+        return c.lrange(key, 0, -1)
+    return c.zrange(key, 0, -1, withscores=True)
+
+
+class Writer(threading.Thread):
+    """INCR of counters and RPUSH of unique values to keys of the moving slots, each write sent until it gets
+    an answer that says it ran: MOVED (to the new owner), TRYAGAIN (writes paused) and CLUSTERDOWN (a host's
+    lease while the log elects another leader) say it did not, and are retried; nothing else is expected.
+    incrs, pushes: what the nodes acknowledged."""
+
+    def __init__(self, cl, tags):
+        super().__init__(daemon=True)
+        self.cl, self.tags = cl, tags
+        self.stop_flag = threading.Event()
+        self.incrs = {}
+        self.pushes = {}
+        self.count = 0
+        self.error = None
+        self.conns = {}
+
+    def conn(self, port):
+        if port not in self.conns:
+            self.conns[port] = client(port)
+        return self.conns[port]
+
+    def send(self, port, *cmd):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                return port, self.conn(port).execute_command(*cmd)
+            except redis.ResponseError as e:
+                msg = str(e)
+                if msg.startswith("MOVED "):
+                    port = int(msg.split()[2].rsplit(":", 1)[1])
+                elif msg.startswith("TRYAGAIN") or msg.startswith("CLUSTERDOWN"):
+                    time.sleep(0.005)  # (a retry's pace, not a synchronisation)
+                else:
+                    raise
+        raise AssertionError("%r never ran" % (cmd,))
+
+    def run(self):
+        port = self.cl.ports[0]
+        try:
+            i = 0
+            while not self.stop_flag.is_set():
+                tag = self.tags[i % len(self.tags)]
+                ckey, lkey = "%sc%d" % (tag, i % 8), "%sw%d" % (tag, i % 8)
+                port, _ = self.send(port, "INCR", ckey)
+                self.incrs[ckey] = self.incrs.get(ckey, 0) + 1
+                port, _ = self.send(port, "RPUSH", lkey, "u%d" % i)
+                self.pushes.setdefault(lkey, []).append("u%d" % i)
+                i += 1
+                self.count = i
+        except Exception as e:  # reported by the test
+            self.error = e
+
+    def finish(self):
+        self.stop_flag.set()
+        self.join(TIMEOUT)
+        assert not self.is_alive()
+        assert self.error is None, self.error
+
+
+def jobs(port):
+    out = []
+    for entry in client(port).execute_command("CLUSTER", "GETSLOTMIGRATIONS"):
+        if isinstance(entry, dict):
+            out.append(entry)
+        else:
+            out.append(dict(zip(entry[0::2], entry[1::2])))
+    return out
+
+
+def last_state(port):
+    j = jobs(port)
+    return j[-1]["state"] if j else None
+
+
+def wait_writes(w, more):
+    n = w.count + more
+    poll_until(lambda: w.count >= n or w.error is not None, timeout=30, interval=0.01, what="%d writes" % n)
+
+
+def check_acked(c_by_key, w):
+    for key, n in w.incrs.items():
+        assert c_by_key(key).get(key) == str(n), key
+    for key, vals in w.pushes.items():
+        assert c_by_key(key).lrange(key, 0, -1) == vals, key
+
+
+def test_migrateslots_moves_slots_under_writes(cluster):
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    w = Writer(cl, tags)
+    w.start()
+    wait_writes(w, 200)
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[1]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the migration to end")
+    job = jobs(cl.ports[0])[-1]
+    assert job["state"] == "success", job
+    assert job["operation"] == "EXPORT" and job["slot_ranges"] == "%d-%d" % (lo, hi)
+    assert job["source_node"] == cl.ids[0] and job["target_node"] == cl.ids[1] and len(job["name"]) == 40
+    wait_writes(w, 200)  # the writer goes on at the new owner
+    w.finish()
+    # every node agrees that the target owns the slots
+    for p in cl.ports:
+        poll_until(lambda: cl.slot_map(p)[lo:hi + 1] == [1] * NSLOTS, timeout=10, interval=0.05,
+                   what="node %d sees the move" % p)
+    line = [x for x in dst.execute_command("CLUSTER", "NODES").split("\n") if "myself" in x][0]
+    assert "%d-%d" % (lo, hi) in line or str(lo) in line
+    # the data: every key on the target, none left on the source
+    for key, (kind, value) in want.items():
+        assert dst.type(key) == kind, key
+        assert read_back(dst, key, kind) == value, key
+        ttl = dst.ttl(key)
+        assert (ttl > 90000) if int(key[key.index("}") + 2:]) % 2 else ttl == -1, (key, ttl)
+    check_acked(lambda k: dst, w)
+    per_slot = {}
+    for key in list(want) + list(w.incrs) + list(w.pushes):
+        s = key_slot(key.encode())
+        per_slot[s] = per_slot.get(s, 0) + 1
+    for s in range(lo, hi + 1):
+        assert dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == per_slot.get(s, 0)
+        poll_until(lambda: src.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0, timeout=10,
+                   what="the source's keys of slot %d deleted" % s)
+    assert src.dbsize() == 0
+    # the source redirects; a write lands on the target
+    with pytest.raises(redis.ResponseError, match="^MOVED %d " % key_slot(tags[0].encode())):
+        src.set(tags[0] + "new", "1")
+
+
+def test_migrateslots_errors(cluster):
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    src = client(cl.ports[0])
+
+    def err(*args):
+        with pytest.raises(redis.ResponseError) as e:
+            src.execute_command("CLUSTER", "MIGRATESLOTS", *args)
+        return str(e.value)
+
+    other = cl.slot_map().index(1)
+    assert err("SLOTSRANGE", other, other, "NODE", cl.ids[1]) == "I'm not the owner of hash slot %d" % other
+    assert err("SLOTSRANGE", lo, hi, "NODE", "x" * 40) == "Unknown node %s" % ("x" * 40)
+    assert err("SLOTSRANGE", lo, hi, "NODE", cl.ids[0]) == "Target node is this node"
+    assert err("SLOTSRANGE", hi, lo, "NODE", cl.ids[1]) == "Invalid or out of range slot"
+    assert err("SLOTSRANGE", lo, 16384, "NODE", cl.ids[1]) == "Invalid or out of range slot"
+    assert err("FOO", lo, hi, "NODE", cl.ids[1]) == "syntax error"
+    assert err("SLOTSRANGE", lo, hi, lo, lo, "NODE", cl.ids[1]) == "Slot %d specified multiple times" % lo
+    assert client(cl.ports[0]).execute_command("CLUSTER", "GETSLOTMIGRATIONS") == []
+    # the target refuses records for the slots it serves
+    mine = cl.slot_map().index(1)
+    tag = [t for t in ("{a%d}" % k for k in range(100000)) if key_slot(t.encode()) == mine][0]
+    with pytest.raises(redis.ResponseError, match="^Slot %d is served by this node" % mine):
+        client(cl.ports[1]).execute_command("RVMIGSLOTS", "DEL", tag)
+
+
+def held_move(cl, lo, hi):
+    """Start a held move of lo..hi from node 0 to node 1 and wait until it streams with copies on the target."""
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[1]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) == "streaming", timeout=60, interval=0.05, what="streaming")
+    assert sum(dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)) > 0
+    assert dst.dbsize() > 0
+
+
+def check_source_owns(cl, lo, hi, want, w, ports):
+    src = client(cl.ports[0])
+    for p in ports:
+        assert cl.slot_map(p)[lo:hi + 1] == [0] * NSLOTS
+    for key, (kind, value) in want.items():
+        assert read_back(src, key, kind) == value, key
+    check_acked(lambda k: src, w)
+
+
+def test_cancel_mid_move_leaves_the_source_owning(cluster):
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    w = Writer(cl, tags)
+    w.start()
+    held_move(cl, lo, hi)
+    wait_writes(w, 100)  # writes go on on the source while the job streams
+    with pytest.raises(redis.ResponseError, match="^A slot migration is in progress on this node"):
+        src.flushall()
+    assert src.execute_command("CLUSTER", "CANCELSLOTMIGRATIONS") in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) == "cancelled", timeout=30, interval=0.05, what="cancelled")
+    wait_writes(w, 100)
+    w.finish()
+    check_source_owns(cl, lo, hi, want, w, cl.ports)
+    for s in range(lo, hi + 1):
+        assert dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0
+    assert dst.dbsize() == 0
+    job = jobs(cl.ports[0])[-1]
+    assert job["message"] == "cancelled by CLUSTER CANCELSLOTMIGRATIONS"
+    # a second move after the cancelled one completes
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, lo, "NODE", cl.ids[1]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) == "success", timeout=60, interval=0.05, what="success")
+    assert len(jobs(cl.ports[0])) == 2
+    poll_until(lambda: cl.slot_map(cl.ports[1])[lo] == 1, timeout=10, what="slot moved")
+
+
+def test_kill_of_the_target_mid_move_leaves_the_source_serving(cluster):
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src = client(cl.ports[0])
+    want = populate(src, tags)
+    w = Writer(cl, tags)
+    w.start()
+    held_move(cl, lo, hi)
+    cl.servers[1].proc.kill()
+    cl.servers[1].proc.wait(TIMEOUT)
+    poll_until(lambda: last_state(cl.ports[0]) == "failed", timeout=30, interval=0.05, what="failed")
+    wait_writes(w, 200)  # the source still takes writes to the slots
+    w.finish()
+    check_source_owns(cl, lo, hi, want, w, [cl.ports[0], cl.ports[2]])
+    assert jobs(cl.ports[0])[-1]["message"] != ""
