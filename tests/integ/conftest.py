@@ -106,6 +106,25 @@ class Server:
     def stop(self):
         for p in [self.proc] + self.extra:
             procs.stop(p, STOP_GRACE)
+        if SANITIZED and self.proc is not None:
+            report = sanitizer_report(self.stderr())
+            assert not report, "the server's sanitizer report:\n" + report
+
+
+# Under the sanitizers (CI's second stage) a memory error or undefined behaviour aborts the server, but a test
+# that no longer talks to it (or is stopping it) would not notice: each server's stderr is checked when it
+# stops. Leak reports are not (an exit after a refused start frees nothing, by design).
+SANITIZED = os.environ.get("RUVIO_SANITIZED", "0").upper() in ("1", "ON", "TRUE")
+_SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "WARNING: ThreadSanitizer")
+
+
+def sanitizer_report(text):
+    """The first sanitizer report in a server's stderr ("" when none), trimmed."""
+    for mark in _SANITIZER_MARKS:
+        i = text.find(mark)
+        if i >= 0:
+            return text[max(0, i - 200):i + 3000]
+    return ""
 
 
 def _spawn(argv, workdir, env=None, tag="srv"):

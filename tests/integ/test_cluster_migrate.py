@@ -573,3 +573,84 @@ def test_slot_given_away_with_keys_left_drops_them(cluster):
     assert client(cl.ports[1]).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
     with pytest.raises(redis.ResponseError, match="MOVED %d" % slot):
         ca.get("%sk0" % tag)
+
+
+@RELEASE_ONLY
+def test_add_a_host_then_drain_and_remove_it():
+    """docs/cluster.md's runbook, steps as written, under a cluster client's writes: add a host (add-node), give
+    it slots (reshard), then drain it (rebalance with its weight 0) and remove it (del-node). Every acknowledged
+    write is there afterwards, the drained node holds no key, and the three that stay agree on every slot."""
+    cl = Cluster(hosts=True)
+    extra = None
+    try:
+        common = ["--cluster-enabled", "yes", "--cluster-node-timeout", 2000]
+        if IS_REDIS:
+            # (Redis turns a primary that gave away its last slot into a replica, mid-rebalance; Ruvio does not)
+            extra = launch(common + ["--cluster-config-file", "nodes.conf", "--cluster-allow-replica-migration",
+                                     "no"], port=free_ports(1, also_bus=True))
+        else:
+            extra = launch(["--shards", 1] + common, port=free_ports(1, also_bus=True))
+        code, out = _cli("--cluster", "add-node", "%s:%d" % (HOST, extra.port), addr(cl, 1))
+        assert code == 0 and "[OK] New node added correctly." in out, out
+        new_id = client(extra.port).execute_command("CLUSTER", "MYID")
+        poll_until(lambda: all(cl.info(p)["cluster_known_nodes"] == "4" for p in cl.ports + [extra.port]),
+                   timeout=30, interval=0.1, what="4 nodes known everywhere")
+
+        def agreed():   # redis-cli refuses to move slots until then (Redis: gossip; Ruvio: at once)
+            return "[OK] All nodes agree about slots configuration." in _cli("--cluster", "check", addr(cl, 0))[1]
+        poll_until(agreed, timeout=30, interval=0.2, what="every node agreeing about the slots")
+        code, out = _cli("--cluster", "reshard", addr(cl, 0), "--cluster-from", cl.ids[0], "--cluster-to", new_id,
+                         "--cluster-slots", "60", "--cluster-yes")
+        assert code == 0, out
+        poll_until(lambda: all(cl.info(p)["cluster_state"] == "ok" for p in cl.ports + [extra.port]),
+                   timeout=30, interval=0.1, what="cluster state ok everywhere (Redis: gossip)")
+        rc = RedisCluster(startup_nodes=[ClusterNode(HOST, cl.ports[0])], decode_responses=True,
+                          socket_timeout=TIMEOUT)
+        for i in range(1500):
+            assert rc.set("pre%d" % i, i)
+        assert client(extra.port).dbsize() > 0
+        acked, failures, stop = {}, [], threading.Event()
+
+        def writer():
+            w = RedisCluster(startup_nodes=[ClusterNode(HOST, cl.ports[2])], decode_responses=True,
+                             socket_timeout=TIMEOUT)
+            i = 0
+            while not stop.is_set():
+                try:
+                    if w.set("w%d" % i, i):
+                        acked["w%d" % i] = str(i)
+                except Exception as e:     # noqa: BLE001 (a refused write is not acknowledged)
+                    failures.append(repr(e))
+                i += 1
+            w.close()
+
+        poll_until(agreed, timeout=30, interval=0.2, what="every node agreeing about the slots")
+        th = threading.Thread(target=writer)
+        th.start()
+        try:
+            code, out = _cli("--cluster", "rebalance", addr(cl, 0), "--cluster-weight", "%s=0" % new_id,
+                             "--cluster-yes", timeout=300)
+            assert code == 0 and "Moving" in out, out
+        finally:
+            stop.set()
+            th.join(timeout=60)
+        assert not th.is_alive() and len(acked) > 20, (len(acked), failures[:5])
+        assert client(extra.port).dbsize() == 0
+        m = cl.slot_map()               # (an owner other than the three would raise here)
+        assert None not in m and m == cl.slot_map(cl.ports[1]) == cl.slot_map(cl.ports[2])
+        code, out = _cli("--cluster", "del-node", addr(cl, 0), new_id)
+        assert code == 0, out
+        poll_until(lambda: all(cl.info(p)["cluster_known_nodes"] == "3" for p in cl.ports), timeout=30,
+                   interval=0.1, what="3 nodes known by those that stay")
+        extra.stop()
+        code, out = _cli("--cluster", "check", addr(cl, 1))
+        assert code == 0 and "[OK] All 16384 slots covered." in out, out
+        assert "[WARNING]" not in out and "[ERR]" not in out, out
+        pre = {"pre%d" % i: str(i) for i in range(1500)}
+        assert fetch(cl, pre) == pre
+        assert fetch(cl, acked) == acked
+        rc.close()
+    finally:
+        if extra is not None:
+            extra.stop()
+        cl.stop()
