@@ -468,6 +468,18 @@ on_answer(void *arg, const struct ctl_result *res)
     request_free(rq);
 }
 
+/* The entries a request proposes one after another, each length-prefixed. */
+static void
+queue_entries(struct request *rq, const struct buf *const *entries, size_t n)
+{
+    buf_init(&rq->next);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len = (uint32_t)entries[i]->len;
+        buf_append(&rq->next, &len, 4);
+        buf_append(&rq->next, entries[i]->data, len);
+    }
+}
+
 /* Queue entries for client c and propose the first; c waits for the answer. */
 static void
 start_request(struct conn *c, const struct buf *const *entries, size_t n, enum topology_reply how,
@@ -492,12 +504,7 @@ start_request(struct conn *c, const struct buf *const *entries, size_t n, enum t
     if (admit_addr != NULL) {
         snprintf(rq->admit_addr, sizeof(rq->admit_addr), "%s", admit_addr);
     }
-    buf_init(&rq->next);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t len = (uint32_t)entries[i]->len;
-        buf_append(&rq->next, &len, 4);
-        buf_append(&rq->next, entries[i]->data, len);
-    }
+    queue_entries(rq, entries, n);
     int rc = RV_OK;
     bool sent = propose_next(rq, &rc);
     pthread_rwlock_unlock(&tp.lock);
@@ -560,12 +567,7 @@ topology_propose_job(struct shard *s, const struct buf *const *entries, size_t n
     rq->conn_id = tag;
     rq->how = TOPOLOGY_REPLY_OK;
     rq->run = run;
-    buf_init(&rq->next);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t len = (uint32_t)entries[i]->len;
-        buf_append(&rq->next, &len, 4);
-        buf_append(&rq->next, entries[i]->data, len);
-    }
+    queue_entries(rq, entries, n);
     int rc = RV_OK;
     bool sent = false;
     if (pthread_rwlock_tryrdlock(&tp.lock) == 0) {
