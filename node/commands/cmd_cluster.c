@@ -5,6 +5,7 @@
 #include "cluster/slot.h"
 #include "base/buf.h"
 #include "node/commands/cmds.h"
+#include "node/commands/slotmig.h"
 #include "node/core/conn.h"
 #include "node/keyspace/ks.h"
 #include "node/core/node.h"
@@ -221,7 +222,9 @@ cmd_cluster_countkeysinslot(struct conn *c, int argc, struct rv_str *argv)
     if (!cluster_enabled(c) || !parse_slot(c, argv[2], &w.slot)) {
         return;
     }
-    if (ks_counts_slots(c->env->ks)) { /* cluster mode: kept as keys come and go */
+    if (slotmig_hiding(c->env, c->env->ks) && slotmig_hidden(c->env, w.slot)) {
+        w.n = 0;                              /* being imported: hidden until the move commits */
+    } else if (ks_counts_slots(c->env->ks)) { /* cluster mode: kept as keys come and go */
         w.n = (int64_t)ks_slot_keys(c->env->ks, w.slot);
     } else if (shard_owns_slot(c->shard, w.slot)) {
         walk_slot(c, &w);
@@ -243,6 +246,9 @@ cmd_cluster_getkeysinslot(struct conn *c, int argc, struct rv_str *argv)
     size_t h = reply_defer(c);
     if (ks_counts_slots(c->env->ks) && (size_t)w.max > ks_slot_keys(c->env->ks, w.slot)) {
         w.max = (int64_t)ks_slot_keys(c->env->ks, w.slot); /* the walk stops at the last one */
+    }
+    if (slotmig_hiding(c->env, c->env->ks) && slotmig_hidden(c->env, w.slot)) {
+        w.max = 0; /* being imported: hidden until the move commits */
     }
     if ((c->env->topo != NULL || shard_owns_slot(c->shard, w.slot)) && w.max > 0) {
         w.n = (int64_t)ks_slot_walk(c->env->ks, w.slot, (size_t)w.max, reply_key, c);

@@ -7,6 +7,7 @@
  * here that reaches another database switches env to it for the lookup, so a
  * lazy expiry there is logged as that database's (persist.c's SELECT). */
 #include "node/commands/cmds.h"
+#include "node/commands/slotmig.h"
 
 #include "base/buf.h"
 #include "base/mem.h"
@@ -162,9 +163,13 @@ db_info_keyspace(struct conn *c, struct buf *b)
     struct shard_env *env = c->env;
     for (unsigned i = 0; i < env->ndbs; i++) {
         struct ks *ks = env->dbs[i];
-        if (ks != NULL && ks_size(ks) > 0) {
-            buf_appendf(b, "db%u:keys=%zu,expires=%zu,avg_ttl=0\r\n", i, ks_size(ks),
-                        ks_expires_size(ks));
+        size_t keys = ks != NULL ? ks_size(ks) : 0, expires = ks != NULL ? ks_expires_size(ks) : 0;
+        if (rv_unlikely(ks != NULL && slotmig_hiding(env, ks))) {
+            keys -= slotmig_hidden_keys(env);
+            expires -= slotmig_hidden_volatile(env);
+        }
+        if (keys > 0) {
+            buf_appendf(b, "db%u:keys=%zu,expires=%zu,avg_ttl=0\r\n", i, keys, expires);
         }
     }
 }

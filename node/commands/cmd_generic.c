@@ -9,6 +9,7 @@
 #include "node/commands/slotmig.h"
 
 #include "base/clock.h"
+#include "cluster/slot.h"
 #include "base/glob.h"
 #include "base/mem.h"
 #include "node/core/conn.h"
@@ -300,6 +301,7 @@ CMD_HANDLER(persist)
 
 struct keys_ctx {
     struct conn *c;
+    const struct shard_env *hide; /* keys of slots being imported are hidden; NULL: none */
     const char *pat;
     size_t plen;
     bool all;
@@ -320,6 +322,9 @@ keys_visit(void *arg, struct ks_entry *e)
     if (!k->all && !glob_match(k->pat, k->plen, key.p, key.len, false)) {
         return;
     }
+    if (k->hide != NULL && slotmig_hidden(k->hide, slot_of(key.p, key.len))) {
+        return;
+    }
     reply_bulk(k->c, key.p, key.len);
     k->n++;
 }
@@ -332,6 +337,7 @@ CMD_HANDLER(keys)
         .pat = argv[1].p,
         .plen = argv[1].len,
         .all = argv[1].len == 1 && argv[1].p[0] == '*',
+        .hide = slotmig_hiding(c->env, ks) ? c->env : NULL,
         .now = c->env->now_ms,
         .n = 0,
     };
@@ -351,6 +357,7 @@ struct scan_ctx {
     size_t plen;
     const char *type; /* NULL: any */
     size_t tlen;
+    const struct shard_env *hide; /* as keys_ctx's */
     int64_t now;
     struct rv_str *keys;
     size_t n, cap;
@@ -379,6 +386,9 @@ scan_visit(void *arg, struct ks_entry *e)
         return;
     }
     if (s->type != NULL && !type_is(s->type, s->tlen, ks_entry_type(e))) {
+        return;
+    }
+    if (s->hide != NULL && slotmig_hidden(s->hide, slot_of(key.p, key.len))) {
         return;
     }
     if (s->n == s->cap) {
@@ -425,6 +435,7 @@ CMD_HANDLER(scan)
     s.plen = o.match.len;
     s.type = o.type.p;
     s.tlen = o.type.len;
+    s.hide = slotmig_hiding(c->env, c->env->ks) ? c->env : NULL;
     /* Key views stay valid: nothing modifies the keyspace until the reply is written. */
     next = ks_scan(c->env->ks, cursor, (size_t)o.count, scan_visit, &s);
     reply_array(c, 2);
@@ -448,6 +459,52 @@ mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+struct visible_walk {
+    const struct shard_env *env;
+    int64_t now;
+    uint64_t skip; /* visible live keys to pass before the one picked */
+    struct ks_entry *found;
+};
+
+static void
+visible_visit(void *arg, struct ks_entry *e)
+{
+    struct visible_walk *w = arg;
+    struct rv_str key = ks_entry_key(e);
+    if (w->found != NULL || entry_expired(e, w->now) ||
+        slotmig_hidden(w->env, slot_of(key.p, key.len))) {
+        return;
+    }
+    if (w->skip-- == 0) {
+        w->found = e;
+    }
+}
+
+/* RANDOMKEY while keys of imported slots are hidden: a random one of the
+ * visible keys (a walk; expired keys are left to active expiry). */
+static void
+randomkey_visible(struct conn *c, struct ks *ks, uint64_t seed)
+{
+    size_t size = ks_size(ks), hidden = slotmig_hidden_keys(c->env);
+    struct visible_walk w = { c->env, c->env->now_ms, 0, NULL };
+    if (size > hidden) {
+        w.skip = mix64(seed) % (size - hidden);
+    }
+    for (int pass = 0; pass < 2 && size > hidden && w.found == NULL; pass++) {
+        uint64_t cursor = 0;
+        do {
+            cursor = ks_scan(ks, cursor, 1024, visible_visit, &w);
+        } while (cursor != 0 && w.found == NULL);
+        w.skip = 0; /* (some were expired: the first visible one) */
+    }
+    if (w.found == NULL) {
+        reply_null(c);
+        return;
+    }
+    struct rv_str key = ks_entry_key(w.found);
+    reply_bulk(c, key.p, key.len);
+}
+
 CMD_HANDLER(randomkey)
 {
     struct ks *ks = c->env->ks;
@@ -456,6 +513,10 @@ CMD_HANDLER(randomkey)
 
     (void)argc;
     (void)argv;
+    if (rv_unlikely(slotmig_hiding(c->env, ks))) {
+        randomkey_visible(c, ks, seed);
+        return;
+    }
     for (int t = 0; t < RANDOMKEY_TRIES; t++) {
         struct ks_entry *e = ks_random(ks, mix64(seed + (uint64_t)t * 0x9e3779b97f4a7c15ull));
         struct rv_str key;
@@ -631,7 +692,11 @@ CMD_HANDLER(dbsize)
 {
     (void)argc;
     (void)argv;
-    reply_int(c, (int64_t)ks_size(c->env->ks));
+    size_t n = ks_size(c->env->ks);
+    if (rv_unlikely(slotmig_hiding(c->env, c->env->ks))) {
+        n -= slotmig_hidden_keys(c->env);
+    }
+    reply_int(c, (int64_t)n);
 }
 
 /* FLUSHDB/FLUSHALL [SYNC|ASYNC]: the flush is synchronous either way. */

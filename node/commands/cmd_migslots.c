@@ -31,6 +31,12 @@
  *
  * The target applies each record as RESTORE/DEL through its dispatcher, so
  * its WAL and its replicas get them. It refuses records for slots it owns.
+ * The source opens a job with RVMIGSLOTS BEGIN and reports its progress with
+ * STATE: the target keeps one import (slotmig.import, its IMPORT entry) and
+ * hides the keys of its slots from the commands that enumerate keys while
+ * its adopted topology does not give it those slots; the import ends when it
+ * does (success), on DROP (cancelled) or after SM_IMPORT_IDLE_MS without a
+ * record (failed; the keys are shown again).
  * Each step of the job waits for the target, as MIGRATE does: at most
  * SM_IO_MS per batch, while the shard does nothing else. */
 #include "base/buf.h"
@@ -64,6 +70,11 @@
 #define SM_PAUSE_BELOW 64         /* remembered keys left: pause writes and finish */
 #define SM_MAX_ROUNDS 50          /* rounds of remembered keys before pausing anyway */
 #define SM_LOG 16                 /* finished jobs kept for GETSLOTMIGRATIONS */
+/* An import with no record from its source for this long is abandoned (the
+ * source waits SM_IO_MS per step and sends a heartbeat while held). */
+#define SM_IMPORT_IDLE_MS (2 * SM_IO_MS)
+#define SM_IMPORT_IDLE_TEXT "10 s"
+#define SM_IMPORT_TICK_US 100000
 
 enum sm_state {
     SM_CONNECTING,
@@ -101,12 +112,16 @@ struct sm_job {
     unsigned rounds;
     uint64_t tag;     /* of the proposal in flight */
     int64_t retry_at; /* monotonic ms: the next proposal, after an unknown outcome */
+    bool import;      /* the target's side: moving is the set of slots imported */
+    int64_t heard;    /* (import) monotonic ms of the source's last record */
 };
 
 struct slotmig {
     struct shard *s;
     struct event *tick;
     struct sm_job *active;
+    struct sm_job *import; /* the target's side: slots imported (hidden) */
+    struct event *imp_tick;
     struct sm_job *log[SM_LOG]; /* finished jobs, oldest first */
     size_t nlog;
     uint64_t next_tag;
@@ -143,10 +158,30 @@ sm_set(struct sm_job *j, enum sm_state st, const char *msg)
 }
 
 static void
-sm_arm(struct slotmig *m, long usec)
+sm_arm_ev(struct event *ev, long usec)
 {
     struct timeval tv = { 0, usec };
-    evtimer_add(m->tick, &tv);
+    evtimer_add(ev, &tv);
+}
+
+static void
+sm_arm(struct slotmig *m, long usec)
+{
+    sm_arm_ev(m->tick, usec);
+}
+
+static void
+sm_log_add(struct slotmig *m, struct sm_job *j)
+{
+    if (m->nlog == SM_LOG) {
+        sm_job_free(m->log[0]);
+        memmove(m->log, m->log + 1, (SM_LOG - 1) * sizeof(m->log[0]));
+        m->nlog--;
+    }
+    m->log[m->nlog++] = j;
+    log_notice("cluster: slot migration %.8s %s %.8s: %s%s%s", j->name, j->import ? "from" : "to",
+               j->import ? j->source : j->target, sm_state_name[j->state],
+               j->message[0] ? ": " : "", j->message);
 }
 
 /* The job is over: kept in the log, its pause lifted. */
@@ -162,14 +197,7 @@ sm_finish(struct slotmig *m)
     buf_deinit(&j->dirty);
     buf_init(&j->dirty);
     j->ndirty = 0;
-    if (m->nlog == SM_LOG) {
-        sm_job_free(m->log[0]);
-        memmove(m->log, m->log + 1, (SM_LOG - 1) * sizeof(m->log[0]));
-        m->nlog--;
-    }
-    m->log[m->nlog++] = j;
-    log_notice("cluster: slot migration %.8s to %.8s: %s%s%s", j->name, j->target,
-               sm_state_name[j->state], j->message[0] ? ": " : "", j->message);
+    sm_log_add(m, j);
 }
 
 /* ---- the link to the target ---- */
@@ -238,6 +266,35 @@ sm_exchange(struct sm_job *j, const struct buf *req, size_t n, char *err, size_t
     }
     j->acked = clock_unix_ms() / 1000;
     return true;
+}
+
+/* RVMIGSLOTS BEGIN name source lo hi ... (st NULL) or STATE name st: the
+ * target's view of the job (its IMPORT entry, its hidden slots). */
+static bool
+sm_tell(struct sm_job *j, const char *st, char *err, size_t errsz)
+{
+    struct buf req;
+    buf_init(&req);
+    if (st == NULL) {
+        resp_w_array(&req, 4 + 2 * j->nranges);
+        resp_w_bulk_cstr(&req, "RVMIGSLOTS");
+        resp_w_bulk_cstr(&req, "BEGIN");
+        resp_w_bulk_cstr(&req, j->name);
+        resp_w_bulk_cstr(&req, j->source);
+        for (size_t i = 0; i < j->nranges; i++) {
+            resp_w_bulk_int(&req, j->ranges[i].lo);
+            resp_w_bulk_int(&req, j->ranges[i].hi);
+        }
+    } else {
+        resp_w_array(&req, 4);
+        resp_w_bulk_cstr(&req, "RVMIGSLOTS");
+        resp_w_bulk_cstr(&req, "STATE");
+        resp_w_bulk_cstr(&req, j->name);
+        resp_w_bulk_cstr(&req, st);
+    }
+    bool ok = sm_exchange(j, &req, 1, err, errsz);
+    buf_deinit(&req);
+    return ok;
 }
 
 /* One key as a record: RESTORE when live, DEL when gone. */
@@ -482,7 +539,7 @@ sm_step(struct slotmig *m)
     bool ok = true;
     switch (j->state) {
     case SM_CONNECTING:
-        ok = sm_connect(env, j, SM_IO_MS, err, sizeof(err));
+        ok = sm_connect(env, j, SM_IO_MS, err, sizeof(err)) && sm_tell(j, NULL, err, sizeof(err));
         if (ok) {
             sm_set(j, SM_SNAPSHOT, "");
         }
@@ -496,6 +553,7 @@ sm_step(struct slotmig *m)
         ok = sm_send_keys(env, j, &w.keys, err, sizeof(err));
         buf_deinit(&w.keys);
         if (ok && j->cursor == 0) {
+            ok = sm_tell(j, "streaming", err, sizeof(err));
             sm_set(j, SM_STREAMING, "");
         }
         break;
@@ -508,16 +566,14 @@ sm_step(struct slotmig *m)
         buf_init(&j->dirty);
         j->ndirty = 0;
         j->rounds++;
-        if (list.len == 0 && !j->paused) { /* (held) a heartbeat: a dead target is noticed */
-            struct buf ping;
-            buf_init(&ping);
-            resp_w_array(&ping, 1);
-            resp_w_bulk_cstr(&ping, "PING");
-            ok = sm_exchange(j, &ping, 1, err, sizeof(err));
-            buf_deinit(&ping);
+        if (list.len == 0 && !j->paused) {
+            /* (held) a heartbeat: a dead target is noticed, the target's
+             * import does not time out */
+            ok = sm_tell(j, "streaming", err, sizeof(err));
         }
         ok = ok && sm_send_keys(env, j, &list, err, sizeof(err));
         buf_deinit(&list);
+        ok = ok && (!j->paused || sm_tell(j, "committing", err, sizeof(err)));
         if (ok && j->paused) {
             /* every record was acknowledged, in order: the target holds all */
             sm_set(j, SM_COMMITTING, "");
@@ -562,7 +618,9 @@ slotmig_shard_destroy(struct shard *s)
         return;
     }
     event_free(m->tick);
+    event_free(m->imp_tick);
     sm_job_free(m->active);
+    sm_job_free(m->import);
     for (size_t i = 0; i < m->nlog; i++) {
         sm_job_free(m->log[i]);
     }
@@ -603,6 +661,118 @@ slotmig_dirty(struct conn *c, struct rv_str key)
     }
 }
 
+/* ---- the target's imports ---- */
+
+/* The import is over (kept in the log): its slots' keys are shown again. */
+static void
+sm_import_end(struct slotmig *m, enum sm_state st, const char *why)
+{
+    struct sm_job *j = m->import;
+    m->import = NULL;
+    evtimer_del(m->imp_tick);
+    sm_set(j, st, why);
+    sm_log_add(m, j);
+}
+
+/* Every imported slot is this node's now: the move committed. */
+static bool
+sm_import_owned(const struct shard_env *env, const struct sm_job *j)
+{
+    const struct topo *t = env->topo;
+    for (size_t i = 0; i < j->nranges; i++) {
+        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
+            if (t == NULL || env->topo_me < 0 || t->slots[slot] != (uint16_t)env->topo_me) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static void
+sm_import_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct slotmig *m = arg;
+    (void)fd;
+    (void)what;
+    if (m->import == NULL) {
+        return;
+    }
+    if (sm_import_owned(shard_env(m->s), m->import)) {
+        sm_import_end(m, SM_SUCCESS, "");
+        return;
+    }
+    if ((int64_t)(clock_mono_us() / 1000) - m->import->heard > SM_IMPORT_IDLE_MS) {
+        sm_import_end(m, SM_FAILED, "no record from the source for " SM_IMPORT_IDLE_TEXT);
+        return;
+    }
+    sm_arm_ev(m->imp_tick, SM_IMPORT_TICK_US);
+}
+
+static void
+sm_import_heard(struct conn *c)
+{
+    struct slotmig *m = c->env->slotmig;
+    if (m != NULL && m->import != NULL) {
+        m->import->heard = (int64_t)(clock_mono_us() / 1000);
+        m->import->acked = clock_unix_ms() / 1000;
+    }
+}
+
+bool
+slotmig_hiding(const struct shard_env *env, const struct ks *ks)
+{
+    return env->slotmig != NULL && env->slotmig->import != NULL && ks == env->dbs[0];
+}
+
+bool
+slotmig_hidden(const struct shard_env *env, unsigned slot)
+{
+    const struct sm_job *j = env->slotmig != NULL ? env->slotmig->import : NULL;
+    const struct topo *t = env->topo;
+    return j != NULL && sm_moving(j, slot) &&
+           (t == NULL || env->topo_me < 0 || t->slots[slot] != (uint16_t)env->topo_me);
+}
+
+size_t
+slotmig_hidden_keys(const struct shard_env *env)
+{
+    const struct sm_job *j = env->slotmig != NULL ? env->slotmig->import : NULL;
+    size_t n = 0;
+    for (size_t i = 0; j != NULL && i < j->nranges; i++) {
+        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
+            n += slotmig_hidden(env, slot) ? ks_slot_keys(env->dbs[0], slot) : 0;
+        }
+    }
+    return n;
+}
+
+struct sm_volatile {
+    const struct shard_env *env;
+    size_t n;
+};
+
+static void
+sm_volatile_visit(void *arg, struct ks_entry *e)
+{
+    struct sm_volatile *v = arg;
+    struct rv_str k = ks_entry_key(e);
+    if (ks_entry_expire(e) != KS_NO_EXPIRE && slotmig_hidden(v->env, slot_of(k.p, k.len))) {
+        v->n++;
+    }
+}
+
+size_t
+slotmig_hidden_volatile(struct shard_env *env)
+{
+    struct sm_volatile v = { env, 0 };
+    uint64_t cur = 0;
+    do {
+        cur = ks_scan(env->dbs[0], cur, 1024, sm_volatile_visit, &v);
+    } while (cur != 0);
+    return v.n;
+}
+
 /* ---- the commands ---- */
 
 static struct slotmig *
@@ -613,6 +783,7 @@ sm_get(struct conn *c)
         m = rv_calloc(1, sizeof(*m));
         m->s = c->shard;
         m->tick = evtimer_new(shard_base(c->shard), sm_on_tick, m);
+        m->imp_tick = evtimer_new(shard_base(c->shard), sm_import_tick, m);
         c->env->slotmig = m;
     }
     return m;
@@ -749,7 +920,7 @@ sm_reply_job(struct conn *c, const struct sm_job *j)
     reply_bulk_cstr(c, "name");
     reply_bulk_cstr(c, j->name);
     reply_bulk_cstr(c, "operation");
-    reply_bulk_cstr(c, "EXPORT");
+    reply_bulk_cstr(c, j->import ? "IMPORT" : "EXPORT");
     reply_bulk_cstr(c, "slot_ranges");
     reply_bulk(c, r.data, r.len);
     reply_bulk_cstr(c, "target_node");
@@ -779,13 +950,16 @@ CMD_HANDLER(cluster_getslotmigrations)
         return;
     }
     struct slotmig *m = c->env->slotmig;
-    size_t n = m == NULL ? 0 : m->nlog + (m->active != NULL);
+    size_t n = m == NULL ? 0 : m->nlog + (m->active != NULL) + (m->import != NULL);
     reply_array(c, n);
     for (size_t i = 0; m != NULL && i < m->nlog; i++) {
         sm_reply_job(c, m->log[i]);
     }
     if (m != NULL && m->active != NULL) {
         sm_reply_job(c, m->active);
+    }
+    if (m != NULL && m->import != NULL) {
+        sm_reply_job(c, m->import);
     }
 }
 
@@ -892,6 +1066,79 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
     reply_int(c, (int64_t)deleted);
 }
 
+/* RVMIGSLOTS BEGIN name source lo hi [lo hi ...]: a job starts sending this
+ * node those slots; their keys are hidden until they are this node's. */
+static void
+sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
+{
+    const struct topo *t = c->env->topo;
+    int me = c->env->topo_me;
+    effect_none(c);
+    if (t == NULL || me < 0 || argc < 6 || argc % 2 != 0 || argv[2].len != TOPO_ID_LEN ||
+        argv[3].len != TOPO_ID_LEN) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    struct sm_job *j = rv_calloc(1, sizeof(*j));
+    buf_init(&j->in);
+    buf_init(&j->dirty);
+    j->ranges = rv_calloc((size_t)argc, sizeof(*j->ranges));
+    for (int i = 4; i + 1 < argc; i += 2) {
+        int64_t lo, hi;
+        if (!cmd_arg_int(argv[i], &lo) || !cmd_arg_int(argv[i + 1], &hi) || lo < 0 ||
+            hi >= SLOT_COUNT || lo > hi) {
+            reply_errf(c, "ERR Invalid or out of range slot");
+            sm_job_free(j);
+            return;
+        }
+        for (int64_t s = lo; s <= hi; s++) {
+            if (t->slots[s] == (uint16_t)me) {
+                reply_errf(c, "ERR Slot %" PRId64 " is served by this node", s);
+                sm_job_free(j);
+                return;
+            }
+            j->moving[s / 8] |= (uint8_t)(1u << (s % 8));
+        }
+        j->ranges[j->nranges++] = (struct topo_range){ (uint16_t)lo, (uint16_t)hi };
+    }
+    j->import = true;
+    memcpy(j->name, argv[2].p, TOPO_ID_LEN);
+    memcpy(j->source, argv[3].p, TOPO_ID_LEN);
+    memcpy(j->target, t->nodes[me].id, TOPO_ID_LEN);
+    j->created = j->updated = j->acked = clock_unix_ms() / 1000;
+    j->heard = (int64_t)(clock_mono_us() / 1000);
+    sm_set(j, SM_SNAPSHOT, "");
+    struct slotmig *m = sm_get(c);
+    if (m->import != NULL) {
+        char why[96];
+        snprintf(why, sizeof(why), "replaced by the import %.40s", j->name);
+        sm_import_end(m, SM_FAILED, why);
+    }
+    m->import = j;
+    sm_arm_ev(m->imp_tick, SM_IMPORT_TICK_US);
+    reply_ok(c);
+}
+
+/* RVMIGSLOTS STATE name streaming|committing: the source's progress (and
+ * its heartbeat while held). */
+static void
+sm_import_state(struct conn *c, struct rv_str name, struct rv_str st)
+{
+    struct slotmig *m = c->env->slotmig;
+    struct sm_job *j = m != NULL ? m->import : NULL;
+    effect_none(c);
+    if (j == NULL || name.len != TOPO_ID_LEN || memcmp(j->name, name.p, TOPO_ID_LEN) != 0) {
+        reply_errf(c, "ERR No such slot import");
+        return;
+    }
+    enum sm_state want = cmd_arg_is(st, "committing") ? SM_COMMITTING : SM_STREAMING;
+    if (j->state != want) {
+        sm_set(j, want, "");
+    }
+    sm_import_heard(c);
+    reply_ok(c);
+}
+
 CMD_HANDLER(rvmigslots)
 {
     if (cmd_arg_is(argv[1], "restore") && argc == 5) {
@@ -901,6 +1148,7 @@ CMD_HANDLER(rvmigslots)
         }
         struct rv_str av[6] = { { "RESTORE", 7 }, argv[2],          argv[3],
                                 argv[4],          { "REPLACE", 7 }, { "ABSTTL", 6 } };
+        sm_import_heard(c);
         cmd_restore(c, 6, av);
         effect_redo(c, "RESTORE", argv[2]);
         for (int i = 3; i < 6; i++) {
@@ -911,6 +1159,7 @@ CMD_HANDLER(rvmigslots)
             effect_none(c);
             return;
         }
+        sm_import_heard(c);
         bool gone = ks_delete(c->env->ks, argv[2].p, argv[2].len);
         if (gone) {
             effect_redo(c, "DEL", argv[2]);
@@ -920,6 +1169,14 @@ CMD_HANDLER(rvmigslots)
         reply_int(c, gone);
     } else if (cmd_arg_is(argv[1], "drop")) {
         sm_target_drop(c, argc, argv);
+        if (c->env->slotmig != NULL && c->env->slotmig->import != NULL) {
+            sm_import_end(c->env->slotmig, SM_CANCELLED,
+                          "the source dropped the import (RVMIGSLOTS DROP)");
+        }
+    } else if (cmd_arg_is(argv[1], "begin")) {
+        sm_import_begin(c, argc, argv);
+    } else if (cmd_arg_is(argv[1], "state") && argc == 4) {
+        sm_import_state(c, argv[2], argv[3]);
     } else {
         effect_none(c);
         reply_err(c, RV_ERR_SYNTAX);

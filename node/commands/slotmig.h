@@ -5,6 +5,7 @@
 #include "proto/resp.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct conn;
 struct shard;
@@ -22,6 +23,19 @@ void slotmig_dirty(struct conn *c, struct rv_str key);
 /* A job runs on this shard (FLUSHALL and FLUSHDB are refused meanwhile). */
 struct shard_env;
 bool slotmig_running(const struct shard_env *env);
+/* The target's side: while a job sends this node slots (RVMIGSLOTS BEGIN
+ * until the slots are this node's, RVMIGSLOTS DROP, or no record for 10 s)
+ * their keys are hidden from the commands that enumerate keys (KEYS, SCAN,
+ * RANDOMKEY, DBSIZE, COUNTKEYSINSLOT, GETKEYSINSLOT, INFO keyspace).
+ * slotmig_hiding: some key of ks may be hidden (one branch when none is);
+ * slotmig_hidden: the slot's keys are; slotmig_hidden_keys: how many keys
+ * are hidden (from the per-slot counts); slotmig_hidden_volatile: how many
+ * of them have a TTL (walks the keyspace). */
+struct ks;
+bool slotmig_hiding(const struct shard_env *env, const struct ks *ks);
+bool slotmig_hidden(const struct shard_env *env, unsigned slot);
+size_t slotmig_hidden_keys(const struct shard_env *env);
+size_t slotmig_hidden_volatile(struct shard_env *env);
 /* DEBUG SLOTMIG-HOLD: this shard's jobs keep streaming (a PING every 2 ms
  * when there is nothing to send) but never pause writes nor commit, so that
  * tests can cancel or break a move half way. */

@@ -244,8 +244,9 @@ def held_move(cl, lo, hi):
     assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
     assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[1]) in ("OK", True)
     poll_until(lambda: last_state(cl.ports[0]) == "streaming", timeout=60, interval=0.05, what="streaming")
-    assert sum(dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)) > 0
-    assert dst.dbsize() > 0
+    # the copies are there (DEBUG DIGEST covers every key), hidden from the commands that count keys
+    assert dst.execute_command("DEBUG", "DIGEST") != "0" * 40
+    assert sum(dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)) == 0
 
 
 def check_source_owns(cl, lo, hi, want, w, ports):
@@ -269,8 +270,15 @@ def test_cancel_mid_move_leaves_the_source_owning(cluster):
     wait_writes(w, 100)  # writes go on on the source while the job streams
     with pytest.raises(redis.ResponseError, match="^A slot migration is in progress on this node"):
         src.flushall()
+    assert dst.dbsize() == 0 and dst.keys("*") == []
+    imp = jobs(cl.ports[1])[-1]
+    assert imp["operation"] == "IMPORT" and imp["state"] == "streaming", imp
     assert src.execute_command("CLUSTER", "CANCELSLOTMIGRATIONS") in ("OK", True)
     poll_until(lambda: last_state(cl.ports[0]) == "cancelled", timeout=30, interval=0.05, what="cancelled")
+    # (the source reports cancelled once the target acknowledged the drop)
+    imp = jobs(cl.ports[1])[-1]
+    assert imp["operation"] == "IMPORT" and imp["state"] == "cancelled", imp
+    assert dst.execute_command("DEBUG", "DIGEST") == "0" * 40
     wait_writes(w, 100)
     w.finish()
     check_source_owns(cl, lo, hi, want, w, cl.ports)
@@ -303,3 +311,71 @@ def test_kill_of_the_target_mid_move_leaves_the_source_serving(cluster):
     w.finish()
     check_source_owns(cl, lo, hi, want, w, [cl.ports[0], cl.ports[2]])
     assert jobs(cl.ports[0])[-1]["message"] != ""
+
+
+def own_keys(cl, node, n):
+    """n keys of slots node owns, none in the slots moved by the tests."""
+    m = cl.slot_map()
+    out = []
+    for k in range(1000000):
+        key = "own%d" % k
+        if m[key_slot(key.encode())] == node:
+            out.append(key)
+            if len(out) == n:
+                return out
+    raise AssertionError("no keys")
+
+
+def keyspace_line(c):
+    return c.execute_command("INFO", "keyspace").get("db0")
+
+
+def visible(c, lo, hi):
+    """Everything the target shows of its keys, by each command that enumerates them."""
+    scans = [set(c.scan_iter(count=7)), set(c.scan_iter(match="*", count=1000)),
+             set(c.scan_iter(_type="string")) | set(c.scan_iter(_type="hash")) | set(c.scan_iter(_type="list"))
+             | set(c.scan_iter(_type="zset"))]
+    slots = [c.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)]
+    got = [c.execute_command("CLUSTER", "GETKEYSINSLOT", s, 100000) for s in range(lo, hi + 1)]
+    return {"dbsize": c.dbsize(), "keys": set(c.keys("*")), "scans": scans, "slots": slots,
+            "getkeys": sum(len(g) for g in got)}
+
+
+def test_imported_keys_are_hidden_on_the_target_until_the_move_commits(cluster):
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    mine = own_keys(cl, 1, 3)
+    dst.set(mine[0], "a")
+    dst.set(mine[1], "b", ex=100000)
+    dst.rpush(mine[2], "c")
+    held_move(cl, lo, hi)
+    v = visible(dst, lo, hi)
+    assert v["dbsize"] == 3 and v["keys"] == set(mine)
+    assert all(s <= set(mine) for s in v["scans"]) and v["scans"][0] == set(mine), v["scans"]
+    assert v["slots"] == [0] * NSLOTS and v["getkeys"] == 0
+    assert {dst.randomkey() for _ in range(20)} <= set(mine)
+    assert keyspace_line(dst) == {"keys": 3, "expires": 1, "avg_ttl": 0}
+    exp = jobs(cl.ports[0])[-1]
+    imp = jobs(cl.ports[1])
+    assert len(imp) == 1, imp
+    imp = imp[0]
+    assert imp["operation"] == "IMPORT" and imp["state"] == "streaming", imp
+    assert imp["name"] == exp["name"] and imp["slot_ranges"] == "%d-%d" % (lo, hi)
+    assert imp["source_node"] == cl.ids[0] and imp["target_node"] == cl.ids[1]
+    # let the job commit: every key shows up on the target
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the migration to end")
+    assert last_state(cl.ports[0]) == "success", jobs(cl.ports[0])
+    poll_until(lambda: cl.slot_map(cl.ports[1])[lo:hi + 1] == [1] * NSLOTS, timeout=10, interval=0.05,
+               what="the target owns the slots")
+    poll_until(lambda: last_state(cl.ports[1]) == "success", timeout=10, interval=0.05, what="the import ends")
+    v = visible(dst, lo, hi)
+    total = len(want) + 3
+    assert v["dbsize"] == total and v["keys"] == set(want) | set(mine)
+    assert all(s == set(want) | set(mine) for s in v["scans"])
+    assert sum(v["slots"]) == len(want) and v["getkeys"] == len(want)
+    assert keyspace_line(dst) == {"keys": total, "expires": len(want) // 2 + 1, "avg_ttl": 0}
