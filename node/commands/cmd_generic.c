@@ -480,8 +480,9 @@ visible_visit(void *arg, struct ks_entry *e)
     }
 }
 
-/* RANDOMKEY while keys of imported slots are hidden: a random one of the
- * visible keys (a walk; expired keys are left to active expiry). */
+/* RANDOMKEY while keys of imported slots are hidden and sampling found only
+ * those: a random one of the visible keys (a walk; expired keys are left to
+ * active expiry). */
 static void
 randomkey_visible(struct conn *c, struct ks *ks, uint64_t seed)
 {
@@ -513,10 +514,7 @@ CMD_HANDLER(randomkey)
 
     (void)argc;
     (void)argv;
-    if (rv_unlikely(slotmig_hiding(c->env, ks))) {
-        randomkey_visible(c, ks, seed);
-        return;
-    }
+    bool hide = rv_unlikely(slotmig_hiding(c->env, ks));
     for (int t = 0; t < RANDOMKEY_TRIES; t++) {
         struct ks_entry *e = ks_random(ks, mix64(seed + (uint64_t)t * 0x9e3779b97f4a7c15ull));
         struct rv_str key;
@@ -527,6 +525,9 @@ CMD_HANDLER(randomkey)
             break;
         }
         key = ks_entry_key(e);
+        if (hide && slotmig_hidden(c->env, slot_of(key.p, key.len))) {
+            continue;
+        }
         if (!entry_expired(e, now)) {
             reply_bulk(c, key.p, key.len);
             return;
@@ -541,6 +542,10 @@ CMD_HANDLER(randomkey)
         if (copy != small) {
             rv_free(copy);
         }
+    }
+    if (hide) {
+        randomkey_visible(c, ks, seed);
+        return;
     }
     reply_null(c);
 }
