@@ -36,8 +36,8 @@ bool slotmig_hiding(const struct shard_env *env, const struct ks *ks);
 bool slotmig_hidden(const struct shard_env *env, unsigned slot);
 size_t slotmig_hidden_keys(const struct shard_env *env);
 size_t slotmig_hidden_volatile(struct shard_env *env);
-/* DEBUG SLOTMIG-HOLD: this shard's jobs keep streaming (a PING every 2 ms
- * when there is nothing to send) but never pause writes nor commit, so that
+/* DEBUG SLOTMIG-HOLD: this shard's jobs keep streaming (an RVMIGSLOTS STATE
+ * every 2 ms when there is nothing to send) but never pause writes nor commit, so that
  * tests can cancel or break a move half way. */
 void slotmig_hold(struct conn *c, bool on);
 /* The shard stops: the job and its log go (before its event base). */

@@ -379,3 +379,48 @@ def test_imported_keys_are_hidden_on_the_target_until_the_move_commits(cluster):
     assert all(s == set(want) | set(mine) for s in v["scans"])
     assert sum(v["slots"]) == len(want) and v["getkeys"] == len(want)
     assert keyspace_line(dst) == {"keys": total, "expires": len(want) // 2 + 1, "avg_ttl": 0}
+
+
+def test_import_records_by_hand(cluster):
+    """The target's side of RVMIGSLOTS BEGIN/STATE/DROP, sent by the test: the IMPORT entry's states, its
+    errors, a second BEGIN replacing the first, and an import abandoned by its source (no record for 10 s)."""
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tag = tags_for(lo, lo)[0]
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    src.set(tag + "k", "v", px=10000000)
+    payload = src.dump(tag + "k")
+    mine = cl.slot_map().index(1)
+    n1, n2, n3 = "a" * 40, "b" * 40, "c" * 40
+
+    def err(*args):
+        with pytest.raises(redis.ResponseError) as e:
+            dst.execute_command("RVMIGSLOTS", *args)
+        return str(e.value)
+
+    assert err("BEGIN", n1, cl.ids[0], mine, mine) == "Slot %d is served by this node" % mine
+    assert err("BEGIN", n1, cl.ids[0], hi, lo) == "Invalid or out of range slot"
+    assert err("STATE", n1, "streaming") == "No such slot import"
+    assert jobs(cl.ports[1]) == []
+    assert dst.execute_command("RVMIGSLOTS", "BEGIN", n1, cl.ids[0], lo, hi) in ("OK", True)
+    dst.execute_command("RVMIGSLOTS", "RESTORE", tag + "k", 0, payload)
+    assert dst.dbsize() == 0 and dst.execute_command("DEBUG", "DIGEST") != "0" * 40
+    (imp,) = jobs(cl.ports[1])
+    assert (imp["name"], imp["operation"], imp["state"], imp["source_node"], imp["target_node"]) == (
+        n1, "IMPORT", "snapshot", cl.ids[0], cl.ids[1])
+    assert dst.execute_command("RVMIGSLOTS", "STATE", n1, "committing") in ("OK", True)
+    assert last_state(cl.ports[1]) == "committing"
+    assert dst.execute_command("RVMIGSLOTS", "BEGIN", n2, cl.ids[0], lo, lo) in ("OK", True)
+    first, second = jobs(cl.ports[1])
+    assert (first["name"], first["state"], first["message"]) == (n1, "failed", "replaced by the import " + n2)
+    assert (second["name"], second["state"], second["slot_ranges"]) == (n2, "snapshot", "%d-%d" % (lo, lo))
+    assert dst.execute_command("RVMIGSLOTS", "DROP", lo, lo) == 1
+    assert jobs(cl.ports[1])[-1]["state"] == "cancelled"
+    assert dst.execute_command("DEBUG", "DIGEST") == "0" * 40
+    # a source that goes silent: the import ends after 10 s without a record, its keys shown again
+    assert dst.execute_command("RVMIGSLOTS", "BEGIN", n3, cl.ids[0], lo, lo) in ("OK", True)
+    dst.execute_command("RVMIGSLOTS", "RESTORE", tag + "k", 0, payload)
+    assert dst.dbsize() == 0
+    poll_until(lambda: last_state(cl.ports[1]) == "failed", timeout=60, interval=0.1, what="the import abandoned")
+    assert jobs(cl.ports[1])[-1]["message"] == "no record from the source for 10 s"
+    assert dst.dbsize() == 1
