@@ -35,8 +35,9 @@ def _failover(ports, rport):
             if v[rid][1] != "master" or v[old][1:3] != ("slave", rid):
                 return False
         oport = _roles(rport)[old][0]
+        # (linked, not only configured: a FAILOVER back needs its replica connected)
         return (client(rport).execute_command("ROLE")[0] == "master"
-                and client(oport).execute_command("ROLE")[:3] == ["slave", HOST, rport])
+                and client(oport).execute_command("ROLE")[:4] == ["slave", HOST, rport, "connected"])
     poll_until(done, timeout=20, what="CLUSTER FAILOVER on %d committed everywhere" % rport)
     return old
 

@@ -787,6 +787,14 @@ def test_a_new_primary_drops_the_keys_a_migration_target_holds(tmp_path):
             s.stop()
 
 
+def _writes_go_on(acked, more=20):
+    """Wait (bounded) until the writer thread got `more` acknowledgements beyond those it has now: it kept
+    writing after what the test just did (a count of writes over a fixed time fails on a loaded machine)."""
+    n0 = sum(len(v) for v in acked.values())
+    poll_until(lambda: sum(len(v) for v in acked.values()) >= n0 + more, timeout=30, interval=0.05,
+               what="the writer's acknowledged writes to go on")
+
+
 def test_fix_after_a_failover_of_the_target_under_writes(tmp_path):
     """A move half done when the target fails over, then `redis-cli --cluster fix` while a cluster client keeps
     appending to the slot's lists. fix sees keys on the (new) target, picks the source as the owner by key count,
@@ -834,11 +842,10 @@ def test_fix_after_a_failover_of_the_target_under_writes(tmp_path):
                    timeout=20, what="every node to know the target's replica promoted")
         r = subprocess.run(["redis-cli", "--cluster", "fix", "%s:%d" % (HOST, ports[2]), "--cluster-yes"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=90)
-        time.sleep(0.5)                                      # writes after the fix too
+        _writes_go_on(acked)                                 # writes after the fix too
         stop.set()
         th.join(timeout=30)
         assert r.returncode == 0, r.stdout[-3000:]
-        assert sum(len(v) for v in acked.values()) > 100    # the writer wrote through the whole fix
         assert client(src).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 60
         assert client(tport).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
         for k in keys:
@@ -960,10 +967,10 @@ def test_fix_after_a_failover_of_the_source_under_writes(tmp_path):
                    timeout=20, what="every node to know the source's replica promoted")
         r = subprocess.run(["redis-cli", "--cluster", "fix", "%s:%d" % (HOST, ports[2]), "--cluster-yes"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=90)
+        _writes_go_on(acked)                                 # the writer wrote through the whole fix
         stop.set()
         th.join(timeout=30)
         assert r.returncode == 0, r.stdout[-3000:]
-        assert sum(len(v) for v in acked.values()) > 100    # the writer wrote through the whole fix
         # fix picks the owner by key count (this redis-cli: the new primary, made STABLE, the target's keys moved
         # back to it; or the target, the rest moved there): the keys are all on the slot's owner, once
         def serves(ranges):
