@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -129,11 +130,40 @@ role_replica(void *arg, const char *ip, int port, uint64_t ack)
     x->n++;
 }
 
+bool
+cmd_repl_loading_primary(struct conn *c, char *host, size_t hostsz, int *port)
+{
+    if (persist_repl(c->shard) != NULL || !persist_hot(c->persist)->loading) {
+        return false;
+    }
+    const char *cfg = c->env->cfg->repl.replicaof;
+    const char *sp = cfg ? strchr(cfg, ' ') : NULL;
+    if (sp == NULL || (size_t)(sp - cfg) >= hostsz) {
+        return false;
+    }
+    memcpy(host, cfg, (size_t)(sp - cfg));
+    host[sp - cfg] = '\0';
+    *port = atoi(sp + 1);
+    return host[0] != '\0' && *port > 0;
+}
+
 void
 cmd_role(struct conn *c, int argc, struct rv_str *argv)
 {
     struct repl *r = persist_repl(c->shard);
     struct repl_role ro = { 0 };
+    char host[256];
+    int port;
+    if (cmd_repl_loading_primary(c, host, sizeof(host), &port)) {
+        /* Redis's loading replica: no link yet, so state connect, offset -1 */
+        reply_array(c, 5);
+        reply_bulk_cstr(c, "slave");
+        reply_bulk_cstr(c, host);
+        reply_int(c, port);
+        reply_bulk_cstr(c, "connect");
+        reply_int(c, -1);
+        return;
+    }
     if (r) {
         repl_role(r, &ro);
     }

@@ -159,19 +159,18 @@ static void
 info_replication(struct conn *c, struct buf *b)
 {
     struct repl *r = persist_repl(c->shard);
+    char host[256];
+    int port;
+    if (cmd_repl_loading_primary(c, host, sizeof(host), &port)) {
+        /* replication attaches once the shard is loaded: the configured role */
+        buf_appendf(b,
+                    "# Replication\r\nrole:slave\r\nmaster_host:%s\r\nmaster_port:%d\r\n"
+                    "master_link_status:down\r\n\r\n",
+                    host, port);
+        return;
+    }
     if (r == NULL && persist_hot(c->persist)->loading) {
-        /* Replication attaches once the shard is loaded: its role meanwhile,
-         * from the configuration, as Redis shows a loading replica's. */
-        char host[256] = "";
-        int port = 0;
-        if (sscanf(c->env->cfg->repl.replicaof, "%255s %d", host, &port) == 2) {
-            buf_appendf(b,
-                        "# Replication\r\nrole:slave\r\nmaster_host:%s\r\nmaster_port:%d\r\n"
-                        "master_link_status:down\r\n\r\n",
-                        host, port);
-        } else {
-            buf_appendf(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
-        }
+        buf_appendf(b, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
         return;
     }
     repl_info(r, b);

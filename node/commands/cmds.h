@@ -91,6 +91,12 @@ CMD_HANDLER(memory_malloc_stats);
 /* cmd_repl.c (replication/repl.h) */
 CMD_HANDLER(replicaof); CMD_HANDLER(role); CMD_HANDLER(wait); CMD_HANDLER(waitaof);
 CMD_HANDLER(replconf); CMD_HANDLER(rvsync); CMD_HANDLER(failover);
+/* clang-format on */
+/* While c's shard loads its data (replication attaches after), the primary
+ * its configuration names (ROLE and INFO answer as a replica, as Redis's
+ * loading replica does); false when none or not loading. */
+bool cmd_repl_loading_primary(struct conn *c, char *host, size_t hostsz, int *port);
+/* clang-format off */
 
 /* cmd_script.c */
 CMD_HANDLER(eval); CMD_HANDLER(evalsha); CMD_HANDLER(eval_ro); CMD_HANDLER(evalsha_ro);

@@ -107,7 +107,7 @@ def loading(start_server, tmp_path):
     """factory(nports=1) -> a Slow server loading NKEYS keys (plus foo=bar) written by a first run."""
     slow = []
 
-    def make(nports=1):
+    def make(nports=1, args=()):
         extra = ("--shards", str(nports)) if nports > 1 else ()
         first = start_server(*MAKE_ARGS, *extra)
         if nports == 1:
@@ -120,7 +120,7 @@ def loading(start_server, tmp_path):
             fill(first, port=p, tag="{%s}" % tag)
         first.stop()
         assert first.proc.returncode == 0
-        s = Slow(first.datadir, str(tmp_path), SLOW_ARGS + extra, nports=nports)
+        s = Slow(first.datadir, str(tmp_path), SLOW_ARGS + extra + tuple(args), nports=nports)
         s.datadir = first.datadir
         slow.append(s)
         return s
@@ -169,6 +169,22 @@ def test_commands_while_loading(loading):
     for f in ("loading_start_time", "loading_total_bytes", "loading_loaded_bytes", "loading_loaded_perc",
               "loading_eta_seconds"):
         assert f not in inf, f
+
+
+def test_a_replica_answers_as_one_while_it_loads(loading):
+    """A node started with replicaof reports that role while it loads (its primary is not reachable: no link yet)."""
+    primary = free_port()
+    srv = loading(args=("--replicaof", "%s %d" % (HOST, primary)))
+    with RawConn(HOST, srv.port) as c:
+        assert c.cmd("ROLE") == [b"slave", HOST.encode(), primary, b"connect", -1]
+        repl = parse_info_flat(c.cmd("INFO", "replication").decode())
+        assert (repl["role"], repl["master_host"], repl["master_port"]) == ("slave", HOST, str(primary))
+        assert repl["master_link_status"] == "down"
+        assert persistence(c)["loading"] == 1
+    srv.finish_loading()
+    with RawConn(HOST, srv.port) as c:
+        role = c.cmd("ROLE")
+        assert role[:3] == [b"slave", HOST.encode(), primary] and role[3] in (b"connect", b"connecting")
 
 
 def test_a_connection_made_while_loading_is_served_after_it(loading):
