@@ -68,5 +68,9 @@ tjson_root_text(struct rv_str p)
 {
     return p.len == 1 && (p.p[0] == '$' || p.p[0] == '.');
 }
+/* JSON.SET's change: jp set to v in doc (v consumed), NX/XX as given; 1
+ * done, 0 nothing matched (the nil reply), -1 error replied. */
+int tjson_set_at(struct conn *c, struct json *doc, struct jpath *jp, struct json *v, bool nx,
+                 bool xx);
 /* qsort order for matches: deepest first, then by node (duplicates adjacent). */
 int tjson_cmp_depth(const void *a, const void *b);
