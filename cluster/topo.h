@@ -164,6 +164,7 @@ enum topo_cmd_type {
     TOPO_CMD_SLOT_IMPORTING = 13,
     TOPO_CMD_SLOT_STABLE = 14,
     TOPO_CMD_SLOT_NODE = 15,
+    TOPO_CMD_BATCH = 16,
 };
 
 /* NODE_ADD's fields. primary_id is NULL or "" for a primary. A replica takes
@@ -200,6 +201,18 @@ int topo_enc_bump_epoch(struct buf *b, const char *id);
  * NULL) for STABLE. */
 int topo_enc_setslot(struct buf *b, enum topo_cmd_type type, unsigned slot, const char *by_id,
                      const char *node_id);
+
+/* BATCH: several commands applied as one entry, all or nothing (the first
+ * refused or malformed one refuses the whole entry, with its error). Atomic
+ * slot migration commits its slots and the target's epoch bump as one. The
+ * entry is [version][BATCH][u16 count] then per command [u32 len][command];
+ * a batch holds 1..TOPO_BATCH_MAX commands, none of them a batch. Build it
+ * with topo_batch_start, then topo_batch_add per encoded command. */
+#define TOPO_BATCH_MAX 65535u
+void topo_batch_start(struct buf *b);
+/* Appends cmd (len bytes, one encoded command) to the batch that starts at
+ * byte `start` of b. RV_EINVAL when cmd is a batch or the batch is full. */
+int topo_batch_add(struct buf *b, size_t start, const void *cmd, size_t len);
 
 /* ---- apply ---- */
 

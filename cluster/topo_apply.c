@@ -670,6 +670,52 @@ static const ap_fn ap_table[] = {
     [TOPO_CMD_SLOT_NODE] = ap_setslot,
 };
 
+/* A BATCH entry (topo.h): each command on the same draft, in order; the
+ * first refused or malformed one ends it (the caller drops the draft). */
+static enum topo_res
+ap_batch(struct draft *d, const uint8_t *p, size_t len)
+{
+    if (len < 4 || tp_ld16(p + 2) == 0) {
+        snprintf(d->err, d->errsz, "ERR malformed topology entry: %s",
+                 len < 4 ? "truncated" : "empty batch");
+        return TOPO_EMALFORMED;
+    }
+    unsigned n = tp_ld16(p + 2);
+    size_t off = 4;
+    enum topo_res res = TOPO_UNCHANGED;
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t el = 0;
+        if (len - off >= 4) {
+            el = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 |
+                 (uint32_t)p[off + 3] << 24;
+            off += 4;
+        }
+        if (len - off < el || el < 2) {
+            snprintf(d->err, d->errsz, "ERR malformed topology entry: truncated");
+            return TOPO_EMALFORMED;
+        }
+        struct tp_cmd c;
+        if (p[off + 1] == TOPO_CMD_BATCH) {
+            snprintf(d->err, d->errsz, "ERR malformed topology entry: a batch inside a batch");
+            return TOPO_EMALFORMED;
+        }
+        if (!tp_cmd_decode(p + off, el, &c, d->err, d->errsz)) {
+            return TOPO_EMALFORMED;
+        }
+        enum topo_res r = ap_table[c.type](d, &c);
+        if (r < 0) {
+            return r;
+        }
+        res = r == TOPO_CHANGED ? TOPO_CHANGED : res;
+        off += el;
+    }
+    if (off != len) {
+        snprintf(d->err, d->errsz, "ERR malformed topology entry: trailing bytes");
+        return TOPO_EMALFORMED;
+    }
+    return res;
+}
+
 enum topo_res
 topo_apply(const struct topo *cur, const void *entry, size_t len, struct topo **next, char *err,
            size_t errsz)
@@ -681,7 +727,9 @@ topo_apply(const struct topo *cur, const void *entry, size_t len, struct topo **
     }
     err[0] = '\0';
     struct tp_cmd c;
-    if (!tp_cmd_decode(entry, len, &c, err, errsz)) {
+    const uint8_t *e = entry;
+    bool batch = entry != NULL && len >= 2 && e[0] == TOPO_CMD_VERSION && e[1] == TOPO_CMD_BATCH;
+    if (!batch && !tp_cmd_decode(entry, len, &c, err, errsz)) {
         *next = topo_get(cur);
         return TOPO_EMALFORMED;
     }
@@ -693,7 +741,7 @@ topo_apply(const struct topo *cur, const void *entry, size_t len, struct topo **
         .err = err,
         .errsz = errsz,
     };
-    enum topo_res res = ap_table[c.type](&d, &c);
+    enum topo_res res = batch ? ap_batch(&d, e, len) : ap_table[c.type](&d, &c);
     if (res != TOPO_CHANGED) {
         if (d.pn_own) {
             tp_nodes_put(d.pn);

@@ -295,6 +295,35 @@ topo_enc_setslot(struct buf *b, enum topo_cmd_type type, unsigned slot, const ch
     return RV_OK;
 }
 
+void
+topo_batch_start(struct buf *b)
+{
+    put_head(b, TOPO_CMD_BATCH);
+    put_u16(b, 0);
+}
+
+int
+topo_batch_add(struct buf *b, size_t start, const void *cmd, size_t len)
+{
+    const uint8_t *c = cmd;
+    if (start + 4 > b->len || len < 2 || len > UINT32_MAX || c[1] == TOPO_CMD_BATCH) {
+        return RV_EINVAL;
+    }
+    uint8_t *head = (uint8_t *)b->data + start;
+    unsigned n = tp_ld16(head + 2);
+    if (n >= TOPO_BATCH_MAX) {
+        return RV_EINVAL;
+    }
+    n++;
+    head[2] = (uint8_t)n;
+    head[3] = (uint8_t)(n >> 8);
+    uint8_t l[4] = { (uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+                     (uint8_t)(len >> 24) };
+    buf_append(b, l, 4);
+    buf_append(b, cmd, len);
+    return RV_OK;
+}
+
 /* ---- reader: a failed read sets bad and returns zeros; callers check bad ---- */
 
 struct rd {

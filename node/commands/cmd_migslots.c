@@ -415,32 +415,29 @@ static void sm_committed(struct shard *s, struct shard_msg *msg);
 static void
 sm_propose(struct slotmig *m)
 {
+    /* one entry, all or nothing: a SETSLOT NODE per slot, then the target's
+     * epoch bump (one commit, one topology for the shards to adopt) */
     struct sm_job *j = m->active;
-    size_t n = 0;
+    struct buf batch, one;
+    buf_init(&batch);
+    buf_init(&one);
+    topo_batch_start(&batch);
     for (size_t i = 0; i < j->nranges; i++) {
-        n += (size_t)(j->ranges[i].hi - j->ranges[i].lo) + 1;
-    }
-    struct buf *bufs = rv_calloc(n + 1, sizeof(*bufs));
-    const struct buf **ents = rv_calloc(n + 1, sizeof(*ents));
-    size_t k = 0;
-    for (size_t i = 0; i < j->nranges; i++) {
-        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++, k++) {
-            buf_init(&bufs[k]);
-            topo_enc_setslot(&bufs[k], TOPO_CMD_SLOT_NODE, slot, j->source, j->target);
-            ents[k] = &bufs[k];
+        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
+            buf_reset(&one);
+            topo_enc_setslot(&one, TOPO_CMD_SLOT_NODE, slot, j->source, j->target);
+            topo_batch_add(&batch, 0, one.data, one.len);
         }
     }
-    buf_init(&bufs[k]);
-    topo_enc_bump_epoch(&bufs[k], j->target);
-    ents[k] = &bufs[k];
+    buf_reset(&one);
+    topo_enc_bump_epoch(&one, j->target);
+    topo_batch_add(&batch, 0, one.data, one.len);
     j->tag = ++m->next_tag;
     j->proposing = true;
-    topology_propose_job(m->s, ents, n + 1, sm_committed, j->tag);
-    for (size_t i = 0; i <= n; i++) {
-        buf_deinit(&bufs[i]);
-    }
-    rv_free(bufs);
-    rv_free(ents);
+    const struct buf *ents[1] = { &batch };
+    topology_propose_job(m->s, ents, 1, sm_committed, j->tag);
+    buf_deinit(&one);
+    buf_deinit(&batch);
 }
 
 /* This shard's adopted topology gives every moving slot to the target. */

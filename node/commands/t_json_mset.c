@@ -351,4 +351,3 @@ CMD_HANDLER(json_mset)
         reply_ok(c);
     }
 }
-

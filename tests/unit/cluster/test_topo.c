@@ -528,6 +528,89 @@ Test(topo, setslot_migrating_importing_stable_node)
     cr_assert_null(topo_slot_mig(T, 500));
 }
 
+/* A batch applies its commands as one entry: one new version, or nothing
+ * at all when one of them is refused or malformed. */
+Test(topo, batch_all_or_nothing)
+{
+    OK(add_node(0, -1, 1));
+    OK(add_node(1, -1, 2));
+    OK(add_node(2, 0, 2));
+    OK(add_slots(0, 0, 100));
+    struct buf one;
+    buf_init(&one);
+    uint64_t v = T->version;
+
+    /* slots 7 and 8 to node 1, then its epoch bump: one version */
+    topo_batch_start(&B);
+    for (unsigned slot = 7; slot <= 8; slot++) {
+        buf_reset(&one);
+        cr_assert_eq(topo_enc_setslot(&one, TOPO_CMD_SLOT_NODE, slot, ID[0], ID[1]), RV_OK);
+        cr_assert_eq(topo_batch_add(&B, 0, one.data, one.len), RV_OK);
+    }
+    buf_reset(&one);
+    cr_assert_eq(topo_enc_bump_epoch(&one, ID[1]), RV_OK);
+    cr_assert_eq(topo_batch_add(&B, 0, one.data, one.len), RV_OK);
+    cr_assert_eq(apply(), TOPO_CHANGED, "%s", E);
+    cr_assert_eq(T->version, v + 1);
+    cr_assert_str_eq(topo_slot_node(T, 7)->id, ID[1]);
+    cr_assert_str_eq(topo_slot_node(T, 8)->id, ID[1]);
+    cr_assert_str_eq(topo_slot_node(T, 9)->id, ID[0]);
+    cr_assert_eq(node(1)->config_epoch, 1);
+
+    /* the same again: nothing changes */
+    topo_batch_start(&B);
+    buf_reset(&one);
+    topo_enc_setslot(&one, TOPO_CMD_SLOT_NODE, 7, ID[0], ID[1]);
+    topo_batch_add(&B, 0, one.data, one.len);
+    cr_assert_eq(apply(), TOPO_UNCHANGED, "%s", E);
+
+    /* slot 9 would move, slot 10 is refused (a replica): neither moves */
+    v = T->version;
+    topo_batch_start(&B);
+    buf_reset(&one);
+    topo_enc_setslot(&one, TOPO_CMD_SLOT_NODE, 9, ID[0], ID[1]);
+    topo_batch_add(&B, 0, one.data, one.len);
+    buf_reset(&one);
+    topo_enc_setslot(&one, TOPO_CMD_SLOT_NODE, 10, ID[0], ID[2]);
+    topo_batch_add(&B, 0, one.data, one.len);
+    cr_assert_eq(apply(), TOPO_EREFUSED);
+    cr_assert_str_eq(E, "ERR Target node is not a master");
+    cr_assert_eq(T->version, v);
+    cr_assert_str_eq(topo_slot_node(T, 9)->id, ID[0]);
+
+    /* malformed: empty, a batch inside, trailing bytes, a cut command */
+    topo_batch_start(&B);
+    cr_assert_eq(apply(), TOPO_EMALFORMED);
+    cr_assert_str_eq(E, "ERR malformed topology entry: empty batch");
+    struct buf inner;
+    buf_init(&inner);
+    topo_batch_start(&inner);
+    buf_reset(&one);
+    topo_enc_setslot(&one, TOPO_CMD_SLOT_NODE, 9, ID[0], ID[1]);
+    topo_batch_add(&inner, 0, one.data, one.len);
+    topo_batch_start(&B);
+    cr_assert_eq(topo_batch_add(&B, 0, inner.data, inner.len), RV_EINVAL, "no batch in a batch");
+    uint8_t nested[4] = { (uint8_t)inner.len, 0, 0, 0 };
+    B.data[2] = 1;
+    buf_append(&B, nested, 4);
+    buf_append(&B, inner.data, inner.len);
+    cr_assert_eq(apply(), TOPO_EMALFORMED);
+    cr_assert_str_eq(E, "ERR malformed topology entry: a batch inside a batch");
+    topo_batch_start(&B);
+    topo_batch_add(&B, 0, one.data, one.len);
+    buf_putc(&B, 0);
+    cr_assert_eq(apply(), TOPO_EMALFORMED);
+    cr_assert_str_eq(E, "ERR malformed topology entry: trailing bytes");
+    topo_batch_start(&B);
+    topo_batch_add(&B, 0, one.data, one.len);
+    B.len--;
+    cr_assert_eq(apply(), TOPO_EMALFORMED);
+    cr_assert_str_eq(E, "ERR malformed topology entry: truncated");
+    cr_assert_str_eq(topo_slot_node(T, 9)->id, ID[0]);
+    buf_deinit(&inner);
+    buf_deinit(&one);
+}
+
 /* ---- text ---- */
 
 Test(topo, cluster_nodes_three_primaries_three_replicas)
@@ -1028,7 +1111,7 @@ Test(topo, apply_survives_garbage)
         }
         if (n >= 2 && i % 2) {
             raw[0] = 1;
-            raw[1] = (char)(1 + rnd(&s) % 15);
+            raw[1] = (char)(1 + rnd(&s) % 16); /* 16: a batch */
         }
         r = topo_apply(t, raw, n, &next, err, sizeof(err));
         cr_assert(r >= TOPO_EMALFORMED && r <= TOPO_CHANGED);
