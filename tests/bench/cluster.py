@@ -76,15 +76,16 @@ def med(xs):
 
 
 def pinned(argv, cpus=None):
-    return ["taskset", "-c", cpus or bench.SERVER_CPU] + [str(a) for a in argv]
+    return ["taskset", "-c", str(cpus or bench.SERVER_CPU)] + [str(a) for a in argv]
 
 
 def start(kind, net, tag, ruvio_bin, node_timeout, ports=hosts.PORTS, cpus=None):
     """Start the cluster nodes of kind on every host, each in a new directory (tag: round and layout), at
     ports (one ruvio process of len(ports) shards per host, one redis-server per port), pinned to cpus
-    (default bench.SERVER_CPU); returns the server processes once all answer."""
+    (default bench.SERVER_CPU; a dict: per host name); returns the server processes once all answer."""
     procs = []
     for h in net:
+        hcpus = cpus.get(h.name) if isinstance(cpus, dict) else cpus
         if kind == "ruvio":
             d = os.path.join(net.workdir, "%s-%s-%s" % (tag, kind, h.name))
             os.makedirs(d, exist_ok=True)
@@ -93,7 +94,7 @@ def start(kind, net, tag, ruvio_bin, node_timeout, ports=hosts.PORTS, cpus=None)
             argv[argv.index("--cluster-node-timeout") + 1] = node_timeout
             argv[argv.index("--shards") + 1] = len(ports)
             argv[argv.index("--port") + 1] = ports[0]
-            procs.append(h.spawn(pinned(argv + ["--durability", "memory"], cpus),
+            procs.append(h.spawn(pinned(argv + ["--durability", "memory"], hcpus),
                                  log="%s-ruvio-%s" % (tag, h.name)))
             continue
         for port in ports:
@@ -103,7 +104,7 @@ def start(kind, net, tag, ruvio_bin, node_timeout, ports=hosts.PORTS, cpus=None)
                 ["redis-server", "--port", port, "--bind", h.ip, "--protected-mode", "no", "--dir", d,
                  "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                  "--cluster-node-timeout", node_timeout, "--save", "", "--appendonly", "no",
-                 "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"], cpus),
+                 "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"], hcpus),
                 log="%s-redis-%s-%d" % (tag, h.name, port)))
 
     def up():

@@ -11,9 +11,10 @@ per host at port 7000, three primaries, no replicas, made one cluster by `redis-
 One node per host (not cluster.py's two) so that both sides move the slots between two processes on two hosts
 with one event loop each: a ruvio process of two shards would be compared with two redis-servers, and a move
 between the two shards of one process would not cross the network. Both run with cluster-node-timeout 15000.
-Every server is pinned to the server CPUs (--server-cpus, default 0), the latency client to its own CPU
-(--client-cpu, default 1), redis-cli (the reshard tool and the fill) to --tool-cpu (default: CPU 2 when the
-machine has one, else the client's CPU; the JSON records the choice).
+Every server is pinned to the server CPUs (--server-cpus, default 0: the three share one core, as in
+cluster.py, so the figure is the cluster's total cost; `2/3/4` gives each host its own), the latency clients to
+--client-cpu (default 1), redis-cli (the reshard tool and the fill) to --tool-cpu (default: CPU 2 when the
+machine has one, else the client's CPU). The JSON records the choice.
 
 A round, for each kind (the order rotates from round to round), on a fresh cluster:
 1. Fill N keys `k:<i>` (spread over all 16384 slots by their CRC16) with string values of 16-64 bytes:
@@ -452,8 +453,10 @@ def kind_parts(kind):
 
 def one_round(args, net, rnd, kind, slots):
     server, pipeline = kind_parts(kind)
+    cpus = args.server_cpus.split("/")
+    cpus = {h.name: cpus[i % len(cpus)] for i, h in enumerate(net)}
     procs = cluster.start(server, net, "r%d-%s" % (rnd, kind), args.bin, args.node_timeout, ports=(PORT,),
-                          cpus=args.server_cpus)
+                          cpus=cpus)
     client = None
     try:
         cluster.create(net, 0, ports=(PORT,))
@@ -559,7 +562,8 @@ def parse_args(argv):
                                                              "h0's share)")
     ap.add_argument("--kinds", default=None, help="default: ruvio, then redis-pP for each --redis-pipelines P")
     ap.add_argument("--redis-pipelines", default="10,1000", help="redis-cli --cluster-pipeline values")
-    ap.add_argument("--server-cpus", default=bench.SERVER_CPU)
+    ap.add_argument("--server-cpus", default=bench.SERVER_CPU,
+                    help="taskset CPU list of every server, or one per host separated by / (h0/h1/h2: 2/3/4)")
     ap.add_argument("--client-cpu", default=bench.CLIENT_CPU)
     ap.add_argument("--tool-cpu", default=None, help="redis-cli's CPU (default: 2 if there is one, else the "
                                                      "client's)")
@@ -567,6 +571,7 @@ def parse_args(argv):
     ap.add_argument("--node-timeout", type=int, default=15000, help="cluster-node-timeout (ms) of both")
     ap.add_argument("--timeout", type=int, default=1800, help="bound on the fill and on one move (s)")
     ap.add_argument("--quiet-wait", type=float, default=5.0, help="wait up to this long for a quiet machine (0: no)")
+    ap.add_argument("--keep-logs", default=None, help="copy the servers' logs into this directory at the end")
     a = ap.parse_args(argv)
     a.kinds = (a.kinds.split(",") if a.kinds else
                ["ruvio"] + ["redis-p%d" % int(p) for p in a.redis_pipelines.split(",")])
@@ -633,6 +638,11 @@ def main(argv=None):
                 json.dump(results, f, indent=1, sort_keys=True)
     finally:
         net.close()
+        if args.keep_logs:
+            os.makedirs(args.keep_logs, exist_ok=True)
+            for name in os.listdir(net.workdir):
+                if name.endswith(".log"):
+                    shutil.copy(os.path.join(net.workdir, name), args.keep_logs)
         shutil.rmtree(net.workdir, ignore_errors=True)
     results["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     with open(args.out, "w") as f:
