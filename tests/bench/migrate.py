@@ -21,7 +21,7 @@ A round, for each kind (the order rotates from round to round), on a fresh clust
    `redis-cli --pipe` per node with the keys of its slots, the three at once. Not measured. Then check that the
    DBSIZEs add up to N.
 2. Move slots 0-1637 (the first 10 %, one contiguous range, owned by h0's node, the first one `--cluster
-   create` fills) to h1's node, while the latency client (below) runs:
+   create` fills) to h1's node (--from, --to, --slots: another move), while the latency clients (below) run:
      ruvio        `CLUSTER MIGRATESLOTS SLOTSRANGE 0 1637 NODE <h1>` sent to h0, then GETSLOTMIGRATIONS polled
                   (every 10 ms) until the job's state is success (the time each state was first seen is
                   recorded), then every node's CLUSTER SLOTS polled until all give 0-1637 to h1.
@@ -84,6 +84,7 @@ from ruviotest.wait import wait_for  # noqa: E402
 SLOTS = 16384
 PORT = hosts.PORTS[0]
 MOVE = (0, 1637)                # 10 % of the slots: the first 1,638, all owned by h0's node after create
+FIRST_SLOT = {"h0": 0, "h1": 5461, "h2": 10923}     # of each host's node after `--cluster create`
 SAMPLE_KEYS = 1000              # the latency client's keys per group (moving slots, other slots)
 OP_BOUND_S = 60                 # an operation retried for longer is an error of the run
 
@@ -226,9 +227,10 @@ def client_main(argv):
     ap.add_argument("--nodes", required=True)
     ap.add_argument("--keys", type=int, required=True)
     ap.add_argument("--slots", type=int, required=True)
+    ap.add_argument("--lo", type=int, required=True)
     ap.add_argument("--group", choices=("moving", "other"), required=True)
     a = ap.parse_args(argv)
-    MOVE = (0, a.slots - 1)
+    MOVE = (a.lo, a.lo + a.slots - 1)
     mine = []
     for i in range(a.keys):
         if (MOVE[0] <= slot_of(i) <= MOVE[1]) == (a.group == "moving"):
@@ -291,7 +293,8 @@ class Client:
     def __init__(self, net, nkeys, cpu, group):
         nodes = ",".join("%s:%d" % (h.ip, PORT) for h in net)
         self.p = subprocess.Popen(["taskset", "-c", cpu, netns.PYTHON, os.path.abspath(__file__), "client",
-                                   "--nodes", nodes, "--keys", str(nkeys), "--slots", str(MOVE[1] + 1),
+                                   "--nodes", nodes, "--keys", str(nkeys), "--slots", str(MOVE[1] - MOVE[0] + 1),
+                                   "--lo", str(MOVE[0]),
                                    "--group", group],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                   start_new_session=True)
@@ -462,10 +465,12 @@ def one_round(args, net, rnd, kind, slots):
         cluster.create(net, 0, ports=(PORT,))
         res = {"fill_s": round(fill(net, slots, args.tool_cpu, args.timeout), 2)}
         ids = node_ids(net)
-        src, dst = "%s:%d" % (net["h0"].ip, PORT), "%s:%d" % (net["h1"].ip, PORT)
+        src, dst = "%s:%d" % (net[args.source].ip, PORT), "%s:%d" % (net[args.target].ip, PORT)
         owners = slot_owners(net["h0"].ip, PORT)
         if any(owners[s] != src for s in range(MOVE[0], MOVE[1] + 1)):
-            raise bench.BenchError("h0's node does not own slots %d-%d after create" % MOVE)
+            raise bench.BenchError("%s's node does not own slots %d-%d after create" % ((args.source,) + MOVE))
+        if server == "ruvio":      # whether the source's commit goes to the topology log's leader on its host
+            res["source_leads_log"] = hosts.info(*src.rsplit(":", 1)).get("topology_log_leader")
         client = Clients(net, len(slots), args.client_cpu)
         if args.quiet_wait and not bench.wait_quiet(0.25, args.quiet_wait):
             log("  machine still busy; running anyway")
@@ -558,8 +563,11 @@ def parse_args(argv):
     ap.add_argument("--bin", default=os.environ.get("RUVIO_BIN", os.path.join(cluster.REPO, "build", "ruvio")))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keys", type=int, default=3000000)
-    ap.add_argument("--slots", type=int, default=1638, help="slots moved: 0..slots-1 (1638: 10 %%; at most 5461, "
-                                                             "h0's share)")
+    ap.add_argument("--slots", type=int, default=1638, help="slots moved: the source's first ones (1638: 10 %%)")
+    ap.add_argument("--from", dest="source", default="h0", choices=sorted(FIRST_SLOT),
+                    help="the source host (h0's node leads the topology log: --from h1 has the source forward "
+                         "its commit)")
+    ap.add_argument("--to", dest="target", default="h1", choices=sorted(FIRST_SLOT))
     ap.add_argument("--kinds", default=None, help="default: ruvio, then redis-pP for each --redis-pipelines P")
     ap.add_argument("--redis-pipelines", default="10,1000", help="redis-cli --cluster-pipeline values")
     ap.add_argument("--server-cpus", default=bench.SERVER_CPU,
@@ -580,8 +588,10 @@ def parse_args(argv):
             kind_parts(k)
         except ValueError:
             ap.error("--kinds: ruvio, redis-pN or ruvio-reshard-pN, not %r" % k)
-    if not 1 <= a.slots <= 5461:
-        ap.error("--slots: 1..5461 (the slots h0's node owns after create)")
+    if not 1 <= a.slots <= 5460:
+        ap.error("--slots: 1..5460 (at most the slots a node owns after create)")
+    if a.source == a.target:
+        ap.error("--from and --to: two hosts")
     if a.tool_cpu is None:
         a.tool_cpu = "2" if (os.cpu_count() or 1) > 2 else a.client_cpu
     return a
@@ -593,7 +603,7 @@ def main(argv=None):
         return client_main(argv[1:])
     global MOVE
     args = parse_args(argv)
-    MOVE = (0, args.slots - 1)
+    MOVE = (FIRST_SLOT[args.source], FIRST_SLOT[args.source] + args.slots - 1)
     why = netns.unavailable()
     if why:
         sys.exit("migrate benchmark: %s" % why)
