@@ -76,6 +76,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import redis  # noqa: E402
+
 import cluster  # noqa: E402  (start, create; puts tests/multihost on the path)
 import bench  # noqa: E402
 import netns  # noqa: E402
@@ -643,7 +645,8 @@ def main(argv=None):
                 log("round %d %s: %d keys" % (rnd, kind, args.keys))
                 try:
                     rr[kind] = one_round(args, net, rnd, kind, slots)
-                except bench.BenchError as e:       # recorded; the other kinds of the round go on
+                except (bench.BenchError, redis.RedisError, OSError, subprocess.SubprocessError) as e:
+                    # recorded; the other kinds of the round go on
                     log("round %d %s failed: %s" % (rnd, kind, e))
                     rr[kind] = {"error": str(e)[:3000]}
                     continue
