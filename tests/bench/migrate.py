@@ -36,17 +36,18 @@ A round, for each kind (the order rotates from round to round), on a fresh clust
 3. Latency: two client processes (`migrate.py client`, redis-py's RedisCluster, which follows MOVED, ASK and
    TRYAGAIN), pinned to the client CPU, one on 1,000 keys of the moving slots and one on 1,000 keys of other
    slots (so that a write held on a moving slot does not stop the sampling of the others), each sending one
-   command at a time: a pass of GETs over its keys, then a pass of SETs (a value of the same size), and so on. An operation that raises (redis-py gives up
-   on TRYAGAIN after 16 tries, about 0.4 s) is retried until it succeeds (bounded: 60 s), and its latency is
-   the time until it did, the exceptions counted by type. Phase `during`: from just before the move starts to
-   the moment every node agrees. Phase `without`: after the checks, for as long as the move took (at least
-   --min-without s, so that p99 has samples). Per phase: p50/p99/p99.9/max over both clients' operations and
-   for each client; the ratio p99 during / without uses the worse of the two clients' p99 in each phase (the
-   client held on a moving slot takes fewer samples, so a pooled p99 would understate it). --slots moves another number of slots (0..slots-1).
+   command at a time: a pass of GETs over its keys, then a pass of SETs (a value of the same size), and so
+   on. An operation that raises (redis-py gives up on TRYAGAIN after 16 tries, about 0.4 s) is retried until
+   it succeeds (bounded: 60 s), and its latency is the time until it did, the exceptions counted by type.
+   Phase `during`: from just before the move starts to the moment every node agrees. Phase `without`: after
+   the checks, for as long as the move took (at least --min-without s, so that p99 has samples). Per phase:
+   p50/p99/p99.9/max over both clients' operations and for each client; the ratio p99 during / without uses
+   the worse of the two clients' p99 in each phase (the client held on a moving slot takes fewer samples, so
+   a pooled p99 would understate it).
 
 Reported: per kind, medians over rounds of the move time, of the per-round ratios redis-pP / ruvio (paired
-rounds: the same round's runs), and of the latencies and the per-round ratios p99 during / p99 without. Also per run:
-server CPU time during the move (utime+stime of the servers, /proc), `foreign_cpu_util` (CPU used by
+rounds: the same round's runs), and of the latencies and the per-round ratios p99 during / p99 without. Also
+per run: server CPU time during the move (utime+stime of the servers, /proc), `foreign_cpu_util` (CPU used by
 anything but the servers, the client and the tool during the move, in cores: other users of the machine).
 
 Needs root, iproute2 (`ip netns`), taskset, redis-server and redis-tools 7.x, python3-redis, a built ruvio.
@@ -55,7 +56,9 @@ Usage:
   sudo /usr/bin/python3 tests/bench/migrate.py --out tests/bench/results-migrate.json        (3M keys, 5 rounds)
        [--bin build/ruvio] [--rounds 5] [--keys 3000000] [--kinds ruvio,redis-p10,redis-p1000]
        [--server-cpus 0] [--client-cpu 1] [--tool-cpu 2] [--min-without 5] [--quiet-wait 5]
-  quick mode (~1-2 min): --keys 100000 --rounds 1
+       [--slots 1638] [--from h0] [--to h1] [--keep-logs DIR]
+  on a quiet box with >= 5 CPUs: --server-cpus 2/3/4 --tool-cpu 0 (each host its own core)
+  quick mode (~2.5 min on a busy 2-core box): --keys 100000 --rounds 1
 """
 
 import argparse
