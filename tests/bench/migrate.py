@@ -556,15 +556,15 @@ def print_summary(summary, nkeys):
     print("\nMoving slots %d-%d of a 3-host cluster of %d keys; medians over rounds. Latency in us; p99 of the"
           " client on moving slots (mov) and on the others (oth); p99x: the worse p99 during / the worse"
           " without" % (MOVE + (nkeys,)))
-    print("%-14s %7s %6s %6s | %6s %8s %8s %8s | %6s %8s %8s %8s | %6s %s" % (
+    print("%-17s %7s %6s %6s | %6s %8s %8s %8s | %6s %8s %8s %8s | %6s %s" % (
         "kind", "move s", "ratio", "CPU s", "p50", "p99 mov", "p99 oth", "max", "p50", "p99 mov", "p99 oth",
         "max", "p99x", "errors"))
-    print("%-14s %7s %6s %6s | %-33s | %-33s |" % ("", "", "", "", "during the move", "without a move"))
+    print("%-17s %7s %6s %6s | %-33s | %-33s |" % ("", "", "", "", "during the move", "without a move"))
     for k, s in summary.items():
         if not s["runs"]:
-            print("%-14s no successful run (%d failed)" % (k, s["failed"]))
+            print("%-17s no successful run (%d failed)" % (k, s["failed"]))
             continue
-        print("%-14s %7.2f %6s %6.2f | %6d %8d %8d %8d | %6d %8d %8d %8d | %6.2f %d+%d" % (
+        print("%-17s %7.2f %6s %6.2f | %6d %8d %8d %8d | %6d %8d %8d %8d | %6.2f %d+%d" % (
             k, s["move_s"], "%.2f" % s["move_ratio_vs_ruvio"] if s.get("move_ratio_vs_ruvio") else "-",
             s["server_cpu_s"], s["during_all_p50_us"], s["during_moving_p99_us"], s["during_other_p99_us"],
             s["during_all_max_us"], s["without_all_p50_us"], s["without_moving_p99_us"],
