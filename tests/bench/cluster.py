@@ -75,31 +75,36 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def pinned(argv):
-    return ["taskset", "-c", bench.SERVER_CPU] + [str(a) for a in argv]
+def pinned(argv, cpus=None):
+    return ["taskset", "-c", str(cpus or bench.SERVER_CPU)] + [str(a) for a in argv]
 
 
-def start(kind, net, tag, ruvio_bin, node_timeout):
-    """Start the six nodes of kind, each in a new directory (tag: round and layout); returns the server
-    processes (3 for ruvio, 6 for redis) once all answer."""
+def start(kind, net, tag, ruvio_bin, node_timeout, ports=hosts.PORTS, cpus=None):
+    """Start the cluster nodes of kind on every host, each in a new directory (tag: round and layout), at
+    ports (one ruvio process of len(ports) shards per host, one redis-server per port), pinned to cpus
+    (default bench.SERVER_CPU; a dict: per host name); returns the server processes once all answer."""
     procs = []
     for h in net:
+        hcpus = cpus.get(h.name) if isinstance(cpus, dict) else cpus
         if kind == "ruvio":
             d = os.path.join(net.workdir, "%s-%s-%s" % (tag, kind, h.name))
             os.makedirs(d, exist_ok=True)
             argv = hosts.ruvio_argv(h, d)
             argv[0] = ruvio_bin
             argv[argv.index("--cluster-node-timeout") + 1] = node_timeout
-            procs.append(h.spawn(pinned(argv + ["--durability", "memory"]), log="%s-ruvio-%s" % (tag, h.name)))
+            argv[argv.index("--shards") + 1] = len(ports)
+            argv[argv.index("--port") + 1] = ports[0]
+            procs.append(h.spawn(pinned(argv + ["--durability", "memory"], hcpus),
+                                 log="%s-ruvio-%s" % (tag, h.name)))
             continue
-        for port in hosts.PORTS:
+        for port in ports:
             d = os.path.join(net.workdir, "%s-%s-%s-%d" % (tag, kind, h.name, port))
             os.makedirs(d, exist_ok=True)
             procs.append(h.spawn(pinned(
                 ["redis-server", "--port", port, "--bind", h.ip, "--protected-mode", "no", "--dir", d,
                  "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                  "--cluster-node-timeout", node_timeout, "--save", "", "--appendonly", "no",
-                 "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]),
+                 "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"], hcpus),
                 log="%s-redis-%s-%d" % (tag, h.name, port)))
 
     def up():
@@ -107,14 +112,15 @@ def start(kind, net, tag, ruvio_bin, node_timeout):
             if p.poll() is not None:
                 with open(p.log_path, errors="replace") as f:
                     raise bench.BenchError("%s exited with %s:\n%s" % (p.host, p.returncode, f.read()[-3000:]))
-        return all(h.can_reach(h, port) for h in net for port in hosts.PORTS)
+        return all(h.can_reach(h, port) for h in net for port in ports)
     wait_for(up, timeout=30, what="%s: every node answering PING" % kind, error=bench.BenchError)
     return procs
 
 
-def create(net, replicas):
-    """redis-cli --cluster create (primaries first, one per host), then wait until the cluster is settled."""
-    addrs = ["%s:%d" % (h.ip, p) for p in hosts.PORTS for h in net]
+def create(net, replicas, ports=hosts.PORTS):
+    """redis-cli --cluster create of the nodes at ports on every host (primaries first, one per host), then
+    wait until the cluster is settled."""
+    addrs = ["%s:%d" % (h.ip, p) for p in ports for h in net]
     t0 = time.monotonic()
     r = net["h0"].run(["timeout", "90", "redis-cli", "--cluster", "create", *addrs, "--cluster-replicas",
                        replicas, "--cluster-yes"], timeout=100)
@@ -122,11 +128,11 @@ def create(net, replicas):
         raise bench.BenchError("redis-cli --cluster create failed:\n%s%s\n%s" % (r.stdout, r.stderr,
                                                                                 hosts.processes(net)[-3000:]))
     took = time.monotonic() - t0
-    want = ["primary"] * (6 - 3 * replicas) + ["replica"] * (3 * replicas)
+    want = ["primary"] * (len(addrs) - 3 * replicas) + ["replica"] * (3 * replicas)
 
     def settled():
         for h in net:
-            for port in hosts.PORTS:
+            for port in ports:
                 if hosts.info(h.ip, port).get("cluster_state") != "ok":
                     return False
         topo = hosts.topology(net)
