@@ -21,8 +21,8 @@ KEYS_PER_TYPE = 500  # strings, hashes, lists, zsets: 2,000 keys, plus the write
 
 
 @pytest.fixture
-def cluster():
-    c = Cluster(hosts=True)
+def cluster(request):
+    c = Cluster(hosts=True, extra=getattr(request, "param", ()))  # (ruvio arguments, when parametrized)
     try:
         yield c
     finally:
@@ -460,10 +460,12 @@ def commit_and_compare(cl, lo, hi):
     return want
 
 
+@pytest.mark.parametrize("cluster", [(), ("--durability", "everysec")], indirect=True, ids=["memory", "wal"])
 def test_writes_known_only_by_their_effects_reach_the_target(cluster):
     """Writes that the keys a client declared do not name, made while a held job streams: a Lua script writing
     keys it did not declare, a BLMOVE blocked before the job and served during it, a key expiring, keys
-    evicted under maxmemory. The target ends with exactly the source's data (each key's DUMP and expiry)."""
+    evicted under maxmemory. The target ends with exactly the source's data (each key's DUMP and expiry).
+    With durability memory and no replica nothing else logs the writes; with a WAL the records are built."""
     cl = cluster
     lo, hi = moving_range(cl, 0)
     tags = tags_for(lo, hi)
