@@ -712,11 +712,12 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv, bool all)
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
-    if (rv_unlikely(c->env->slotmig != NULL) && slotmig_running(c->env)) {
-        /* (the target would keep, and the move bring back, keys flushed here) */
+    if (rv_unlikely(c->env->slotmig != NULL) && slotmig_paused(c->env)) {
+        /* (the target holds the slots' keys and is about to own them; before
+         * the pause a flush makes the job copy the slots again) */
         effect_none(c);
-        reply_errf(c,
-                   "ERR A slot migration is in progress on this node (CLUSTER GETSLOTMIGRATIONS)");
+        reply_errf(c, "ERR A slot migration is committing on this node (CLUSTER "
+                      "GETSLOTMIGRATIONS)");
         return;
     }
     if (all) {

@@ -11,10 +11,13 @@
  *   1. connect to the target (AUTH with masteruser/masterauth when set);
  *   2. walk the keyspace with ks_scan's cursor and send every live key of the
  *      moving slots as RVMIGSLOTS RESTORE (DUMP's payload, absolute expiry);
- *   3. meanwhile every command that may write a key of those slots is let
- *      through and its keys are remembered (slotmig_dirty, from dispatch's
- *      routing); each round re-sends the remembered keys (or DEL for those
- *      gone) until few are left;
+ *   3. meanwhile writes to those slots go on, and the keys of every write
+ *      the shard logs (persist's tap, sm_tap: a command's effect, a script's
+ *      or EXEC's writes, a served blocking command, an expiry's or
+ *      eviction's DEL) are remembered when they are in a moving slot; each
+ *      round re-sends the remembered keys (or DEL for those gone) until few
+ *      are left. A FLUSHALL or FLUSHDB makes the target drop the slots' keys
+ *      and the copy start again (sm_restart);
  *   4. then writes to the moving slots only get -TRYAGAIN (reads go on), the
  *      last remembered keys are sent, and once the target acknowledged every
  *      record (the replies come in order: the last one is the fence) the
@@ -57,6 +60,7 @@
 #include "node/core/shard.h"
 #include "node/features/topology.h"
 #include "node/keyspace/ks.h"
+#include "node/persist/persist.h"
 #include "proto/resp.h"
 
 #include <event2/event.h>
@@ -109,6 +113,7 @@ struct sm_job {
     uint64_t cursor;  /* ks_scan's */
     struct buf dirty; /* remembered keys, each as its length then its bytes */
     size_t ndirty;
+    bool flushed; /* FLUSHALL/FLUSHDB ran: the copy starts again (sm_restart) */
     unsigned rounds;
     uint64_t tag;     /* of the proposal in flight */
     int64_t retry_at; /* monotonic ms: the next proposal, after an unknown outcome */
@@ -190,6 +195,7 @@ sm_finish(struct slotmig *m)
 {
     struct sm_job *j = m->active;
     m->active = NULL;
+    persist_set_tap(m->s, NULL, NULL);
     if (j->linked) {
         mig_close(&j->link);
         j->linked = false;
@@ -501,6 +507,37 @@ sm_committed(struct shard *s, struct shard_msg *msg)
 
 /* ---- the job's steps, one per timer run ---- */
 
+/* FLUSHALL or FLUSHDB ran here during the job: the target drops what it holds
+ * of the slots (which ends its import; a new BEGIN opens another) and the
+ * walk starts again, which covers the keys remembered so far. */
+static bool
+sm_restart(struct sm_job *j, char *err, size_t errsz)
+{
+    j->flushed = false;
+    buf_reset(&j->dirty);
+    j->ndirty = 0;
+    j->cursor = 0;
+    j->rounds = 0;
+    if (j->state == SM_CONNECTING) {
+        return true; /* nothing sent yet */
+    }
+    struct buf req;
+    buf_init(&req);
+    resp_w_array(&req, 2 + 2 * j->nranges);
+    resp_w_bulk_cstr(&req, "RVMIGSLOTS");
+    resp_w_bulk_cstr(&req, "DROP");
+    for (size_t i = 0; i < j->nranges; i++) {
+        resp_w_bulk_int(&req, j->ranges[i].lo);
+        resp_w_bulk_int(&req, j->ranges[i].hi);
+    }
+    bool ok = sm_exchange(j, &req, 1, err, errsz) && sm_tell(j, NULL, err, errsz);
+    buf_deinit(&req);
+    if (ok) {
+        sm_set(j, SM_SNAPSHOT, "copying again: the slots were flushed on this node");
+    }
+    return ok;
+}
+
 static void
 sm_step(struct slotmig *m)
 {
@@ -532,6 +569,10 @@ sm_step(struct slotmig *m)
             sm_abort(m, SM_FAILED, "this node no longer owns the slots");
             return;
         }
+    }
+    if (j->flushed && !sm_restart(j, err, sizeof(err))) {
+        sm_abort(m, SM_FAILED, err);
+        return;
     }
     bool ok = true;
     switch (j->state) {
@@ -614,6 +655,9 @@ slotmig_shard_destroy(struct shard *s)
     if (m == NULL) {
         return;
     }
+    if (m->active != NULL) {
+        persist_set_tap(s, NULL, NULL);
+    }
     event_free(m->tick);
     event_free(m->imp_tick);
     sm_job_free(m->active);
@@ -638,23 +682,66 @@ slotmig_check(struct conn *c, unsigned slot, bool may_write)
         reply_errf(c, "TRYAGAIN Slot %u is being migrated to another node", slot);
         return SLOTMIG_REFUSED;
     }
-    return SLOTMIG_RECORD;
+    return SLOTMIG_NONE; /* (its keys come from sm_tap once it is logged) */
 }
 
 bool
-slotmig_running(const struct shard_env *env)
+slotmig_paused(const struct shard_env *env)
 {
-    return env->slotmig != NULL && env->slotmig->active != NULL;
+    return env->slotmig != NULL && env->slotmig->active != NULL && env->slotmig->active->paused;
+}
+
+static void
+sm_dirty_add(struct sm_job *j, struct rv_str key)
+{
+    if (sm_moving(j, slot_of(key.p, key.len))) {
+        buf_append(&j->dirty, &key.len, sizeof(key.len));
+        buf_append(&j->dirty, key.p, key.len);
+        j->ndirty++;
+    }
 }
 
 void
 slotmig_dirty(struct conn *c, struct rv_str key)
 {
     struct sm_job *j = c->env->slotmig->active;
-    if (j != NULL && sm_moving(j, slot_of(key.p, key.len))) {
-        buf_append(&j->dirty, &key.len, sizeof(key.len));
-        buf_append(&j->dirty, key.p, key.len);
-        j->ndirty++;
+    if (j != NULL) {
+        sm_dirty_add(j, key);
+    }
+}
+
+/* persist's tap (persist_set_tap), set while a job runs: a write this shard
+ * logged, as logged (what replicas and the WAL get), so the keys come from
+ * its effect, not from what a client declared. Its keys of the moving slots
+ * are sent again; a flush restarts the copy. */
+static void
+sm_tap(void *arg, unsigned db, int argc, const struct rv_str *argv)
+{
+    struct slotmig *m = arg;
+    struct sm_job *j = m->active;
+    if (j == NULL || db != 0 || argc < 1) {
+        return; /* (the slots' keys are database 0's) */
+    }
+    const struct cmd_spec *cmd = cmd_lookup(argv[0].p, argv[0].len);
+    if (cmd != NULL && cmd->subs != NULL && argc >= 2) {
+        const struct cmd_spec *sub = cmd_lookup_sub(cmd, argv[1].p, argv[1].len);
+        cmd = sub != NULL ? sub : cmd;
+    }
+    if (cmd == NULL) {
+        return;
+    }
+    if (strcmp(cmd->name, "flushall") == 0 || strcmp(cmd->name, "flushdb") == 0) {
+        j->flushed = true;
+        return;
+    }
+    int small[16];
+    int *keys = argc <= 16 ? small : rv_malloc((size_t)argc * sizeof(*keys));
+    int n = cmd_get_keys(cmd, argc, (struct rv_str *)argv, keys, argc);
+    for (int i = 0; i < n; i++) {
+        sm_dirty_add(j, argv[keys[i]]);
+    }
+    if (keys != small) {
+        rv_free(keys);
     }
 }
 
@@ -897,6 +984,7 @@ CMD_HANDLER(cluster_migrateslots)
     j->created = j->updated = j->acked = clock_unix_ms() / 1000;
     sm_set(j, SM_CONNECTING, "");
     m->active = j;
+    persist_set_tap(c->shard, sm_tap, m);
     sm_arm(m, 0);
     effect_none(c);
     reply_ok(c);

@@ -12,7 +12,9 @@ struct shard;
 
 enum slotmig_route {
     SLOTMIG_NONE,    /* not a write to a moving slot: route as usual */
-    SLOTMIG_RECORD,  /* a write to a moving slot: run it, its keys go to slotmig_dirty */
+    SLOTMIG_RECORD,  /* no longer returned: a job takes the keys of the writes the shard
+                      * logs (persist_set_tap); dispatch.c's use of it and of
+                      * slotmig_dirty can go */
     SLOTMIG_REFUSED, /* the slot's writes are paused: -TRYAGAIN was replied */
 };
 /* Dispatch, for a command on a slot this node owns, while c->env->slotmig
@@ -20,9 +22,10 @@ enum slotmig_route {
 enum slotmig_route slotmig_check(struct conn *c, unsigned slot, bool may_write);
 /* A key such a write may change: sent to the target again (copied). */
 void slotmig_dirty(struct conn *c, struct rv_str key);
-/* A job runs on this shard (FLUSHALL and FLUSHDB are refused meanwhile). */
+/* A job on this shard paused its slots' writes to commit (FLUSHALL and
+ * FLUSHDB are refused meanwhile; earlier they make the copy start again). */
 struct shard_env;
-bool slotmig_running(const struct shard_env *env);
+bool slotmig_paused(const struct shard_env *env);
 /* The target's side: while a job sends this node slots (RVMIGSLOTS BEGIN
  * until the slots are this node's, RVMIGSLOTS DROP, or no record for 10 s)
  * their keys are hidden from the commands that enumerate keys (KEYS, SCAN,

@@ -333,6 +333,12 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
         argv = (struct rv_str *)effect_argv(c, &argc);
         rw = RW_NONE;
     }
+    if (rv_unlikely(p->tap != NULL)) {
+        p->tap(p->tap_arg, shard_env(p->s)->db, argc, argv);
+        if (p->tap_only) {
+            return;
+        }
+    }
     if (p->w == NULL && !txn && !p->rec_open && p->repl && repl_backlog_on(p->repl) &&
         shard_env(p->s)->db == 0 && (rw == RW_NONE || (rw == RW_SET && argc == 3))) {
         /* memory mode, a command logged as its own arguments: straight into the backlog */
@@ -360,6 +366,24 @@ persist_exec_end(struct conn *c)
     }
 }
 
+void
+persist_set_tap(struct shard *s, persist_tap_fn *fn, void *arg)
+{
+    struct persist *p = persist_of(s);
+    if (p == NULL) {
+        return;
+    }
+    p->tap = fn;
+    p->tap_arg = arg;
+    if (fn != NULL && !p->hot.log) {
+        p->hot.log = true; /* dispatch calls persist_log only while this is on */
+        p->tap_only = true;
+    } else if (fn == NULL && p->tap_only) {
+        p->hot.log = false;
+        p->tap_only = false;
+    }
+}
+
 /* Lazy or active expiry deleted a key: log it as DEL. */
 static void
 on_expire(void *arg, const struct ks_entry *e)
@@ -371,10 +395,16 @@ on_expire(void *arg, const struct ks_entry *e)
     if (p->loading || !p->hot.log || p->replica) {
         return;
     }
+    struct rv_str v[2] = { S("DEL"), ks_entry_key(e) };
+    if (rv_unlikely(p->tap != NULL)) {
+        p->tap(p->tap_arg, shard_env(p->s)->db, 2, v);
+        if (p->tap_only) {
+            return;
+        }
+    }
     bool was_open = p->rec_open;
     rec_open(p);
     rec_db(p);
-    struct rv_str v[2] = { S("DEL"), ks_entry_key(e) };
     rec_cmd(p, 2, v);
     if (!was_open) {
         rec_close(p);

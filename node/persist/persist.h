@@ -54,6 +54,18 @@ void persist_set_state_fn(persist_state_fn *fn);
 typedef void persist_gone_fn(struct shard *s, struct rv_str key);
 void persist_set_gone_fn(persist_gone_fn *fn);
 
+/* Told of every write command this shard logs while serving as a primary,
+ * as logged (the effect a handler reported, a served blocking command's pop,
+ * each write of a script or an EXEC, an expiry's or eviction's DEL), with the
+ * database it ran in; argv is valid for the call only. Works in every
+ * durability mode: where nothing else needs records (memory mode with no
+ * replication backlog) logging is turned on for the tap alone, and records
+ * are then not built, only reported. CLUSTER MIGRATESLOTS collects the keys
+ * written to moving slots with it (node/commands/cmd_migslots.c). One tap
+ * per shard; fn NULL removes it. */
+typedef void persist_tap_fn(void *arg, unsigned db, int argc, const struct rv_str *argv);
+void persist_set_tap(struct shard *s, persist_tap_fn *fn, void *arg);
+
 /* ---- hooks on the command path ---- */
 /* Before a write command runs: copy-on-write for a checkpoint in progress. */
 void persist_before_write(struct conn *c, const struct cmd_spec *cmd, int argc,

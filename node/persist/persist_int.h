@@ -33,6 +33,11 @@ struct persist {
     uint64_t rebase_lsn;
     int64_t rebase_retry_ms; /* its checkpoint failed: retry from snap_cron after this */
     uint64_t next_lsn;       /* after recovery */
+    /* persist_set_tap: told of each logged write; tap_only: hot.log is on for
+     * the tap alone (memory mode, no backlog), no record is built */
+    persist_tap_fn *tap;
+    void *tap_arg;
+    bool tap_only;
     /* the record being built (one command, or one EXEC) */
     bool rec_open;
     unsigned rec_db; /* database of the open record's last command (records start in 0) */

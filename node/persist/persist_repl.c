@@ -25,7 +25,9 @@ persist_set_next_lsn(struct shard *s, uint64_t lsn)
 void
 persist_repl_log_on(struct shard *s)
 {
-    persist_of(s)->hot.log = true;
+    struct persist *p = persist_of(s);
+    p->hot.log = true;
+    p->tap_only = false; /* (records are built from now on, the tap told of them) */
 }
 
 void

@@ -21,8 +21,8 @@ KEYS_PER_TYPE = 500  # strings, hashes, lists, zsets: 2,000 keys, plus the write
 
 
 @pytest.fixture
-def cluster():
-    c = Cluster(hosts=True)
+def cluster(request):
+    c = Cluster(hosts=True, extra=getattr(request, "param", ()))  # (ruvio arguments, when parametrized)
     try:
         yield c
     finally:
@@ -268,8 +268,6 @@ def test_cancel_mid_move_leaves_the_source_owning(cluster):
     w.start()
     held_move(cl, lo, hi)
     wait_writes(w, 100)  # writes go on on the source while the job streams
-    with pytest.raises(redis.ResponseError, match="^A slot migration is in progress on this node"):
-        src.flushall()
     assert dst.dbsize() == 0 and dst.keys("*") == []
     imp = jobs(cl.ports[1])[-1]
     assert imp["operation"] == "IMPORT" and imp["state"] == "streaming", imp
@@ -423,4 +421,123 @@ def test_import_records_by_hand(cluster):
     assert dst.dbsize() == 0
     poll_until(lambda: last_state(cl.ports[1]) == "failed", timeout=60, interval=0.1, what="the import abandoned")
     assert jobs(cl.ports[1])[-1]["message"] == "no record from the source for 10 s"
+    assert dst.dbsize() == 1
+
+
+def raw(port):
+    return redis.Redis(host=HOST, port=port, socket_timeout=TIMEOUT)
+
+
+def slot_data(port, lo, hi):
+    """What node port holds of slots lo..hi: every key's DUMP and absolute expiry, and the per-slot key counts
+    (which also count a key past its deadline that nothing deleted yet)."""
+    c = raw(port)
+    data = {}
+    for s in range(lo, hi + 1):
+        for k in c.execute_command("CLUSTER", "GETKEYSINSLOT", s, 100000):
+            data[k] = (c.dump(k), c.execute_command("PEXPIRETIME", k))
+    counts = [c.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)]
+    return data, counts
+
+
+def commit_and_compare(cl, lo, hi):
+    """Capture what the source holds of the slots (nothing writes to them any more), let the held job commit,
+    and check that the target then holds exactly that."""
+    src = client(cl.ports[0])
+    want = slot_data(cl.ports[0], lo, hi)
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the migration to end")
+    assert last_state(cl.ports[0]) == "success", jobs(cl.ports[0])
+    poll_until(lambda: cl.slot_map(cl.ports[1])[lo:hi + 1] == [1] * NSLOTS, timeout=10, interval=0.05,
+               what="the target owns the slots")
+    poll_until(lambda: last_state(cl.ports[1]) == "success", timeout=10, interval=0.05, what="the import ends")
+    got = slot_data(cl.ports[1], lo, hi)
+    assert sorted(got[0]) == sorted(want[0])
+    for k, v in want[0].items():
+        assert got[0][k] == v, k
+    assert got[1] == want[1]
+    return want
+
+
+@pytest.mark.parametrize("cluster", [(), ("--durability", "everysec")], indirect=True, ids=["memory", "wal"])
+def test_writes_known_only_by_their_effects_reach_the_target(cluster, request):
+    """Writes that the keys a client declared do not name, made while a held job streams: a Lua script writing
+    keys it did not declare, a BLMOVE blocked before the job and served during it, a key expiring, keys
+    evicted under maxmemory. The target ends with exactly the source's data (each key's DUMP and expiry).
+    With durability memory and no replica nothing else logs the writes; with a WAL the records are built."""
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    p = src.pipeline(transaction=False)
+    for i in range(400):
+        p.set("%sk%d" % (tags[i % len(tags)], i), "v" * 1000)
+    p.execute()
+    other = [t for t in ("{o%d}" % k for k in range(100000))
+             if cl.owner(key_slot(t.encode())) == 0 and not lo <= key_slot(t.encode()) <= hi][0]
+    # on the target, a key past its deadline stays until something reads it
+    assert dst.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", 0) in ("OK", True)
+    # a BLMOVE blocked before the job, into a key of a moving slot
+    blocked = redis.Redis(host=HOST, port=cl.ports[0], socket_timeout=120, decode_responses=True)
+    got = []
+    t = threading.Thread(target=lambda: got.append(blocked.blmove(tags[1] + "from", tags[1] + "to", 90)),
+                         daemon=True)
+    t.start()
+    poll_until(lambda: int(src.info("clients")["blocked_clients"]) == 1, timeout=10, what="BLMOVE blocked")
+    held_move(cl, lo, hi)
+    # keys evicted at random under maxmemory
+    before = sum(src.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1))
+    used = int(src.info("memory")["used_memory"])
+    src.config_set("maxmemory-policy", "allkeys-random")
+    src.config_set("maxmemory", used - 100000)
+    try:
+        src.set(tags[0] + "oom", "x")
+    except redis.ResponseError as e:  # (evicting all it could was not enough: nothing written)
+        assert str(e).startswith("OOM"), e
+    src.config_set("maxmemory", 0)
+    assert int(src.info("stats")["evicted_keys"]) > 0
+    assert sum(src.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)) < before
+    # a key of a moving slot with a TTL, copied to the target while it lives
+    src.set(tags[2] + "exp", "gone soon", px=3000)
+    # a script writing keys of the moving slots it did not declare: none declared, and one of another slot
+    assert src.eval("redis.call('rpush', ARGV[1], 'a', 'b'); return redis.call('incr', ARGV[2])", 0,
+                    tags[0] + "lua", tags[0] + "luac") == 1
+    assert src.eval("#!lua flags=allow-cross-slot-keys\nredis.call('set', KEYS[1], 'x'); "
+                    "return redis.call('hset', ARGV[1], 'f', 'v')", 1, other, tags[1] + "luah") == 1
+    # the blocked BLMOVE is served
+    src.lpush(tags[1] + "from", "moved")
+    t.join(TIMEOUT)
+    assert not t.is_alive() and got == ["moved"]
+    # a key expires (read here, so deleted here; the target's copy would stay past its deadline)
+    poll_until(lambda: src.exists(tags[2] + "exp") == 0, timeout=30, interval=0.05, what="the key expired")
+    src.delete(other)
+    want = commit_and_compare(cl, lo, hi)
+    assert {tags[0] + "lua", tags[0] + "luac", tags[1] + "luah", tags[1] + "to"} <= {k.decode() for k in want[0]}
+    assert (tags[2] + "exp").encode() not in want[0]
+    if request.node.callspec.id == "memory":
+        # no WAL and no replica: the job's tap built no record, and once it ended nothing is logged at all
+        src.set(other, "y")
+        assert int(src.info("persistence")["wal_last_lsn"]) == 0
+        assert src.info("replication")["master_repl_offset"] == 0
+
+
+def test_flush_during_the_move_empties_the_slots_on_the_target(cluster):
+    """FLUSHALL and FLUSHDB on the source while a held job streams: the target drops what it holds of the
+    slots and the copy starts again, so it ends with exactly what the source wrote after the flush."""
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    populate(src, tags)
+    held_move(cl, lo, hi)
+    assert src.flushall() is True
+    src.set(tags[0] + "after", "1")
+    src.rpush(tags[1] + "list", "a", "b")
+    poll_until(lambda: dst.execute_command("DEBUG", "DIGEST") == src.execute_command("DEBUG", "DIGEST"),
+               timeout=30, interval=0.05, what="the target's copy is the source's data")
+    assert src.flushdb() is True
+    src.set(tags[2] + "last", "2")
+    want = commit_and_compare(cl, lo, hi)
+    assert sorted(want[0]) == [(tags[2] + "last").encode()]
     assert dst.dbsize() == 1

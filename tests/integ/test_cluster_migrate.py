@@ -29,9 +29,9 @@ class Cluster:
     """Three primaries without replicas: three redis-servers, or ruvio hosts (one process of three shards, or
     three processes of one shard each with hosts=True), made one cluster by redis-cli --cluster create."""
 
-    def __init__(self, hosts=False):
+    def __init__(self, hosts=False, extra=()):
         self.servers = []
-        common = ["--cluster-enabled", "yes", "--cluster-node-timeout", 2000]
+        common = ["--cluster-enabled", "yes", "--cluster-node-timeout", 2000] + list(extra)
         if IS_REDIS:
             for _ in range(3):
                 self.servers.append(launch(common + ["--cluster-config-file", "nodes.conf"],
