@@ -701,15 +701,6 @@ sm_dirty_add(struct sm_job *j, struct rv_str key)
     }
 }
 
-void
-slotmig_dirty(struct conn *c, struct rv_str key)
-{
-    struct sm_job *j = c->env->slotmig->active;
-    if (j != NULL) {
-        sm_dirty_add(j, key);
-    }
-}
-
 /* persist's tap (persist_set_tap), set while a job runs: a write this shard
  * logged, as logged (what replicas and the WAL get), so the keys come from
  * its effect, not from what a client declared. Its keys of the moving slots

@@ -11,17 +11,13 @@ struct conn;
 struct shard;
 
 enum slotmig_route {
-    SLOTMIG_NONE,    /* not a write to a moving slot: route as usual */
-    SLOTMIG_RECORD,  /* no longer returned: a job takes the keys of the writes the shard
-                      * logs (persist_set_tap); dispatch.c's use of it and of
-                      * slotmig_dirty can go */
+    SLOTMIG_NONE,    /* route as usual (a job takes the keys of the writes the
+                      * shard logs, persist_set_tap, not the declared ones) */
     SLOTMIG_REFUSED, /* the slot's writes are paused: -TRYAGAIN was replied */
 };
 /* Dispatch, for a command on a slot this node owns, while c->env->slotmig
  * is set; may_write: the command is not read-only. */
 enum slotmig_route slotmig_check(struct conn *c, unsigned slot, bool may_write);
-/* A key such a write may change: sent to the target again (copied). */
-void slotmig_dirty(struct conn *c, struct rv_str key);
 /* A job on this shard paused its slots' writes to commit (FLUSHALL and
  * FLUSHDB are refused meanwhile; earlier they make the copy start again). */
 struct shard_env;

@@ -237,13 +237,6 @@ route_open(struct conn *c, const struct keyset *k, unsigned slot, bool mine, boo
     return true;
 }
 
-static bool
-mark_dirty(void *arg, const struct rv_str *key)
-{
-    slotmig_dirty(arg, *key);
-    return true;
-}
-
 /* Cluster mode: the topology says who serves the slot (k's keys are all in it). */
 static bool
 route_topo(struct conn *c, const struct keyset *k, unsigned slot)
@@ -256,12 +249,8 @@ route_topo(struct conn *c, const struct keyset *k, unsigned slot)
     int me = c->env->topo_me;
     bool mine = owner != NULL && owner - t->nodes == me;
     if (rv_unlikely(mine && c->env->slotmig != NULL)) { /* CLUSTER MIGRATESLOTS */
-        enum slotmig_route r = slotmig_check(c, slot, !(k->flags & CMD_READONLY));
-        if (r == SLOTMIG_REFUSED) {
+        if (slotmig_check(c, slot, !(k->flags & CMD_READONLY)) == SLOTMIG_REFUSED) {
             return false;
-        }
-        if (r == SLOTMIG_RECORD) {
-            each_keyset(k, mark_dirty, c);
         }
     }
     if (rv_likely(mine && t->nmigs == 0)) {
