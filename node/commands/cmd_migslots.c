@@ -79,6 +79,10 @@
 #define SM_IMPORT_IDLE_MS (2 * SM_IO_MS)
 #define SM_IMPORT_IDLE_TEXT "10 s"
 #define SM_IMPORT_TICK_US 100000
+/* A chunk the target refused with CLUSTERDOWN (its write lease lapsed, as on
+ * a starved host) is sent again every SM_DOWN_RETRY_MS, for SM_DOWN_MS. */
+#define SM_DOWN_RETRY_MS 20
+#define SM_DOWN_MS (2 * SM_IO_MS)
 
 enum sm_state {
     SM_CONNECTING,
@@ -117,8 +121,12 @@ struct sm_job {
     uint64_t tag;     /* of the proposal in flight */
     int64_t retry_at; /* monotonic ms: the next proposal, after an unknown outcome */
     struct smc chunk; /* big keys, sent in chunks (slotmig_chunk.h) */
-    bool import;      /* the target's side: moving is the set of slots imported */
-    int64_t heard;    /* (import) monotonic ms of the source's last record */
+    struct buf again; /* the chunk's records being sent, nagain of them */
+    size_t nagain;
+    int64_t again_at, again_until; /* monotonic ms: its next try, the last */
+    bool down;                     /* the last exchange got CLUSTERDOWN */
+    bool import;                   /* the target's side: moving is the set of slots imported */
+    int64_t heard;                 /* (import) monotonic ms of the source's last record */
 };
 
 struct slotmig {
@@ -130,7 +138,7 @@ struct slotmig {
     struct sm_job *log[SM_LOG]; /* finished jobs, oldest first */
     size_t nlog;
     uint64_t next_tag;
-    bool hold; /* DEBUG SLOTMIG-HOLD: jobs stream but never pause nor commit */
+    bool hold;        /* DEBUG SLOTMIG-HOLD: jobs stream but never pause nor commit */
     bool hold_chunks; /* DEBUG SLOTMIG-HOLD 2: and a chunked key stops after its first chunk */
 };
 
@@ -152,6 +160,7 @@ sm_job_free(struct sm_job *j)
     buf_deinit(&j->in);
     buf_deinit(&j->dirty);
     smc_deinit(&j->chunk);
+    buf_deinit(&j->again);
     rv_free(j->ranges);
     rv_free(j);
 }
@@ -206,6 +215,8 @@ sm_finish(struct slotmig *m)
     j->ndirty = 0;
     smc_deinit(&j->chunk);
     smc_init(&j->chunk);
+    buf_deinit(&j->again);
+    j->nagain = 0;
     sm_log_add(m, j);
 }
 
@@ -259,6 +270,7 @@ static bool
 sm_exchange(struct sm_job *j, const struct buf *req, size_t n, char *err, size_t errsz)
 {
     char line[MIGRATE_LINE_MAX];
+    j->down = false;
     if (!mig_send_all(&j->link, req->data, req->len, SM_IO_MS)) {
         snprintf(err, errsz, "error or timeout writing to the target");
         return false;
@@ -270,8 +282,14 @@ sm_exchange(struct sm_job *j, const struct buf *req, size_t n, char *err, size_t
         }
         if (line[0] == '-') {
             snprintf(err, errsz, "the target replied: %.200s", line + 1);
-            return false;
+            if (strncmp(line + 1, "CLUSTERDOWN", 11) != 0) {
+                return false;
+            }
+            j->down = true; /* (the replies that follow are read all the same) */
         }
+    }
+    if (j->down) {
+        return false;
     }
     j->acked = clock_unix_ms() / 1000;
     return true;
@@ -386,20 +404,31 @@ sm_send_keys(struct shard_env *env, struct sm_job *j, const struct buf *list, ch
 static bool
 sm_send_chunk(struct slotmig *m, struct sm_job *j, char *err, size_t errsz)
 {
-    bool held = m->hold_chunks && smc_started(&j->chunk), ok;
+    bool held = m->hold_chunks && smc_started(&j->chunk) && j->nagain == 0, ok = true;
+    int64_t now = (int64_t)(clock_mono_us() / 1000);
     if (held) {
         ok = sm_tell(j, sm_state_name[j->state], err, errsz);
-    } else {
-        struct buf req;
-        buf_init(&req);
-        size_t n = smc_next(&j->chunk, shard_env(m->s), &req);
-        ok = n == 0 || sm_exchange(j, &req, n, err, errsz);
-        buf_deinit(&req);
+    } else if (j->nagain == 0 || now >= j->again_at) {
+        if (j->nagain == 0) {
+            buf_reset(&j->again);
+            j->nagain = smc_next(&j->chunk, shard_env(m->s), &j->again);
+            j->again_until = now + SM_DOWN_MS;
+        }
+        ok = j->nagain == 0 || sm_exchange(j, &j->again, j->nagain, err, errsz);
+        if (!ok && j->down && now < j->again_until) {
+            /* Refused, not run (or run, for a first chunk's RESTORE, which
+             * runs again the same): the same records a little later. */
+            j->again_at = now + SM_DOWN_RETRY_MS;
+            ok = true;
+        } else {
+            j->nagain = 0;
+        }
     }
     smc_describe(&j->chunk, j->message, sizeof(j->message));
-    if (held) {
+    if (held || j->nagain > 0) {
         size_t at = strlen(j->message);
-        snprintf(j->message + at, sizeof(j->message) - at, " (held)");
+        snprintf(j->message + at, sizeof(j->message) - at, "%s",
+                 held ? " (held)" : " (the target answers CLUSTERDOWN: sending it again)");
     }
     return ok;
 }
@@ -650,7 +679,7 @@ sm_on_tick(evutil_socket_t fd, short what, void *arg)
     if (j != NULL && j->state != SM_COMMITTING) {
         /* held: a heartbeat every 2 ms; else the next step (a batch, a
          * round, a chunk) on the next turn of the loop */
-        bool held = (m->hold_chunks && smc_started(&j->chunk)) ||
+        bool held = (m->hold_chunks && smc_started(&j->chunk)) || j->nagain > 0 ||
                     (m->hold && j->state == SM_STREAMING && !smc_busy(&j->chunk));
         sm_arm(m, held ? 2000 : 0);
     } else if (j != NULL && !evtimer_pending(m->tick, NULL)) {
@@ -948,6 +977,7 @@ CMD_HANDLER(cluster_migrateslots)
     rand_hex(j->name, TOPO_ID_LEN);
     j->name[TOPO_ID_LEN] = '\0';
     smc_init(&j->chunk);
+    buf_init(&j->again);
     j->created = j->updated = j->acked = clock_unix_ms() / 1000;
     sm_set(j, SM_CONNECTING, "");
     m->active = j;
@@ -1214,6 +1244,13 @@ CMD_HANDLER(rvmigslots)
         }
         sm_import_heard(c);
         smc_apply(c, argc, argv);
+    } else if (cmd_arg_is(argv[1], "reserve") && argc == 4) {
+        if (!sm_not_mine(c, argv[2])) {
+            effect_none(c);
+            return;
+        }
+        sm_import_heard(c);
+        smc_reserve(c, argv[2], argv[3]);
     } else if (cmd_arg_is(argv[1], "del") && argc == 3) {
         if (!sm_not_mine(c, argv[2])) {
             effect_none(c);

@@ -17,6 +17,7 @@
 #include "node/commands/t_list.h"
 #include "node/commands/t_set.h"
 #include "node/commands/t_zset.h"
+#include "node/core/config.h"
 #include "node/core/conn.h"
 #include "node/core/effect.h"
 #include "node/core/reply.h"
@@ -61,10 +62,8 @@ static size_t
 smc_size(struct ks_entry *e)
 {
     switch (ks_entry_type(e)) {
-    case KS_STRING:
-        return ks_str_len(e);
-    case KS_LIST:
-        return list_len(ks_entry_ptr(e));
+    case KS_STRING: return ks_str_len(e);
+    case KS_LIST: return list_len(ks_entry_ptr(e));
     case KS_ZSET: {
         struct zset z;
         zset_bind(&z, NULL, e);
@@ -80,8 +79,7 @@ smc_size(struct ks_entry *e)
         hobj_bind(&h, NULL, e);
         return h.enc == HENC_HT && hobj_ttl(&h) == NULL ? hobj_len(&h) : 0;
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -146,8 +144,9 @@ smc_describe(const struct smc *q, char *out, size_t n)
         out[0] = '\0';
         return;
     }
-    snprintf(out, n, "sending key '%.*s' in chunks: %zu of %zu %s", (int)(q->key.len > 64 ? 64 : q->key.len),
-             q->key.data, q->sent, q->total, q->type == KS_STRING ? "bytes" : "elements");
+    snprintf(out, n, "sending key '%.*s' in chunks: %zu of %zu %s",
+             (int)(q->key.len > 64 ? 64 : q->key.len), q->key.data, q->sent, q->total,
+             q->type == KS_STRING ? "bytes" : "elements");
 }
 
 /* ---- building one chunk: a rebuild command as argv views ---- */
@@ -301,16 +300,11 @@ static const char *
 smc_name(int type, bool first)
 {
     switch (type) {
-    case KS_STRING:
-        return first ? "SET" : "APPEND";
-    case KS_LIST:
-        return "RPUSH";
-    case KS_SET:
-        return "SADD";
-    case KS_ZSET:
-        return "ZADD";
-    default:
-        return "HSET";
+    case KS_STRING: return first ? "SET" : "APPEND";
+    case KS_LIST: return "RPUSH";
+    case KS_SET: return "SADD";
+    case KS_ZSET: return "ZADD";
+    default: return "HSET";
     }
 }
 
@@ -330,14 +324,10 @@ smc_build(struct smc *q, struct ks_entry *e, size_t *nel)
     smc_arg(q, (struct rv_str){ q->key.data, q->key.len });
     q->bytes = 0;
     switch (q->type) {
-    case KS_STRING:
-        return smc_build_string(q, e, nel);
-    case KS_LIST:
-        return smc_build_list(q, ks_entry_ptr(e), nel);
-    case KS_SET:
-        return smc_build_set(q, e, nel);
-    case KS_ZSET:
-        return smc_build_zset(q, e, nel);
+    case KS_STRING: return smc_build_string(q, e, nel);
+    case KS_LIST: return smc_build_list(q, ks_entry_ptr(e), nel);
+    case KS_SET: return smc_build_set(q, e, nel);
+    case KS_ZSET: return smc_build_zset(q, e, nel);
     default: {
         struct hobj h;
         hobj_bind(&h, NULL, e);
@@ -421,8 +411,19 @@ smc_next(struct smc *q, struct shard_env *env, struct buf *req)
         smc_drop_current(q);
         return 0;
     }
+    size_t n = 1;
     if (q->first) {
         smc_write_first(q, e, req);
+        if (q->type == KS_STRING && !done) {
+            /* the target makes room for the whole string now: appending
+             * into it then never moves (copies) what it holds */
+            resp_w_array(req, 4);
+            resp_w_bulk_cstr(req, "RVMIGSLOTS");
+            resp_w_bulk_cstr(req, "RESERVE");
+            resp_w_bulk(req, q->key.data, q->key.len);
+            resp_w_bulk_int(req, (int64_t)q->total);
+            n++;
+        }
     } else {
         smc_write_next(q, req);
     }
@@ -432,10 +433,27 @@ smc_next(struct smc *q, struct shard_env *env, struct buf *req)
     if (done) {
         smc_drop_current(q);
     }
-    return 1;
+    return n;
 }
 
 /* ---- the target's side ---- */
+
+void
+smc_reserve(struct conn *c, struct rv_str key, struct rv_str bytes)
+{
+    int64_t n;
+    effect_none(c); /* (memory only: a replica appends as it can) */
+    if (!cmd_arg_int(bytes, &n) || n < 0) {
+        reply_err(c, RV_ERR_NOTINT);
+        return;
+    }
+    struct ks_entry *e = ks_peek(c->env->ks, key.p, key.len);
+    if (ks_entry_live(e, c->env->now_ms) && ks_entry_type(e) == KS_STRING &&
+        (size_t)n > ks_str_len(e) && n <= c->env->cfg->net.proto_max_bulk_len) {
+        ks_str_reserve(c->env->ks, &e, (size_t)n);
+    }
+    reply_ok(c);
+}
 
 struct smc_kind {
     const char *name, *lower;
@@ -445,8 +463,8 @@ struct smc_kind {
 };
 
 static const struct smc_kind smc_kinds[] = {
-    { "HSET", "hset", KS_HASH, 2, cmd_hset },       { "SADD", "sadd", KS_SET, 1, cmd_sadd },
-    { "ZADD", "zadd", KS_ZSET, 2, cmd_zadd },       { "RPUSH", "rpush", KS_LIST, 1, cmd_rpush },
+    { "HSET", "hset", KS_HASH, 2, cmd_hset },         { "SADD", "sadd", KS_SET, 1, cmd_sadd },
+    { "ZADD", "zadd", KS_ZSET, 2, cmd_zadd },         { "RPUSH", "rpush", KS_LIST, 1, cmd_rpush },
     { "APPEND", "append", KS_STRING, 1, cmd_append },
 };
 

@@ -7,6 +7,8 @@
  * one chunk per turn of the shard's event loop, waiting for each reply:
  *   RVMIGSLOTS RESTORE key abs-expire-ms payload   (the first: a DUMP payload
  *       of the first elements, which replaces the key on the target)
+ *   RVMIGSLOTS RESERVE key bytes   (a string, with its first chunk: the
+ *       target allocates it whole, so that appending never moves it)
  *   RVMIGSLOTS APPEND key HSET|SADD|ZADD|RPUSH|APPEND arg ...   (each next
  *       one: the target runs that command on the key, and logs it as is)
  * The cursor is the type's own: dict_scan's for a hash or a set kept as a
@@ -33,12 +35,12 @@ struct shard_env;
 #define SMC_NUM 32             /* a formatted integer or score */
 
 struct smc {
-    struct buf queue; /* keys waiting, each as its length then its bytes */
-    size_t qat;       /* the next one in queue */
-    struct buf key;   /* the key being sent (len 0: none) */
-    int type;         /* its enum ks_type */
-    bool first;       /* the next chunk creates the value */
-    uint64_t cursor;  /* dict_scan's cursor, an index, a rank or a byte offset */
+    struct buf queue;   /* keys waiting, each as its length then its bytes */
+    size_t qat;         /* the next one in queue */
+    struct buf key;     /* the key being sent (len 0: none) */
+    int type;           /* its enum ks_type */
+    bool first;         /* the next chunk creates the value */
+    uint64_t cursor;    /* dict_scan's cursor, an index, a rank or a byte offset */
     size_t sent, total; /* elements (bytes of a string) sent, of about total */
     uint64_t chunks;    /* chunks sent by this job */
     /* the chunk under construction: views into the value or into num */
@@ -70,3 +72,6 @@ void smc_describe(const struct smc *q, char *out, size_t n);
 /* The target's side: RVMIGSLOTS APPEND key cmd arg ... (argv[0..argc)),
  * the slot checked by the caller. */
 void smc_apply(struct conn *c, int argc, struct rv_str *argv);
+/* RVMIGSLOTS RESERVE key bytes: room for a string of that size (sent after
+ * a big string's first chunk; ks_str_reserve). */
+void smc_reserve(struct conn *c, struct rv_str key, struct rv_str bytes);
