@@ -11,7 +11,9 @@ GET of a small key of another slot, alternately, one at a time, and records each
              big hash in chunks, the fence and the commit);
   after      --after seconds from then on: node 0 deletes its copies of the moved slot (topology.c's dirty-slot
              rule), the big hash in one go.
-Reported per phase: requests, p50, p99, p99.9 and max latency (ms), and the move's duration. The job's state is
+Reported per phase: requests, p50, p99, p99.9 and max latency (ms), and the move's duration; the move is also
+split by the job's state as last read (copy: connecting/snapshot/streaming; commit: committing, which includes
+the source's deletion of its copies once it adopted the change). The job's state is
 read every 50 ms on a second connection, outside the measured loop. The client is one Python thread, so its own
 pauses (the GIL, the collector, a busy machine) count as server latency: the figures are upper bounds.
 
@@ -124,23 +126,27 @@ def job_state(c):
     return j["state"], j["message"]
 
 
-def measure(cli, key, until):
-    """PING and GET in turn until until() (checked every 50 ms) is true; the round trips in seconds."""
+def measure(cli, key, until, phase=None):
+    """PING and GET in turn until until() (checked every 50 ms) is true; the round trips in seconds (and, with
+    phase, each one's phase as phase() said at the last check)."""
     lat = []
     next_check = time.monotonic() + 0.05
     i = 0
+    ph = phase() if phase else None
     while True:
         t0 = time.perf_counter()
         if i & 1:
             cli.get(key)
         else:
             cli.ping()
-        lat.append(time.perf_counter() - t0)
+        d = time.perf_counter() - t0
+        lat.append(d if phase is None else (d, ph))
         i += 1
         now = time.monotonic()
         if now >= next_check:
             if until(now):
                 return lat
+            ph = phase() if phase else None
             next_check = now + 0.05
 
 
@@ -181,11 +187,16 @@ def main():
             state["last"] = st
             return st is not None and st[0] in ("success", "failed", "cancelled")
 
-        lat = measure(cli, key, moved)
+        lat = measure(cli, key, moved, phase=lambda: (state.get("last") or ("connecting",))[0])
         took = time.monotonic() - t0
-        res["move"] = stats(lat, took)
+        res["move"] = stats([d for d, _ in lat], took)
         res["move_state"] = state["last"][0]
         log("move (%s, %.2f s): %s" % (state["last"][0], took, res["move"]))
+        # by the job's state as last read (50 ms granularity): the copy, then the commit and the source's
+        # deletion of its copies once it adopted the change (the state turns success after that)
+        for name, states in (("copy", ("connecting", "snapshot", "streaming")), ("commit", ("committing", "success"))):
+            res["move_" + name] = stats([d for d, p in lat if p in states])
+            log("  %s: %s" % (name, res["move_" + name]))
         t_end = time.monotonic() + a.after
         res["after"] = stats(measure(cli, key, lambda now: now >= t_end), a.after)
         log("after: %s" % res["after"])
