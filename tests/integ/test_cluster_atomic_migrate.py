@@ -475,6 +475,29 @@ def rvmigslots_calls(c):
     return c.info("commandstats").get("cmdstat_rvmigslots", {}).get("calls", 0)
 
 
+@pytest.fixture
+def big_cluster(monkeypatch):
+    """The cluster fixture's, with cluster-node-timeout 10000: the hosts' write leases (half of it, renewed by
+    probes that wait up to 1 s) then outlast the CPU a big move takes from a loaded CI box under ASan; a lapse
+    makes the target refuse records with CLUSTERDOWN, which ends the job."""
+    import test_cluster_migrate
+
+    real = test_cluster_migrate.launch
+
+    def launch(args=(), **kw):
+        args = [str(a) for a in args]
+        if "--cluster-node-timeout" in args:
+            args[args.index("--cluster-node-timeout") + 1] = "10000"
+        return real(args, **kw)
+
+    monkeypatch.setattr(test_cluster_migrate, "launch", launch)
+    c = Cluster(hosts=True)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
 def settled(cl):
     """Every host a voter of the topology log, its membership changes over (a move right after create would
     race the log's promotions, during which a starved host's write lease may lapse)."""
@@ -492,15 +515,19 @@ def held_chunk(cl, lo, hi):
     return jobs(cl.ports[0])[-1]
 
 
-def test_migrateslots_moves_big_keys_in_chunks(cluster):
+def test_migrateslots_moves_big_keys_in_chunks(big_cluster):
     """A hash, a set, a sorted set and a list of 200k elements and a 20 MB string (RUVIO_BIG=1: 1M, 100 MB) move
     in chunks: every element arrives, types and TTLs intact, and the source answers meanwhile."""
-    cl = cluster
+    cl = big_cluster
     lo, hi = moving_range(cl, 0)
     tag = tags_for(lo, lo)[0]
     src, dst = client(cl.ports[0]), client(cl.ports[1])
     names = fill_big(src, tag)
     src.set(tag + "small", "s")
+    src.config_set("set-max-intset-entries", 4096)  # a set kept as an intset, sent by index
+    names["i"] = tag + "bigi"
+    src.sadd(names["i"], *range(-1500, 1500))
+    assert src.object("encoding", names["i"]) == "intset"
     settled(cl)
     want = digests(src, list(names.values()))
     calls0 = rvmigslots_calls(dst)
@@ -532,6 +559,7 @@ def test_migrateslots_moves_big_keys_in_chunks(cluster):
     assert dst.ttl(names["h"]) > 90000 and dst.ttl(names["S"]) > 90000
     assert dst.ttl(names["s"]) == -1 and dst.ttl(names["z"]) == -1 and dst.ttl(names["l"]) == -1
     assert dst.get(tag + "small") == "s"
+    assert dst.smembers(names["i"]) == {str(i) for i in range(-1500, 1500)}
     if not BIG:  # (the digests above cover the big run)
         assert dst.hgetall(names["h"]) == {"f%d" % i: "v%d" % i for i in range(BIG_N)}
         assert dst.smembers(names["s"]) == {"m%d" % i for i in range(BIG_M)}
@@ -548,8 +576,8 @@ def client_bytes(port):
     return redis.Redis(host=HOST, port=port, socket_timeout=TIMEOUT)
 
 
-def test_cancel_during_a_big_keys_chunks_leaves_nothing(cluster):
-    cl = cluster
+def test_cancel_during_a_big_keys_chunks_leaves_nothing(big_cluster):
+    cl = big_cluster
     lo, hi = moving_range(cl, 0)
     tag = tags_for(lo, lo)[0]
     src, dst = client(cl.ports[0]), client(cl.ports[1])
@@ -567,8 +595,8 @@ def test_cancel_during_a_big_keys_chunks_leaves_nothing(cluster):
     assert src.hlen(names["h"]) == 20000 and cl.slot_map()[lo] == 0
 
 
-def test_write_to_a_big_key_during_its_chunks_reaches_the_target(cluster):
-    cl = cluster
+def test_write_to_a_big_key_during_its_chunks_reaches_the_target(big_cluster):
+    cl = big_cluster
     lo, hi = moving_range(cl, 0)
     tag = tags_for(lo, lo)[0]
     src, dst = client(cl.ports[0]), client(cl.ports[1])
