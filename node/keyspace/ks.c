@@ -782,7 +782,9 @@ ks_str_reserve(struct ks *ks, struct ks_entry **ep, size_t cap)
         return;
     }
     ent_lay(e, &l);
-    size_t size = (size_t)(l.key - (uint8_t *)e) + l.klen + cap;
+    /* (the header as it will be at cap bytes: its length field may widen) */
+    size_t size = ent_hdr_size((e->flags & EF_EXP) | KS_STRING | EF_RAW, l.klen, cap) + l.klen +
+                  cap;
     if (size <= rv_usable_size(e)) {
         return;
     }
