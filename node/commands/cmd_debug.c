@@ -298,7 +298,7 @@ CMD_HANDLER(debug_slotmig_hold)
         reply_err(c, RV_ERR_NOTINT);
         return;
     }
-    slotmig_hold(c, on != 0);
+    slotmig_hold(c, on == 2 ? 2 : on != 0);
     reply_ok(c);
 }
 

@@ -107,6 +107,14 @@ dump_payload(struct ks_entry *e, struct buf *b)
     dump_finish(b);
 }
 
+void
+dump_payload_cmd(int argc, const struct rv_str *argv, struct buf *b)
+{
+    buf_putc(b, (char)DUMP_MAGIC);
+    dump_record(b, argc, argv);
+    dump_finish(b);
+}
+
 CMD_HANDLER(dump)
 {
     struct ks_entry *e = lookup_read(c, argv[1]);

@@ -4,13 +4,16 @@
  *   CLUSTER MIGRATESLOTS SLOTSRANGE start end [start end ...] NODE <id>
  *   CLUSTER GETSLOTMIGRATIONS
  *   CLUSTER CANCELSLOTMIGRATIONS
- *   RVMIGSLOTS RESTORE key abs-expire-ms payload | DEL key | DROP start end ...
- *     (internal: what the source sends the target)
+ *   RVMIGSLOTS RESTORE key abs-expire-ms payload | APPEND key cmd arg ... |
+ *     DEL key | DROP start end ... (internal: what the source sends the target)
  *
  * The source shard drives one job at a time, from a timer on its own loop:
  *   1. connect to the target (AUTH with masteruser/masterauth when set);
  *   2. walk the keyspace with ks_scan's cursor and send every live key of the
  *      moving slots as RVMIGSLOTS RESTORE (DUMP's payload, absolute expiry);
+ *      a big key instead goes in chunks, one per timer run, before the walk
+ *      goes on (slotmig_chunk.c: a RESTORE of its first elements, then
+ *      APPENDs);
  *   3. meanwhile writes to those slots go on, and the keys of every write
  *      the shard logs (persist's tap, sm_tap: a command's effect, a script's
  *      or EXEC's writes, a served blocking command, an expiry's or
@@ -21,8 +24,8 @@
  *   4. then writes to the moving slots only get -TRYAGAIN (reads go on), the
  *      last remembered keys are sent, and once the target acknowledged every
  *      record (the replies come in order: the last one is the fence) the
- *      ownership change is proposed to the topology log (one SETSLOT NODE per
- *      slot, then BUMPEPOCH of the target);
+ *      ownership change is proposed to the topology log as one entry (a
+ *      batch: a SETSLOT NODE per slot, then BUMPEPOCH of the target);
  *   5. once committed and adopted by this shard, the slots answer MOVED and
  *      the old keys are deleted by topology_reconcile's dirty-slot rule.
  * An error, a timeout or CANCELSLOTMIGRATIONS before step 4's proposal: the
@@ -52,6 +55,7 @@
 #include "node/commands/cmds.h"
 #include "node/commands/mig_link.h"
 #include "node/commands/slotmig.h"
+#include "node/commands/slotmig_chunk.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
 #include "node/core/effect.h"
@@ -79,6 +83,10 @@
 #define SM_IMPORT_IDLE_MS (2 * SM_IO_MS)
 #define SM_IMPORT_IDLE_TEXT "10 s"
 #define SM_IMPORT_TICK_US 100000
+/* A chunk the target refused with CLUSTERDOWN (its write lease lapsed, as on
+ * a starved host) is sent again every SM_DOWN_RETRY_MS, for SM_DOWN_MS. */
+#define SM_DOWN_RETRY_MS 20
+#define SM_DOWN_MS (2 * SM_IO_MS)
 
 enum sm_state {
     SM_CONNECTING,
@@ -117,8 +125,13 @@ struct sm_job {
     unsigned rounds;
     uint64_t tag;     /* of the proposal in flight */
     int64_t retry_at; /* monotonic ms: the next proposal, after an unknown outcome */
-    bool import;      /* the target's side: moving is the set of slots imported */
-    int64_t heard;    /* (import) monotonic ms of the source's last record */
+    struct smc chunk; /* big keys, sent in chunks (slotmig_chunk.h) */
+    struct buf again; /* the chunk's records being sent, nagain of them */
+    size_t nagain;
+    int64_t again_at, again_until; /* monotonic ms: its next try, the last */
+    bool down;                     /* the last exchange got CLUSTERDOWN */
+    bool import;                   /* the target's side: moving is the set of slots imported */
+    int64_t heard;                 /* (import) monotonic ms of the source's last record */
 };
 
 struct slotmig {
@@ -130,7 +143,8 @@ struct slotmig {
     struct sm_job *log[SM_LOG]; /* finished jobs, oldest first */
     size_t nlog;
     uint64_t next_tag;
-    bool hold; /* DEBUG SLOTMIG-HOLD: jobs stream but never pause nor commit */
+    bool hold;        /* DEBUG SLOTMIG-HOLD: jobs stream but never pause nor commit */
+    bool hold_chunks; /* DEBUG SLOTMIG-HOLD 2: and a chunked key stops after its first chunk */
 };
 
 static bool
@@ -150,6 +164,8 @@ sm_job_free(struct sm_job *j)
     }
     buf_deinit(&j->in);
     buf_deinit(&j->dirty);
+    smc_deinit(&j->chunk);
+    buf_deinit(&j->again);
     rv_free(j->ranges);
     rv_free(j);
 }
@@ -203,6 +219,10 @@ sm_finish(struct slotmig *m)
     buf_deinit(&j->dirty);
     buf_init(&j->dirty);
     j->ndirty = 0;
+    smc_deinit(&j->chunk);
+    smc_init(&j->chunk);
+    buf_deinit(&j->again);
+    j->nagain = 0;
     sm_log_add(m, j);
 }
 
@@ -256,6 +276,7 @@ static bool
 sm_exchange(struct sm_job *j, const struct buf *req, size_t n, char *err, size_t errsz)
 {
     char line[MIGRATE_LINE_MAX];
+    j->down = false;
     if (!mig_send_all(&j->link, req->data, req->len, SM_IO_MS)) {
         snprintf(err, errsz, "error or timeout writing to the target");
         return false;
@@ -267,8 +288,14 @@ sm_exchange(struct sm_job *j, const struct buf *req, size_t n, char *err, size_t
         }
         if (line[0] == '-') {
             snprintf(err, errsz, "the target replied: %.200s", line + 1);
-            return false;
+            if (strncmp(line + 1, "CLUSTERDOWN", 11) != 0) {
+                return false;
+            }
+            j->down = true; /* (the replies that follow are read all the same) */
         }
+    }
+    if (j->down) {
+        return false;
     }
     j->acked = clock_unix_ms() / 1000;
     return true;
@@ -361,16 +388,54 @@ sm_send_keys(struct shard_env *env, struct sm_job *j, const struct buf *list, ch
     for (size_t at = 0; at < list->len && ok;) {
         size_t len;
         memcpy(&len, list->data + at, sizeof(len));
-        sm_record(env, &req, list->data + at + sizeof(len), len);
+        const char *key = list->data + at + sizeof(len);
         at += sizeof(len) + len;
-        n++;
-        if (n == SM_BATCH_KEYS || req.len >= SM_BATCH_BYTES || at >= list->len) {
+        if (!smc_defer(&j->chunk, env, key, len)) { /* (a big key goes in chunks, later) */
+            sm_record(env, &req, key, len);
+            n++;
+        }
+        if (n > 0 && (n == SM_BATCH_KEYS || req.len >= SM_BATCH_BYTES || at >= list->len)) {
             ok = sm_exchange(j, &req, n, err, errsz);
             buf_reset(&req);
             n = 0;
         }
     }
     buf_deinit(&req);
+    return ok;
+}
+
+/* One chunk of the big key at hand (slotmig_chunk.h), or a heartbeat while
+ * DEBUG SLOTMIG-HOLD 2 holds it after its first chunk; false with the reason
+ * in err. */
+static bool
+sm_send_chunk(struct slotmig *m, struct sm_job *j, char *err, size_t errsz)
+{
+    bool held = m->hold_chunks && smc_started(&j->chunk) && j->nagain == 0, ok = true;
+    int64_t now = (int64_t)(clock_mono_us() / 1000);
+    if (held) {
+        ok = sm_tell(j, sm_state_name[j->state], err, errsz);
+    } else if (j->nagain == 0 || now >= j->again_at) {
+        if (j->nagain == 0) {
+            buf_reset(&j->again);
+            j->nagain = smc_next(&j->chunk, shard_env(m->s), &j->again);
+            j->again_until = now + SM_DOWN_MS;
+        }
+        ok = j->nagain == 0 || sm_exchange(j, &j->again, j->nagain, err, errsz);
+        if (!ok && j->down && now < j->again_until) {
+            /* Refused, not run (or run, for a first chunk's RESTORE, which
+             * runs again the same): the same records a little later. */
+            j->again_at = now + SM_DOWN_RETRY_MS;
+            ok = true;
+        } else {
+            j->nagain = 0;
+        }
+    }
+    smc_describe(&j->chunk, j->message, sizeof(j->message));
+    if (held || j->nagain > 0) {
+        size_t at = strlen(j->message);
+        snprintf(j->message + at, sizeof(j->message) - at, "%s",
+                 held ? " (held)" : " (the target answers CLUSTERDOWN: sending it again)");
+    }
     return ok;
 }
 
@@ -516,6 +581,8 @@ sm_restart(struct sm_job *j, char *err, size_t errsz)
     j->flushed = false;
     buf_reset(&j->dirty);
     j->ndirty = 0;
+    smc_deinit(&j->chunk); /* the walk queues the big keys again */
+    smc_init(&j->chunk);
     j->cursor = 0;
     j->rounds = 0;
     if (j->state == SM_CONNECTING) {
@@ -574,6 +641,13 @@ sm_step(struct slotmig *m)
         sm_abort(m, SM_FAILED, err);
         return;
     }
+    if (smc_busy(&j->chunk)) { /* a big key's chunks go before anything else */
+        if (!sm_send_chunk(m, j, err, sizeof(err))) {
+            j->paused = false;
+            sm_abort(m, SM_FAILED, err);
+        }
+        return;
+    }
     bool ok = true;
     switch (j->state) {
     case SM_CONNECTING:
@@ -611,8 +685,10 @@ sm_step(struct slotmig *m)
         }
         ok = ok && sm_send_keys(env, j, &list, err, sizeof(err));
         buf_deinit(&list);
-        ok = ok && (!j->paused || sm_tell(j, "committing", err, sizeof(err)));
-        if (ok && j->paused) {
+        /* big keys of the list go in chunks first, then this step again */
+        bool drained = !smc_busy(&j->chunk);
+        ok = ok && (!j->paused || !drained || sm_tell(j, "committing", err, sizeof(err)));
+        if (ok && j->paused && drained) {
             /* every record was acknowledged, in order: the target holds all */
             sm_set(j, SM_COMMITTING, "");
             j->retry_at = 0;
@@ -639,11 +715,14 @@ sm_on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     sm_step(m);
-    if (m->active != NULL && m->active->state == SM_STREAMING && m->hold) {
-        sm_arm(m, 2000);
-    } else if (m->active != NULL && m->active->state != SM_COMMITTING) {
-        sm_arm(m, 0);
-    } else if (m->active != NULL && !evtimer_pending(m->tick, NULL)) {
+    struct sm_job *j = m->active;
+    if (j != NULL && j->state != SM_COMMITTING) {
+        /* held: a heartbeat every 2 ms; else the next step (a batch, a
+         * round, a chunk) on the next turn of the loop */
+        bool held = (m->hold_chunks && smc_started(&j->chunk)) || j->nagain > 0 ||
+                    (m->hold && j->state == SM_STREAMING && !smc_busy(&j->chunk));
+        sm_arm(m, held ? 2000 : 0);
+    } else if (j != NULL && !evtimer_pending(m->tick, NULL)) {
         sm_arm(m, 10000);
     }
 }
@@ -695,6 +774,7 @@ static void
 sm_dirty_add(struct sm_job *j, struct rv_str key)
 {
     if (sm_moving(j, slot_of(key.p, key.len))) {
+        smc_touched(&j->chunk, key);
         buf_append(&j->dirty, &key.len, sizeof(key.len));
         buf_append(&j->dirty, key.p, key.len);
         j->ndirty++;
@@ -865,10 +945,11 @@ sm_get(struct conn *c)
 }
 
 void
-slotmig_hold(struct conn *c, bool on)
+slotmig_hold(struct conn *c, int mode)
 {
     struct slotmig *m = sm_get(c);
-    m->hold = on;
+    m->hold = mode != 0;
+    m->hold_chunks = mode == 2;
     if (m->active != NULL) {
         sm_arm(m, 0);
     }
@@ -972,6 +1053,8 @@ CMD_HANDLER(cluster_migrateslots)
     }
     rand_hex(j->name, TOPO_ID_LEN);
     j->name[TOPO_ID_LEN] = '\0';
+    smc_init(&j->chunk);
+    buf_init(&j->again);
     j->created = j->updated = j->acked = clock_unix_ms() / 1000;
     sm_set(j, SM_CONNECTING, "");
     m->active = j;
@@ -1195,7 +1278,7 @@ sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
     reply_ok(c);
 }
 
-/* RVMIGSLOTS STATE name streaming|committing: the source's progress (and
+/* RVMIGSLOTS STATE name snapshot|streaming|committing: the source's progress (and
  * its heartbeat while held). */
 static void
 sm_import_state(struct conn *c, struct rv_str name, struct rv_str st)
@@ -1207,7 +1290,9 @@ sm_import_state(struct conn *c, struct rv_str name, struct rv_str st)
         reply_errf(c, "ERR No such slot import");
         return;
     }
-    enum sm_state want = cmd_arg_is(st, "committing") ? SM_COMMITTING : SM_STREAMING;
+    enum sm_state want = cmd_arg_is(st, "committing") ? SM_COMMITTING
+                         : cmd_arg_is(st, "snapshot") ? SM_SNAPSHOT
+                                                      : SM_STREAMING;
     if (j->state != want) {
         sm_set(j, want, "");
     }
@@ -1230,6 +1315,20 @@ CMD_HANDLER(rvmigslots)
         for (int i = 3; i < 6; i++) {
             effect_arg(c, av[i].p, av[i].len);
         }
+    } else if (cmd_arg_is(argv[1], "append") && argc >= 5) {
+        if (!sm_not_mine(c, argv[2])) {
+            effect_none(c);
+            return;
+        }
+        sm_import_heard(c);
+        smc_apply(c, argc, argv);
+    } else if (cmd_arg_is(argv[1], "reserve") && argc == 4) {
+        if (!sm_not_mine(c, argv[2])) {
+            effect_none(c);
+            return;
+        }
+        sm_import_heard(c);
+        smc_reserve(c, argv[2], argv[3]);
     } else if (cmd_arg_is(argv[1], "del") && argc == 3) {
         if (!sm_not_mine(c, argv[2])) {
             effect_none(c);

@@ -44,6 +44,9 @@ CMD_HANDLER(dump); CMD_HANDLER(restore); CMD_HANDLER(migrate);
 struct buf;
 struct ks_entry;
 void dump_payload(struct ks_entry *e, struct buf *b);
+/* The payload of a value that one rebuild command recreates (argv[1], its
+ * key, left out): a part of a big value (slotmig_chunk.c). */
+void dump_payload_cmd(int argc, const struct rv_str *argv, struct buf *b);
 int migrate_keys(int argc, struct rv_str *argv, int *out, int max);
 
 /* cmd_conn.c */

@@ -35,9 +35,10 @@ bool slotmig_hiding(const struct shard_env *env, const struct ks *ks);
 bool slotmig_hidden(const struct shard_env *env, unsigned slot);
 size_t slotmig_hidden_keys(const struct shard_env *env);
 size_t slotmig_hidden_volatile(struct shard_env *env);
-/* DEBUG SLOTMIG-HOLD: this shard's jobs keep streaming (an RVMIGSLOTS STATE
+/* DEBUG SLOTMIG-HOLD 1: this shard's jobs keep streaming (an RVMIGSLOTS STATE
  * every 2 ms when there is nothing to send) but never pause writes nor commit, so that
- * tests can cancel or break a move half way. */
-void slotmig_hold(struct conn *c, bool on);
+ * tests can cancel or break a move half way; 2: also a key sent in chunks
+ * stops after its first chunk (the same heartbeat); 0: they go on. */
+void slotmig_hold(struct conn *c, int mode);
 /* The shard stops: the job and its log go (before its event base). */
 void slotmig_shard_destroy(struct shard *s);

@@ -745,15 +745,16 @@ ks_str_resize(struct ks *ks, struct ks_entry **ep, size_t newlen)
         /* The layout changes: build a new entry. */
         char scratch[24];
         struct rv_str cur = ks_str_get(e, scratch);
-        size_t keep = cur.len < newlen ? cur.len : newlen;
-        ne = ent_alloc(size);
+        size_t keep = cur.len < newlen ? cur.len : newlen, us = rv_usable_size(e);
+        /* (growing keeps room reserved by ks_str_reserve) */
+        ne = ent_alloc(newlen > cur.len && us > size ? us : size);
         val = ent_write_hdr(ne, flags, ent_clk_get(e), l.key, l.klen, newlen, dl);
         memcpy(val, cur.p, keep);
         memset(val + keep, 0, newlen - keep);
     } else {
         size_t old = l.vlen, us = rv_usable_size(e);
         ne = e;
-        if (size > us || size < us / 2) {
+        if (size > us || (size < us / 2 && newlen < old)) {
             ne = ent_realloc(e, size);
         }
         val = ent_write_hdr(ne, flags, ent_clk_get(ne), NULL, l.klen, newlen, dl);
@@ -770,6 +771,30 @@ ks_str_resize(struct ks *ks, struct ks_entry **ep, size_t newlen)
     }
     *ep = ne;
     return (char *)val;
+}
+
+void
+ks_str_reserve(struct ks *ks, struct ks_entry **ep, size_t cap)
+{
+    struct ks_entry *e = *ep;
+    struct ent_lay l;
+    if (ks_entry_type(e) != KS_STRING || (e->flags & EF_INT)) {
+        return;
+    }
+    ent_lay(e, &l);
+    /* (the header as it will be at cap bytes: its length field may widen) */
+    size_t size = ent_hdr_size((e->flags & EF_EXP) | KS_STRING | EF_RAW, l.klen, cap) + l.klen +
+                  cap;
+    if (size <= rv_usable_size(e)) {
+        return;
+    }
+    ks_step(ks); /* (before the move, as in ks_str_resize) */
+    struct ks_entry *ne = ent_realloc(e, size);
+    if (ne != e) {
+        bool exp = (ne->flags & EF_EXP) != 0;
+        ks_repoint(ks, ent_hash(ks, ne), e, ne, exp, exp);
+    }
+    *ep = ne;
 }
 
 bool

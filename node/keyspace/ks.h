@@ -103,6 +103,11 @@ void ks_str_set_int(struct ks *ks, struct ks_entry *e, int64_t v);
  * growth, truncating shrink), keeping key and deadline; *ep may move. Returns
  * a writable pointer to the value bytes (valid until the next keyspace call). */
 char *ks_str_resize(struct ks *ks, struct ks_entry **ep, size_t newlen);
+/* Room for a string value of cap bytes in *ep's allocation (its value and
+ * length unchanged; *ep may move): ks_str_resize grows into it without
+ * moving the value again, as a big value built by appends needs (a slot
+ * migration's chunks). A no-op for other types and integers. */
+void ks_str_reserve(struct ks *ks, struct ks_entry **ep, size_t cap);
 
 /* Non-string values (later issues): ks stores an owned pointer; free_fn is
  * called when the entry is deleted or overwritten. */
