@@ -968,10 +968,11 @@ static _Thread_local bool owned_known;
 struct orphan_drop {
     bool dirty[SLOT_COUNT];
     bool active;
-    uint64_t cursor;  /* ks_scan position in database 0 */
-    size_t deleted;   /* keys deleted since the walk began */
-    unsigned nslots;  /* dirty slots when it (last) began */
-    struct buf *keys; /* a slice's keys to delete, each as its length then its bytes */
+    uint64_t cursor;             /* ks_scan position in database 0 */
+    size_t deleted;              /* keys deleted since the walk began */
+    unsigned nslots;             /* dirty slots when it (last) began */
+    uint64_t slices, longest_us; /* for the log line */
+    struct buf *keys;            /* a slice's keys to delete, each as its length then its bytes */
 };
 static _Thread_local struct orphan_drop drop;
 
@@ -1071,14 +1072,19 @@ topology_drop_step(struct shard *s)
         }
         keys.len = 0;
     } while (drop.cursor != 0 && clock_mono_us() - t0 < 1000);
+    uint64_t took = clock_mono_us() - t0;
+    drop.longest_us = took > drop.longest_us ? took : drop.longest_us;
+    drop.slices++;
     shard_use_db(env, was);
     drop.keys = NULL;
     buf_deinit(&keys);
     if (drop.cursor != 0) {
         return true;
     }
-    log_notice("cluster: deleted %zu keys of %u slots that another node owns now", drop.deleted,
-               drop.nslots);
+    log_notice("cluster: deleted %zu keys of %u slots that another node owns now (%llu slices, "
+               "the longest %llu us)",
+               drop.deleted, drop.nslots, (unsigned long long)drop.slices,
+               (unsigned long long)drop.longest_us);
     memset(&drop, 0, sizeof(drop));
     return false;
 }

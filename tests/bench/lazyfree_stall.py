@@ -52,7 +52,8 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="lzbench")
         self.port = free_port()
         self.proc = subprocess.Popen([binary, "--port", str(self.port), "--bind", HOST, "--dir", self.dir,
-                                      "--durability", "memory", *map(str, args)],
+                                      "--durability", "memory", "--logfile", os.path.join(self.dir, "log"),
+                                      *map(str, args)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         self.r = redis.Redis(host=HOST, port=self.port, socket_timeout=60)
@@ -174,7 +175,15 @@ def bench_slot(binary, keys):
                 assert time.time() < end, "the source dropping the slot's keys"
                 time.sleep(0.01)
 
-        return timed(a.port, give_away)
+        res = timed(a.port, give_away)
+        end = time.time() + 10
+        line = ""
+        while "deleted" not in line and time.time() < end:
+            with open(os.path.join(a.dir, "log"), errors="replace") as f:
+                line = next((x for x in f if "another node owns now" in x), "")
+            time.sleep(0.05)
+        print("  source log: " + line.strip().split("cluster: ")[-1], flush=True)
+        return res
     finally:
         for s in servers:
             s.stop()
