@@ -573,6 +573,11 @@ shard_destroy(struct shard *s)
     if (s == NULL) {
         return;
     }
+    /* Jobs it gave the lazy-free thread count in s->env.lazy (an offline
+     * shard of a redistribution may have replayed an UNLINK). */
+    if (s->env.node != NULL) {
+        lazyfree_wait_idle(s->env.node->lazyfree);
+    }
     for (int i = 0; i < s->nlisten; i++) {
         if (s->levs[i]) {
             event_free(s->levs[i]);
