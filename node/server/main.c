@@ -218,6 +218,7 @@ stop_node(struct node *node)
     metrics_http_stop();
     topology_stop();                  /* (before the shards go: its answers are posted to them) */
     lazyfree_destroy(node->lazyfree); /* (its jobs count in the shards' state) */
+    node->lazyfree = NULL;
     for (unsigned i = 0; i < node->nshards; i++) {
         shard_destroy(node->shards[i]);
     }
