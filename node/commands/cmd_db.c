@@ -147,17 +147,6 @@ CMD_HANDLER(swapdb)
 }
 
 void
-db_flush_all(struct conn *c)
-{
-    struct shard_env *env = c->env;
-    for (unsigned i = 0; i < env->ndbs; i++) {
-        if (env->dbs[i] != NULL) {
-            ks_flush(env->dbs[i]);
-        }
-    }
-}
-
-void
 db_info_keyspace(struct conn *c, struct buf *b)
 {
     struct shard_env *env = c->env;

@@ -44,9 +44,11 @@ str_eq(struct rv_str a, struct rv_str b)
 /* ------------------------------------------------------------ DEL EXISTS */
 
 /* Logged (and so invalidated for CLIENT TRACKING, as Redis) as the keys it
- * really deleted: none, all of them, or a DEL of those. */
+ * really deleted: none, all of them, or a DEL of those. lazy (UNLINK, or DEL
+ * with lazyfree-lazy-user-del): a big value is unlinked now and freed by the
+ * lazy-free thread (node/core/lazyfree.h). */
 static void
-del_generic(struct conn *c, int argc, struct rv_str *argv)
+del_generic(struct conn *c, int argc, struct rv_str *argv, bool lazy)
 {
     struct ks *ks = c->env->ks;
     int64_t now = c->env->now_ms, n = 0;
@@ -63,7 +65,7 @@ del_generic(struct conn *c, int argc, struct rv_str *argv)
             ks_lookup(ks, argv[i].p, argv[i].len, now); /* expires it: not counted */
             continue;
         }
-        if (ks_delete(ks, argv[i].p, argv[i].len)) {
+        if (ks_delete_how(ks, argv[i].p, argv[i].len, lazy)) {
             ksn_event(c->env, KSN_GENERIC, "del", argv[i]);
             gone[i] = true;
             n++;
@@ -90,12 +92,12 @@ del_generic(struct conn *c, int argc, struct rv_str *argv)
 
 CMD_HANDLER(del)
 {
-    del_generic(c, argc, argv);
+    del_generic(c, argc, argv, c->env->cfg->mem.lazyfree_lazy_user_del);
 }
 
 CMD_HANDLER(unlink)
 {
-    del_generic(c, argc, argv);
+    del_generic(c, argc, argv, true);
 }
 
 CMD_HANDLER(exists)
@@ -704,7 +706,25 @@ CMD_HANDLER(dbsize)
     reply_int(c, (int64_t)n);
 }
 
-/* FLUSHDB/FLUSHALL [SYNC|ASYNC]: the flush is synchronous either way. */
+/* One database emptied: at once, or (lazy) its keys left to the lazy-free
+ * thread (Redis's emptyDbAsync: the keyspace is new and empty right away). */
+static void
+flush_db(struct shard_env *env, struct ks *ks, bool lazy)
+{
+    if (!lazy) {
+        ks_flush(ks);
+        return;
+    }
+    size_t keys = ks_size(ks);
+    struct ks_husk *h = ks_flush_detach(ks);
+    if (h != NULL) {
+        shard_lazy_put(env, ks_husk_free, h, keys);
+    }
+}
+
+/* FLUSHDB/FLUSHALL [SYNC|ASYNC]: ASYNC (or neither, with
+ * lazyfree-lazy-user-flush) empties the keyspace at once and frees the old
+ * keys on the lazy-free thread; SYNC frees them before the reply. */
 static void
 flush_generic(struct conn *c, int argc, struct rv_str *argv, bool all)
 {
@@ -712,6 +732,8 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv, bool all)
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
+    bool lazy = argc == 2 ? cmd_arg_is(argv[1], "async")
+                          : c->env->cfg->mem.lazyfree_lazy_user_flush;
     if (rv_unlikely(c->env->slotmig != NULL) && slotmig_paused(c->env)) {
         /* (the target holds the slots' keys and is about to own them; before
          * the pause a flush makes the job copy the slots again) */
@@ -724,12 +746,18 @@ flush_generic(struct conn *c, int argc, struct rv_str *argv, bool all)
         for (unsigned i = 0; i < c->env->ndbs; i++) {
             multi_touch_flush(c->shard, i, -1);
         }
-        db_flush_all(c);
+        for (unsigned i = 0; i < c->env->ndbs; i++) {
+            if (c->env->dbs[i] != NULL) {
+                flush_db(c->env, c->env->dbs[i], lazy);
+            }
+        }
     } else {
         multi_touch_flush(c->shard, c->env->db, -1);
-        ks_flush(c->env->ks);
+        flush_db(c->env, c->env->ks, lazy);
     }
-    rv_mem_purge_thread(); /* hand the freed pages back now, not over the decay time (as Redis) */
+    if (!lazy) {
+        rv_mem_purge_thread(); /* hand the freed pages back now, not over the decay time (as Redis) */
+    }
     reply_ok(c);
 }
 

@@ -35,7 +35,6 @@ bool db_parse_index(struct conn *c, struct rv_str arg, unsigned *db);
 bool db_copy_entry(struct conn *c, const struct ks_entry *e, unsigned db, struct rv_str dst);
 /* Cluster mode and multi-shard nodes (which route by slot) have database 0 only. */
 bool db_cluster(const struct conn *c);
-void db_flush_all(struct conn *c);                      /* FLUSHALL */
 void db_info_keyspace(struct conn *c, struct buf *b); /* INFO keyspace's lines */
 
 /* cmd_dump.c */

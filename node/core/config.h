@@ -163,6 +163,13 @@ struct cfg_mem {
     int64_t max_process_bytes; /* budget of all shards together (0 = none) */
 
     int64_t tracking_table_max_keys; /* CLIENT TRACKING's keys per shard (0 = no limit) */
+
+    /* Big values freed by the lazy-free thread (node/core/lazyfree.h), by cause. */
+    bool lazyfree_lazy_eviction;
+    bool lazyfree_lazy_expire;
+    bool lazyfree_lazy_server_del; /* overwrites, RENAME's destination, internal deletes */
+    bool lazyfree_lazy_user_del;   /* DEL behaves as UNLINK */
+    bool lazyfree_lazy_user_flush; /* FLUSHALL/FLUSHDB/... without SYNC or ASYNC are ASYNC */
 };
 
 /* Replication (replication/, node/server/repl_host.c; Redis's names). */

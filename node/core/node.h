@@ -11,6 +11,7 @@
 struct shard;
 struct topo;
 struct node_load;
+struct lazyfree;
 
 struct node {
     unsigned nshards;
@@ -51,6 +52,9 @@ struct node {
     atomic_int_fast64_t loading_start_ms;
     atomic_uint_fast64_t loading_total_bytes, loading_loaded_bytes;
     struct node_load *load; /* main's pacing of the serving between records */
+    /* The lazy-free thread (node/core/lazyfree.h), or NULL: values are then
+     * freed inline. Created by main before the shards, destroyed after them. */
+    struct lazyfree *lazyfree;
     int64_t start_ms;
     char executable[4096];
     char config_file[4096];

@@ -12,6 +12,7 @@
 #include "node/core/node.h"
 #include "node/core/persist_hot.h"
 #include "node/keyspace/ks.h"
+#include "node/types/obj.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -202,6 +203,31 @@ shard_expired_keys(const struct shard_env *env)
         n += env->dbs[i] != NULL ? ks_stats(env->dbs[i])->expired_keys : 0;
     }
     return n;
+}
+
+bool
+shard_lazy_offer(void *arg, const struct ks_entry *e, void *ptr, ks_free_fn *fn)
+{
+    struct shard_env *env = arg;
+    const struct obj_ops *ops = obj_ops_of(ks_entry_type(e));
+    size_t effort = ops != NULL && ops->effort != NULL ? ops->effort(e) : 1;
+    return effort > LAZYFREE_EFFORT && lazyfree_put(env->node->lazyfree, &env->lazy, fn, ptr, 1);
+}
+
+unsigned
+shard_lazy_mask(const struct cfg *cfg)
+{
+    return (cfg->mem.lazyfree_lazy_server_del ? KS_FREE_SERVER : 0) |
+           (cfg->mem.lazyfree_lazy_expire ? KS_FREE_EXPIRE : 0) |
+           (cfg->mem.lazyfree_lazy_eviction ? KS_FREE_EVICT : 0);
+}
+
+void
+shard_lazy_put(struct shard_env *env, ks_free_fn *fn, void *ptr, uint64_t objects)
+{
+    if (!lazyfree_put(env->node->lazyfree, &env->lazy, fn, ptr, objects)) {
+        fn(ptr);
+    }
 }
 
 size_t

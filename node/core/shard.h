@@ -7,6 +7,8 @@
  * shard_before_poll() writes every pending connection once. */
 #pragma once
 #include "node/core/config.h"
+#include "node/core/lazyfree.h"
+#include "node/keyspace/ks.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -89,8 +91,9 @@ struct shard_env {
      * and the index of this shard's node in it (-1: not in it yet). */
     struct topo *topo;
     int topo_me;
-    struct slotmig *slotmig; /* CLUSTER MIGRATESLOTS (commands/slotmig.h), or NULL */
-    uint64_t topo_gen;       /* node->topo_version of the adopted snapshot */
+    struct slotmig *slotmig;   /* CLUSTER MIGRATESLOTS (commands/slotmig.h), or NULL */
+    uint64_t topo_gen;         /* node->topo_version of the adopted snapshot */
+    struct lazyfree_acct lazy; /* what this shard gave the lazy-free thread */
 };
 static inline struct shard_env *
 shard_env(const struct shard *s)
@@ -108,6 +111,14 @@ void shard_dbs_init(struct shard_env *env, struct ks *db0, unsigned n);
 void shard_dbs_free(struct shard_env *env);
 /* Keys expired in every database (their counters; the shard's thread only). */
 uint64_t shard_expired_keys(const struct shard_env *env);
+/* Lazy freeing. The keyspaces' hook (a ks_lazy_fn; arg: the shard_env): a
+ * pointer value of more than LAZYFREE_EFFORT allocations goes to the node's
+ * lazy-free thread. shard_lazy_mask: the causes (enum ks_free_why) cfg's
+ * lazyfree-lazy-* keys ask for. shard_lazy_put: hand fn(ptr) over (objects
+ * counted), or run it now when the thread refuses. */
+bool shard_lazy_offer(void *arg, const struct ks_entry *e, void *ptr, ks_free_fn *fn);
+unsigned shard_lazy_mask(const struct cfg *cfg);
+void shard_lazy_put(struct shard_env *env, ks_free_fn *fn, void *ptr, uint64_t objects);
 /* Keys (and keys with a deadline) of every database. */
 size_t shard_keys(const struct shard_env *env, size_t *expires);
 /* Replication: install another set of databases (a full sync loaded beside

@@ -160,15 +160,28 @@ evict_adopt_cfg(struct shard *s)
         if (shard_env(s)->dbs[i] != NULL) {
             ks_set_lfu(shard_env(s)->dbs[i], lfu, (unsigned)cfg->mem.lfu_log_factor,
                        (unsigned)cfg->mem.lfu_decay_time);
+            ks_set_lazy(shard_env(s)->dbs[i], shard_lazy_offer, shard_env(s), shard_lazy_mask(cfg));
         }
     }
     ev->hot.armed = ev->shard_limit > 0 || ev->process_limit > 0;
 }
 
+/* This thread's net bytes, less what the lazy-free thread has freed for it
+ * since (taken back into the thread's count). */
+static long long
+charge(struct shard *s)
+{
+    long long back = lazyfree_acct_take_bytes(&shard_env(s)->lazy);
+    if (back != 0) {
+        rv_mem_thread_adjust(-back);
+    }
+    return rv_mem_thread_net() + (shard_env(s)->evict)->carry;
+}
+
 long long
 evict_shard_used(struct shard *s)
 {
-    return rv_mem_thread_net() + (shard_env(s)->evict)->carry;
+    return charge(s);
 }
 
 /* The other shards' charges as they last published them. */
@@ -302,7 +315,7 @@ static enum ev_result
 ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
 {
     long long others = ev->process_limit > 0 ? others_used(s) : 0;
-    long long used = rv_mem_thread_net() + ev->carry;
+    long long used = charge(s);
     if (used > ev->peak) {
         ev->peak = used;
     }
@@ -336,7 +349,7 @@ ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
         ksn_event(env, KSN_EVICTED, "evicted", ks_entry_key(e));
         ks_evict(env->ks, e);
         n++;
-        used = rv_mem_thread_net() + ev->carry;
+        used = charge(s);
         if ((n & 15) == 0 && slice_us && clock_mono_us() - t0 >= slice_us) {
             r = over_budget(ev, used, others) ? EV_PARTIAL : EV_OK;
             break;
@@ -363,7 +376,7 @@ bool
 evict_cron(struct shard *s)
 {
     struct evict *ev = ev_of(s);
-    long long used = rv_mem_thread_net() + ev->carry;
+    long long used = charge(s);
     if (used > ev->peak) {
         ev->peak = used;
     }
@@ -474,6 +487,9 @@ evict_info_memory(struct shard *s, struct buf *b)
                 node > 0 ? (double)rss / (double)node : 0.0, (long long)rss - node);
     buf_appendf(b, "mem_clients_normal:%zu\r\nmem_allocator:%s\r\n", evict_clients_mem(s),
                 rv_mem_allocator());
+    buf_appendf(b, "lazyfree_pending_objects:%llu\r\nlazyfreed_objects:%llu\r\n",
+                (unsigned long long)lazyfree_acct_pending(&shard_env(s)->lazy),
+                (unsigned long long)lazyfree_acct_freed(&shard_env(s)->lazy));
     buf_appendf(b,
                 "shard_used_memory:%lld\r\nshard_used_memory_human:%s\r\n"
                 "shard_used_memory_peak:%lld\r\n",

@@ -954,73 +954,139 @@ blocked_elsewhere(void *arg, struct rv_str key, char *err, size_t errsz)
  * unless it imports them: a SETSLOT NODE that gave a slot away with keys left
  * behind (sent to the target or to a third node). As Redis does with such
  * "dirty" slots, the keys are deleted, each logged as DEL (the expiry hook) so
- * the WAL and the replicas drop them too. A walk of the keyspace, only when a
- * slot has such keys (per-slot counts). Slots lost while the node was down
- * are left alone (their keys stay, unreachable, for `--cluster fix`). The
- * ownership seen last is per shard thread, where reconcile runs. */
+ * the WAL and the replicas drop them too. They are unreachable already
+ * (MOVED), so the deletion runs in slices of about a millisecond per loop
+ * turn (topology_drop_step), not in one stall of hundreds of milliseconds for
+ * a big slot, and a big value goes to the lazy-free thread. Meanwhile DBSIZE
+ * and COUNTKEYSINSLOT count the keys not deleted yet, consistently. Slots
+ * lost while the node was down are left alone (their keys stay, unreachable,
+ * for `--cluster fix`). The ownership seen last and the deletion in progress
+ * are per shard thread, where reconcile runs. */
 static _Thread_local uint8_t owned_before[SLOT_COUNT / 8];
 static _Thread_local bool owned_known;
 
-/* The keys to drop, each as its length then its bytes, in one buffer. */
-struct orphan_walk {
-    const bool *dirty;
-    struct buf keys;
-    size_t n;
+struct orphan_drop {
+    bool dirty[SLOT_COUNT];
+    bool active;
+    uint64_t cursor;             /* ks_scan position in database 0 */
+    size_t deleted;              /* keys deleted since the walk began */
+    unsigned nslots;             /* dirty slots when it (last) began */
+    uint64_t slices, longest_us; /* for the log line */
+    struct buf *keys;            /* a slice's keys to delete, each as its length then its bytes */
 };
+static _Thread_local struct orphan_drop drop;
 
 static void
 orphan_visit(void *arg, struct ks_entry *e)
 {
-    struct orphan_walk *w = arg;
+    struct orphan_drop *d = arg;
     struct rv_str k = ks_entry_key(e);
-    if (w->dirty[slot_of(k.p, k.len)]) {
-        buf_append(&w->keys, &k.len, sizeof(k.len));
-        buf_append(&w->keys, k.p, k.len);
-        w->n++;
+    if (d->dirty[slot_of(k.p, k.len)]) {
+        buf_append(d->keys, &k.len, sizeof(k.len));
+        buf_append(d->keys, k.p, k.len);
     }
+}
+
+static bool
+slot_dirty(const struct topo *t, int me, unsigned slot)
+{
+    const struct topo_mig *m;
+    return t->slots[slot] != TOPO_NONE && t->slots[slot] != (uint16_t)me &&
+           !((m = topo_slot_mig(t, slot)) != NULL && m->imp_by == (uint16_t)me);
 }
 
 static void
 drop_orphans(struct shard *s, const struct topo *t, int me)
 {
-    struct shard_env *env = shard_env(s);
-    struct ks *ks = env->dbs[0];
+    struct ks *ks = shard_env(s)->dbs[0];
     if (ks == NULL || !ks_counts_slots(ks)) {
         return;
     }
-    static _Thread_local bool dirty[SLOT_COUNT];
     unsigned nslots = 0;
     for (unsigned slot = 0; slot < SLOT_COUNT; slot++) {
-        const struct topo_mig *m;
-        dirty[slot] = (owned_before[slot / 8] >> (slot % 8) & 1) && ks_slot_keys(ks, slot) != 0 &&
-                      t->slots[slot] != TOPO_NONE && t->slots[slot] != (uint16_t)me &&
-                      !((m = topo_slot_mig(t, slot)) != NULL && m->imp_by == (uint16_t)me);
-        nslots += dirty[slot];
+        bool d = (owned_before[slot / 8] >> (slot % 8) & 1) && ks_slot_keys(ks, slot) != 0 &&
+                 slot_dirty(t, me, slot);
+        nslots += d && !drop.dirty[slot];
+        drop.dirty[slot] |= d;
     }
     if (nslots == 0) {
         return;
     }
-    struct orphan_walk w = { .dirty = dirty };
-    buf_init(&w.keys);
-    uint64_t cur = 0;
-    do {
-        cur = ks_scan(ks, cur, 1024, orphan_visit, &w);
-    } while (cur != 0);
+    /* (a walk in progress starts over: the new slots' keys may be behind it) */
+    drop.cursor = 0;
+    drop.nslots += nslots;
+    if (!drop.active) {
+        drop.active = true;
+        drop.deleted = 0;
+        drop.nslots = nslots;
+    }
+    topology_drop_step(s);
+}
+
+static void
+drop_cancel(void)
+{
+    if (drop.active) {
+        log_notice("cluster: stopped deleting the keys of slots another node owned (%zu deleted): "
+                   "this shard is no longer their former primary",
+                   drop.deleted);
+    }
+    memset(&drop, 0, sizeof(drop));
+}
+
+bool
+topology_drop_step(struct shard *s)
+{
+    if (!drop.active) {
+        return false;
+    }
+    struct shard_env *env = shard_env(s);
+    struct ks *ks = env->dbs[0];
+    const struct topo *t = env->topo;
+    int me = env->topo_me;
+    if (ks == NULL || t == NULL || me < 0 || t->nodes[me].role != TOPO_PRIMARY) {
+        drop_cancel();
+        return false;
+    }
+    for (unsigned slot = 0; slot < SLOT_COUNT; slot++) {
+        drop.dirty[slot] = drop.dirty[slot] && slot_dirty(t, me, slot); /* (a slot came back) */
+    }
+    struct buf keys;
+    buf_init(&keys);
+    drop.keys = &keys;
     unsigned was = env->db;
     shard_use_db(env, 0); /* (the DEL records are database 0's) */
-    for (size_t at = 0; at < w.keys.len;) {
-        size_t len;
-        memcpy(&len, w.keys.data + at, sizeof(len));
-        at += sizeof(len);
-        struct ks_entry *e = ks_peek(ks, w.keys.data + at, len);
-        if (e != NULL) {
-            ks_evict(ks, e);
+    uint64_t t0 = clock_mono_us();
+    do {
+        drop.cursor = ks_scan(ks, drop.cursor, 256, orphan_visit, &drop);
+        for (size_t at = 0; at < keys.len;) {
+            size_t len;
+            memcpy(&len, keys.data + at, sizeof(len));
+            at += sizeof(len);
+            struct ks_entry *e = ks_peek(ks, keys.data + at, len);
+            if (e != NULL) {
+                ks_evict_lazy(ks, e);
+                drop.deleted++;
+            }
+            at += len;
         }
-        at += len;
-    }
+        keys.len = 0;
+    } while (drop.cursor != 0 && clock_mono_us() - t0 < 1000);
+    uint64_t took = clock_mono_us() - t0;
+    drop.longest_us = took > drop.longest_us ? took : drop.longest_us;
+    drop.slices++;
     shard_use_db(env, was);
-    buf_deinit(&w.keys);
-    log_notice("cluster: deleted %zu keys of %u slots that another node owns now", w.n, nslots);
+    drop.keys = NULL;
+    buf_deinit(&keys);
+    if (drop.cursor != 0) {
+        return true;
+    }
+    log_notice("cluster: deleted %zu keys of %u slots that another node owns now (%llu slices, "
+               "the longest %llu us)",
+               drop.deleted, drop.nslots, (unsigned long long)drop.slices,
+               (unsigned long long)drop.longest_us);
+    memset(&drop, 0, sizeof(drop));
+    return false;
 }
 
 void
@@ -1060,6 +1126,8 @@ topology_reconcile(struct shard *s)
     }
     if (owned_known && n->role == TOPO_PRIMARY && !repl_is_replica(r)) {
         drop_orphans(s, t, me);
+    } else {
+        drop_cancel();
     }
     tpi_migcheck(s, t, me, n->role == TOPO_PRIMARY && !repl_is_replica(r));
     for (unsigned slot = 0; slot < SLOT_COUNT; slot++) {

@@ -96,6 +96,10 @@ uint64_t topology_host_id(void);
  * names (CLUSTER REPLICATE), or stops following when it is a primary. */
 struct shard;
 void topology_reconcile(struct shard *s);
+/* The deletion of keys of slots given away (topology.c, drop_orphans): one
+ * slice of about a millisecond; true while more remains (call again on a
+ * later loop turn). The shard's timers call it. */
+bool topology_drop_step(struct shard *s);
 /* Shard thread: the keys of this MIGRATING slot are being checked against
  * the target's after this node became a primary (topology_migcheck.c):
  * their commands get TRYAGAIN meanwhile. */

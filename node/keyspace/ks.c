@@ -334,7 +334,7 @@ ks_put_inline(struct ks *ks, const char *key, size_t klen, const struct ks_val *
     memcpy(ent_write_hdr(e, flags, ks_clk_put(ks, old), key, klen, v->len, dl), v->p, v->len);
     if (old != NULL) {
         ks_repoint(ks, h, old, e, (old->flags & EF_EXP) != 0, (flags & EF_EXP) != 0);
-        ent_free(old);
+        ent_drop(ks, old, KS_FREE_SERVER);
     } else {
         idx_insert(ks, &ks->main, h, e);
         if (flags & EF_EXP) {
@@ -403,10 +403,14 @@ ks_destroy(struct ks *ks)
     rv_free(ks);
 }
 
-void
-ks_flush(struct ks *ks)
+/* A flushed keyspace's tables, freed apart from it (ks_flush_detach). */
+struct ks_husk {
+    struct rh main, exp;
+};
+
+static void
+ks_reset(struct ks *ks)
 {
-    ks_free_all(ks);
     rh_init(&ks->main, &ks_ops);
     rh_init(&ks->exp, &ks_ops);
     ks->exp_cursor = 0;
@@ -414,6 +418,43 @@ ks_flush(struct ks *ks)
     if (ks->slot_keys != NULL) {
         memset(ks->slot_keys, 0, SLOT_COUNT * sizeof(*ks->slot_keys));
     }
+}
+
+void
+ks_flush(struct ks *ks)
+{
+    ks_free_all(ks);
+    ks_reset(ks);
+}
+
+struct ks_husk *
+ks_flush_detach(struct ks *ks)
+{
+    if (ks_size(ks) == 0) {
+        ks_flush(ks);
+        return NULL;
+    }
+    struct ks_husk *h = rv_malloc(sizeof(*h));
+    h->main = ks->main;
+    h->exp = ks->exp;
+    ks_reset(ks);
+    return h;
+}
+
+void
+ks_husk_free(void *husk)
+{
+    struct ks_husk *h = husk;
+    if (h == NULL) {
+        return;
+    }
+    rh_tab_each(&h->main.cur, free_ent, NULL);
+    rh_tab_each(&h->main.old, free_ent, NULL);
+    rh_tab_free(&h->main.cur);
+    rh_tab_free(&h->main.old);
+    rh_tab_free(&h->exp.cur);
+    rh_tab_free(&h->exp.old);
+    rv_free(h);
 }
 
 static void
@@ -504,7 +545,7 @@ ks_lookup(struct ks *ks, const char *key, size_t klen, int64_t now_ms)
             ks->on_expired(ks->on_expired_arg, e);
         }
         ks_unlink(ks, h, e);
-        ent_free(e);
+        ent_drop(ks, e, KS_FREE_EXPIRE);
         ks->stats.expired_keys++;
         return NULL;
     }
@@ -549,6 +590,17 @@ ks_inherit(struct ks *dst, const struct ks *src)
     dst->lfu = src->lfu;
     dst->lfu_log_factor = src->lfu_log_factor;
     dst->lfu_decay_min = src->lfu_decay_min;
+    dst->lazy = src->lazy;
+    dst->lazy_arg = src->lazy_arg;
+    dst->lazy_mask = src->lazy_mask;
+}
+
+void
+ks_set_lazy(struct ks *ks, ks_lazy_fn *fn, void *arg, unsigned mask)
+{
+    ks->lazy = fn;
+    ks->lazy_arg = arg;
+    ks->lazy_mask = mask;
 }
 
 void
@@ -797,8 +849,8 @@ ks_str_reserve(struct ks *ks, struct ks_entry **ep, size_t cap)
     *ep = ne;
 }
 
-bool
-ks_delete(struct ks *ks, const char *key, size_t klen)
+static bool
+delete_why(struct ks *ks, const char *key, size_t klen, unsigned why)
 {
     struct rh_tab *t;
     uint64_t h, *sl;
@@ -812,19 +864,43 @@ ks_delete(struct ks *ks, const char *key, size_t klen)
     }
     e = rh_ent(*sl);
     ks_unlink(ks, h, e);
-    ent_free(e);
+    ent_drop(ks, e, why);
     return true;
 }
 
-void
-ks_evict(struct ks *ks, struct ks_entry *e)
+bool
+ks_delete(struct ks *ks, const char *key, size_t klen)
+{
+    return delete_why(ks, key, klen, KS_FREE_SERVER);
+}
+
+bool
+ks_delete_how(struct ks *ks, const char *key, size_t klen, bool lazy)
+{
+    return delete_why(ks, key, klen, lazy ? KS_FREE_ALWAYS : 0);
+}
+
+static void
+evict_why(struct ks *ks, struct ks_entry *e, unsigned why)
 {
     ks_step(ks);
     if (ks->on_expire) {
         ks->on_expire(ks->on_expire_arg, e);
     }
     ks_unlink(ks, ent_hash(ks, e), e);
-    ent_free(e);
+    ent_drop(ks, e, why);
+}
+
+void
+ks_evict(struct ks *ks, struct ks_entry *e)
+{
+    evict_why(ks, e, KS_FREE_EVICT);
+}
+
+void
+ks_evict_lazy(struct ks *ks, struct ks_entry *e)
+{
+    evict_why(ks, e, KS_FREE_ALWAYS);
 }
 
 void
@@ -903,7 +979,7 @@ ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t d
     if (sl != NULL) {
         struct ks_entry *old = rh_ent(*sl);
         ks_repoint(ks, hd, old, ne, (old->flags & EF_EXP) != 0, (ne->flags & EF_EXP) != 0);
-        ent_free(old);
+        ent_drop(ks, old, KS_FREE_SERVER);
     } else {
         idx_insert(ks, &ks->main, hd, ne);
         if (ne->flags & EF_EXP) {

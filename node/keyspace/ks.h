@@ -131,8 +131,12 @@ uint8_t *ks_inl_val(const struct ks_entry *e, size_t *len);
  * value's bytes. */
 uint8_t *ks_inl_resize(struct ks *ks, struct ks_entry **ep, size_t newlen);
 
-/* true when the key existed (expired or not) and was removed. */
+/* true when the key existed (expired or not) and was removed. A pointer
+ * value goes to the lazy hook when KS_FREE_SERVER is in its mask. */
 bool ks_delete(struct ks *ks, const char *key, size_t klen);
+/* The same, the value offered to the lazy hook (lazy: UNLINK) or freed now
+ * (DEL) whatever the mask. */
+bool ks_delete_how(struct ks *ks, const char *key, size_t klen, bool lazy);
 /* Set or clear (KS_NO_EXPIRE) the deadline of e. Adding or removing a deadline
  * may move the entry: e is not valid afterwards (look the key up again). */
 void ks_set_expire(struct ks *ks, struct ks_entry *e, int64_t expire_ms);
@@ -147,6 +151,27 @@ struct ks_entry *ks_copy(struct ks *ks, const struct ks_entry *e, const char *ds
 struct ks_entry *ks_copy_to(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen);
 /* Remove everything. */
 void ks_flush(struct ks *ks);
+/* Remove everything at once, leaving the entries to free: the old tables as
+ * an object the caller owns, to free with ks_husk_free (on any thread: it
+ * touches nothing but them); NULL when ks was empty. FLUSHALL ASYNC. */
+struct ks_husk;
+struct ks_husk *ks_flush_detach(struct ks *ks);
+void ks_husk_free(void *husk); /* a ks_free_fn; NULL is a no-op */
+
+/* ---- lazy freeing (node/core/lazyfree.h) ----
+ * Each deletion has a reason; for the reasons in the mask, a pointer value
+ * about to be freed is first offered to fn, which returns true when it took
+ * ptr (and will call free_fn(ptr) later, on any thread); otherwise, or with
+ * no hook, ks frees it at once. e is still valid during the call (fn must
+ * not modify the keyspace). String and inline values are always freed at
+ * once (one allocation). */
+enum ks_free_why {
+    KS_FREE_SERVER = 1u << 0, /* ks_delete, overwrites, RENAME's destination */
+    KS_FREE_EXPIRE = 1u << 1, /* lazy and active expiry */
+    KS_FREE_EVICT = 1u << 2,  /* ks_evict */
+};
+typedef bool ks_lazy_fn(void *arg, const struct ks_entry *e, void *ptr, ks_free_fn *free_fn);
+void ks_set_lazy(struct ks *ks, ks_lazy_fn *fn, void *arg, unsigned mask);
 
 /* ---- keys per cluster slot ---- */
 /* Keep (on) or stop keeping a count of keys per slot (cluster/slot.h): one
@@ -225,6 +250,9 @@ void ks_entry_set_freq(struct ks_entry *e, int64_t now_ms, unsigned freq); /* RE
 struct ks_entry *ks_random_volatile(struct ks *ks, uint64_t rnd);
 /* Delete e as an eviction: the expire hook runs first (the WAL logs a DEL). */
 void ks_evict(struct ks *ks, struct ks_entry *e);
+/* The same, the value offered to the lazy hook whatever its mask (a slot
+ * given away: node/features/topology.c). */
+void ks_evict_lazy(struct ks *ks, struct ks_entry *e);
 
 /* ---- background work, called from the shard's timer ---- */
 /* Incremental rehash for up to budget_us; returns true while more remains. */

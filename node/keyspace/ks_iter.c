@@ -228,7 +228,7 @@ ks_active_expire(struct ks *ks, int64_t now_ms, uint64_t budget_us)
                     ks->on_expired(ks->on_expired_arg, e);
                 }
                 ks_unlink(ks, ent_hash(ks, e), e);
-                ent_free(e);
+                ent_drop(ks, e, KS_FREE_EXPIRE);
                 expired++;
             } else {
                 ks->exp_cursor++;

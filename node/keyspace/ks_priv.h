@@ -199,7 +199,32 @@ struct ks {
     bool hold_expired;   /* as replica, for lookups only (CLIENT PAUSE) */
     uint32_t *slot_keys; /* keys per cluster slot (ks_count_slots), or NULL */
     uint64_t *slot_from; /* where ks_slot_walk starts per slot, or NULL until used */
+    ks_lazy_fn *lazy;    /* offered pointer values before they are freed (ks_set_lazy) */
+    void *lazy_arg;
+    unsigned lazy_mask; /* enum ks_free_why: the reasons that offer them */
 };
+
+/* Frees e; a pointer value is first offered to the lazy hook when why is in
+ * the keyspace's mask (KS_FREE_ALWAYS: whatever the mask). */
+#define KS_FREE_ALWAYS (~0u)
+static inline void
+ent_drop(const struct ks *ks, struct ks_entry *e, unsigned why)
+{
+    if (rv_unlikely(ks->lazy != NULL && (why == KS_FREE_ALWAYS || (ks->lazy_mask & why) != 0)) &&
+        (e->flags & EF_TYPE) != KS_STRING && !(e->flags & EF_INL)) {
+        struct ent_lay l;
+        void *ptr;
+        ks_free_fn *fn;
+        ent_lay(e, &l);
+        memcpy(&ptr, l.val, sizeof(ptr));
+        memcpy(&fn, l.val + sizeof(ptr), sizeof(fn));
+        if (fn != NULL && ks->lazy(ks->lazy_arg, e, ptr, fn)) {
+            rv_free(e);
+            return;
+        }
+    }
+    ent_free(e);
+}
 
 /* LFU (when ks->lfu): the 24 clock bits hold the minute of the last decay
  * (16 bits) and a logarithmic access counter (8 bits); new keys start at 5 so

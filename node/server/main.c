@@ -9,6 +9,7 @@
 #include "node/core/cmd.h"
 #include "node/commands/cmds.h"
 #include "node/core/config.h"
+#include "node/core/lazyfree.h"
 #include "node/keyspace/dict.h"
 #include "node/features/hook.h"
 #include "node/features/topology.h"
@@ -142,6 +143,8 @@ serve_while_loading(struct node *node)
 static int
 drop_shards(struct node *node)
 {
+    lazyfree_destroy(node->lazyfree); /* (its jobs count in the shards' state) */
+    node->lazyfree = NULL;
     for (unsigned i = 0; i < node->nshards; i++) {
         shard_destroy(node->shards[i]);
         node->shards[i] = NULL;
@@ -213,7 +216,9 @@ stop_node(struct node *node)
         }
     }
     metrics_http_stop();
-    topology_stop(); /* (before the shards go: its answers are posted to them) */
+    topology_stop();                  /* (before the shards go: its answers are posted to them) */
+    lazyfree_destroy(node->lazyfree); /* (its jobs count in the shards' state) */
+    node->lazyfree = NULL;
     for (unsigned i = 0; i < node->nshards; i++) {
         shard_destroy(node->shards[i]);
     }
@@ -266,6 +271,7 @@ main(int argc, char **argv)
         fprintf(stderr, "ruvio: %s\n", err);
         return 1;
     }
+    node.lazyfree = lazyfree_create(LAZYFREE_QUEUE);
     int loaded = load_shards(&node, cfg, rdbload_bytes(rdb), err, sizeof(err));
     if (loaded == 0 && rdb != NULL && rdbload_run(&node, rdb, err, sizeof(err)) != 0) {
         fprintf(stderr, "ruvio: %s\n", err);

@@ -320,6 +320,7 @@ h_load_new(void *host, size_t keys_hint)
     struct ks *ks = ks_create(rand_u64(), rand_u64());
     ks_reserve(ks, keys_hint);
     ks_set_replica_mode(ks, true);
+    ks_set_lazy(ks, shard_lazy_offer, shard_env(host), shard_lazy_mask(shard_env(host)->cfg));
     persist_hook_ks(host, ks);
     ksn_hook_ks(host, ks);
     dbs[0] = ks;

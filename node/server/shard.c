@@ -399,7 +399,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
             evtimer_add(s->evictev, &one_ms);
         }
     }
-    if (rehash_dbs(s) && !evtimer_pending(s->rehashev, NULL)) {
+    if ((rehash_dbs(s) | topology_drop_step(s)) && !evtimer_pending(s->rehashev, NULL)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
     }
@@ -419,14 +419,15 @@ on_cron(evutil_socket_t fd, short what, void *arg)
 
 /* While a resize is in progress, spend up to 1 ms per millisecond on it: a
  * resize then finishes in a fraction of a second (no old table lingers in
- * memory) while no client ever waits more than 1 ms for it. */
+ * memory) while no client ever waits more than 1 ms for it. The deletion of
+ * a given-away slot's keys (topology_drop_step) runs on the same beat. */
 static void
 on_rehash(evutil_socket_t fd, short what, void *arg)
 {
     struct shard *s = arg;
     (void)fd;
     (void)what;
-    if (rehash_dbs(s)) {
+    if (rehash_dbs(s) | topology_drop_step(s)) {
         struct timeval one_ms = { 0, 1000 };
         evtimer_add(s->rehashev, &one_ms);
     }
@@ -571,6 +572,11 @@ shard_destroy(struct shard *s)
 {
     if (s == NULL) {
         return;
+    }
+    /* Jobs it gave the lazy-free thread count in s->env.lazy (an offline
+     * shard of a redistribution may have replayed an UNLINK). */
+    if (s->env.node != NULL) {
+        lazyfree_wait_idle(s->env.node->lazyfree);
     }
     for (int i = 0; i < s->nlisten; i++) {
         if (s->levs[i]) {

@@ -257,6 +257,13 @@ hash_mem_op(const struct ks_entry *e)
     return hobj_mem(&h);
 }
 
+static size_t
+hash_effort_op(const struct ks_entry *e)
+{
+    const struct hht *t = ks_entry_ptr(e);
+    return dict_size(t->d) + (t->ttl != NULL ? dict_size(t->ttl) : 0);
+}
+
 static void *
 hash_dup_op(const struct ks_entry *e)
 {
@@ -330,6 +337,7 @@ const struct obj_ops obj_hash_ops = {
     .dup = hash_dup_op,
     .free = hht_free,
     .emit = hash_emit_op,
+    .effort = hash_effort_op,
 };
 
 /* ------------------------------------------------ field expiration (7.4) */

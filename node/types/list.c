@@ -583,6 +583,13 @@ list_mem_op(const struct ks_entry *e)
     return list_mem(ks_entry_ptr(e));
 }
 
+static size_t
+list_effort_op(const struct ks_entry *e)
+{
+    const struct list *l = ks_entry_ptr(e);
+    return is_ql(l) ? ql_of(l)->nodes : 1;
+}
+
 static void *
 list_dup_op(const struct ks_entry *e)
 {
@@ -629,4 +636,5 @@ const struct obj_ops obj_list_ops = {
     .dup = list_dup_op,
     .free = list_destroy,
     .emit = list_emit,
+    .effort = list_effort_op,
 };

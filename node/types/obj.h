@@ -27,6 +27,9 @@ struct obj_ops {
     void *(*dup)(
         const struct ks_entry *e); /* deep copy of a pointer value (COPY); caller owns it */
     ks_free_fn *free;              /* frees what dup returns (passed to ks_set_ptr) */
+    /* Allocations freeing a pointer value makes (Redis's lazyfree "free
+     * effort": elements of a hash table, tree nodes, list nodes); NULL: 1. */
+    size_t (*effort)(const struct ks_entry *e);
     void (*emit)(const struct ks_entry *e, obj_emit_fn *fn, void *arg);
 };
 

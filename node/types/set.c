@@ -342,6 +342,13 @@ set_mem_op(const struct ks_entry *e)
     return s.enc == SENC_PK ? 0 : sobj_mem(&s);
 }
 
+static size_t
+set_effort_op(const struct ks_entry *e)
+{
+    const struct sbig *b = ks_entry_ptr(e);
+    return b->enc == SENC_IS ? 1 : dict_size(b->d);
+}
+
 static void *
 set_dup_op(const struct ks_entry *e)
 {
@@ -399,4 +406,5 @@ const struct obj_ops obj_set_ops = {
     .dup = set_dup_op,
     .free = sbig_free,
     .emit = sobj_emit,
+    .effort = set_effort_op,
 };

@@ -715,6 +715,13 @@ stream_mem_op(const struct ks_entry *e)
     return stream_mem(ks_entry_ptr(e));
 }
 
+static size_t
+stream_effort_op(const struct ks_entry *e)
+{
+    const struct stream *s = ks_entry_ptr(e);
+    return s->n + (s->groups != NULL ? 1 : 0);
+}
+
 static void *
 stream_dup_op(const struct ks_entry *e)
 {
@@ -788,4 +795,5 @@ const struct obj_ops obj_stream_ops = {
     .dup = stream_dup_op,
     .free = stream_free,
     .emit = stream_emit_op,
+    .effort = stream_effort_op,
 };

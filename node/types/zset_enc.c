@@ -1243,6 +1243,13 @@ zset_mem_op(const struct ks_entry *e)
     return zset_mem(&z);
 }
 
+static size_t
+zset_effort_op(const struct ks_entry *e)
+{
+    const struct ztree *t = ks_entry_ptr(e);
+    return t->n;
+}
+
 /* A copy of a stored tree. */
 static void *
 zset_dup_op(const struct ks_entry *e)
@@ -1263,6 +1270,7 @@ const struct obj_ops obj_zset_ops = {
     .dup = zset_dup_op,
     .free = zset_tree_free,
     .emit = zset_emit,
+    .effort = zset_effort_op,
 };
 
 /* ------------------------------------------------------------- ranges */
