@@ -441,6 +441,19 @@ sm_send_chunk(struct slotmig *m, struct sm_job *j, char *err, size_t errsz)
 
 /* ---- rollback and commit ---- */
 
+/* RVMIGSLOTS DROP lo hi ...: the target deletes its keys of the job's slots. */
+static void
+sm_drop_record(const struct sm_job *j, struct buf *req)
+{
+    resp_w_array(req, 2 + 2 * j->nranges);
+    resp_w_bulk_cstr(req, "RVMIGSLOTS");
+    resp_w_bulk_cstr(req, "DROP");
+    for (size_t i = 0; i < j->nranges; i++) {
+        resp_w_bulk_int(req, j->ranges[i].lo);
+        resp_w_bulk_int(req, j->ranges[i].hi);
+    }
+}
+
 /* Tell the target to drop what it holds of the moving slots (bounded; a
  * target that cannot be reached keeps them, docs/cluster.md). */
 static void
@@ -458,13 +471,7 @@ sm_drop_on_target(struct shard_env *env, struct sm_job *j)
     }
     struct buf req;
     buf_init(&req);
-    resp_w_array(&req, 2 + 2 * j->nranges);
-    resp_w_bulk_cstr(&req, "RVMIGSLOTS");
-    resp_w_bulk_cstr(&req, "DROP");
-    for (size_t i = 0; i < j->nranges; i++) {
-        resp_w_bulk_int(&req, j->ranges[i].lo);
-        resp_w_bulk_int(&req, j->ranges[i].hi);
-    }
+    sm_drop_record(j, &req);
     if (!sm_exchange(j, &req, 1, err, sizeof(err))) {
         log_warn("cluster: slot migration %.8s: the target did not drop its copies: %s", j->name,
                  err);
@@ -590,13 +597,7 @@ sm_restart(struct sm_job *j, char *err, size_t errsz)
     }
     struct buf req;
     buf_init(&req);
-    resp_w_array(&req, 2 + 2 * j->nranges);
-    resp_w_bulk_cstr(&req, "RVMIGSLOTS");
-    resp_w_bulk_cstr(&req, "DROP");
-    for (size_t i = 0; i < j->nranges; i++) {
-        resp_w_bulk_int(&req, j->ranges[i].lo);
-        resp_w_bulk_int(&req, j->ranges[i].hi);
-    }
+    sm_drop_record(j, &req);
     bool ok = sm_exchange(j, &req, 1, err, errsz) && sm_tell(j, NULL, err, errsz);
     buf_deinit(&req);
     if (ok) {
