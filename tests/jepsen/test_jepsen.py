@@ -8,7 +8,8 @@ over).
     RUVIO_JEPSEN_OUT=DIR          keep each seed's history in DIR/seed-N (default: a temporary folder, kept
                                   only when the seed fails)
     RUVIO_JEPSEN_MODES=replication,cluster   which modes run
-    RUVIO_JEPSEN_CLUSTER_SEEDS=1  cluster mode's seeds (default: RUVIO_JEPSEN_SEEDS when set, else 1)
+    RUVIO_JEPSEN_CLUSTER_SEEDS=12 cluster mode's seeds (default: RUVIO_JEPSEN_SEEDS when set, else 12, whose
+                                  schedule includes a `migrate`: a slot moved Redis's way under faults)
     RUVIO_JEPSEN_CLUSTER_DURATION=45   cluster mode's seconds of faults (default: RUVIO_JEPSEN_DURATION when
                                   set, else 45: with the two scenario tests below, about 100 s in all)
     RUVIO_JEPSEN_CLUSTER_FAULTS=ci     cluster mode's profile (ci, all) or comma list (default: RUVIO_JEPSEN_FAULTS
@@ -33,7 +34,7 @@ SEEDS = [int(s) for s in os.environ.get("RUVIO_JEPSEN_SEEDS", "1").split(",") if
 DURATION = int(os.environ.get("RUVIO_JEPSEN_DURATION", "60"))
 FAULTS = os.environ.get("RUVIO_JEPSEN_FAULTS", "ci")
 MODES = os.environ.get("RUVIO_JEPSEN_MODES", "replication,cluster").split(",")
-C_SEEDS = [int(s) for s in os.environ.get("RUVIO_JEPSEN_CLUSTER_SEEDS", os.environ.get("RUVIO_JEPSEN_SEEDS", "1"))
+C_SEEDS = [int(s) for s in os.environ.get("RUVIO_JEPSEN_CLUSTER_SEEDS", os.environ.get("RUVIO_JEPSEN_SEEDS", "12"))
            .split(",") if s.strip()]
 C_DURATION = int(os.environ.get("RUVIO_JEPSEN_CLUSTER_DURATION", os.environ.get("RUVIO_JEPSEN_DURATION", "45")))
 C_FAULTS = os.environ.get("RUVIO_JEPSEN_CLUSTER_FAULTS", FAULTS if FAULTS in ("ci", "all") else "ci")
