@@ -63,6 +63,17 @@ lazyfree_main(void *arg)
     return NULL;
 }
 
+/* The queue's locks and memory (its thread stopped or never started). */
+static void
+lf_free(struct lazyfree *lf)
+{
+    pthread_cond_destroy(&lf->idle);
+    pthread_cond_destroy(&lf->work);
+    pthread_mutex_destroy(&lf->lock);
+    rv_free(lf->ring);
+    rv_free(lf);
+}
+
 struct lazyfree *
 lazyfree_create(size_t cap)
 {
@@ -80,11 +91,7 @@ lazyfree_create(size_t cap)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         log_warn("lazyfree: cannot start its thread (error %d): values are freed inline", rc);
-        pthread_cond_destroy(&lf->idle);
-        pthread_cond_destroy(&lf->work);
-        pthread_mutex_destroy(&lf->lock);
-        rv_free(lf->ring);
-        rv_free(lf);
+        lf_free(lf);
         return NULL;
     }
     return lf;
@@ -101,11 +108,7 @@ lazyfree_destroy(struct lazyfree *lf)
     pthread_cond_signal(&lf->work);
     pthread_mutex_unlock(&lf->lock);
     pthread_join(lf->thread, NULL);
-    pthread_cond_destroy(&lf->idle);
-    pthread_cond_destroy(&lf->work);
-    pthread_mutex_destroy(&lf->lock);
-    rv_free(lf->ring);
-    rv_free(lf);
+    lf_free(lf);
 }
 
 bool

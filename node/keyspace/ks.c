@@ -380,15 +380,23 @@ free_ent(void *arg, void *ent)
     ent_free(ent);
 }
 
+/* Frees every entry of main and both sets of tables (exp holds the same
+ * entries). */
+static void
+tables_free(struct rh *main, struct rh *exp)
+{
+    rh_tab_each(&main->cur, free_ent, NULL);
+    rh_tab_each(&main->old, free_ent, NULL);
+    rh_tab_free(&main->cur);
+    rh_tab_free(&main->old);
+    rh_tab_free(&exp->cur);
+    rh_tab_free(&exp->old);
+}
+
 static void
 ks_free_all(struct ks *ks)
 {
-    rh_tab_each(&ks->main.cur, free_ent, NULL);
-    rh_tab_each(&ks->main.old, free_ent, NULL);
-    rh_tab_free(&ks->main.cur);
-    rh_tab_free(&ks->main.old);
-    rh_tab_free(&ks->exp.cur);
-    rh_tab_free(&ks->exp.old);
+    tables_free(&ks->main, &ks->exp);
 }
 
 void
@@ -448,12 +456,7 @@ ks_husk_free(void *husk)
     if (h == NULL) {
         return;
     }
-    rh_tab_each(&h->main.cur, free_ent, NULL);
-    rh_tab_each(&h->main.old, free_ent, NULL);
-    rh_tab_free(&h->main.cur);
-    rh_tab_free(&h->main.old);
-    rh_tab_free(&h->exp.cur);
-    rh_tab_free(&h->exp.old);
+    tables_free(&h->main, &h->exp);
     rv_free(h);
 }
 

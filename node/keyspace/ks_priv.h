@@ -155,20 +155,29 @@ int_get(const uint8_t *p, unsigned code)
     return (int64_t)(u << shift) >> shift; /* sign-extend */
 }
 
+/* A pointer value's object and its free_fn (false: a string or an inline
+ * value, which the entry's own allocation holds). */
+static inline bool
+ent_obj(struct ks_entry *e, void **ptr, ks_free_fn **fn)
+{
+    if ((e->flags & EF_TYPE) == KS_STRING || (e->flags & EF_INL)) {
+        return false;
+    }
+    struct ent_lay l;
+    ent_lay(e, &l);
+    memcpy(ptr, l.val, sizeof(*ptr));
+    memcpy(fn, l.val + sizeof(*ptr), sizeof(*fn));
+    return true;
+}
+
 /* Frees e and, for a pointer value, the object (its free_fn). */
 static inline void
 ent_free(struct ks_entry *e)
 {
-    if ((e->flags & EF_TYPE) != KS_STRING && !(e->flags & EF_INL)) {
-        struct ent_lay l;
-        void *ptr;
-        ks_free_fn *fn;
-        ent_lay(e, &l);
-        memcpy(&ptr, l.val, sizeof(ptr));
-        memcpy(&fn, l.val + sizeof(ptr), sizeof(fn));
-        if (fn != NULL) {
-            fn(ptr);
-        }
+    void *ptr;
+    ks_free_fn *fn;
+    if (ent_obj(e, &ptr, &fn) && fn != NULL) {
+        fn(ptr);
     }
     rv_free(e);
 }
@@ -210,18 +219,12 @@ struct ks {
 static inline void
 ent_drop(const struct ks *ks, struct ks_entry *e, unsigned why)
 {
+    void *ptr;
+    ks_free_fn *fn;
     if (rv_unlikely(ks->lazy != NULL && (why == KS_FREE_ALWAYS || (ks->lazy_mask & why) != 0)) &&
-        (e->flags & EF_TYPE) != KS_STRING && !(e->flags & EF_INL)) {
-        struct ent_lay l;
-        void *ptr;
-        ks_free_fn *fn;
-        ent_lay(e, &l);
-        memcpy(&ptr, l.val, sizeof(ptr));
-        memcpy(&fn, l.val + sizeof(ptr), sizeof(fn));
-        if (fn != NULL && ks->lazy(ks->lazy_arg, e, ptr, fn)) {
-            rv_free(e);
-            return;
-        }
+        ent_obj(e, &ptr, &fn) && fn != NULL && ks->lazy(ks->lazy_arg, e, ptr, fn)) {
+        rv_free(e);
+        return;
     }
     ent_free(e);
 }
