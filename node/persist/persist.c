@@ -320,6 +320,15 @@ log_args(struct persist *p, enum rw rw, int argc, struct rv_str *argv)
     }
 }
 
+/* A migration's tap (persist_set_tap) is shown a write as logged; true
+ * when only the tap wanted it (nothing else logs on this shard). */
+static bool
+tapped_only(struct persist *p, int argc, const struct rv_str *argv)
+{
+    p->tap(p->tap_arg, shard_env(p->s)->db, argc, argv);
+    return p->tap_only;
+}
+
 void
 persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str *argv)
 {
@@ -333,11 +342,8 @@ persist_log(struct conn *c, const struct cmd_spec *cmd, int argc, struct rv_str 
         argv = (struct rv_str *)effect_argv(c, &argc);
         rw = RW_NONE;
     }
-    if (rv_unlikely(p->tap != NULL)) {
-        p->tap(p->tap_arg, shard_env(p->s)->db, argc, argv);
-        if (p->tap_only) {
-            return;
-        }
+    if (rv_unlikely(p->tap != NULL) && tapped_only(p, argc, argv)) {
+        return;
     }
     if (p->w == NULL && !txn && !p->rec_open && p->repl && repl_backlog_on(p->repl) &&
         shard_env(p->s)->db == 0 && (rw == RW_NONE || (rw == RW_SET && argc == 3))) {
@@ -396,11 +402,8 @@ on_expire(void *arg, const struct ks_entry *e)
         return;
     }
     struct rv_str v[2] = { S("DEL"), ks_entry_key(e) };
-    if (rv_unlikely(p->tap != NULL)) {
-        p->tap(p->tap_arg, shard_env(p->s)->db, 2, v);
-        if (p->tap_only) {
-            return;
-        }
+    if (rv_unlikely(p->tap != NULL) && tapped_only(p, 2, v)) {
+        return;
     }
     bool was_open = p->rec_open;
     rec_open(p);
