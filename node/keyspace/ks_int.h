@@ -1,5 +1,5 @@
-/* node/keyspace/ks_int.h: keyspace internals for tests only (included by ks.c, ks_iter.c and
- * tests/unit/keyspace/test_ks.c). */
+/* node/keyspace/ks_int.h: keyspace internals for tests only (included by ks.c, ks_iter.c,
+ * tests/unit/keyspace/test_ks.c and test_ks_slots.c). */
 #pragma once
 #include "node/keyspace/ks.h"
 
@@ -12,10 +12,11 @@ struct ks_int_info {
     size_t main_old_slots; /* home range of the table being drained, 0 when none */
     size_t exp_slots;
     size_t exp_old_slots;
-    size_t max_dist;       /* largest probe distance in the main tables */
-    size_t last_op_moves;  /* entries migrated by the last public call */
-    size_t sync_rebuilds;  /* rare synchronous rebuilds (insert overflowed during a rehash) */
-    size_t overflow_grows; /* grows forced by an insert that ran out of room */
+    size_t max_dist;          /* largest probe distance in the main tables */
+    size_t last_op_moves;     /* entries migrated by the last public call */
+    size_t sync_rebuilds;     /* rare synchronous rebuilds (insert overflowed during a rehash) */
+    size_t overflow_grows;    /* grows forced by an insert that ran out of room */
+    size_t shrinks_abandoned; /* shrinks given up because their target overflowed */
 };
 
 void ks_int_info(const struct ks *ks, struct ks_int_info *out);

@@ -260,6 +260,7 @@ ks_int_info(const struct ks *ks, struct ks_int_info *out)
     out->last_op_moves = ks->op_moves;
     out->sync_rebuilds = ks->env.rebuilds;
     out->overflow_grows = ks->env.grows;
+    out->shrinks_abandoned = ks->env.shrinks_abandoned;
     for (int i = 0; i < 2; i++) {
         for (size_t j = 0; tabs[i]->slots != NULL && j < tabs[i]->cap; j++) {
             size_t d1 = rh_d1(tabs[i]->slots[j]);

@@ -27,6 +27,17 @@
  * table's entries in slot order, a few per write and more when the owner asks
  * (rh_migrate). Lookups search both tables; inserts go to the new one.
  *
+ * A shrink can overflow its target even at load 0.7 when the keys left are
+ * not spread over the hash space: deletions in hash order (SCAN-driven, as
+ * the deletion of a given-away cluster slot, or active expiry) leave every
+ * survivor above the deletion point, so the small table's homes for them are
+ * crowded many to a slot. Such a shrink is abandoned, never rebuilt in one go
+ * (rh_shrink_abandon): the two tables swap roles, the big one, still holding
+ * the entries not moved yet, takes inserts again, and the few moved entries
+ * go back to it incrementally; no shrink restarts until the count halved
+ * (rh.shrink_below). Only a table that overflows while growing is rebuilt
+ * synchronously (env->rebuilds), which takes crowded inserts (tests only).
+ *
  * Everything is static inline so that each owner gets its own copy with its
  * constant struct rh_ops folded in: the lookup (rh_find, always inlined)
  * compiles to the same code as a table written for one entry type. Entries are
@@ -57,9 +68,10 @@ struct rh_tab {
 };
 
 struct rh {
-    struct rh_tab cur; /* inserts go here */
-    struct rh_tab old; /* being drained while old.slots != NULL */
-    size_t rpos;       /* old.slots[0, rpos) are empty */
+    struct rh_tab cur;   /* inserts go here */
+    struct rh_tab old;   /* being drained while old.slots != NULL */
+    size_t rpos;         /* old.slots[0, rpos) are empty */
+    size_t shrink_below; /* 0, or: no shrink starts at this many entries or more */
 };
 
 /* What the owner keeps beside its tables (the keyspace; dict.c has none and
@@ -68,6 +80,7 @@ struct rh_env {
     size_t reserved;                     /* no shrinking below this many home slots */
     size_t rebuilds;                     /* synchronous rebuilds (rh_tab_rebuild) */
     size_t grows;                        /* resizes forced by an insert out of room */
+    size_t shrinks_abandoned;            /* shrinks whose target overflowed */
     void (*resized)(struct rh_env *env); /* a resize started or finished */
 };
 
@@ -248,8 +261,8 @@ rh_tab_del_at(struct rh_tab *t, size_t pos)
 
 /* Move every entry of t into a new table of about n home slots, synchronously.
  * Only used when an insert overflows a table that is itself the target of a
- * rehash (both the distance cap and the overflow area are exceeded only by
- * unlucky clusters, so this is rare), and to pre-size before serving. */
+ * growing rehash (both the distance cap and the overflow area are exceeded
+ * only by crowded homes, so this is rare), and to pre-size before serving. */
 static inline void
 rh_tab_rebuild(struct rh_tab *t, size_t n, const struct rh_ops *ops, struct rh_env *env)
 {
@@ -308,6 +321,9 @@ rh_init(struct rh *d, const struct rh_ops *ops)
 static inline void
 rh_start_resize(struct rh *d, size_t n, const struct rh_ops *ops, struct rh_env *env)
 {
+    if (n > d->cur.n) {
+        d->shrink_below = 0;
+    }
     d->old = d->cur;
     d->rpos = 0;
     rh_tab_alloc(&d->cur, n, ops);
@@ -317,8 +333,8 @@ rh_start_resize(struct rh *d, size_t n, const struct rh_ops *ops, struct rh_env 
 }
 
 /* Start a resize when the load leaves [0.1, 0.9] (tables never go below
- * min_slots home slots, nor shrink below env->reserved). Never while a rehash
- * is already running. */
+ * min_slots home slots, nor shrink below env->reserved, nor while
+ * d->shrink_below holds them). Never while a rehash is already running. */
 static inline void
 rh_check_resize(struct rh *d, const struct rh_ops *ops, struct rh_env *env)
 {
@@ -326,8 +342,8 @@ rh_check_resize(struct rh *d, const struct rh_ops *ops, struct rh_env *env)
     if (rh_rehashing(d)) {
         return;
     }
-    if (c * 10 > n * 9 ||
-        (n > ops->min_slots && c * 10 < n && (env == NULL || n > env->reserved))) {
+    if (c * 10 > n * 9 || (n > ops->min_slots && c * 10 < n && (env == NULL || n > env->reserved) &&
+                           (d->shrink_below == 0 || c < d->shrink_below))) {
         nn = rh_target(c, ops);
         if (nn != n) {
             rh_start_resize(d, nn, ops, env);
@@ -348,6 +364,38 @@ rh_finish_if_done(struct rh *d, const struct rh_ops *ops, struct rh_env *env)
     }
 }
 
+/* A shrink's target overflowed: give the shrink up in O(1). The big table
+ * (old, entries below rpos moved out) takes inserts again and the small one
+ * is drained back into it from its start; both stay valid robin hood tables,
+ * lookups still search both, and no entry leaves a table without entering the
+ * other, so SCAN's argument below holds across the swap. */
+static inline void
+rh_shrink_abandon(struct rh *d, struct rh_env *env)
+{
+    struct rh_tab small = d->cur;
+    d->cur = d->old;
+    d->old = small;
+    d->rpos = 0;
+    d->shrink_below = rh_count(d) / 2;
+    if (env != NULL) {
+        env->shrinks_abandoned++;
+    }
+}
+
+/* Insert e (hash h) into d->cur, which is the target of a rehash and has no
+ * room for it: abandon a shrink, or rebuild a growing target (rare). */
+static __attribute__((noinline, cold, unused)) void
+rh_insert_overflowed(struct rh *d, uint64_t h, const void *e, const struct rh_ops *ops,
+                     struct rh_env *env)
+{
+    if (d->cur.n < d->old.n) {
+        rh_shrink_abandon(d, env);
+    }
+    while (!rh_tab_insert(&d->cur, h, e)) {
+        rh_tab_rebuild(&d->cur, d->cur.n + d->cur.n / 2, ops, env);
+    }
+}
+
 /* Insert e (hash h), whose key is known to be absent. */
 static inline void
 rh_insert(struct rh *d, uint64_t h, const void *e, const struct rh_ops *ops, struct rh_env *env)
@@ -365,10 +413,11 @@ rh_insert(struct rh *d, uint64_t h, const void *e, const struct rh_ops *ops, str
             env->grows++;
         }
         rh_start_resize(d, nn, ops, env);
+        if (rh_tab_insert(&d->cur, h, e)) {
+            return;
+        }
     }
-    while (!rh_tab_insert(&d->cur, h, e)) {
-        rh_tab_rebuild(&d->cur, d->cur.n + d->cur.n / 2, ops, env);
-    }
+    rh_insert_overflowed(d, h, e, ops, env);
 }
 
 /* While rehashing: move up to max_moves entries (visiting up to max_visits
@@ -394,8 +443,15 @@ rh_migrate(struct rh *d, size_t max_moves, size_t max_visits, const struct rh_op
         }
         e = rh_ent(s);
         h = ops->hash(env, e);
-        while (!rh_tab_insert(&d->cur, h, e)) {
-            rh_tab_rebuild(&d->cur, d->cur.n + d->cur.n / 2, ops, env);
+        if (rv_unlikely(!rh_tab_insert(&d->cur, h, e))) {
+            if (d->cur.n < d->old.n) {
+                rh_shrink_abandon(d, env); /* e stays where it is, in what is d->cur now */
+                sl = d->old.slots;
+                continue;
+            }
+            do {
+                rh_tab_rebuild(&d->cur, d->cur.n + d->cur.n / 2, ops, env);
+            } while (!rh_tab_insert(&d->cur, h, e));
         }
         rh_tab_del_at(&d->old, d->rpos);
         moved++;

@@ -5,6 +5,7 @@
 
 #include "cluster/slot.h"
 #include "node/keyspace/dict.h"
+#include "node/keyspace/ks_int.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -155,5 +156,65 @@ Test(ks_slots, repeated_walks_and_an_empty_slot)
     cr_assert_eq(walk(ks, empty, 10), 0);
     cr_assert_eq(walk(ks, slot, 0), 0);
     cr_assert_eq(walk(ks, SLOT_COUNT, 10), 0);
+    ks_destroy(ks);
+}
+
+struct dirty_keys {
+    unsigned slot;
+    size_t n;
+    char (*keys)[24];
+};
+
+static void
+collect_slot(void *arg, struct ks_entry *e)
+{
+    struct dirty_keys *d = arg;
+    struct rv_str k = ks_entry_key(e);
+    if (slot_of(k.p, k.len) == d->slot) {
+        cr_assert(k.len < sizeof(d->keys[0]));
+        memcpy(d->keys[d->n], k.p, k.len);
+        d->keys[d->n][k.len] = '\0';
+        d->n++;
+    }
+}
+
+/* The deletion of a given-away slot (topology.c's dirty-slot rule) walks the
+ * keyspace with SCAN and deletes the slot's keys as it goes, so in hash order:
+ * the table shrinks under it with every survivor above the walk, and no step
+ * may rebuild a table synchronously. */
+Test(ks_slots, dropping_a_big_slot_in_scan_order_never_rebuilds, .timeout = 120)
+{
+    unsigned slot = slot_of("d", 1);
+    size_t n = 200000;
+    struct ks *ks = filled("d", n);
+    size_t in_slot = ks_slot_keys(ks, slot), total = ks_size(ks);
+    struct ks_int_info info;
+    struct dirty_keys d = { slot, 0, malloc(8192 * sizeof(*d.keys)) };
+    uint64_t c = 0;
+    size_t deleted = 0;
+    do {
+        d.n = 0;
+        c = ks_scan(ks, c, 256, collect_slot, &d);
+        cr_assert(d.n <= 8192);
+        for (size_t i = 0; i < d.n; i++) {
+            struct ks_entry *e = ks_peek(ks, d.keys[i], strlen(d.keys[i]));
+            cr_assert_not_null(e);
+            ks_evict_lazy(ks, e);
+            deleted++;
+        }
+        if (deleted % 64 < 8) {
+            cr_assert_eq(ks_int_check(ks), 0);
+        }
+        ks_rehash_step(ks, 0); /* (one round: the shard's rehash beat between slices) */
+    } while (c != 0);
+    ks_int_info(ks, &info);
+    cr_assert(in_slot >= n);
+    cr_assert_eq(deleted, in_slot);
+    cr_assert_eq(ks_slot_keys(ks, slot), 0);
+    cr_assert_eq(ks_size(ks), total - in_slot);
+    cr_assert_eq(info.sync_rebuilds, 0, "%zu synchronous rebuilds", info.sync_rebuilds);
+    cr_assert(info.shrinks_abandoned > 0, "no shrink overflowed: the test does not reach the path");
+    cr_assert_eq(ks_int_check(ks), 0);
+    free(d.keys);
     ks_destroy(ks);
 }

@@ -217,3 +217,176 @@ Test(rh, scan_covers_keys_present_throughout_resizes)
     rh_tab_free(&d.cur);
     rh_tab_free(&d.old);
 }
+
+/* ------------------------------------------- shrinking under hash-order deletes */
+
+static size_t resizes;
+
+static void
+count_resize(struct rh_env *env)
+{
+    (void)env;
+    resizes++;
+}
+
+static int
+by_hash(const void *a, const void *b)
+{
+    uint64_t x = (*(struct ent *const *)a)->h, y = (*(struct ent *const *)b)->h;
+    return x < y ? -1 : x > y;
+}
+
+/* n entries of seed's uniform hashes, inserted with rehash steps between. */
+static struct ent **
+filled(struct rh *d, size_t n, uint64_t seed, struct rh_env *env)
+{
+    struct ent **es = calloc(n, sizeof(*es));
+    rh_init(d, &ops);
+    for (size_t i = 0; i < n; i++) {
+        es[i] = mk(i, mix(seed * UINT64_C(0x9e3779b97f4a7c15) + i));
+        if (rh_rehashing(d)) {
+            rh_migrate(d, 4, 32, &ops, env);
+        }
+        rh_insert(d, es[i]->h, es[i], &ops, env);
+    }
+    return es;
+}
+
+/* Delete es[i] with a write's rehash step before it, as the keyspace does. */
+static void
+del(struct rh *d, const struct ent *e, struct rh_env *env)
+{
+    struct rh_tab *t = NULL;
+    uint64_t *sl;
+    if (rh_rehashing(d)) {
+        rh_migrate(d, 4, 32, &ops, env);
+    }
+    sl = rh_find_ptr(d, e->h, e, &t);
+    cr_assert_not_null(sl);
+    rh_remove_at(d, t, sl, &ops, env);
+}
+
+static void
+drop_all(struct rh *d, struct ent **es, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(es[i]);
+    }
+    free(es);
+    rh_tab_free(&d->cur);
+    rh_tab_free(&d->old);
+}
+
+/* Deleting in hash order (a SCAN-driven deletion: a given-away cluster slot,
+ * active expiry) leaves the survivors above the deletion point, crowded in
+ * the shrunk table's homes: the shrink must be given up, never rebuilt
+ * synchronously, and the table must still end at its smallest size. */
+Test(rh, shrink_under_hash_ordered_deletes_never_rebuilds, .timeout = 120)
+{
+    size_t n = 40000, abandoned = 0;
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        struct rh d;
+        struct rh_env env = { 0 };
+        struct ent **es = filled(&d, n, seed, &env);
+        cr_assert_eq(env.rebuilds, 0);
+        qsort(es, n, sizeof(*es), by_hash);
+        for (size_t i = 0; i < n; i++) {
+            del(&d, es[i], &env);
+            if (i % 1999 == 0 || (rh_rehashing(&d) && i % 97 == 0)) {
+                check(&d);
+                for (size_t j = i + 1; j < n; j += 61) {
+                    cr_assert_eq(find(&d, es[j]), es[j], "seed %llu: entry lost",
+                                 (unsigned long long)seed);
+                }
+            }
+        }
+        cr_assert_eq(env.rebuilds, 0, "seed %llu: %zu synchronous rebuilds",
+                     (unsigned long long)seed, env.rebuilds);
+        cr_assert_eq(rh_count(&d), 0);
+        for (int k = 0; k < 100 && rh_rehashing(&d); k++) {
+            rh_migrate(&d, 4, 32, &ops, &env);
+        }
+        cr_assert(!rh_rehashing(&d));
+        cr_assert_eq(d.cur.n, ops.min_slots, "seed %llu: an empty table of %zu slots",
+                     (unsigned long long)seed, d.cur.n);
+        abandoned += env.shrinks_abandoned;
+        drop_all(&d, es, n);
+    }
+    cr_assert(abandoned > 0, "no shrink overflowed: the test does not reach the path");
+}
+
+/* The deletion stops with the survivors crowded at the top of the hash space:
+ * the table settles (no shrink started, abandoned and restarted forever while
+ * the same keys stay) and every survivor is found. */
+Test(rh, crowded_survivors_settle, .timeout = 60)
+{
+    size_t n = 40000, keep = n / 25;
+    struct rh d;
+    struct rh_env env = { .resized = count_resize };
+    struct ent **es = filled(&d, n, 99, &env);
+    qsort(es, n, sizeof(*es), by_hash);
+    for (size_t i = 0; i < n - keep; i++) {
+        del(&d, es[i], &env);
+    }
+    for (int k = 0; k < 10000 && rh_rehashing(&d); k++) {
+        rh_migrate(&d, 4, 32, &ops, &env);
+    }
+    cr_assert(!rh_rehashing(&d));
+    resizes = 0;
+    for (size_t round = 0; round < 2000; round++) {
+        /* a write that leaves the count as it was: insert one, delete it */
+        struct ent *x = mk(n + round, mix(round + 7));
+        if (rh_rehashing(&d)) {
+            rh_migrate(&d, 4, 32, &ops, &env);
+        }
+        rh_insert(&d, x->h, x, &ops, &env);
+        del(&d, x, &env);
+        free(x);
+    }
+    cr_assert(resizes <= 2, "%zu resizes with an unchanged key set", resizes);
+    cr_assert_eq(env.rebuilds, 0);
+    check(&d);
+    for (size_t i = n - keep; i < n; i++) {
+        cr_assert_eq(find(&d, es[i]), es[i]);
+    }
+    drop_all(&d, es, n);
+}
+
+/* SCAN while hash-ordered deletions shrink the table (and give shrinks up):
+ * every entry present throughout the scan is returned. */
+Test(rh, scan_covers_keys_present_throughout_an_abandoned_shrink, .timeout = 60)
+{
+    size_t n = 40000;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        struct rh d;
+        struct rh_env env = { 0 };
+        struct ent **es = filled(&d, n, seed, &env);
+        struct ent **gone = calloc(n, sizeof(*gone));
+        struct seen s = { calloc(n, 1) };
+        size_t ngone = 0, next = 0;
+        uint64_t c = 0;
+        /* one key in 25 stays; the others go in hash order while the scan runs */
+        for (size_t i = 0; i < n; i++) {
+            if (i % 25 != 0) {
+                gone[ngone++] = es[i];
+            }
+        }
+        qsort(gone, ngone, sizeof(*gone), by_hash);
+        do {
+            c = rh_scan(&d, c, 10, &ops, &env, visit, &s);
+            for (int k = 0; k < 24 && next < ngone; k++) {
+                del(&d, gone[next++], &env);
+            }
+        } while (c != 0);
+        cr_assert(env.shrinks_abandoned > 0, "seed %llu: no shrink given up during the scan",
+                  (unsigned long long)seed);
+        for (size_t i = 0; i < n; i += 25) {
+            cr_assert(s.hit[i], "seed %llu: key %zu present throughout was not returned",
+                      (unsigned long long)seed, i);
+        }
+        cr_assert_eq(env.rebuilds, 0);
+        free(s.hit);
+        free(gone);
+        drop_all(&d, es, n);
+    }
+}
