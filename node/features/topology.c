@@ -957,7 +957,9 @@ blocked_elsewhere(void *arg, struct rv_str key, char *err, size_t errsz)
  * the WAL and the replicas drop them too. They are unreachable already
  * (MOVED), so the deletion runs in slices of about a millisecond per loop
  * turn (topology_drop_step), not in one stall of hundreds of milliseconds for
- * a big slot, and a big value goes to the lazy-free thread. Meanwhile DBSIZE
+ * a big slot, and a big value goes to the lazy-free thread. A slice is a run
+ * of small SCAN steps, checked after each step against its time and against
+ * the bytes it freed itself (the entries), so no step runs long. Meanwhile DBSIZE
  * and COUNTKEYSINSLOT count the keys not deleted yet, consistently. Slots
  * lost while the node was down are left alone (their keys stay, unreachable,
  * for `--cluster fix`). The ownership seen last and the deletion in progress
@@ -975,6 +977,10 @@ struct orphan_drop {
     struct buf *keys;            /* a slice's keys to delete, each as its length then its bytes */
 };
 static _Thread_local struct orphan_drop drop;
+
+#define DROP_SLICE_US 1000          /* a slice's time (checked after each step) */
+#define DROP_SLICE_BYTES (8u << 20) /* ... and the entries' bytes it frees */
+#define DROP_STEP_COUNT 64          /* ks_scan's count per step */
 
 static void
 orphan_visit(void *arg, struct ks_entry *e)
@@ -1057,21 +1063,23 @@ topology_drop_step(struct shard *s)
     unsigned was = env->db;
     shard_use_db(env, 0); /* (the DEL records are database 0's) */
     uint64_t t0 = clock_mono_us();
+    size_t bytes = 0;
     do {
-        drop.cursor = ks_scan(ks, drop.cursor, 256, orphan_visit, &drop);
+        drop.cursor = ks_scan(ks, drop.cursor, DROP_STEP_COUNT, orphan_visit, &drop);
         for (size_t at = 0; at < keys.len;) {
             size_t len;
             memcpy(&len, keys.data + at, sizeof(len));
             at += sizeof(len);
             struct ks_entry *e = ks_peek(ks, keys.data + at, len);
             if (e != NULL) {
+                bytes += ks_entry_mem(e);
                 ks_evict_lazy(ks, e);
                 drop.deleted++;
             }
             at += len;
         }
         keys.len = 0;
-    } while (drop.cursor != 0 && clock_mono_us() - t0 < 1000);
+    } while (drop.cursor != 0 && bytes < DROP_SLICE_BYTES && clock_mono_us() - t0 < DROP_SLICE_US);
     uint64_t took = clock_mono_us() - t0;
     drop.longest_us = took > drop.longest_us ? took : drop.longest_us;
     drop.slices++;
