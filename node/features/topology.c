@@ -1101,6 +1101,7 @@ topology_drop_step(struct shard *s)
     if (drop.cursor != 0) {
         return true;
     }
+    ks_shrink_retry(ks);
     log_notice("cluster: deleted %zu keys of %u slots that another node owns now (%llu slices, "
                "the longest %llu us, %llu us of CPU)",
                drop.deleted, drop.nslots, (unsigned long long)drop.slices,

@@ -254,6 +254,11 @@ void ks_evict(struct ks *ks, struct ks_entry *e);
  * given away: node/features/topology.c). */
 void ks_evict_lazy(struct ks *ks, struct ks_entry *e);
 
+/* A walk that deleted keys in SCAN order is over: a table shrink given up
+ * meanwhile (the survivors were crowded above the walk, node/keyspace/rh.h)
+ * may start again now instead of when the key count has halved. */
+void ks_shrink_retry(struct ks *ks);
+
 /* ---- background work, called from the shard's timer ---- */
 /* Incremental rehash for up to budget_us; returns true while more remains. */
 bool ks_rehash_step(struct ks *ks, uint64_t budget_us);

@@ -151,6 +151,13 @@ ks_reserve(struct ks *ks, size_t n)
     ks->env.rebuilds--;                             /* not an overflow rebuild */
 }
 
+void
+ks_shrink_retry(struct ks *ks)
+{
+    rh_shrink_retry(&ks->main, &ks_ops, &ks->env);
+    rh_shrink_retry(&ks->exp, &ks_ops, &ks->env);
+}
+
 bool
 ks_rehash_step(struct ks *ks, uint64_t budget_us)
 {

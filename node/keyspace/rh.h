@@ -35,7 +35,7 @@
  * (rh_shrink_abandon): the two tables swap roles, the big one, still holding
  * the entries not moved yet, takes inserts again, and the few moved entries
  * go back to it incrementally; no shrink restarts until the count halved
- * (rh.shrink_below). Only a table that overflows while growing is rebuilt
+ * (rh.shrink_below) or the owner says the deletions are over (rh_shrink_retry). Only a table that overflows while growing is rebuilt
  * synchronously (env->rebuilds), which takes crowded inserts (tests only).
  *
  * Everything is static inline so that each owner gets its own copy with its
@@ -362,6 +362,15 @@ rh_finish_if_done(struct rh *d, const struct rh_ops *ops, struct rh_env *env)
         }
         rh_check_resize(d, ops, env);
     }
+}
+
+/* Lift shrink_below and shrink now if the load calls for it: the owner knows
+ * the hash-ordered deletions that crowded the last target are over. */
+static inline void
+rh_shrink_retry(struct rh *d, const struct rh_ops *ops, struct rh_env *env)
+{
+    d->shrink_below = 0;
+    rh_check_resize(d, ops, env);
 }
 
 /* A shrink's target overflowed: give the shrink up in O(1). The big table

@@ -215,6 +215,16 @@ Test(ks_slots, dropping_a_big_slot_in_scan_order_never_rebuilds, .timeout = 120)
     cr_assert_eq(info.sync_rebuilds, 0, "%zu synchronous rebuilds", info.sync_rebuilds);
     cr_assert(info.shrinks_abandoned > 0, "no shrink overflowed: the test does not reach the path");
     cr_assert_eq(ks_int_check(ks), 0);
+    /* the walk is over: the table shrinks to the survivors' size after all */
+    ks_shrink_retry(ks);
+    for (int i = 0; i < 100000 && ks_rehash_step(ks, 0); i++) {
+    }
+    ks_int_info(ks, &info);
+    cr_assert_eq(info.main_old_slots, 0);
+    cr_assert(info.main_slots <= ks_size(ks) * 10 / 7 + 1, "%zu home slots for %zu keys",
+              info.main_slots, ks_size(ks));
+    cr_assert_eq(info.sync_rebuilds, 0);
+    cr_assert_eq(ks_int_check(ks), 0);
     free(d.keys);
     ks_destroy(ks);
 }
