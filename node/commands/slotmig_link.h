@@ -23,8 +23,8 @@
 struct event;
 struct event_base;
 
-#define SML_WINDOW 8                   /* batches of records in flight */
-#define SML_WINDOW_BYTES (4u << 20)    /* bytes of records in flight */
+#define SML_WINDOW 8                /* batches of records in flight */
+#define SML_WINDOW_BYTES (4u << 20) /* bytes of records in flight */
 #define SML_ERR_MAX 256
 
 /* One reply line (without CRLF, truncated to MIGRATE_LINE_MAX - 1). */
