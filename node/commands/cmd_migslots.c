@@ -43,8 +43,11 @@
  * its adopted topology does not give it those slots; the import ends when it
  * does (success), on DROP (cancelled) or after SM_IMPORT_IDLE_MS without a
  * record (failed; the keys are shown again).
- * Each step of the job waits for the target, as MIGRATE does: at most
- * SM_IO_MS per batch, while the shard does nothing else. */
+ * The source never waits for the target but to connect (dial and AUTH,
+ * bounded by SM_IO_MS) and to deliver the abort's DROP (bounded as well):
+ * the records go through slotmig_link.c's window, one batch of the walk, of
+ * a round or one chunk per timer run, and their replies are read when they
+ * arrive; a target that answers nothing for SM_IO_MS ends the job. */
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -53,9 +56,9 @@
 #include "cluster/slot.h"
 #include "cluster/topo.h"
 #include "node/commands/cmds.h"
-#include "node/commands/mig_link.h"
 #include "node/commands/slotmig.h"
 #include "node/commands/slotmig_chunk.h"
+#include "node/commands/slotmig_link.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
 #include "node/core/effect.h"
@@ -72,7 +75,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SM_IO_MS 5000             /* each network step of a batch */
+#define SM_IO_MS 5000             /* the target's silence while records are in flight */
 #define SM_BATCH_KEYS 256         /* keys per batch */
 #define SM_BATCH_BYTES (1u << 20) /* request bytes per batch */
 #define SM_PAUSE_BELOW 64         /* remembered keys left: pause writes and finish */
@@ -116,10 +119,16 @@ struct sm_job {
     enum sm_state state;
     char message[256];
     bool cancel, paused, linked, proposing;
-    struct mig_link link;
-    struct buf in;    /* bytes read from the target, not yet consumed */
-    uint64_t cursor;  /* ks_scan's */
-    struct buf dirty; /* remembered keys, each as its length then its bytes */
+    struct sml link;    /* to the target (slotmig_link.h) */
+    struct slotmig *m;  /* (the source's job) its owner, for the link's replies */
+    char fail[256];     /* a reply that ends the job ("" while none) */
+    bool waiting;       /* the last step waited for replies: the next one wakes it */
+    bool told;          /* STATE committing queued, nothing after it */
+    bool dropping;      /* the abort's DROP: replies are only counted */
+    struct buf pending; /* keys of a walk's batch or of a round, as dirty's */
+    size_t pending_at;  /* the next one in pending */
+    uint64_t cursor;    /* ks_scan's */
+    struct buf dirty;   /* remembered keys, each as its length then its bytes */
     size_t ndirty;
     bool flushed; /* FLUSHALL/FLUSHDB ran: the copy starts again (sm_restart) */
     unsigned rounds;
@@ -128,8 +137,9 @@ struct sm_job {
     struct smc chunk; /* big keys, sent in chunks (slotmig_chunk.h) */
     struct buf again; /* the chunk's records being sent, nagain of them */
     size_t nagain;
+    size_t chunk_wait;             /* the chunk's records in flight, not yet answered */
     int64_t again_at, again_until; /* monotonic ms: its next try, the last */
-    bool down;                     /* the last exchange got CLUSTERDOWN */
+    bool down;                     /* the chunk got CLUSTERDOWN: sent again at again_at */
     bool import;                   /* the target's side: moving is the set of slots imported */
     int64_t heard;                 /* (import) monotonic ms of the source's last record */
 };
@@ -160,9 +170,9 @@ sm_job_free(struct sm_job *j)
         return;
     }
     if (j->linked) {
-        mig_close(&j->link);
+        sml_close(&j->link);
     }
-    buf_deinit(&j->in);
+    buf_deinit(&j->pending);
     buf_deinit(&j->dirty);
     smc_deinit(&j->chunk);
     buf_deinit(&j->again);
@@ -213,92 +223,82 @@ sm_finish(struct slotmig *m)
     m->active = NULL;
     persist_set_tap(m->s, NULL, NULL);
     if (j->linked) {
-        mig_close(&j->link);
+        sml_close(&j->link);
         j->linked = false;
     }
     buf_deinit(&j->dirty);
     buf_init(&j->dirty);
     j->ndirty = 0;
+    buf_deinit(&j->pending);
+    j->pending_at = 0;
     smc_deinit(&j->chunk);
     smc_init(&j->chunk);
     buf_deinit(&j->again);
     j->nagain = 0;
+    j->chunk_wait = 0;
     sm_log_add(m, j);
 }
 
 /* ---- the link to the target ---- */
 
-static bool
-sm_connect(struct shard_env *env, struct sm_job *j, int64_t timeout, char *err, size_t errsz)
+/* A reply from the target, in the order of the records (slotmig_link.h): an
+ * error ends the job, but for CLUSTERDOWN on a chunk, which is sent again.
+ * It only notes the outcome; the job's next step acts on it. */
+static void
+sm_on_reply(void *arg, const char *line)
 {
-    char port[16];
-    snprintf(port, sizeof(port), "%d", j->port);
-    int fd = mig_dial(j->ip, port, timeout);
-    if (fd < 0) {
-        snprintf(err, errsz, "cannot connect to the target %s:%d", j->ip, j->port);
-        return false;
+    struct sm_job *j = arg;
+    j->acked = clock_unix_ms() / 1000;
+    if (j->dropping) {
+        return;
     }
-    j->link = (struct mig_link){ fd, NULL };
-    if (env->cfg->tls.cluster && !mig_tls_start(&j->link, timeout)) {
-        mig_close(&j->link);
-        snprintf(err, errsz, "TLS handshake with the target failed");
-        return false;
-    }
-    j->linked = true;
-    buf_reset(&j->in);
-    const char *pass = env->cfg->repl.masterauth, *user = env->cfg->repl.masteruser;
-    if (pass != NULL && pass[0]) {
-        struct buf req;
-        buf_init(&req);
-        bool named = user != NULL && user[0];
-        resp_w_array(&req, named ? 3 : 2);
-        resp_w_bulk_cstr(&req, "AUTH");
-        if (named) {
-            resp_w_bulk_cstr(&req, user);
-        }
-        resp_w_bulk_cstr(&req, pass);
-        char line[MIGRATE_LINE_MAX];
-        bool ok = mig_send_all(&j->link, req.data, req.len, timeout) &&
-                  mig_read_line(&j->link, &j->in, line, timeout) && line[0] == '+';
-        buf_deinit(&req);
-        if (!ok) {
-            mig_close(&j->link);
-            j->linked = false;
-            snprintf(err, errsz, "AUTH with the target failed");
-            return false;
+    bool chunk = j->chunk_wait > j->link.unacked; /* (nothing is queued after a chunk) */
+    int64_t now = (int64_t)(clock_mono_us() / 1000);
+    if (line[0] == '-' && j->fail[0] == '\0') {
+        if (chunk && strncmp(line + 1, "CLUSTERDOWN", 11) == 0 && now < j->again_until) {
+            j->down = true;
+        } else {
+            snprintf(j->fail, sizeof(j->fail), "the target replied: %.200s", line + 1);
         }
     }
-    return true;
+    if (chunk && j->link.unacked == 0) {
+        j->chunk_wait = 0;
+        if (!j->down) {
+            j->nagain = 0;
+        } else {
+            /* Refused, not run (or run, for a first chunk's RESTORE, which
+             * runs again the same): the same records a little later. */
+            j->again_at = now + SM_DOWN_RETRY_MS;
+        }
+    }
+    if (j->waiting || j->fail[0] != '\0') {
+        j->waiting = false;
+        sm_arm(j->m, 0);
+    }
 }
 
-/* Send req (n records), read their n replies; false with the reason in err. */
+/* Dial and AUTH: one short blocking step, bounded by timeout (ms). */
+static bool
+sm_connect(struct slotmig *m, struct sm_job *j, int64_t timeout, char *err, size_t errsz)
+{
+    struct shard_env *env = shard_env(m->s);
+    j->linked = sml_open(&j->link, shard_base(m->s), j->ip, j->port, env->cfg->tls.cluster,
+                         env->cfg->repl.masteruser, env->cfg->repl.masterauth, timeout, SM_IO_MS,
+                         sm_on_reply, j, err, errsz);
+    return j->linked;
+}
+
+/* Queue req (n records) to the target; their replies come to sm_on_reply.
+ * False with the reason in err when the link failed. */
 static bool
 sm_exchange(struct sm_job *j, const struct buf *req, size_t n, char *err, size_t errsz)
 {
-    char line[MIGRATE_LINE_MAX];
-    j->down = false;
-    if (!mig_send_all(&j->link, req->data, req->len, SM_IO_MS)) {
-        snprintf(err, errsz, "error or timeout writing to the target");
-        return false;
+    if (sml_queue(&j->link, req->data, req->len, n)) {
+        return true;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (!mig_read_line(&j->link, &j->in, line, SM_IO_MS)) {
-            snprintf(err, errsz, "error or timeout reading from the target");
-            return false;
-        }
-        if (line[0] == '-') {
-            snprintf(err, errsz, "the target replied: %.200s", line + 1);
-            if (strncmp(line + 1, "CLUSTERDOWN", 11) != 0) {
-                return false;
-            }
-            j->down = true; /* (the replies that follow are read all the same) */
-        }
-    }
-    if (j->down) {
-        return false;
-    }
-    j->acked = clock_unix_ms() / 1000;
-    return true;
+    const char *why = sml_failed(&j->link);
+    snprintf(err, errsz, "%s", why != NULL ? why : "no link to the target");
+    return false;
 }
 
 /* RVMIGSLOTS BEGIN name source lo hi ... (st NULL) or STATE name st: the
@@ -375,63 +375,59 @@ sm_walk_visit(void *arg, struct ks_entry *e)
     }
 }
 
-/* Records for the keys of list (each as its length then its bytes), sent in
- * batches; false with the reason in err. */
+/* Records for the next keys of j->pending, one batch (SM_BATCH_KEYS keys or
+ * SM_BATCH_BYTES bytes) queued to the target; false with the reason in err. */
 static bool
-sm_send_keys(struct shard_env *env, struct sm_job *j, const struct buf *list, char *err,
-             size_t errsz)
+sm_send_keys(struct shard_env *env, struct sm_job *j, char *err, size_t errsz)
 {
     struct buf req;
     buf_init(&req);
     size_t n = 0;
-    bool ok = true;
-    for (size_t at = 0; at < list->len && ok;) {
+    const struct buf *list = &j->pending;
+    while (j->pending_at < list->len && n < SM_BATCH_KEYS && req.len < SM_BATCH_BYTES) {
         size_t len;
-        memcpy(&len, list->data + at, sizeof(len));
-        const char *key = list->data + at + sizeof(len);
-        at += sizeof(len) + len;
+        memcpy(&len, list->data + j->pending_at, sizeof(len));
+        const char *key = list->data + j->pending_at + sizeof(len);
+        j->pending_at += sizeof(len) + len;
         if (!smc_defer(&j->chunk, env, key, len)) { /* (a big key goes in chunks, later) */
             sm_record(env, &req, key, len);
             n++;
         }
-        if (n > 0 && (n == SM_BATCH_KEYS || req.len >= SM_BATCH_BYTES || at >= list->len)) {
-            ok = sm_exchange(j, &req, n, err, errsz);
-            buf_reset(&req);
-            n = 0;
-        }
     }
+    if (j->pending_at >= list->len) {
+        buf_reset(&j->pending);
+        j->pending_at = 0;
+    }
+    bool ok = n == 0 || sm_exchange(j, &req, n, err, errsz);
     buf_deinit(&req);
     return ok;
 }
 
 /* One chunk of the big key at hand (slotmig_chunk.h), or a heartbeat while
  * DEBUG SLOTMIG-HOLD 2 holds it after its first chunk; false with the reason
- * in err. */
+ * in err. Nothing is queued after a chunk until its replies came
+ * (sm_on_reply): a chunk refused with CLUSTERDOWN goes again, in order. */
 static bool
 sm_send_chunk(struct slotmig *m, struct sm_job *j, char *err, size_t errsz)
 {
     bool held = m->hold_chunks && smc_started(&j->chunk) && j->nagain == 0, ok = true;
     int64_t now = (int64_t)(clock_mono_us() / 1000);
     if (held) {
-        ok = sm_tell(j, sm_state_name[j->state], err, errsz);
+        ok = !sml_idle(&j->link) || sm_tell(j, sm_state_name[j->state], err, errsz);
     } else if (j->nagain == 0 || now >= j->again_at) {
         if (j->nagain == 0) {
             buf_reset(&j->again);
             j->nagain = smc_next(&j->chunk, shard_env(m->s), &j->again);
             j->again_until = now + SM_DOWN_MS;
         }
-        ok = j->nagain == 0 || sm_exchange(j, &j->again, j->nagain, err, errsz);
-        if (!ok && j->down && now < j->again_until) {
-            /* Refused, not run (or run, for a first chunk's RESTORE, which
-             * runs again the same): the same records a little later. */
-            j->again_at = now + SM_DOWN_RETRY_MS;
-            ok = true;
-        } else {
-            j->nagain = 0;
+        if (j->nagain > 0) {
+            j->down = false;
+            j->chunk_wait = j->nagain;
+            ok = sm_exchange(j, &j->again, j->nagain, err, errsz);
         }
     }
     smc_describe(&j->chunk, j->message, sizeof(j->message));
-    if (held || j->nagain > 0) {
+    if (held || j->down) {
         size_t at = strlen(j->message);
         snprintf(j->message + at, sizeof(j->message) - at, "%s",
                  held ? " (held)" : " (the target answers CLUSTERDOWN: sending it again)");
@@ -454,27 +450,34 @@ sm_drop_record(const struct sm_job *j, struct buf *req)
     }
 }
 
-/* Tell the target to drop what it holds of the moving slots (bounded; a
- * target that cannot be reached keeps them, docs/cluster.md). */
+/* Tell the target to drop what it holds of the moving slots: behind the
+ * records in flight on the job's link while it works (so that none of them
+ * lands after the DROP), else on a new connection. The shard waits for the
+ * reply, at most SM_IO_MS (a target that cannot be reached keeps its copies,
+ * docs/cluster.md). */
 static void
-sm_drop_on_target(struct shard_env *env, struct sm_job *j)
+sm_drop_on_target(struct slotmig *m, struct sm_job *j)
 {
-    char err[256];
-    if (j->linked) {
-        mig_close(&j->link);
-        j->linked = false;
-    }
-    if (!sm_connect(env, j, 1000, err, sizeof(err))) {
-        log_warn("cluster: slot migration %.8s: cannot tell the target to drop its copies: %s",
-                 j->name, err);
-        return;
-    }
+    char err[256] = "";
     struct buf req;
     buf_init(&req);
     sm_drop_record(j, &req);
-    if (!sm_exchange(j, &req, 1, err, sizeof(err))) {
-        log_warn("cluster: slot migration %.8s: the target did not drop its copies: %s", j->name,
-                 err);
+    j->dropping = true;
+    bool done = j->linked && sml_failed(&j->link) == NULL &&
+                sm_exchange(j, &req, 1, err, sizeof(err)) && sml_drain(&j->link, SM_IO_MS);
+    if (!done) {
+        if (j->linked) {
+            sml_close(&j->link);
+            j->linked = false;
+        }
+        if (!sm_connect(m, j, 1000, err, sizeof(err))) {
+            log_warn("cluster: slot migration %.8s: cannot tell the target to drop its copies: %s",
+                     j->name, err);
+        } else if (!sm_exchange(j, &req, 1, err, sizeof(err)) || !sml_drain(&j->link, SM_IO_MS)) {
+            const char *why = sml_failed(&j->link);
+            log_warn("cluster: slot migration %.8s: the target did not drop its copies: %s",
+                     j->name, why != NULL ? why : err);
+        }
     }
     buf_deinit(&req);
 }
@@ -483,7 +486,7 @@ static void
 sm_abort(struct slotmig *m, enum sm_state st, const char *why)
 {
     struct sm_job *j = m->active;
-    sm_drop_on_target(shard_env(m->s), j);
+    sm_drop_on_target(m, j);
     sm_set(j, st, why);
     sm_finish(m);
 }
@@ -581,15 +584,21 @@ sm_committed(struct shard *s, struct shard_msg *msg)
 
 /* FLUSHALL or FLUSHDB ran here during the job: the target drops what it holds
  * of the slots (which ends its import; a new BEGIN opens another) and the
- * walk starts again, which covers the keys remembered so far. */
+ * walk starts again, which covers the keys remembered so far. The DROP goes
+ * behind the records in flight (no chunk is: the step waits for its reply). */
 static bool
 sm_restart(struct sm_job *j, char *err, size_t errsz)
 {
     j->flushed = false;
     buf_reset(&j->dirty);
     j->ndirty = 0;
+    buf_reset(&j->pending);
+    j->pending_at = 0;
     smc_deinit(&j->chunk); /* the walk queues the big keys again */
     smc_init(&j->chunk);
+    j->nagain = 0;
+    j->down = false;
+    j->told = false;
     j->cursor = 0;
     j->rounds = 0;
     if (j->state == SM_CONNECTING) {
@@ -606,7 +615,50 @@ sm_restart(struct sm_job *j, char *err, size_t errsz)
     return ok;
 }
 
-static void
+/* SM_STREAMING: the remembered keys, a round at a time and a batch per step;
+ * once writes are paused and every key went, STATE committing (the fence),
+ * and once the target answered every record, the proposal. */
+static bool
+sm_stream(struct slotmig *m, struct sm_job *j, char *err, size_t errsz)
+{
+    if (j->pending.len == 0) {
+        if (j->paused && j->ndirty == 0) {
+            if (!j->told) {
+                j->told = true;
+                return sm_tell(j, "committing", err, errsz);
+            }
+            if (sml_idle(&j->link)) {
+                /* every record was acknowledged, in order: the target holds all */
+                sm_set(j, SM_COMMITTING, "");
+                j->retry_at = 0;
+                sm_propose(m);
+            }
+            return true;
+        }
+        /* (a key remembered after the fence, as an expiry's DEL: another round) */
+        j->told = false;
+        if (!m->hold && (j->ndirty < SM_PAUSE_BELOW || j->rounds >= SM_MAX_ROUNDS)) {
+            j->paused = true; /* from here on writes to the slots get TRYAGAIN */
+        }
+        struct buf list = j->pending;
+        j->pending = j->dirty;
+        j->pending_at = 0;
+        j->dirty = list;
+        buf_reset(&j->dirty);
+        j->ndirty = 0;
+        j->rounds++;
+        if (j->pending.len == 0 && !j->paused) {
+            /* (held) a heartbeat: a dead target is noticed, the target's
+             * import does not time out */
+            return !sml_idle(&j->link) || sm_tell(j, "streaming", err, errsz);
+        }
+    }
+    return sm_send_keys(shard_env(m->s), j, err, errsz);
+}
+
+/* One step; true when it could not go on before the target answers (the
+ * link's window is full, a chunk or the fence waits for its replies). */
+static bool
 sm_step(struct slotmig *m)
 {
     struct shard_env *env = shard_env(m->s);
@@ -623,11 +675,11 @@ sm_step(struct slotmig *m)
         } else if (!j->proposing && (int64_t)(clock_mono_us() / 1000) >= j->retry_at) {
             sm_propose(m);
         }
-        return;
+        return false;
     }
     if (j->cancel) {
         sm_abort(m, SM_CANCELLED, "cancelled by CLUSTER CANCELSLOTMIGRATIONS");
-        return;
+        return false;
     }
     int me = env->topo_me;
     const struct topo *t = env->topo;
@@ -635,75 +687,61 @@ sm_step(struct slotmig *m)
         if (t == NULL || me < 0 || t->slots[j->ranges[i].lo] != (uint16_t)me ||
             t->slots[j->ranges[i].hi] != (uint16_t)me) {
             sm_abort(m, SM_FAILED, "this node no longer owns the slots");
-            return;
+            return false;
         }
+    }
+    const char *why = j->fail[0] ? j->fail : j->linked ? sml_failed(&j->link) : NULL;
+    if (why != NULL) {
+        snprintf(err, sizeof(err), "%s", why);
+        j->paused = false;
+        sm_abort(m, SM_FAILED, err);
+        return false;
+    }
+    if (j->state != SM_CONNECTING && (j->chunk_wait > 0 || !sml_room(&j->link))) {
+        return true;
     }
     if (j->flushed && !sm_restart(j, err, sizeof(err))) {
         sm_abort(m, SM_FAILED, err);
-        return;
-    }
-    if (smc_busy(&j->chunk)) { /* a big key's chunks go before anything else */
-        if (!sm_send_chunk(m, j, err, sizeof(err))) {
-            j->paused = false;
-            sm_abort(m, SM_FAILED, err);
-        }
-        return;
+        return false;
     }
     bool ok = true;
-    switch (j->state) {
-    case SM_CONNECTING:
-        ok = sm_connect(env, j, SM_IO_MS, err, sizeof(err)) && sm_tell(j, NULL, err, sizeof(err));
+    if (smc_busy(&j->chunk)) { /* a big key's chunks go before anything else */
+        ok = sm_send_chunk(m, j, err, sizeof(err));
+    } else if (j->state == SM_CONNECTING) {
+        ok = sm_connect(m, j, SM_IO_MS, err, sizeof(err)) && sm_tell(j, NULL, err, sizeof(err));
         if (ok) {
             sm_set(j, SM_SNAPSHOT, "");
         }
-        break;
-    case SM_SNAPSHOT: {
-        struct sm_walk w = { .j = j };
-        buf_init(&w.keys);
-        do {
-            j->cursor = ks_scan(env->dbs[0], j->cursor, 1024, sm_walk_visit, &w);
-        } while (j->cursor != 0 && w.n < SM_BATCH_KEYS * 4);
-        ok = sm_send_keys(env, j, &w.keys, err, sizeof(err));
-        buf_deinit(&w.keys);
-        if (ok && j->cursor == 0) {
+    } else if (j->state == SM_SNAPSHOT) {
+        if (j->pending.len == 0) { /* the walk's next batch */
+            struct sm_walk w = { .j = j, .keys = j->pending };
+            do {
+                j->cursor = ks_scan(env->dbs[0], j->cursor, 1024, sm_walk_visit, &w);
+            } while (j->cursor != 0 && w.n < SM_BATCH_KEYS);
+            j->pending = w.keys;
+            j->pending_at = 0;
+        }
+        ok = sm_send_keys(env, j, err, sizeof(err));
+        if (ok && j->cursor == 0 && j->pending.len == 0) {
             ok = sm_tell(j, "streaming", err, sizeof(err));
             sm_set(j, SM_STREAMING, "");
         }
-        break;
-    }
-    default: { /* SM_STREAMING */
-        if (!m->hold && (j->ndirty < SM_PAUSE_BELOW || j->rounds >= SM_MAX_ROUNDS)) {
-            j->paused = true; /* from here on writes to the slots get TRYAGAIN */
-        }
-        struct buf list = j->dirty;
-        buf_init(&j->dirty);
-        j->ndirty = 0;
-        j->rounds++;
-        if (list.len == 0 && !j->paused) {
-            /* (held) a heartbeat: a dead target is noticed, the target's
-             * import does not time out */
-            ok = sm_tell(j, "streaming", err, sizeof(err));
-        }
-        ok = ok && sm_send_keys(env, j, &list, err, sizeof(err));
-        buf_deinit(&list);
-        /* big keys of the list go in chunks first, then this step again */
-        bool drained = !smc_busy(&j->chunk);
-        ok = ok && (!j->paused || !drained || sm_tell(j, "committing", err, sizeof(err)));
-        if (ok && j->paused && drained) {
-            /* every record was acknowledged, in order: the target holds all */
-            sm_set(j, SM_COMMITTING, "");
-            j->retry_at = 0;
-            sm_propose(m);
+    } else {
+        ok = sm_stream(m, j, err, sizeof(err));
+        if (ok && j->state == SM_COMMITTING) {
             sm_arm(m, 1000);
-            return;
+            return false;
         }
-        break;
-    }
+        if (ok && j->told) {
+            return true; /* the fence's replies */
+        }
     }
     if (!ok) {
         j->paused = false;
         sm_abort(m, SM_FAILED, err);
+        return false;
     }
+    return j->chunk_wait > 0 || (j->linked && !sml_room(&j->link));
 }
 
 static void
@@ -715,14 +753,17 @@ sm_on_tick(evutil_socket_t fd, short what, void *arg)
     if (m->active == NULL) {
         return;
     }
-    sm_step(m);
+    bool wait = sm_step(m);
     struct sm_job *j = m->active;
     if (j != NULL && j->state != SM_COMMITTING) {
-        /* held: a heartbeat every 2 ms; else the next step (a batch, a
-         * round, a chunk) on the next turn of the loop */
+        /* waiting for replies: the next one wakes the job (sm_on_reply), and
+         * this tick notices a target that stopped answering; held: a
+         * heartbeat every 2 ms; else the next step (a batch of the walk or
+         * of a round, a chunk) on the next turn of the loop */
         bool held = (m->hold_chunks && smc_started(&j->chunk)) || j->nagain > 0 ||
                     (m->hold && j->state == SM_STREAMING && !smc_busy(&j->chunk));
-        sm_arm(m, held ? 2000 : 0);
+        j->waiting = wait;
+        sm_arm(m, wait ? 100000 : held ? 2000 : 0);
     } else if (j != NULL && !evtimer_pending(m->tick, NULL)) {
         sm_arm(m, 10000);
     }
@@ -1046,7 +1087,9 @@ CMD_HANDLER(cluster_migrateslots)
     }
     m = sm_get(c);
     struct sm_job *j = rv_calloc(1, sizeof(*j));
-    buf_init(&j->in);
+    sml_init(&j->link);
+    j->m = m;
+    buf_init(&j->pending);
     buf_init(&j->dirty);
     if (!sm_parse(c, t, argc, argv, j)) {
         sm_job_free(j);
@@ -1240,7 +1283,6 @@ sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
         return;
     }
     struct sm_job *j = rv_calloc(1, sizeof(*j));
-    buf_init(&j->in);
     buf_init(&j->dirty);
     j->ranges = rv_calloc((size_t)argc, sizeof(*j->ranges));
     for (int i = 4; i + 1 < argc; i += 2) {

@@ -735,3 +735,62 @@ def test_write_to_a_big_key_during_its_chunks_reaches_the_target(big_cluster):
     assert dst.hgetall(h) == want
     assert dst.ttl(h) > 90000
     assert dst.get(l) == "now a string"
+
+
+def asleep(port):
+    """port's shard runs DEBUG SLEEP: a PING there gets no answer within 0.3 s."""
+    c = redis.Redis(host=HOST, port=port, socket_timeout=0.3)
+    try:
+        c.ping()
+        return False
+    except redis.TimeoutError:
+        return True
+    finally:
+        c.close()
+
+
+def test_a_target_that_answers_late_does_not_stall_the_source(big_cluster):
+    """The source never waits for the target's replies (docs/cluster.md "Atomic slot migration"): a move
+    starts while the target's shard sleeps (DEBUG SLEEP 3), so that its records (4.5 MB of values: more than
+    the window and the socket take) wait unanswered, and the source answers every PING well before the target
+    wakes (it used to wait for each batch's replies, and every PING with it). The move then completes."""
+    cl = big_cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    p = src.pipeline(transaction=False)
+    for i in range(384):
+        key = "%sbig%d" % (tags[i % len(tags)], i)
+        p.set(key, ("%03d" % i) * 4096)
+        want[key] = ("string", ("%03d" % i) * 4096)
+    p.execute()
+    settled(cl)
+    slept = []
+
+    def sleeper():
+        t0 = time.monotonic()
+        client(cl.ports[1]).execute_command("DEBUG", "SLEEP", 3)
+        slept.append(time.monotonic() - t0)
+
+    t = threading.Thread(target=sleeper, daemon=True)
+    t.start()
+    poll_until(lambda: asleep(cl.ports[1]), timeout=10, interval=0.01, what="the target's shard asleep")
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[1]) in ("OK", True)
+    worst, pings = 0.0, 0
+    while t.is_alive():
+        t0 = time.monotonic()
+        assert src.ping()
+        worst = max(worst, time.monotonic() - t0)
+        pings += 1
+        time.sleep(0.01)  # (a pace, not a synchronisation)
+    t.join(TIMEOUT)
+    assert slept and slept[0] >= 3
+    assert pings > 0 and worst < 1.0, (pings, worst)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=120, interval=0.05,
+               what="the migration to end")
+    assert last_state(cl.ports[0]) == "success", jobs(cl.ports[0])[-1]["message"]
+    poll_until(lambda: cl.slot_map(cl.ports[1])[lo:hi + 1] == [1] * NSLOTS, timeout=10, interval=0.05,
+               what="the target owns the slots")
+    for key, (kind, value) in want.items():
+        assert read_back(dst, key, kind) == value, key

@@ -222,3 +222,48 @@ def test_tls_cluster_needs_the_tls_port_and_tls_replication(certs, tmp_path, mis
     srv = launch(args, expect_fail=True)
     assert srv.returncode not in (None, 0)
     assert "tls-cluster yes needs tls-port and tls-replication yes in cluster mode" in srv.stderr() + srv.stdout()
+
+
+def _jobs(certs, port):
+    out = []
+    for e in _c(certs, port).execute_command("CLUSTER", "GETSLOTMIGRATIONS"):
+        out.append(e if isinstance(e, dict) else dict(zip(e[0::2], e[1::2])))
+    return out
+
+
+def test_atomic_slot_migration_over_tls(certs, tmp_path):
+    """CLUSTER MIGRATESLOTS between hosts with tls-cluster yes: the source's link to the target is a TLS
+    session that the source's loop writes and reads without waiting (docs/cluster.md "Atomic slot
+    migration"). 4.5 MB of values (more than the link's window) and a hash of 20,000 fields (in chunks) move,
+    and every key reads back from the target."""
+    srvs = [_host(certs, tmp_path, "a%d" % i, shards=1) for i in range(3)]
+    tports = [s.tls_port for s in srvs]
+    try:
+        r = _cli(certs, "--cluster", "create", *["%s:%d" % (HOST, p) for p in tports], "--cluster-yes")
+        assert r.returncode == 0 and "[OK] All 16384 slots covered." in r.stdout, r.stdout
+        poll_until(lambda: all(_state(certs, p) for p in tports), timeout=30, what="cluster_state ok")
+        roles = _roles(certs, tports[0])
+        src = next(nid for nid, v in roles.items() if v[3][0].startswith("0-"))
+        dst = next(nid for nid in roles if nid != src)
+        sc, dc = _c(certs, roles[src][0]), _c(certs, roles[dst][0])
+        keys = [k for k in ("t%d" % i for i in range(20000)) if key_slot(k.encode()) < 20][:384]
+        p = sc.pipeline(transaction=False)
+        for i, k in enumerate(keys):
+            p.set(k, ("%03d" % i) * 4096)
+        hkey = next(k for k in ("h%d" % i for i in range(20000)) if key_slot(k.encode()) < 20)
+        for i in range(0, 20000, 1000):
+            p.hset(hkey, mapping={"f%d" % j: "v%d" % j for j in range(i, i + 1000)})
+        p.execute()
+        assert sc.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", 0, 19, "NODE", dst) in ("OK", True)
+        poll_until(lambda: _jobs(certs, roles[src][0])[-1]["state"] in ("success", "failed", "cancelled"),
+                   timeout=120, interval=0.05, what="the migration to end")
+        job = _jobs(certs, roles[src][0])[-1]
+        assert job["state"] == "success", job
+        poll_until(lambda: _roles(certs, roles[dst][0])[dst][3][0].startswith("0-"), timeout=15,
+                   what="the target owns slot 0")
+        assert all(dc.get(k) == ("%03d" % i) * 4096 for i, k in enumerate(keys))
+        assert dc.hlen(hkey) == 20000 and dc.hget(hkey, "f19999") == "v19999"
+        assert sum(dc.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(20)) == len(keys) + 1
+    finally:
+        for s in srvs:
+            s.stop()
