@@ -17,8 +17,12 @@
 #include "node/commands/slotmig.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
+#include "node/core/lookup.h"
 #include "node/features/hook.h"
+#include "node/features/multi.h"
+#include "node/features/tracking.h"
 #include "node/keyspace/ks.h"
+#include "node/persist/persist.h"
 #include "node/types/obj.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
@@ -197,6 +201,11 @@ debug_help(struct conn *c)
         "    Setting it to 0 disables expiring keys in background when they are not",
         "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
         "    default.",
+        "POPULATE <count> [<prefix>] [<size>]",
+        "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+        "    it is used instead of the 'key' prefix. These are not propagated to",
+        "    replicas. Cluster slots are not respected so keys not belonging to the",
+        "    current node can be created.",
         "ROLE-CHANGE-HOOK <old-role> <new-role> <epoch> <host> <port>",
         "    Queue a run of the on_role_change executable with these arguments (Ruvio).",
         NULL,
@@ -261,6 +270,72 @@ CMD_HANDLER(debug_digest_value)
         sha1_hex(d, hex);
         reply_simple(c, hex);
     }
+}
+
+/* One key of DEBUG POPULATE: logged as the SET it amounts to, so the WAL and
+ * the replicas hold it as any write (Redis does not propagate it: its
+ * replicas and AOF miss the keys). */
+static void
+populate_one(struct conn *c, const struct cmd_spec *set, struct rv_str key, struct rv_str val)
+{
+    if (rv_unlikely(persist_hot(c->persist)->cow)) {
+        persist_touch_db(c, c->db, key); /* a checkpoint or full sync walking: absent ahead */
+    }
+    ks_set_str(c->env->ks, key.p, key.len, val.p, val.len, KS_NO_EXPIRE, false);
+    multi_touch_db(c->shard, c->db, key);
+    if (c->env->tracking != NULL) {
+        tracking_key_written(c, key);
+    }
+    if (persist_hot(c->persist)->log) {
+        struct rv_str argv[3] = { { "SET", 3 }, key, val };
+        persist_log(c, set, 3, argv);
+    }
+}
+
+/* DEBUG POPULATE count [prefix] [size]: as Redis, "prefix:N" = "value:N" for N
+ * in [0, count), keys that exist (and have not expired) left alone; with size,
+ * the value is cut or zero-padded to size bytes. Cluster slots are not checked. */
+CMD_HANDLER(debug_populate)
+{
+    int64_t count, size = 0;
+    DEBUG_GUARD(c);
+    if (argc > 5) {
+        reply_errf(
+            c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try DEBUG HELP.",
+            (int)argv[1].len, argv[1].p);
+        return;
+    }
+    if (!cmd_arg_int(argv[2], &count) || count < 0 ||
+        (argc == 5 && (!cmd_arg_int(argv[4], &size) || size < 0))) {
+        reply_errf(c, "ERR value is out of range, must be positive");
+        return;
+    }
+    if (size > 512 * 1024 * 1024) {
+        reply_errf(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return;
+    }
+    const struct cmd_spec *set = cmd_lookup("set", 3);
+    struct rv_str prefix = argc >= 4 ? argv[3] : (struct rv_str){ "key", 3 };
+    char *val = size > 0 ? rv_calloc(1, (size_t)size) : NULL;
+    char kbuf[128], vbuf[32];
+    for (int64_t j = 0; j < count; j++) {
+        /* (Redis formats the name into 128 bytes: a long prefix is cut there) */
+        int kn = snprintf(kbuf, sizeof(kbuf), "%.*s:%lld", (int)prefix.len, prefix.p, (long long)j);
+        struct rv_str key = { kbuf, kn < (int)sizeof(kbuf) ? (size_t)kn : sizeof(kbuf) - 1 };
+        if (lookup_write(c, key) != NULL) {
+            continue;
+        }
+        int vn = snprintf(vbuf, sizeof(vbuf), "value:%lld", (long long)j);
+        struct rv_str v = { vbuf, (size_t)vn };
+        if (size > 0) {
+            memset(val, 0, (size_t)size);
+            memcpy(val, vbuf, (size_t)vn < (size_t)size ? (size_t)vn : (size_t)size);
+            v = (struct rv_str){ val, (size_t)size };
+        }
+        populate_one(c, set, key, v);
+    }
+    rv_free(val);
+    reply_ok(c);
 }
 
 CMD_HANDLER(debug_sleep)

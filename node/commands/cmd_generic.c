@@ -204,8 +204,10 @@ expire_generic(struct conn *c, int argc, struct rv_str *argv, bool seconds, bool
     }
     /* logged as what it did, with the deadline made absolute (and the condition already met) */
     if (when <= c->env->now_ms) {
-        effect_redo(c, "DEL", argv[1]);
-        ks_delete(ks, argv[1].p, argv[1].len);
+        /* deleted as an expiry is (Redis 7.0's expireGenericCommand: lazyfree-lazy-expire,
+         * and logged as UNLINK when that frees it lazily) */
+        effect_redo(c, c->env->cfg->mem.lazyfree_lazy_expire ? "UNLINK" : "DEL", argv[1]);
+        ks_delete_expired(ks, argv[1].p, argv[1].len);
         ksn_event(c->env, KSN_GENERIC, "del", argv[1]);
     } else {
         effect_redo(c, "PEXPIREAT", argv[1]);

@@ -368,8 +368,9 @@ CMD_HANDLER(getex)
     reply_str_value(c, e);
     /* logged as what it did to the deadline, made absolute */
     if ((f & (SO_EXAT | SO_PXAT)) && deadline <= c->env->now_ms) {
-        effect_redo(c, "DEL", argv[1]);
-        ks_delete(ks, argv[1].p, argv[1].len);
+        /* (as EXPIRE in the past: lazyfree-lazy-expire's choice, as Redis 7.0) */
+        effect_redo(c, c->env->cfg->mem.lazyfree_lazy_expire ? "UNLINK" : "DEL", argv[1]);
+        ks_delete_expired(ks, argv[1].p, argv[1].len);
         ksn_event(c->env, KSN_GENERIC, "del", argv[1]);
     } else if (exp != 0) {
         effect_redo(c, "PEXPIREAT", argv[1]);

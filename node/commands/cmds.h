@@ -76,7 +76,7 @@ CMD_HANDLER(config_help); CMD_HANDLER(config_rewrite); CMD_HANDLER(time); CMD_HA
 
 /* cmd_debug.c */
 void cmd_debug_log(struct conn *c, int argc, struct rv_str *argv);
-CMD_HANDLER(debug_digest); CMD_HANDLER(debug_digest_value); CMD_HANDLER(debug_sleep);
+CMD_HANDLER(debug_digest); CMD_HANDLER(debug_digest_value); CMD_HANDLER(debug_populate); CMD_HANDLER(debug_sleep);
 CMD_HANDLER(debug_set_active_expire); CMD_HANDLER(debug_role_change_hook); CMD_HANDLER(debug_help);
 
 /* cmd_slowlog.c, cmd_latency.c */

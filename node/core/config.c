@@ -130,6 +130,7 @@ static const struct cfg_key cfg_keys[] = {
     { "repl-ship-delay-us", NULL, K_INT, F(repl.repl_ship_delay_us), "1000", 0, 1000000, true, NULL },
     { "replica-read-only", "slave-read-only", K_BOOL, F(repl.replica_read_only), "yes", 0, 1, true, NULL },
     { "replica-serve-stale-data", "slave-serve-stale-data", K_BOOL, F(repl.replica_serve_stale_data), "yes", 0, 1, true, NULL },
+    { "replica-lazy-flush", "slave-lazy-flush", K_BOOL, F(repl.replica_lazy_flush), "no", 0, 1, true, NULL },
     { "replica-priority", "slave-priority", K_INT, F(repl.replica_priority), "100", 0, INT_MAX, true, NULL },
     { "replica-announce-ip", "slave-announce-ip", K_STR, F(repl.replica_announce_ip), "", 0, 0, true, NULL },
     { "replica-announce-port", "slave-announce-port", K_INT, F(repl.replica_announce_port), "0", 0, 65535, true, NULL },

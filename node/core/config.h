@@ -184,6 +184,7 @@ struct cfg_repl {
     int64_t repl_ship_delay_us; /* records batched for replicas at most this long under load */
     bool replica_read_only;
     bool replica_serve_stale_data;
+    bool replica_lazy_flush; /* a full sync frees the replaced keys on the lazy-free thread */
     int64_t replica_priority;
     char *replica_announce_ip;
     int64_t replica_announce_port;

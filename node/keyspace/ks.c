@@ -883,6 +883,12 @@ ks_delete_how(struct ks *ks, const char *key, size_t klen, bool lazy)
     return delete_why(ks, key, klen, lazy ? KS_FREE_ALWAYS : 0);
 }
 
+bool
+ks_delete_expired(struct ks *ks, const char *key, size_t klen)
+{
+    return delete_why(ks, key, klen, KS_FREE_EXPIRE);
+}
+
 static void
 evict_why(struct ks *ks, struct ks_entry *e, unsigned why)
 {

@@ -137,6 +137,10 @@ bool ks_delete(struct ks *ks, const char *key, size_t klen);
 /* The same, the value offered to the lazy hook (lazy: UNLINK) or freed now
  * (DEL) whatever the mask. */
 bool ks_delete_how(struct ks *ks, const char *key, size_t klen, bool lazy);
+/* As ks_delete, the value offered to the lazy hook when KS_FREE_EXPIRE is in
+ * its mask: a deadline set in the past (EXPIRE, GETEX ... PXAT) deletes the
+ * key as an expiry would (Redis 7.0: lazyfree-lazy-expire's choice). */
+bool ks_delete_expired(struct ks *ks, const char *key, size_t klen);
 /* Set or clear (KS_NO_EXPIRE) the deadline of e. Adding or removing a deadline
  * may move the entry: e is not valid afterwards (look the key up again). */
 void ks_set_expire(struct ks *ks, struct ks_entry *e, int64_t expire_ms);

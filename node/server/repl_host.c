@@ -356,6 +356,21 @@ h_load_leave(void *host, void *served)
     shard_swap_dbs(host, served);
 }
 
+/* The keys a full sync replaced: with replica-lazy-flush, each database is
+ * emptied at once and its keys freed on the lazy-free thread (Redis's
+ * emptyData with EMPTYDB_ASYNC, counted in lazyfreed_objects). */
+static void
+dbs_flush_lazy(struct shard_env *env, struct ks **dbs)
+{
+    for (unsigned i = 0; i < env->ndbs; i++) {
+        size_t keys = dbs[i] != NULL ? ks_size(dbs[i]) : 0;
+        struct ks_husk *h = keys != 0 ? ks_flush_detach(dbs[i]) : NULL;
+        if (h != NULL) {
+            shard_lazy_put(env, ks_husk_free, h, keys);
+        }
+    }
+}
+
 static void
 h_load_install(void *host, void *ld)
 {
@@ -366,6 +381,9 @@ h_load_install(void *host, void *ld)
         if (env->dbs[i] != NULL) {
             ks_set_clock(env->dbs[i], env->now_ms);
         }
+    }
+    if (env->cfg->repl.replica_lazy_flush) {
+        dbs_flush_lazy(env, old);
     }
     dbs_free(host, old);
 }

@@ -195,3 +195,98 @@ def test_set_active_expire(start_server):
     assert c.dbsize() == 1                 # expired but never touched: still counted
     assert c.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1") in (True, "OK")
     poll_until(lambda: c.dbsize() == 0, timeout=5, what="active expiry after re-enabling it")
+
+
+OUT_OF_RANGE = "value is out of range, must be positive"
+
+
+def test_populate_creates_missing_keys_and_leaves_existing_ones(start_server):
+    """DEBUG POPULATE count [prefix] [size], as redis-server 7.0: key:N = value:N, existing keys untouched."""
+    c = start_server(*DBG).client()
+    assert c.execute_command("DEBUG", "POPULATE", "3") in (True, "OK")
+    assert c.dbsize() == 3
+    assert [c.get("key:%d" % i) for i in range(3)] == ["value:0", "value:1", "value:2"]
+    assert c.set("key:4", "mine")
+    assert c.execute_command("DEBUG", "POPULATE", "6") in (True, "OK")
+    assert c.dbsize() == 6 and c.get("key:4") == "mine" and c.get("key:5") == "value:5"
+    assert c.execute_command("DEBUG", "POPULATE", "0") in (True, "OK")
+    assert c.dbsize() == 6
+    assert c.execute_command("DEBUG", "POPULATE", "2", "p") in (True, "OK")
+    assert c.get("p:1") == "value:1" and c.type("p:1") == "string" and c.ttl("p:1") == -1
+    c.close()
+
+
+def test_populate_size_cuts_or_zero_pads_the_value(start_server):
+    c = start_server(*DBG).client(decode_responses=False)
+    assert c.execute_command("DEBUG", "POPULATE", "2", "pad", "10") in (True, b"OK")
+    assert c.get("pad:0") == b"value:0\x00\x00\x00" and c.get("pad:1") == b"value:1\x00\x00\x00"
+    assert c.execute_command("DEBUG", "POPULATE", "12", "cut", "3") in (True, b"OK")
+    assert c.get("cut:11") == b"val" and c.strlen("cut:0") == 3
+    assert c.execute_command("DEBUG", "POPULATE", "1", "zero", "0") in (True, b"OK")
+    assert c.get("zero:0") == b"value:0"
+    # the name is formatted into 128 bytes: a longer one is cut at 127
+    assert c.execute_command("DEBUG", "POPULATE", "1", "x" * 200) in (True, b"OK")
+    assert c.keys("xx*") == [b"x" * 127]
+    c.close()
+
+
+def test_populate_errors(start_server):
+    c = start_server(*DBG).client()
+    for args in (("-1",), ("x",), ("1", "p", "-1"), ("1", "p", "y")):
+        assert resp_error(c.execute_command, "DEBUG", "POPULATE", *args) == OUT_OF_RANGE
+    assert resp_error(c.execute_command, "DEBUG", "POPULATE", "1", "a", "1", "extra") == (
+        "unknown subcommand or wrong number of arguments for 'POPULATE'. Try DEBUG HELP.")
+    assert c.dbsize() == 0
+    c.close()
+
+
+def test_populate_touches_watched_keys(start_server):
+    """Each key it creates is signalled as modified (Redis's signalModifiedKey): a WATCH on it fails EXEC; a WATCH
+    on a key it leaves alone does not."""
+    srv = start_server(*DBG)
+    c, w = srv.client(), srv.client()
+    c.set("key:1", "mine")
+    for watched, aborts in (("key:0", True), ("key:1", False), ("key:9", False)):
+        c.delete("key:0")
+        p = w.pipeline(transaction=True)
+        p.watch(watched)
+        assert c.execute_command("DEBUG", "POPULATE", "2") in (True, "OK")
+        p.multi()
+        p.ping()
+        if aborts:
+            with pytest.raises(redis.WatchError):
+                p.execute()
+        else:
+            assert p.execute() == [True]
+        p.reset()
+    c.close()
+    w.close()
+
+
+@pytest.mark.ruvio_only
+def test_populate_is_logged_as_sets_for_the_wal_and_replicas(start_server, tmp_path):
+    """Ruvio logs each created key as a SET (Redis does not propagate DEBUG POPULATE): a replica gets the keys
+    and the data directory keeps them across a restart."""
+    from ruviotest import repl
+    d = tmp_path / "data"
+    d.mkdir()
+    args = DBG + ("--durability", "everysec")
+    primary = start_server("--dir", str(d), *args)
+    replica = start_server(*DBG)
+    p, r = primary.client(), replica.client()
+    assert r.replicaof(conftest.HOST, primary.port) in (True, "OK")
+    repl.wait_link_up(r)
+    p.set("key:2", "mine")
+    assert p.execute_command("DEBUG", "POPULATE", "100", "key", "20") in (True, "OK")
+    repl.wait_offset(p, r)
+    assert r.dbsize() == 100 and r.get("key:2") == "mine"
+    assert r.execute_command("DEBUG", "DIGEST") == p.execute_command("DEBUG", "DIGEST")
+    digest = p.execute_command("DEBUG", "DIGEST")
+    p.close()
+    r.close()
+    primary.stop()
+    again = start_server("--dir", str(d), *args).client()
+    poll_until(lambda: again.dbsize() == 100, timeout=10, what="the data directory reloaded")
+    assert again.execute_command("DEBUG", "DIGEST") == digest
+    assert again.get("key:99") == "value:99" + "\0" * 12
+    again.close()

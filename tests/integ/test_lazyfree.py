@@ -7,7 +7,7 @@ the background frees are waited for with bounded polls of the INFO counters."""
 import pytest
 import redis
 
-from conftest import IS_REDIS, poll_until
+from conftest import HOST, IS_REDIS, poll_until
 
 BIG = 1000  # fields: a hash table (over hash-max-listpack-entries), 1,000 allocations to free
 LAZY_KEYS = ("lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del",
@@ -168,3 +168,69 @@ def test_memory_comes_back_after_the_background_free(start_server):
     poll_until(lambda: int(c.info("memory")["shard_used_memory"]) < before + (grown - before) // 10,
                timeout=10, what="the shard's charge falling back")
     c.close()
+
+
+# A deadline set in the past deletes the key as an expiry does: Redis 7.0's expireGenericCommand (and GETEX's
+# EXAT/PXAT) frees it as lazyfree-lazy-expire says, not lazyfree-lazy-server-del. SET ... EXAT in the past over a
+# big value is an overwrite, so that one is lazyfree-lazy-server-del's (checked against redis-server 7.0).
+PAST = [("EXPIRE", "h", "-1"), ("PEXPIRE", "h", "-1"), ("EXPIREAT", "h", "1"), ("PEXPIREAT", "h", "1")]
+
+
+@pytest.mark.parametrize("cmd", PAST, ids=lambda c: c[0])
+def test_a_deadline_in_the_past_frees_as_lazyfree_lazy_expire_says(r, lazy_cfg, cmd):
+    base = freed(r)
+    r.config_set("lazyfree-lazy-server-del", "yes")
+    big_hash(r, "h")
+    assert r.execute_command(*cmd) in (1, True)
+    assert r.exists("h") == 0
+    assert freed(r) == base  # (nothing handed over: nothing to wait for)
+    r.config_set("lazyfree-lazy-server-del", "no")
+    r.config_set("lazyfree-lazy-expire", "yes")
+    big_hash(r, "h")
+    assert r.execute_command(*cmd) in (1, True)
+    assert r.exists("h") == 0
+    wait_freed(r, base + 1)
+
+
+def test_set_exat_in_the_past_over_a_big_value_is_an_overwrite(r, lazy_cfg):
+    base = freed(r)
+    r.config_set("lazyfree-lazy-expire", "yes")
+    big_hash(r, "h")
+    assert r.execute_command("SET", "h", "v", "EXAT", "1") in (True, "OK")
+    assert r.exists("h") == 0
+    assert freed(r) == base
+    r.config_set("lazyfree-lazy-expire", "no")
+    r.config_set("lazyfree-lazy-server-del", "yes")
+    big_hash(r, "h")
+    assert r.execute_command("SET", "h", "v", "PXAT", "1") in (True, "OK")
+    assert r.exists("h") == 0
+    wait_freed(r, base + 1)
+
+
+@pytest.mark.own_server
+@pytest.mark.parametrize("lazy", ["no", "yes"])
+def test_replica_lazy_flush_frees_the_replaced_keys_in_the_background(start_server, lazy):
+    """replica-lazy-flush (default no): the keys a full sync replaces are freed on the lazy-free thread, one
+    lazyfreed_objects each, as Redis's emptyData(EMPTYDB_ASYNC) counts them."""
+    primary, replica = start_server(), start_server()
+    p, r = primary.client(), replica.client()
+    try:
+        assert r.config_get("replica-lazy-flush") == {"replica-lazy-flush": "no"}
+        assert r.config_set("replica-lazy-flush", lazy)
+        assert r.config_get("slave-lazy-flush") == {"slave-lazy-flush": lazy}
+        for i in range(5):
+            p.set("new%d" % i, i)
+        for i in range(30):
+            r.set("old%d" % i, i)
+        base = freed(r)
+        assert r.replicaof(HOST, primary.port) in (True, "OK")
+        poll_until(lambda: r.info("replication").get("master_link_status") == "up" and r.dbsize() == 5,
+                   timeout=10, what="the replica's full sync")
+        assert r.get("new4") == "4" and r.exists("old0") == 0
+        if lazy == "yes":
+            wait_freed(r, base + 30)
+        else:
+            assert freed(r) == base
+    finally:
+        p.close()
+        r.close()
