@@ -555,16 +555,37 @@ sm_committed(struct shard *s, struct shard_msg *msg)
 {
     char text[512];
     uint64_t tag;
-    bool ok = topology_job_answer(msg, &tag, text, sizeof(text));
+    enum topology_outcome out = topology_job_answer(msg, &tag, text, sizeof(text));
     struct slotmig *m = shard_env(s)->slotmig;
     struct sm_job *j = m != NULL ? m->active : NULL;
     if (j == NULL || j->tag != tag || j->state != SM_COMMITTING) {
         return;
     }
     j->proposing = false;
-    if (ok) {
+    if (out == TOPOLOGY_COMMITTED) {
         shard_adopt_cfg(s);
         sm_set(j, SM_COMMITTING, "committed; waiting for this node to adopt it");
+    } else if (out == TOPOLOGY_REFUSED) {
+        /* The entry committed and moved nothing (the source or the target
+         * was forgotten or is no primary). An earlier proposal of it that
+         * may have committed sits earlier in the log (Raft commits in
+         * order), and this host applied the refused one: the topology adopted
+         * now says whether the slots went to the target. If not, they never
+         * will by this job: roll back (the target drops its copies). */
+        shard_adopt_cfg(s);
+        if (sm_adopted(shard_env(s), j)) {
+            sm_set(j, SM_SUCCESS, "");
+            sm_finish(m);
+            return;
+        }
+        log_warn("cluster: slot migration %.8s: the ownership change was refused (%s); rolling "
+                 "back",
+                 j->name, text);
+        char why[256];
+        snprintf(why, sizeof(why), "the ownership change was refused: %.200s", text);
+        j->paused = false;
+        sm_abort(m, SM_FAILED, why);
+        return;
     } else {
         /* Committed or not is unknown (or some entries were): writes stay
          * refused and the same idempotent change is proposed again. */
@@ -1181,8 +1202,10 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
 {
     static _Thread_local uint8_t slots[SLOT_COUNT / 8];
     memset(slots, 0, sizeof(slots));
+    /* (a node forgotten meanwhile, topo_me < 0, serves no slot: it drops) */
     const struct topo *t = c->env->topo;
-    if (t == NULL || c->env->topo_me < 0 || argc < 4 || argc % 2 != 0) {
+    int me = c->env->topo_me;
+    if (t == NULL || argc < 4 || argc % 2 != 0) {
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
@@ -1194,7 +1217,7 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
             return;
         }
         for (int64_t s = lo; s <= hi; s++) {
-            if (t->slots[s] != (uint16_t)c->env->topo_me) {
+            if (me < 0 || t->slots[s] != (uint16_t)me) {
                 slots[s / 8] |= (uint8_t)(1u << (s % 8));
             }
         }

@@ -312,6 +312,43 @@ def test_kill_of_the_target_mid_move_leaves_the_source_serving(cluster):
     assert jobs(cl.ports[0])[-1]["message"] != ""
 
 
+def test_a_refused_commit_rolls_back(request):
+    """The commit is one entry; when the log refuses it (here the target was forgotten while the job was held:
+    "Unknown node"), nothing moved, and the job rolls back instead of proposing it again with the slots' writes
+    refused: the source serves and takes writes for them, the job ends failed with the reason, and the target
+    drops its copies. One host of three shards, so that forgetting a node leaves its host in the log (and its
+    write lease), and its shard takes the DROP."""
+    cl = Cluster(hosts=False, extra=("--cluster-require-full-coverage", "no"))
+    request.addfinalizer(cl.stop)
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    held_move(cl, lo, hi)
+    assert src.execute_command("CLUSTER", "FORGET", cl.ids[1]) in ("OK", True)
+    assert cl.info(cl.ports[0])["cluster_known_nodes"] == "2"
+    assert last_state(cl.ports[0]) == "streaming"
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the migration to end")
+    job = jobs(cl.ports[0])[-1]
+    assert job["state"] == "failed", job
+    assert job["message"] == "the ownership change was refused: ERR Unknown node %s" % cl.ids[1], job
+    # the source owns, serves and takes writes for the slots
+    assert cl.slot_map(cl.ports[0])[lo:hi + 1] == [0] * NSLOTS
+    for key, (kind, value) in want.items():
+        assert read_back(src, key, kind) == value, key
+    for t in tags:
+        assert src.incr(t + "after") == 1
+        assert src.rpush(t + "list", "x") == 1
+    assert src.dbsize() == len(want) + 2 * len(tags)
+    # the target dropped its copies (its import ended cancelled)
+    assert dst.execute_command("DEBUG", "DIGEST") == "0" * 40
+    assert dst.dbsize() == 0
+    imp = jobs(cl.ports[1])[-1]
+    assert imp["operation"] == "IMPORT" and imp["state"] == "cancelled", imp
+
+
 def own_keys(cl, node, n):
     """n keys of slots node owns, none in the slots moved by the tests."""
     m = cl.slot_map()
