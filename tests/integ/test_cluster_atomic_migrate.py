@@ -12,7 +12,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from conftest import HOST, TIMEOUT, poll_until
+from conftest import HOST, TIMEOUT, launch, poll_until
 from test_cluster_migrate import Cluster, client
 
 pytestmark = pytest.mark.ruvio_only
@@ -349,6 +349,50 @@ def test_a_refused_commit_rolls_back(request):
     assert imp["operation"] == "IMPORT" and imp["state"] == "cancelled", imp
 
 
+@pytest.mark.parametrize("cluster", [("--durability", "always")], indirect=True)
+def test_a_killed_target_drops_its_copies_after_a_restart(cluster):
+    """kill -9 of the target while a job is held: its WAL holds the copies and the import's BEGIN, so after the
+    restart it knows which slots an import had opened and, as it was not committing, deletes its keys of those
+    slots (another node serves them) and none of its own; a new move of the same slots then has every key
+    once."""
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    mine = own_keys(cl, 1, 3)
+    for k in mine:
+        dst.set(k, "x")
+    held_move(cl, lo, hi)
+    assert dst.dbsize() == 3
+    old = cl.servers[1]
+    old.proc.kill()
+    old.proc.wait(TIMEOUT)
+    poll_until(lambda: last_state(cl.ports[0]) == "failed", timeout=30, interval=0.05, what="the job failed")
+    cl.servers[1] = launch(argv=old.cmdline, port=old.port)
+    dst = client(cl.ports[1])
+    poll_until(lambda: last_state(cl.ports[1]) == "failed", timeout=60, interval=0.05,
+               what="the recovered import ends")
+    imp = jobs(cl.ports[1])[-1]
+    assert imp["operation"] == "IMPORT" and imp["message"] == "this node restarted or was promoted during the import"
+    assert dst.dbsize() == 3 and set(dst.keys("*")) == set(mine)
+    assert [dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)] == [0] * NSLOTS
+    # the same slots again: every key there once
+    poll_until(lambda: all(cl.info(p)["cluster_state"] == "ok" for p in cl.ports), timeout=30, interval=0.1,
+               what="cluster state ok")
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[1]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the second migration to end")
+    assert last_state(cl.ports[0]) == "success", jobs(cl.ports[0])[-1]
+    poll_until(lambda: cl.slot_map(cl.ports[1])[lo:hi + 1] == [1] * NSLOTS, timeout=10, interval=0.05,
+               what="the target owns the slots")
+    for key, (kind, value) in want.items():
+        assert read_back(dst, key, kind) == value, key
+    assert dst.dbsize() == len(want) + 3
+    poll_until(lambda: src.dbsize() == 0, timeout=10, what="the source's keys deleted")
+
+
 def own_keys(cl, node, n):
     """n keys of slots node owns, none in the slots moved by the tests."""
     m = cl.slot_map()
@@ -453,13 +497,25 @@ def test_import_records_by_hand(cluster):
     assert dst.execute_command("RVMIGSLOTS", "DROP", lo, lo) == 1
     assert jobs(cl.ports[1])[-1]["state"] == "cancelled"
     assert dst.execute_command("DEBUG", "DIGEST") == "0" * 40
-    # a source that goes silent: the import ends after 10 s without a record, its keys shown again
+    # a source that goes silent before it said committing: the import ends after 10 s without a record, and
+    # its copies go (that source cannot commit it any more); keys of other slots stay
+    mine_tag = [t for t in ("{a%d}" % k for k in range(100000)) if key_slot(t.encode()) == mine][0]
+    dst.set(mine_tag + "own", "1")
+    src.set(tag + "k2", "v2")
     assert dst.execute_command("RVMIGSLOTS", "BEGIN", n3, cl.ids[0], lo, lo) in ("OK", True)
     dst.execute_command("RVMIGSLOTS", "RESTORE", tag + "k", 0, payload)
-    assert dst.dbsize() == 0
+    assert dst.dbsize() == 1
     poll_until(lambda: last_state(cl.ports[1]) == "failed", timeout=60, interval=0.1, what="the import abandoned")
     assert jobs(cl.ports[1])[-1]["message"] == "no record from the source for 10 s"
-    assert dst.dbsize() == 1
+    assert dst.dbsize() == 1 and dst.keys("*") == [mine_tag + "own"]
+    assert dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", lo) == 0
+    # one told to commit may still commit: its copies stay (shown)
+    n4 = "d" * 40
+    assert dst.execute_command("RVMIGSLOTS", "BEGIN", n4, cl.ids[0], lo, lo) in ("OK", True)
+    dst.execute_command("RVMIGSLOTS", "RESTORE", tag + "k", 0, payload)
+    assert dst.execute_command("RVMIGSLOTS", "STATE", n4, "committing") in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[1]) == "failed", timeout=60, interval=0.1, what="the import abandoned")
+    assert dst.dbsize() == 2 and dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", lo) == 1
 
 
 def raw(port):
