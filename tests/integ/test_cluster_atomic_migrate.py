@@ -349,6 +349,35 @@ def test_a_refused_commit_rolls_back(request):
     assert imp["operation"] == "IMPORT" and imp["state"] == "cancelled", imp
 
 
+@pytest.mark.parametrize("cluster", [("--cluster-require-full-coverage", "no")], indirect=True)
+def test_a_refused_commit_rolls_back_on_a_host_that_does_not_lead(cluster):
+    """The same refusal seen from a host that does not lead the topology log: its proposal is forwarded to the
+    leader's host, whose refusal comes back with the entry's index (RVCLUSTER PROPOSE's -IDX), and the job rolls
+    back once this host applied it. Only the source's side is checked: the forgotten target's host leaves the
+    log and its write lease lapses, so whether it still takes the DROP depends on timing."""
+    cl = cluster
+    src_i, dst_i = [i for i in range(3) if cl.info(cl.ports[i])["topology_log_leader"] == "0"]  # (neither leads)
+    lo, hi = moving_range(cl, src_i)
+    tags = tags_for(lo, hi)
+    src = client(cl.ports[src_i])
+    want = populate(src, tags)
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[dst_i]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[src_i]) == "streaming", timeout=60, interval=0.05, what="streaming")
+    assert src.execute_command("CLUSTER", "FORGET", cl.ids[dst_i]) in ("OK", True)
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[src_i]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the migration to end")
+    job = jobs(cl.ports[src_i])[-1]
+    assert job["state"] == "failed", job
+    assert job["message"] == "the ownership change was refused: ERR Unknown node %s" % cl.ids[dst_i], job
+    assert cl.slot_map(cl.ports[src_i])[lo:hi + 1] == [src_i] * NSLOTS
+    for key, (kind, value) in want.items():
+        assert read_back(src, key, kind) == value, key
+    for t in tags:
+        assert src.incr(t + "after") == 1
+
+
 @pytest.mark.parametrize("cluster", [("--durability", "always")], indirect=True)
 def test_a_killed_target_drops_its_copies_after_a_restart(cluster):
     """kill -9 of the target while a job is held: its WAL holds the copies and the import's BEGIN, so after the
