@@ -422,6 +422,67 @@ def test_a_killed_target_drops_its_copies_after_a_restart(cluster):
     poll_until(lambda: src.dbsize() == 0, timeout=10, what="the source's keys deleted")
 
 
+def test_a_failover_of_the_target_mid_move_leaves_no_copies(tmp_path):
+    """The target's replica gets the import's BEGIN with the records (it hides the slots too). The replica is
+    promoted half way (CLUSTER FAILOVER) while a client writes to the moving slots: the job fails (its target is
+    a replica now), the source keeps serving the slots with every acknowledged write once, and the promoted
+    node, which no source talks to, ends the import and deletes its copies (logged: the old target, now its
+    replica, drops them too), keeping its own keys."""
+    from types import SimpleNamespace
+    from test_cluster_mode import _cluster3, _roles
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        sport, dport, tport = ports[0], ports[1], ports[0] + 1  # (tport: the target's replica, on process 0)
+        cl = SimpleNamespace(ports=ports)  # (what Writer needs)
+        m = Cluster.slot_map(cl, sport)
+        lo = m.index(0)
+        hi = lo + NSLOTS - 1
+        assert m[lo:hi + 1] == [0] * NSLOTS
+        tags = tags_for(lo, hi)
+        src, dst = client(sport), client(dport)
+        want = populate(src, tags)
+        mine = [k for k in ("own%d" % i for i in range(100000)) if m[key_slot(k.encode())] == 1][:3]
+        for k in mine:
+            dst.set(k, "x")
+        w = Writer(cl, tags)
+        w.start()
+        wait_writes(w, 50)
+        assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+        assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", ids[1]) in ("OK", True)
+        poll_until(lambda: last_state(sport) == "streaming", timeout=60, interval=0.05, what="streaming")
+        # the replica has the import (from the BEGIN record) and hides its slots
+        poll_until(lambda: any(j["operation"] == "IMPORT" for j in jobs(tport)), timeout=20, interval=0.05,
+                   what="the import on the target's replica")
+        wait_writes(w, 50)
+        assert client(tport).execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        tid = client(tport).execute_command("CLUSTER", "MYID")
+        poll_until(lambda: _roles(sport)[tid][1] == "master" and client(tport).execute_command("ROLE")[0] == "master",
+                   timeout=20, what="the target's replica promoted")
+        poll_until(lambda: last_state(sport) in ("failed", "cancelled"), timeout=30, interval=0.05,
+                   what="the job to fail")
+        poll_until(lambda: jobs(tport)[-1]["state"] == "failed", timeout=30, interval=0.05,
+                   what="the promoted node's import to end")
+        assert jobs(tport)[-1]["message"] == "this node restarted or was promoted during the import", jobs(tport)
+        wait_writes(w, 50)  # the source still takes writes to the slots
+        w.finish()
+        for s in range(lo, hi + 1):
+            assert client(tport).execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0
+        assert set(client(tport).keys("*")) == set(mine) and client(tport).dbsize() == 3
+        poll_until(lambda: set(dst.keys("*")) == set(mine), timeout=20, interval=0.05,
+                   what="the old target (a replica now) to drop the copies too")
+        for p in (sport, dport, tport):
+            owners = {nodes[0][1] for a, b, *nodes in client(p).execute_command("CLUSTER", "SLOTS")
+                      if a <= hi and b >= lo}
+            assert owners == {sport}, (p, owners)
+        for key, (kind, value) in want.items():
+            assert read_back(src, key, kind) == value, key
+        check_acked(lambda k: src, w)
+    finally:
+        for s in srvs:
+            s.stop()
+
+
 def own_keys(cl, node, n):
     """n keys of slots node owns, none in the slots moved by the tests."""
     m = cl.slot_map()
