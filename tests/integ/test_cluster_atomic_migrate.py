@@ -483,6 +483,58 @@ def test_a_failover_of_the_target_mid_move_leaves_no_copies(tmp_path):
             s.stop()
 
 
+def test_a_failover_of_the_source_mid_move_ends_the_job(tmp_path):
+    """The source's replica is promoted half way (CLUSTER FAILOVER) while a client writes to the moving slots:
+    the job ends (the slots left its node), the promoted node serves them with every acknowledged write once,
+    and the target holds no copy (the source told it to drop them, or its import ends without a source that
+    said committing and deletes them)."""
+    from types import SimpleNamespace
+    from test_cluster_mode import _cluster3, _roles
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        sport, dport, rport = ports[0], ports[1], ports[2] + 1  # (rport: the source's replica, on process 2)
+        cl = SimpleNamespace(ports=ports)  # (what Writer needs)
+        m = Cluster.slot_map(cl, sport)
+        lo = m.index(0)
+        hi = lo + NSLOTS - 1
+        assert m[lo:hi + 1] == [0] * NSLOTS
+        tags = tags_for(lo, hi)
+        src, dst = client(sport), client(dport)
+        want = populate(src, tags)
+        w = Writer(cl, tags)
+        w.start()
+        wait_writes(w, 50)
+        assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+        assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", ids[1]) in ("OK", True)
+        poll_until(lambda: last_state(sport) == "streaming", timeout=60, interval=0.05, what="streaming")
+        wait_writes(w, 50)
+        assert client(rport).execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        rid = client(rport).execute_command("CLUSTER", "MYID")
+        poll_until(lambda: _roles(dport)[rid][1] == "master" and client(rport).execute_command("ROLE")[0] == "master",
+                   timeout=20, what="the source's replica promoted")
+        poll_until(lambda: last_state(sport) in ("failed", "cancelled", "success"), timeout=30, interval=0.05,
+                   what="the job to end")
+        assert last_state(sport) == "failed", jobs(sport)[-1]
+        wait_writes(w, 50)  # the writes go on at the promoted node
+        w.finish()
+        poll_until(lambda: jobs(dport)[-1]["state"] in ("failed", "cancelled"), timeout=30, interval=0.05,
+                   what="the target's import to end")
+        poll_until(lambda: dst.execute_command("DEBUG", "DIGEST") == "0" * 40, timeout=20, interval=0.05,
+                   what="the target to drop its copies")
+        for p in (sport, dport, rport):
+            owners = {nodes[0][1] for a, b, *nodes in client(p).execute_command("CLUSTER", "SLOTS")
+                      if a <= hi and b >= lo}
+            assert owners == {rport}, (p, owners)
+        new = client(rport)
+        for key, (kind, value) in want.items():
+            assert read_back(new, key, kind) == value, key
+        check_acked(lambda k: new, w)
+    finally:
+        for s in srvs:
+            s.stop()
+
+
 def own_keys(cl, node, n):
     """n keys of slots node owns, none in the slots moved by the tests."""
     m = cl.slot_map()
