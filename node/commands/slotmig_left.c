@@ -38,9 +38,12 @@ left_visit(void *arg, struct ks_entry *e)
     struct left *l = arg;
     struct rv_str k = ks_entry_key(e);
     unsigned slot = slot_of(k.p, k.len);
-    uint16_t owner = l->env->topo->slots[slot];
-    if ((l->slots[slot / 8] >> (slot % 8) & 1) && owner != TOPO_NONE &&
-        owner != (uint16_t)l->env->topo_me) {
+    const struct topo *t = l->env->topo;
+    uint16_t owner = t->slots[slot], me = (uint16_t)l->env->topo_me;
+    const struct topo_mig *mig = t->nmigs ? topo_slot_mig(t, slot) : NULL;
+    /* (a slot this node imports Redis's way, SETSLOT IMPORTING, keeps its keys) */
+    if ((l->slots[slot / 8] >> (slot % 8) & 1) && owner != TOPO_NONE && owner != me &&
+        (mig == NULL || mig->imp_by != me)) {
         buf_append(&l->keys, &k.len, sizeof(k.len));
         buf_append(&l->keys, k.p, k.len);
     }

@@ -13,7 +13,8 @@ struct shard;
  * keys on its own (a replica follows its primary's DELs). */
 bool slotmig_serving_primary(struct shard *s);
 /* Deletes the shard's keys (database 0) of the slots set in slots (a bitmap
- * of SLOT_COUNT bits) that another node serves in the adopted topology, each
+ * of SLOT_COUNT bits) that another node serves in the adopted topology (and
+ * that this node does not import with SETSLOT IMPORTING), each
  * logged as DEL (the expiry hook), so the WAL and the replicas drop them too;
  * never keys of a slot this node serves or that no node serves. A serving
  * primary only (else nothing). One walk of the keyspace, as RVMIGSLOTS DROP.
