@@ -33,7 +33,7 @@
  * and the source goes on owning and serving them. Once the proposal is sent
  * the job cannot be cancelled: writes stay refused until its outcome is known
  * (a proposal whose outcome is unknown is sent again: SETSLOT NODE is
- * idempotent).
+ * idempotent; one the topology refused rolls back as above, sm_committed).
  *
  * The target applies each record as RESTORE/DEL through its dispatcher, so
  * its WAL and its replicas get them. It refuses records for slots it owns.
@@ -42,7 +42,10 @@
  * hides the keys of its slots from the commands that enumerate keys while
  * its adopted topology does not give it those slots; the import ends when it
  * does (success), on DROP (cancelled) or after SM_IMPORT_IDLE_MS without a
- * record (failed; the keys are shown again).
+ * record (failed: the copies are deleted unless the source said committing,
+ * then shown). BEGIN and STATE committing are logged, so that after a restart
+ * and on replicas the import is known again (sm_import_tick: once the node
+ * serves as a primary, one not committing ends and its copies go).
  * The source never waits for the target but to connect (dial and AUTH,
  * bounded by SM_IO_MS) and to deliver the abort's DROP (bounded as well):
  * the records go through slotmig_link.c's window, one batch of the walk, of
@@ -58,6 +61,7 @@
 #include "node/commands/cmds.h"
 #include "node/commands/slotmig.h"
 #include "node/commands/slotmig_chunk.h"
+#include "node/commands/slotmig_left.h"
 #include "node/commands/slotmig_link.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
@@ -142,6 +146,7 @@ struct sm_job {
     bool down;                     /* the chunk got CLUSTERDOWN: sent again at again_at */
     bool import;                   /* the target's side: moving is the set of slots imported */
     int64_t heard;                 /* (import) monotonic ms of the source's last record */
+    bool recovered; /* (import) opened from the log: recovery, or a replica's stream */
 };
 
 struct slotmig {
@@ -558,16 +563,37 @@ sm_committed(struct shard *s, struct shard_msg *msg)
 {
     char text[512];
     uint64_t tag;
-    bool ok = topology_job_answer(msg, &tag, text, sizeof(text));
+    enum topology_outcome out = topology_job_answer(msg, &tag, text, sizeof(text));
     struct slotmig *m = shard_env(s)->slotmig;
     struct sm_job *j = m != NULL ? m->active : NULL;
     if (j == NULL || j->tag != tag || j->state != SM_COMMITTING) {
         return;
     }
     j->proposing = false;
-    if (ok) {
+    if (out == TOPOLOGY_COMMITTED) {
         shard_adopt_cfg(s);
         sm_set(j, SM_COMMITTING, "committed; waiting for this node to adopt it");
+    } else if (out == TOPOLOGY_REFUSED) {
+        /* The entry committed and moved nothing (the source or the target
+         * was forgotten or is no primary). An earlier proposal of it that
+         * may have committed sits earlier in the log (Raft commits in
+         * order), and this host applied the refused one: the topology adopted
+         * now says whether the slots went to the target. If not, they never
+         * will by this job: roll back (the target drops its copies). */
+        shard_adopt_cfg(s);
+        if (sm_adopted(shard_env(s), j)) {
+            sm_set(j, SM_SUCCESS, "");
+            sm_finish(m);
+            return;
+        }
+        log_warn("cluster: slot migration %.8s: the ownership change was refused (%s); rolling "
+                 "back",
+                 j->name, text);
+        char why[256];
+        snprintf(why, sizeof(why), "the ownership change was refused: %.200s", text);
+        j->paused = false;
+        sm_abort(m, SM_FAILED, why);
+        return;
     } else {
         /* Committed or not is unknown (or some entries were): writes stay
          * refused and the same idempotent change is proposed again. */
@@ -886,20 +912,74 @@ sm_import_owned(const struct shard_env *env, const struct sm_job *j)
     return true;
 }
 
+/* Every imported slot is this node's primary's (a replica's import ended). */
+static bool
+sm_import_primary_owns(const struct shard_env *env, const struct sm_job *j)
+{
+    const struct topo *t = env->topo;
+    if (t == NULL || env->topo_me < 0 || t->nodes[env->topo_me].role != TOPO_REPLICA) {
+        return false;
+    }
+    uint16_t p = t->nodes[env->topo_me].primary;
+    for (size_t i = 0; i < j->nranges; i++) {
+        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
+            if (p == TOPO_NONE || t->slots[slot] != p) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* An import that cannot commit any more ended (its source went silent before
+ * it was committing, or this node restarted or was promoted during it): its
+ * copies go (slotmig_left.h). */
+static void
+sm_import_drop_left(struct slotmig *m)
+{
+    size_t n = slotmig_drop_left(m->s, m->import->moving);
+    if (n > 0) {
+        log_notice("cluster: slot import %.8s ended: deleted the %zu key(s) it had copied",
+                   m->import->name, n);
+    }
+}
+
 static void
 sm_import_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct slotmig *m = arg;
     (void)fd;
     (void)what;
-    if (m->import == NULL) {
+    struct sm_job *j = m->import;
+    if (j == NULL) {
         return;
     }
-    if (sm_import_owned(shard_env(m->s), m->import)) {
+    struct shard_env *env = shard_env(m->s);
+    if (sm_import_owned(env, j) || (j->recovered && sm_import_primary_owns(env, j))) {
         sm_import_end(m, SM_SUCCESS, "");
         return;
     }
-    if ((int64_t)(clock_mono_us() / 1000) - m->import->heard > SM_IMPORT_IDLE_MS) {
+    if (j->recovered && j->state != SM_COMMITTING) {
+        /* No source talks to this import (its link went with the restart;
+         * a replica's primary decides for it), and one that was not told to
+         * commit cannot commit any more: once this node serves as a primary,
+         * its copies go. */
+        if (slotmig_serving_primary(m->s)) {
+            sm_import_drop_left(m);
+            sm_import_end(m, SM_FAILED, "this node restarted or was promoted during the import");
+            return;
+        }
+        j->heard = (int64_t)(clock_mono_us() / 1000);
+    } else if (j->recovered && !slotmig_serving_primary(m->s)) {
+        j->heard = (int64_t)(clock_mono_us() / 1000); /* (a replica waits for its primary) */
+    }
+    if ((int64_t)(clock_mono_us() / 1000) - j->heard > SM_IMPORT_IDLE_MS) {
+        /* A source that never said committing cannot commit this import any
+         * more (its STATE committing would be refused): its copies go. One
+         * that did may still commit: they stay (visible). */
+        if (j->state != SM_COMMITTING) {
+            sm_import_drop_left(m);
+        }
         sm_import_end(m, SM_FAILED, "no record from the source for " SM_IMPORT_IDLE_TEXT);
         return;
     }
@@ -1224,8 +1304,10 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
 {
     static _Thread_local uint8_t slots[SLOT_COUNT / 8];
     memset(slots, 0, sizeof(slots));
+    /* (a node forgotten meanwhile, topo_me < 0, serves no slot: it drops) */
     const struct topo *t = c->env->topo;
-    if (t == NULL || c->env->topo_me < 0 || argc < 4 || argc % 2 != 0) {
+    int me = c->env->topo_me;
+    if (t == NULL || argc < 4 || argc % 2 != 0) {
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
@@ -1237,7 +1319,7 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
             return;
         }
         for (int64_t s = lo; s <= hi; s++) {
-            if (t->slots[s] != (uint16_t)c->env->topo_me) {
+            if (me < 0 || t->slots[s] != (uint16_t)me) {
                 slots[s / 8] |= (uint8_t)(1u << (s % 8));
             }
         }
@@ -1276,9 +1358,12 @@ sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
 {
     const struct topo *t = c->env->topo;
     int me = c->env->topo_me;
-    effect_none(c);
-    if (t == NULL || me < 0 || argc < 6 || argc % 2 != 0 || argv[2].len != TOPO_ID_LEN ||
-        argv[3].len != TOPO_ID_LEN) {
+    /* From the log (recovery, a replica's stream) the import opens as it was
+     * (the topology may not be adopted yet): see sm_import_tick. */
+    bool replay = (c->flags & CONN_REPLAY) != 0;
+    if ((!replay && (t == NULL || me < 0)) || argc < 6 || argc % 2 != 0 ||
+        argv[2].len != TOPO_ID_LEN || argv[3].len != TOPO_ID_LEN) {
+        effect_none(c);
         reply_err(c, RV_ERR_SYNTAX);
         return;
     }
@@ -1289,12 +1374,14 @@ sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
         int64_t lo, hi;
         if (!cmd_arg_int(argv[i], &lo) || !cmd_arg_int(argv[i + 1], &hi) || lo < 0 ||
             hi >= SLOT_COUNT || lo > hi) {
+            effect_none(c);
             reply_errf(c, "ERR Invalid or out of range slot");
             sm_job_free(j);
             return;
         }
         for (int64_t s = lo; s <= hi; s++) {
-            if (t->slots[s] == (uint16_t)me) {
+            if (!replay && t->slots[s] == (uint16_t)me) {
+                effect_none(c);
                 reply_errf(c, "ERR Slot %" PRId64 " is served by this node", s);
                 sm_job_free(j);
                 return;
@@ -1304,9 +1391,10 @@ sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
         j->ranges[j->nranges++] = (struct topo_range){ (uint16_t)lo, (uint16_t)hi };
     }
     j->import = true;
+    j->recovered = replay;
     memcpy(j->name, argv[2].p, TOPO_ID_LEN);
     memcpy(j->source, argv[3].p, TOPO_ID_LEN);
-    memcpy(j->target, t->nodes[me].id, TOPO_ID_LEN);
+    memcpy(j->target, c->env->node->ids[c->env->id], TOPO_ID_LEN);
     j->created = j->updated = j->acked = clock_unix_ms() / 1000;
     j->heard = (int64_t)(clock_mono_us() / 1000);
     sm_set(j, SM_SNAPSHOT, "");
@@ -1318,6 +1406,12 @@ sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
     }
     m->import = j;
     sm_arm_ev(m->imp_tick, SM_IMPORT_TICK_US);
+    /* logged: after a restart, and on the replicas, the node knows which
+     * slots an import opened (sm_import_tick) */
+    effect_redo(c, "RVMIGSLOTS", argv[1]);
+    for (int i = 2; i < argc; i++) {
+        effect_arg(c, argv[i].p, argv[i].len);
+    }
     reply_ok(c);
 }
 
@@ -1336,6 +1430,13 @@ sm_import_state(struct conn *c, struct rv_str name, struct rv_str st)
     enum sm_state want = cmd_arg_is(st, "committing") ? SM_COMMITTING
                          : cmd_arg_is(st, "snapshot") ? SM_SNAPSHOT
                                                       : SM_STREAMING;
+    if (j->state != want && want == SM_COMMITTING) {
+        /* logged: an import told to commit keeps its copies after a restart
+         * until the topology decides (the commit may still land) */
+        effect_redo(c, "RVMIGSLOTS", (struct rv_str){ "STATE", 5 });
+        effect_arg(c, name.p, name.len);
+        effect_arg(c, st.p, st.len);
+    }
     if (j->state != want) {
         sm_set(j, want, "");
     }

@@ -365,6 +365,9 @@ answer_run(struct shard *s, struct shard_msg *m)
             } else {
                 reply_errf(c, "%s", a->text[0] == '-' ? a->text + 1 : a->text);
             }
+        } else if (a->failed && a->forwarded && a->refused) {
+            /* "IDX <index> ": the asking host answers once it applied it */
+            reply_errf(c, "IDX %" PRIu64 " %s", a->index, a->text);
         } else if (a->failed) {
             reply_errf(c, "%s", a->text);
         } else {
@@ -442,6 +445,7 @@ on_answer(void *arg, const struct ctl_result *res)
     }
     struct answer *a = answer_new(rq);
     a->failed = res->err != CTL_OK || res->code != 0 || rc != RV_OK;
+    a->refused = res->err == CTL_OK && res->code != 0 && rc == RV_OK;
     a->index = res->index;
     a->forwarded = rq->no_forward;
     if (res->err == CTL_ENOTLEADER) {
@@ -584,16 +588,19 @@ topology_propose_job(struct shard *s, const struct buf *const *entries, size_t n
     }
 }
 
-bool
+enum topology_outcome
 topology_job_answer(struct shard_msg *m, uint64_t *tag, char *text, size_t n)
 {
     struct answer *a = (struct answer *)m;
     bool ok = a->raw ? a->text[0] == '+' : !a->failed;
+    enum topology_outcome out = ok           ? TOPOLOGY_COMMITTED
+                                : a->refused ? TOPOLOGY_REFUSED
+                                             : TOPOLOGY_UNKNOWN;
     *tag = a->conn_id;
     snprintf(text, n, "%s",
              a->raw && (a->text[0] == '+' || a->text[0] == '-') ? a->text + 1 : a->text);
     rv_free(a);
-    return ok;
+    return out;
 }
 
 bool

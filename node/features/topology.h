@@ -83,9 +83,16 @@ struct shard;
 struct shard_msg;
 void topology_propose_job(struct shard *s, const struct buf *const *entries, size_t n,
                           void (*run)(struct shard *s, struct shard_msg *m), uint64_t tag);
-/* The outcome of a job's proposal: true when every entry committed (and this
- * host applied them); else text says why. Frees m; *tag is the job's. */
-bool topology_job_answer(struct shard_msg *m, uint64_t *tag, char *text, size_t n);
+/* The outcome of a job's proposal; text says why when it did not commit.
+ * Frees m; *tag is the job's. */
+enum topology_outcome {
+    TOPOLOGY_COMMITTED, /* every entry committed, and this host applied them */
+    TOPOLOGY_REFUSED,   /* an entry committed and the state machine refused it
+                         * (nothing of it applies), and this host applied it */
+    TOPOLOGY_UNKNOWN,   /* a timeout, a lost leader, no leader reached: it may
+                         * still commit */
+};
+enum topology_outcome topology_job_answer(struct shard_msg *m, uint64_t *tag, char *text, size_t n);
 /* This host leads the topology log. */
 bool topology_leads(void);
 /* The client address of a node on the leader's host, in topology t. */

@@ -53,7 +53,8 @@ struct answer {
     uint64_t conn_id;
     enum topology_reply how;
     bool failed;
-    bool raw; /* text is a whole reply line from another host ("+..." or "-...") */
+    bool raw;     /* text is a whole reply line from another host ("+..." or "-...") */
+    bool refused; /* the entry committed and was refused (topology_job_answer) */
     uint64_t epoch;
     bool bumped;
     uint64_t index;           /* the entry's log index */

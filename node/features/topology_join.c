@@ -489,6 +489,23 @@ struct fwd_job {
     void (*run)(struct shard *s, struct shard_msg *m); /* (request.run) */
 };
 
+/* Wait (at most 5 s) until this host applied the log entry at index. */
+static bool
+applied_wait(uint64_t index)
+{
+    for (int waited = 0;; waited += 10) {
+        struct topology_status st;
+        topology_status(&st);
+        if (st.applied_index >= index) {
+            return true;
+        }
+        if (waited >= 5000) {
+            return false;
+        }
+        tpi_sleep_ms(10);
+    }
+}
+
 static void *
 fwd_worker(void *arg)
 {
@@ -509,15 +526,14 @@ fwd_worker(void *arg)
                  line);
     } else if (sscanf(line, "+IDX %" SCNu64 " %n", &index, &used) == 1 && used > 0) {
         /* committed there: answer once this host applied it too (read your writes here) */
-        for (int waited = 0; waited < 5000; waited += 10) {
-            struct topology_status st;
-            topology_status(&st);
-            if (st.applied_index >= index) {
-                break;
-            }
-            tpi_sleep_ms(10);
-        }
+        applied_wait(index);
         snprintf(a->text, sizeof(a->text), "+%.200s", line + used);
+    } else if (sscanf(line, "-IDX %" SCNu64 " %n", &index, &used) == 1 && used > 0) {
+        /* committed there and refused by the state machine: the same wait, so
+         * that this host's topology is what the refusal saw (a job's outcome
+         * is refused only once it is; else unknown) */
+        a->refused = applied_wait(index);
+        snprintf(a->text, sizeof(a->text), "-%.200s", line + used);
     } else {
         snprintf(a->text, sizeof(a->text), "%s", line);
     }

@@ -12,7 +12,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from conftest import HOST, TIMEOUT, poll_until
+from conftest import HOST, TIMEOUT, launch, poll_until
 from test_cluster_migrate import Cluster, client
 
 pytestmark = pytest.mark.ruvio_only
@@ -312,6 +312,229 @@ def test_kill_of_the_target_mid_move_leaves_the_source_serving(cluster):
     assert jobs(cl.ports[0])[-1]["message"] != ""
 
 
+def test_a_refused_commit_rolls_back(request):
+    """The commit is one entry; when the log refuses it (here the target was forgotten while the job was held:
+    "Unknown node"), nothing moved, and the job rolls back instead of proposing it again with the slots' writes
+    refused: the source serves and takes writes for them, the job ends failed with the reason, and the target
+    drops its copies. One host of three shards, so that forgetting a node leaves its host in the log (and its
+    write lease), and its shard takes the DROP."""
+    cl = Cluster(hosts=False, extra=("--cluster-require-full-coverage", "no"))
+    request.addfinalizer(cl.stop)
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    held_move(cl, lo, hi)
+    assert src.execute_command("CLUSTER", "FORGET", cl.ids[1]) in ("OK", True)
+    assert cl.info(cl.ports[0])["cluster_known_nodes"] == "2"
+    assert last_state(cl.ports[0]) == "streaming"
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the migration to end")
+    job = jobs(cl.ports[0])[-1]
+    assert job["state"] == "failed", job
+    assert job["message"] == "the ownership change was refused: ERR Unknown node %s" % cl.ids[1], job
+    # the source owns, serves and takes writes for the slots
+    assert cl.slot_map(cl.ports[0])[lo:hi + 1] == [0] * NSLOTS
+    for key, (kind, value) in want.items():
+        assert read_back(src, key, kind) == value, key
+    for t in tags:
+        assert src.incr(t + "after") == 1
+        assert src.rpush(t + "list", "x") == 1
+    assert src.dbsize() == len(want) + 2 * len(tags)
+    # the target dropped its copies (its import ended cancelled)
+    assert dst.execute_command("DEBUG", "DIGEST") == "0" * 40
+    assert dst.dbsize() == 0
+    imp = jobs(cl.ports[1])[-1]
+    assert imp["operation"] == "IMPORT" and imp["state"] == "cancelled", imp
+
+
+@pytest.mark.parametrize("cluster", [("--cluster-require-full-coverage", "no")], indirect=True)
+def test_a_refused_commit_rolls_back_on_a_host_that_does_not_lead(cluster):
+    """The same refusal seen from a host that does not lead the topology log: its proposal is forwarded to the
+    leader's host, whose refusal comes back with the entry's index (RVCLUSTER PROPOSE's -IDX), and the job rolls
+    back once this host applied it. Only the source's side is checked: the forgotten target's host leaves the
+    log and its write lease lapses, so whether it still takes the DROP depends on timing."""
+    cl = cluster
+    src_i, dst_i = [i for i in range(3) if cl.info(cl.ports[i])["topology_log_leader"] == "0"]  # (neither leads)
+    lo, hi = moving_range(cl, src_i)
+    tags = tags_for(lo, hi)
+    src = client(cl.ports[src_i])
+    want = populate(src, tags)
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[dst_i]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[src_i]) == "streaming", timeout=60, interval=0.05, what="streaming")
+    assert src.execute_command("CLUSTER", "FORGET", cl.ids[dst_i]) in ("OK", True)
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[src_i]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the migration to end")
+    job = jobs(cl.ports[src_i])[-1]
+    assert job["state"] == "failed", job
+    assert job["message"] == "the ownership change was refused: ERR Unknown node %s" % cl.ids[dst_i], job
+    assert cl.slot_map(cl.ports[src_i])[lo:hi + 1] == [src_i] * NSLOTS
+    for key, (kind, value) in want.items():
+        assert read_back(src, key, kind) == value, key
+    for t in tags:
+        assert src.incr(t + "after") == 1
+
+
+@pytest.mark.parametrize("cluster", [("--durability", "always")], indirect=True)
+def test_a_killed_target_drops_its_copies_after_a_restart(cluster):
+    """kill -9 of the target while a job is held: its WAL holds the copies and the import's BEGIN, so after the
+    restart it knows which slots an import had opened and, as it was not committing, deletes its keys of those
+    slots (another node serves them) and none of its own; a new move of the same slots then has every key
+    once."""
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    mine = own_keys(cl, 1, 3)
+    for k in mine:
+        dst.set(k, "x")
+    held_move(cl, lo, hi)
+    assert dst.dbsize() == 3
+    old = cl.servers[1]
+    old.proc.kill()
+    old.proc.wait(TIMEOUT)
+    poll_until(lambda: last_state(cl.ports[0]) == "failed", timeout=30, interval=0.05, what="the job failed")
+    cl.servers[1] = launch(argv=old.cmdline, port=old.port)
+    dst = client(cl.ports[1])
+    poll_until(lambda: last_state(cl.ports[1]) == "failed", timeout=60, interval=0.05,
+               what="the recovered import ends")
+    imp = jobs(cl.ports[1])[-1]
+    assert imp["operation"] == "IMPORT" and imp["message"] == "this node restarted or was promoted during the import"
+    assert dst.dbsize() == 3 and set(dst.keys("*")) == set(mine)
+    assert [dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)] == [0] * NSLOTS
+    # the same slots again: every key there once
+    poll_until(lambda: all(cl.info(p)["cluster_state"] == "ok" for p in cl.ports), timeout=30, interval=0.1,
+               what="cluster state ok")
+    assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[1]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the second migration to end")
+    assert last_state(cl.ports[0]) == "success", jobs(cl.ports[0])[-1]
+    poll_until(lambda: cl.slot_map(cl.ports[1])[lo:hi + 1] == [1] * NSLOTS, timeout=10, interval=0.05,
+               what="the target owns the slots")
+    for key, (kind, value) in want.items():
+        assert read_back(dst, key, kind) == value, key
+    assert dst.dbsize() == len(want) + 3
+    poll_until(lambda: src.dbsize() == 0, timeout=10, what="the source's keys deleted")
+
+
+def test_a_failover_of_the_target_mid_move_leaves_no_copies(tmp_path):
+    """The target's replica gets the import's BEGIN with the records (it hides the slots too). The replica is
+    promoted half way (CLUSTER FAILOVER) while a client writes to the moving slots: the job fails (its target is
+    a replica now), the source keeps serving the slots with every acknowledged write once, and the promoted
+    node, which no source talks to, ends the import and deletes its copies (logged: the old target, now its
+    replica, drops them too), keeping its own keys."""
+    from types import SimpleNamespace
+    from test_cluster_mode import _cluster3, _roles
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        sport, dport, tport = ports[0], ports[1], ports[0] + 1  # (tport: the target's replica, on process 0)
+        cl = SimpleNamespace(ports=ports)  # (what Writer needs)
+        m = Cluster.slot_map(cl, sport)
+        lo = m.index(0)
+        hi = lo + NSLOTS - 1
+        assert m[lo:hi + 1] == [0] * NSLOTS
+        tags = tags_for(lo, hi)
+        src, dst = client(sport), client(dport)
+        want = populate(src, tags)
+        mine = [k for k in ("own%d" % i for i in range(100000)) if m[key_slot(k.encode())] == 1][:3]
+        for k in mine:
+            dst.set(k, "x")
+        w = Writer(cl, tags)
+        w.start()
+        wait_writes(w, 50)
+        assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+        assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", ids[1]) in ("OK", True)
+        poll_until(lambda: last_state(sport) == "streaming", timeout=60, interval=0.05, what="streaming")
+        # the replica has the import (from the BEGIN record) and hides its slots
+        poll_until(lambda: any(j["operation"] == "IMPORT" for j in jobs(tport)), timeout=20, interval=0.05,
+                   what="the import on the target's replica")
+        wait_writes(w, 50)
+        assert client(tport).execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        tid = client(tport).execute_command("CLUSTER", "MYID")
+        poll_until(lambda: _roles(sport)[tid][1] == "master" and client(tport).execute_command("ROLE")[0] == "master",
+                   timeout=20, what="the target's replica promoted")
+        poll_until(lambda: last_state(sport) in ("failed", "cancelled"), timeout=30, interval=0.05,
+                   what="the job to fail")
+        poll_until(lambda: jobs(tport)[-1]["state"] == "failed", timeout=30, interval=0.05,
+                   what="the promoted node's import to end")
+        assert jobs(tport)[-1]["message"] == "this node restarted or was promoted during the import", jobs(tport)
+        wait_writes(w, 50)  # the source still takes writes to the slots
+        w.finish()
+        for s in range(lo, hi + 1):
+            assert client(tport).execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0
+        assert set(client(tport).keys("*")) == set(mine) and client(tport).dbsize() == 3
+        poll_until(lambda: set(dst.keys("*")) == set(mine), timeout=20, interval=0.05,
+                   what="the old target (a replica now) to drop the copies too")
+        for p in (sport, dport, tport):
+            owners = {nodes[0][1] for a, b, *nodes in client(p).execute_command("CLUSTER", "SLOTS")
+                      if a <= hi and b >= lo}
+            assert owners == {sport}, (p, owners)
+        for key, (kind, value) in want.items():
+            assert read_back(src, key, kind) == value, key
+        check_acked(lambda k: src, w)
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def test_a_failover_of_the_source_mid_move_ends_the_job(tmp_path):
+    """The source's replica is promoted half way (CLUSTER FAILOVER) while a client writes to the moving slots:
+    the job ends (the slots left its node), the promoted node serves them with every acknowledged write once,
+    and the target holds no copy (the source told it to drop them, or its import ends without a source that
+    said committing and deletes them)."""
+    from types import SimpleNamespace
+    from test_cluster_mode import _cluster3, _roles
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        sport, dport, rport = ports[0], ports[1], ports[2] + 1  # (rport: the source's replica, on process 2)
+        cl = SimpleNamespace(ports=ports)  # (what Writer needs)
+        m = Cluster.slot_map(cl, sport)
+        lo = m.index(0)
+        hi = lo + NSLOTS - 1
+        assert m[lo:hi + 1] == [0] * NSLOTS
+        tags = tags_for(lo, hi)
+        src, dst = client(sport), client(dport)
+        want = populate(src, tags)
+        w = Writer(cl, tags)
+        w.start()
+        wait_writes(w, 50)
+        assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+        assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", ids[1]) in ("OK", True)
+        poll_until(lambda: last_state(sport) == "streaming", timeout=60, interval=0.05, what="streaming")
+        wait_writes(w, 50)
+        assert client(rport).execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        rid = client(rport).execute_command("CLUSTER", "MYID")
+        poll_until(lambda: _roles(dport)[rid][1] == "master" and client(rport).execute_command("ROLE")[0] == "master",
+                   timeout=20, what="the source's replica promoted")
+        poll_until(lambda: last_state(sport) in ("failed", "cancelled", "success"), timeout=30, interval=0.05,
+                   what="the job to end")
+        assert last_state(sport) == "failed", jobs(sport)[-1]
+        wait_writes(w, 50)  # the writes go on at the promoted node
+        w.finish()
+        poll_until(lambda: jobs(dport)[-1]["state"] in ("failed", "cancelled"), timeout=30, interval=0.05,
+                   what="the target's import to end")
+        poll_until(lambda: dst.execute_command("DEBUG", "DIGEST") == "0" * 40, timeout=20, interval=0.05,
+                   what="the target to drop its copies")
+        for p in (sport, dport, rport):
+            owners = {nodes[0][1] for a, b, *nodes in client(p).execute_command("CLUSTER", "SLOTS")
+                      if a <= hi and b >= lo}
+            assert owners == {rport}, (p, owners)
+        new = client(rport)
+        for key, (kind, value) in want.items():
+            assert read_back(new, key, kind) == value, key
+        check_acked(lambda k: new, w)
+    finally:
+        for s in srvs:
+            s.stop()
+
+
 def own_keys(cl, node, n):
     """n keys of slots node owns, none in the slots moved by the tests."""
     m = cl.slot_map()
@@ -416,13 +639,25 @@ def test_import_records_by_hand(cluster):
     assert dst.execute_command("RVMIGSLOTS", "DROP", lo, lo) == 1
     assert jobs(cl.ports[1])[-1]["state"] == "cancelled"
     assert dst.execute_command("DEBUG", "DIGEST") == "0" * 40
-    # a source that goes silent: the import ends after 10 s without a record, its keys shown again
+    # a source that goes silent before it said committing: the import ends after 10 s without a record, and
+    # its copies go (that source cannot commit it any more); keys of other slots stay
+    mine_tag = [t for t in ("{a%d}" % k for k in range(100000)) if key_slot(t.encode()) == mine][0]
+    dst.set(mine_tag + "own", "1")
+    src.set(tag + "k2", "v2")
     assert dst.execute_command("RVMIGSLOTS", "BEGIN", n3, cl.ids[0], lo, lo) in ("OK", True)
     dst.execute_command("RVMIGSLOTS", "RESTORE", tag + "k", 0, payload)
-    assert dst.dbsize() == 0
+    assert dst.dbsize() == 1
     poll_until(lambda: last_state(cl.ports[1]) == "failed", timeout=60, interval=0.1, what="the import abandoned")
     assert jobs(cl.ports[1])[-1]["message"] == "no record from the source for 10 s"
-    assert dst.dbsize() == 1
+    assert dst.dbsize() == 1 and dst.keys("*") == [mine_tag + "own"]
+    assert dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", lo) == 0
+    # one told to commit may still commit: its copies stay (shown)
+    n4 = "d" * 40
+    assert dst.execute_command("RVMIGSLOTS", "BEGIN", n4, cl.ids[0], lo, lo) in ("OK", True)
+    dst.execute_command("RVMIGSLOTS", "RESTORE", tag + "k", 0, payload)
+    assert dst.execute_command("RVMIGSLOTS", "STATE", n4, "committing") in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[1]) == "failed", timeout=60, interval=0.1, what="the import abandoned")
+    assert dst.dbsize() == 2 and dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", lo) == 1
 
 
 def raw(port):

@@ -49,8 +49,8 @@ open_link(int64_t io_timeout)
     memset(&seen, 0, sizeof(seen));
     sml_init(&l);
     char err[256] = "";
-    cr_assert(sml_open(&l, base, "127.0.0.1", ntohs(a.sin_port), false, NULL, NULL, 2000, io_timeout,
-                       on_reply, &seen, err, sizeof(err)),
+    cr_assert(sml_open(&l, base, "127.0.0.1", ntohs(a.sin_port), false, NULL, NULL, 2000,
+                       io_timeout, on_reply, &seen, err, sizeof(err)),
               "%s", err);
     peer = accept(lfd, NULL, NULL);
     cr_assert(peer >= 0);

@@ -1,0 +1,82 @@
+/* node/commands/slotmig_left.c: the copies an atomic slot migration's import
+ * left behind (slotmig_left.h). An import that cannot commit any more (its
+ * source went silent before it said committing, or the node restarted or was
+ * promoted during it) has its copies deleted here; cmd_migslots.c decides
+ * when. Only keys of slots an import opened and that another node serves go:
+ * a user may keep keys in unowned slots on purpose after a failed reshard,
+ * and redis-cli --cluster fix relies on seeing them. */
+#include "node/commands/slotmig_left.h"
+
+#include "base/buf.h"
+#include "cluster/slot.h"
+#include "cluster/topo.h"
+#include "node/core/shard.h"
+#include "node/keyspace/ks.h"
+#include "node/persist/persist.h"
+#include "replication/repl.h"
+
+#include <string.h>
+
+bool
+slotmig_serving_primary(struct shard *s)
+{
+    const struct shard_env *env = shard_env(s);
+    struct repl *r = persist_repl(s);
+    return env->topo != NULL && env->topo_me >= 0 && !persist_loading(s) &&
+           env->topo->nodes[env->topo_me].role == TOPO_PRIMARY && r != NULL && !repl_is_replica(r);
+}
+
+struct left {
+    const struct shard_env *env;
+    const uint8_t *slots;
+    struct buf keys; /* each as its length then its bytes */
+};
+
+static void
+left_visit(void *arg, struct ks_entry *e)
+{
+    struct left *l = arg;
+    struct rv_str k = ks_entry_key(e);
+    unsigned slot = slot_of(k.p, k.len);
+    const struct topo *t = l->env->topo;
+    uint16_t owner = t->slots[slot], me = (uint16_t)l->env->topo_me;
+    const struct topo_mig *mig = t->nmigs ? topo_slot_mig(t, slot) : NULL;
+    /* (a slot this node imports Redis's way, SETSLOT IMPORTING, keeps its keys) */
+    if ((l->slots[slot / 8] >> (slot % 8) & 1) && owner != TOPO_NONE && owner != me &&
+        (mig == NULL || mig->imp_by != me)) {
+        buf_append(&l->keys, &k.len, sizeof(k.len));
+        buf_append(&l->keys, k.p, k.len);
+    }
+}
+
+size_t
+slotmig_drop_left(struct shard *s, const uint8_t *slots)
+{
+    struct shard_env *env = shard_env(s);
+    if (!slotmig_serving_primary(s) || env->dbs[0] == NULL) {
+        return 0;
+    }
+    struct left l = { .env = env, .slots = slots };
+    buf_init(&l.keys);
+    uint64_t cur = 0;
+    do {
+        cur = ks_scan(env->dbs[0], cur, 1024, left_visit, &l);
+    } while (cur != 0);
+    unsigned was = env->db;
+    shard_use_db(env, 0); /* (the DEL records are database 0's) */
+    size_t deleted = 0;
+    for (size_t at = 0; at < l.keys.len;) {
+        size_t len;
+        memcpy(&len, l.keys.data + at, sizeof(len));
+        at += sizeof(len);
+        struct ks_entry *e = ks_peek(env->dbs[0], l.keys.data + at, len);
+        if (e != NULL) {
+            ks_evict_lazy(env->dbs[0], e); /* (the expiry hook logs its DEL) */
+            deleted++;
+        }
+        at += len;
+    }
+    shard_use_db(env, was);
+    buf_deinit(&l.keys);
+    return deleted;
+}
