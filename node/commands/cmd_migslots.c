@@ -1455,8 +1455,10 @@ CMD_HANDLER(rvmigslots)
                                 argv[4],          { "REPLACE", 7 }, { "ABSTTL", 6 } };
         sm_import_heard(c);
         cmd_restore(c, 6, av);
+        /* logged as the RESTORE ... REPLACE ABSTTL it ran (the WAL's replay
+         * and the replicas apply it as such) */
         effect_redo(c, "RESTORE", argv[2]);
-        for (int i = 3; i < 6; i++) {
+        for (int i = 2; i < 6; i++) {
             effect_arg(c, av[i].p, av[i].len);
         }
     } else if (cmd_arg_is(argv[1], "append") && argc >= 5) {

@@ -1029,3 +1029,45 @@ def test_a_target_that_answers_late_does_not_stall_the_source(big_cluster):
                what="the target owns the slots")
     for key, (kind, value) in want.items():
         assert read_back(dst, key, kind) == value, key
+
+
+def test_the_targets_replica_holds_what_the_move_copied(tmp_path):
+    """The records the target applies reach its replica like any write: after a move under writes, the target's
+    replica holds every copied key and acknowledged write, and once promoted (CLUSTER FAILOVER) it serves them
+    (jepsen cluster seed 38 with --faults all lost the moved keys when the target's replica was promoted)."""
+    from types import SimpleNamespace
+    from test_cluster_mode import _cluster3, _roles
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        sport, dport, tport = ports[0], ports[1], ports[0] + 1  # (tport: the target's replica, on process 0)
+        cl = SimpleNamespace(ports=ports)
+        m = Cluster.slot_map(cl, sport)
+        lo = m.index(0)
+        hi = lo + NSLOTS - 1
+        tags = tags_for(lo, hi)
+        src = client(sport)
+        want = populate(src, tags)
+        w = Writer(cl, tags)
+        w.start()
+        wait_writes(w, 50)
+        assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", ids[1]) in ("OK", True)
+        poll_until(lambda: last_state(sport) == "success", timeout=60, interval=0.05, what="the move")
+        wait_writes(w, 50)
+        w.finish()
+        dst, rep = client(dport), client(tport)
+        assert dst.execute_command("WAIT", 1, 10000) >= 1
+        rep.execute_command("READONLY")
+        for key, (kind, value) in want.items():
+            assert read_back(dst, key, kind) == value, key
+            assert read_back(rep, key, kind) == value, ("replica", key)
+        check_acked(lambda k: rep, w)
+        assert rep.execute_command("CLUSTER", "FAILOVER") in ("OK", True)
+        tid = rep.execute_command("CLUSTER", "MYID")
+        poll_until(lambda: _roles(sport)[tid][1] == "master", timeout=20, what="the target's replica promoted")
+        for key, (kind, value) in want.items():
+            assert read_back(rep, key, kind) == value, ("promoted", key)
+        check_acked(lambda k: rep, w)
+    finally:
+        for s in srvs:
+            s.stop()
