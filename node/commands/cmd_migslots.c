@@ -1280,25 +1280,6 @@ sm_not_mine(struct conn *c, struct rv_str key)
     return true;
 }
 
-struct sm_drop {
-    const uint8_t *slots;
-    struct buf keys;
-    size_t n;
-};
-
-static void
-sm_drop_visit(void *arg, struct ks_entry *e)
-{
-    struct sm_drop *d = arg;
-    struct rv_str k = ks_entry_key(e);
-    unsigned slot = slot_of(k.p, k.len);
-    if ((d->slots[slot / 8] >> (slot % 8)) & 1) {
-        buf_append(&d->keys, &k.len, sizeof(k.len));
-        buf_append(&d->keys, k.p, k.len);
-        d->n++;
-    }
-}
-
 static void
 sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
 {
@@ -1324,17 +1305,14 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
             }
         }
     }
-    struct sm_drop d = { .slots = slots };
-    buf_init(&d.keys);
-    uint64_t cur = 0;
-    do {
-        cur = ks_scan(c->env->ks, cur, 1024, sm_drop_visit, &d);
-    } while (cur != 0);
+    struct buf keys;
+    buf_init(&keys);
+    slotmig_keys_of(c->env->ks, slots, &keys);
     size_t deleted = 0;
-    for (size_t at = 0; at < d.keys.len;) {
+    for (size_t at = 0; at < keys.len;) {
         size_t len;
-        memcpy(&len, d.keys.data + at, sizeof(len));
-        struct rv_str k = { d.keys.data + at + sizeof(len), len };
+        memcpy(&len, keys.data + at, sizeof(len));
+        struct rv_str k = { keys.data + at + sizeof(len), len };
         if (ks_delete(c->env->ks, k.p, k.len)) {
             if (deleted++ == 0) {
                 effect_redo(c, "DEL", k);
@@ -1347,7 +1325,7 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
     if (deleted == 0) {
         effect_none(c);
     }
-    buf_deinit(&d.keys);
+    buf_deinit(&keys);
     reply_int(c, (int64_t)deleted);
 }
 

@@ -26,27 +26,31 @@ slotmig_serving_primary(struct shard *s)
            env->topo->nodes[env->topo_me].role == TOPO_PRIMARY && r != NULL && !repl_is_replica(r);
 }
 
-struct left {
-    const struct shard_env *env;
+struct keys_of {
     const uint8_t *slots;
-    struct buf keys; /* each as its length then its bytes */
+    struct buf *keys;
 };
 
 static void
-left_visit(void *arg, struct ks_entry *e)
+keys_of_visit(void *arg, struct ks_entry *e)
 {
-    struct left *l = arg;
+    struct keys_of *w = arg;
     struct rv_str k = ks_entry_key(e);
     unsigned slot = slot_of(k.p, k.len);
-    const struct topo *t = l->env->topo;
-    uint16_t owner = t->slots[slot], me = (uint16_t)l->env->topo_me;
-    const struct topo_mig *mig = t->nmigs ? topo_slot_mig(t, slot) : NULL;
-    /* (a slot this node imports Redis's way, SETSLOT IMPORTING, keeps its keys) */
-    if ((l->slots[slot / 8] >> (slot % 8) & 1) && owner != TOPO_NONE && owner != me &&
-        (mig == NULL || mig->imp_by != me)) {
-        buf_append(&l->keys, &k.len, sizeof(k.len));
-        buf_append(&l->keys, k.p, k.len);
+    if ((w->slots[slot / 8] >> (slot % 8)) & 1) {
+        buf_append(w->keys, &k.len, sizeof(k.len));
+        buf_append(w->keys, k.p, k.len);
     }
+}
+
+void
+slotmig_keys_of(struct ks *ks, const uint8_t *slots, struct buf *keys)
+{
+    struct keys_of w = { slots, keys };
+    uint64_t cur = 0;
+    do {
+        cur = ks_scan(ks, cur, 1024, keys_of_visit, &w);
+    } while (cur != 0);
 }
 
 size_t
@@ -56,20 +60,30 @@ slotmig_drop_left(struct shard *s, const uint8_t *slots)
     if (!slotmig_serving_primary(s) || env->dbs[0] == NULL) {
         return 0;
     }
-    struct left l = { .env = env, .slots = slots };
-    buf_init(&l.keys);
-    uint64_t cur = 0;
-    do {
-        cur = ks_scan(env->dbs[0], cur, 1024, left_visit, &l);
-    } while (cur != 0);
+    /* the import's slots that another node serves (a slot this node imports
+     * Redis's way, SETSLOT IMPORTING, keeps its keys) */
+    uint8_t foreign[SLOT_COUNT / 8] = { 0 };
+    const struct topo *t = env->topo;
+    uint16_t me = (uint16_t)env->topo_me;
+    for (unsigned slot = 0; slot < SLOT_COUNT; slot++) {
+        const struct topo_mig *mig;
+        if ((slots[slot / 8] >> (slot % 8) & 1) && t->slots[slot] != TOPO_NONE &&
+            t->slots[slot] != me &&
+            !(t->nmigs && (mig = topo_slot_mig(t, slot)) != NULL && mig->imp_by == me)) {
+            foreign[slot / 8] |= (uint8_t)(1u << (slot % 8));
+        }
+    }
+    struct buf keys;
+    buf_init(&keys);
+    slotmig_keys_of(env->dbs[0], foreign, &keys);
     unsigned was = env->db;
     shard_use_db(env, 0); /* (the DEL records are database 0's) */
     size_t deleted = 0;
-    for (size_t at = 0; at < l.keys.len;) {
+    for (size_t at = 0; at < keys.len;) {
         size_t len;
-        memcpy(&len, l.keys.data + at, sizeof(len));
+        memcpy(&len, keys.data + at, sizeof(len));
         at += sizeof(len);
-        struct ks_entry *e = ks_peek(env->dbs[0], l.keys.data + at, len);
+        struct ks_entry *e = ks_peek(env->dbs[0], keys.data + at, len);
         if (e != NULL) {
             ks_evict_lazy(env->dbs[0], e); /* (the expiry hook logs its DEL) */
             deleted++;
@@ -77,6 +91,6 @@ slotmig_drop_left(struct shard *s, const uint8_t *slots)
         at += len;
     }
     shard_use_db(env, was);
-    buf_deinit(&l.keys);
+    buf_deinit(&keys);
     return deleted;
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct buf;
+struct ks;
 struct shard;
 
 /* The shard's node is a primary both in the data plane and in its adopted
@@ -20,3 +22,7 @@ bool slotmig_serving_primary(struct shard *s);
  * primary only (else nothing). One walk of the keyspace, as RVMIGSLOTS DROP.
  * Returns how many keys went. */
 size_t slotmig_drop_left(struct shard *s, const uint8_t *slots);
+/* Appends to keys each key of ks in a slot set in slots (a bitmap of
+ * SLOT_COUNT bits), as its length (size_t) then its bytes: one walk of the
+ * keyspace, collected before anything is deleted. */
+void slotmig_keys_of(struct ks *ks, const uint8_t *slots, struct buf *keys);
