@@ -34,7 +34,7 @@ if [ "${1:-build}" = test ] && command -v npm >/dev/null && [ -f "$clients/packa
   sum=$(sha256sum "$clients/package-lock.json" | cut -d' ' -f1)
   if [ "$(cat "$clients/node_modules/.lock-sha256" 2>/dev/null)" != "$sum" ]; then
     echo "deps: npm ci in tests/clients"
-    if (cd "$clients" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    if (cd "$clients" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null); then
       echo "$sum" >"$clients/node_modules/.lock-sha256"
     else
       echo "deps: npm ci in tests/clients failed; the Node.js client tests will skip" >&2
