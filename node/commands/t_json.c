@@ -354,47 +354,75 @@ remove_matches(struct jmatches *m)
 
 /* ------------------------------------------------------------- JSON.SET */
 
+int
+tjson_set_plan(struct conn *c, struct json *doc, const struct jpath *jp, bool nx, bool xx,
+               struct jmatches *m, const char **k, size_t *kl)
+{
+    *m = (struct jmatches){ 0 };
+    if (!tjson_eval(c, jp, doc, m)) {
+        return -1;
+    }
+    if (m->n > 0 && !nx) {
+        return TJSON_SET_REPLACE;
+    }
+    if (xx) {
+        return TJSON_SET_NONE;
+    }
+    /* RedisJSON's find_add_paths: a value is added only through a static
+     * path, even under NX where the path matched */
+    if (!jpath_static(jp)) {
+        reply_errf(c, TJSON_ERR_STATIC);
+        return -1;
+    }
+    if (m->n > 0) {
+        return TJSON_SET_NONE; /* NX: the one place it names exists */
+    }
+    if (jpath_ends_in_index(jp)) {
+        reply_errf(c, TJSON_ERR_INDEX);
+        return -1;
+    }
+    jmatches_reset(m);
+    return jpath_eval_parents(jp, doc, m, k, kl) ? TJSON_SET_ADD : TJSON_SET_NONE;
+}
+
 /* Sets jp to v in doc (v is consumed). 1 done, 0 nothing matched (the nil
  * reply), -1 error replied. */
 int
 tjson_set_at(struct conn *c, struct json *doc, struct jpath *jp, struct json *v, bool nx, bool xx)
 {
-    struct jmatches m = { 0 };
+    struct jmatches m;
+    const char *k = NULL;
+    size_t kl = 0;
     int rc = 0, vd = tjson_depth(v);
-    if (!tjson_eval(c, jp, doc, &m)) {
+    int plan = tjson_set_plan(c, doc, jp, nx, xx, &m, &k, &kl);
+    if (plan < 0) {
         rc = -1;
-    } else if (m.n > 0) {
-        if (!nx) {
-            for (size_t i = 0; i < m.n && rc >= 0; i++) {
-                if (m.v[i].depth + vd > JSON_MAX_DEPTH) {
-                    reply_errf(c, TJSON_ERR_DEPTH);
-                    rc = -1;
-                }
+    } else if (plan == TJSON_SET_REPLACE) {
+        for (size_t i = 0; i < m.n && rc >= 0; i++) {
+            if (m.v[i].depth + vd > JSON_MAX_DEPTH) {
+                reply_errf(c, TJSON_ERR_DEPTH);
+                rc = -1;
             }
-            for (size_t i = 0; i < m.n && rc >= 0; i++) {
-                json_assign_take(m.v[i].v, i + 1 == m.n ? v : json_dup(v));
+        }
+        for (size_t i = 0; i < m.n && rc >= 0; i++) {
+            json_assign_take(m.v[i].v, i + 1 == m.n ? v : json_dup(v));
+            rc = 1;
+        }
+        v = rc == 1 ? NULL : v;
+    } else if (plan == TJSON_SET_ADD) {
+        size_t used = 0;
+        for (size_t i = 0; i < m.n; i++) {
+            if (json_type(m.v[i].v) == JSON_OBJ && m.v[i].depth + 1 + vd <= JSON_MAX_DEPTH) {
+                used++;
+            }
+        }
+        for (size_t i = 0; i < m.n; i++) {
+            if (json_type(m.v[i].v) == JSON_OBJ && m.v[i].depth + 1 + vd <= JSON_MAX_DEPTH) {
+                json_obj_set_take(m.v[i].v, k, kl, --used == 0 ? v : json_dup(v));
                 rc = 1;
             }
-            v = rc == 1 ? NULL : v;
         }
-    } else if (!xx) {
-        const char *k;
-        size_t kl;
-        if (jpath_eval_parents(jp, doc, &m, &k, &kl)) {
-            size_t used = 0;
-            for (size_t i = 0; i < m.n; i++) {
-                if (json_type(m.v[i].v) == JSON_OBJ && m.v[i].depth + 1 + vd <= JSON_MAX_DEPTH) {
-                    used++;
-                }
-            }
-            for (size_t i = 0; i < m.n; i++) {
-                if (json_type(m.v[i].v) == JSON_OBJ && m.v[i].depth + 1 + vd <= JSON_MAX_DEPTH) {
-                    json_obj_set_take(m.v[i].v, k, kl, --used == 0 ? v : json_dup(v));
-                    rc = 1;
-                }
-            }
-            v = rc == 1 ? NULL : v;
-        }
+        v = rc == 1 ? NULL : v;
     }
     json_destroy(v);
     jmatches_free(&m);
