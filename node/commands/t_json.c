@@ -433,6 +433,21 @@ struct set_opts {
     bool nx, xx;
 };
 
+/* FORMAT's argument at argv[*i + 1] (*i moves to it): JSON only. */
+static bool
+parse_format(struct conn *c, int argc, struct rv_str *argv, int *i, const char *cmd)
+{
+    if (++*i == argc) {
+        reply_err_arity(c, cmd);
+        return false;
+    }
+    if (!(argv[*i].len == 4 && memcmp(argv[*i].p, "JSON", 4) == 0)) {
+        reply_errf(c, "ERR wrong format %.*s", (int)argv[*i].len, argv[*i].p);
+        return false;
+    }
+    return true;
+}
+
 /* JSON.SET's options as RedisJSON 2.x's json_set reads them, before the key
  * is looked at: one of NX or XX (a second one, even the same, is a syntax
  * error) and FORMAT <fmt>, of which Ruvio takes JSON only (RedisJSON's name
@@ -447,12 +462,7 @@ parse_nx_xx(struct conn *c, int argc, struct rv_str *argv, int from, struct set_
         } else if (cmd_arg_is(argv[i], "xx") && !o->nx && !o->xx) {
             o->xx = true;
         } else if (cmd_arg_is(argv[i], "format")) {
-            if (++i == argc) {
-                reply_err_arity(c, "json.set");
-                return false;
-            }
-            if (!(argv[i].len == 4 && memcmp(argv[i].p, "JSON", 4) == 0)) {
-                reply_errf(c, "ERR wrong format %.*s", (int)argv[i].len, argv[i].p);
+            if (!parse_format(c, argc, argv, &i, "json.set")) {
                 return false;
             }
         } else {
@@ -867,10 +877,6 @@ CMD_HANDLER(json_mget)
 CMD_HANDLER(json_del)
 {
     bool err;
-    if (argc > 3) {
-        reply_err_arity(c, "json.del");
-        return;
-    }
     struct json *tmp;
     int64_t dl;
     struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
@@ -965,9 +971,19 @@ CMD_HANDLER(json_merge)
     struct json *patch = NULL, *tmp = NULL;
     int64_t dl = 0;
     bool changed = false;
-    /* RedisJSON 2.x's order: the key's type, the value, then on a missing
-     * key the root check (the path is not compiled), on an existing one the
-     * path */
+    /* RedisJSON 2.x's json_merge reads its options first (FORMAT, anything
+     * else a syntax error), then the key's type, the value, then on a
+     * missing key the root check (the path is not compiled), on an existing
+     * one the path */
+    for (int i = 4; i < argc; i++) {
+        if (!cmd_arg_is(argv[i], "format")) {
+            reply_err(c, RV_ERR_SYNTAX);
+            return;
+        }
+        if (!parse_format(c, argc, argv, &i, "json.merge")) {
+            return;
+        }
+    }
     struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
     if (err || (patch = tjson_value(c, argv[3])) == NULL) {
         goto done;
@@ -1008,8 +1024,9 @@ CMD_HANDLER(json_merge)
          * too: RedisJSON adds it as the value, merging into nothing) */
         int rc = tjson_set_at(c, doc, jp, json_dup(patch), false, false);
         if (rc == 0) {
+            /* json_merge: nil when find_paths left nothing to change */
             effect_none(c);
-            reply_ok(c);
+            reply_null(c);
         } else if (rc == 1) {
             changed = true;
             reply_ok(c);
@@ -1077,10 +1094,6 @@ reply_resp(struct conn *c, const struct json *j)
 
 CMD_HANDLER(json_resp)
 {
-    if (argc > 3) {
-        reply_err_arity(c, "json.resp");
-        return;
-    }
     struct rv_str path = argc > 2 ? argv[2] : tjson_root(c);
     struct jpath *jp;
     struct jmatches m;
@@ -1123,10 +1136,6 @@ CMD_HANDLER(json_debug_memory)
 {
     bool err;
     struct rv_str path = argc > 3 ? argv[3] : tjson_root(c);
-    if (argc > 4) {
-        reply_err_arity(c, "json.debug|memory");
-        return;
-    }
     struct json *tmp;
     struct json *doc = tjson_doc_ro(c, argv[2], &tmp, &err);
     if (doc == NULL) {
