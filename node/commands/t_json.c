@@ -122,15 +122,22 @@ tjson_store(struct conn *c, struct rv_str key, struct json *v, int64_t expire_ms
 {
     struct buf b;
     uint8_t stack[JPK_MAX_BYTES + 16];
+    int64_t lim = c->env->cfg->enc.json_max_packed_bytes;
+    size_t max = lim > 0 ? (size_t)lim : 0;
     buf_init(&b);
-    b.data = (char *)stack;
-    b.cap = sizeof(stack);
-    /* enc stops once past the limit, so the stack buffer never grows */
-    if (jpk_encode(v, JPK_MAX_BYTES, &b)) {
+    if (max <= JPK_MAX_BYTES) {
+        /* enc stops once past the limit, so the stack buffer never grows */
+        b.data = (char *)stack;
+        b.cap = sizeof(stack);
+    }
+    if (max > 0 && jpk_encode(v, max, &b)) {
         ks_set_inl(c->env->ks, key.p, key.len, KS_JSON, b.data, b.len, expire_ms);
         json_destroy(v);
     } else {
         ks_set_ptr(c->env->ks, key.p, key.len, KS_JSON, v, json_free, expire_ms);
+    }
+    if (b.data != (char *)stack) {
+        buf_deinit(&b);
     }
 }
 
@@ -513,7 +520,7 @@ CMD_HANDLER(json_set)
         }
     } else if (ks_entry_inl(e)) {
         /* a small document stays packed: decode, set, store again (O(its
-         * bytes), at most JPK_MAX_BYTES; a tree if it grew past them) */
+         * bytes), at most json-max-packed-bytes; a tree if it grew past them) */
         int64_t dl = ks_entry_expire(e);
         struct json *tmp, *doc = tjson_doc_of(c, e, &tmp, &err);
         rc = doc == NULL ? -1 : tjson_set_at(c, doc, jp, v, o.nx, o.xx);
