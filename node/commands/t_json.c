@@ -122,15 +122,22 @@ tjson_store(struct conn *c, struct rv_str key, struct json *v, int64_t expire_ms
 {
     struct buf b;
     uint8_t stack[JPK_MAX_BYTES + 16];
+    int64_t lim = c->env->cfg->enc.json_max_packed_bytes;
+    size_t max = lim > 0 ? (size_t)lim : 0;
     buf_init(&b);
-    b.data = (char *)stack;
-    b.cap = sizeof(stack);
-    /* enc stops once past the limit, so the stack buffer never grows */
-    if (jpk_encode(v, JPK_MAX_BYTES, &b)) {
+    if (max <= JPK_MAX_BYTES) {
+        /* enc stops once past the limit, so the stack buffer never grows */
+        b.data = (char *)stack;
+        b.cap = sizeof(stack);
+    }
+    if (max > 0 && jpk_encode(v, max, &b)) {
         ks_set_inl(c->env->ks, key.p, key.len, KS_JSON, b.data, b.len, expire_ms);
         json_destroy(v);
     } else {
         ks_set_ptr(c->env->ks, key.p, key.len, KS_JSON, v, json_free, expire_ms);
+    }
+    if (b.data != (char *)stack) {
+        buf_deinit(&b);
     }
 }
 
@@ -354,47 +361,75 @@ remove_matches(struct jmatches *m)
 
 /* ------------------------------------------------------------- JSON.SET */
 
+int
+tjson_set_plan(struct conn *c, struct json *doc, const struct jpath *jp, bool nx, bool xx,
+               struct jmatches *m, const char **k, size_t *kl)
+{
+    *m = (struct jmatches){ 0 };
+    if (!tjson_eval(c, jp, doc, m)) {
+        return -1;
+    }
+    if (m->n > 0 && !nx) {
+        return TJSON_SET_REPLACE;
+    }
+    if (xx) {
+        return TJSON_SET_NONE;
+    }
+    /* RedisJSON's find_add_paths: a value is added only through a static
+     * path, even under NX where the path matched */
+    if (!jpath_static(jp)) {
+        reply_errf(c, TJSON_ERR_STATIC);
+        return -1;
+    }
+    if (m->n > 0) {
+        return TJSON_SET_NONE; /* NX: the one place it names exists */
+    }
+    if (jpath_ends_in_index(jp)) {
+        reply_errf(c, TJSON_ERR_INDEX);
+        return -1;
+    }
+    jmatches_reset(m);
+    return jpath_eval_parents(jp, doc, m, k, kl) ? TJSON_SET_ADD : TJSON_SET_NONE;
+}
+
 /* Sets jp to v in doc (v is consumed). 1 done, 0 nothing matched (the nil
  * reply), -1 error replied. */
 int
 tjson_set_at(struct conn *c, struct json *doc, struct jpath *jp, struct json *v, bool nx, bool xx)
 {
-    struct jmatches m = { 0 };
+    struct jmatches m;
+    const char *k = NULL;
+    size_t kl = 0;
     int rc = 0, vd = tjson_depth(v);
-    if (!tjson_eval(c, jp, doc, &m)) {
+    int plan = tjson_set_plan(c, doc, jp, nx, xx, &m, &k, &kl);
+    if (plan < 0) {
         rc = -1;
-    } else if (m.n > 0) {
-        if (!nx) {
-            for (size_t i = 0; i < m.n && rc >= 0; i++) {
-                if (m.v[i].depth + vd > JSON_MAX_DEPTH) {
-                    reply_errf(c, TJSON_ERR_DEPTH);
-                    rc = -1;
-                }
+    } else if (plan == TJSON_SET_REPLACE) {
+        for (size_t i = 0; i < m.n && rc >= 0; i++) {
+            if (m.v[i].depth + vd > JSON_MAX_DEPTH) {
+                reply_errf(c, TJSON_ERR_DEPTH);
+                rc = -1;
             }
-            for (size_t i = 0; i < m.n && rc >= 0; i++) {
-                json_assign_take(m.v[i].v, i + 1 == m.n ? v : json_dup(v));
+        }
+        for (size_t i = 0; i < m.n && rc >= 0; i++) {
+            json_assign_take(m.v[i].v, i + 1 == m.n ? v : json_dup(v));
+            rc = 1;
+        }
+        v = rc == 1 ? NULL : v;
+    } else if (plan == TJSON_SET_ADD) {
+        size_t used = 0;
+        for (size_t i = 0; i < m.n; i++) {
+            if (json_type(m.v[i].v) == JSON_OBJ && m.v[i].depth + 1 + vd <= JSON_MAX_DEPTH) {
+                used++;
+            }
+        }
+        for (size_t i = 0; i < m.n; i++) {
+            if (json_type(m.v[i].v) == JSON_OBJ && m.v[i].depth + 1 + vd <= JSON_MAX_DEPTH) {
+                json_obj_set_take(m.v[i].v, k, kl, --used == 0 ? v : json_dup(v));
                 rc = 1;
             }
-            v = rc == 1 ? NULL : v;
         }
-    } else if (!xx) {
-        const char *k;
-        size_t kl;
-        if (jpath_eval_parents(jp, doc, &m, &k, &kl)) {
-            size_t used = 0;
-            for (size_t i = 0; i < m.n; i++) {
-                if (json_type(m.v[i].v) == JSON_OBJ && m.v[i].depth + 1 + vd <= JSON_MAX_DEPTH) {
-                    used++;
-                }
-            }
-            for (size_t i = 0; i < m.n; i++) {
-                if (json_type(m.v[i].v) == JSON_OBJ && m.v[i].depth + 1 + vd <= JSON_MAX_DEPTH) {
-                    json_obj_set_take(m.v[i].v, k, kl, --used == 0 ? v : json_dup(v));
-                    rc = 1;
-                }
-            }
-            v = rc == 1 ? NULL : v;
-        }
+        v = rc == 1 ? NULL : v;
     }
     json_destroy(v);
     jmatches_free(&m);
@@ -404,6 +439,21 @@ tjson_set_at(struct conn *c, struct json *doc, struct jpath *jp, struct json *v,
 struct set_opts {
     bool nx, xx;
 };
+
+/* FORMAT's argument at argv[*i + 1] (*i moves to it): JSON only. */
+static bool
+parse_format(struct conn *c, int argc, struct rv_str *argv, int *i, const char *cmd)
+{
+    if (++*i == argc) {
+        reply_err_arity(c, cmd);
+        return false;
+    }
+    if (!(argv[*i].len == 4 && memcmp(argv[*i].p, "JSON", 4) == 0)) {
+        reply_errf(c, "ERR wrong format %.*s", (int)argv[*i].len, argv[*i].p);
+        return false;
+    }
+    return true;
+}
 
 /* JSON.SET's options as RedisJSON 2.x's json_set reads them, before the key
  * is looked at: one of NX or XX (a second one, even the same, is a syntax
@@ -419,12 +469,7 @@ parse_nx_xx(struct conn *c, int argc, struct rv_str *argv, int from, struct set_
         } else if (cmd_arg_is(argv[i], "xx") && !o->nx && !o->xx) {
             o->xx = true;
         } else if (cmd_arg_is(argv[i], "format")) {
-            if (++i == argc) {
-                reply_err_arity(c, "json.set");
-                return false;
-            }
-            if (!(argv[i].len == 4 && memcmp(argv[i].p, "JSON", 4) == 0)) {
-                reply_errf(c, "ERR wrong format %.*s", (int)argv[i].len, argv[i].p);
+            if (!parse_format(c, argc, argv, &i, "json.set")) {
                 return false;
             }
         } else {
@@ -475,7 +520,7 @@ CMD_HANDLER(json_set)
         }
     } else if (ks_entry_inl(e)) {
         /* a small document stays packed: decode, set, store again (O(its
-         * bytes), at most JPK_MAX_BYTES; a tree if it grew past them) */
+         * bytes), at most json-max-packed-bytes; a tree if it grew past them) */
         int64_t dl = ks_entry_expire(e);
         struct json *tmp, *doc = tjson_doc_of(c, e, &tmp, &err);
         rc = doc == NULL ? -1 : tjson_set_at(c, doc, jp, v, o.nx, o.xx);
@@ -839,10 +884,6 @@ CMD_HANDLER(json_mget)
 CMD_HANDLER(json_del)
 {
     bool err;
-    if (argc > 3) {
-        reply_err_arity(c, "json.del");
-        return;
-    }
     struct json *tmp;
     int64_t dl;
     struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
@@ -937,9 +978,19 @@ CMD_HANDLER(json_merge)
     struct json *patch = NULL, *tmp = NULL;
     int64_t dl = 0;
     bool changed = false;
-    /* RedisJSON 2.x's order: the key's type, the value, then on a missing
-     * key the root check (the path is not compiled), on an existing one the
-     * path */
+    /* RedisJSON 2.x's json_merge reads its options first (FORMAT, anything
+     * else a syntax error), then the key's type, the value, then on a
+     * missing key the root check (the path is not compiled), on an existing
+     * one the path */
+    for (int i = 4; i < argc; i++) {
+        if (!cmd_arg_is(argv[i], "format")) {
+            reply_err(c, RV_ERR_SYNTAX);
+            return;
+        }
+        if (!parse_format(c, argc, argv, &i, "json.merge")) {
+            return;
+        }
+    }
     struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
     if (err || (patch = tjson_value(c, argv[3])) == NULL) {
         goto done;
@@ -980,8 +1031,9 @@ CMD_HANDLER(json_merge)
          * too: RedisJSON adds it as the value, merging into nothing) */
         int rc = tjson_set_at(c, doc, jp, json_dup(patch), false, false);
         if (rc == 0) {
+            /* json_merge: nil when find_paths left nothing to change */
             effect_none(c);
-            reply_ok(c);
+            reply_null(c);
         } else if (rc == 1) {
             changed = true;
             reply_ok(c);
@@ -1049,10 +1101,6 @@ reply_resp(struct conn *c, const struct json *j)
 
 CMD_HANDLER(json_resp)
 {
-    if (argc > 3) {
-        reply_err_arity(c, "json.resp");
-        return;
-    }
     struct rv_str path = argc > 2 ? argv[2] : tjson_root(c);
     struct jpath *jp;
     struct jmatches m;
@@ -1095,10 +1143,6 @@ CMD_HANDLER(json_debug_memory)
 {
     bool err;
     struct rv_str path = argc > 3 ? argv[3] : tjson_root(c);
-    if (argc > 4) {
-        reply_err_arity(c, "json.debug|memory");
-        return;
-    }
     struct json *tmp;
     struct json *doc = tjson_doc_ro(c, argv[2], &tmp, &err);
     if (doc == NULL) {

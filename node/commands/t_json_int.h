@@ -11,6 +11,9 @@
 #define TJSON_ERR_NOKEY "ERR could not perform this operation on a key that doesn't exist"
 #define TJSON_ERR_ROOT "ERR new objects must be created at the root"
 #define TJSON_ERR_DEPTH "ERR nesting depth exceeds the limit of 128"
+/* RedisJSON 2.x's find_add_paths (its key_value.rs), texts as it replies them */
+#define TJSON_ERR_STATIC "Err wrong static path"
+#define TJSON_ERR_INDEX "ERR array index out of range"
 
 /* The default path of commands whose path is optional: "." (RESP2), "$" (RESP3). */
 struct rv_str tjson_root(const struct conn *c);
@@ -68,6 +71,20 @@ tjson_root_text(struct rv_str p)
 {
     return p.len == 1 && (p.p[0] == '$' || p.p[0] == '.');
 }
+/* Where JSON.SET (MSET, MERGE) puts a value at jp in doc, as RedisJSON
+ * 2.x's find_paths decides, changing nothing: TJSON_SET_REPLACE (*m: the
+ * matches, unless NX), TJSON_SET_ADD (*m: the objects that get member *k,
+ * a view into jp; a static path whose last step is a key), TJSON_SET_NONE
+ * (the nil reply: XX without a match, NX on an existing place, nothing to
+ * add to), or -1 with the error replied: a path with wildcards, `..`,
+ * slices, filters or unions that would add (TJSON_ERR_STATIC), an index
+ * that does not exist (TJSON_ERR_INDEX), the evaluation bound. The caller
+ * frees *m (jmatches_free) in every case. */
+#define TJSON_SET_NONE 0
+#define TJSON_SET_REPLACE 1
+#define TJSON_SET_ADD 2
+int tjson_set_plan(struct conn *c, struct json *doc, const struct jpath *jp, bool nx, bool xx,
+                   struct jmatches *m, const char **k, size_t *kl);
 /* JSON.SET's change: jp set to v in doc (v consumed), NX/XX as given; 1
  * done, 0 nothing matched (the nil reply), -1 error replied. */
 int tjson_set_at(struct conn *c, struct json *doc, struct jpath *jp, struct json *v, bool nx,

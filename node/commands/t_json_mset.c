@@ -20,24 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* tjson_set_at's errors on doc as it is, changing nothing: the path's work bound
- * and the nesting limit at its matches (false: replied). */
-static bool
-set_check(struct conn *c, struct json *doc, const struct jpath *jp, const struct json *v)
-{
-    struct jmatches m = { 0 };
-    bool ok = tjson_eval(c, jp, doc, &m);
-    int vd = tjson_depth(v);
-    for (size_t i = 0; ok && i < m.n; i++) {
-        if (m.v[i].depth + vd > JSON_MAX_DEPTH) {
-            reply_errf(c, TJSON_ERR_DEPTH);
-            ok = false;
-        }
-    }
-    jmatches_free(&m);
-    return ok;
-}
-
 struct mset_key {
     struct rv_str key;
     int i;
@@ -168,8 +150,8 @@ resolve(struct json *w, const struct jstep *s, size_t n)
     return w;
 }
 
-/* Checks triple i (its key's type, its path, its value, then on the key's
- * document its work bound and the nesting limit) in RedisJSON 2.x's order;
+/* Checks triple i (its key's type, its path, where it goes on the key's
+ * document (tjson_set_plan), its value, then the nesting limit) in RedisJSON 2.x's order;
  * a multi key's targets go to tg. false: replied. */
 static bool
 mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i, struct mset_tgt **tg,
@@ -192,29 +174,28 @@ mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i, stru
     if (!root && (it->jp = tjson_path(c, path)) == NULL) {
         return false;
     }
-    if ((it->v = tjson_value(c, argv[3 + 3 * i])) == NULL || root) {
-        return it->v != NULL;
+    if (root) {
+        return (it->v = tjson_value(c, argv[3 + 3 * i])) != NULL;
     }
-    if (!f->multi) {
-        bool ok = (doc = tjson_doc_of(c, e, &tmp, &err)) != NULL &&
-                  set_check(c, doc, it->jp, it->v);
-        json_destroy(tmp);
-        return ok;
-    }
-    if (f->orig == NULL && (f->orig = tjson_doc_of(c, e, &f->otmp, &err)) == NULL) {
-        return false;
-    }
-    if (!set_check(c, f->orig, it->jp, it->v)) {
-        return false;
+    /* as RedisJSON's json_mset: where the triple goes (find_paths, on the
+     * document as it was before the command) before its value is parsed */
+    if (f->multi) {
+        doc = f->orig != NULL ? f->orig : (f->orig = tjson_doc_of(c, e, &f->otmp, &err));
+    } else {
+        doc = tjson_doc_of(c, e, &tmp, &err);
     }
     struct jmatches m = { 0 };
-    (void)jpath_eval(it->jp, f->orig, &m); /* within its bound: set_check passed */
-    if (m.n == 0) {
-        jmatches_reset(&m);
-        it->add = jpath_eval_parents(it->jp, f->orig, &m, &it->k, &it->kl);
+    int plan = doc == NULL ? -1 : tjson_set_plan(c, doc, it->jp, false, false, &m, &it->k, &it->kl);
+    bool ok = plan >= 0 && (it->v = tjson_value(c, argv[3 + 3 * i])) != NULL;
+    int vd = ok ? tjson_depth(it->v) : 0;
+    for (size_t j = 0; ok && plan == TJSON_SET_REPLACE && j < m.n; j++) {
+        if (m.v[j].depth + vd > JSON_MAX_DEPTH) {
+            reply_errf(c, TJSON_ERR_DEPTH);
+            ok = false;
+        }
     }
-    int vd = tjson_depth(it->v);
-    for (size_t j = 0; j < m.n; j++) {
+    it->add = plan == TJSON_SET_ADD;
+    for (size_t j = 0; ok && f->multi && plan > 0 && j < m.n; j++) {
         if (it->add &&
             (json_type(m.v[j].v) != JSON_OBJ || m.v[j].depth + 1 + vd > JSON_MAX_DEPTH)) {
             continue; /* as tjson_set_at: only an object takes the member, within the limit */
@@ -226,7 +207,8 @@ mset_check(struct conn *c, struct rv_str *argv, struct mset_item *t, int i, stru
         (*tg)[(*ntg)++] = (struct mset_tgt){ m.v[j].v, i, 0, NULL };
     }
     jmatches_free(&m);
-    return true;
+    json_destroy(tmp);
+    return ok;
 }
 
 /* Applies the triples of the multi key whose first triple is f, in order,

@@ -292,14 +292,10 @@ CMD_HANDLER(json_strappend)
 {
     static const struct jspec sp = { "string",         true, false, "not a string", false, NK_NIL,
                                      "json.strappend", false };
-    if (argc > 4) {
-        reply_err_arity(c, "json.strappend");
-        return;
-    }
     if (!key_exists(c, argv[1])) {
         return;
     }
-    struct json *s = tjson_value(c, argv[argc - 1]);
+    struct json *s = tjson_value(c, argc > 3 ? argv[3] : argv[2]);
     if (s == NULL) {
         return;
     }
@@ -478,10 +474,6 @@ CMD_HANDLER(json_toggle)
 CMD_HANDLER(json_clear)
 {
     bool err;
-    if (argc > 3) {
-        reply_err_arity(c, "json.clear");
-        return;
-    }
     struct json *tmp;
     int64_t dl;
     struct json *doc = tjson_doc_w(c, argv[1], &tmp, &dl, &err);
@@ -558,10 +550,6 @@ CMD_HANDLER(json_arrlen)
 {
     static const struct jspec sp = { "array", false,  false, "not an array",
                                      true,    NK_ERR, NULL,  false };
-    if (argc > 3) {
-        reply_err_arity(c, "json.arrlen");
-        return;
-    }
     static const enum json_type arr = JSON_ARR;
     per_match(c, argv[1], argc > 2 ? argv[2] : tjson_root(c), &sp, op_len, (void *)&arr);
 }
@@ -789,13 +777,10 @@ CMD_HANDLER(json_arrpop)
     static const struct jspec sp = { "array", true,   false,         "not an array",
                                      false,   NK_NIL, "json.arrpop", false };
     int64_t idx = -1;
-    if (argc > 4) {
-        reply_err_arity(c, "json.arrpop");
-        return;
-    }
+    /* RedisJSON's json_arr_pop: `next_i64().unwrap_or(-1)`, so an index that
+     * is not an integer pops the last element */
     if (argc > 3 && !cmd_arg_int(argv[3], &idx)) {
-        reply_err(c, RV_ERR_NOTINT);
-        return;
+        idx = -1;
     }
     per_match(c, argv[1], argc > 2 ? argv[2] : tjson_root(c), &sp, op_arrpop, &idx);
 }
@@ -840,10 +825,6 @@ CMD_HANDLER(json_arrtrim)
 CMD_HANDLER(json_objlen)
 {
     static const struct jspec sp = { "object", false, false, NULL, false, NK_NOT_OBJ, NULL, true };
-    if (argc > 3) {
-        reply_err_arity(c, "json.objlen");
-        return;
-    }
     static const enum json_type obj = JSON_OBJ;
     per_match(c, argv[1], argc > 2 ? argv[2] : tjson_root(c), &sp, op_len, (void *)&obj);
 }
@@ -861,10 +842,6 @@ reply_keys(struct conn *c, const struct json *o)
 
 CMD_HANDLER(json_objkeys)
 {
-    if (argc > 3) {
-        reply_err_arity(c, "json.objkeys");
-        return;
-    }
     struct rv_str path = argc > 2 ? argv[2] : tjson_root(c);
     struct jpath *jp;
     struct jmatches m;

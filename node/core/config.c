@@ -103,6 +103,7 @@ static const struct cfg_key cfg_keys[] = {
     { "set-max-listpack-value", NULL, K_INT, F(enc.set_max_listpack_value), "64", 0, INT_MAX, true, NULL },
     { "zset-max-listpack-entries", "zset-max-ziplist-entries", K_INT, F(enc.zset_max_listpack_entries), "128", 0, INT_MAX, true, NULL },
     { "zset-max-listpack-value", "zset-max-ziplist-value", K_INT, F(enc.zset_max_listpack_value), "64", 0, INT_MAX, true, NULL },
+    { "json-max-packed-bytes", NULL, K_INT, F(enc.json_max_packed_bytes), "512", 0, 65536, true, NULL },
     { "client-output-buffer-limit", NULL, K_STR, F(net.client_output_buffer_limit), "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0, true, NULL },
     { "maxmemory", NULL, K_MEM, F(mem.maxmemory), "0", 0, INT64_MAX, true, NULL },
     { "notify-keyspace-events", NULL, K_STR, F(node.notify_keyspace_events), "", 0, 0, true, NULL },

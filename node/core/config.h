@@ -149,6 +149,7 @@ struct cfg_enc {
     int64_t set_max_listpack_value;
     int64_t zset_max_listpack_entries;
     int64_t zset_max_listpack_value;
+    int64_t json_max_packed_bytes; /* JSON documents packed in their entry up to this (0: never) */
 };
 
 /* Memory budgets and eviction (node/features/evict). */

@@ -20,8 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Documents whose packed form is at most this many bytes are kept packed. */
+/* Documents whose packed form is at most this many bytes are kept packed:
+ * the default of the json-max-packed-bytes config key (0..JPK_LIMIT_BYTES). */
 #define JPK_MAX_BYTES 512
+#define JPK_LIMIT_BYTES 65536
 
 /* Appends j's packed form to out when it is at most max bytes; false (out
  * unchanged) when larger. */

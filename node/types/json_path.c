@@ -921,6 +921,26 @@ jpath_eval(const struct jpath *jp, struct json *root, struct jmatches *out)
 }
 
 bool
+jpath_static(const struct jpath *jp)
+{
+    for (int i = 0; i < jp->n; i++) {
+        const struct step *st = &jp->st[i];
+        if (st->descend || !(st->kind == ST_KEY || (st->kind == ST_UNION && st->nitems == 1))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
+jpath_ends_in_index(const struct jpath *jp)
+{
+    const struct step *st = jp->n > 0 ? &jp->st[jp->n - 1] : NULL;
+    return st != NULL && !st->descend && st->kind == ST_UNION && st->nitems == 1 &&
+           !st->items[0].is_key;
+}
+
+bool
 jpath_eval_parents(const struct jpath *jp, struct json *root, struct jmatches *out,
                    const char **key, size_t *klen)
 {

@@ -55,8 +55,15 @@ bool jpath_is_root(const struct jpath *jp);
 /* Appends every match of jp in root to out, in document order for `..`.
  * false (out empty) when evaluation went past JPATH_MAX_WORK. */
 bool jpath_eval(const struct jpath *jp, struct json *root, struct jmatches *out);
+/* RedisJSON's static path (its Query::is_static): every step names one
+ * member or one index (`.a`, `['a']`, `[0]`, `[-1]`), no `..`, `*`, slice,
+ * filter or union of several; at most one match. JSON.SET adds a value only
+ * through such a path. */
+bool jpath_static(const struct jpath *jp);
+/* True when the last step is a single index (`$.a[0]`, `.a[-1]`). */
+bool jpath_ends_in_index(const struct jpath *jp);
 /* For JSON.SET on a missing member: when the last step is a plain key (or
- * a single index), the matches of the path without it and that key. */
+ * a single quoted key), the matches of the path without it and that key. */
 bool jpath_eval_parents(const struct jpath *jp, struct json *root, struct jmatches *out,
                         const char **key, size_t *klen);
 void jmatches_reset(struct jmatches *m);

@@ -337,6 +337,32 @@ Test(json_path, parents_of_a_new_member)
     json_destroy(d);
 }
 
+/* RedisJSON's Query::is_static: one member or one index per step. */
+Test(json_path, static_paths)
+{
+    static const struct {
+        const char *p;
+        bool is_static, ends_in_index;
+    } c[] = {
+        { "$.a.b", true, false },        { "$['a'][0]", true, true },
+        { ".a[-1]", true, true },        { "a.b[2]", true, true },
+        { "$[0]", true, true },          { "$.a.[3]", true, true },
+        { "$..a", false, false },        { "$.*.a", false, false },
+        { "$.a[*]", false, false },      { "$.a[0,1]", false, false },
+        { "$['a','b']", false, false },  { "$.a[0:2]", false, false },
+        { "$.a[?(@>1)]", false, false }, { "$..[0]", false, false },
+        { "$a", true, false },
+    };
+    char err[300];
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        struct jpath *jp = jpath_parse(c[i].p, strlen(c[i].p), err, sizeof(err));
+        cr_assert_not_null(jp, "%s: %s", c[i].p, err);
+        cr_assert_eq(jpath_static(jp), c[i].is_static, "%s", c[i].p);
+        cr_assert_eq(jpath_ends_in_index(jp), c[i].ends_in_index, "%s", c[i].p);
+        jpath_destroy(jp);
+    }
+}
+
 /* The number of matches of path in doc; -1 when evaluation went past its bound. */
 static long
 eval_count(const struct json *doc, const char *path)
