@@ -158,7 +158,7 @@ static struct cmd_spec json_debug_subs[] = {
 static struct cmd_spec debug_subs[] = {
     ROW("digest", cmd_debug_digest, 2, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(N) where N is the number of keys in the shard", "Returns an order-independent digest of the shard's dataset.", ""),
     ROW("digest-value", cmd_debug_digest_value, -2, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(N) where N is the size of the values", "Returns the digests of the values of keys.", "[key ...]"),
-    ROW("populate", cmd_debug_populate, -3, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(N) where N is the number of keys created", "Creates string keys key:N (or prefix:N) holding value:N, skipping those that exist; logged as SETs.", "count [prefix] [size]"),
+    ROW("populate", cmd_debug_populate, -3, DBG | CMD_WRITE, 0, 0, 0, DBGC, "server", "1.0.0", "O(N) where N is the number of keys created", "Creates string keys key:N (or prefix:N) holding value:N, skipping those that exist; logged as SETs.", "count [prefix] [size]"),
     ROW("sleep", cmd_debug_sleep, 3, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(1)", "Blocks the shard for a number of seconds.", "seconds"),
     ROW("log", cmd_debug_log, 3, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(1)", "Writes a message to the server log.", "message"),
     ROW("set-active-expire", cmd_debug_set_active_expire, 3, DBG, 0, 0, 0, DBGC, "server", "1.0.0", "O(1)", "Turns active expiry off (0) or on (1).", "0|1"),
