@@ -8,8 +8,10 @@ docs differ, naming what differs ("arg name", "arg since", "shape", "history", .
 Summaries and complexities are Ruvio's own wording and are not compared. Exit status 0 whatever differs: this is
 a report; tests/integ/test_command_docs.py pins what must match.
 
---table prints, for each command whose argument tree has Redis's shape, the row of node/commands/cmd_docs_args.h
-that gives its arguments Redis's names and per-argument `since` (facts clients read; nothing of Redis's prose)."""
+--table prints, for each command whose argument tree has Redis's shape and still differs, the row of
+node/commands/cmd_docs_args.h that gives its arguments Redis's names, types, per-argument `since` and
+key_spec_index (facts clients read; nothing of Redis's prose). The rows are relative to what the running Ruvio
+answers: add a new command's row to the table (sorted); for a command that has a row already, edit that row."""
 
 import argparse
 import os
