@@ -17,6 +17,7 @@
 #include "node/commands/slotmig.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
+#include "node/core/effect.h"
 #include "node/core/lookup.h"
 #include "node/features/hook.h"
 #include "node/features/multi.h"
@@ -294,7 +295,11 @@ populate_one(struct conn *c, const struct cmd_spec *set, struct rv_str key, stru
 
 /* DEBUG POPULATE count [prefix] [size]: as Redis, "prefix:N" = "value:N" for N
  * in [0, count), keys that exist (and have not expired) left alone; with size,
- * the value is cut or zero-padded to size bytes. Cluster slots are not checked. */
+ * the value is cut or zero-padded to size bytes. Cluster slots are not checked.
+ * Its row is a write (Redis's is not): it logs what it creates, so it passes
+ * the gates a SET does before it runs (a replica's READONLY, NOREPLICAS, a
+ * failed WAL's MISCONF, a FAILOVER's or CLIENT PAUSE WRITE's hold), but not
+ * the OOM refusal (not denyoom, as Redis). */
 CMD_HANDLER(debug_populate)
 {
     int64_t count, size = 0;
@@ -335,6 +340,7 @@ CMD_HANDLER(debug_populate)
         populate_one(c, set, key, v);
     }
     rv_free(val);
+    effect_none(c); /* (its SETs are logged: not the DEBUG command itself) */
     reply_ok(c);
 }
 

@@ -390,8 +390,100 @@ node_name(const struct dparse *p, int id, struct buf *b)
     }
 }
 
+/* ------------------------------------------------------- argument fixes */
+
+/* What a tree derived from the syntax string cannot know: Redis's name for a
+ * group ("condition" for "NX | XX"), an argument's own `since`, a type the
+ * name does not tell and a second key's key_spec_index. One row per command
+ * (cmd_fullname's form, sorted), one word per node of its tree in pre-order:
+ *   name[~type][@since][#key_spec_index]
+ * where name "=" keeps the derived name and "#-" means no key_spec_index.
+ * scripts/docs_diff.py --table prints the rows from a redis-server 7.0. */
+struct docs_args {
+    const char *name, *nodes;
+};
+
+#include "node/commands/cmd_docs_args.h"
+
+struct dword {
+    const char *name, *type, *since; /* NULL: keep what the tree says */
+    size_t nlen, tlen, slen;
+    int ksi; /* -2 keep, -1 none, else the index */
+};
+
+static size_t
+span_to(const char *p, const char *stops)
+{
+    size_t n = 0;
+    while (p[n] && !strchr(stops, p[n])) {
+        n++;
+    }
+    return n;
+}
+
+/* The word at *cur (a row's next node), advancing *cur; all "keep" when the
+ * row is missing or used up. */
+static struct dword
+dword_next(const char **cur)
+{
+    struct dword w = { .ksi = -2 };
+    const char *p = *cur;
+    if (p == NULL || *p == '\0') {
+        return w;
+    }
+    size_t n = span_to(p, " ~@#");
+    if (!(n == 1 && *p == '=')) {
+        w.name = p;
+        w.nlen = n;
+    }
+    p += n;
+    while (*p && *p != ' ') {
+        char k = *p++;
+        n = span_to(p, " ~@#");
+        if (k == '~') {
+            w.type = p;
+            w.tlen = n;
+        } else if (k == '@') {
+            w.since = p;
+            w.slen = n;
+        } else {
+            w.ksi = *p == '-' ? -1 : atoi(p);
+        }
+        p += n;
+    }
+    *cur = *p == ' ' ? p + 1 : p;
+    return w;
+}
+
+static int
+args_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct docs_args *)elem)->name);
+}
+
+static const char *
+args_row(const struct cmd_spec *s)
+{
+    char full[96];
+    cmd_fullname(s, full, sizeof(full));
+    const struct docs_args *a = bsearch(full, docs_args, sizeof(docs_args) / sizeof(docs_args[0]),
+                                        sizeof(docs_args[0]), args_cmp);
+    return a ? a->nodes : NULL;
+}
+
+static size_t
+tree_size(const struct dparse *p, int first)
+{
+    size_t n = 0;
+    for (int i = first; i >= 0; i = p->n[i].next) {
+        n += 1 + tree_size(p, p->n[i].child);
+    }
+    return n;
+}
+
 static void
-reply_nodes(struct conn *c, const struct dparse *p, int first, const struct cmd_spec *s)
+reply_nodes(struct conn *c, const struct dparse *p, int first, const struct cmd_spec *s,
+            const char **row)
 {
     size_t n = 0;
     for (int i = first; i >= 0; i = p->n[i].next) {
@@ -400,26 +492,39 @@ reply_nodes(struct conn *c, const struct dparse *p, int first, const struct cmd_
     reply_array(c, n);
     for (int i = first; i >= 0; i = p->n[i].next) {
         const struct dnode *d = &p->n[i];
+        struct dword w = dword_next(row);
         const char *type = arg_type(d, s);
-        bool key = s->first > 0 && strcmp(type, "key") == 0;
+        size_t tlen = w.type ? w.tlen : strlen(type);
+        type = w.type ? w.type : type;
+        bool is_key = tlen == 3 && memcmp(type, "key", 3) == 0;
+        bool key = w.ksi == -2 ? s->first > 0 && is_key : w.ksi >= 0;
         uint8_t fl = d->flags & (F_OPT | F_MULT | F_MULT_TOK);
         bool kids = d->kind == D_ONEOF || d->kind == D_BLOCK;
-        reply_map(c, 2 + (size_t)key + (d->tok != NULL) + (fl != 0) + (size_t)kids);
-        struct buf b;
-        buf_init(&b);
-        node_name(p, i, &b);
+        reply_map(c, 2 + (size_t)key + (d->tok != NULL) + (w.since != NULL) + (fl != 0) +
+                         (size_t)kids);
         reply_bulk_cstr(c, "name");
-        reply_bulk(c, b.data, b.len);
-        buf_deinit(&b);
+        if (w.name) {
+            reply_bulk(c, w.name, w.nlen);
+        } else {
+            struct buf b;
+            buf_init(&b);
+            node_name(p, i, &b);
+            reply_bulk(c, b.data, b.len);
+            buf_deinit(&b);
+        }
         reply_bulk_cstr(c, "type");
-        reply_bulk_cstr(c, type);
+        reply_bulk(c, type, tlen);
         if (key) {
             reply_bulk_cstr(c, "key_spec_index");
-            reply_int(c, 0);
+            reply_int(c, w.ksi >= 0 ? w.ksi : 0);
         }
         if (d->tok) {
             reply_bulk_cstr(c, "token");
             reply_bulk(c, d->tok, d->tlen);
+        }
+        if (w.since) {
+            reply_bulk_cstr(c, "since");
+            reply_bulk(c, w.since, w.slen);
         }
         if (fl) {
             reply_bulk_cstr(c, "flags");
@@ -437,7 +542,7 @@ reply_nodes(struct conn *c, const struct dparse *p, int first, const struct cmd_
         }
         if (kids) {
             reply_bulk_cstr(c, "arguments");
-            reply_nodes(c, p, d->child, s);
+            reply_nodes(c, p, d->child, s, row);
         }
     }
 }
@@ -448,12 +553,43 @@ docs_reply_args(struct conn *c, const struct cmd_spec *s)
     struct dparse p;
     int units[MAX_UNITS];
     size_t n = parse_all(&p, s, units);
+    const char *row = args_row(s);
     if (n == 0) {
         reply_array(c, 0);
     } else {
-        reply_nodes(c, &p, units[0], s);
+        reply_nodes(c, &p, units[0], s, &row);
     }
     rv_free(p.n);
+}
+
+bool
+docs_args_ok(const struct cmd_spec *s)
+{
+    const char *row = args_row(s);
+    if (row == NULL) {
+        return true;
+    }
+    struct dparse p;
+    int units[MAX_UNITS];
+    size_t n = parse_all(&p, s, units), words = 0;
+    size_t nodes = n ? tree_size(&p, units[0]) : 0;
+    rv_free(p.n);
+    while (*row) {
+        dword_next(&row);
+        words++;
+    }
+    return words == nodes;
+}
+
+bool
+docs_args_sorted(void)
+{
+    for (size_t i = 1; i < sizeof(docs_args) / sizeof(docs_args[0]); i++) {
+        if (strcmp(docs_args[i - 1].name, docs_args[i].name) >= 0) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* ------------------------------------------------------------ doc metadata */

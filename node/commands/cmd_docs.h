@@ -17,7 +17,8 @@ size_t docs_arg_count(const struct cmd_spec *s);
  * over): the unit test checks every row. */
 bool docs_syntax_ok(const struct cmd_spec *s);
 /* Reply s's arguments as COMMAND DOCS does: an array of maps (name, type,
- * key_spec_index, token, flags, arguments). */
+ * key_spec_index, token, since, flags, arguments), with the names, types and
+ * since of cmd_docs_args.h where the syntax string does not tell them. */
 void docs_reply_args(struct conn *c, const struct cmd_spec *s);
 /* The number of Redis's extra doc fields s has (doc_flags, deprecated_since,
  * replaced_by, history), and their replies, as Redis orders them: after
@@ -30,3 +31,7 @@ void docs_reply_meta(struct conn *c, const struct cmd_spec *s);
 bool docs_hides(const struct cmd_spec *s, bool subs);
 /* True when the metadata table is sorted (bsearch): the unit test checks it. */
 bool docs_meta_sorted(void);
+/* True when s's row of argument fixes (cmd_docs_args.h) has one word per
+ * node of its tree, or s has none; and when that table is sorted. */
+bool docs_args_ok(const struct cmd_spec *s);
+bool docs_args_sorted(void);

@@ -14,6 +14,7 @@ struct lazyfree_job {
     void *ptr;
     struct lazyfree_acct *acct;
     uint64_t objects;
+    long long bytes; /* the giver's estimate */
 };
 
 struct lazyfree {
@@ -33,7 +34,9 @@ job_run(const struct lazyfree_job *j)
     long long m0 = rv_mem_thread_net();
     j->fn(j->ptr);
     long long freed = m0 - rv_mem_thread_net();
-    atomic_fetch_add_explicit(&j->acct->bytes, freed, memory_order_relaxed);
+    /* (the estimate leaves before the freed bytes arrive: lazyfree.h) */
+    atomic_fetch_sub_explicit(&j->acct->pending_bytes, j->bytes, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&j->acct->bytes, freed, memory_order_seq_cst);
     atomic_fetch_add_explicit(&j->acct->freed, j->objects, memory_order_relaxed);
     atomic_fetch_sub_explicit(&j->acct->pending, j->objects, memory_order_relaxed);
 }
@@ -113,7 +116,7 @@ lazyfree_destroy(struct lazyfree *lf)
 
 bool
 lazyfree_put(struct lazyfree *lf, struct lazyfree_acct *a, lazyfree_fn *fn, void *ptr,
-             uint64_t objects)
+             uint64_t objects, long long bytes)
 {
     if (lf == NULL) {
         return false;
@@ -124,7 +127,8 @@ lazyfree_put(struct lazyfree *lf, struct lazyfree_acct *a, lazyfree_fn *fn, void
         return false;
     }
     atomic_fetch_add_explicit(&a->pending, objects, memory_order_relaxed);
-    lf->ring[(lf->head + lf->n) % lf->cap] = (struct lazyfree_job){ fn, ptr, a, objects };
+    atomic_fetch_add_explicit(&a->pending_bytes, bytes, memory_order_relaxed);
+    lf->ring[(lf->head + lf->n) % lf->cap] = (struct lazyfree_job){ fn, ptr, a, objects, bytes };
     lf->n++;
     lf->put++;
     if (lf->n == 1) {
@@ -154,7 +158,13 @@ lazyfree_acct_take_bytes(struct lazyfree_acct *a)
     if (atomic_load_explicit(&a->bytes, memory_order_relaxed) == 0) {
         return 0; /* (no write while the thread has nothing to report) */
     }
-    return atomic_exchange_explicit(&a->bytes, 0, memory_order_relaxed);
+    return atomic_exchange_explicit(&a->bytes, 0, memory_order_seq_cst);
+}
+
+long long
+lazyfree_acct_pending_bytes(const struct lazyfree_acct *a)
+{
+    return atomic_load_explicit(&a->pending_bytes, memory_order_seq_cst);
 }
 
 uint64_t

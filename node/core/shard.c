@@ -211,7 +211,12 @@ shard_lazy_offer(void *arg, const struct ks_entry *e, void *ptr, ks_free_fn *fn)
     struct shard_env *env = arg;
     const struct obj_ops *ops = obj_ops_of(ks_entry_type(e));
     size_t effort = ops != NULL && ops->effort != NULL ? ops->effort(e) : 1;
-    return effort > LAZYFREE_EFFORT && lazyfree_put(env->node->lazyfree, &env->lazy, fn, ptr, 1);
+    if (effort <= LAZYFREE_EFFORT) {
+        return false;
+    }
+    /* what the value holds outside its entry: eviction counts it as freed already */
+    long long bytes = ops->mem != NULL ? (long long)ops->mem(e) : 0;
+    return lazyfree_put(env->node->lazyfree, &env->lazy, fn, ptr, 1, bytes);
 }
 
 unsigned
@@ -225,7 +230,7 @@ shard_lazy_mask(const struct cfg *cfg)
 void
 shard_lazy_put(struct shard_env *env, ks_free_fn *fn, void *ptr, uint64_t objects)
 {
-    if (!lazyfree_put(env->node->lazyfree, &env->lazy, fn, ptr, objects)) {
+    if (!lazyfree_put(env->node->lazyfree, &env->lazy, fn, ptr, objects, 0)) {
         fn(ptr);
     }
 }

@@ -303,6 +303,17 @@ pick(struct evict *ev, struct ks *ks, int64_t now)
 
 enum ev_result { EV_OK, EV_PARTIAL, EV_FAIL };
 
+/* What eviction weighs against the budget: the charge less the values
+ * already handed to the lazy-free thread and not freed yet. They are on their
+ * way out; counting them made a burst of lazy evictions take far more keys
+ * than the budget needed (all of them, at worst) while the thread worked.
+ * Read after charge(), which took the bytes freed so far (lazyfree.h). */
+static long long
+leaving(struct shard *s, long long used)
+{
+    return used - lazyfree_acct_pending_bytes(&shard_env(s)->lazy);
+}
+
 static bool
 over_budget(const struct evict *ev, long long used, long long others)
 {
@@ -319,7 +330,7 @@ ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
     if (used > ev->peak) {
         ev->peak = used;
     }
-    if (!over_budget(ev, used, others)) {
+    if (!over_budget(ev, leaving(s, used), others)) {
         return EV_OK;
     }
     if (ev->policy == EVICT_NOEVICTION) {
@@ -332,7 +343,7 @@ ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
     uint64_t t0 = clock_mono_us();
     unsigned n = 0;
     enum ev_result r = EV_OK;
-    while (over_budget(ev, used, others)) {
+    while (over_budget(ev, leaving(s, used), others)) {
         struct ks_entry *e = NULL;
         /* every database is a candidate, in turn (the WAL logs its DEL as that db's) */
         for (unsigned tries = 0; tries < env->ndbs && e == NULL; tries++) {
@@ -351,7 +362,7 @@ ev_run(struct shard *s, struct evict *ev, uint64_t slice_us)
         n++;
         used = charge(s);
         if ((n & 15) == 0 && slice_us && clock_mono_us() - t0 >= slice_us) {
-            r = over_budget(ev, used, others) ? EV_PARTIAL : EV_OK;
+            r = over_budget(ev, leaving(s, used), others) ? EV_PARTIAL : EV_OK;
             break;
         }
     }

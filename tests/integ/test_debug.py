@@ -290,3 +290,78 @@ def test_populate_is_logged_as_sets_for_the_wal_and_replicas(start_server, tmp_p
     assert again.execute_command("DEBUG", "DIGEST") == digest
     assert again.get("key:99") == "value:99" + "\0" * 12
     again.close()
+
+
+NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
+READONLY = "READONLY You can't write against a read only replica."
+
+
+def test_populate_is_not_refused_over_maxmemory(start_server):
+    """Not denyoom, as Redis: over a noeviction budget SET is refused, POPULATE runs."""
+    srv = start_server(*DBG, "--maxmemory-policy", "noeviction")
+    raw = srv.raw()
+    assert raw.cmd("SET", "a", "1") == "OK"
+    assert raw.cmd("CONFIG", "SET", "maxmemory", "1") == "OK"
+    assert raw.cmd("SET", "b", "1") == "OOM command not allowed when used memory > 'maxmemory'."
+    assert raw.cmd("DEBUG", "POPULATE", "3") == "OK"
+    assert raw.cmd("DBSIZE") == 4
+    assert raw.cmd("CONFIG", "SET", "maxmemory", "0") == "OK"
+    raw.close()
+
+
+def test_populate_and_min_replicas_to_write(start_server):
+    """Redis lets DEBUG POPULATE (not a write there, not propagated) through min-replicas-to-write; Ruvio logs
+    and replicates what it creates, so it is refused as SET is (docs/commands.md)."""
+    srv = start_server(*DBG, "--min-replicas-to-write", "1", "--min-replicas-max-lag", "10")
+    raw = srv.raw()
+    poll_until(lambda: raw.cmd("SET", "a", "1") == NOREPLICAS, timeout=5, what="the min-replicas guard on")
+    if IS_REDIS:
+        assert raw.cmd("DEBUG", "POPULATE", "3") == "OK"
+        assert raw.cmd("DBSIZE") == 3
+    else:
+        assert raw.cmd("DEBUG", "POPULATE", "3") == NOREPLICAS
+        assert raw.cmd("DBSIZE") == 0
+    raw.close()
+
+
+def test_populate_on_a_replica(start_server):
+    """On a read-only replica Redis 7.0 populates its own dataset (nothing propagated); Ruvio's POPULATE is a
+    logged write, refused with READONLY as SET is, so a replica holds its primary's data only."""
+    srv = start_server(*DBG)
+    raw = srv.raw()
+    dead = conftest.free_port()            # nothing listens there: the link stays down
+    assert raw.cmd("REPLICAOF", conftest.HOST, str(dead)) == "OK"
+    try:
+        assert raw.cmd("SET", "a", "1") == READONLY
+        if IS_REDIS:
+            assert raw.cmd("DEBUG", "POPULATE", "3") == "OK"
+            assert raw.cmd("DBSIZE") == 3
+        else:
+            assert raw.cmd("DEBUG", "POPULATE", "3") == READONLY
+            assert raw.cmd("DBSIZE") == 0
+    finally:
+        assert raw.cmd("REPLICAOF", "NO", "ONE") == "OK"
+        raw.close()
+
+
+@pytest.mark.ruvio_only
+def test_populate_refused_once_the_wal_refuses_writes(start_server, tmp_path):
+    """After a failed fsync the WAL refuses writes (MISCONF); POPULATE is refused the same way and logs
+    nothing: the last LSN does not move."""
+    import os
+    env = os.environ.copy()
+    env["RUVIO_FAILPOINT"] = "wal-sync-eio"
+    srv = start_server(*DBG, "--dir", str(tmp_path), "--durability", "everysec", env=env)
+    c = srv.client()
+    assert c.set("a", "1")
+    poll_until(lambda: c.info("persistence")["wal_fsync_error"] != "none", timeout=5,
+               what="the everysec sync to fail")
+    lsn = c.info("persistence")["wal_last_lsn"]
+    raw = srv.raw()
+    set_err = raw.cmd("SET", "b", "1")
+    assert set_err.startswith("MISCONF") and "fsync" in set_err, set_err
+    assert raw.cmd("DEBUG", "POPULATE", "5") == set_err
+    assert raw.cmd("DBSIZE") == 1
+    assert c.info("persistence")["wal_last_lsn"] == lsn
+    raw.close()
+    c.close()

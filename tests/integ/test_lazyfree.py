@@ -170,6 +170,36 @@ def test_memory_comes_back_after_the_background_free(start_server):
     c.close()
 
 
+@pytest.mark.ruvio_only
+@pytest.mark.parametrize("lazy", ["no", "yes"])
+def test_lazy_eviction_evicts_about_what_the_budget_needs(start_server, lazy):
+    """With lazyfree-lazy-eviction yes a victim's memory leaves only when the thread has freed it; eviction
+    counts what it handed over as freed already, so it takes about one key per key added, as inline eviction
+    does (before: every key, while the thread worked; Redis 7.0 too takes more than it needs)."""
+    srv = start_server("--maxmemory", "20mb", "--maxmemory-policy", "allkeys-lru",
+                       "--lazyfree-lazy-eviction", lazy)
+    c = srv.client()
+    members = ["m%05d-%s" % (i, "x" * 90) for i in range(1000)]   # a hash-table set: 1,000 allocations
+
+    def evicted():
+        return int(c.info("stats")["evicted_keys"])
+
+    n = 0
+    while evicted() == 0:
+        assert n < 1000, "no eviction after %d keys of about 150 KB under a 20 MB budget" % n
+        c.sadd("k%d" % n, *members)
+        n += 1
+    added = 40
+    for i in range(n, n + added):
+        c.sadd("k%d" % i, *members)
+    got = evicted()
+    assert added - added // 4 <= got <= added + added // 4 + 3, (lazy, n, got)
+    assert c.dbsize() >= n - added // 4 - 3
+    if lazy == "yes":
+        assert freed(c) >= got // 2           # the victims went through the thread
+    c.close()
+
+
 # A deadline set in the past deletes the key as an expiry does: Redis 7.0's expireGenericCommand (and GETEX's
 # EXAT/PXAT) frees it as lazyfree-lazy-expire says, not lazyfree-lazy-server-del. SET ... EXAT in the past over a
 # big value is an overwrite, so that one is lazyfree-lazy-server-del's (checked against redis-server 7.0).

@@ -43,6 +43,8 @@ check_row(const struct cmd_spec *s)
     /* COMMAND DOCS builds its arguments tree from the syntax string */
     cr_assert(docs_syntax_ok(s), "%s: syntax string does not parse: \"%s\"", s->name,
               s->args ? s->args : "");
+    cr_assert(docs_args_ok(s), "%s: its row in cmd_docs_args.h does not match its syntax tree",
+              s->name);
 }
 
 Test(cmd_table, rows_are_well_formed)
@@ -172,4 +174,6 @@ Test(cmd_table, docs_metadata_table_is_sorted)
 {
     cr_assert(docs_meta_sorted(),
               "node/commands/cmd_docs.c: docs_meta[] must be sorted by name (bsearch)");
+    cr_assert(docs_args_sorted(),
+              "node/commands/cmd_docs_args.h: docs_args[] must be sorted by name (bsearch)");
 }
