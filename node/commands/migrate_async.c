@@ -43,20 +43,20 @@ struct mj_exp {
 struct mig_job {
     struct mig_job *next;
     struct shard *s;
-    struct conn *c;     /* the waiting client */
-    struct conn watch;  /* WATCHes the keys: a write sets its dirty flag */
+    struct conn *c;    /* the waiting client */
+    struct conn watch; /* WATCHes the keys: a write sets its dirty flag */
     struct sml link;
     struct smc chunk;
     struct event *step, *tick;
     bool copy, replace;
     int64_t timeout;
-    int n, at;             /* keys, the one being sent */
-    struct rv_str *keys;   /* into keybytes */
+    int n, at;           /* keys, the one being sent */
+    struct rv_str *keys; /* into keybytes */
     char *keybytes;
     bool *big, *took, *bad;
-    bool sending;          /* at's chunks are being queued */
+    bool sending; /* at's chunks are being queued */
     int restarts;
-    struct mj_exp *exp;    /* FIFO of what the replies answer */
+    struct mj_exp *exp; /* FIFO of what the replies answer */
     size_t eh, en, ecap;
     bool auth_failed;
     char err[MIGRATE_LINE_MAX]; /* the target's first error line ("") */
@@ -223,7 +223,7 @@ mj_commit(struct mig_job *j, int i)
     struct buf req;
     buf_init(&req);
     resp_w_array(&req, j->replace ? 5 : 4);
-    resp_w_bulk_cstr(&req, "RVMIGSTAGE");
+    resp_w_bulk_cstr(&req, "RESTORE-STAGE");
     resp_w_bulk_cstr(&req, "COMMIT");
     resp_w_bulk(&req, j->keys[i].p, j->keys[i].len);
     resp_w_bulk_int(&req, exp == KS_NO_EXPIRE ? 0 : ttl > 0 ? ttl : 1);
@@ -298,7 +298,7 @@ mj_big_step(struct mig_job *j, struct mig_async *ma)
         if (j->bad[i]) {
             return true;
         }
-            if (j->restarts > 0 && !multi_watch_dirty(&j->watch)) {
+        if (j->restarts > 0 && !multi_watch_dirty(&j->watch)) {
             mj_commit(j, i); /* (a failed link ends the job in the step) */
             return true;
         }
@@ -449,7 +449,7 @@ migrate_async_start(struct conn *c, const struct migrate_opts *o, const char *ho
     j->watch.env = c->env;
     j->watch.fd = -1;
     smc_init(&j->chunk);
-    j->chunk.verb = "RVMIGSTAGE";
+    j->chunk.verb = "RESTORE-STAGE";
     sml_init(&j->link);
     struct event_base *base = shard_base(c->shard);
     sml_adopt(&j->link, base, link, o->timeout, mj_reply, j);

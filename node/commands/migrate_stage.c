@@ -98,12 +98,12 @@ mstage_count(const struct shard_env *env)
     return env->mstage != NULL ? env->mstage->n : 0;
 }
 
-/* Logs RVMIGSTAGE ABORT key for a staging value dropped outside a command
+/* Logs RESTORE-STAGE ABORT key for a staging value dropped outside a command
  * (its connection went, or it was idle), as any write of this shard's. */
 static void
 ms_log_abort(struct shard *s, struct rv_str key)
 {
-    const struct cmd_spec *cmd = cmd_lookup("rvmigstage", 10);
+    const struct cmd_spec *cmd = cmd_lookup("restore-stage", 13);
     if (cmd == NULL) {
         return;
     }
@@ -116,7 +116,7 @@ ms_log_abort(struct shard *s, struct rv_str key)
     c->authed = true;
     buf_init(&c->rbuf);
     buf_init(&c->wbuf);
-    struct rv_str argv[3] = { { "RVMIGSTAGE", 10 }, { "ABORT", 5 }, key };
+    struct rv_str argv[3] = { { "RESTORE-STAGE", 13 }, { "ABORT", 5 }, key };
     c->effect = EFFECT_ARGS;
     persist_log(c, cmd, 3, argv);
     buf_deinit(&c->rbuf);
@@ -130,7 +130,7 @@ ms_drop_logged(struct shard *s, struct mstage *m, size_t i, const char *why)
 {
     struct rv_str key = { m->v[i].key, m->v[i].klen };
     log_info("[shard %u] MIGRATE: the staging value of '%.*s' goes (%s)", shard_env(s)->id,
-                (int)(key.len > 64 ? 64 : key.len), key.p, why);
+             (int)(key.len > 64 ? 64 : key.len), key.p, why);
     ms_log_abort(s, key);
     ms_forget(m, i, true);
 }
@@ -214,7 +214,7 @@ ms_leave(struct conn *c, struct ms_swap w)
 static void
 ms_log_as_is(struct conn *c, int argc, const struct rv_str *argv)
 {
-    effect_redo(c, "RVMIGSTAGE", argv[1]);
+    effect_redo(c, "RESTORE-STAGE", argv[1]);
     for (int i = 2; i < argc; i++) {
         effect_arg(c, argv[i].p, argv[i].len);
     }
@@ -324,7 +324,7 @@ ms_commit(struct conn *c, int argc, struct rv_str *argv)
         ksn_event(env, KSN_GENERIC, "restore", key);
     }
     /* logged with its absolute deadline: a replay long after still ends so */
-    effect_redo(c, "RVMIGSTAGE", argv[1]);
+    effect_redo(c, "RESTORE-STAGE", argv[1]);
     effect_arg(c, key.p, key.len);
     effect_arg_i64(c, at == KS_NO_EXPIRE ? 0 : at);
     effect_arg(c, "REPLACE", 7);
@@ -343,12 +343,12 @@ ms_abort(struct conn *c, struct rv_str key)
         return;
     }
     ms_forget(m, (size_t)i, true);
-    effect_redo(c, "RVMIGSTAGE", (struct rv_str){ "ABORT", 5 });
+    effect_redo(c, "RESTORE-STAGE", (struct rv_str){ "ABORT", 5 });
     effect_arg(c, key.p, key.len);
     reply_int(c, 1);
 }
 
-CMD_HANDLER(rvmigstage)
+CMD_HANDLER(restore_stage)
 {
     if (cmd_arg_is(argv[1], "restore") && argc == 5) {
         ms_restore(c, argc, argv);

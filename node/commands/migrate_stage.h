@@ -2,17 +2,20 @@
  * (migrate_stage.c; docs/cluster.md, "Moving slots").
  *
  * A source sends a big key in bounded chunks (slotmig_chunk.h's records with
- * RVMIGSTAGE in front) into a staging value: a keyspace of the shard's own
+ * RESTORE-STAGE in front) into a staging value: a keyspace of the shard's own
  * that no command reads (KEYS, SCAN, DBSIZE, RANDOMKEY, EXISTS and every
  * lookup see the shard's databases only). COMMIT moves the staging value to
  * the key in O(1), with RESTORE's TTL, REPLACE and BUSYKEY rules:
- *   RVMIGSTAGE RESTORE key abs-ms payload (the first chunk: a DUMP payload;
+ *   RESTORE-STAGE RESTORE key abs-ms payload (the first chunk: a DUMP payload;
  *                                         replaces a staging value of key;
  *                                         abs-ms is not used: COMMIT sets it)
- *   RVMIGSTAGE RESERVE key bytes         (a big string's room, not logged)
- *   RVMIGSTAGE APPEND key HSET|SADD|ZADD|RPUSH|APPEND arg ...
- *   RVMIGSTAGE COMMIT key ttl [REPLACE] [ABSTTL]
- *   RVMIGSTAGE ABORT key
+ *   RESTORE-STAGE RESERVE key bytes         (a big string's room, not logged)
+ *   RESTORE-STAGE APPEND key HSET|SADD|ZADD|RPUSH|APPEND arg ...
+ *   RESTORE-STAGE COMMIT key ttl [REPLACE] [ABSTTL]
+ *   RESTORE-STAGE ABORT key
+ * (Named as a RESTORE: the cluster routing lets a MIGRATE's RESTORE into a
+ * slot this node imports even while its view of the owner's MIGRATING state
+ * lags, node/server/dispatch.c's route_open, and CMD_ASKING spares ASKING.)
  * Each is logged as is (COMMIT with its absolute deadline), one bounded
  * record per chunk, so the WAL's replay and the replicas build the same
  * staging value and see the key only at its COMMIT. A staging value is owned

@@ -43,7 +43,7 @@ struct smc {
     uint64_t cursor;    /* dict_scan's cursor, an index, a rank or a byte offset */
     size_t sent, total; /* elements (bytes of a string) sent, of about total */
     uint64_t chunks;    /* chunks sent by this job */
-    const char *verb;   /* the records' command: NULL for RVMIGSLOTS (MIGRATE: RVMIGSTAGE) */
+    const char *verb;   /* the records' command: NULL for RVMIGSLOTS (MIGRATE: RESTORE-STAGE) */
     /* the chunk under construction: views into the value or into num */
     struct rv_str *argv;
     int argc, cap;
