@@ -276,3 +276,32 @@ def test_cluster_migrate_of_a_big_key_into_an_importing_slot():
         assert digest(d, key) == want and d.zcard(tag + "z") == 5000 and staging(d) == 0
     finally:
         cl.stop()
+
+
+def test_redis_cli_reshard_moves_a_slot_holding_a_big_key():
+    """redis-cli --cluster reshard of one slot (the source's first, which redis-cli takes first) holding a big
+    hash and small keys: MIGRATE moves the hash in chunks, --cluster check is clean."""
+    import subprocess
+    from test_cluster_migrate import Cluster
+    cl = Cluster(hosts=True)
+    try:
+        first = cl.slot_map().index(0)
+        tag = next("{r%d}" % k for k in range(1000000) if key_slot(("{r%d}" % k).encode()) == first)
+        s, d = client(cl.ports[0]), client(cl.ports[1])
+        fill_hash(s, tag + "h", 30000)
+        for i in range(20):
+            s.set("%ss%d" % (tag, i), i)
+        want = digest(s, tag + "h")
+        r = subprocess.run(["redis-cli", "--cluster", "reshard", "%s:%d" % (HOST, cl.ports[0]), "--cluster-from",
+                            cl.ids[0], "--cluster-to", cl.ids[1], "--cluster-slots", "1", "--cluster-yes"],
+                           timeout=120, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stdout
+        assert cl.slot_map()[first] == 1
+        assert digest(d, tag + "h") == want and d.execute_command("CLUSTER", "COUNTKEYSINSLOT", first) == 21
+        assert s.execute_command("CLUSTER", "COUNTKEYSINSLOT", first) == 0 and staging(d) == 0
+        r = subprocess.run(["redis-cli", "--cluster", "check", "%s:%d" % (HOST, cl.ports[2])], timeout=60,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0 and "[WARNING]" not in r.stdout and "[ERR]" not in r.stdout, r.stdout
+    finally:
+        cl.stop()
