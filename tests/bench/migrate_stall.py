@@ -183,7 +183,9 @@ def migrate_key(a, res, ports, ids, slot, tag, cli, key):
     res["migrate_reply"] = str(out[0]) if out else None
     res["move"] = stats(lat, took)
     log("move (%s, %.2f s): %s" % (res["migrate_reply"], took, res["move"]))
-    res["target_hlen"] = dst.hlen(tag + "hash")
+    asking = redis.Redis(port=ports[1], decode_responses=True, single_connection_client=True)
+    asking.execute_command("ASKING")
+    res["target_hlen"] = asking.hlen(tag + "hash")
     print(json.dumps(res, indent=1))
     if a.out:
         with open(a.out, "w") as f:
