@@ -305,3 +305,27 @@ def test_redis_cli_reshard_moves_a_slot_holding_a_big_key():
         assert r.returncode == 0 and "[WARNING]" not in r.stdout and "[ERR]" not in r.stdout, r.stdout
     finally:
         cl.stop()
+
+
+def test_big_key_auth_errors_come_from_the_target():
+    """AUTH / AUTH2 go first on the link, as on the blocking path; the target's refusal is the reply and the
+    key stays on the source. (Without AUTH the target closes the link at the first chunk's big argument, as
+    Redis 7 does to an unauthenticated client: IOERR.)"""
+    src, dst = launch(), launch(["--requirepass", "pw"])
+    try:
+        s = client(src.port)
+        d = client(dst.port, password="pw")
+        fill_hash(s, "h", 5000)
+        with pytest.raises(redis.ResponseError) as e:
+            s.execute_command("MIGRATE", HOST, dst.port, "h", 0, 10000)
+        assert str(e.value).startswith(("Target instance replied with error: ", "IOERR error or timeout")), e.value
+        with pytest.raises(redis.ResponseError) as e:
+            s.execute_command("MIGRATE", HOST, dst.port, "h", 0, 10000, "AUTH", "bad")
+        assert str(e.value).startswith("Target instance replied with error: WRONGPASS")
+        assert s.hlen("h") == 5000 and d.exists("h") == 0
+        poll_until(lambda: staging(d) == 0, timeout=10, what="no staging value left")
+        assert s.execute_command("MIGRATE", HOST, dst.port, "h", 0, 10000, "AUTH2", "default", "pw") == b"OK"
+        assert d.hlen("h") == 5000 and s.exists("h") == 0
+    finally:
+        src.stop()
+        dst.stop()
