@@ -267,21 +267,27 @@ static void
 mj_finish(struct mig_job *j)
 {
     struct conn *c = j->c;
+    struct shard *s = j->s;
     const char *failed = sml_failed(&j->link);
-    c->flags &= ~(CONN_TOPO_WAIT | CONN_BLOCKED);
+    char text[MIGRATE_LINE_MAX + 64] = "";
     if (j->err[0] != '\0') {
-        reply_errf(c, "ERR Target instance replied with error: %s", j->err);
+        snprintf(text, sizeof(text), "ERR Target instance replied with error: %s", j->err);
     } else if (j->ioerr[0] != '\0') {
-        reply_errf(c, "%s", j->ioerr);
+        snprintf(text, sizeof(text), "%s", j->ioerr);
     } else if (failed != NULL) {
-        reply_errf(c, "IOERR error or timeout %s to target instance",
-                   strstr(failed, "writing") != NULL ? "writing" : "reading");
+        snprintf(text, sizeof(text), "IOERR error or timeout %s to target instance",
+                 strstr(failed, "writing") != NULL ? "writing" : "reading");
+    }
+    /* (freed first: what the client runs next may close it, which looks for its job) */
+    mj_free(j);
+    c->flags &= ~(CONN_TOPO_WAIT | CONN_BLOCKED);
+    if (text[0] != '\0') {
+        reply_errf(c, "%s", text);
     } else {
         reply_ok(c);
     }
     conn_resume(c);
-    shard_want_write(j->s, c);
-    mj_free(j);
+    shard_want_write(s, c);
 }
 
 /* Big key at: queue its next chunks (at most MJ_STEP_RECORDS); true when

@@ -329,3 +329,23 @@ def test_big_key_auth_errors_come_from_the_target():
     finally:
         src.stop()
         dst.stop()
+
+
+def test_commands_pipelined_after_an_asynchronous_migrate_wait_for_it(pair):
+    """The client's input waits while its MIGRATE runs: a GET pipelined behind it runs after it, in order."""
+    src, dst = pair
+    s = client(src.port)
+    fill_hash(s, "h", 5000)
+    s.set("after", "x")
+    raw = socket.create_connection((HOST, src.port), timeout=TIMEOUT)
+    try:
+        raw.sendall(encode_command("MIGRATE", HOST, dst.port, "h", 0, 10000) + encode_command("EXISTS", "h") +
+                    encode_command("GET", "after"))
+        got = b""
+        deadline = time.monotonic() + TIMEOUT
+        while got.count(b"\r\n") < 4 and time.monotonic() < deadline:
+            got += raw.recv(4096)
+        assert got == b"+OK\r\n:0\r\n$1\r\nx\r\n"
+    finally:
+        raw.close()
+    assert client(dst.port).hlen("h") == 5000
