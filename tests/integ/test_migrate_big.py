@@ -349,3 +349,24 @@ def test_commands_pipelined_after_an_asynchronous_migrate_wait_for_it(pair):
     finally:
         raw.close()
     assert client(dst.port).hlen("h") == 5000
+
+
+def test_the_sources_deletion_of_a_big_key_is_logged(tmp_path):
+    """The source's DEL of a big key it moved is in its WAL: after a restart the key is still gone (COPY's
+    is still there)."""
+    dst = launch()
+    src = launch(["--dir", str(tmp_path), "--durability", "always"])
+    try:
+        s = client(src.port)
+        fill_hash(s, "moved", 5000)
+        fill_hash(s, "copied", 5000)
+        assert s.execute_command("MIGRATE", HOST, dst.port, "moved", 0, 10000) == b"OK"
+        assert s.execute_command("MIGRATE", HOST, dst.port, "copied", 0, 10000, "COPY") == b"OK"
+        src.stop()
+        src = launch(["--dir", str(tmp_path), "--durability", "always"])
+        s = client(src.port)
+        assert s.keys("*") == [b"copied"] and s.hlen("copied") == 5000
+        assert sorted(client(dst.port).keys("*")) == [b"copied", b"moved"]
+    finally:
+        src.stop()
+        dst.stop()
