@@ -7,11 +7,14 @@
  * RESTORE key ttl payload [REPLACE] (after ASKING in cluster mode, so that a
  * target importing the slot takes it), pipelined over one new connection.
  * As in Redis the shard waits: every connect, write and read waits at most
- * `timeout` ms (poll), never longer. A key the target took is deleted here
+ * `timeout` ms (poll), never longer. A MIGRATE with a big key goes the
+ * asynchronous way instead (migrate_async.h): chunks on the shard's loop
+ * into a staging value on the target, the client waiting. A key the target took is deleted here
  * unless COPY, and the deletions are logged as DEL (effect.h), so the WAL and
  * the replicas drop them too. Ruvio has one database: destination-db must be 0. */
 #include "node/commands/cmds.h"
 #include "node/commands/mig_link.h"
+#include "node/commands/migrate_async.h"
 
 #include "base/buf.h"
 #include "base/mem.h"
@@ -223,13 +226,6 @@ mig_read_line(struct mig_link *l, struct buf *in, char *line, int64_t timeout)
     }
 }
 
-struct migrate_opts {
-    bool copy, replace;
-    const struct rv_str *user, *pass;
-    int first, nkeys; /* the keys: argv[first .. first + nkeys) */
-    int64_t timeout;
-};
-
 /* false after an error reply */
 static bool
 parse_opts(struct conn *c, int argc, struct rv_str *argv, struct migrate_opts *o)
@@ -391,6 +387,10 @@ CMD_HANDLER(migrate)
     char host[256], port[16];
     snprintf(host, sizeof(host), "%.*s", (int)(argv[1].len < 255 ? argv[1].len : 255), argv[1].p);
     snprintf(port, sizeof(port), "%.*s", (int)(argv[2].len < 15 ? argv[2].len : 15), argv[2].p);
+    if (migrate_async_wanted(c, keys, n)) {
+        migrate_async_start(c, &o, host, port, keys, n); /* (c waits, or it replied) */
+        goto done;
+    }
     struct buf req;
     buf_init(&req);
     build_request(c, &o, keys, ents, n, &req);

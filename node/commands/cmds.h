@@ -54,6 +54,7 @@ CMD_HANDLER(quit); CMD_HANDLER(reset); CMD_HANDLER(readonly); CMD_HANDLER(readwr
 CMD_HANDLER(cluster_setslot);
 CMD_HANDLER(cluster_migrateslots); CMD_HANDLER(cluster_getslotmigrations);
 CMD_HANDLER(cluster_cancelslotmigrations); CMD_HANDLER(rvmigslots); CMD_HANDLER(debug_slotmig_hold);
+CMD_HANDLER(restore_stage); CMD_HANDLER(debug_migrate_staging); CMD_HANDLER(debug_migrate_hold);
 CMD_HANDLER(client_id); CMD_HANDLER(client_setname); CMD_HANDLER(client_getname);
 CMD_HANDLER(client_list); CMD_HANDLER(client_info); CMD_HANDLER(client_kill);
 CMD_HANDLER(client_setinfo);

@@ -108,6 +108,13 @@ smc_defer(struct smc *q, struct shard_env *env, const char *key, size_t klen)
 }
 
 bool
+smc_is_big(struct shard_env *env, const char *key, size_t klen)
+{
+    struct ks_entry *e = ks_peek(env->dbs[0], key, klen);
+    return ks_entry_live(e, env->now_ms) && smc_big(e, smc_size(e));
+}
+
+bool
 smc_busy(const struct smc *q)
 {
     return q->key.len > 0 || q->qat < q->queue.len;
@@ -373,7 +380,7 @@ smc_write_first(struct smc *q, struct ks_entry *e, struct buf *req)
     buf_init(&payload);
     dump_payload_cmd(q->argc, q->argv, &payload);
     resp_w_array(req, 5);
-    resp_w_bulk_cstr(req, "RVMIGSLOTS");
+    resp_w_bulk_cstr(req, q->verb != NULL ? q->verb : "RVMIGSLOTS");
     resp_w_bulk_cstr(req, "RESTORE");
     resp_w_bulk(req, q->key.data, q->key.len);
     resp_w_bulk_int(req, exp == KS_NO_EXPIRE ? 0 : exp);
@@ -385,7 +392,7 @@ static void
 smc_write_next(struct smc *q, struct buf *req)
 {
     resp_w_array(req, (size_t)q->argc + 2);
-    resp_w_bulk_cstr(req, "RVMIGSLOTS");
+    resp_w_bulk_cstr(req, q->verb != NULL ? q->verb : "RVMIGSLOTS");
     resp_w_bulk_cstr(req, "APPEND");
     resp_w_bulk(req, q->argv[1].p, q->argv[1].len);
     resp_w_bulk(req, q->argv[0].p, q->argv[0].len);
@@ -418,7 +425,7 @@ smc_next(struct smc *q, struct shard_env *env, struct buf *req)
             /* the target makes room for the whole string now: appending
              * into it then never moves (copies) what it holds */
             resp_w_array(req, 4);
-            resp_w_bulk_cstr(req, "RVMIGSLOTS");
+            resp_w_bulk_cstr(req, q->verb != NULL ? q->verb : "RVMIGSLOTS");
             resp_w_bulk_cstr(req, "RESERVE");
             resp_w_bulk(req, q->key.data, q->key.len);
             resp_w_bulk_int(req, (int64_t)q->total);

@@ -43,6 +43,7 @@ struct smc {
     uint64_t cursor;    /* dict_scan's cursor, an index, a rank or a byte offset */
     size_t sent, total; /* elements (bytes of a string) sent, of about total */
     uint64_t chunks;    /* chunks sent by this job */
+    const char *verb;   /* the records' command: NULL for RVMIGSLOTS (MIGRATE: RESTORE-STAGE) */
     /* the chunk under construction: views into the value or into num */
     struct rv_str *argv;
     int argc, cap;
@@ -56,6 +57,8 @@ void smc_deinit(struct smc *q); /* frees everything; q is reusable after smc_ini
 /* key (of db 0) is big and can be chunked: queued, true; else false (the
  * caller sends it whole). */
 bool smc_defer(struct smc *q, struct shard_env *env, const char *key, size_t klen);
+/* key (of db 0) is big and can be chunked (MIGRATE's test; nothing queued). */
+bool smc_is_big(struct shard_env *env, const char *key, size_t klen);
 /* A key is being sent or waits to be. */
 bool smc_busy(const struct smc *q);
 /* The current key's first chunk went and more are due (DEBUG SLOTMIG-HOLD 2

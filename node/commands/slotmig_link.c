@@ -262,6 +262,23 @@ sml_open(struct sml *l, struct event_base *base, const char *host, int port, boo
 }
 
 void
+sml_adopt(struct sml *l, struct event_base *base, struct mig_link link, int64_t io_timeout,
+          sml_reply_fn *reply, void *arg)
+{
+    l->link = link;
+    l->rev = event_new(base, link.fd, EV_READ | EV_PERSIST, sml_on_read, l);
+    l->wev = event_new(base, link.fd, EV_WRITE | EV_PERSIST, sml_on_write, l);
+    event_add(l->rev, NULL);
+    l->reply = reply;
+    l->arg = arg;
+    l->timeout = io_timeout;
+    l->up = true;
+    if (link.tls != NULL && tls_pending(link.tls)) {
+        event_active(l->rev, EV_READ, 0);
+    }
+}
+
+void
 sml_close(struct sml *l)
 {
     if (l->rev != NULL) {

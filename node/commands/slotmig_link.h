@@ -58,6 +58,11 @@ void sml_init(struct sml *l);
 bool sml_open(struct sml *l, struct event_base *base, const char *host, int port, bool tls,
               const char *user, const char *pass, int64_t timeout, int64_t io_timeout,
               sml_reply_fn *reply, void *arg, char *err, size_t errsz);
+/* l fresh from sml_init: take over link (connected, its TLS session set up;
+ * MIGRATE dials it itself, for Redis's error texts) as sml_open does once
+ * its blocking steps are done. */
+void sml_adopt(struct sml *l, struct event_base *base, struct mig_link link, int64_t io_timeout,
+               sml_reply_fn *reply, void *arg);
 /* Closes the socket, drops what was queued; l is reusable after sml_init. */
 void sml_close(struct sml *l);
 /* Queue n records (their bytes: p, len; copied) and start writing them.

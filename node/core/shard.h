@@ -91,9 +91,11 @@ struct shard_env {
      * and the index of this shard's node in it (-1: not in it yet). */
     struct topo *topo;
     int topo_me;
-    struct slotmig *slotmig;   /* CLUSTER MIGRATESLOTS (commands/slotmig.h), or NULL */
-    uint64_t topo_gen;         /* node->topo_version of the adopted snapshot */
-    struct lazyfree_acct lazy; /* what this shard gave the lazy-free thread */
+    struct slotmig *slotmig;    /* CLUSTER MIGRATESLOTS (commands/slotmig.h), or NULL */
+    struct mstage *mstage;      /* MIGRATE's staging values (commands/migrate_stage.h), or NULL */
+    struct mig_async *migasync; /* MIGRATE's jobs on the loop (commands/migrate_async.h), or NULL */
+    uint64_t topo_gen;          /* node->topo_version of the adopted snapshot */
+    struct lazyfree_acct lazy;  /* what this shard gave the lazy-free thread */
 };
 static inline struct shard_env *
 shard_env(const struct shard *s)

@@ -314,6 +314,12 @@ multi_watch(struct conn *c, int n, const struct rv_str *keys)
     }
 }
 
+bool
+multi_watch_dirty(const struct conn *c)
+{
+    return c->mstate != NULL && c->mstate->dirty_cas;
+}
+
 void
 multi_unwatch(struct conn *c)
 {

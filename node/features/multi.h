@@ -53,6 +53,8 @@ void multi_touch_flush(struct shard *s, unsigned db, int with);
 
 /* WATCH keys[0..n-1] (already watched ones are skipped); not inside MULTI. */
 void multi_watch(struct conn *c, int n, const struct rv_str *keys);
+/* A key c watches was written since WATCH (EXEC would fail). */
+bool multi_watch_dirty(const struct conn *c);
 /* UNWATCH: forget every key c watches. */
 void multi_unwatch(struct conn *c);
 /* MULTI: commands are queued from now on; not inside MULTI. */

@@ -1002,6 +1002,43 @@ ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t d
     return true;
 }
 
+bool
+ks_move_to(struct ks *ks, struct ks *src, const char *key, size_t klen)
+{
+    struct rh_tab *t;
+    uint64_t hs, hd, *sl;
+    struct ks_entry *e, *ne;
+
+    ks_step(src);
+    ks_step(ks);
+    hs = ks_hash(src, key, klen);
+    sl = idx_find(&src->main, hs, key, klen, &t);
+    if (sl == NULL) {
+        return false;
+    }
+    e = rh_ent(*sl);
+    ne = ent_clone(e, key, klen); /* takes over the value (and a pointer's ownership) */
+    ks_unlink(src, hs, e);
+    rv_free(e);
+    hd = ks_hash(ks, key, klen);
+    sl = idx_find(&ks->main, hd, key, klen, &t);
+    if (sl != NULL) {
+        struct ks_entry *old = rh_ent(*sl);
+        ks_repoint(ks, hd, old, ne, (old->flags & EF_EXP) != 0, (ne->flags & EF_EXP) != 0);
+        ent_drop(ks, old, KS_FREE_SERVER);
+    } else {
+        idx_insert(ks, &ks->main, hd, ne);
+        if (ne->flags & EF_EXP) {
+            idx_insert(ks, &ks->exp, hd, ne);
+        }
+        slot_count(ks, key, klen, 1);
+        if (rv_unlikely(ks->on_new != NULL)) {
+            ks->on_new(ks->on_new_arg, ks, key, klen);
+        }
+    }
+    return true;
+}
+
 struct ks_entry *
 ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen)
 {

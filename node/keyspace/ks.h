@@ -153,6 +153,11 @@ bool ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, siz
 struct ks_entry *ks_copy(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen);
 /* The same into another keyspace (MOVE, COPY ... DB): e stays valid and unchanged. */
 struct ks_entry *ks_copy_to(struct ks *ks, const struct ks_entry *e, const char *dst, size_t dlen);
+/* Move key's entry from src to the keyspace ks (replacing its key there), in
+ * O(1): a pointer value changes owner, nothing is copied but the entry; the
+ * deadline goes along. False when src has no such key. (MIGRATE's staging
+ * value becoming the key, node/commands/migrate_stage.c.) */
+bool ks_move_to(struct ks *ks, struct ks *src, const char *key, size_t klen);
 /* Remove everything. */
 void ks_flush(struct ks *ks);
 /* Remove everything at once, leaving the entries to free: the old tables as

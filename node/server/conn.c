@@ -21,6 +21,8 @@
 #include "node/persist/persist.h"
 #include "node/features/pubsub.h"
 #include "node/features/tracking.h"
+#include "node/commands/migrate_async.h"
+#include "node/commands/migrate_stage.h"
 #include "node/commands/script.h"
 #include "node/core/node.h"
 #include "node/core/shard.h"
@@ -169,6 +171,8 @@ conn_io_close(struct conn *c)
     if (c == NULL) {
         return;
     }
+    migrate_async_conn_gone(c);
+    mstage_conn_gone(c); /* (logs: before persist forgets c) */
     persist_conn_gone(c);
     block_release(c);
     multi_release(c);

@@ -26,6 +26,8 @@
 #include "node/commands/t_hash.h"
 #define LOG_MODULE "shard"
 #include "base/log.h"
+#include "node/commands/migrate_async.h"
+#include "node/commands/migrate_stage.h"
 #include "node/commands/slotmig.h"
 #include "node/core/node.h"
 #include "node/persist/persist.h"
@@ -378,6 +380,7 @@ on_cron(evutil_socket_t fd, short what, void *arg)
     shard_sample_rates(s, now);
     metrics_cron(s);
     persist_cron(s);
+    mstage_cron(s);
     pause_tick(s);
     /* As Redis, nothing expires or is evicted actively while clients are paused
      * (a pause keeps the data set still, e.g. for a failover). */
@@ -590,6 +593,8 @@ shard_destroy(struct shard *s)
         event_free(s->wakeev);
     }
     slotmig_shard_destroy(s);
+    migrate_async_shard_destroy(s);
+    mstage_shard_destroy(s);
     if (s->cronev) {
         event_free(s->cronev);
     }

@@ -17,9 +17,14 @@ the source's deletion of its copies once it adopted the change). The job's state
 read every 50 ms on a second connection, outside the measured loop. The client is one Python thread, so its own
 pauses (the GIL, the collector, a busy machine) count as server latency: the figures are upper bounds.
 
+With --path migrate, Redis's path instead: SETSLOT IMPORTING / MIGRATING, then MIGRATE of the hash alone from a
+second connection (phase `move`: until MIGRATE replies; no `after`). --path migrate-sync sends that MIGRATE
+inside MULTI/EXEC, where Ruvio keeps the blocking path (the whole value in one RESTORE, the shard waiting): the
+figure before the asynchronous MIGRATE.
+
 Usage:
   /usr/bin/python3 tests/bench/migrate_stall.py [--bin build/ruvio] [--fields 1000000] [--small 10000]
-       [--baseline 5] [--after 5] [--port 7300] [--out results.json]
+       [--baseline 5] [--after 5] [--port 7300] [--path migrateslots|migrate|migrate-sync] [--out results.json]
 """
 
 import argparse
@@ -150,6 +155,43 @@ def measure(cli, key, until, phase=None):
             next_check = now + 0.05
 
 
+def migrate_key(a, res, ports, ids, slot, tag, cli, key):
+    """Redis's path: the hash alone, by MIGRATE (inside MULTI/EXEC for migrate-sync), timed by the probe loop."""
+    import threading
+    dst = redis.Redis(port=ports[1], decode_responses=True)
+    dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[0])
+    redis.Redis(port=ports[0]).execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[1])
+    out = []
+
+    def run():
+        m = redis.Redis(port=ports[0], decode_responses=True, socket_timeout=600)
+        args = ("MIGRATE", "127.0.0.1", ports[1], tag + "hash", 0, 60000)
+        if a.path == "migrate-sync":
+            p = m.pipeline(transaction=True)
+            p.execute_command(*args)
+            out.append(p.execute()[0])
+        else:
+            out.append(m.execute_command(*args))
+
+    t0 = time.monotonic()
+    th = threading.Thread(target=run)
+    th.start()
+    lat = measure(cli, key, lambda now: not th.is_alive())
+    took = time.monotonic() - t0
+    th.join()
+    res["path"] = a.path
+    res["migrate_reply"] = str(out[0]) if out else None
+    res["move"] = stats(lat, took)
+    log("move (%s, %.2f s): %s" % (res["migrate_reply"], took, res["move"]))
+    asking = redis.Redis(port=ports[1], decode_responses=True, single_connection_client=True)
+    asking.execute_command("ASKING")
+    res["target_hlen"] = asking.hlen(tag + "hash")
+    print(json.dumps(res, indent=1))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "ruvio"))
@@ -158,6 +200,7 @@ def main():
     ap.add_argument("--baseline", type=float, default=5)
     ap.add_argument("--after", type=float, default=5)
     ap.add_argument("--port", type=int, default=7300)
+    ap.add_argument("--path", choices=("migrateslots", "migrate", "migrate-sync"), default="migrateslots")
     ap.add_argument("--out")
     a = ap.parse_args()
     ports = [a.port, a.port + 1, a.port + 2]
@@ -178,6 +221,9 @@ def main():
         t_end = time.monotonic() + a.baseline
         res["baseline"] = stats(measure(cli, key, lambda now: now >= t_end), a.baseline)
         log("baseline: %s" % res["baseline"])
+        if a.path != "migrateslots":
+            migrate_key(a, res, ports, ids, slot, tag, cli, key)
+            return
         t0 = time.monotonic()
         ctl.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", slot, slot, "NODE", ids[1])
         state = {}
