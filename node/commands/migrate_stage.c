@@ -348,9 +348,79 @@ ms_abort(struct conn *c, struct rv_str key)
     reply_int(c, 1);
 }
 
+/* ---- in checkpoints and full syncs ---- */
+
+struct ms_emit {
+    obj_emit_fn *fn;
+    void *arg;
+    struct rv_str *av;
+    int cap;
+};
+
+static void
+ms_emit_cmd(void *arg, int argc, const struct rv_str *argv)
+{
+    struct ms_emit *x = arg;
+    if (argc + 2 > x->cap) {
+        x->cap = argc + 2;
+        x->av = rv_realloc(x->av, (size_t)x->cap * sizeof(*x->av));
+    }
+    x->av[0] = (struct rv_str){ "RESTORE-STAGE", 13 };
+    x->av[1] = (struct rv_str){ "LOAD", 4 };
+    memcpy(x->av + 2, argv, (size_t)argc * sizeof(*argv));
+    x->fn(x->arg, argc + 2, x->av);
+}
+
+void
+mstage_emit(struct shard *s, obj_emit_fn *fn, void *arg)
+{
+    struct mstage *m = shard_env(s)->mstage;
+    struct ms_emit x = { fn, arg, NULL, 0 };
+    for (size_t i = 0; m != NULL && i < m->n; i++) {
+        const struct ks_entry *e = ks_peek(m->ks, m->v[i].key, m->v[i].klen);
+        if (e != NULL) {
+            persist_rebuild_entry(e, ms_emit_cmd, &x);
+        }
+    }
+    rv_free(x.av);
+}
+
+/* RESTORE-STAGE LOAD <command> key arg ...: a staging value as a checkpoint
+ * or a full sync wrote it (mstage_emit): the command runs on the staging
+ * keyspace. Only the writes the emitter makes of a value, on argv[3]. */
+static void
+ms_load(struct conn *c, int argc, struct rv_str *argv)
+{
+    struct mstage *m = ms_get(c->env);
+    const struct cmd_spec *cmd = cmd_lookup(argv[2].p, argv[2].len);
+    effect_none(c);
+    if (cmd == NULL || !(cmd->flags & CMD_WRITE) || cmd->first != 1 || cmd->subs != NULL ||
+        (cmd->arity > 0 ? argc - 2 != cmd->arity : argc - 2 < -cmd->arity)) {
+        reply_err(c, RV_ERR_SYNTAX);
+        return;
+    }
+    struct rv_str key = argv[3];
+    if (ms_find(m, key) < 0 && m->n >= MSTAGE_MAX) {
+        reply_errf(c, "ERR Too many staging values on this shard");
+        return;
+    }
+    uint32_t nerr = c->nerr;
+    struct ms_swap w = ms_enter(c, m);
+    cmd->fn(c, argc - 2, argv + 2);
+    ms_leave(c, w);
+    effect_none(c);
+    if (c->nerr != nerr || ks_peek(m->ks, key.p, key.len) == NULL) {
+        return;
+    }
+    ms_note(m, c, key);
+    ms_log_as_is(c, argc, argv);
+}
+
 CMD_HANDLER(restore_stage)
 {
-    if (cmd_arg_is(argv[1], "restore") && argc == 5) {
+    if (cmd_arg_is(argv[1], "load") && argc >= 4) {
+        ms_load(c, argc, argv);
+    } else if (cmd_arg_is(argv[1], "restore") && argc == 5) {
         ms_restore(c, argc, argv);
     } else if (cmd_arg_is(argv[1], "append") && argc >= 5) {
         ms_append(c, argc, argv);

@@ -13,6 +13,8 @@
  *   RESTORE-STAGE APPEND key HSET|SADD|ZADD|RPUSH|APPEND arg ...
  *   RESTORE-STAGE COMMIT key ttl [REPLACE] [ABSTTL]
  *   RESTORE-STAGE ABORT key
+ *   RESTORE-STAGE LOAD <command> key arg ... (a staging value in a checkpoint
+ *                                         or a full sync: mstage_emit)
  * (Named as a RESTORE: the cluster routing lets a MIGRATE's RESTORE into a
  * slot this node imports even while its view of the owner's MIGRATING state
  * lags, node/server/dispatch.c's route_open, and CMD_ASKING spares ASKING.)
@@ -21,9 +23,12 @@
  * staging value and see the key only at its COMMIT. A staging value is owned
  * by the connection that began it: it goes (logged as ABORT) when that
  * connection closes, or after MSTAGE_IDLE_MS without a chunk (the shard's
- * timer, on a primary). Checkpoints do not hold staging values (the source
- * still has the key until COMMIT answers). */
+ * timer, on a primary). Checkpoints and full syncs hold the staging values
+ * as LOAD records in the node's state record, taken at the snapshot point: a
+ * COMMIT logged after it (replayed, or streamed to a replica) finds its value
+ * whole. */
 #pragma once
+#include "node/types/obj.h"
 #include "proto/resp.h"
 
 #include <stddef.h>
@@ -41,5 +46,8 @@ void mstage_conn_gone(struct conn *c);
 void mstage_cron(struct shard *s);
 /* Staging values on this shard (DEBUG MSTAGE-COUNT, tests). */
 size_t mstage_count(const struct shard_env *env);
+/* The staging values as RESTORE-STAGE LOAD commands, for the state record
+ * of a checkpoint or a full sync (its snapshot point: written at once). */
+void mstage_emit(struct shard *s, obj_emit_fn *fn, void *arg);
 /* The shard stops: its staging values go (before its keyspaces). */
 void mstage_shard_destroy(struct shard *s);

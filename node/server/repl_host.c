@@ -6,6 +6,7 @@
 #include "base/mem.h"
 #include "base/rand.h"
 #include "node/commands/function.h"
+#include "node/commands/migrate_stage.h"
 #include "node/core/cmd.h"
 #include "node/server/dispatch.h"
 #include "node/core/config.h"
@@ -499,6 +500,7 @@ static void
 h_state(void *host, repl_cmd_fn *fn, void *arg)
 {
     fn_emit_sync(host, fn, arg);
+    mstage_emit(host, fn, arg); /* (a COMMIT streamed after the snapshot needs them) */
 }
 
 static void

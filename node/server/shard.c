@@ -172,6 +172,15 @@ static const struct shard_hooks server_hooks = {
 static void shard_busy_poll(struct shard *s, struct conn *running);
 static int loop_create(struct shard *s);
 
+/* A checkpoint's state record: the function libraries, then MIGRATE's
+ * staging values (a COMMIT logged after the checkpoint needs them). */
+static void
+shard_emit_state(struct shard *s, obj_emit_fn *fn, void *arg)
+{
+    fn_emit_state(s, fn, arg);
+    mstage_emit(s, fn, arg);
+}
+
 static struct shard *
 shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_t errsz)
 {
@@ -179,7 +188,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     cmd_set_caller(dispatch_call);
     conn_set_io(&conn_io_ops);
     script_set_poll(shard_busy_poll);
-    persist_set_state_fn(fn_emit_state);
+    persist_set_state_fn(shard_emit_state);
     persist_set_gone_fn(tracking_key_gone);
     long long mem0 = rv_mem_thread_net(); /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));

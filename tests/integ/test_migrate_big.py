@@ -256,6 +256,44 @@ def test_a_target_restarted_mid_transfer_shows_no_half_built_key(tmp_path):
         src.stop()
 
 
+def test_a_checkpoint_and_a_full_sync_mid_transfer_keep_the_staging_value(tmp_path):
+    """A checkpoint of the target (SAVE) and a full sync of a new replica of it, both while a big key is staged:
+    each holds the staging value (its state record), so the COMMIT that comes after them finds it whole, on the
+    replica and in the target's restart from that checkpoint (kill -9). Before, both lacked the key."""
+    src = launch()
+    dst = launch(["--dir", str(tmp_path), "--durability", "always"])
+    rep = None
+    try:
+        s, d = client(src.port), client(dst.port)
+        fill_hash(s, "big", 20000)
+        s.execute_command("DEBUG", "MIGRATE-HOLD", 1)
+        t, out = _start_migrate(src.port, HOST, dst.port, "big", 0, 10000)
+        poll_until(lambda: staging(d) == 1, timeout=10, what="the first chunk staged")
+        assert d.execute_command("SAVE") is True
+        rep = launch(["--replicaof", "%s %d" % (HOST, dst.port)])
+        r = client(rep.port)
+        poll_until(lambda: r.info("replication").get("master_link_status") == "up", timeout=20,
+                   what="the replica linked")
+        assert staging(r) == 1 and r.dbsize() == 0
+        s.execute_command("DEBUG", "MIGRATE-HOLD", 0)
+        t.join(TIMEOUT)
+        assert out == [b"OK"], out
+        assert d.hlen("big") == 20000 and s.exists("big") == 0
+        want = digest(d, "big")
+        poll_until(lambda: r.exists("big") == 1, timeout=20, what="the replica has the key")
+        assert digest(r, "big") == want and staging(r) == 0
+        dst.proc.kill()
+        dst.stop()
+        dst = launch(["--dir", str(tmp_path), "--durability", "always"])
+        d = client(dst.port)
+        assert d.hlen("big") == 20000 and digest(d, "big") == want and staging(d) == 0
+    finally:
+        if rep is not None:
+            rep.stop()
+        dst.stop()
+        src.stop()
+
+
 def test_cluster_migrate_of_a_big_key_into_an_importing_slot():
     """SETSLOT IMPORTING / MIGRATING, then MIGRATE of a big hash (its chunks run on the importing slot
     without ASKING), then SETSLOT NODE: the target owns the slot and the key."""
