@@ -4,7 +4,7 @@
  *
  *   RVMIGSLOTS BEGIN name source lo hi ... | STATE name st |
  *     RESTORE key abs-expire-ms payload | APPEND key cmd arg ... |
- *     RESERVE key bytes | DEL key | DROP lo hi ...
+ *     RESERVE key bytes | DEL key | DROP lo hi ... | END name st message
  *
  * The target applies each record as RESTORE/DEL through its dispatcher, so
  * its WAL and its replicas get them. It refuses records for slots it owns.
@@ -13,10 +13,13 @@
  * enumerate keys while the adopted topology does not give them to this node.
  * The import ends when it does (success), on DROP (cancelled) or after
  * SM_IMPORT_IDLE_MS without a record (failed: the copies are deleted unless
- * the source said committing, then shown; slotmig_left.c). BEGIN and STATE
- * committing are logged, so that after a restart and on replicas the import
- * is known again (sm_import_tick: once the node serves as a primary, one not
- * committing ends and its copies go). */
+ * the source said committing, then shown; slotmig_left.c). BEGIN, STATE
+ * committing and the end (END, after the DELs of what it deleted) are
+ * logged, so that a replay of the WAL and the replicas open and end it at
+ * the same points, and a checkpoint carries the open import
+ * (slotmig_emit_state): after a restart the import is known again
+ * (sm_import_tick: once the node serves as a primary, one not committing
+ * ends and its copies go). */
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -34,6 +37,7 @@
 #include "node/core/reply.h"
 #include "node/core/shard.h"
 #include "node/keyspace/ks.h"
+#include "node/persist/persist.h"
 #include "proto/resp.h"
 
 #include <event2/event.h>
@@ -42,7 +46,11 @@
 #include <string.h>
 
 
-/* The import is over (kept in the log): its slots' keys are shown again. */
+/* The import is over (kept in the log): its slots' keys are shown again.
+ * Logged as RVMIGSLOTS END name state message, after what it deleted, so
+ * that a replay of the WAL and the replicas end it at the same point (one
+ * reopened by its BEGIN would otherwise delete keys that reached its slots
+ * later); nothing is logged while loading or on a replica. */
 static void
 sm_import_end(struct slotmig *m, enum sm_state st, const char *why)
 {
@@ -50,6 +58,12 @@ sm_import_end(struct slotmig *m, enum sm_state st, const char *why)
     m->import = NULL;
     evtimer_del(m->imp_tick);
     sm_set(j, st, why);
+    struct rv_str v[5] = { { "RVMIGSLOTS", 10 },
+                           { "END", 3 },
+                           { j->name, TOPO_ID_LEN },
+                           { sm_state_name[st], strlen(sm_state_name[st]) },
+                           { j->message, strlen(j->message) } };
+    persist_log_cmd(m->s, 5, v);
     sm_log_add(m, j);
 }
 
@@ -225,6 +239,8 @@ sm_not_mine(struct conn *c, struct rv_str key)
     return true;
 }
 
+/* RVMIGSLOTS DROP lo hi ...: every key of those slots that this node does
+ * not serve goes, each logged as DEL, then the import ends (cancelled). */
 static void
 sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
 {
@@ -233,6 +249,7 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
     /* (a node forgotten meanwhile, topo_me < 0, serves no slot: it drops) */
     const struct topo *t = c->env->topo;
     int me = c->env->topo_me;
+    effect_none(c); /* (its DELs and the END are logged as they happen) */
     if (t == NULL || argc < 4 || argc % 2 != 0) {
         reply_err(c, RV_ERR_SYNTAX);
         return;
@@ -250,27 +267,11 @@ sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
             }
         }
     }
-    struct buf keys;
-    buf_init(&keys);
-    slotmig_keys_of(c->env->ks, slots, &keys);
-    size_t deleted = 0;
-    for (size_t at = 0; at < keys.len;) {
-        size_t len;
-        memcpy(&len, keys.data + at, sizeof(len));
-        struct rv_str k = { keys.data + at + sizeof(len), len };
-        if (ks_delete(c->env->ks, k.p, k.len)) {
-            if (deleted++ == 0) {
-                effect_redo(c, "DEL", k);
-            } else {
-                effect_arg(c, k.p, k.len);
-            }
-        }
-        at += sizeof(len) + len;
+    size_t deleted = slotmig_delete_slots(c->shard, slots);
+    if (c->env->slotmig != NULL && c->env->slotmig->import != NULL) {
+        sm_import_end(c->env->slotmig, SM_CANCELLED,
+                      "the source dropped the import (RVMIGSLOTS DROP)");
     }
-    if (deleted == 0) {
-        effect_none(c);
-    }
-    buf_deinit(&keys);
     reply_int(c, (int64_t)deleted);
 }
 
@@ -367,6 +368,58 @@ sm_import_state(struct conn *c, struct rv_str name, struct rv_str st)
     reply_ok(c);
 }
 
+/* RVMIGSLOTS END name state message: the import ended (sm_import_end's
+ * record, replayed from the WAL or a primary's stream); one of another
+ * name, or none open, is left alone. */
+static void
+sm_import_close(struct conn *c, struct rv_str name, struct rv_str st, struct rv_str why)
+{
+    struct slotmig *m = c->env->slotmig;
+    effect_none(c);
+    if (m != NULL && m->import != NULL && name.len == TOPO_ID_LEN &&
+        memcmp(m->import->name, name.p, TOPO_ID_LEN) == 0) {
+        char text[sizeof(m->import->message)];
+        snprintf(text, sizeof(text), "%.*s",
+                 (int)(why.len < sizeof(text) ? why.len : sizeof(text) - 1), why.p);
+        sm_import_end(m,
+                      cmd_arg_is(st, "success")     ? SM_SUCCESS
+                      : cmd_arg_is(st, "cancelled") ? SM_CANCELLED
+                                                    : SM_FAILED,
+                      text);
+    }
+    reply_ok(c);
+}
+
+void
+slotmig_emit_state(struct shard *s, obj_emit_fn *fn, void *arg)
+{
+    const struct slotmig *m = shard_env(s)->slotmig;
+    const struct sm_job *j = m != NULL ? m->import : NULL;
+    if (j == NULL) {
+        return;
+    }
+    size_t argc = 4 + 2 * j->nranges;
+    struct rv_str *v = rv_calloc(argc, sizeof(*v));
+    char(*num)[8] = rv_calloc(2 * j->nranges, sizeof(*num));
+    v[0] = (struct rv_str){ "RVMIGSLOTS", 10 };
+    v[1] = (struct rv_str){ "BEGIN", 5 };
+    v[2] = (struct rv_str){ j->name, TOPO_ID_LEN };
+    v[3] = (struct rv_str){ j->source, TOPO_ID_LEN };
+    for (size_t i = 0; i < 2 * j->nranges; i++) {
+        unsigned slot = i % 2 ? j->ranges[i / 2].hi : j->ranges[i / 2].lo;
+        v[4 + i] = (struct rv_str){ num[i], (size_t)snprintf(num[i], sizeof(num[i]), "%u", slot) };
+    }
+    fn(arg, (int)argc, v);
+    if (j->state == SM_COMMITTING) {
+        struct rv_str st[4] = {
+            { "RVMIGSLOTS", 10 }, { "STATE", 5 }, { j->name, TOPO_ID_LEN }, { "committing", 10 }
+        };
+        fn(arg, 4, st);
+    }
+    rv_free(num);
+    rv_free(v);
+}
+
 CMD_HANDLER(rvmigslots)
 {
     if (cmd_arg_is(argv[1], "restore") && argc == 5) {
@@ -413,10 +466,8 @@ CMD_HANDLER(rvmigslots)
         reply_int(c, gone);
     } else if (cmd_arg_is(argv[1], "drop")) {
         sm_target_drop(c, argc, argv);
-        if (c->env->slotmig != NULL && c->env->slotmig->import != NULL) {
-            sm_import_end(c->env->slotmig, SM_CANCELLED,
-                          "the source dropped the import (RVMIGSLOTS DROP)");
-        }
+    } else if (cmd_arg_is(argv[1], "end") && argc == 5) {
+        sm_import_close(c, argv[2], argv[3], argv[4]);
     } else if (cmd_arg_is(argv[1], "begin")) {
         sm_import_begin(c, argc, argv);
     } else if (cmd_arg_is(argv[1], "state") && argc == 4) {

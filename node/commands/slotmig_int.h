@@ -19,8 +19,8 @@ struct conn;
 struct event;
 struct shard;
 
-#define SM_IO_MS 5000             /* the target's silence while records are in flight */
-#define SM_LOG 16                 /* finished jobs kept for GETSLOTMIGRATIONS */
+#define SM_IO_MS 5000 /* the target's silence while records are in flight */
+#define SM_LOG 16     /* finished jobs kept for GETSLOTMIGRATIONS */
 /* An import with no record from its source for this long is abandoned (the
  * source waits SM_IO_MS per step and sends a heartbeat while held). */
 #define SM_IMPORT_IDLE_MS (2 * SM_IO_MS)

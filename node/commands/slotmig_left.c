@@ -73,9 +73,19 @@ slotmig_drop_left(struct shard *s, const uint8_t *slots)
             foreign[slot / 8] |= (uint8_t)(1u << (slot % 8));
         }
     }
+    return slotmig_delete_slots(s, foreign);
+}
+
+size_t
+slotmig_delete_slots(struct shard *s, const uint8_t *slots)
+{
+    struct shard_env *env = shard_env(s);
+    if (env->dbs[0] == NULL) {
+        return 0;
+    }
     struct buf keys;
     buf_init(&keys);
-    slotmig_keys_of(env->dbs[0], foreign, &keys);
+    slotmig_keys_of(env->dbs[0], slots, &keys);
     unsigned was = env->db;
     shard_use_db(env, 0); /* (the DEL records are database 0's) */
     size_t deleted = 0;

@@ -1,6 +1,6 @@
 /* node/commands/slotmig_left.h: what an atomic slot migration's target does
  * with the copies an import left behind (slotmig_left.c; docs/cluster.md,
- * "Copies left behind"). Internal to cmd_migslots.c, which owns the import. */
+ * "Copies left behind"). Internal to slotmig_import.c, which owns the import. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,6 +22,10 @@ bool slotmig_serving_primary(struct shard *s);
  * primary only (else nothing). One walk of the keyspace, as RVMIGSLOTS DROP.
  * Returns how many keys went. */
 size_t slotmig_drop_left(struct shard *s, const uint8_t *slots);
+/* Deletes the shard's keys (database 0) of the slots set in slots, whoever
+ * serves them, each logged as DEL as above (RVMIGSLOTS DROP; the caller
+ * leaves out the slots it keeps). Returns how many keys went. */
+size_t slotmig_delete_slots(struct shard *s, const uint8_t *slots);
 /* Appends to keys each key of ks in a slot set in slots (a bitmap of
  * SLOT_COUNT bits), as its length (size_t) then its bytes: one walk of the
  * keyspace, collected before anything is deleted. */
