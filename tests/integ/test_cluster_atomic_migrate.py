@@ -550,6 +550,51 @@ def test_a_failover_of_the_target_mid_move_leaves_no_copies(tmp_path):
             s.stop()
 
 
+def test_the_targets_replica_ends_a_cancelled_import(tmp_path):
+    """The target's replica opens the import from its BEGIN record and ends it from its END record, at the same
+    point as its primary: after a cancel (CLUSTER CANCELSLOTMIGRATIONS) the replica lists it cancelled and hides
+    no slot, so a key put later into one of those slots (Redis's path; another node serves the slot) counts on
+    the replica as on its primary (before the END record, the replica's import ended only when the slots became
+    its primary's, and kept hiding them)."""
+    from types import SimpleNamespace
+    from test_cluster_mode import _cluster3
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        sport, dport, tport = ports[0], ports[1], ports[0] + 1  # (tport: the target's replica, on process 0)
+        cl = SimpleNamespace(ports=ports)
+        m = Cluster.slot_map(cl, sport)
+        lo = m.index(0)
+        hi = lo + NSLOTS - 1
+        tags = tags_for(lo, hi)
+        src, dst, rep = client(sport), client(dport), client(tport)
+        populate(src, tags)
+        mine = [k for k in ("own%d" % i for i in range(100000)) if m[key_slot(k.encode())] == 1][:3]
+        for k in mine:
+            dst.set(k, "x")
+        assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+        assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", ids[1]) in ("OK", True)
+        poll_until(lambda: last_state(sport) == "streaming", timeout=60, interval=0.05, what="streaming")
+        poll_until(lambda: [j["state"] for j in jobs(tport)] == ["streaming"] or
+                   [j["state"] for j in jobs(tport)] == ["snapshot"], timeout=20, interval=0.05,
+                   what="the import on the target's replica")
+        assert src.execute_command("CLUSTER", "CANCELSLOTMIGRATIONS") in ("OK", True)
+        poll_until(lambda: last_state(sport) == "cancelled", timeout=30, interval=0.05, what="cancelled")
+        assert jobs(dport)[-1]["state"] == "cancelled"
+        poll_until(lambda: [j["state"] for j in jobs(tport)] == ["cancelled"], timeout=20, interval=0.05,
+                   what="the replica's import to end")
+        assert jobs(tport)[0]["message"] == jobs(dport)[0]["message"] and jobs(tport)[0]["name"] == jobs(dport)[0]["name"]
+        src.set(tags[1] + "late", "v")
+        put_by_redis_path(src, dst, dport, ids[0], lo + 1, tags[1] + "late")
+        assert dst.execute_command("WAIT", 1, 10000) >= 1
+        assert dst.dbsize() == 4 and set(dst.keys("*")) == set(mine) | {tags[1] + "late"}
+        assert rep.dbsize() == dst.dbsize() and set(rep.keys("*")) == set(dst.keys("*"))
+        assert rep.execute_command("DEBUG", "DIGEST") == dst.execute_command("DEBUG", "DIGEST")
+    finally:
+        for s in srvs:
+            s.stop()
+
+
 def test_a_failover_of_the_source_mid_move_ends_the_job(tmp_path):
     """The source's replica is promoted half way (CLUSTER FAILOVER) while a client writes to the moving slots:
     the job ends (the slots left its node), the promoted node serves them with every acknowledged write once,
