@@ -101,16 +101,63 @@ sm_import_primary_owns(const struct shard_env *env, const struct sm_job *j)
     return true;
 }
 
-/* An import that cannot commit any more ended (its source went silent before
- * it was committing, or this node restarted or was promoted during it): its
- * copies go (slotmig_left.h). */
+/* An import that cannot commit any more ends as st/why (its source went
+ * silent before it was committing, or this node restarted or was promoted
+ * during it): its copies go first (slotmig_left.h), a slice per turn of the
+ * loop from sm_import_tick, the import open meanwhile (its slots hidden, and
+ * its END logged after the last DEL: a restart before then deletes them
+ * again). Not a serving primary: it ends now (nothing deleted). */
 static void
-sm_import_drop_left(struct slotmig *m)
+sm_import_drop_left(struct slotmig *m, enum sm_state st, const char *why)
 {
-    size_t n = slotmig_drop_left(m->s, m->import->moving);
-    if (n > 0) {
-        log_notice("cluster: slot import %.8s ended: deleted the %zu key(s) it had copied",
-                   m->import->name, n);
+    struct sm_job *j = m->import;
+    if (!slotmig_drop_begin(m->s, &j->left, j->moving)) {
+        sm_import_end(m, st, why);
+        return;
+    }
+    j->clearing = true;
+    j->left_end = st;
+    snprintf(j->left_why, sizeof(j->left_why), "%s", why);
+    snprintf(j->message, sizeof(j->message), "deleting the keys it copied, then: %.180s", why);
+    sm_arm_ev(m->imp_tick, 0);
+}
+
+/* A slice of the deletion of sm_import_drop_left; the import ends after the
+ * last one. A node no longer a serving primary stops deleting: its import
+ * then waits for its primary's records, as a recovered one (true: the tick
+ * goes on as usual). */
+static bool
+sm_import_dropping(struct slotmig *m)
+{
+    struct sm_job *j = m->import;
+    if (slotmig_drop_step(m->s, &j->left)) {
+        sm_arm_ev(m->imp_tick, 0);
+        return false;
+    }
+    j->clearing = false;
+    if (!slotmig_serving_primary(m->s)) {
+        j->recovered = true;
+        return true;
+    }
+    if (j->left.deleted > 0) {
+        log_notice("cluster: slot import %.8s ended: deleted the %zu key(s) it had copied (%llu "
+                   "slices, the longest %llu us)",
+                   j->name, j->left.deleted, (unsigned long long)j->left.slices,
+                   (unsigned long long)j->left.longest_us);
+    }
+    char why[sizeof(j->left_why)];
+    snprintf(why, sizeof(why), "%s", j->left_why);
+    sm_import_end(m, j->left_end, why);
+    return false;
+}
+
+/* An import that must end while its copies are being deleted (a new BEGIN
+ * replaces it): the rest goes now, in one go, so that no slice deletes the
+ * new import's copies. */
+static void
+sm_import_drop_now(struct slotmig *m)
+{
+    while (m->import != NULL && m->import->clearing && !sm_import_dropping(m)) {
     }
 }
 
@@ -121,7 +168,7 @@ sm_import_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct sm_job *j = m->import;
-    if (j == NULL) {
+    if (j == NULL || (j->clearing && !sm_import_dropping(m))) {
         return;
     }
     struct shard_env *env = shard_env(m->s);
@@ -135,8 +182,8 @@ sm_import_tick(evutil_socket_t fd, short what, void *arg)
          * commit cannot commit any more: once this node serves as a primary,
          * its copies go. */
         if (slotmig_serving_primary(m->s)) {
-            sm_import_drop_left(m);
-            sm_import_end(m, SM_FAILED, "this node restarted or was promoted during the import");
+            sm_import_drop_left(m, SM_FAILED,
+                                "this node restarted or was promoted during the import");
             return;
         }
         j->heard = (int64_t)(clock_mono_us() / 1000);
@@ -148,9 +195,10 @@ sm_import_tick(evutil_socket_t fd, short what, void *arg)
          * more (its STATE committing would be refused): its copies go. One
          * that did may still commit: they stay (visible). */
         if (j->state != SM_COMMITTING) {
-            sm_import_drop_left(m);
+            sm_import_drop_left(m, SM_FAILED, "no record from the source for " SM_IMPORT_IDLE_TEXT);
+        } else {
+            sm_import_end(m, SM_FAILED, "no record from the source for " SM_IMPORT_IDLE_TEXT);
         }
-        sm_import_end(m, SM_FAILED, "no record from the source for " SM_IMPORT_IDLE_TEXT);
         return;
     }
     sm_arm_ev(m->imp_tick, SM_IMPORT_TICK_US);
@@ -323,6 +371,7 @@ sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
     j->heard = (int64_t)(clock_mono_us() / 1000);
     sm_set(j, SM_SNAPSHOT, "");
     struct slotmig *m = sm_get(c);
+    sm_import_drop_now(m);
     if (m->import != NULL) {
         char why[96];
         snprintf(why, sizeof(why), "replaced by the import %.40s", j->name);

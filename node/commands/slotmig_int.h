@@ -8,6 +8,7 @@
 #include "cluster/slot.h"
 #include "cluster/topo.h"
 #include "node/commands/slotmig_chunk.h"
+#include "node/commands/slotmig_left.h"
 #include "node/commands/slotmig_link.h"
 
 #include <event2/util.h>
@@ -76,6 +77,10 @@ struct sm_job {
     bool import;                   /* the target's side: moving is the set of slots imported */
     int64_t heard;                 /* (import) monotonic ms of the source's last record */
     bool recovered; /* (import) opened from the log: recovery, or a replica's stream */
+    bool clearing;  /* (import) its copies are being deleted (left), then it ends */
+    struct slotmig_drop left;
+    enum sm_state left_end; /* ... as this, with left_why as its message */
+    char left_why[128];
 };
 
 struct slotmig {
