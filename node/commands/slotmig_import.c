@@ -45,7 +45,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* The import is over (kept in the log): its slots' keys are shown again.
  * Logged as RVMIGSLOTS END name state message, after what it deleted, so
  * that a replay of the WAL and the replicas end it at the same point (one
