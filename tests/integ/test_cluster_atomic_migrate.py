@@ -312,6 +312,13 @@ def test_kill_of_the_target_mid_move_leaves_the_source_serving(cluster):
     assert jobs(cl.ports[0])[-1]["message"] != ""
 
 
+def wait_applied(dst, n):
+    """The target applied a held move's n copies and the source's STATE streaming after them (the records come in
+    order; nothing writes to the slots meanwhile): a record still in flight when the target is forgotten would be
+    refused there ("cluster support disabled") and fail the job before its commit is refused."""
+    poll_until(lambda: rvmigslots_calls(dst) >= n + 2, timeout=60, interval=0.05, what="the copies applied")
+
+
 def test_a_refused_commit_rolls_back(request):
     """The commit is one entry; when the log refuses it (here the target was forgotten while the job was held:
     "Unknown node"), nothing moved, and the job rolls back instead of proposing it again with the slots' writes
@@ -325,6 +332,7 @@ def test_a_refused_commit_rolls_back(request):
     src, dst = client(cl.ports[0]), client(cl.ports[1])
     want = populate(src, tags)
     held_move(cl, lo, hi)
+    wait_applied(dst, len(want))
     assert src.execute_command("CLUSTER", "FORGET", cl.ids[1]) in ("OK", True)
     assert cl.info(cl.ports[0])["cluster_known_nodes"] == "2"
     assert last_state(cl.ports[0]) == "streaming"
@@ -364,6 +372,7 @@ def test_a_refused_commit_rolls_back_on_a_host_that_does_not_lead(cluster):
     assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
     assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[dst_i]) in ("OK", True)
     poll_until(lambda: last_state(cl.ports[src_i]) == "streaming", timeout=60, interval=0.05, what="streaming")
+    wait_applied(client(cl.ports[dst_i]), len(want))
     assert src.execute_command("CLUSTER", "FORGET", cl.ids[dst_i]) in ("OK", True)
     assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
     poll_until(lambda: last_state(cl.ports[src_i]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
