@@ -4,8 +4,7 @@
  *   CLUSTER MIGRATESLOTS SLOTSRANGE start end [start end ...] NODE <id>
  *   CLUSTER GETSLOTMIGRATIONS
  *   CLUSTER CANCELSLOTMIGRATIONS
- *   RVMIGSLOTS RESTORE key abs-expire-ms payload | APPEND key cmd arg ... |
- *     DEL key | DROP start end ... (internal: what the source sends the target)
+ *   (RVMIGSLOTS ...: what the source sends the target, slotmig_import.c)
  *
  * The source shard drives one job at a time, from a timer on its own loop:
  *   1. connect to the target (AUTH with masteruser/masterauth when set);
@@ -35,17 +34,9 @@
  * (a proposal whose outcome is unknown is sent again: SETSLOT NODE is
  * idempotent; one the topology refused rolls back as above, sm_committed).
  *
- * The target applies each record as RESTORE/DEL through its dispatcher, so
- * its WAL and its replicas get them. It refuses records for slots it owns.
- * The source opens a job with RVMIGSLOTS BEGIN and reports its progress with
- * STATE: the target keeps one import (slotmig.import, its IMPORT entry) and
- * hides the keys of its slots from the commands that enumerate keys while
- * its adopted topology does not give it those slots; the import ends when it
- * does (success), on DROP (cancelled) or after SM_IMPORT_IDLE_MS without a
- * record (failed: the copies are deleted unless the source said committing,
- * then shown). BEGIN and STATE committing are logged, so that after a restart
- * and on replicas the import is known again (sm_import_tick: once the node
- * serves as a primary, one not committing ends and its copies go).
+ * The target's side (RVMIGSLOTS, the import whose slots it hides, what
+ * becomes of its copies) is slotmig_import.c; the two share slotmig_int.h.
+ *
  * The source never waits for the target but to connect (dial and AUTH,
  * bounded by SM_IO_MS) and to deliver the abort's DROP (bounded as well):
  * the records go through slotmig_link.c's window, one batch of the walk, of
@@ -61,7 +52,7 @@
 #include "node/commands/cmds.h"
 #include "node/commands/slotmig.h"
 #include "node/commands/slotmig_chunk.h"
-#include "node/commands/slotmig_left.h"
+#include "node/commands/slotmig_int.h"
 #include "node/commands/slotmig_link.h"
 #include "node/core/config.h"
 #include "node/core/conn.h"
@@ -79,96 +70,22 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SM_IO_MS 5000             /* the target's silence while records are in flight */
 #define SM_BATCH_KEYS 256         /* keys per batch */
 #define SM_BATCH_BYTES (1u << 20) /* request bytes per batch */
 #define SM_PAUSE_BELOW 64         /* remembered keys left: pause writes and finish */
 #define SM_MAX_ROUNDS 50          /* rounds of remembered keys before pausing anyway */
-#define SM_LOG 16                 /* finished jobs kept for GETSLOTMIGRATIONS */
-/* An import with no record from its source for this long is abandoned (the
- * source waits SM_IO_MS per step and sends a heartbeat while held). */
-#define SM_IMPORT_IDLE_MS (2 * SM_IO_MS)
-#define SM_IMPORT_IDLE_TEXT "10 s"
-#define SM_IMPORT_TICK_US 100000
 /* A chunk the target refused with CLUSTERDOWN (its write lease lapsed, as on
  * a starved host) is sent again every SM_DOWN_RETRY_MS, for SM_DOWN_MS. */
 #define SM_DOWN_RETRY_MS 20
 #define SM_DOWN_MS (2 * SM_IO_MS)
 
-enum sm_state {
-    SM_CONNECTING,
-    SM_SNAPSHOT,
-    SM_STREAMING,
-    SM_COMMITTING,
-    SM_SUCCESS,
-    SM_FAILED,
-    SM_CANCELLED,
-};
-
-static const char *const sm_state_name[] = {
+const char *const sm_state_name[] = {
     [SM_CONNECTING] = "connecting", [SM_SNAPSHOT] = "snapshot", [SM_STREAMING] = "streaming",
     [SM_COMMITTING] = "committing", [SM_SUCCESS] = "success",   [SM_FAILED] = "failed",
     [SM_CANCELLED] = "cancelled",
 };
 
-struct sm_job {
-    char name[TOPO_ID_LEN + 1];
-    char source[TOPO_ID_LEN + 1], target[TOPO_ID_LEN + 1];
-    char ip[TOPO_IP_MAX + 1];
-    int port;
-    struct topo_range *ranges;
-    size_t nranges;
-    uint8_t moving[SLOT_COUNT / 8];
-    int64_t created, updated, acked; /* unix seconds */
-    enum sm_state state;
-    char message[256];
-    bool cancel, paused, linked, proposing;
-    struct sml link;    /* to the target (slotmig_link.h) */
-    struct slotmig *m;  /* (the source's job) its owner, for the link's replies */
-    char fail[256];     /* a reply that ends the job ("" while none) */
-    bool waiting;       /* the last step waited for replies: the next one wakes it */
-    bool told;          /* STATE committing queued, nothing after it */
-    bool dropping;      /* the abort's DROP: replies are only counted */
-    struct buf pending; /* keys of a walk's batch or of a round, as dirty's */
-    size_t pending_at;  /* the next one in pending */
-    uint64_t cursor;    /* ks_scan's */
-    struct buf dirty;   /* remembered keys, each as its length then its bytes */
-    size_t ndirty;
-    bool flushed; /* FLUSHALL/FLUSHDB ran: the copy starts again (sm_restart) */
-    unsigned rounds;
-    uint64_t tag;     /* of the proposal in flight */
-    int64_t retry_at; /* monotonic ms: the next proposal, after an unknown outcome */
-    struct smc chunk; /* big keys, sent in chunks (slotmig_chunk.h) */
-    struct buf again; /* the chunk's records being sent, nagain of them */
-    size_t nagain;
-    size_t chunk_wait;             /* the chunk's records in flight, not yet answered */
-    int64_t again_at, again_until; /* monotonic ms: its next try, the last */
-    bool down;                     /* the chunk got CLUSTERDOWN: sent again at again_at */
-    bool import;                   /* the target's side: moving is the set of slots imported */
-    int64_t heard;                 /* (import) monotonic ms of the source's last record */
-    bool recovered; /* (import) opened from the log: recovery, or a replica's stream */
-};
-
-struct slotmig {
-    struct shard *s;
-    struct event *tick;
-    struct sm_job *active;
-    struct sm_job *import; /* the target's side: slots imported (hidden) */
-    struct event *imp_tick;
-    struct sm_job *log[SM_LOG]; /* finished jobs, oldest first */
-    size_t nlog;
-    uint64_t next_tag;
-    bool hold;        /* DEBUG SLOTMIG-HOLD: jobs stream but never pause nor commit */
-    bool hold_chunks; /* DEBUG SLOTMIG-HOLD 2: and a chunked key stops after its first chunk */
-};
-
-static bool
-sm_moving(const struct sm_job *j, unsigned slot)
-{
-    return (j->moving[slot / 8] >> (slot % 8)) & 1;
-}
-
-static void
+void
 sm_job_free(struct sm_job *j)
 {
     if (j == NULL) {
@@ -185,7 +102,7 @@ sm_job_free(struct sm_job *j)
     rv_free(j);
 }
 
-static void
+void
 sm_set(struct sm_job *j, enum sm_state st, const char *msg)
 {
     j->state = st;
@@ -193,7 +110,7 @@ sm_set(struct sm_job *j, enum sm_state st, const char *msg)
     snprintf(j->message, sizeof(j->message), "%s", msg);
 }
 
-static void
+void
 sm_arm_ev(struct event *ev, long usec)
 {
     struct timeval tv = { 0, usec };
@@ -206,7 +123,7 @@ sm_arm(struct slotmig *m, long usec)
     sm_arm_ev(m->tick, usec);
 }
 
-static void
+void
 sm_log_add(struct slotmig *m, struct sm_job *j)
 {
     if (m->nlog == SM_LOG) {
@@ -884,175 +801,9 @@ sm_tap(void *arg, unsigned db, int argc, const struct rv_str *argv)
     }
 }
 
-/* ---- the target's imports ---- */
-
-/* The import is over (kept in the log): its slots' keys are shown again. */
-static void
-sm_import_end(struct slotmig *m, enum sm_state st, const char *why)
-{
-    struct sm_job *j = m->import;
-    m->import = NULL;
-    evtimer_del(m->imp_tick);
-    sm_set(j, st, why);
-    sm_log_add(m, j);
-}
-
-/* Every imported slot is this node's now: the move committed. */
-static bool
-sm_import_owned(const struct shard_env *env, const struct sm_job *j)
-{
-    const struct topo *t = env->topo;
-    for (size_t i = 0; i < j->nranges; i++) {
-        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
-            if (t == NULL || env->topo_me < 0 || t->slots[slot] != (uint16_t)env->topo_me) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-/* Every imported slot is this node's primary's (a replica's import ended). */
-static bool
-sm_import_primary_owns(const struct shard_env *env, const struct sm_job *j)
-{
-    const struct topo *t = env->topo;
-    if (t == NULL || env->topo_me < 0 || t->nodes[env->topo_me].role != TOPO_REPLICA) {
-        return false;
-    }
-    uint16_t p = t->nodes[env->topo_me].primary;
-    for (size_t i = 0; i < j->nranges; i++) {
-        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
-            if (p == TOPO_NONE || t->slots[slot] != p) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-/* An import that cannot commit any more ended (its source went silent before
- * it was committing, or this node restarted or was promoted during it): its
- * copies go (slotmig_left.h). */
-static void
-sm_import_drop_left(struct slotmig *m)
-{
-    size_t n = slotmig_drop_left(m->s, m->import->moving);
-    if (n > 0) {
-        log_notice("cluster: slot import %.8s ended: deleted the %zu key(s) it had copied",
-                   m->import->name, n);
-    }
-}
-
-static void
-sm_import_tick(evutil_socket_t fd, short what, void *arg)
-{
-    struct slotmig *m = arg;
-    (void)fd;
-    (void)what;
-    struct sm_job *j = m->import;
-    if (j == NULL) {
-        return;
-    }
-    struct shard_env *env = shard_env(m->s);
-    if (sm_import_owned(env, j) || (j->recovered && sm_import_primary_owns(env, j))) {
-        sm_import_end(m, SM_SUCCESS, "");
-        return;
-    }
-    if (j->recovered && j->state != SM_COMMITTING) {
-        /* No source talks to this import (its link went with the restart;
-         * a replica's primary decides for it), and one that was not told to
-         * commit cannot commit any more: once this node serves as a primary,
-         * its copies go. */
-        if (slotmig_serving_primary(m->s)) {
-            sm_import_drop_left(m);
-            sm_import_end(m, SM_FAILED, "this node restarted or was promoted during the import");
-            return;
-        }
-        j->heard = (int64_t)(clock_mono_us() / 1000);
-    } else if (j->recovered && !slotmig_serving_primary(m->s)) {
-        j->heard = (int64_t)(clock_mono_us() / 1000); /* (a replica waits for its primary) */
-    }
-    if ((int64_t)(clock_mono_us() / 1000) - j->heard > SM_IMPORT_IDLE_MS) {
-        /* A source that never said committing cannot commit this import any
-         * more (its STATE committing would be refused): its copies go. One
-         * that did may still commit: they stay (visible). */
-        if (j->state != SM_COMMITTING) {
-            sm_import_drop_left(m);
-        }
-        sm_import_end(m, SM_FAILED, "no record from the source for " SM_IMPORT_IDLE_TEXT);
-        return;
-    }
-    sm_arm_ev(m->imp_tick, SM_IMPORT_TICK_US);
-}
-
-static void
-sm_import_heard(struct conn *c)
-{
-    struct slotmig *m = c->env->slotmig;
-    if (m != NULL && m->import != NULL) {
-        m->import->heard = (int64_t)(clock_mono_us() / 1000);
-        m->import->acked = clock_unix_ms() / 1000;
-    }
-}
-
-bool
-slotmig_hiding(const struct shard_env *env, const struct ks *ks)
-{
-    return env->slotmig != NULL && env->slotmig->import != NULL && ks == env->dbs[0];
-}
-
-bool
-slotmig_hidden(const struct shard_env *env, unsigned slot)
-{
-    const struct sm_job *j = env->slotmig != NULL ? env->slotmig->import : NULL;
-    const struct topo *t = env->topo;
-    return j != NULL && sm_moving(j, slot) &&
-           (t == NULL || env->topo_me < 0 || t->slots[slot] != (uint16_t)env->topo_me);
-}
-
-size_t
-slotmig_hidden_keys(const struct shard_env *env)
-{
-    const struct sm_job *j = env->slotmig != NULL ? env->slotmig->import : NULL;
-    size_t n = 0;
-    for (size_t i = 0; j != NULL && i < j->nranges; i++) {
-        for (unsigned slot = j->ranges[i].lo; slot <= j->ranges[i].hi; slot++) {
-            n += slotmig_hidden(env, slot) ? ks_slot_keys(env->dbs[0], slot) : 0;
-        }
-    }
-    return n;
-}
-
-struct sm_volatile {
-    const struct shard_env *env;
-    size_t n;
-};
-
-static void
-sm_volatile_visit(void *arg, struct ks_entry *e)
-{
-    struct sm_volatile *v = arg;
-    struct rv_str k = ks_entry_key(e);
-    if (ks_entry_expire(e) != KS_NO_EXPIRE && slotmig_hidden(v->env, slot_of(k.p, k.len))) {
-        v->n++;
-    }
-}
-
-size_t
-slotmig_hidden_volatile(struct shard_env *env)
-{
-    struct sm_volatile v = { env, 0 };
-    uint64_t cur = 0;
-    do {
-        cur = ks_scan(env->dbs[0], cur, 1024, sm_volatile_visit, &v);
-    } while (cur != 0);
-    return v.n;
-}
-
 /* ---- the commands ---- */
 
-static struct slotmig *
+struct slotmig *
 sm_get(struct conn *c)
 {
     struct slotmig *m = c->env->slotmig;
@@ -1259,225 +1010,4 @@ CMD_HANDLER(cluster_cancelslotmigrations)
         sm_arm(m, 0);
     }
     reply_ok(c);
-}
-
-/* ---- the target's side ---- */
-
-/* The key's slot is not served by this node (false after an error reply). */
-static bool
-sm_not_mine(struct conn *c, struct rv_str key)
-{
-    const struct topo *t = c->env->topo;
-    unsigned slot = slot_of(key.p, key.len);
-    if (t == NULL || c->env->topo_me < 0) {
-        reply_errf(c, "ERR This instance has cluster support disabled");
-        return false;
-    }
-    if (t->slots[slot] == (uint16_t)c->env->topo_me) {
-        reply_errf(c, "ERR Slot %u is served by this node", slot);
-        return false;
-    }
-    return true;
-}
-
-static void
-sm_target_drop(struct conn *c, int argc, struct rv_str *argv)
-{
-    static _Thread_local uint8_t slots[SLOT_COUNT / 8];
-    memset(slots, 0, sizeof(slots));
-    /* (a node forgotten meanwhile, topo_me < 0, serves no slot: it drops) */
-    const struct topo *t = c->env->topo;
-    int me = c->env->topo_me;
-    if (t == NULL || argc < 4 || argc % 2 != 0) {
-        reply_err(c, RV_ERR_SYNTAX);
-        return;
-    }
-    for (int i = 2; i + 1 < argc; i += 2) {
-        int64_t lo, hi;
-        if (!cmd_arg_int(argv[i], &lo) || !cmd_arg_int(argv[i + 1], &hi) || lo < 0 ||
-            hi >= SLOT_COUNT || lo > hi) {
-            reply_errf(c, "ERR Invalid or out of range slot");
-            return;
-        }
-        for (int64_t s = lo; s <= hi; s++) {
-            if (me < 0 || t->slots[s] != (uint16_t)me) {
-                slots[s / 8] |= (uint8_t)(1u << (s % 8));
-            }
-        }
-    }
-    struct buf keys;
-    buf_init(&keys);
-    slotmig_keys_of(c->env->ks, slots, &keys);
-    size_t deleted = 0;
-    for (size_t at = 0; at < keys.len;) {
-        size_t len;
-        memcpy(&len, keys.data + at, sizeof(len));
-        struct rv_str k = { keys.data + at + sizeof(len), len };
-        if (ks_delete(c->env->ks, k.p, k.len)) {
-            if (deleted++ == 0) {
-                effect_redo(c, "DEL", k);
-            } else {
-                effect_arg(c, k.p, k.len);
-            }
-        }
-        at += sizeof(len) + len;
-    }
-    if (deleted == 0) {
-        effect_none(c);
-    }
-    buf_deinit(&keys);
-    reply_int(c, (int64_t)deleted);
-}
-
-/* RVMIGSLOTS BEGIN name source lo hi [lo hi ...]: a job starts sending this
- * node those slots; their keys are hidden until they are this node's. */
-static void
-sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
-{
-    const struct topo *t = c->env->topo;
-    int me = c->env->topo_me;
-    /* From the log (recovery, a replica's stream) the import opens as it was
-     * (the topology may not be adopted yet): see sm_import_tick. */
-    bool replay = (c->flags & CONN_REPLAY) != 0;
-    if ((!replay && (t == NULL || me < 0)) || argc < 6 || argc % 2 != 0 ||
-        argv[2].len != TOPO_ID_LEN || argv[3].len != TOPO_ID_LEN) {
-        effect_none(c);
-        reply_err(c, RV_ERR_SYNTAX);
-        return;
-    }
-    struct sm_job *j = rv_calloc(1, sizeof(*j));
-    buf_init(&j->dirty);
-    j->ranges = rv_calloc((size_t)argc, sizeof(*j->ranges));
-    for (int i = 4; i + 1 < argc; i += 2) {
-        int64_t lo, hi;
-        if (!cmd_arg_int(argv[i], &lo) || !cmd_arg_int(argv[i + 1], &hi) || lo < 0 ||
-            hi >= SLOT_COUNT || lo > hi) {
-            effect_none(c);
-            reply_errf(c, "ERR Invalid or out of range slot");
-            sm_job_free(j);
-            return;
-        }
-        for (int64_t s = lo; s <= hi; s++) {
-            if (!replay && t->slots[s] == (uint16_t)me) {
-                effect_none(c);
-                reply_errf(c, "ERR Slot %" PRId64 " is served by this node", s);
-                sm_job_free(j);
-                return;
-            }
-            j->moving[s / 8] |= (uint8_t)(1u << (s % 8));
-        }
-        j->ranges[j->nranges++] = (struct topo_range){ (uint16_t)lo, (uint16_t)hi };
-    }
-    j->import = true;
-    j->recovered = replay;
-    memcpy(j->name, argv[2].p, TOPO_ID_LEN);
-    memcpy(j->source, argv[3].p, TOPO_ID_LEN);
-    memcpy(j->target, c->env->node->ids[c->env->id], TOPO_ID_LEN);
-    j->created = j->updated = j->acked = clock_unix_ms() / 1000;
-    j->heard = (int64_t)(clock_mono_us() / 1000);
-    sm_set(j, SM_SNAPSHOT, "");
-    struct slotmig *m = sm_get(c);
-    if (m->import != NULL) {
-        char why[96];
-        snprintf(why, sizeof(why), "replaced by the import %.40s", j->name);
-        sm_import_end(m, SM_FAILED, why);
-    }
-    m->import = j;
-    sm_arm_ev(m->imp_tick, SM_IMPORT_TICK_US);
-    /* logged: after a restart, and on the replicas, the node knows which
-     * slots an import opened (sm_import_tick) */
-    effect_redo(c, "RVMIGSLOTS", argv[1]);
-    for (int i = 2; i < argc; i++) {
-        effect_arg(c, argv[i].p, argv[i].len);
-    }
-    reply_ok(c);
-}
-
-/* RVMIGSLOTS STATE name snapshot|streaming|committing: the source's progress (and
- * its heartbeat while held). */
-static void
-sm_import_state(struct conn *c, struct rv_str name, struct rv_str st)
-{
-    struct slotmig *m = c->env->slotmig;
-    struct sm_job *j = m != NULL ? m->import : NULL;
-    effect_none(c);
-    if (j == NULL || name.len != TOPO_ID_LEN || memcmp(j->name, name.p, TOPO_ID_LEN) != 0) {
-        reply_errf(c, "ERR No such slot import");
-        return;
-    }
-    enum sm_state want = cmd_arg_is(st, "committing") ? SM_COMMITTING
-                         : cmd_arg_is(st, "snapshot") ? SM_SNAPSHOT
-                                                      : SM_STREAMING;
-    if (j->state != want && want == SM_COMMITTING) {
-        /* logged: an import told to commit keeps its copies after a restart
-         * until the topology decides (the commit may still land) */
-        effect_redo(c, "RVMIGSLOTS", (struct rv_str){ "STATE", 5 });
-        effect_arg(c, name.p, name.len);
-        effect_arg(c, st.p, st.len);
-    }
-    if (j->state != want) {
-        sm_set(j, want, "");
-    }
-    sm_import_heard(c);
-    reply_ok(c);
-}
-
-CMD_HANDLER(rvmigslots)
-{
-    if (cmd_arg_is(argv[1], "restore") && argc == 5) {
-        if (!sm_not_mine(c, argv[2])) {
-            effect_none(c);
-            return;
-        }
-        struct rv_str av[6] = { { "RESTORE", 7 }, argv[2],          argv[3],
-                                argv[4],          { "REPLACE", 7 }, { "ABSTTL", 6 } };
-        sm_import_heard(c);
-        cmd_restore(c, 6, av);
-        /* logged as the RESTORE ... REPLACE ABSTTL it ran (the WAL's replay
-         * and the replicas apply it as such) */
-        effect_redo(c, "RESTORE", argv[2]);
-        for (int i = 2; i < 6; i++) {
-            effect_arg(c, av[i].p, av[i].len);
-        }
-    } else if (cmd_arg_is(argv[1], "append") && argc >= 5) {
-        if (!sm_not_mine(c, argv[2])) {
-            effect_none(c);
-            return;
-        }
-        sm_import_heard(c);
-        smc_apply(c, argc, argv);
-    } else if (cmd_arg_is(argv[1], "reserve") && argc == 4) {
-        if (!sm_not_mine(c, argv[2])) {
-            effect_none(c);
-            return;
-        }
-        sm_import_heard(c);
-        smc_reserve(c, argv[2], argv[3]);
-    } else if (cmd_arg_is(argv[1], "del") && argc == 3) {
-        if (!sm_not_mine(c, argv[2])) {
-            effect_none(c);
-            return;
-        }
-        sm_import_heard(c);
-        bool gone = ks_delete(c->env->ks, argv[2].p, argv[2].len);
-        if (gone) {
-            effect_redo(c, "DEL", argv[2]);
-        } else {
-            effect_none(c);
-        }
-        reply_int(c, gone);
-    } else if (cmd_arg_is(argv[1], "drop")) {
-        sm_target_drop(c, argc, argv);
-        if (c->env->slotmig != NULL && c->env->slotmig->import != NULL) {
-            sm_import_end(c->env->slotmig, SM_CANCELLED,
-                          "the source dropped the import (RVMIGSLOTS DROP)");
-        }
-    } else if (cmd_arg_is(argv[1], "begin")) {
-        sm_import_begin(c, argc, argv);
-    } else if (cmd_arg_is(argv[1], "state") && argc == 4) {
-        sm_import_state(c, argv[2], argv[3]);
-    } else {
-        effect_none(c);
-        reply_err(c, RV_ERR_SYNTAX);
-    }
 }

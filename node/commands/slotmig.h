@@ -2,6 +2,7 @@
  * node (cmd_migslots.c; docs/cluster.md, "Atomic slot migration"). A shard's
  * state (shard_env.slotmig) exists once CLUSTER MIGRATESLOTS ran on it. */
 #pragma once
+#include "node/types/obj.h"
 #include "proto/resp.h"
 
 #include <stdbool.h>
@@ -40,5 +41,9 @@ size_t slotmig_hidden_volatile(struct shard_env *env);
  * tests can cancel or break a move half way; 2: also a key sent in chunks
  * stops after its first chunk (the same heartbeat); 0: they go on. */
 void slotmig_hold(struct conn *c, int mode);
+/* A checkpoint's record of the shard's open import (persist_set_shard_state_fn):
+ * its RVMIGSLOTS BEGIN, and STATE committing when its source said so, so that
+ * recovery reopens it as a replay of the WAL would. */
+void slotmig_emit_state(struct shard *s, obj_emit_fn *fn, void *arg);
 /* The shard stops: the job and its log go (before its event base). */
 void slotmig_shard_destroy(struct shard *s);

@@ -414,6 +414,29 @@ on_expire(void *arg, const struct ks_entry *e)
     }
 }
 
+void
+persist_log_cmd(struct shard *s, int argc, const struct rv_str *argv)
+{
+    struct persist *p = persist_of(s);
+    if (p == NULL || p->loading || !p->hot.log || p->replica) {
+        return;
+    }
+    if (rv_unlikely(p->tap != NULL) && tapped_only(p, argc, argv)) {
+        return;
+    }
+    bool was_open = p->rec_open;
+    rec_open(p);
+    if (p->rec_db != 0) { /* (its database 0's: the next command's rec_db selects again) */
+        struct rv_str v[2] = { S("SELECT"), S("0") };
+        rec_cmd(p, 2, v);
+        p->rec_db = 0;
+    }
+    rec_cmd(p, argc, argv);
+    if (!was_open) {
+        rec_close(p);
+    }
+}
+
 /* ---------------------------------------------------------------- refusing, holding */
 
 uint64_t

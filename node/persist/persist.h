@@ -48,6 +48,11 @@ void persist_close(struct shard *s);
  * any shard starts. */
 typedef void persist_state_fn(struct shard *s, obj_emit_fn *fn, void *arg);
 void persist_set_state_fn(persist_state_fn *fn);
+/* State of one shard (an open slot import, node/commands/slotmig_import.c):
+ * fn emits its rebuild commands, written in each checkpoint's first record
+ * after the node state's. Not carried by resharding (a shard's own). Set
+ * once, before any shard starts. */
+void persist_set_shard_state_fn(persist_state_fn *fn);
 /* Told of every key that expiry or eviction deletes on a shard, while serving
  * (not while loading), before it goes (client tracking). Set once, before any
  * shard starts. */
@@ -65,6 +70,13 @@ void persist_set_gone_fn(persist_gone_fn *fn);
  * per shard; fn NULL removes it. */
 typedef void persist_tap_fn(void *arg, unsigned db, int argc, const struct rv_str *argv);
 void persist_set_tap(struct shard *s, persist_tap_fn *fn, void *arg);
+
+/* Logs one command that no client's command carries (the end of a slot
+ * import, node/commands/slotmig_import.c) as database 0's, into the record
+ * open on the shard or as a record of its own, as expiry logs its DELs:
+ * nothing while loading, on a replica (its primary's stream carries its
+ * records), or when nothing logs. argv is valid for the call only. */
+void persist_log_cmd(struct shard *s, int argc, const struct rv_str *argv);
 
 /* ---- hooks on the command path ---- */
 /* Before a write command runs: copy-on-write for a checkpoint in progress. */

@@ -182,13 +182,21 @@ dump_entry(struct persist *p, unsigned db, const struct ks_entry *e)
     sn->nrecs++;
 }
 
-/* The node state's record (persist_set_state_fn), begun at its first command. */
+/* The node state's record (persist_set_state_fn, then
+ * persist_set_shard_state_fn), begun at its first command. */
 static persist_state_fn *state_fn;
+static persist_state_fn *shard_state_fn;
 
 void
 persist_set_state_fn(persist_state_fn *fn)
 {
     state_fn = fn;
+}
+
+void
+persist_set_shard_state_fn(persist_state_fn *fn)
+{
+    shard_state_fn = fn;
 }
 
 void
@@ -221,18 +229,20 @@ state_cmd(void *arg, int argc, const struct rv_str *argv)
 static void
 dump_state(struct persist *p, struct snap *sn)
 {
-    if (state_fn == NULL) {
-        return;
-    }
     struct state_ctx x = { .d = { .sn = sn } };
-    state_fn(p->s, state_cmd, &x);
+    if (state_fn != NULL) {
+        state_fn(p->s, state_cmd, &x);
+    }
+    if (shard_state_fn != NULL) {
+        shard_state_fn(p->s, state_cmd, &x);
+    }
     if (!x.open) {
         return;
     }
     if (x.d.split_failed || wal_ckpt_rec_end(sn->k, x.d.mark) != 0) {
         sn->failed = true;
         snprintf(sn->why, sizeof(sn->why),
-                 "the function libraries need a record over the "
+                 "the function libraries and slot imports need a record over the "
                  "%llu-byte limit",
                  (unsigned long long)WAL_MAX_REC);
         return;

@@ -189,6 +189,7 @@ shard_create_impl(struct node *n, unsigned id, const char *dir, char *err, size_
     conn_set_io(&conn_io_ops);
     script_set_poll(shard_busy_poll);
     persist_set_state_fn(shard_emit_state);
+    persist_set_shard_state_fn(slotmig_emit_state);
     persist_set_gone_fn(tracking_key_gone);
     long long mem0 = rv_mem_thread_net(); /* this thread's work for the shard is its charge */
     struct shard *s = rv_calloc(1, sizeof(*s));

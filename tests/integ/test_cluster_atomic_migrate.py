@@ -312,6 +312,13 @@ def test_kill_of_the_target_mid_move_leaves_the_source_serving(cluster):
     assert jobs(cl.ports[0])[-1]["message"] != ""
 
 
+def wait_applied(dst, n):
+    """The target applied a held move's n copies and the source's STATE streaming after them (the records come in
+    order; nothing writes to the slots meanwhile): a record still in flight when the target is forgotten would be
+    refused there ("cluster support disabled") and fail the job before its commit is refused."""
+    poll_until(lambda: rvmigslots_calls(dst) >= n + 2, timeout=60, interval=0.05, what="the copies applied")
+
+
 def test_a_refused_commit_rolls_back(request):
     """The commit is one entry; when the log refuses it (here the target was forgotten while the job was held:
     "Unknown node"), nothing moved, and the job rolls back instead of proposing it again with the slots' writes
@@ -325,6 +332,7 @@ def test_a_refused_commit_rolls_back(request):
     src, dst = client(cl.ports[0]), client(cl.ports[1])
     want = populate(src, tags)
     held_move(cl, lo, hi)
+    wait_applied(dst, len(want))
     assert src.execute_command("CLUSTER", "FORGET", cl.ids[1]) in ("OK", True)
     assert cl.info(cl.ports[0])["cluster_known_nodes"] == "2"
     assert last_state(cl.ports[0]) == "streaming"
@@ -364,6 +372,7 @@ def test_a_refused_commit_rolls_back_on_a_host_that_does_not_lead(cluster):
     assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
     assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[dst_i]) in ("OK", True)
     poll_until(lambda: last_state(cl.ports[src_i]) == "streaming", timeout=60, interval=0.05, what="streaming")
+    wait_applied(client(cl.ports[dst_i]), len(want))
     assert src.execute_command("CLUSTER", "FORGET", cl.ids[dst_i]) in ("OK", True)
     assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 0) in ("OK", True)
     poll_until(lambda: last_state(cl.ports[src_i]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
@@ -379,11 +388,13 @@ def test_a_refused_commit_rolls_back_on_a_host_that_does_not_lead(cluster):
 
 
 @pytest.mark.parametrize("cluster", [("--durability", "always")], indirect=True)
-def test_a_killed_target_drops_its_copies_after_a_restart(cluster):
+@pytest.mark.parametrize("save", [False, True], ids=["wal", "checkpoint"])
+def test_a_killed_target_drops_its_copies_after_a_restart(cluster, save):
     """kill -9 of the target while a job is held: its WAL holds the copies and the import's BEGIN, so after the
     restart it knows which slots an import had opened and, as it was not committing, deletes its keys of those
     slots (another node serves them) and none of its own; a new move of the same slots then has every key
-    once."""
+    once. With a checkpoint (SAVE) after the BEGIN, the checkpoint holds the copies and carries the open import
+    (its BEGIN in the checkpoint's first record): recovery reopens it hidden and it ends the same way."""
     cl = cluster
     lo, hi = moving_range(cl, 0)
     tags = tags_for(lo, hi)
@@ -394,6 +405,8 @@ def test_a_killed_target_drops_its_copies_after_a_restart(cluster):
         dst.set(k, "x")
     held_move(cl, lo, hi)
     assert dst.dbsize() == 3
+    if save:
+        assert dst.save() is True
     old = cl.servers[1]
     old.proc.kill()
     old.proc.wait(TIMEOUT)
@@ -405,6 +418,9 @@ def test_a_killed_target_drops_its_copies_after_a_restart(cluster):
     imp = jobs(cl.ports[1])[-1]
     assert imp["operation"] == "IMPORT" and imp["message"] == "this node restarted or was promoted during the import"
     assert dst.dbsize() == 3 and set(dst.keys("*")) == set(mine)
+    if save:  # (the copies came from the checkpoint: the BEGIN was not in the WAL replayed after it)
+        loaded = int(dst.info("persistence")["rdb_last_load_keys_loaded"])
+        assert loaded >= len(want), loaded
     assert [dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)] == [0] * NSLOTS
     # the same slots again: every key there once
     poll_until(lambda: all(cl.info(p)["cluster_state"] == "ok" for p in cl.ports), timeout=30, interval=0.1,
@@ -420,6 +436,66 @@ def test_a_killed_target_drops_its_copies_after_a_restart(cluster):
         assert read_back(dst, key, kind) == value, key
     assert dst.dbsize() == len(want) + 3
     poll_until(lambda: src.dbsize() == 0, timeout=10, what="the source's keys deleted")
+
+
+def put_by_redis_path(src, dst, dst_port, src_id, slot, key):
+    """Copy src's key into its slot on dst by Redis's path (dst IMPORTING from src, MIGRATE ... COPY, dst STABLE
+    again): a key of a slot dst does not serve, left there as after a failed reshard."""
+    assert dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id) in ("OK", True)
+    assert src.execute_command("MIGRATE", HOST, dst_port, key, 0, 5000, "COPY") in ("OK", True)
+    assert dst.execute_command("CLUSTER", "SETSLOT", slot, "STABLE") in ("OK", True)
+    assert key in dst.keys("*")
+
+
+@pytest.mark.parametrize("cluster", [("--durability", "always")], indirect=True)
+def test_an_ended_import_stays_ended_after_a_restart(cluster):
+    """The end of an import is logged (RVMIGSLOTS END, after the DELs of what it deleted): a target restarted from
+    its WAL alone (no checkpoint since) replays each import's BEGIN and then its end, so none opens again. A move
+    that commits (then a key RESTOREd into one of its slots), then a cancelled one, then a key put into one of the
+    cancelled slots by Redis's path (so another node serves its slot), then kill -9 and a restart of the target:
+    the imports are listed as they ended, nothing is reopened, and every key is still there (the cancelled import
+    reopened by its BEGIN alone deleted that key)."""
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    committed = {k: v for k, v in want.items() if key_slot(k.encode()) <= lo + 1}
+    # a move that commits
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, lo + 1, "NODE", cl.ids[1]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+               what="the first migration to end")
+    assert last_state(cl.ports[0]) == "success", jobs(cl.ports[0])[-1]
+    poll_until(lambda: last_state(cl.ports[1]) == "success", timeout=10, interval=0.05, what="the import ends")
+    src.set(tags[2] + "payload", "restored")
+    payload = src.dump(tags[2] + "payload")
+    assert dst.restore(tags[0] + "after", 0, payload) in ("OK", True)
+    # a cancelled one
+    held_move(cl, lo + 2, hi)
+    assert src.execute_command("CLUSTER", "CANCELSLOTMIGRATIONS") in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) == "cancelled", timeout=30, interval=0.05, what="cancelled")
+    assert last_state(cl.ports[1]) == "cancelled"
+    # a key of a cancelled slot, which another node serves, reaches the target by other means
+    put_by_redis_path(src, dst, cl.ports[1], cl.ids[0], lo + 2, tags[2] + "payload")
+    before = jobs(cl.ports[1])
+    assert [(j["operation"], j["state"]) for j in before] == [("IMPORT", "success"), ("IMPORT", "cancelled")]
+    keys = set(dst.keys("*"))
+    assert keys == set(committed) | {tags[0] + "after", tags[2] + "payload"}
+    old = cl.servers[1]
+    old.proc.kill()
+    old.proc.wait(TIMEOUT)
+    cl.servers[1] = launch(argv=old.cmdline, port=old.port)
+    dst = client(cl.ports[1])
+    poll_until(lambda: cl.info(cl.ports[1])["cluster_state"] == "ok", timeout=30, interval=0.1,
+               what="the target's cluster state ok")
+    after = jobs(cl.ports[1])
+    assert [(j["name"], j["operation"], j["state"], j["message"]) for j in after] == \
+        [(j["name"], j["operation"], j["state"], j["message"]) for j in before]
+    assert "restarted" not in cl.servers[1].stdout() + cl.servers[1].stderr()
+    assert set(dst.keys("*")) == keys and dst.dbsize() == len(keys)
+    for key, (kind, value) in committed.items():
+        assert read_back(dst, key, kind) == value, key
+    assert dst.get(tags[0] + "after") == "restored"
 
 
 def test_a_failover_of_the_target_mid_move_leaves_no_copies(tmp_path):
@@ -478,6 +554,51 @@ def test_a_failover_of_the_target_mid_move_leaves_no_copies(tmp_path):
         for key, (kind, value) in want.items():
             assert read_back(src, key, kind) == value, key
         check_acked(lambda k: src, w)
+    finally:
+        for s in srvs:
+            s.stop()
+
+
+def test_the_targets_replica_ends_a_cancelled_import(tmp_path):
+    """The target's replica opens the import from its BEGIN record and ends it from its END record, at the same
+    point as its primary: after a cancel (CLUSTER CANCELSLOTMIGRATIONS) the replica lists it cancelled and hides
+    no slot, so a key put later into one of those slots (Redis's path; another node serves the slot) counts on
+    the replica as on its primary (before the END record, the replica's import ended only when the slots became
+    its primary's, and kept hiding them)."""
+    from types import SimpleNamespace
+    from test_cluster_mode import _cluster3
+    ports, srvs = _cluster3(tmp_path)
+    try:
+        ids = [client(p).execute_command("CLUSTER", "MYID") for p in ports]
+        sport, dport, tport = ports[0], ports[1], ports[0] + 1  # (tport: the target's replica, on process 0)
+        cl = SimpleNamespace(ports=ports)
+        m = Cluster.slot_map(cl, sport)
+        lo = m.index(0)
+        hi = lo + NSLOTS - 1
+        tags = tags_for(lo, hi)
+        src, dst, rep = client(sport), client(dport), client(tport)
+        populate(src, tags)
+        mine = [k for k in ("own%d" % i for i in range(100000)) if m[key_slot(k.encode())] == 1][:3]
+        for k in mine:
+            dst.set(k, "x")
+        assert src.execute_command("DEBUG", "SLOTMIG-HOLD", 1) in ("OK", True)
+        assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", ids[1]) in ("OK", True)
+        poll_until(lambda: last_state(sport) == "streaming", timeout=60, interval=0.05, what="streaming")
+        poll_until(lambda: [j["state"] for j in jobs(tport)] == ["streaming"] or
+                   [j["state"] for j in jobs(tport)] == ["snapshot"], timeout=20, interval=0.05,
+                   what="the import on the target's replica")
+        assert src.execute_command("CLUSTER", "CANCELSLOTMIGRATIONS") in ("OK", True)
+        poll_until(lambda: last_state(sport) == "cancelled", timeout=30, interval=0.05, what="cancelled")
+        assert jobs(dport)[-1]["state"] == "cancelled"
+        poll_until(lambda: [j["state"] for j in jobs(tport)] == ["cancelled"], timeout=20, interval=0.05,
+                   what="the replica's import to end")
+        assert jobs(tport)[0]["message"] == jobs(dport)[0]["message"] and jobs(tport)[0]["name"] == jobs(dport)[0]["name"]
+        src.set(tags[1] + "late", "v")
+        put_by_redis_path(src, dst, dport, ids[0], lo + 1, tags[1] + "late")
+        assert dst.execute_command("WAIT", 1, 10000) >= 1
+        assert dst.dbsize() == 4 and set(dst.keys("*")) == set(mine) | {tags[1] + "late"}
+        assert rep.dbsize() == dst.dbsize() and set(rep.keys("*")) == set(dst.keys("*"))
+        assert rep.execute_command("DEBUG", "DIGEST") == dst.execute_command("DEBUG", "DIGEST")
     finally:
         for s in srvs:
             s.stop()
@@ -1052,7 +1173,9 @@ def test_the_targets_replica_holds_what_the_move_copied(tmp_path):
         w.start()
         wait_writes(w, 50)
         assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", ids[1]) in ("OK", True)
-        poll_until(lambda: last_state(sport) == "success", timeout=60, interval=0.05, what="the move")
+        poll_until(lambda: last_state(sport) in ("success", "failed", "cancelled"), timeout=60, interval=0.05,
+                   what="the move to end")
+        assert last_state(sport) == "success", jobs(sport)[-1]
         wait_writes(w, 50)
         w.finish()
         dst, rep = client(dport), client(tport)
