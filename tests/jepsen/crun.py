@@ -5,6 +5,7 @@ harness only breaks things and watches."""
 import json
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -499,8 +500,11 @@ class Migrate:
             except Exception as e:     # noqa: BLE001 (recorded; the final checks judge the outcome)
                 self.run.event("fix", "redis-cli --cluster fix %s: %s" % (why, e))
                 return
+            # a failed fix's output, less its colours: the steps it took before the error (owner, cases,
+            # DELSLOTS/SETSLOT, the keys moved) are what tells a topology window from a refusal
+            out = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout or "")
             self.run.event("fix", "redis-cli --cluster fix %s: exit %d%s" % (
-                why, r.returncode, "" if r.returncode == 0 else ": " + (r.stdout or "")[-400:]))
+                why, r.returncode, "" if r.returncode == 0 else ": " + out[-2000:]))
             return
 
 
