@@ -5,6 +5,7 @@ harness only breaks things and watches."""
 import json
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -499,8 +500,11 @@ class Migrate:
             except Exception as e:     # noqa: BLE001 (recorded; the final checks judge the outcome)
                 self.run.event("fix", "redis-cli --cluster fix %s: %s" % (why, e))
                 return
+            # a failed fix's output, less its colours: the steps it took before the error (owner, cases,
+            # DELSLOTS/SETSLOT, the keys moved) are what tells a topology window from a refusal
+            out = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout or "")
             self.run.event("fix", "redis-cli --cluster fix %s: exit %d%s" % (
-                why, r.returncode, "" if r.returncode == 0 else ": " + (r.stdout or "")[-400:]))
+                why, r.returncode, "" if r.returncode == 0 else ": " + out[-2000:]))
             return
 
 
@@ -599,8 +603,55 @@ def canaries(c):
     return "; ".join(problems) or "ok"
 
 
+# Refusals a healthy node may answer for a moment after healing (its write lease renewing after a host's
+# SIGCONT bumped the log's term, say): the read-back asks such a node again, bounded by READ_BACK_TIMEOUT.
+TRANSIENT = ("CLUSTERDOWN", "TRYAGAIN", "LOADING")
+READ_BACK_TIMEOUT = 10
+
+
+def read_node(h, p, keys):
+    """One node's view, digest and what it holds of the keys of the slots it serves (raises on any error)."""
+    d = {}
+    cc = rc.client(h.ip, p, 10)
+    try:
+        v = rc.parse_nodes(cc.execute_command("CLUSTER", "NODES"))
+        me = next(n for n in v.values() if n["myself"])
+        owner = v.get(me["primary"]) if "slave" in me["flags"] else me
+        served = rc.slot_set(owner["slots"]) if owner else set()
+        ci = rc.parse_kv(cc.execute_command("CLUSTER", "INFO"))
+        d.update(view=v, served=sorted(served), primary_addr=owner["addr"] if owner is not me else None,
+                 cluster_state=ci.get("cluster_state"), current_epoch=int(ci.get("cluster_current_epoch", -1)),
+                 digest=cc.execute_command("DEBUG", "DIGEST"),
+                 slots_reply=redis.Redis(host=h.ip, port=p, socket_timeout=10).execute_command("CLUSTER", "SLOTS"))
+        d["slots_reply"] = [[x.decode() if isinstance(x, bytes) else x for x in r[:2]] +
+                            [[y.decode() if isinstance(y, bytes) else y for y in n[:3]] for n in r[2:]]
+                            for r in d["slots_reply"]]
+        cc.execute_command("READONLY")
+        mine = [(k, o.kind) for k, o in keys.items() if o.slot in served]
+        values, lists = {}, {}
+        for i in range(0, len(mine), 500):
+            chunk = mine[i:i + 500]
+            pl = cc.pipeline(transaction=False)
+            for k, kind in chunk:
+                if kind == "set":
+                    pl.execute_command("GET", k)
+                else:
+                    pl.execute_command("LRANGE", k, 0, -1)
+            for (k, kind), x in zip(chunk, pl.execute()):
+                if kind == "set" and x is not None:
+                    values[k] = x
+                elif kind == "push" and x:
+                    lists[k] = x
+        d.update(values=values, lists=lists)
+    finally:
+        cc.close()
+    return d
+
+
 def read_back(run, converged, why, canary):
-    """What every node holds of what the clients wrote (keys of the slots it serves), its view and its digest."""
+    """What every node holds of what the clients wrote (keys of the slots it serves), its view and its digest.
+    A node that refuses with a transient error (TRANSIENT) is read again until it answers, for at most
+    READ_BACK_TIMEOUT seconds (an event says so); one that still refuses is reported as unreadable (check (e))."""
     c = run.cluster
     final = {"converged": converged, "why": why, "canary": canary, "nodes": {}}
     keys = {}
@@ -608,41 +659,25 @@ def read_back(run, converged, why, canary):
         keys.setdefault(o.key, o)
     for h, p in c.nodes():
         addr = "%s:%d" % (h.ip, p)
-        d = {}
+        refused = []
+
+        def attempt():
+            try:
+                return read_node(h, p, keys)
+            except redis.exceptions.ResponseError as e:
+                if not any(w in str(e) for w in TRANSIENT):
+                    raise
+                refused.append(str(e))
+                return None
         try:
-            cc = rc.client(h.ip, p, 10)
-            v = rc.parse_nodes(cc.execute_command("CLUSTER", "NODES"))
-            me = next(n for n in v.values() if n["myself"])
-            owner = v.get(me["primary"]) if "slave" in me["flags"] else me
-            served = rc.slot_set(owner["slots"]) if owner else set()
-            ci = rc.parse_kv(cc.execute_command("CLUSTER", "INFO"))
-            d.update(view=v, served=sorted(served), primary_addr=owner["addr"] if owner is not me else None,
-                     cluster_state=ci.get("cluster_state"), current_epoch=int(ci.get("cluster_current_epoch", -1)),
-                     digest=cc.execute_command("DEBUG", "DIGEST"),
-                     slots_reply=redis.Redis(host=h.ip, port=p, socket_timeout=10).execute_command("CLUSTER", "SLOTS"))
-            d["slots_reply"] = [[x.decode() if isinstance(x, bytes) else x for x in r[:2]] +
-                                [[y.decode() if isinstance(y, bytes) else y for y in n[:3]] for n in r[2:]]
-                                for r in d["slots_reply"]]
-            cc.execute_command("READONLY")
-            mine = [(k, o.kind) for k, o in keys.items() if o.slot in served]
-            values, lists = {}, {}
-            for i in range(0, len(mine), 500):
-                chunk = mine[i:i + 500]
-                pl = cc.pipeline(transaction=False)
-                for k, kind in chunk:
-                    if kind == "set":
-                        pl.execute_command("GET", k)
-                    else:
-                        pl.execute_command("LRANGE", k, 0, -1)
-                for (k, kind), x in zip(chunk, pl.execute()):
-                    if kind == "set" and x is not None:
-                        values[k] = x
-                    elif kind == "push" and x:
-                        lists[k] = x
-            d.update(values=values, lists=lists)
-            cc.close()
+            d = wait_for(attempt, timeout=READ_BACK_TIMEOUT, interval=0.2, what="%s to be read" % addr)
+            if refused:
+                run.event("read-back", "%s refused %d time(s) before it was read (first: %s)" % (
+                    addr, len(refused), refused[0][:200]), node=h.name)
+        except AssertionError:
+            d = {"error": "refused for %ss: %s" % (READ_BACK_TIMEOUT, refused[-1])}
         except (redis.exceptions.RedisError, OSError, StopIteration) as e:
-            d["error"] = "%s: %s" % (type(e).__name__, e)
+            d = {"error": "%s: %s" % (type(e).__name__, e)}
         final["nodes"][addr] = d
     return final
 

@@ -128,3 +128,54 @@ def test_undone_bumpepoch_fails_j():
     assert not ok and "FAIL (j)" in "\n".join(lines)
     ok, lines, _ = check([], [dict(ev, epoch=6)], final({}))
     assert ok, lines
+
+
+class _Host:
+    ip, name = "10.0.0.1", "n1"
+
+
+class _Run:
+    """What crun.read_back uses of a run: one node, no ops, the events it records."""
+
+    def __init__(self):
+        self.ops, self.events = [], []
+        self.cluster = type("C", (), {"nodes": lambda _self: [(_Host(), 7000)]})()
+
+    def event(self, kind, desc, **kw):
+        self.events.append(dict(kind=kind, desc=desc, **kw))
+
+
+def _refusing(err):
+    import redis
+
+    def read_node(h, p, keys):
+        raise redis.exceptions.ResponseError(err)
+    return read_node
+
+
+def test_read_back_asks_a_refusing_node_again_then_reports_it(monkeypatch):
+    import crun
+    import redis
+    answers = [redis.exceptions.ResponseError("CLUSTERDOWN The cluster is down")] * 2 + [{"values": {}}]
+
+    def read_node(h, p, keys):
+        a = answers.pop(0)
+        if isinstance(a, Exception):
+            raise a
+        return a
+    monkeypatch.setattr(crun, "read_node", read_node)
+    r = _Run()
+    got = crun.read_back(r, True, "", "ok")
+    assert got["nodes"]["10.0.0.1:7000"] == {"values": {}}
+    assert [e["kind"] for e in r.events] == ["read-back"] and "refused 2 time(s)" in r.events[0]["desc"]
+    # a refusal that lasts past the bound: unreadable, so check (e) fails
+    monkeypatch.setattr(crun, "READ_BACK_TIMEOUT", 0.3)
+    monkeypatch.setattr(crun, "read_node", _refusing("CLUSTERDOWN The cluster is down"))
+    got = crun.read_back(_Run(), True, "", "ok")
+    assert "refused for" in got["nodes"]["10.0.0.1:7000"]["error"]
+    ok, text, _ = run([], got)
+    assert not ok and "FAIL (e)" in text and "could not be read" in text
+    # any other error is not asked again
+    monkeypatch.setattr(crun, "read_node", _refusing("ERR unknown command"))
+    got = crun.read_back(_Run(), True, "", "ok")
+    assert got["nodes"]["10.0.0.1:7000"]["error"] == "ResponseError: ERR unknown command"
