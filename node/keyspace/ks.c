@@ -963,11 +963,35 @@ ent_clone(const struct ks_entry *e, const char *dst, size_t dlen)
     return ne;
 }
 
+/* ne (a detached entry named dst) becomes dst's entry in ks, replacing and
+ * freeing the one there (RENAME's and a staging value's last step). */
+static void
+ks_put_detached(struct ks *ks, struct ks_entry *ne, const char *dst, size_t dlen)
+{
+    struct rh_tab *t;
+    uint64_t hd = ks_hash(ks, dst, dlen);
+    uint64_t *sl = idx_find(&ks->main, hd, dst, dlen, &t);
+    if (sl != NULL) {
+        struct ks_entry *old = rh_ent(*sl);
+        ks_repoint(ks, hd, old, ne, (old->flags & EF_EXP) != 0, (ne->flags & EF_EXP) != 0);
+        ent_drop(ks, old, KS_FREE_SERVER);
+    } else {
+        idx_insert(ks, &ks->main, hd, ne);
+        if (ne->flags & EF_EXP) {
+            idx_insert(ks, &ks->exp, hd, ne);
+        }
+        slot_count(ks, dst, dlen, 1);
+        if (rv_unlikely(ks->on_new != NULL)) {
+            ks->on_new(ks->on_new_arg, ks, dst, dlen);
+        }
+    }
+}
+
 bool
 ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t dlen)
 {
     struct rh_tab *t;
-    uint64_t hs, hd, *sl;
+    uint64_t hs, *sl;
     struct ks_entry *e, *ne;
 
     ks_step(ks);
@@ -983,22 +1007,7 @@ ks_rename(struct ks *ks, const char *src, size_t slen, const char *dst, size_t d
     ne = ent_clone(e, dst, dlen); /* takes over the value (and a pointer's ownership) */
     ks_unlink(ks, hs, e);
     rv_free(e);
-    hd = ks_hash(ks, dst, dlen);
-    sl = idx_find(&ks->main, hd, dst, dlen, &t);
-    if (sl != NULL) {
-        struct ks_entry *old = rh_ent(*sl);
-        ks_repoint(ks, hd, old, ne, (old->flags & EF_EXP) != 0, (ne->flags & EF_EXP) != 0);
-        ent_drop(ks, old, KS_FREE_SERVER);
-    } else {
-        idx_insert(ks, &ks->main, hd, ne);
-        if (ne->flags & EF_EXP) {
-            idx_insert(ks, &ks->exp, hd, ne);
-        }
-        slot_count(ks, dst, dlen, 1);
-        if (rv_unlikely(ks->on_new != NULL)) {
-            ks->on_new(ks->on_new_arg, ks, dst, dlen);
-        }
-    }
+    ks_put_detached(ks, ne, dst, dlen);
     return true;
 }
 
@@ -1006,7 +1015,7 @@ bool
 ks_move_to(struct ks *ks, struct ks *src, const char *key, size_t klen)
 {
     struct rh_tab *t;
-    uint64_t hs, hd, *sl;
+    uint64_t hs, *sl;
     struct ks_entry *e, *ne;
 
     ks_step(src);
@@ -1020,22 +1029,7 @@ ks_move_to(struct ks *ks, struct ks *src, const char *key, size_t klen)
     ne = ent_clone(e, key, klen); /* takes over the value (and a pointer's ownership) */
     ks_unlink(src, hs, e);
     rv_free(e);
-    hd = ks_hash(ks, key, klen);
-    sl = idx_find(&ks->main, hd, key, klen, &t);
-    if (sl != NULL) {
-        struct ks_entry *old = rh_ent(*sl);
-        ks_repoint(ks, hd, old, ne, (old->flags & EF_EXP) != 0, (ne->flags & EF_EXP) != 0);
-        ent_drop(ks, old, KS_FREE_SERVER);
-    } else {
-        idx_insert(ks, &ks->main, hd, ne);
-        if (ne->flags & EF_EXP) {
-            idx_insert(ks, &ks->exp, hd, ne);
-        }
-        slot_count(ks, key, klen, 1);
-        if (rv_unlikely(ks->on_new != NULL)) {
-            ks->on_new(ks->on_new_arg, ks, key, klen);
-        }
-    }
+    ks_put_detached(ks, ne, key, klen);
     return true;
 }
 
