@@ -103,26 +103,8 @@ mstage_count(const struct shard_env *env)
 static void
 ms_log_abort(struct shard *s, struct rv_str key)
 {
-    const struct cmd_spec *cmd = cmd_lookup("restore-stage", 13);
-    if (cmd == NULL) {
-        return;
-    }
-    struct conn *c = rv_calloc(1, sizeof(*c));
-    c->shard = s;
-    c->env = shard_env(s);
-    c->persist = shard_env(s)->persist;
-    c->fd = -1;
-    c->proto = 2;
-    c->authed = true;
-    buf_init(&c->rbuf);
-    buf_init(&c->wbuf);
     struct rv_str argv[3] = { { "RESTORE-STAGE", 13 }, { "ABORT", 5 }, key };
-    c->effect = EFFECT_ARGS;
-    persist_log(c, cmd, 3, argv);
-    buf_deinit(&c->rbuf);
-    buf_deinit(&c->wbuf);
-    effect_free(c);
-    rv_free(c);
+    persist_log_cmd(s, 3, argv);
 }
 
 static void
