@@ -36,6 +36,7 @@
 #include "node/core/node.h"
 #include "node/core/reply.h"
 #include "node/core/shard.h"
+#include "node/features/topology.h"
 #include "node/keyspace/ks.h"
 #include "node/persist/persist.h"
 #include "proto/resp.h"
@@ -371,6 +372,25 @@ sm_import_begin(struct conn *c, int argc, struct rv_str *argv)
     sm_set(j, SM_SNAPSHOT, "");
     struct slotmig *m = sm_get(c);
     sm_import_drop_now(m);
+    if (!replay && m->import == NULL) {
+        /* Keys this node still holds in those slots (orphans of a slot it gave
+         * away, still being deleted, or left by a failed reshard) are older than
+         * the source's: deleted (logged), and the dirty-slot walk leaves the
+         * slots to the import, so it cannot delete the copies that come. (An
+         * import this BEGIN replaces keeps its copies: told to commit, its
+         * commit may still land.) */
+        size_t old = 0;
+        struct ks *ks = c->env->dbs[0];
+        for (unsigned s = 0; ks != NULL && ks_counts_slots(ks) && s < SLOT_COUNT; s++) {
+            old += (j->moving[s / 8] >> (s % 8) & 1) ? ks_slot_keys(ks, s) : 0;
+        }
+        if (old > 0) {
+            size_t n = slotmig_delete_slots(c->shard, j->moving);
+            log_notice("[shard %u] slot import %.40s: deleted %zu older key(s) of its slots first",
+                       c->env->id, j->name, n);
+        }
+        topology_drop_forget(j->moving);
+    }
     if (m->import != NULL) {
         char why[96];
         snprintf(why, sizeof(why), "replaced by the import %.40s", j->name);

@@ -1058,6 +1058,16 @@ drop_cancel(void)
     memset(&drop, 0, sizeof(drop));
 }
 
+void
+topology_drop_forget(const uint8_t *slots)
+{
+    for (unsigned slot = 0; slot < SLOT_COUNT; slot++) {
+        if (slots[slot / 8] >> (slot % 8) & 1) {
+            drop.dirty[slot] = false;
+        }
+    }
+}
+
 bool
 topology_drop_step(struct shard *s)
 {

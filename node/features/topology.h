@@ -107,6 +107,9 @@ void topology_reconcile(struct shard *s);
  * slice of about a millisecond; true while more remains (call again on a
  * later loop turn). The shard's timers call it. */
 bool topology_drop_step(struct shard *s);
+/* An import (CLUSTER MIGRATESLOTS) opens these slots here, their old keys
+ * deleted first: the walk above must not delete the copies it receives. */
+void topology_drop_forget(const uint8_t *slots);
 /* Shard thread: the keys of this MIGRATING slot are being checked against
  * the target's after this node became a primary (topology_migcheck.c):
  * their commands get TRYAGAIN meanwhile. */

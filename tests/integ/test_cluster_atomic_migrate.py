@@ -447,6 +447,30 @@ def put_by_redis_path(src, dst, dst_port, src_id, slot, key):
     assert key in dst.keys("*")
 
 
+def test_keys_the_target_held_in_the_slots_before_the_move_do_not_come_back(cluster):
+    """The target holds a key of a moving slot from before (put there by Redis's path, as after a failed reshard),
+    which the source deletes afterwards: the import's BEGIN deletes the target's older keys of its slots (logged),
+    so once the move commits the target serves exactly the source's keys (before, the deleted key came back
+    there; and the dirty-slot walk of a slot given away just before could delete the copies the import got)."""
+    cl = cluster
+    lo, hi = moving_range(cl, 0)
+    tags = tags_for(lo, hi)
+    src, dst = client(cl.ports[0]), client(cl.ports[1])
+    want = populate(src, tags)
+    old = tags[0] + "old"
+    src.set(old, "stale")
+    put_by_redis_path(src, dst, cl.ports[1], cl.ids[0], lo, old)
+    assert src.delete(old) == 1
+    assert src.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", lo, hi, "NODE", cl.ids[1]) in ("OK", True)
+    poll_until(lambda: last_state(cl.ports[0]) == "success", timeout=60, interval=0.05, what="success")
+    poll_until(lambda: cl.slot_map(cl.ports[1])[lo] == 1, timeout=10, what="slot moved")
+    dst.execute_command("READWRITE")
+    assert dst.exists(old) == 0
+    assert sum(dst.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) for s in range(lo, hi + 1)) == len(want)
+    for k, (kind, v) in list(want.items())[:50]:
+        assert read_back(dst, k, kind) == v, k
+
+
 @pytest.mark.parametrize("cluster", [("--durability", "always")], indirect=True)
 def test_an_ended_import_stays_ended_after_a_restart(cluster):
     """The end of an import is logged (RVMIGSLOTS END, after the DELs of what it deleted): a target restarted from
