@@ -12,6 +12,7 @@ import redis
 from redis.crc import key_slot
 
 from conftest import HOST, TIMEOUT, encode_command, launch, poll_until
+from test_cluster_atomic_migrate import asleep
 
 pytestmark = pytest.mark.ruvio_only
 
@@ -100,17 +101,6 @@ def _start_migrate(port, *args):
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t, out
-
-
-def asleep(port):
-    c = redis.Redis(host=HOST, port=port, socket_timeout=0.3)
-    try:
-        c.ping()
-        return False
-    except redis.TimeoutError:
-        return True
-    finally:
-        c.close()
 
 
 def test_the_key_is_hidden_until_it_is_whole_and_the_source_serves_meanwhile(pair):
